@@ -1,0 +1,481 @@
+//! Lookup by name (and subcommand), the proxy's policy for each command, and key extraction
+//! that follows Redis's key specs exactly (numkeys commands, `STREAMS`, `STORE` …).
+
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::generated::COMMANDS;
+use super::spec::*;
+use crate::resp::{Request, parse_i64};
+
+/// Dense index of a command in the table, stable for one build: per-command counters and
+/// plugin hook bitmaps are arrays indexed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CommandId(pub u16);
+
+/// What the proxy does with a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Routed by its keys, which must all share one slot (or to slot 0 when it has none).
+    Keyed,
+    /// Split by backend and merged in order.
+    Split(Split),
+    /// Answered by the proxy itself.
+    Local(Local),
+    /// Sent to every backend; allowed only with `admin_commands = true`.
+    Admin(Admin),
+    /// Routed by key, but allowed only with `admin_commands = true` (MEMORY USAGE).
+    AdminKeyed,
+    /// A Redis feature Tessera does not offer yet (transactions, blocking, pub/sub).
+    Unsupported,
+    /// Never passed through a shared proxy (server administration, replication, cluster).
+    Refused,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// MGET: array of values in key order.
+    Mget,
+    /// MSET: +OK when every part is.
+    Mset,
+    /// DEL UNLINK EXISTS TOUCH: the sum of the integer replies.
+    Sum,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Local {
+    Ping,
+    Echo,
+    Quit,
+    Hello,
+    Auth,
+    Select,
+    Client,
+    Info,
+    /// COMMAND and its subcommands: command metadata, the same on every backend.
+    Command,
+    Time,
+    Dbsize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admin {
+    /// Every backend must answer +OK.
+    AllOk,
+    /// Every backend runs it; the first reply is returned (SCRIPT LOAD gives one SHA).
+    First,
+    /// Arrays concatenated (KEYS).
+    Concat,
+    /// SCRIPT EXISTS: an element is 1 only if every backend has the script.
+    AllExist,
+    /// SCAN with a cursor that encodes the backend index.
+    Scan,
+    /// RANDOMKEY: a random backend, falling back to the others while they are empty.
+    RandomKey,
+}
+
+/// One entry of the table.
+#[derive(Debug)]
+pub struct Command {
+    /// Upper-case name; subcommands are `CONTAINER|SUB` (as Redis's ACL names them).
+    pub name: &'static str,
+    pub id: CommandId,
+    pub kind: Kind,
+    /// The command may modify data (`write` flag).
+    pub write: bool,
+    /// Has a `BLOCK` option that makes it blocking (XREAD, XREADGROUP).
+    pub block_option: bool,
+    raw: &'static RawCommand,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    #[error("ERR unknown command '{0}'")]
+    UnknownCommand(String),
+    #[error("ERR unknown subcommand '{sub}'. Try {container} HELP.")]
+    UnknownSubcommand { container: String, sub: String },
+    #[error("ERR wrong number of arguments for '{0}' command")]
+    WrongArity(String),
+}
+
+/// The whole table, built once.
+pub struct CommandTable {
+    commands: Vec<Command>,
+    by_name: FxHashMap<&'static [u8], u16>,
+}
+
+static TABLE: LazyLock<CommandTable> = LazyLock::new(CommandTable::build);
+
+/// Names are at most this long; anything longer is unknown without a lookup.
+const MAX_NAME: usize = 48;
+
+impl CommandTable {
+    pub fn get() -> &'static CommandTable {
+        &TABLE
+    }
+
+    fn build() -> Self {
+        let mut commands = Vec::new();
+        for raw in COMMANDS {
+            commands.push(Command::new(raw, commands.len()));
+            for sub in raw.subcommands {
+                commands.push(Command::new(sub, commands.len()));
+            }
+        }
+        let by_name = commands
+            .iter()
+            .map(|c| (c.name.as_bytes(), c.id.0))
+            .collect();
+        Self { commands, by_name }
+    }
+
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    pub fn by_id(&self, id: CommandId) -> &Command {
+        &self.commands[id.0 as usize]
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Command> {
+        self.by_name
+            .get(name.as_bytes())
+            .map(|&i| &self.commands[i as usize])
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Command> {
+        self.commands.iter()
+    }
+
+    /// Finds the command a request names and checks its arity.
+    ///
+    /// # Errors
+    /// Unknown command or subcommand, or a wrong number of arguments, worded as Redis words them.
+    pub fn lookup(&self, req: &Request) -> Result<&Command, LookupError> {
+        let name = req.arg(0);
+        let mut buf = [0u8; MAX_NAME * 2 + 1];
+        if name.len() > MAX_NAME {
+            return Err(LookupError::UnknownCommand(
+                String::from_utf8_lossy(name).into_owned(),
+            ));
+        }
+        buf[..name.len()].copy_from_slice(name);
+        buf[..name.len()].make_ascii_uppercase();
+        let Some(&i) = self.by_name.get(&buf[..name.len()]) else {
+            return Err(LookupError::UnknownCommand(
+                String::from_utf8_lossy(name).into_owned(),
+            ));
+        };
+        let mut cmd = &self.commands[i as usize];
+        if !cmd.raw.subcommands.is_empty() && req.argc() >= 2 {
+            let sub = req.arg(1);
+            let full = name.len() + 1 + sub.len();
+            let found = (sub.len() <= MAX_NAME)
+                .then(|| {
+                    buf[name.len()] = b'|';
+                    buf[name.len() + 1..full].copy_from_slice(sub);
+                    buf[name.len() + 1..full].make_ascii_uppercase();
+                    self.by_name.get(&buf[..full])
+                })
+                .flatten();
+            match found {
+                Some(&j) => cmd = &self.commands[j as usize],
+                None => {
+                    return Err(LookupError::UnknownSubcommand {
+                        container: cmd.name.to_string(),
+                        sub: String::from_utf8_lossy(sub).into_owned(),
+                    });
+                }
+            }
+        }
+        let arity = cmd.raw.arity;
+        let argc = req.argc() as i32;
+        if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+            return Err(LookupError::WrongArity(
+                cmd.name.to_ascii_lowercase().replace('|', " "),
+            ));
+        }
+        Ok(cmd)
+    }
+}
+
+impl Command {
+    fn new(raw: &'static RawCommand, id: usize) -> Self {
+        let kind = classify(raw);
+        let block_option = matches!(raw.name, "XREAD" | "XREADGROUP");
+        Self {
+            name: raw.name,
+            id: CommandId(id as u16),
+            kind,
+            write: raw.flags & F_WRITE != 0,
+            block_option,
+            raw,
+        }
+    }
+
+    /// Indices of the key arguments, following Redis's `getKeysUsingKeySpecs`: an argument
+    /// list the specs cannot make sense of (a bad numkeys) yields no keys for that spec, and
+    /// the server then answers the command's own error.
+    pub fn key_indices(&self, req: &Request) -> SmallVec<[u32; 4]> {
+        let mut out = SmallVec::new();
+        let argc = req.argc() as i64;
+        for spec in self.raw.keys {
+            let first: i64 = match spec.begin {
+                Begin::Index(i) => i as i64,
+                Begin::Keyword { keyword, startfrom } => {
+                    let found = if startfrom >= 0 {
+                        (startfrom as i64..argc)
+                            .find(|&i| req.arg(i as usize).eq_ignore_ascii_case(keyword.as_bytes()))
+                    } else {
+                        (1..=argc + startfrom as i64)
+                            .rev()
+                            .find(|&i| req.arg(i as usize).eq_ignore_ascii_case(keyword.as_bytes()))
+                    };
+                    match found {
+                        Some(i) => i + 1,
+                        None => continue,
+                    }
+                }
+                Begin::Unknown => continue,
+            };
+            let (first, last, step) = match spec.find {
+                Find::Range {
+                    lastkey,
+                    step,
+                    limit,
+                } => {
+                    let last = if lastkey >= 0 {
+                        first + lastkey as i64
+                    } else if limit == 0 {
+                        argc + lastkey as i64
+                    } else {
+                        first + (argc - first) / limit as i64 + lastkey as i64
+                    };
+                    (first, last, step as i64)
+                }
+                Find::Keynum {
+                    keynumidx,
+                    firstkey,
+                    step,
+                } => {
+                    let Some(n) = req
+                        .get((first + keynumidx as i64) as usize)
+                        .and_then(parse_i64)
+                    else {
+                        continue;
+                    };
+                    if n < 0 {
+                        continue;
+                    }
+                    let first = first + firstkey as i64;
+                    (first, first + (n - 1) * step as i64, step as i64)
+                }
+                Find::Unknown => continue,
+            };
+            let mut i = first;
+            while i <= last && step > 0 {
+                if i >= 1 && i < argc {
+                    out.push(i as u32);
+                }
+                i += step;
+            }
+        }
+        out
+    }
+
+    /// The command has no key spec at all (as opposed to one that found no keys this time).
+    pub fn has_key_specs(&self) -> bool {
+        !self.raw.keys.is_empty()
+    }
+}
+
+/// The proxy's policy, from the command's name first and then from Redis's own flags.
+fn classify(raw: &RawCommand) -> Kind {
+    match raw.name {
+        "PING" => Kind::Local(Local::Ping),
+        "ECHO" => Kind::Local(Local::Echo),
+        "QUIT" => Kind::Local(Local::Quit),
+        "HELLO" => Kind::Local(Local::Hello),
+        "AUTH" => Kind::Local(Local::Auth),
+        "SELECT" => Kind::Local(Local::Select),
+        "INFO" => Kind::Local(Local::Info),
+        "TIME" => Kind::Local(Local::Time),
+        "DBSIZE" => Kind::Local(Local::Dbsize),
+        "CLIENT|SETNAME" | "CLIENT|GETNAME" | "CLIENT|ID" | "CLIENT|SETINFO" | "CLIENT|INFO"
+        | "CLIENT|LIST" => Kind::Local(Local::Client),
+        n if n == "COMMAND" || n.starts_with("COMMAND|") => Kind::Local(Local::Command),
+        "MGET" => Kind::Split(Split::Mget),
+        "MSET" => Kind::Split(Split::Mset),
+        "DEL" | "UNLINK" | "EXISTS" | "TOUCH" => Kind::Split(Split::Sum),
+        "FLUSHALL" | "FLUSHDB" | "SCRIPT|FLUSH" | "FUNCTION|FLUSH" | "FUNCTION|DELETE"
+        | "CONFIG|SET" => Kind::Admin(Admin::AllOk),
+        "SCRIPT|LOAD" | "FUNCTION|LOAD" | "CONFIG|GET" => Kind::Admin(Admin::First),
+        "KEYS" => Kind::Admin(Admin::Concat),
+        "SCRIPT|EXISTS" => Kind::Admin(Admin::AllExist),
+        "SCAN" => Kind::Admin(Admin::Scan),
+        "RANDOMKEY" => Kind::Admin(Admin::RandomKey),
+        "MEMORY|USAGE" => Kind::AdminKeyed,
+        "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" | "WAIT" | "RESET" => Kind::Unsupported,
+        // The mover's own tools, and commands meaningless with one logical database.
+        "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
+            Kind::Refused
+        }
+        n if n.starts_with("CLUSTER") => Kind::Refused,
+        _ if raw.flags & F_PUBSUB != 0 || raw.acl & A_PUBSUB != 0 => Kind::Unsupported,
+        "XREAD" | "XREADGROUP" => Kind::Keyed,
+        _ if raw.flags & F_BLOCKING != 0 || raw.acl & A_BLOCKING != 0 => Kind::Unsupported,
+        _ if !raw.keys.is_empty() => Kind::Keyed,
+        _ if raw.flags & F_ADMIN != 0 || raw.acl & (A_ADMIN | A_DANGEROUS) != 0 => Kind::Refused,
+        _ => Kind::Unsupported,
+    }
+}
+
+/// The bytes of `key` that choose its slot: between the first `{` and the first `}` after
+/// it, even when empty; otherwise the whole key (Codis's rule, so data and clients can move).
+#[inline]
+pub fn hash_key(key: &[u8]) -> &[u8] {
+    if let Some(open) = memchr::memchr(b'{', key)
+        && let Some(close) = memchr::memchr(b'}', &key[open + 1..])
+    {
+        return &key[open + 1..open + 1 + close];
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(args: &[&str]) -> Request {
+        Request::from_args(args)
+    }
+
+    fn keys(args: &[&str]) -> Vec<String> {
+        let r = req(args);
+        let cmd = CommandTable::get().lookup(&r).unwrap();
+        cmd.key_indices(&r)
+            .iter()
+            .map(|&i| String::from_utf8_lossy(r.arg(i as usize)).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn hash_tags_follow_codis_vectors() {
+        let cases: [(&str, &str); 10] = [
+            ("{abc}", "abc"),
+            ("{{{abc1}abc2}", "{{abc1"),
+            ("abc1{abc2{abc3}", "abc2{abc3"),
+            ("{{{{abc", "{{{{abc"),
+            ("{{{{abc}", "{{{abc"),
+            ("{{}{{abc", "{"),
+            ("abc}{abc", "abc}{abc"),
+            ("abc}{123}456", "123"),
+            ("{}abc", ""),
+            ("plain", "plain"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(hash_key(key.as_bytes()), want.as_bytes(), "key {key}");
+        }
+    }
+
+    #[test]
+    fn keys_follow_each_commands_definition() {
+        assert_eq!(keys(&["GET", "a"]), ["a"]);
+        assert_eq!(keys(&["SET", "a", "1", "EX", "10"]), ["a"]);
+        assert_eq!(keys(&["MSET", "a", "1", "b", "2"]), ["a", "b"]);
+        assert_eq!(
+            keys(&["EVAL", "return 1", "2", "k1", "k2", "arg"]),
+            ["k1", "k2"]
+        );
+        assert_eq!(
+            keys(&["EVAL", "return 1", "0", "arg"]),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            keys(&["ZUNION", "2", "a", "b", "WEIGHTS", "1", "2"]),
+            ["a", "b"]
+        );
+        assert_eq!(keys(&["ZUNIONSTORE", "d", "2", "a", "b"]), ["d", "a", "b"]);
+        assert_eq!(
+            keys(&["ZINTERCARD", "2", "a", "b", "LIMIT", "1"]),
+            ["a", "b"]
+        );
+        assert_eq!(keys(&["SINTERCARD", "3", "a", "b", "c"]), ["a", "b", "c"]);
+        assert_eq!(keys(&["LMPOP", "2", "a", "b", "LEFT"]), ["a", "b"]);
+        assert_eq!(keys(&["ZMPOP", "1", "a", "MIN"]), ["a"]);
+        assert_eq!(
+            keys(&["XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0"]),
+            ["s1", "s2"]
+        );
+        assert_eq!(
+            keys(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s1", ">"]),
+            ["s1"]
+        );
+        assert_eq!(keys(&["SORT", "a", "STORE", "b"]), ["a", "b"]);
+        assert_eq!(keys(&["RENAME", "a", "b"]), ["a", "b"]);
+        assert_eq!(keys(&["SMOVE", "a", "b", "m"]), ["a", "b"]);
+        assert_eq!(keys(&["LMOVE", "a", "b", "LEFT", "RIGHT"]), ["a", "b"]);
+        assert_eq!(keys(&["OBJECT", "ENCODING", "k"]), ["k"]);
+        assert_eq!(keys(&["XINFO", "STREAM", "s"]), ["s"]);
+        assert_eq!(keys(&["MEMORY", "USAGE", "k"]), ["k"]);
+        assert_eq!(keys(&["LCS", "a", "b"]), ["a", "b"]);
+        assert_eq!(
+            keys(&["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "d"]),
+            ["g", "d"]
+        );
+        assert_eq!(keys(&["BITOP", "AND", "d", "a", "b"]), ["d", "a", "b"]);
+        assert_eq!(keys(&["PFMERGE", "d", "a", "b"]), ["d", "a", "b"]);
+    }
+
+    #[test]
+    fn policy_per_command() {
+        let t = CommandTable::get();
+        let kind = |n: &str| t.by_name(n).unwrap_or_else(|| panic!("{n} missing")).kind;
+        assert_eq!(kind("GET"), Kind::Keyed);
+        assert_eq!(kind("MGET"), Kind::Split(Split::Mget));
+        assert_eq!(kind("UNLINK"), Kind::Split(Split::Sum));
+        assert_eq!(kind("FLUSHALL"), Kind::Admin(Admin::AllOk));
+        assert_eq!(kind("SCAN"), Kind::Admin(Admin::Scan));
+        assert_eq!(kind("BLPOP"), Kind::Unsupported);
+        assert_eq!(kind("SUBSCRIBE"), Kind::Unsupported);
+        assert_eq!(kind("PUBLISH"), Kind::Unsupported);
+        assert_eq!(kind("MULTI"), Kind::Unsupported);
+        assert_eq!(kind("SHUTDOWN"), Kind::Refused);
+        assert_eq!(kind("DEBUG"), Kind::Refused);
+        assert_eq!(kind("CONFIG|REWRITE"), Kind::Refused);
+        assert_eq!(kind("MIGRATE"), Kind::Refused);
+        assert_eq!(kind("CLIENT|KILL"), Kind::Refused);
+        assert_eq!(kind("XREAD"), Kind::Keyed);
+        assert_eq!(kind("EVAL"), Kind::Keyed);
+        assert_eq!(kind("COMMAND|DOCS"), Kind::Local(Local::Command));
+        assert!(t.len() > 300, "{} commands", t.len());
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive_and_checks_arity() {
+        let t = CommandTable::get();
+        assert_eq!(t.lookup(&req(&["get", "k"])).unwrap().name, "GET");
+        assert_eq!(
+            t.lookup(&req(&["config", "get", "x"])).unwrap().name,
+            "CONFIG|GET"
+        );
+        assert_eq!(
+            t.lookup(&req(&["get"])).unwrap_err().to_string(),
+            "ERR wrong number of arguments for 'get' command"
+        );
+        assert!(matches!(
+            t.lookup(&req(&["nosuch"])),
+            Err(LookupError::UnknownCommand(_))
+        ));
+        assert!(matches!(
+            t.lookup(&req(&["config", "nope"])),
+            Err(LookupError::UnknownSubcommand { .. })
+        ));
+    }
+}

@@ -1,0 +1,132 @@
+//! `proxy.toml`: every setting of `tessera proxy`. Command-line flags override the file.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::resp::Limits;
+
+/// Settings of one proxy process.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// RESP listen address.
+    pub listen: String,
+    /// Static mode: backend addresses; the 1024 slots are split evenly over them, in order.
+    pub backends: Vec<String>,
+    /// Worker threads, each with its own sessions and backend connections (0 = one per CPU).
+    pub threads: usize,
+    /// Connections over this count are answered `-ERR max number of clients reached` and closed.
+    pub max_clients: usize,
+    pub max_bulk_len: usize,
+    pub max_multibulk_len: usize,
+    /// A client silent for this long is disconnected (0 = never).
+    pub client_idle_timeout_ms: u64,
+    /// A backend with requests outstanding and no reply for this long is dropped and its
+    /// in-flight requests fail.
+    pub backend_timeout_ms: u64,
+    pub backend_connect_timeout_ms: u64,
+    /// Connections per backend address per worker thread (and per protocol version).
+    pub backend_connections: usize,
+    /// When set, clients must `AUTH` with it (or `HELLO … AUTH default <password>`).
+    pub session_password: Option<String>,
+    /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …).
+    pub admin_commands: bool,
+    /// How long SIGTERM waits for sessions to finish their in-flight commands.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        let limits = Limits::default();
+        Self {
+            listen: "127.0.0.1:19000".into(),
+            backends: Vec::new(),
+            threads: 0,
+            max_clients: 10_000,
+            max_bulk_len: limits.max_bulk_len,
+            max_multibulk_len: limits.max_multibulk_len,
+            client_idle_timeout_ms: 0,
+            backend_timeout_ms: 30_000,
+            backend_connect_timeout_ms: 3_000,
+            backend_connections: 1,
+            session_password: None,
+            admin_commands: false,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: String,
+        source: Box<toml::de::Error>,
+    },
+    #[error("invalid setting: {0}")]
+    Invalid(String),
+}
+
+impl ProxyConfig {
+    /// Reads and validates a config file.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not valid TOML, has an unknown key, or a value is out of range.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: p,
+            source: Box::new(source),
+        })
+    }
+
+    /// # Errors
+    /// A setting that cannot work, with the reason.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.backends.is_empty() {
+            return Err(ConfigError::Invalid(
+                "no backends: give --backends or `backends = [...]`".into(),
+            ));
+        }
+        if self.backends.len() > crate::router::SLOTS {
+            return Err(ConfigError::Invalid("more backends than slots".into()));
+        }
+        if self.max_clients == 0 || self.max_multibulk_len == 0 || self.max_bulk_len == 0 {
+            return Err(ConfigError::Invalid(
+                "max_clients, max_bulk_len and max_multibulk_len must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len,
+            max_multibulk_len: self.max_multibulk_len,
+        }
+    }
+
+    pub fn threads(&self) -> usize {
+        if self.threads > 0 {
+            self.threads
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.client_idle_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.client_idle_timeout_ms))
+    }
+}

@@ -1,0 +1,218 @@
+//! The proxy process: a listener, and worker threads that each run their own single-threaded
+//! runtime with their own sessions and backend connections (so a request and its reply never
+//! cross threads). Accepted sockets are handed to workers round-robin.
+//!
+//! Shutdown (SIGTERM): stop accepting, let every session finish the commands it has read,
+//! close idle sessions, exit.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+use crate::backend::{BackendOptions, Pool};
+use crate::config::ProxyConfig;
+use crate::router::{Router, SlotTable};
+use crate::session::{ClientRegistry, Session};
+
+/// State every worker shares.
+pub struct Shared {
+    pub config: ProxyConfig,
+    pub router: Arc<Router>,
+    pub clients: Arc<ClientRegistry>,
+    pub stats: Stats,
+    pub started: Instant,
+    pub listen_addr: SocketAddr,
+    active: AtomicUsize,
+}
+
+/// Process-wide counters (summed per session batch, not per command, to keep atomics off
+/// the per-command path).
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub commands: AtomicU64,
+    pub connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+}
+
+/// One worker thread's context: shared state plus its own backend connections.
+pub struct Worker {
+    pub shared: Arc<Shared>,
+    pub pool: Pool,
+}
+
+/// A bound proxy, not yet serving.
+pub struct Proxy {
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Binds the listen address; static mode routes with the slots split over `backends`.
+    ///
+    /// # Errors
+    /// Invalid configuration or the address cannot be bound.
+    pub fn bind(config: ProxyConfig) -> anyhow::Result<Self> {
+        config.validate()?;
+        let router = Arc::new(Router::new(SlotTable::split_evenly(&config.backends)));
+        Self::bind_with_router(config, router)
+    }
+
+    /// Binds with a routing table managed elsewhere (cluster mode swaps it at run time).
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub fn bind_with_router(config: ProxyConfig, router: Arc<Router>) -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind(&config.listen)
+            .with_context(|| format!("binding {}", config.listen))?;
+        listener.set_nonblocking(true)?;
+        let listen_addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            config,
+            router,
+            clients: Arc::new(ClientRegistry::default()),
+            stats: Stats::default(),
+            started: Instant::now(),
+            listen_addr,
+            active: AtomicUsize::new(0),
+        });
+        Ok(Self { listener, shared })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.listen_addr
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Serves until `shutdown` completes, then drains sessions and returns.
+    ///
+    /// # Errors
+    /// The listener or a worker thread could not start.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let shared = self.shared;
+        let threads = shared.config.threads();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut workers = Vec::with_capacity(threads);
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
+            let shared = shared.clone();
+            let stop = stop_rx.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("tessera-worker-{i}"))
+                .spawn(move || worker_main(shared, rx, stop))
+                .context("spawning a worker thread")?;
+            workers.push(tx);
+            handles.push(handle);
+        }
+        let listener = TcpListener::from_std(self.listener)?;
+        info!(addr = %shared.listen_addr, threads, backends = ?shared.config.backends, "proxy listening");
+        tokio::pin!(shutdown);
+        let mut next = 0usize;
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            // Out of file descriptors and the like: back off, don't spin.
+                            warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    if shared.active.load(Ordering::Relaxed) >= shared.config.max_clients {
+                        shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                        let _ = stream.try_write(b"-ERR max number of clients reached\r\n");
+                        warn!(%peer, "connection refused: max_clients reached");
+                        continue;
+                    }
+                    shared.active.fetch_add(1, Ordering::Relaxed);
+                    let std_stream = stream.into_std()?;
+                    if workers[next % threads].send(std_stream).is_err() {
+                        shared.active.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    next = next.wrapping_add(1);
+                }
+            }
+        }
+        info!("shutting down: no new connections; finishing in-flight commands");
+        drop(listener);
+        let _ = stop_tx.send(true);
+        drop(workers);
+        tokio::task::spawn_blocking(move || {
+            for h in handles {
+                let _ = h.join();
+            }
+        })
+        .await?;
+        info!("proxy stopped");
+        Ok(())
+    }
+}
+
+fn worker_main(
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("building a worker runtime");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let opts = BackendOptions {
+            timeout: Duration::from_millis(shared.config.backend_timeout_ms.max(1)),
+            connect_timeout: Duration::from_millis(shared.config.backend_connect_timeout_ms.max(1)),
+        };
+        let worker = Rc::new(Worker {
+            pool: Pool::new(opts, shared.config.backend_connections),
+            shared: shared.clone(),
+        });
+        let mut sessions = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                s = rx.recv() => {
+                    let Some(s) = s else { break };
+                    let worker = worker.clone();
+                    let stop = stop.clone();
+                    sessions.spawn_local(async move {
+                        let shared = worker.shared.clone();
+                        match tokio::net::TcpStream::from_std(s) {
+                            Ok(stream) => Session::new(worker, stream, stop).run().await,
+                            Err(e) => warn!(error = %e, "registering an accepted socket failed"),
+                        }
+                        shared.active.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
+                Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+                _ = stop.changed() => break,
+            }
+        }
+        let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
+        if tokio::time::timeout(grace, async {
+            while sessions.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            warn!(
+                left = sessions.len(),
+                "sessions still busy after the shutdown grace period; closing them"
+            );
+            sessions.abort_all();
+        }
+    });
+}

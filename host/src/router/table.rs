@@ -1,0 +1,157 @@
+//! The slot table: for each slot, the group that owns it and the address of its master.
+//! Backend addresses are interned into a dense list, so a proxy worker keeps its connections
+//! in a `Vec` indexed by `BackendIdx` and never hashes an address on the hot path.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::{GroupId, SLOTS, SlotId};
+
+/// Index into `SlotTable::backends`.
+pub type BackendIdx = u16;
+
+/// One slot's route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotEntry {
+    pub group: GroupId,
+    /// Master of the owning group; `None` while the slot is not served.
+    pub master: Option<BackendIdx>,
+}
+
+/// An immutable routing table; a change builds a new one and swaps it in.
+#[derive(Debug)]
+pub struct SlotTable {
+    pub epoch: u64,
+    slots: Box<[SlotEntry]>,
+    backends: Vec<Arc<str>>,
+}
+
+impl SlotTable {
+    /// Static mode: the 1024 slots split evenly, in order, over `addrs` (group i+1 = addr i).
+    pub fn split_evenly(addrs: &[String]) -> Self {
+        let mut b = SlotTableBuilder::default();
+        let n = addrs.len().max(1);
+        for slot in 0..SLOTS {
+            let i = slot * n / SLOTS;
+            if let Some(addr) = addrs.get(i) {
+                b.assign(SlotId(slot as u16), GroupId(i as u32 + 1), addr);
+            }
+        }
+        b.build(1)
+    }
+
+    #[inline]
+    pub fn slot(&self, slot: SlotId) -> &SlotEntry {
+        &self.slots[slot.0 as usize]
+    }
+
+    /// Every distinct backend address, in `BackendIdx` order.
+    pub fn backends(&self) -> &[Arc<str>] {
+        &self.backends
+    }
+
+    pub fn backend_addr(&self, idx: BackendIdx) -> &Arc<str> {
+        &self.backends[idx as usize]
+    }
+}
+
+/// Builds a `SlotTable`, interning addresses.
+#[derive(Debug, Default)]
+pub struct SlotTableBuilder {
+    slots: Vec<Option<(GroupId, BackendIdx)>>,
+    backends: Vec<Arc<str>>,
+}
+
+impl SlotTableBuilder {
+    pub fn assign(&mut self, slot: SlotId, group: GroupId, master: &str) -> &mut Self {
+        if self.slots.is_empty() {
+            self.slots = vec![None; SLOTS];
+        }
+        let idx = match self.backends.iter().position(|a| &**a == master) {
+            Some(i) => i,
+            None => {
+                self.backends.push(master.into());
+                self.backends.len() - 1
+            }
+        };
+        self.slots[slot.0 as usize] = Some((group, idx as BackendIdx));
+        self
+    }
+
+    pub fn build(self, epoch: u64) -> SlotTable {
+        let mut slots = vec![
+            SlotEntry {
+                group: GroupId(0),
+                master: None
+            };
+            SLOTS
+        ];
+        for (i, s) in self.slots.into_iter().enumerate() {
+            if let Some((group, master)) = s {
+                slots[i] = SlotEntry {
+                    group,
+                    master: Some(master),
+                };
+            }
+        }
+        SlotTable {
+            epoch,
+            slots: slots.into_boxed_slice(),
+            backends: self.backends,
+        }
+    }
+}
+
+/// The live table, shared by every worker; `swap` replaces it atomically.
+#[derive(Debug)]
+pub struct Router {
+    table: ArcSwap<SlotTable>,
+}
+
+impl Router {
+    pub fn new(table: SlotTable) -> Self {
+        Self {
+            table: ArcSwap::from_pointee(table),
+        }
+    }
+
+    /// The current table. Cheap; hold it for one command, not across awaits of a session.
+    #[inline]
+    pub fn load(&self) -> arc_swap::Guard<Arc<SlotTable>> {
+        self.table.load()
+    }
+
+    pub fn load_full(&self) -> Arc<SlotTable> {
+        self.table.load_full()
+    }
+
+    /// Installs a new table.
+    pub fn swap(&self, table: SlotTable) {
+        self.table.store(Arc::new(table));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_split_is_even_and_in_order() {
+        let t = SlotTable::split_evenly(&["a:1".into(), "b:2".into()]);
+        assert_eq!(t.slot(SlotId(0)).master, Some(0));
+        assert_eq!(t.slot(SlotId(511)).master, Some(0));
+        assert_eq!(t.slot(SlotId(512)).master, Some(1));
+        assert_eq!(t.slot(SlotId(1023)).master, Some(1));
+        let t = SlotTable::split_evenly(&["a:1".into(), "b:2".into(), "c:3".into()]);
+        let counts: Vec<usize> = (0..3)
+            .map(|b| {
+                (0..1024)
+                    .filter(|&s| t.slot(SlotId(s)).master == Some(b))
+                    .count()
+            })
+            .collect();
+        assert_eq!(counts, [342, 341, 341]);
+        assert_eq!(t.slot(SlotId(1023)).group, GroupId(3));
+    }
+}

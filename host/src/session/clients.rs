@@ -1,0 +1,148 @@
+//! The proxy's own client list: what `CLIENT LIST`, `CLIENT INFO` and `INFO clients` show.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+/// Every open session of this proxy.
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+}
+
+/// What the proxy knows about one session. Written by its session, read by `CLIENT LIST`.
+#[derive(Debug)]
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    created: Instant,
+    /// Milliseconds since `created` at the last command batch.
+    last_active_ms: AtomicU64,
+    proto: AtomicU8,
+    names: Mutex<Names>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Names {
+    name: Bytes,
+    lib_name: Bytes,
+    lib_ver: Bytes,
+}
+
+/// Removes the session from the registry when dropped.
+#[derive(Debug)]
+pub struct Registration {
+    registry: Arc<ClientRegistry>,
+    pub info: Arc<ClientInfo>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.registry
+            .clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .remove(&self.info.id);
+    }
+}
+
+impl ClientRegistry {
+    pub fn register(self: &Arc<Self>, addr: SocketAddr, laddr: SocketAddr) -> Registration {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let info = Arc::new(ClientInfo {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_active_ms: AtomicU64::new(0),
+            proto: AtomicU8::new(2),
+            names: Mutex::default(),
+        });
+        self.clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .insert(id, info.clone());
+        Registration {
+            registry: self.clone(),
+            info,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `CLIENT LIST` text: one line per session.
+    pub fn list(&self) -> String {
+        let clients: Vec<Arc<ClientInfo>> = self
+            .clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .values()
+            .cloned()
+            .collect();
+        clients.iter().map(|c| c.line() + "\n").collect()
+    }
+}
+
+impl ClientInfo {
+    pub fn touch(&self) {
+        self.last_active_ms
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub fn set_proto(&self, v: u8) {
+        self.proto.store(v, Ordering::Relaxed);
+    }
+
+    pub fn name(&self) -> Bytes {
+        self.names.lock().expect("names lock poisoned").name.clone()
+    }
+
+    pub fn set_name(&self, name: Bytes) {
+        self.names.lock().expect("names lock poisoned").name = name;
+    }
+
+    pub fn set_lib(&self, lib_name: Option<Bytes>, lib_ver: Option<Bytes>) {
+        let mut n = self.names.lock().expect("names lock poisoned");
+        if let Some(v) = lib_name {
+            n.lib_name = v;
+        }
+        if let Some(v) = lib_ver {
+            n.lib_ver = v;
+        }
+    }
+
+    /// One `CLIENT LIST` line, in Redis's field order (fields a proxy has no value for omitted).
+    pub fn line(&self) -> String {
+        let n = self.names.lock().expect("names lock poisoned").clone();
+        let age = self.created.elapsed();
+        let idle_ms =
+            (age.as_millis() as u64).saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
+        format!(
+            "id={} addr={} laddr={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 user=default resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            String::from_utf8_lossy(&n.name),
+            age.as_secs(),
+            idle_ms / 1000,
+            self.proto.load(Ordering::Relaxed),
+            String::from_utf8_lossy(&n.lib_name),
+            String::from_utf8_lossy(&n.lib_ver),
+        )
+    }
+}

@@ -1,0 +1,456 @@
+//! What happens to each command: the auth gate, routing by slot, MGET/MSET/DEL splitting,
+//! fan-out to every backend, and the commands the proxy answers itself.
+
+use bytes::Bytes;
+use smallvec::SmallVec;
+
+use super::Session;
+use super::gather::{Gather, Merge, Pending};
+use super::info::InfoRequest;
+use crate::command::{Admin, Command, CommandTable, Kind, Local, Split};
+use crate::resp::{Frame, Proto, Request};
+use crate::router::SlotId;
+
+/// Redis version the proxy reports in HELLO: the command set it implements.
+const REDIS_COMPAT_VERSION: &str = "7.0.0";
+
+/// `CLIENT|LIST` → `CLIENT LIST`, as users type it.
+fn display(cmd: &Command) -> String {
+    cmd.name.replace('|', " ")
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Compares without an early exit, so response time does not reveal a password prefix.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Session {
+    pub(super) fn dispatch(&mut self, req: Request) -> Pending {
+        let cmd = match CommandTable::get().lookup(&req) {
+            Ok(c) => c,
+            Err(e) => return self.error(e.to_string()),
+        };
+        if !self.authed
+            && !matches!(
+                cmd.kind,
+                Kind::Local(Local::Auth | Local::Hello | Local::Quit)
+            )
+        {
+            return self.error("NOAUTH Authentication required.");
+        }
+        let admin = self.worker.shared.config.admin_commands;
+        match cmd.kind {
+            Kind::Keyed => self.forward(cmd, req),
+            Kind::Split(s) => self.split(s, req),
+            Kind::Local(l) => self.local(l, cmd, req),
+            Kind::Admin(a) if admin => self.admin(a, req),
+            Kind::AdminKeyed if admin => self.forward(cmd, req),
+            Kind::Admin(_) | Kind::AdminKeyed => self.error(format!(
+                "ERR command '{}' is disabled: set admin_commands = true in the proxy config to allow cluster-wide admin commands",
+                display(cmd)
+            )),
+            Kind::Unsupported => self.unsupported(cmd),
+            Kind::Refused => self.error(format!("ERR command '{}' is not allowed through tessera", display(cmd))),
+        }
+    }
+
+    fn error(&self, msg: impl Into<String>) -> Pending {
+        Pending::frame(Frame::error(msg), self.proto)
+    }
+
+    fn reply(&self, f: Frame) -> Pending {
+        Pending::frame(f, self.proto)
+    }
+
+    fn unsupported(&self, cmd: &Command) -> Pending {
+        self.error(format!(
+            "ERR command '{}' is not supported by tessera",
+            display(cmd)
+        ))
+    }
+
+    // === routing ===
+
+    /// Sends a command to the master of the one slot all its keys hash to.
+    fn forward(&self, cmd: &Command, req: Request) -> Pending {
+        if cmd.block_option
+            && req
+                .args()
+                .skip(1)
+                .take_while(|a| !a.eq_ignore_ascii_case(b"STREAMS"))
+                .any(|a| a.eq_ignore_ascii_case(b"BLOCK"))
+        {
+            return self.unsupported(cmd);
+        }
+        let keys = cmd.key_indices(&req);
+        let mut slots = keys.iter().map(|&i| SlotId::of_key(req.arg(i as usize)));
+        // A command whose key specs found no key (EVAL with numkeys 0) goes to slot 0's group.
+        let slot = slots.next().unwrap_or(SlotId(0));
+        if slots.any(|s| s != slot) {
+            return self.error("CROSSSLOT Keys in request don't hash to the same slot");
+        }
+        let table = self.worker.shared.router.load();
+        match table.slot(slot).master {
+            Some(b) => Pending::One(self.worker.pool.send(
+                table.backend_addr(b),
+                self.proto,
+                req.as_bytes().clone(),
+            )),
+            None => self.error(format!("ERR slot {slot} is not served by any group")),
+        }
+    }
+
+    /// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order.
+    fn split(&self, kind: Split, req: Request) -> Pending {
+        let step = if kind == Split::Mset { 2 } else { 1 };
+        if (req.argc() - 1) % step != 0 {
+            return self.error(format!(
+                "ERR wrong number of arguments for '{}' command",
+                lossy(req.arg(0)).to_lowercase()
+            ));
+        }
+        let table = self.worker.shared.router.load();
+        // (backend, argument indices of its keys), in first-seen order.
+        let mut groups: SmallVec<[(u16, Vec<usize>); 4]> = SmallVec::new();
+        for i in (1..req.argc()).step_by(step) {
+            let slot = SlotId::of_key(req.arg(i));
+            let Some(b) = table.slot(slot).master else {
+                return self.error(format!("ERR slot {slot} is not served by any group"));
+            };
+            match groups.iter_mut().find(|(gb, _)| *gb == b) {
+                Some((_, keys)) => keys.push(i),
+                None => groups.push((b, vec![i])),
+            }
+        }
+        if groups.len() == 1 {
+            let addr = table.backend_addr(groups[0].0);
+            return Pending::One(
+                self.worker
+                    .pool
+                    .send(addr, self.proto, req.as_bytes().clone()),
+            );
+        }
+        let mut parts = Vec::with_capacity(groups.len());
+        let mut order = Vec::new();
+        if kind == Split::Mget {
+            order = vec![(0u16, 0u32); req.argc() - 1];
+        }
+        for (g, (b, keys)) in groups.iter().enumerate() {
+            let mut args: Vec<&[u8]> = Vec::with_capacity(1 + keys.len() * step);
+            args.push(req.arg(0));
+            for (pos, &i) in keys.iter().enumerate() {
+                args.push(req.arg(i));
+                if step == 2 {
+                    args.push(req.arg(i + 1));
+                }
+                if kind == Split::Mget {
+                    order[i - 1] = (g as u16, pos as u32);
+                }
+            }
+            let sub = Request::from_args(&args);
+            parts.push(self.worker.pool.send(
+                table.backend_addr(*b),
+                self.proto,
+                sub.as_bytes().clone(),
+            ));
+        }
+        let merge = match kind {
+            Split::Mget => Merge::Mget(order),
+            Split::Mset => Merge::AllOk,
+            Split::Sum => Merge::Sum,
+        };
+        Pending::Gather(Gather {
+            parts,
+            merge,
+            proto: self.proto,
+        })
+    }
+
+    /// Sends the same request to every backend of the table.
+    fn to_all(&self, req: &Bytes, merge: Merge) -> Pending {
+        let table = self.worker.shared.router.load();
+        if table.backends().is_empty() {
+            return self.error("ERR no backend is serving any slot");
+        }
+        let parts = table
+            .backends()
+            .iter()
+            .map(|addr| self.worker.pool.send(addr, self.proto, req.clone()))
+            .collect();
+        Pending::Gather(Gather {
+            parts,
+            merge,
+            proto: self.proto,
+        })
+    }
+
+    /// A command with no key, the same on every backend: any one can answer.
+    fn to_any(&self, req: &Bytes) -> Pending {
+        let table = self.worker.shared.router.load();
+        match table.backends().first() {
+            Some(addr) => Pending::One(self.worker.pool.send(addr, self.proto, req.clone())),
+            None => self.error("ERR no backend is serving any slot"),
+        }
+    }
+
+    fn admin(&self, a: Admin, req: Request) -> Pending {
+        match a {
+            Admin::AllOk => self.to_all(req.as_bytes(), Merge::AllOk),
+            Admin::First => self.to_all(req.as_bytes(), Merge::First),
+            Admin::Concat => self.to_all(req.as_bytes(), Merge::Concat),
+            Admin::AllExist => self.to_all(req.as_bytes(), Merge::AllExist),
+            Admin::RandomKey => {
+                let start = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                self.to_all(
+                    req.as_bytes(),
+                    Merge::RandomKey {
+                        start: start as usize,
+                    },
+                )
+            }
+            Admin::Scan => self.scan(req),
+        }
+    }
+
+    /// SCAN over every backend in turn. The client's cursor is `backend_cursor * backends +
+    /// backend`, so a cursor is an ordinary number and 0 starts and ends the whole iteration.
+    fn scan(&self, req: Request) -> Pending {
+        let Some(cursor) = std::str::from_utf8(req.arg(1))
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            return self.error("ERR invalid cursor");
+        };
+        let table = self.worker.shared.router.load();
+        let n = table.backends().len() as u64;
+        if n == 0 {
+            return self.error("ERR no backend is serving any slot");
+        }
+        let (backend, inner) = (cursor % n, cursor / n);
+        let inner = inner.to_string();
+        let mut args: Vec<&[u8]> = vec![b"SCAN", inner.as_bytes()];
+        args.extend(req.args().skip(2));
+        let sub = Request::from_args(&args);
+        let rx = self.worker.pool.send(
+            &table.backends()[backend as usize],
+            self.proto,
+            sub.as_bytes().clone(),
+        );
+        Pending::Gather(Gather {
+            parts: vec![rx],
+            merge: Merge::Scan {
+                backend,
+                backends: n,
+            },
+            proto: self.proto,
+        })
+    }
+
+    // === answered by the proxy ===
+
+    fn local(&mut self, l: Local, cmd: &Command, req: Request) -> Pending {
+        match l {
+            Local::Ping if req.argc() > 2 => {
+                self.error("ERR wrong number of arguments for 'ping' command")
+            }
+            Local::Ping if req.argc() == 2 => self.reply(Frame::Bulk(req.arg_bytes(1))),
+            Local::Ping => self.reply(Frame::Simple("PONG")),
+            Local::Echo => self.reply(Frame::Bulk(req.arg_bytes(1))),
+            Local::Quit => {
+                self.closing = true;
+                self.reply(Frame::ok())
+            }
+            Local::Hello => self.hello(&req),
+            Local::Auth => self.auth(&req),
+            Local::Select => match req.arg(1) {
+                b"0" => self.reply(Frame::ok()),
+                _ => self.error("ERR DB index is out of range: tessera serves database 0 only"),
+            },
+            Local::Client => self.client(cmd, &req),
+            Local::Info => self.info(&req),
+            Local::Command | Local::Time => self.to_any(req.as_bytes()),
+            Local::Dbsize => self.to_all(req.as_bytes(), Merge::Sum),
+        }
+    }
+
+    fn password_ok(&self, user: &[u8], pass: &[u8]) -> bool {
+        match &self.worker.shared.config.session_password {
+            None => true,
+            Some(p) => user == b"default" && same_secret(pass, p.as_bytes()),
+        }
+    }
+
+    fn auth(&mut self, req: &Request) -> Pending {
+        let (user, pass) = match req.argc() {
+            2 => (&b"default"[..], req.arg(1)),
+            3 => (req.arg(1), req.arg(2)),
+            _ => return self.error("ERR syntax error"),
+        };
+        if self.worker.shared.config.session_password.is_none() && req.argc() == 2 {
+            return self.error(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            );
+        }
+        if self.password_ok(user, pass) {
+            self.authed = true;
+            self.reply(Frame::ok())
+        } else {
+            self.error("WRONGPASS invalid username-password pair or user is disabled.")
+        }
+    }
+
+    /// `HELLO [protover [AUTH user pass] [SETNAME name]]`.
+    fn hello(&mut self, req: &Request) -> Pending {
+        let mut proto = self.proto;
+        let mut i = 1;
+        if req.argc() >= 2 {
+            proto = match req.arg(1) {
+                b"2" => Proto::Resp2,
+                b"3" => Proto::Resp3,
+                _ => return self.error("NOPROTO unsupported protocol version"),
+            };
+            i = 2;
+        }
+        let mut auth = None;
+        let mut name = None;
+        while i < req.argc() {
+            let opt = req.arg(i);
+            if opt.eq_ignore_ascii_case(b"AUTH") && i + 2 < req.argc() {
+                auth = Some((req.arg(i + 1), req.arg(i + 2)));
+                i += 3;
+            } else if opt.eq_ignore_ascii_case(b"SETNAME") && i + 1 < req.argc() {
+                name = Some(req.arg_bytes(i + 1));
+                i += 2;
+            } else {
+                return self.error(format!("ERR Syntax error in HELLO option '{}'", lossy(opt)));
+            }
+        }
+        match auth {
+            Some((user, pass)) if !self.password_ok(user, pass) => {
+                return self.error("WRONGPASS invalid username-password pair or user is disabled.");
+            }
+            Some(_) => self.authed = true,
+            None if !self.authed => {
+                return self.error(
+                    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+                );
+            }
+            None => {}
+        }
+        if let Some(name) = name {
+            if !valid_name(&name) {
+                return self.error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            self.reg.info.set_name(name);
+        }
+        self.proto = proto;
+        self.reg
+            .info
+            .set_proto(if proto == Proto::Resp3 { 3 } else { 2 });
+        let s = |v: &str| Frame::Bulk(Bytes::from(v.to_string()));
+        self.reply(Frame::Map(vec![
+            (s("server"), s("redis")),
+            (s("version"), s(REDIS_COMPAT_VERSION)),
+            (
+                s("proto"),
+                Frame::Integer(if proto == Proto::Resp3 { 3 } else { 2 }),
+            ),
+            (s("id"), Frame::Integer(self.reg.info.id as i64)),
+            (s("mode"), s("standalone")),
+            (s("role"), s("master")),
+            (s("modules"), Frame::Array(vec![])),
+        ]))
+    }
+
+    fn client(&mut self, cmd: &Command, req: &Request) -> Pending {
+        let info = &self.reg.info;
+        match cmd.name {
+            "CLIENT|SETNAME" => {
+                let name = req.arg_bytes(2);
+                if !valid_name(&name) {
+                    return self.error(
+                        "ERR Client names cannot contain spaces, newlines or special characters.",
+                    );
+                }
+                info.set_name(name);
+                self.reply(Frame::ok())
+            }
+            "CLIENT|GETNAME" => {
+                let name = info.name();
+                self.reply(if name.is_empty() {
+                    Frame::Null
+                } else {
+                    Frame::Bulk(name)
+                })
+            }
+            "CLIENT|ID" => self.reply(Frame::Integer(info.id as i64)),
+            "CLIENT|SETINFO" => {
+                let value = req.arg_bytes(3);
+                if !valid_name(&value) {
+                    return self.error("ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
+                }
+                match req.arg(2).to_ascii_uppercase().as_slice() {
+                    b"LIB-NAME" => info.set_lib(Some(value), None),
+                    b"LIB-VER" => info.set_lib(None, Some(value)),
+                    other => {
+                        return self.error(format!("ERR Unrecognized option '{}'", lossy(other)));
+                    }
+                }
+                self.reply(Frame::ok())
+            }
+            "CLIENT|INFO" => self.reply(Frame::Verbatim(Bytes::from(info.line() + "\n"))),
+            _ => self.reply(Frame::Verbatim(Bytes::from(
+                self.worker.shared.clients.list(),
+            ))),
+        }
+    }
+
+    fn info(&self, req: &Request) -> Pending {
+        let shared = &self.worker.shared;
+        let uptime = shared.started.elapsed().as_secs();
+        let kv = |k: &str, v: String| (k.to_string(), v);
+        let server = vec![
+            kv("tessera_version", env!("CARGO_PKG_VERSION").into()),
+            kv("redis_mode", "standalone".into()),
+            kv("process_id", std::process::id().to_string()),
+            kv("tcp_port", shared.listen_addr.port().to_string()),
+            kv("uptime_in_seconds", uptime.to_string()),
+            kv("uptime_in_days", (uptime / 86400).to_string()),
+            kv("proxy_threads", shared.config.threads().to_string()),
+            kv(
+                "proxy_backends",
+                shared.router.load().backends().len().to_string(),
+            ),
+        ];
+        let clients = vec![
+            kv("connected_clients", shared.clients.len().to_string()),
+            kv("maxclients", shared.config.max_clients.to_string()),
+        ];
+        let sections = req
+            .args()
+            .skip(1)
+            .map(|a| lossy(a).to_ascii_lowercase())
+            .collect();
+        self.to_all(
+            req.as_bytes(),
+            Merge::Info(InfoRequest {
+                sections,
+                server,
+                clients,
+            }),
+        )
+    }
+}
+
+/// Client and library names: printable, no spaces (as Redis requires).
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}

@@ -1,0 +1,174 @@
+//! `INFO` through the proxy: the proxy's own server and clients sections, and the backends'
+//! sections with numeric fields summed (keyspace per database), so the reply describes the
+//! cluster as one server.
+
+/// What the proxy adds to the merged reply, captured when the command is dispatched.
+pub(crate) struct InfoRequest {
+    /// Sections asked for, lower-case; empty means the default set.
+    pub(crate) sections: Vec<String>,
+    pub(crate) server: Vec<(String, String)>,
+    pub(crate) clients: Vec<(String, String)>,
+}
+
+/// Sections that describe one server and would mislead when summed.
+const SKIPPED: [&str; 2] = ["replication", "persistence"];
+
+impl InfoRequest {
+    fn wants(&self, section: &str) -> bool {
+        self.sections.is_empty()
+            || self
+                .sections
+                .iter()
+                .any(|s| s == section || s == "all" || s == "everything" || s == "default")
+    }
+}
+
+type Sections = Vec<(String, Vec<(String, String)>)>;
+
+fn parse(text: &str) -> Sections {
+    let mut out: Sections = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(name) = line.strip_prefix("# ") {
+            out.push((name.to_string(), Vec::new()));
+        } else if let Some((k, v)) = line.split_once(':')
+            && let Some((_, fields)) = out.last_mut()
+        {
+            fields.push((k.to_string(), v.to_string()));
+        }
+    }
+    out
+}
+
+/// Sums `a` and `b` if both are numbers, else keeps `a`.
+fn add(a: &str, b: &str) -> String {
+    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+        return (x + y).to_string();
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>())
+        && a.contains('.')
+    {
+        return format!("{:.2}", x + y);
+    }
+    a.to_string()
+}
+
+/// `keys=1,expires=0,avg_ttl=0` summed field by field (avg_ttl: the larger).
+fn add_keyspace(a: &str, b: &str) -> String {
+    let parse = |s: &str| -> Vec<(String, i64)> {
+        s.split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.parse().unwrap_or(0)))
+            .collect()
+    };
+    let mut fields = parse(a);
+    for (k, v) in parse(b) {
+        match fields.iter_mut().find(|(fk, _)| *fk == k) {
+            Some((_, fv)) if k == "avg_ttl" => *fv = (*fv).max(v),
+            Some((_, fv)) => *fv += v,
+            None => fields.push((k, v)),
+        }
+    }
+    fields
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The merged INFO text.
+pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
+    let mut merged: Sections = Vec::new();
+    for text in backends {
+        for (name, fields) in parse(text) {
+            let lname = name.to_ascii_lowercase();
+            if lname == "server" || lname == "clients" || SKIPPED.contains(&lname.as_str()) {
+                continue;
+            }
+            let keyspace = lname == "keyspace";
+            let slot = match merged.iter_mut().position(|(n, _)| *n == name) {
+                Some(i) => &mut merged[i].1,
+                None => {
+                    merged.push((name.clone(), Vec::new()));
+                    &mut merged.last_mut().expect("just pushed").1
+                }
+            };
+            for (k, v) in fields {
+                match slot.iter_mut().find(|(sk, _)| *sk == k) {
+                    Some((_, sv)) => {
+                        *sv = if keyspace {
+                            add_keyspace(sv, &v)
+                        } else {
+                            add(sv, &v)
+                        }
+                    }
+                    None => slot.push((k, v)),
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut section = |name: &str, fields: &[(String, String)]| {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        out.push_str("# ");
+        out.push_str(name);
+        out.push_str("\r\n");
+        for (k, v) in fields {
+            out.push_str(k);
+            out.push(':');
+            out.push_str(v);
+            out.push_str("\r\n");
+        }
+    };
+    if req.wants("server") {
+        let mut server = req.server.clone();
+        if let Some(v) = backends.first().and_then(|t| field(t, "redis_version")) {
+            server.insert(0, ("redis_version".into(), v.into()));
+        }
+        section("Server", &server);
+    }
+    if req.wants("clients") {
+        section("Clients", &req.clients);
+    }
+    for (name, fields) in &merged {
+        section(name, fields);
+    }
+    out
+}
+
+/// The redis_version a backend reports (clients check it), from its INFO text.
+pub(crate) fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(str::trim_end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_fields_and_keyspace_are_summed() {
+        let a = "# Server\r\nredis_version:7.0.15\r\n\r\n# Stats\r\ntotal_commands_processed:10\r\nmem_fragmentation_ratio:1.50\r\nrole_name:x\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=5\r\n";
+        let b = "# Stats\r\ntotal_commands_processed:5\r\nmem_fragmentation_ratio:1.00\r\nrole_name:y\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=9\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
+        let req = InfoRequest {
+            sections: vec![],
+            server: vec![("tessera_version".into(), "1".into())],
+            clients: vec![],
+        };
+        let text = merge(&req, &[a.into(), b.into()]);
+        assert!(text.contains("total_commands_processed:15\r\n"));
+        assert!(text.contains("mem_fragmentation_ratio:2.50\r\n"));
+        assert!(text.contains("role_name:x\r\n"));
+        assert!(text.contains("db0:keys=7,expires=1,avg_ttl=9\r\n"));
+        assert!(text.contains("db1:keys=1,expires=0,avg_ttl=0\r\n"));
+        assert!(
+            text.contains("# Server\r\nredis_version:7.0.15\r\ntessera_version:1\r\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("# Server").count(), 1);
+        assert_eq!(field(a, "redis_version"), Some("7.0.15"));
+    }
+}

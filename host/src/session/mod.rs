@@ -1,0 +1,160 @@
+//! One client connection: read → decode every complete request → dispatch each (proxy
+//! answer, one backend, or split/fan-out) → write the replies in request order.
+//!
+//! A pipeline read in one go is dispatched as a whole before any reply is awaited, so its
+//! commands run concurrently on every backend they touch; replies still leave in order.
+
+mod clients;
+mod dispatch;
+mod gather;
+mod info;
+
+pub use clients::{ClientInfo, ClientRegistry};
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tracing::debug;
+
+use crate::proxy::Worker;
+use crate::resp::{Frame, Proto, RequestDecoder};
+use clients::Registration;
+use gather::Pending;
+
+/// Read buffer size; a pipeline larger than this is handled over several rounds.
+const READ_CHUNK: usize = 16 * 1024;
+
+pub struct Session {
+    worker: Rc<Worker>,
+    stream: TcpStream,
+    stop: watch::Receiver<bool>,
+    reg: Registration,
+    decoder: RequestDecoder,
+    proto: Proto,
+    authed: bool,
+    /// Set by QUIT: answer, then close.
+    closing: bool,
+}
+
+/// Why a session ended (logged at debug level).
+#[derive(Debug)]
+enum End {
+    ClientClosed,
+    Quit,
+    Idle,
+    Shutdown,
+    Protocol,
+    Io(#[allow(dead_code)] std::io::Error), // read by the debug log through `Debug`
+}
+
+impl Session {
+    pub fn new(worker: Rc<Worker>, stream: TcpStream, stop: watch::Receiver<bool>) -> Self {
+        let _ = stream.set_nodelay(true);
+        let peer = stream
+            .peer_addr()
+            .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+        let local = stream
+            .local_addr()
+            .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+        let shared = &worker.shared;
+        let reg = shared.clients.register(peer, local);
+        let decoder = RequestDecoder::new(shared.config.limits());
+        let authed = shared.config.session_password.is_none();
+        Self {
+            worker,
+            stream,
+            stop,
+            reg,
+            decoder,
+            proto: Proto::Resp2,
+            authed,
+            closing: false,
+        }
+    }
+
+    pub async fn run(mut self) {
+        let end = self.serve().await;
+        debug!(client = self.reg.info.id, addr = %self.reg.info.addr, ?end, "session closed");
+    }
+
+    async fn serve(&mut self) -> End {
+        let idle = self.worker.shared.config.idle_timeout();
+        let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+        let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+        let mut pending: Vec<Pending> = Vec::new();
+        loop {
+            let want = self.decoder.wanted(&rbuf).max(READ_CHUNK / 4);
+            if rbuf.capacity() - rbuf.len() < want {
+                rbuf.reserve(want.max(READ_CHUNK));
+            }
+            let read = async {
+                match idle {
+                    Some(t) => tokio::time::timeout(t, self.stream.read_buf(&mut rbuf))
+                        .await
+                        .ok(),
+                    None => Some(self.stream.read_buf(&mut rbuf).await),
+                }
+            };
+            let n = tokio::select! {
+                biased;
+                _ = self.stop.changed() => return End::Shutdown,
+                r = read => match r {
+                    None => return End::Idle,
+                    Some(Ok(0)) => return End::ClientClosed,
+                    Some(Ok(n)) => n,
+                    Some(Err(e)) => return End::Io(e),
+                },
+            };
+            debug_assert!(n > 0);
+            let mut protocol_error = false;
+            loop {
+                match self.decoder.decode(&mut rbuf) {
+                    Ok(Some(req)) => {
+                        pending.push(self.dispatch(req));
+                        if self.closing {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        pending.push(Pending::frame(
+                            Frame::error(format!("ERR Protocol error: {e}")),
+                            self.proto,
+                        ));
+                        protocol_error = true;
+                        break;
+                    }
+                }
+            }
+            let count = pending.len() as u64;
+            if count > 0 {
+                for p in pending.drain(..) {
+                    p.write_into(&mut wbuf).await;
+                }
+                if let Err(e) = self.stream.write_all(&wbuf).await {
+                    return End::Io(e);
+                }
+                wbuf.clear();
+                if wbuf.capacity() > 4 * 1024 * 1024 {
+                    wbuf = BytesMut::with_capacity(READ_CHUNK);
+                }
+                self.worker
+                    .shared
+                    .stats
+                    .commands
+                    .fetch_add(count, Ordering::Relaxed);
+                self.reg.info.touch();
+            }
+            if protocol_error {
+                return End::Protocol;
+            }
+            if self.closing {
+                return End::Quit;
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Cluster-wide admin commands: refused (and not forwarded) by default; with
+//! `admin_commands = true`, KEYS/SCAN/FLUSHALL/SCRIPT LOAD fan out to every backend.
+
+use std::collections::BTreeMap;
+
+use crate::support::{Cluster, Frame, RawClient, keys_on};
+
+const ADMIN_ON: &str = "admin_commands = true\n";
+
+/// Sets `n` keys on each backend through the proxy; returns them sorted.
+fn seed(raw: &mut RawClient, n: usize) -> Vec<String> {
+    let mut keys = [keys_on(0, "adm:", n), keys_on(1, "adm:", n)].concat();
+    for key in &keys {
+        assert_eq!(
+            raw.cmd(&["SET", key, "v"]),
+            Frame::Simple("OK".into()),
+            "SET {key}"
+        );
+    }
+    keys.sort();
+    keys
+}
+
+fn strings(frame: &Frame) -> Vec<String> {
+    match frame {
+        Frame::Array(items) | Frame::Set(items) => items
+            .iter()
+            .map(|f| f.text().unwrap_or_else(|| panic!("not a string: {f:?}")))
+            .collect(),
+        other => panic!("expected an array of strings, got {other:?}"),
+    }
+}
+
+#[test]
+fn admin_commands_are_refused_by_default_and_not_forwarded() {
+    let cluster = Cluster::start();
+    let mut raw = cluster.proxy.raw();
+    let keys = seed(&mut raw, 5);
+    for cmd in [
+        vec!["FLUSHALL"],
+        vec!["KEYS", "*"],
+        vec!["SCAN", "0"],
+        vec!["CONFIG", "GET", "maxmemory"],
+    ] {
+        let reply = raw.cmd(&cmd);
+        assert!(
+            reply.error().is_some(),
+            "{cmd:?} must be refused by default, got {reply:?}"
+        );
+    }
+    let [a, b] = &cluster.backends;
+    assert_eq!(
+        a.dbsize() + b.dbsize(),
+        keys.len() as i64,
+        "FLUSHALL must not have been forwarded"
+    );
+    assert_eq!(raw.cmd(&["GET", &keys[0]]), Frame::bulk("v"));
+}
+
+#[test]
+fn keys_star_returns_the_union_over_backends() {
+    let cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    let keys = seed(&mut raw, 6);
+    let mut direct = [cluster.backends[0].keys(), cluster.backends[1].keys()].concat();
+    direct.sort();
+    assert_eq!(
+        direct, keys,
+        "test setup: both backends hold the seeded keys"
+    );
+
+    let mut got = strings(&raw.cmd(&["KEYS", "*"]));
+    got.sort();
+    assert_eq!(got, keys);
+    let mut filtered = strings(&raw.cmd(&["KEYS", "adm:1*"]));
+    filtered.sort();
+    let want: Vec<String> = keys
+        .iter()
+        .filter(|k| k.starts_with("adm:1"))
+        .cloned()
+        .collect();
+    assert_eq!(filtered, want, "KEYS passes its pattern on");
+}
+
+#[test]
+fn full_scan_returns_every_key_exactly_once() {
+    let cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    let keys = seed(&mut raw, 100);
+
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut cursor = "0".to_string();
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        assert!(
+            calls <= 1000,
+            "SCAN did not finish within 1000 calls (cursor {cursor})"
+        );
+        let reply = raw.cmd(&["SCAN", &cursor]);
+        let Frame::Array(parts) = &reply else {
+            panic!("SCAN reply: {reply:?}")
+        };
+        assert_eq!(parts.len(), 2, "SCAN reply is [cursor, keys]: {reply:?}");
+        cursor = parts[0]
+            .text()
+            .unwrap_or_else(|| panic!("SCAN cursor: {reply:?}"));
+        for key in strings(&parts[1]) {
+            *seen.entry(key).or_default() += 1;
+        }
+        if cursor == "0" {
+            break;
+        }
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "keys returned more than once: {twice:?}");
+    assert_eq!(
+        seen.into_keys().collect::<Vec<_>>(),
+        keys,
+        "after {calls} SCAN calls"
+    );
+}
+
+#[test]
+fn flushall_empties_both_backends() {
+    let cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    seed(&mut raw, 5);
+    assert_eq!(raw.cmd(&["FLUSHALL"]), Frame::Simple("OK".into()));
+    let [a, b] = &cluster.backends;
+    assert_eq!((a.dbsize(), b.dbsize()), (0, 0));
+    assert_eq!(raw.cmd(&["DBSIZE"]), Frame::Integer(0));
+}
+
+#[test]
+fn script_load_then_evalsha_works_for_keys_on_either_backend() {
+    let cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    let script = "return redis.call('get',KEYS[1])";
+    let sha = raw
+        .cmd(&["SCRIPT", "LOAD", script])
+        .text()
+        .expect("SCRIPT LOAD returns the sha");
+    assert_eq!(sha.len(), 40, "sha1 hex: {sha:?}");
+    for index in 0..2 {
+        let key = keys_on(index, "lua:", 1).remove(0);
+        let value = format!("on-backend-{index}");
+        assert_eq!(raw.cmd(&["SET", &key, &value]), Frame::Simple("OK".into()));
+        assert_eq!(
+            raw.cmd(&["EVALSHA", &sha, "1", &key]),
+            Frame::bulk(&value),
+            "backend {index}"
+        );
+    }
+}

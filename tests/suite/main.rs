@@ -1,0 +1,28 @@
+//! Cross-process suite: real redis-server processes behind the tessera binary, driven over
+//! TCP on random loopback ports. One binary, one module per area (as ripgrep's tests/tests.rs).
+
+// Process guards (RedisServer, Proxy), a raw RESP client, slot math.
+mod support;
+
+// RESP2 and RESP3 replies through the redis crate; HELLO over a raw socket.
+mod protocol;
+// redis-cli against the proxy; inline commands.
+mod cli;
+// A long mixed pipeline, compared reply by reply with one direct redis-server.
+mod pipeline;
+// Routing by slot; cross-slot MGET/MSET/DEL/EXISTS/UNLINK/TOUCH; same-slot-only commands.
+mod multikey;
+// Malformed and partial frames over a raw socket.
+mod malformed;
+// Error replies that keep the session; commands the proxy answers itself.
+mod local_commands;
+// Cluster-wide admin commands: refused by default, fanned out when enabled.
+mod admin;
+// A killed backend fails only its own slots, and recovers when it comes back.
+mod backend_failure;
+// The session_password gate.
+mod auth;
+// max_clients and client_idle_timeout_ms.
+mod limits;
+// Graceful exit on SIGTERM.
+mod shutdown;

@@ -1,0 +1,89 @@
+//! Shared fixtures: process guards for redis-server and tessera, a raw RESP client, slot math.
+//! Every guard owns a temp dir and a free loopback port and is killed on drop, so a panicking
+//! test leaves nothing running. Every wait here is bounded by a deadline.
+
+mod cluster;
+mod proxy;
+mod redis_server;
+mod resp;
+mod slot;
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub(crate) use cluster::{Cluster, tag_on};
+pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
+pub(crate) use redis_server::RedisServer;
+pub(crate) use resp::{Frame, RawClient, encode, read_frame};
+pub(crate) use slot::{backend_of, keys_on, slot};
+
+/// How long a single reply may take before a test gives up on it.
+pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A loopback port that was free a moment ago: bind `127.0.0.1:0`, read the port, drop.
+///
+/// Racy by nature; the guards retry with a new port if the spawned process cannot bind it.
+pub(crate) fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// `127.0.0.1:port`.
+pub(crate) fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// Polls `ready` every 20 ms until it returns true or `within` has passed.
+///
+/// Returns whether it became ready.
+pub(crate) fn wait_until(within: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if ready() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A binary named by env var `var`, else `default` on `PATH`.
+pub(crate) fn bin_from_env(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_owned())
+}
+
+/// Runs `cmd` to completion with piped output, killing it and panicking after `within`.
+pub(crate) fn run_with_timeout(cmd: &mut Command, within: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let exited = wait_until(within, || child.try_wait().expect("try_wait").is_some());
+    if !exited {
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("collecting output");
+        panic!(
+            "{cmd:?} did not finish within {within:?}; stdout: {:?}, stderr: {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The process has exited, so the (small) pipes hold all its output.
+    child.wait_with_output().expect("collecting output")
+}
+
+/// The reply line of a server error as the server sent it, e.g. `ERR backend ... unavailable`.
+///
+/// The redis crate splits the line into a code and a detail; this joins them back.
+pub(crate) fn error_line(err: &redis::RedisError) -> String {
+    match (err.code(), err.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_owned(),
+        _ => format!("<not a server error: {err}>"),
+    }
+}

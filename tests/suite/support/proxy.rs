@@ -1,0 +1,229 @@
+//! `Proxy`: the tessera binary in static mode in front of given backends, on a random loopback
+//! port, with an optional config file in its own temp dir. Ready once PING answers; killed on
+//! drop, printing its log if the test is failing.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use super::redis_server::answers_ping;
+use super::{REPLY_TIMEOUT, RawClient, RedisServer, free_port, loopback, wait_until};
+
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A running `tessera proxy`; killed (SIGKILL) and reaped on drop.
+pub(crate) struct Proxy {
+    child: Child,
+    addr: SocketAddr,
+    dir: TempDir,
+    command_line: String,
+}
+
+/// Options for [`Proxy`]; `listen` and `backends` always go on the command line.
+#[derive(Default)]
+pub(crate) struct ProxyBuilder {
+    backends: Vec<SocketAddr>,
+    config: Option<String>,
+    threads: Option<usize>,
+}
+
+impl ProxyBuilder {
+    /// Writes `toml` to `proxy.toml` in the proxy's temp dir and passes `--config`.
+    pub(crate) fn config(mut self, toml: &str) -> ProxyBuilder {
+        self.config = Some(toml.to_owned());
+        self
+    }
+
+    /// Passes `--threads n`.
+    pub(crate) fn threads(mut self, n: usize) -> ProxyBuilder {
+        self.threads = Some(n);
+        self
+    }
+
+    /// Spawns the proxy and waits until it answers PING (`+PONG`, or `-NOAUTH` when a
+    /// session password is configured).
+    ///
+    /// # Panics
+    /// If the binary is missing, exits early, or never answers (after a few port retries).
+    pub(crate) fn start(self) -> Proxy {
+        let dir = tempfile::tempdir().expect("creating temp dir");
+        let config_path = self.config.as_ref().map(|toml| {
+            let path = dir.path().join("proxy.toml");
+            std::fs::write(&path, toml).expect("writing proxy.toml");
+            path
+        });
+        let backends = self
+            .backends
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let bin = tessera_bin();
+        let mut last_command_line = String::new();
+        for _attempt in 0..3 {
+            let addr = loopback(free_port());
+            let mut cmd = Command::new(&bin);
+            cmd.args([
+                "proxy",
+                "--listen",
+                &addr.to_string(),
+                "--backends",
+                &backends,
+            ]);
+            if let Some(n) = self.threads {
+                cmd.args(["--threads", &n.to_string()]);
+            }
+            if let Some(path) = &config_path {
+                cmd.arg("--config").arg(path);
+            }
+            last_command_line = format!("{cmd:?}");
+            let log = File::options()
+                .create(true)
+                .append(true)
+                .open(log_path(&dir))
+                .expect("log");
+            let mut child = cmd
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("cloning log handle"))
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawning {last_command_line}: {e}"));
+            let mut exited = false;
+            let ready = wait_until(START_TIMEOUT, || {
+                exited = child.try_wait().expect("try_wait").is_some();
+                exited || answers_ping(addr, &[b"+PONG", b"-NOAUTH"])
+            });
+            if ready && !exited {
+                return Proxy {
+                    child,
+                    addr,
+                    dir,
+                    command_line: last_command_line,
+                };
+            }
+            let _ = child.kill();
+            let status = child.wait();
+            eprintln!("tessera did not come up on {addr} (exit: {status:?}); retrying");
+        }
+        panic!(
+            "tessera never answered PING: {last_command_line}\nconfig: {:?}\nlog:\n{}",
+            self.config,
+            std::fs::read_to_string(log_path(&dir)).unwrap_or_default()
+        );
+    }
+}
+
+impl Proxy {
+    /// A builder for a proxy in front of `backends`, slots split evenly in this order.
+    pub(crate) fn builder(backends: &[&RedisServer]) -> ProxyBuilder {
+        ProxyBuilder {
+            backends: backends.iter().map(|b| b.addr()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The listening address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The listening port.
+    pub(crate) fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The proxy's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A `redis://` URL for the proxy.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// A synchronous redis crate connection (RESP2) through the proxy.
+    pub(crate) fn client(&self) -> redis::Connection {
+        connect(&self.url())
+    }
+
+    /// A raw RESP connection to the proxy.
+    pub(crate) fn raw(&self) -> RawClient {
+        RawClient::connect(self.addr)
+    }
+
+    /// Everything the proxy wrote to stdout and stderr so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(log_path(&self.dir)).unwrap_or_default()
+    }
+
+    /// Waits up to `within` for the process to exit on its own.
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(within, || {
+            status = self.child.try_wait().expect("try_wait");
+            status.is_some()
+        });
+        status
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- tessera: {}\n{}--- end of tessera log",
+                self.command_line,
+                self.log()
+            );
+        }
+    }
+}
+
+fn log_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("tessera.log")
+}
+
+/// The tessera binary: `TESSERA_BIN`, else `tessera` next to the `deps/` dir of this test.
+///
+/// # Panics
+/// If it does not exist.
+pub(crate) fn tessera_bin() -> PathBuf {
+    if let Ok(path) = std::env::var("TESSERA_BIN") {
+        return PathBuf::from(path);
+    }
+    // current_exe is target/<profile>/deps/suite-<hash>; the binary is target/<profile>/tessera.
+    let exe = std::env::current_exe().expect("current_exe");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join(format!("tessera{}", std::env::consts::EXE_SUFFIX)))
+        .expect("test executable lives in target/<profile>/deps");
+    assert!(
+        bin.exists(),
+        "tessera binary not found at {}: build it with `cargo build -p tessera` \
+         (or set TESSERA_BIN)",
+        bin.display()
+    );
+    bin
+}
+
+/// A synchronous redis crate connection to `url` with bounded connect, read and write times.
+pub(crate) fn connect(url: &str) -> redis::Connection {
+    let client = redis::Client::open(url).unwrap_or_else(|e| panic!("bad url {url}: {e}"));
+    let con = client
+        .get_connection_with_timeout(REPLY_TIMEOUT)
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    con.set_read_timeout(Some(REPLY_TIMEOUT))
+        .expect("set_read_timeout");
+    con.set_write_timeout(Some(REPLY_TIMEOUT))
+        .expect("set_write_timeout");
+    con
+}
