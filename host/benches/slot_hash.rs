@@ -1,1 +1,37 @@
-fn main() {}
+//! Slot hashing and command lookup: the per-command routing work.
+//! Run: `cargo bench -p tessera --bench slot_hash`
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use tessera::command::CommandTable;
+use tessera::resp::Request;
+use tessera::router::SlotId;
+
+fn slot_hash(c: &mut Criterion) {
+    let mut group = c.benchmark_group("slot_hash");
+    group.bench_function("plain_key_16b", |b| {
+        b.iter(|| SlotId::of_key(black_box(b"key:000000012345")))
+    });
+    group.bench_function("tagged_key", |b| {
+        b.iter(|| SlotId::of_key(black_box(b"{user:1000}:profile:name")))
+    });
+    group.finish();
+}
+
+fn command_lookup(c: &mut Criterion) {
+    let table = CommandTable::get();
+    let get = Request::from_args(&["get", "key:1"]);
+    let zunion = Request::from_args(&["ZUNION", "3", "{t}a", "{t}b", "{t}c", "WITHSCORES"]);
+    let mut group = c.benchmark_group("command");
+    group.bench_function("lookup_get", |b| {
+        b.iter(|| table.lookup(black_box(&get)).map(|c| c.id))
+    });
+    group.bench_function("keys_zunion", |b| {
+        let cmd = table.lookup(&zunion).expect("known");
+        b.iter(|| cmd.key_indices(black_box(&zunion)).len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, slot_hash, command_lookup);
+criterion_main!(benches);

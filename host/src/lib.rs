@@ -12,6 +12,7 @@
 //! - [`session`]: one client connection; splitting, fan-out and proxy-answered commands.
 //! - [`proxy`]: listener, worker threads, shutdown.
 //! - [`config`]: `proxy.toml`.
+//! - [`up`]: `tessera up`, a local cluster in one command.
 
 pub mod backend;
 pub mod command;
@@ -20,3 +21,4 @@ pub mod proxy;
 pub mod resp;
 pub mod router;
 pub mod session;
+pub mod up;

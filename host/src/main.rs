@@ -27,6 +27,24 @@ enum LogFormat {
 enum Cmd {
     /// Run a RESP proxy. Static mode: the 1024 slots split evenly over --backends.
     Proxy(ProxyArgs),
+    /// Start a local cluster: redis-server children under a data directory and a proxy.
+    Up(UpArgs),
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    /// Where the servers keep their data; run again with the same folder to resume.
+    #[arg(long, default_value = ".tessera")]
+    data_dir: PathBuf,
+    /// Number of groups (one redis-server each).
+    #[arg(long, default_value_t = 2)]
+    groups: usize,
+    /// Proxy port.
+    #[arg(long, default_value_t = 19000)]
+    port: u16,
+    /// The redis-server binary.
+    #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
+    redis_server: String,
 }
 
 #[derive(clap::Args)]
@@ -50,15 +68,26 @@ fn main() -> anyhow::Result<()> {
     init_logging(cli.log_format);
     match cli.command {
         Cmd::Proxy(args) => run_proxy(args),
+        Cmd::Up(args) => tessera::up::run(
+            tessera::up::UpOptions {
+                data_dir: args.data_dir,
+                groups: args.groups,
+                proxy_port: args.port,
+                redis_server: args.redis_server,
+            },
+            shutdown_signal(),
+        ),
     }
 }
 
 fn init_logging(format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

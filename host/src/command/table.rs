@@ -242,6 +242,8 @@ impl Command {
                         None => continue,
                     }
                 }
+                // Only SORT's BY/GET/STORE specs are unknown in 7.0: Redis finds those keys
+                // with code (`sortGetKeys`), and so do we, below.
                 Begin::Unknown => continue,
             };
             let (first, last, step) = match spec.find {
@@ -286,6 +288,11 @@ impl Command {
                 i += step;
             }
         }
+        if self.name == "SORT"
+            && let Some(store) = sort_store_key(req)
+        {
+            out.push(store);
+        }
         out
     }
 
@@ -293,6 +300,25 @@ impl Command {
     pub fn has_key_specs(&self) -> bool {
         !self.raw.keys.is_empty()
     }
+}
+
+/// SORT's `STORE dest`, skipping the arguments of LIMIT, BY and GET (Redis `sortGetKeys`).
+fn sort_store_key(req: &Request) -> Option<u32> {
+    let mut i = 2;
+    let mut found = None;
+    while i < req.argc() {
+        let a = req.arg(i);
+        if a.eq_ignore_ascii_case(b"LIMIT") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"GET") || a.eq_ignore_ascii_case(b"BY") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"STORE") && i + 1 < req.argc() {
+            found = Some(i as u32 + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    found
 }
 
 /// The proxy's policy, from the command's name first and then from Redis's own flags.
@@ -418,6 +444,11 @@ mod tests {
             ["s1"]
         );
         assert_eq!(keys(&["SORT", "a", "STORE", "b"]), ["a", "b"]);
+        assert_eq!(
+            keys(&["SORT", "a", "BY", "store", "LIMIT", "0", "1", "GET", "#"]),
+            ["a"]
+        );
+        assert_eq!(keys(&["SORT_RO", "a", "ALPHA"]), ["a"]);
         assert_eq!(keys(&["RENAME", "a", "b"]), ["a", "b"]);
         assert_eq!(keys(&["SMOVE", "a", "b", "m"]), ["a", "b"]);
         assert_eq!(keys(&["LMOVE", "a", "b", "LEFT", "RIGHT"]), ["a", "b"]);
