@@ -10,8 +10,10 @@ mod protocol;
 mod cli;
 // A long mixed pipeline, compared reply by reply with one direct redis-server.
 mod pipeline;
-// Routing by slot; cross-slot MGET/MSET/DEL/EXISTS/UNLINK/TOUCH; same-slot-only commands.
+// Routing by slot; MGET/MSET/DEL/EXISTS/UNLINK/TOUCH split across backends.
 mod multikey;
+// Multi-key commands that need one slot: fine with a shared hash tag, else CROSSSLOT.
+mod same_slot;
 // Malformed and partial frames over a raw socket.
 mod malformed;
 // Error replies that keep the session; commands the proxy answers itself.
@@ -24,5 +26,7 @@ mod backend_failure;
 mod auth;
 // max_clients and client_idle_timeout_ms.
 mod limits;
+// The config file, and flags overriding it.
+mod config;
 // Graceful exit on SIGTERM.
 mod shutdown;

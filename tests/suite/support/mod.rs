@@ -77,6 +77,26 @@ pub(crate) fn run_with_timeout(cmd: &mut Command, within: Duration) -> Output {
     child.wait_with_output().expect("collecting output")
 }
 
+/// Runs `commands` on both connections and asserts that every reply is the same.
+pub(crate) fn assert_same_replies(
+    proxy: &mut RawClient,
+    direct: &mut RawClient,
+    commands: &[Vec<String>],
+) {
+    for cmd in commands {
+        let want = direct.cmd(cmd);
+        assert!(
+            want.error().is_none(),
+            "test bug: direct redis refused {cmd:?}: {want:?}"
+        );
+        assert_eq!(
+            proxy.cmd(cmd),
+            want,
+            "through the proxy vs direct, for {cmd:?}"
+        );
+    }
+}
+
 /// The reply line of a server error as the server sent it, e.g. `ERR backend ... unavailable`.
 ///
 /// The redis crate splits the line into a code and a detail; this joins them back.

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -23,12 +23,14 @@ pub(crate) struct Proxy {
     command_line: String,
 }
 
-/// Options for [`Proxy`]; `listen` and `backends` always go on the command line.
+/// Options for [`Proxy`]; `listen` and `backends` go on the command line unless
+/// [`ProxyBuilder::addresses_in_config`] is set.
 #[derive(Default)]
 pub(crate) struct ProxyBuilder {
     backends: Vec<SocketAddr>,
     config: Option<String>,
     threads: Option<usize>,
+    addresses_in_config: bool,
 }
 
 impl ProxyBuilder {
@@ -44,6 +46,12 @@ impl ProxyBuilder {
         self
     }
 
+    /// Writes `listen` and `backends` into the config file instead of passing the flags.
+    pub(crate) fn addresses_in_config(mut self) -> ProxyBuilder {
+        self.addresses_in_config = true;
+        self
+    }
+
     /// Spawns the proxy and waits until it answers PING (`+PONG`, or `-NOAUTH` when a
     /// session password is configured).
     ///
@@ -51,54 +59,13 @@ impl ProxyBuilder {
     /// If the binary is missing, exits early, or never answers (after a few port retries).
     pub(crate) fn start(self) -> Proxy {
         let dir = tempfile::tempdir().expect("creating temp dir");
-        let config_path = self.config.as_ref().map(|toml| {
-            let path = dir.path().join("proxy.toml");
-            std::fs::write(&path, toml).expect("writing proxy.toml");
-            path
-        });
-        let backends = self
-            .backends
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
         let bin = tessera_bin();
         let mut last_command_line = String::new();
         for _attempt in 0..3 {
             let addr = loopback(free_port());
-            let mut cmd = Command::new(&bin);
-            cmd.args([
-                "proxy",
-                "--listen",
-                &addr.to_string(),
-                "--backends",
-                &backends,
-            ]);
-            if let Some(n) = self.threads {
-                cmd.args(["--threads", &n.to_string()]);
-            }
-            if let Some(path) = &config_path {
-                cmd.arg("--config").arg(path);
-            }
+            let cmd = self.command(&bin, addr, &dir);
             last_command_line = format!("{cmd:?}");
-            let log = File::options()
-                .create(true)
-                .append(true)
-                .open(log_path(&dir))
-                .expect("log");
-            let mut child = cmd
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("cloning log handle"))
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("spawning {last_command_line}: {e}"));
-            let mut exited = false;
-            let ready = wait_until(START_TIMEOUT, || {
-                exited = child.try_wait().expect("try_wait").is_some();
-                exited || answers_ping(addr, &[b"+PONG", b"-NOAUTH"])
-            });
-            if ready && !exited {
+            if let Some(child) = spawn_ready(cmd, addr, &dir) {
                 return Proxy {
                     child,
                     addr,
@@ -106,9 +73,6 @@ impl ProxyBuilder {
                     command_line: last_command_line,
                 };
             }
-            let _ = child.kill();
-            let status = child.wait();
-            eprintln!("tessera did not come up on {addr} (exit: {status:?}); retrying");
         }
         panic!(
             "tessera never answered PING: {last_command_line}\nconfig: {:?}\nlog:\n{}",
@@ -116,6 +80,64 @@ impl ProxyBuilder {
             std::fs::read_to_string(log_path(&dir)).unwrap_or_default()
         );
     }
+
+    /// The command line for a proxy on `addr`, writing the config file into `dir` if needed.
+    fn command(&self, bin: &Path, addr: SocketAddr, dir: &TempDir) -> Command {
+        let backends: Vec<String> = self.backends.iter().map(ToString::to_string).collect();
+        let mut cmd = Command::new(bin);
+        cmd.arg("proxy");
+        let mut config = self.config.clone();
+        if self.addresses_in_config {
+            let quoted: Vec<String> = backends.iter().map(|b| format!("{b:?}")).collect();
+            let addresses = format!("listen = \"{addr}\"\nbackends = [{}]\n", quoted.join(", "));
+            config = Some(addresses + config.as_deref().unwrap_or(""));
+        } else {
+            cmd.args([
+                "--listen",
+                &addr.to_string(),
+                "--backends",
+                &backends.join(","),
+            ]);
+        }
+        if let Some(n) = self.threads {
+            cmd.args(["--threads", &n.to_string()]);
+        }
+        if let Some(toml) = config {
+            let path = dir.path().join("proxy.toml");
+            std::fs::write(&path, toml).expect("writing proxy.toml");
+            cmd.arg("--config").arg(path);
+        }
+        cmd
+    }
+}
+
+/// Spawns `cmd` with its output appended to the log in `dir`, and waits for PING on `addr`;
+/// `None` (child reaped) if it exits or never answers, e.g. because the port was taken.
+fn spawn_ready(mut cmd: Command, addr: SocketAddr, dir: &TempDir) -> Option<Child> {
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(log_path(dir))
+        .expect("log");
+    let mut child = cmd
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("cloning log handle"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let mut exited = false;
+    let ready = wait_until(START_TIMEOUT, || {
+        exited = child.try_wait().expect("try_wait").is_some();
+        exited || answers_ping(addr, &[b"+PONG", b"-NOAUTH"])
+    });
+    if ready && !exited {
+        return Some(child);
+    }
+    let _ = child.kill();
+    let status = child.wait();
+    eprintln!("tessera did not come up on {addr} (exit: {status:?})");
+    None
 }
 
 impl Proxy {
@@ -197,7 +219,9 @@ fn log_path(dir: &TempDir) -> PathBuf {
 /// If it does not exist.
 pub(crate) fn tessera_bin() -> PathBuf {
     if let Ok(path) = std::env::var("TESSERA_BIN") {
-        return PathBuf::from(path);
+        let bin = PathBuf::from(path);
+        assert!(bin.exists(), "TESSERA_BIN={} does not exist", bin.display());
+        return bin;
     }
     // current_exe is target/<profile>/deps/suite-<hash>; the binary is target/<profile>/tessera.
     let exe = std::env::current_exe().expect("current_exe");
