@@ -14,11 +14,17 @@
 //! - [`config`]: `proxy.toml`.
 //! - [`up`]: `tessera up`, a local cluster in one command.
 
+pub mod admin;
+pub mod api;
 pub mod backend;
 pub mod command;
 pub mod config;
+pub mod coordinator;
+pub mod dashboard;
 pub mod proxy;
+pub mod redis_client;
 pub mod resp;
 pub mod router;
 pub mod session;
+pub mod telemetry;
 pub mod up;

@@ -1,11 +1,14 @@
 //! The `tessera` command line: one binary, one subcommand per role.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use tessera::config::ProxyConfig;
+use tessera::dashboard::{Dashboard, DashboardOptions};
 use tessera::proxy::Proxy;
+use tessera::proxy::cluster::ClusterOptions;
 
 #[derive(Parser)]
 #[command(name = "tessera", version, about = "Tessera: a Redis cluster platform")]
@@ -25,26 +28,14 @@ enum LogFormat {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a RESP proxy. Static mode: the 1024 slots split evenly over --backends.
+    /// Run a RESP proxy: static (--backends) or in a cluster (--cluster, --store).
     Proxy(ProxyArgs),
-    /// Start a local cluster: redis-server children under a data directory and a proxy.
+    /// Run a cluster's dashboard: topology owner, REST API, health checks.
+    Dashboard(DashboardArgs),
+    /// Manage a cluster through its dashboard's API.
+    Admin(tessera::admin::AdminArgs),
+    /// Start a local cluster: store, redis-server groups, dashboard and proxies.
     Up(UpArgs),
-}
-
-#[derive(clap::Args)]
-struct UpArgs {
-    /// Where the servers keep their data; run again with the same folder to resume.
-    #[arg(long, default_value = ".tessera")]
-    data_dir: PathBuf,
-    /// Number of groups (one redis-server each).
-    #[arg(long, default_value_t = 2)]
-    groups: usize,
-    /// Proxy port.
-    #[arg(long, default_value_t = 19000)]
-    port: u16,
-    /// The redis-server binary.
-    #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
-    redis_server: String,
 }
 
 #[derive(clap::Args)]
@@ -55,12 +46,64 @@ struct ProxyArgs {
     /// RESP listen address [default: 127.0.0.1:19000].
     #[arg(long)]
     listen: Option<String>,
-    /// Backend addresses, comma-separated: slots are split evenly over them, in order.
-    #[arg(long, value_delimiter = ',')]
+    /// Static mode: backend addresses, comma-separated; slots are split evenly over them.
+    #[arg(long, value_delimiter = ',', conflicts_with = "cluster")]
     backends: Vec<String>,
-    /// Worker threads (default: one per CPU).
+    /// Cluster mode: the cluster's name (needs --store).
+    #[arg(long, requires = "store")]
+    cluster: Option<String>,
+    /// Cluster mode: the store, fs:///path or etcd://host:port[,host:port].
+    #[arg(long, env = "TESSERA_STORE")]
+    store: Option<String>,
+    /// Admin HTTP API (/metrics, /health, stats; topology pushes in cluster mode).
+    #[arg(long)]
+    admin_listen: Option<String>,
+    /// Worker threads (default: one per two CPUs).
     #[arg(long)]
     threads: Option<usize>,
+}
+
+#[derive(clap::Args)]
+struct DashboardArgs {
+    /// The cluster this dashboard owns (created at first start).
+    #[arg(long)]
+    cluster: String,
+    /// fs:///path or etcd://host:port[,host:port].
+    #[arg(long, env = "TESSERA_STORE")]
+    store: String,
+    #[arg(long, default_value = "127.0.0.1:18080")]
+    listen: String,
+    /// Admin token; without it the first start generates one and prints it once.
+    #[arg(long, env = "TESSERA_ADMIN_TOKEN")]
+    admin_token: Option<String>,
+    /// Require the admin token for reads too.
+    #[arg(long)]
+    auth_reads: bool,
+    /// Health-check interval in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    health_interval_ms: u64,
+    /// Failed checks in a row before a master is declared down.
+    #[arg(long, default_value_t = 3)]
+    down_after: u32,
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    /// Where the store and the servers keep their data; run again to resume.
+    #[arg(long, default_value = ".tessera")]
+    data_dir: PathBuf,
+    /// Number of groups (a master and a replica each).
+    #[arg(long, default_value_t = 2)]
+    groups: usize,
+    /// Port of the first proxy (the second gets the next one).
+    #[arg(long, default_value_t = 19000)]
+    port: u16,
+    /// Dashboard port.
+    #[arg(long, default_value_t = 18080)]
+    dashboard_port: u16,
+    /// The redis-server binary.
+    #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
+    redis_server: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -68,15 +111,16 @@ fn main() -> anyhow::Result<()> {
     init_logging(cli.log_format);
     match cli.command {
         Cmd::Proxy(args) => run_proxy(args),
-        Cmd::Up(args) => tessera::up::run(
-            tessera::up::UpOptions {
-                data_dir: args.data_dir,
-                groups: args.groups,
-                proxy_port: args.port,
-                redis_server: args.redis_server,
-            },
-            shutdown_signal(),
-        ),
+        Cmd::Dashboard(args) => run_dashboard(args),
+        Cmd::Admin(args) => tessera::admin::run(args),
+        Cmd::Up(args) => tessera::up::run(tessera::up::UpOptions {
+            data_dir: args.data_dir,
+            groups: args.groups,
+            proxy_port: args.port,
+            dashboard_port: args.dashboard_port,
+            redis_server: args.redis_server,
+            exe: std::env::current_exe().context("locating the tessera binary")?,
+        }),
     }
 }
 
@@ -94,6 +138,13 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the runtime")
+}
+
 fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let mut config = match &args.config {
         Some(path) => ProxyConfig::from_file(path)?,
@@ -108,13 +159,71 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(t) = args.threads {
         config.threads = t;
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("building the runtime")?;
-    rt.block_on(async {
+    runtime()?.block_on(async {
+        if let Some(cluster) = args.cluster {
+            let store_url = args.store.context("--cluster needs --store")?;
+            let admin_listen = args
+                .admin_listen
+                .unwrap_or_else(|| "127.0.0.1:11080".into());
+            let opts = ClusterOptions {
+                cluster,
+                store_url,
+                admin_listen,
+            };
+            return tessera::proxy::cluster::run(config, opts, shutdown_signal()).await;
+        }
+        if args.store.is_some() {
+            bail!("--store is for cluster mode: give --cluster too, or --backends for static mode");
+        }
         let proxy = Proxy::bind(config)?;
+        if let Some(addr) = args.admin_listen {
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .with_context(|| format!("binding the admin API on {addr}"))?;
+            let admin = tessera::api::proxy::ProxyAdmin::new(
+                proxy.shared().clone(),
+                String::new(),
+                listener.local_addr()?.to_string(),
+                None,
+            );
+            tokio::spawn(admin.clone().sample_ops());
+            tokio::spawn(tessera::api::serve(
+                listener,
+                admin.router(),
+                std::future::pending(),
+            ));
+        }
         proxy.run(shutdown_signal()).await
+    })
+}
+
+fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
+    let mut opts = DashboardOptions::new(&args.cluster, &args.store, &args.listen);
+    opts.admin_token = args.admin_token;
+    opts.auth_reads = args.auth_reads;
+    opts.health_interval = Duration::from_millis(args.health_interval_ms.max(100));
+    opts.down_after = args.down_after.max(1);
+    runtime()?.block_on(async {
+        let started = Dashboard::start(opts).await?;
+        if let Some(token) = &started.new_token {
+            // Printed once, on stdout, for the operator to keep; only its hash is stored.
+            println!("admin token for cluster {}: {token}", args.cluster);
+            println!(
+                "(stored hashed; keep it: mutating API calls need `Authorization: Bearer <token>`)"
+            );
+        }
+        let addr = started.listener.local_addr()?;
+        tracing::info!(%addr, cluster = %args.cluster, "dashboard API listening");
+        let d = started.dashboard.clone();
+        tokio::spawn(d.clone().run_background());
+        tessera::api::serve(
+            started.listener,
+            tessera::api::dashboard::router(d),
+            shutdown_signal(),
+        )
+        .await?;
+        tracing::info!("dashboard stopped");
+        Ok(())
     })
 }
 

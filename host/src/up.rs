@@ -1,16 +1,24 @@
-//! `tessera up`: a working local cluster from one command. Spawns `redis-server` children on
-//! free ports under a data directory and serves a proxy in front of them; Ctrl-C stops every
-//! child. Run again with the same data directory, it reuses the same ports and data.
+//! `tessera up`: a working local cluster from one command, with nothing installed but
+//! `redis-server`. Under a data directory it keeps an `fs` store and the servers' data, and
+//! it starts, as child processes: two `redis-server`s per group (master + replica), a
+//! dashboard, and two proxies. The first run creates the groups and splits the slots evenly;
+//! later runs resume the same cluster. Ctrl-C (or SIGTERM) stops every child.
 
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use serde_json::{Value, json};
 
-use crate::config::ProxyConfig;
-use crate::proxy::Proxy;
+use crate::coordinator::model::{self, Paths};
+use crate::redis_client::RedisClient;
+use crate::router::SLOTS;
+
+/// The cluster name `tessera up` uses.
+pub const CLUSTER: &str = "local";
 
 /// Options of `tessera up`.
 #[derive(Debug, Clone)]
@@ -18,18 +26,20 @@ pub struct UpOptions {
     pub data_dir: PathBuf,
     pub groups: usize,
     pub proxy_port: u16,
+    pub dashboard_port: u16,
     pub redis_server: String,
+    /// The tessera binary, started for the dashboard and the proxies.
+    pub exe: PathBuf,
 }
 
-/// A redis-server child, stopped on drop.
-struct RedisChild {
+/// A child process stopped (SIGTERM, then SIGKILL after 5 s) when dropped.
+struct ChildGuard {
+    name: String,
     child: Child,
-    addr: String,
 }
 
-impl Drop for RedisChild {
+impl Drop for ChildGuard {
     fn drop(&mut self) {
-        // SIGTERM lets redis-server write its AOF cleanly; kill only if it does not stop.
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -41,6 +51,7 @@ impl Drop for RedisChild {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        eprintln!("tessera up: {} did not stop in 5 s; killing it", self.name);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -50,23 +61,32 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// The port a group's server used last time, or a new free one (remembered in its folder).
-fn group_port(dir: &Path) -> anyhow::Result<u16> {
-    let file = dir.join("port");
-    if let Ok(text) = std::fs::read_to_string(&file)
-        && let Ok(port) = text.trim().parse()
+/// A value remembered in a file of the data directory (ports, the admin token).
+fn remembered(
+    file: &Path,
+    make: impl FnOnce() -> anyhow::Result<String>,
+) -> anyhow::Result<String> {
+    if let Ok(text) = std::fs::read_to_string(file)
+        && !text.trim().is_empty()
     {
-        return Ok(port);
+        return Ok(text.trim().to_string());
     }
-    let port = free_port()?;
-    std::fs::write(&file, port.to_string())?;
-    Ok(port)
+    let v = make()?;
+    let mut f =
+        std::fs::File::create(file).with_context(|| format!("writing {}", file.display()))?;
+    f.write_all(v.as_bytes())?;
+    Ok(v)
 }
 
-fn start_redis(opts: &UpOptions, name: &str) -> anyhow::Result<RedisChild> {
+fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(dir.join(format!("{name}.log")))
+        .with_context(|| format!("creating the log of {name}"))
+}
+
+fn start_redis(opts: &UpOptions, name: &str) -> anyhow::Result<(ChildGuard, String)> {
     let dir = opts.data_dir.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let port = group_port(&dir)?;
+    let port: u16 = remembered(&dir.join("port"), || Ok(free_port()?.to_string()))?.parse()?;
     let child = Command::new(&opts.redis_server)
         .args([
             "--bind",
@@ -91,71 +111,253 @@ fn start_redis(opts: &UpOptions, name: &str) -> anyhow::Result<RedisChild> {
                 opts.redis_server
             )
         })?;
-    let addr = format!("127.0.0.1:{port}");
-    let server = RedisChild { child, addr };
-    wait_for_ping(&server.addr, Duration::from_secs(10)).with_context(|| {
-        format!(
-            "redis-server on {} did not answer; see {}/redis.log",
-            server.addr,
-            dir.display()
-        )
-    })?;
-    Ok(server)
+    Ok((
+        ChildGuard {
+            name: name.into(),
+            child,
+        },
+        format!("127.0.0.1:{port}"),
+    ))
 }
 
-fn wait_for_ping(addr: &str, limit: Duration) -> anyhow::Result<()> {
-    use std::io::{Read, Write};
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(addr) {
-            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-            let mut buf = [0u8; 7];
-            if s.write_all(b"PING\r\n").is_ok()
-                && s.read_exact(&mut buf).is_ok()
-                && &buf == b"+PONG\r\n"
-            {
-                return Ok(());
-            }
-        }
+    while !ok() {
         if Instant::now() > deadline {
-            bail!("no PONG from {addr} within {limit:?}");
+            bail!("{what} did not come up within {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(100));
     }
+    Ok(())
+}
+
+fn answers_ping(addr: &str) -> bool {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
 /// Runs the local cluster until Ctrl-C or SIGTERM.
 ///
 /// # Errors
-/// redis-server missing or failing to start, or the proxy port taken.
-pub fn run(opts: UpOptions, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+/// redis-server missing or failing, a port taken, or the dashboard refusing the set-up.
+pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
-    let mut servers = Vec::new();
-    for g in 1..=opts.groups {
-        servers.push(start_redis(&opts, &format!("group-{g}"))?);
-    }
-    let backends: Vec<String> = servers.iter().map(|s| s.addr.clone()).collect();
-    let config = ProxyConfig {
-        listen: format!("127.0.0.1:{}", opts.proxy_port),
-        backends: backends.clone(),
-        ..ProxyConfig::default()
+    let data_dir = opts.data_dir.canonicalize()?;
+    let opts = UpOptions {
+        data_dir: data_dir.clone(),
+        ..opts
     };
-    let proxy = Proxy::bind(config)?;
-    println!(
-        "tessera is up ({} groups, data in {})",
-        opts.groups,
-        opts.data_dir.display()
-    );
-    for (i, b) in backends.iter().enumerate() {
-        println!("  group {}: redis-server {b}", i + 1);
+    let logs = data_dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let store_url = format!("fs://{}", data_dir.join("store").display());
+    let token = remembered(&data_dir.join("admin-token"), || {
+        Ok(crate::proxy::cluster::random_token())
+    })?;
+
+    // Children are dropped in reverse order: proxies, dashboard, then servers.
+    let mut children: Vec<ChildGuard> = Vec::new();
+    let mut servers: Vec<(String, String)> = Vec::new(); // (master, replica)
+    for g in 1..=opts.groups {
+        let (m, maddr) = start_redis(&opts, &format!("redis-{g}a"))?;
+        children.push(m);
+        let (r, raddr) = start_redis(&opts, &format!("redis-{g}b"))?;
+        children.push(r);
+        servers.push((maddr, raddr));
     }
-    println!("  proxy:   redis-cli -p {}", proxy.local_addr().port());
-    println!("Ctrl-C stops everything; run again to resume with the same data.");
+    for (m, r) in &servers {
+        for a in [m, r] {
+            wait_until(
+                &format!("redis-server {a}"),
+                Duration::from_secs(10),
+                || answers_ping(a),
+            )?;
+        }
+    }
+
+    let dashboard_addr = format!("127.0.0.1:{}", opts.dashboard_port);
+    let dashboard = Command::new(&opts.exe)
+        .args([
+            "dashboard",
+            "--cluster",
+            CLUSTER,
+            "--store",
+            &store_url,
+            "--listen",
+            &dashboard_addr,
+        ])
+        .args(["--admin-token", &token])
+        .stdout(log_file(&logs, "dashboard")?)
+        .stderr(log_file(&logs, "dashboard.err")?)
+        .spawn()
+        .context("starting the dashboard")?;
+    children.push(ChildGuard {
+        name: "dashboard".into(),
+        child: dashboard,
+    });
+
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = rt.block_on(proxy.run(shutdown));
-    drop(servers);
-    result
+    rt.block_on(set_up(&dashboard_addr, &token, &servers, &store_url))
+        .with_context(|| format!("setting up the cluster (logs in {})", logs.display()))?;
+
+    let mut proxies = Vec::new();
+    for i in 0..2u16 {
+        let listen = format!("127.0.0.1:{}", opts.proxy_port + i);
+        let admin = format!("127.0.0.1:{}", 11080 + i);
+        let child = Command::new(&opts.exe)
+            .args([
+                "proxy",
+                "--cluster",
+                CLUSTER,
+                "--store",
+                &store_url,
+                "--listen",
+                &listen,
+                "--admin-listen",
+                &admin,
+            ])
+            .stdout(log_file(&logs, &format!("proxy-{i}"))?)
+            .stderr(log_file(&logs, &format!("proxy-{i}.err"))?)
+            .spawn()
+            .context("starting a proxy")?;
+        children.push(ChildGuard {
+            name: format!("proxy {listen}"),
+            child,
+        });
+        proxies.push((listen, admin));
+    }
+    for (listen, _) in &proxies {
+        wait_until(&format!("proxy {listen}"), Duration::from_secs(15), || {
+            answers_ping(listen)
+        })?;
+    }
+
+    println!(
+        "tessera is up: cluster {CLUSTER:?}, {} groups, data in {}",
+        opts.groups,
+        data_dir.display()
+    );
+    for (g, (m, r)) in servers.iter().enumerate() {
+        println!("  group {}: master {m}, replica {r}", g + 1);
+    }
+    for (listen, admin) in &proxies {
+        println!(
+            "  proxy:     redis-cli -h 127.0.0.1 -p {}   (admin http://{admin}/metrics)",
+            listen.rsplit(':').next().unwrap_or("")
+        );
+    }
+    println!("  dashboard: http://{dashboard_addr}/api/overview");
+    println!("  admin:     tessera admin --dashboard {dashboard_addr} --token {token} overview");
+    println!("  logs:      {}", logs.display());
+    println!("Ctrl-C stops everything; run again to resume the same cluster.");
+
+    rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    println!("stopping…");
+    while let Some(child) = children.pop() {
+        drop(child);
+    }
+    Ok(())
+}
+
+/// First run: create the groups, add the servers, split the slots. Later runs: point each
+/// replica at its group's master again (redis-server forgets REPLICAOF across restarts).
+async fn set_up(
+    dashboard: &str,
+    token: &str,
+    servers: &[(String, String)],
+    store_url: &str,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let base = format!("http://{dashboard}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if http
+            .get(format!("{base}/health"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the dashboard did not answer on {dashboard}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let call = |method: reqwest::Method, path: &str, body: Value| {
+        let path = path.to_string();
+        let req = http
+            .request(method, format!("{base}{path}"))
+            .bearer_auth(token)
+            .json(&body);
+        async move {
+            let resp = req.send().await?;
+            let status = resp.status();
+            let v: Value = resp.json().await.unwrap_or(Value::Null);
+            if !status.is_success() {
+                bail!(
+                    "{path}: HTTP {status}: {}",
+                    v["error"]["message"].as_str().unwrap_or("")
+                );
+            }
+            anyhow::Ok(v)
+        }
+    };
+    let groups = call(reqwest::Method::GET, "/api/groups", Value::Null).await?;
+    if groups.as_array().is_some_and(|g| g.is_empty()) {
+        let n = servers.len();
+        for (i, (m, r)) in servers.iter().enumerate() {
+            let id = i as u32 + 1;
+            call(reqwest::Method::POST, "/api/groups", json!({"id": id})).await?;
+            call(
+                reqwest::Method::POST,
+                &format!("/api/groups/{id}/servers"),
+                json!({"addr": m}),
+            )
+            .await?;
+            call(
+                reqwest::Method::POST,
+                &format!("/api/groups/{id}/servers"),
+                json!({"addr": r}),
+            )
+            .await?;
+            let (from, to) = (i * SLOTS / n, (i + 1) * SLOTS / n - 1);
+            call(
+                reqwest::Method::POST,
+                "/api/slots/assign",
+                json!({"from": from, "to": to, "group": id}),
+            )
+            .await?;
+        }
+        return Ok(());
+    }
+    let store = crate::coordinator::open(store_url).await?;
+    let (groups, _) = model::load_layout(&*store, &Paths::new(CLUSTER)).await?;
+    for g in groups {
+        let Some(master) = g.master() else { continue };
+        let (h, p) = master.rsplit_once(':').context("bad master address")?;
+        for s in g.servers.iter().skip(1) {
+            if let Ok(mut c) = RedisClient::connect(&s.addr, Duration::from_secs(2)).await {
+                let _ = c.cmd(&["REPLICAOF", h, p]).await;
+            }
+        }
+    }
+    Ok(())
 }

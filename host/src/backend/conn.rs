@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -22,6 +23,19 @@ pub struct BackendOptions {
     /// A connection with requests outstanding and no reply for this long is declared dead.
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    pub stats: Arc<BackendStats>,
+}
+
+/// Counters shared by every backend connection of a proxy (INFO and /metrics read them).
+#[derive(Debug, Default)]
+pub struct BackendStats {
+    /// Requests written to backends.
+    pub requests: AtomicU64,
+    /// Write batches (one per syscall round): requests / batches is the pipelining factor.
+    pub batches: AtomicU64,
+    pub connects: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub connection_losses: AtomicU64,
 }
 
 struct Pending {
@@ -92,6 +106,7 @@ impl ConnTask {
         while let Some(first) = self.rx.recv().await {
             match self.connect().await {
                 Ok(stream) => {
+                    self.opts.stats.connects.fetch_add(1, Ordering::Relaxed);
                     if failures > 0 {
                         debug!(addr = %self.addr, "backend reconnected");
                     }
@@ -100,9 +115,17 @@ impl ConnTask {
                     if self.rx.is_closed() && self.rx.is_empty() {
                         return;
                     }
+                    self.opts
+                        .stats
+                        .connection_losses
+                        .fetch_add(1, Ordering::Relaxed);
                     warn!(addr = %self.addr, %reason, "backend connection lost");
                 }
                 Err(reason) => {
+                    self.opts
+                        .stats
+                        .connect_failures
+                        .fetch_add(1, Ordering::Relaxed);
                     failures += 1;
                     warn!(addr = %self.addr, %reason, failures, "backend connect failed");
                     let err = unavailable(&self.addr, &reason);
@@ -163,11 +186,16 @@ impl ConnTask {
             Default::default();
         let timeout = self.opts.timeout;
         let rx = &mut self.rx;
+        let stats = &self.opts.stats;
         let writer = async {
             let mut batch = vec![first];
             let mut wbuf = BytesMut::with_capacity(16 * 1024);
             loop {
                 let now = Instant::now();
+                stats
+                    .requests
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
                 for p in batch.drain(..) {
                     inflight.borrow_mut().push_back((now, p.tx));
                     if p.req.len() >= COPY_LIMIT {

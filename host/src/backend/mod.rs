@@ -9,7 +9,7 @@
 mod conn;
 mod pool;
 
-pub use conn::{BackendConn, BackendOptions, ReplyRx};
+pub use conn::{BackendConn, BackendOptions, BackendStats, ReplyRx};
 pub use pool::Pool;
 
 use std::sync::Arc;

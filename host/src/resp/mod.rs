@@ -12,7 +12,7 @@ mod request;
 
 pub use frame::{Frame, Proto};
 pub use reply::{ReplyScanner, parse_integer, split_aggregate};
-pub use request::{Limits, Request, RequestDecoder};
+pub use request::{Limits, Request, RequestDecoder, encode_request};
 
 /// A malformed byte stream. The session answers `-ERR Protocol error: …` and closes the
 /// connection, as Redis does.

@@ -2,8 +2,10 @@
 //! swapped atomically (`arc-swap`) so readers never take a lock.
 
 mod table;
+mod topology;
 
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
+pub use topology::{GroupRoute, SlotRoute, Topology, TopologyError};
 
 use crate::command::hash_key;
 

@@ -17,6 +17,9 @@ pub struct SlotEntry {
     pub group: GroupId,
     /// Master of the owning group; `None` while the slot is not served.
     pub master: Option<BackendIdx>,
+    /// The dashboard found the group's master down: commands get a clear error instead of
+    /// waiting on a dead server.
+    pub down: bool,
 }
 
 /// An immutable routing table; a change builds a new one and swaps it in.
@@ -61,6 +64,7 @@ impl SlotTable {
 pub struct SlotTableBuilder {
     slots: Vec<Option<(GroupId, BackendIdx)>>,
     backends: Vec<Arc<str>>,
+    down: Vec<GroupId>,
 }
 
 impl SlotTableBuilder {
@@ -79,19 +83,26 @@ impl SlotTableBuilder {
         self
     }
 
+    /// Marks a group's master as down.
+    pub fn group_down(&mut self, group: GroupId) -> &mut Self {
+        self.down.push(group);
+        self
+    }
+
     pub fn build(self, epoch: u64) -> SlotTable {
-        let mut slots = vec![
-            SlotEntry {
-                group: GroupId(0),
-                master: None
-            };
-            SLOTS
-        ];
+        let unserved = SlotEntry {
+            group: GroupId(0),
+            master: None,
+            down: false,
+        };
+        let mut slots = vec![unserved; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
             if let Some((group, master)) = s {
+                let down = self.down.contains(&group);
                 slots[i] = SlotEntry {
                     group,
                     master: Some(master),
+                    down,
                 };
             }
         }

@@ -1,15 +1,17 @@
 //! What happens to each command: the auth gate, routing by slot, MGET/MSET/DEL splitting,
 //! fan-out to every backend, and the commands the proxy answers itself.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Session;
 use super::gather::{Gather, Merge, Pending};
 use super::info::InfoRequest;
-use crate::command::{Admin, Command, CommandTable, Kind, Local, Split};
-use crate::resp::{Frame, Proto, Request};
-use crate::router::SlotId;
+use crate::command::{Admin, Command, CommandId, CommandTable, Kind, Local, Split};
+use crate::resp::{Frame, Proto, Request, encode_request};
+use crate::router::{BackendIdx, SlotId, SlotTable};
 
 /// Redis version the proxy reports in HELLO: the command set it implements.
 const REDIS_COMPAT_VERSION: &str = "7.0.0";
@@ -29,11 +31,15 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Session {
-    pub(super) fn dispatch(&mut self, req: Request) -> Pending {
-        let cmd = match CommandTable::get().lookup(&req) {
-            Ok(c) => c,
-            Err(e) => return self.error(e.to_string()),
-        };
+    /// Routes or answers one command; also returns which command it was (for the stats).
+    pub(super) fn dispatch(&mut self, req: Request) -> (Option<CommandId>, Pending) {
+        match CommandTable::get().lookup(&req) {
+            Ok(cmd) => (Some(cmd.id), self.dispatch_command(cmd, req)),
+            Err(e) => (None, self.error(e.to_string())),
+        }
+    }
+
+    fn dispatch_command(&mut self, cmd: &'static Command, req: Request) -> Pending {
         if !self.authed
             && !matches!(
                 cmd.kind,
@@ -94,13 +100,13 @@ impl Session {
             return self.error("CROSSSLOT Keys in request don't hash to the same slot");
         }
         let table = self.worker.shared.router.load();
-        match table.slot(slot).master {
-            Some(b) => Pending::One(self.worker.pool.send(
+        match route(&table, slot) {
+            Ok(b) => Pending::One(self.worker.pool.send(
                 table.backend_addr(b),
                 self.proto,
                 req.as_bytes().clone(),
             )),
-            None => self.error(format!("ERR slot {slot} is not served by any group")),
+            Err(msg) => self.error(msg),
         }
     }
 
@@ -118,8 +124,9 @@ impl Session {
         let mut groups: SmallVec<[(u16, Vec<usize>); 4]> = SmallVec::new();
         for i in (1..req.argc()).step_by(step) {
             let slot = SlotId::of_key(req.arg(i));
-            let Some(b) = table.slot(slot).master else {
-                return self.error(format!("ERR slot {slot} is not served by any group"));
+            let b = match route(&table, slot) {
+                Ok(b) => b,
+                Err(msg) => return self.error(msg),
             };
             match groups.iter_mut().find(|(gb, _)| *gb == b) {
                 Some((_, keys)) => keys.push(i),
@@ -140,23 +147,23 @@ impl Session {
             order = vec![(0u16, 0u32); req.argc() - 1];
         }
         for (g, (b, keys)) in groups.iter().enumerate() {
-            let mut args: Vec<&[u8]> = Vec::with_capacity(1 + keys.len() * step);
-            args.push(req.arg(0));
-            for (pos, &i) in keys.iter().enumerate() {
-                args.push(req.arg(i));
-                if step == 2 {
-                    args.push(req.arg(i + 1));
-                }
-                if kind == Split::Mget {
+            if kind == Split::Mget {
+                for (pos, &i) in keys.iter().enumerate() {
                     order[i - 1] = (g as u16, pos as u32);
                 }
             }
-            let sub = Request::from_args(&args);
-            parts.push(self.worker.pool.send(
-                table.backend_addr(*b),
-                self.proto,
-                sub.as_bytes().clone(),
-            ));
+            let count = 1 + keys.len() * step;
+            let args = keys.iter().flat_map(|&i| (i..i + step).map(|j| req.arg(j)));
+            let size: usize = keys
+                .iter()
+                .map(|&i| (i..i + step).map(|j| req.arg(j).len()).sum::<usize>())
+                .sum();
+            let sub = encode_request(count, std::iter::once(req.arg(0)).chain(args), size);
+            parts.push(
+                self.worker
+                    .pool
+                    .send(table.backend_addr(*b), self.proto, sub),
+            );
         }
         let merge = match kind {
             Split::Mget => Merge::Mget(order),
@@ -429,6 +436,26 @@ impl Session {
                 "proxy_backends",
                 shared.router.load().backends().len().to_string(),
             ),
+            kv(
+                "proxy_commands_processed",
+                shared.command_stats.total().0.to_string(),
+            ),
+            kv(
+                "proxy_backend_requests",
+                shared.backend_stats.requests.load(Relaxed).to_string(),
+            ),
+            kv(
+                "proxy_backend_batches",
+                shared.backend_stats.batches.load(Relaxed).to_string(),
+            ),
+            kv(
+                "proxy_backend_reconnects",
+                shared
+                    .backend_stats
+                    .connection_losses
+                    .load(Relaxed)
+                    .to_string(),
+            ),
         ];
         let clients = vec![
             kv("connected_clients", shared.clients.len().to_string()),
@@ -447,6 +474,20 @@ impl Session {
                 clients,
             }),
         )
+    }
+}
+
+/// The backend serving `slot`, or the error its clients get.
+fn route(table: &SlotTable, slot: SlotId) -> Result<BackendIdx, String> {
+    let entry = table.slot(slot);
+    match entry.master {
+        Some(b) if !entry.down => Ok(b),
+        Some(b) => Err(format!(
+            "ERR group {} master {} is down",
+            entry.group,
+            table.backend_addr(b)
+        )),
+        None => Err(format!("ERR slot {slot} is not served by any group")),
     }
 }
 

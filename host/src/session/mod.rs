@@ -12,7 +12,7 @@ mod info;
 pub use clients::{ClientInfo, ClientRegistry};
 
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,6 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::command::CommandId;
 use crate::proxy::Worker;
 use crate::resp::{Frame, Proto, RequestDecoder};
 use clients::Registration;
@@ -85,7 +86,7 @@ impl Session {
         let idle = self.worker.shared.config.idle_timeout();
         let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
         let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
-        let mut pending: Vec<Pending> = Vec::new();
+        let mut pending: Vec<(Option<CommandId>, Pending)> = Vec::new();
         loop {
             let want = self.decoder.wanted(&rbuf).max(READ_CHUNK / 4);
             if rbuf.capacity() - rbuf.len() < want {
@@ -99,17 +100,17 @@ impl Session {
                     None => Some(self.stream.read_buf(&mut rbuf).await),
                 }
             };
-            let n = tokio::select! {
+            tokio::select! {
                 biased;
                 _ = self.stop.changed() => return End::Shutdown,
                 r = read => match r {
                     None => return End::Idle,
                     Some(Ok(0)) => return End::ClientClosed,
-                    Some(Ok(n)) => n,
+                    Some(Ok(_)) => {}
                     Some(Err(e)) => return End::Io(e),
                 },
-            };
-            debug_assert!(n > 0);
+            }
+            let started = Instant::now();
             let mut protocol_error = false;
             loop {
                 match self.decoder.decode(&mut rbuf) {
@@ -121,19 +122,22 @@ impl Session {
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        pending.push(Pending::frame(
-                            Frame::error(format!("ERR Protocol error: {e}")),
-                            self.proto,
-                        ));
+                        let reply = Frame::error(format!("ERR Protocol error: {e}"));
+                        pending.push((None, Pending::frame(reply, self.proto)));
                         protocol_error = true;
                         break;
                     }
                 }
             }
-            let count = pending.len() as u64;
-            if count > 0 {
-                for p in pending.drain(..) {
+            if !pending.is_empty() {
+                let stats = &self.worker.shared.command_stats;
+                for (id, p) in pending.drain(..) {
+                    let at = wbuf.len();
                     p.write_into(&mut wbuf).await;
+                    if let Some(id) = id {
+                        let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
+                        stats.record(id, error, started.elapsed());
+                    }
                 }
                 if let Err(e) = self.stream.write_all(&wbuf).await {
                     return End::Io(e);
@@ -142,11 +146,6 @@ impl Session {
                 if wbuf.capacity() > 4 * 1024 * 1024 {
                     wbuf = BytesMut::with_capacity(READ_CHUNK);
                 }
-                self.worker
-                    .shared
-                    .stats
-                    .commands
-                    .fetch_add(count, Ordering::Relaxed);
                 self.reg.info.touch();
             }
             if protocol_error {

@@ -16,10 +16,13 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
-use crate::backend::{BackendOptions, Pool};
+use crate::backend::{BackendOptions, BackendStats, Pool};
 use crate::config::ProxyConfig;
 use crate::router::{Router, SlotTable};
+pub mod cluster;
+
 use crate::session::{ClientRegistry, Session};
+use crate::telemetry::CommandStats;
 
 /// State every worker shares.
 pub struct Shared {
@@ -27,16 +30,16 @@ pub struct Shared {
     pub router: Arc<Router>,
     pub clients: Arc<ClientRegistry>,
     pub stats: Stats,
+    pub command_stats: CommandStats,
+    pub backend_stats: Arc<BackendStats>,
     pub started: Instant,
     pub listen_addr: SocketAddr,
     active: AtomicUsize,
 }
 
-/// Process-wide counters (summed per session batch, not per command, to keep atomics off
-/// the per-command path).
+/// Process-wide connection counters.
 #[derive(Debug, Default)]
 pub struct Stats {
-    pub commands: AtomicU64,
     pub connections: AtomicU64,
     pub rejected_connections: AtomicU64,
 }
@@ -78,6 +81,8 @@ impl Proxy {
             router,
             clients: Arc::new(ClientRegistry::default()),
             stats: Stats::default(),
+            command_stats: CommandStats::default(),
+            backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,
             active: AtomicUsize::new(0),
@@ -176,6 +181,7 @@ fn worker_main(
         let opts = BackendOptions {
             timeout: Duration::from_millis(shared.config.backend_timeout_ms.max(1)),
             connect_timeout: Duration::from_millis(shared.config.backend_connect_timeout_ms.max(1)),
+            stats: shared.backend_stats.clone(),
         };
         let worker = Rc::new(Worker {
             pool: Pool::new(opts, shared.config.backend_connections),

@@ -1,0 +1,945 @@
+//! `tessera admin`: a command-line client of a dashboard's REST API (`docs/api.md`). It only
+//! sends requests and renders the answers, as aligned tables or, with `--json`, as the raw
+//! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use reqwest::{Method, Url};
+use serde_json::{Value, json};
+
+/// Per-request deadline. Promotions and topology pushes wait for every proxy's
+/// acknowledgement, which can take a few seconds; a hung dashboard must not hang scripts.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `tessera admin`: manage a cluster through its dashboard's API.
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    /// Dashboard API address: host:port or http://host:port[/prefix].
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_DASHBOARD",
+        default_value = "127.0.0.1:18080"
+    )]
+    pub dashboard: String,
+    /// Admin token, sent as `Authorization: Bearer`; changes need it.
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Print the JSON response, pretty-printed, instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: AdminCmd,
+}
+
+/// One subcommand per resource of the API.
+#[derive(Subcommand, Debug)]
+pub enum AdminCmd {
+    /// Cluster summary: epoch, groups, servers, proxies, slots, load.
+    Overview,
+    /// Replica groups and their servers.
+    #[command(subcommand)]
+    Group(GroupCmd),
+    /// The 1024 slots and the groups that own them.
+    #[command(subcommand)]
+    Slots(SlotsCmd),
+    /// Registered proxies.
+    #[command(subcommand)]
+    Proxy(ProxyCmd),
+    /// Traffic: totals, per command, per proxy.
+    Stats,
+}
+
+/// `tessera admin group ...`
+#[derive(Subcommand, Debug)]
+pub enum GroupCmd {
+    /// List groups with their servers' health.
+    List,
+    /// Create a group (empty: add servers next).
+    Create {
+        /// Group id [default: the next free one].
+        #[arg(long)]
+        id: Option<u32>,
+    },
+    /// Delete a group that has no slots and no servers.
+    Delete {
+        /// Group id.
+        id: u32,
+    },
+    /// Add a server; the first one is the master, the others replicate from it.
+    AddServer {
+        /// Group id.
+        id: u32,
+        /// Redis server address, host:port.
+        addr: String,
+    },
+    /// Remove a server from a group.
+    RemoveServer {
+        /// Group id.
+        id: u32,
+        /// Redis server address, host:port.
+        addr: String,
+    },
+    /// Make a replica the group's master.
+    Promote {
+        /// Group id.
+        id: u32,
+        /// The replica to promote, host:port.
+        addr: String,
+    },
+}
+
+/// `tessera admin slots ...`
+#[derive(Subcommand, Debug)]
+pub enum SlotsCmd {
+    /// Slot ranges and their owners.
+    List,
+    /// Assign slots FROM..=TO to GROUP and push the topology.
+    Assign {
+        /// First slot (0-1023).
+        from: u16,
+        /// Last slot, inclusive.
+        to: u16,
+        /// Owning group id.
+        group: u32,
+    },
+}
+
+/// `tessera admin proxy ...`
+#[derive(Subcommand, Debug)]
+pub enum ProxyCmd {
+    /// List proxies.
+    List,
+    /// Put a proxy back into topology pushes (pushes the topology to it).
+    Online {
+        /// The proxy's token, as `proxy list` shows it.
+        token: String,
+    },
+    /// Leave a proxy out of topology pushes.
+    Offline {
+        /// The proxy's token, as `proxy list` shows it.
+        token: String,
+    },
+}
+
+/// Runs one admin command on its own current-thread runtime.
+///
+/// # Errors
+/// The dashboard is unreachable, or it answered with an error: the message is the API's
+/// (`<message> (<code>, HTTP <status>)`).
+pub fn run(args: AdminArgs) -> anyhow::Result<()> {
+    let client = Client::new(&args.dashboard, args.token)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the runtime")?;
+    let reply = rt.block_on(async {
+        match args.command {
+            AdminCmd::Overview => {
+                let v = client.call(Method::GET, &["api", "overview"], None).await?;
+                Ok(Reply {
+                    human: render_overview(&v),
+                    json: v,
+                })
+            }
+            AdminCmd::Group(cmd) => group(&client, cmd).await,
+            AdminCmd::Slots(cmd) => slots(&client, cmd).await,
+            AdminCmd::Proxy(cmd) => proxy(&client, cmd).await,
+            AdminCmd::Stats => {
+                let v = client.call(Method::GET, &["api", "stats"], None).await?;
+                Ok(Reply {
+                    human: render_stats(&v),
+                    json: v,
+                })
+            }
+        }
+    })?;
+    let out = if args.json {
+        serde_json::to_string_pretty(&reply.json)?
+    } else {
+        reply.human
+    };
+    emit(&out)
+}
+
+/// What a command prints: `human` by default, `json` with `--json`.
+struct Reply {
+    json: Value,
+    human: String,
+}
+
+async fn group(c: &Client, cmd: GroupCmd) -> anyhow::Result<Reply> {
+    let (v, summary) = match cmd {
+        GroupCmd::List => {
+            let v = c.call(Method::GET, &["api", "groups"], None).await?;
+            let human = render_groups(v.as_array().map_or(&[], Vec::as_slice));
+            return Ok(Reply { json: v, human });
+        }
+        GroupCmd::Create { id } => {
+            let body = match id {
+                Some(id) => json!({ "id": id }),
+                None => json!({}),
+            };
+            let v = c.call(Method::POST, &["api", "groups"], Some(body)).await?;
+            let summary = format!("created group {}", text(&v["id"]));
+            (v, summary)
+        }
+        GroupCmd::Delete { id } => {
+            let v = c
+                .call(Method::DELETE, &["api", "groups", &id.to_string()], None)
+                .await?;
+            return Ok(Reply {
+                json: v,
+                human: format!("deleted group {id}\n"),
+            });
+        }
+        GroupCmd::AddServer { id, addr } => {
+            let path = ["api", "groups", &id.to_string(), "servers"];
+            let v = c
+                .call(Method::POST, &path, Some(json!({ "addr": addr })))
+                .await?;
+            (v, format!("added {addr} to group {id}"))
+        }
+        GroupCmd::RemoveServer { id, addr } => {
+            let path = ["api", "groups", &id.to_string(), "servers", &addr];
+            let v = c.call(Method::DELETE, &path, None).await?;
+            (v, format!("removed {addr} from group {id}"))
+        }
+        GroupCmd::Promote { id, addr } => {
+            let path = ["api", "groups", &id.to_string(), "promote"];
+            let v = c
+                .call(Method::POST, &path, Some(json!({ "addr": addr })))
+                .await?;
+            (v, format!("{addr} is now the master of group {id}"))
+        }
+    };
+    let human = format!("{summary}\n\n{}", render_groups(std::slice::from_ref(&v)));
+    Ok(Reply { json: v, human })
+}
+
+async fn slots(c: &Client, cmd: SlotsCmd) -> anyhow::Result<Reply> {
+    match cmd {
+        SlotsCmd::List => {
+            let v = c.call(Method::GET, &["api", "slots"], None).await?;
+            let human = render_slots(v.as_array().map_or(&[], Vec::as_slice));
+            Ok(Reply { json: v, human })
+        }
+        SlotsCmd::Assign { from, to, group } => {
+            let body = json!({ "from": from, "to": to, "group": group });
+            let v = c
+                .call(Method::POST, &["api", "slots", "assign"], Some(body))
+                .await?;
+            let human = format!(
+                "assigned {} slots ({from}-{to}) to group {group}; topology epoch {}\n",
+                text(&v["assigned"]),
+                text(&v["epoch"])
+            );
+            Ok(Reply { json: v, human })
+        }
+    }
+}
+
+async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
+    let (token, state) = match cmd {
+        ProxyCmd::List => {
+            let v = c.call(Method::GET, &["api", "proxies"], None).await?;
+            let human = render_proxies(v.as_array().map_or(&[], Vec::as_slice));
+            return Ok(Reply { json: v, human });
+        }
+        ProxyCmd::Online { token } => (token, "online"),
+        ProxyCmd::Offline { token } => (token, "offline"),
+    };
+    let v = c
+        .call(Method::POST, &["api", "proxies", &token, state], None)
+        .await?;
+    let human = format!(
+        "proxy {token} is now {}\n\n{}",
+        text(&v["state"]),
+        render_proxies(std::slice::from_ref(&v))
+    );
+    Ok(Reply { json: v, human })
+}
+
+/// Writes to stdout; a closed pipe (`tessera admin slots list | head`) is not an error.
+fn emit(out: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    let result = stdout.write_all(out.as_bytes()).and_then(|()| {
+        if !out.ends_with('\n') {
+            stdout.write_all(b"\n")?;
+        }
+        stdout.flush()
+    });
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
+        _ => Ok(()),
+    }
+}
+
+// === HTTP ===
+
+/// A dashboard's API at one base URL.
+struct Client {
+    http: reqwest::Client,
+    base: Url,
+    token: Option<String>,
+}
+
+impl Client {
+    fn new(dashboard: &str, token: Option<String>) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Self {
+            http,
+            base: base_url(dashboard)?,
+            token,
+        })
+    }
+
+    /// Sends one request and returns the JSON body of a 2xx answer.
+    async fn call(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let url = endpoint(&self.base, segments);
+        let mut req = self.http.request(method.clone(), url.clone());
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = &body {
+            req = req.json(body);
+        }
+        let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        if !(200..300).contains(&status) {
+            return Err(ApiFailure::from_response(status, &bytes, self.token.is_some()).into());
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(json!({}));
+        }
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!("{method} {url} answered HTTP {status} with a body that is not JSON")
+        })
+    }
+
+    fn transport_error(&self, e: &reqwest::Error) -> anyhow::Error {
+        let cause = root_cause(e);
+        let host = self.base.host_str().unwrap_or("?");
+        let addr = format!("{host}:{}", self.base.port_or_known_default().unwrap_or(80));
+        if e.is_connect() {
+            anyhow::anyhow!(
+                "cannot reach the dashboard at {addr} ({}): {cause}\n\
+                 hint: is `tessera dashboard` running there? Point at it with --dashboard or TESSERA_DASHBOARD",
+                self.base
+            )
+        } else if e.is_timeout() {
+            anyhow::anyhow!(
+                "the dashboard at {addr} did not answer within {}s; a change may still complete: \
+                 check with `tessera admin overview`",
+                REQUEST_TIMEOUT.as_secs()
+            )
+        } else {
+            anyhow::anyhow!("talking to the dashboard at {addr}: {cause}")
+        }
+    }
+}
+
+/// `host:port` or an `http://` URL (optionally with a path prefix, behind a reverse proxy).
+fn base_url(dashboard: &str) -> anyhow::Result<Url> {
+    let with_scheme = if dashboard.contains("://") {
+        dashboard.to_string()
+    } else {
+        format!("http://{dashboard}")
+    };
+    let url = Url::parse(&with_scheme).with_context(|| {
+        format!("--dashboard {dashboard:?} is neither host:port nor an http:// URL")
+    })?;
+    if url.scheme() != "http" {
+        bail!("--dashboard {dashboard}: only http:// is supported");
+    }
+    Ok(url)
+}
+
+/// `base` + path segments, each percent-encoded (a server address or token is one segment).
+fn endpoint(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .expect("http URLs have a path")
+        .pop_if_empty()
+        .extend(segments);
+    url
+}
+
+/// The innermost error: reqwest's own message only says "error sending request".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// A non-2xx answer. The API sends `{"error": {"code", "message"}}`; anything else
+/// (a reverse proxy's page, an empty body) keeps its text and has no code.
+#[derive(Debug, PartialEq)]
+struct ApiFailure {
+    status: u16,
+    code: Option<String>,
+    message: String,
+    hint: Option<&'static str>,
+}
+
+impl ApiFailure {
+    fn from_response(status: u16, body: &[u8], sent_token: bool) -> Self {
+        let parsed: Option<Value> = serde_json::from_slice(body).ok();
+        let err = parsed.as_ref().map(|v| &v["error"]);
+        let code = err.and_then(|e| e["code"].as_str()).map(str::to_string);
+        let message = match err.and_then(|e| e["message"].as_str()) {
+            Some(m) => m.to_string(),
+            None => {
+                let raw = String::from_utf8_lossy(body);
+                let raw = raw.trim();
+                if raw.is_empty() {
+                    "the dashboard gave no reason".into()
+                } else {
+                    truncate(raw, 200)
+                }
+            }
+        };
+        let hint = match status {
+            401 if !sent_token => {
+                Some("no token was sent: pass --token or set TESSERA_ADMIN_TOKEN")
+            }
+            502 => Some("the change is saved; check the proxies with `tessera admin proxy list`"),
+            _ => None,
+        };
+        Self {
+            status,
+            code,
+            message,
+            hint,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.code {
+            Some(code) => write!(f, "{} ({code}, HTTP {})", self.message, self.status)?,
+            None => write!(f, "{} (HTTP {})", self.message, self.status)?,
+        }
+        if let Some(hint) = self.hint {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ApiFailure {}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+// === Rendering ===
+
+/// Columns padded to their widest cell, two spaces apart; no header line if `headers` is empty.
+struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(headers: &[&str]) -> Self {
+        Self {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn render(&self) -> String {
+        let lines: Vec<&Vec<String>> = std::iter::once(&self.headers)
+            .filter(|h| !h.is_empty())
+            .chain(&self.rows)
+            .collect();
+        let columns = lines.iter().map(|l| l.len()).max().unwrap_or(0);
+        let mut widths = vec![0; columns];
+        for line in &lines {
+            for (w, cell) in widths.iter_mut().zip(line.iter()) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for line in lines {
+            let mut text = String::new();
+            for (cell, w) in line.iter().zip(&widths) {
+                text.push_str(&format!("{cell:<w$}  "));
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A JSON value as a table cell: strings bare, `null` or missing as `-`, booleans yes/no.
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        other => other.to_string(),
+    }
+}
+
+fn human_bytes(v: &Value) -> String {
+    let Some(n) = v.as_u64() else { return text(v) };
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn human_duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match () {
+        _ if d > 0 => format!("{d}d{h}h"),
+        _ if h > 0 => format!("{h}h{m:02}m"),
+        _ if m > 0 => format!("{m}m{s:02}s"),
+        _ => format!("{s}s"),
+    }
+}
+
+/// Time since a `start_unix` field.
+fn uptime(start_unix: &Value) -> String {
+    let Some(start) = start_unix.as_u64() else {
+        return "-".into();
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    human_duration(now.saturating_sub(start))
+}
+
+fn render_overview(v: &Value) -> String {
+    let d = &v["dashboard"];
+    let mut t = Table::new(&[]);
+    let mut kv = |k: &str, value: String| t.row(vec![k.to_string(), value]);
+    kv("cluster", text(&v["cluster"]));
+    kv("epoch", text(&v["epoch"]));
+    kv(
+        "dashboard",
+        format!(
+            "{} (pid {} on {}, version {}, up {})",
+            text(&d["admin_addr"]),
+            text(&d["pid"]),
+            text(&d["host"]),
+            text(&d["version"]),
+            uptime(&d["start_unix"])
+        ),
+    );
+    kv("groups", text(&v["groups"]));
+    kv(
+        "servers",
+        format!(
+            "{} ({} down)",
+            text(&v["servers"]),
+            text(&v["servers_down"])
+        ),
+    );
+    kv(
+        "proxies",
+        format!(
+            "{} ({} online)",
+            text(&v["proxies"]),
+            text(&v["proxies_online"])
+        ),
+    );
+    kv(
+        "slots",
+        format!(
+            "{} assigned, {} unassigned",
+            text(&v["slots_assigned"]),
+            text(&v["slots_unassigned"])
+        ),
+    );
+    kv("ops/s", text(&v["ops_per_sec"]));
+    kv("memory", human_bytes(&v["memory_bytes"]));
+    kv("keys", text(&v["keys"]));
+    t.render()
+}
+
+/// One row per server; the group's columns only on its first row.
+fn render_groups(groups: &[Value]) -> String {
+    let mut t = Table::new(&[
+        "GROUP", "SLOTS", "SERVER", "ROLE", "UP", "LINK", "OFFSET", "LAG", "MEMORY", "KEYS", "NOTE",
+    ]);
+    for g in groups {
+        let mut id = text(&g["id"]);
+        if g["down"].as_bool() == Some(true) {
+            id.push_str(" (down)");
+        }
+        let mut head = vec![id, text(&g["slots"])];
+        let servers = g["servers"].as_array().map_or(&[][..], Vec::as_slice);
+        if servers.is_empty() {
+            head.push("(no servers)".into());
+            t.row(head);
+            continue;
+        }
+        for s in servers {
+            let note = match (&s["error"], &s["role_reported"]) {
+                (Value::String(e), _) => e.clone(),
+                // Redis's ROLE still says "slave" for a replica.
+                (_, Value::String(r))
+                    if Some(r.replace("slave", "replica").as_str()) != s["role"].as_str() =>
+                {
+                    format!("reports {r}")
+                }
+                _ => String::new(),
+            };
+            let mut row = std::mem::replace(&mut head, vec![String::new(), String::new()]);
+            row.extend([
+                text(&s["addr"]),
+                text(&s["role"]),
+                text(&s["up"]),
+                text(&s["master_link"]),
+                text(&s["repl_offset"]),
+                s["lag_bytes"]
+                    .as_u64()
+                    .map_or_else(|| text(&s["lag_bytes"]), |_| human_bytes(&s["lag_bytes"])),
+                human_bytes(&s["memory_bytes"]),
+                text(&s["keys"]),
+                note,
+            ]);
+            t.row(row);
+        }
+    }
+    t.render()
+}
+
+/// Consecutive slots with the same owner and the same action in progress.
+#[derive(Debug, PartialEq)]
+struct SlotRange {
+    from: u64,
+    to: u64,
+    owner: String,
+    action: Option<String>,
+}
+
+fn collapse_slots(slots: &[Value]) -> Vec<SlotRange> {
+    let mut sorted: Vec<&Value> = slots.iter().filter(|s| s["id"].is_u64()).collect();
+    sorted.sort_by_key(|s| s["id"].as_u64());
+    let mut out: Vec<SlotRange> = Vec::new();
+    for s in sorted {
+        let id = s["id"].as_u64().expect("filtered on is_u64");
+        let owner = match &s["group"] {
+            Value::Null => "unassigned".to_string(),
+            g => format!("group {}", text(g)),
+        };
+        let action = match &s["action"] {
+            Value::Null => None,
+            a @ Value::Object(_) => Some(format!(
+                "{} → group {}",
+                text(&a["state"]),
+                text(&a["target"])
+            )),
+            a => Some(text(a)),
+        };
+        match out.last_mut() {
+            Some(r) if r.to + 1 == id && r.owner == owner && r.action == action => r.to = id,
+            _ => out.push(SlotRange {
+                from: id,
+                to: id,
+                owner,
+                action,
+            }),
+        }
+    }
+    out
+}
+
+fn render_slots(slots: &[Value]) -> String {
+    let mut t = Table::new(&[]);
+    for r in collapse_slots(slots) {
+        let range = if r.from == r.to {
+            r.from.to_string()
+        } else {
+            format!("{}-{}", r.from, r.to)
+        };
+        let action = r.action.map(|a| format!("({a})")).unwrap_or_default();
+        t.row(vec![range, format!("→ {}", r.owner), action]);
+    }
+    t.render()
+}
+
+fn render_proxies(proxies: &[Value]) -> String {
+    let mut t = Table::new(&[
+        "TOKEN", "STATE", "UP", "EPOCH", "ADDR", "ADMIN", "PID", "HOST", "VERSION", "UPTIME",
+    ]);
+    for p in proxies {
+        t.row(vec![
+            text(&p["token"]),
+            text(&p["state"]),
+            text(&p["up"]),
+            text(&p["epoch"]),
+            text(&p["addr"]),
+            text(&p["admin_addr"]),
+            text(&p["pid"]),
+            text(&p["host"]),
+            text(&p["version"]),
+            uptime(&p["start_unix"]),
+        ]);
+    }
+    t.render()
+}
+
+fn render_stats(v: &Value) -> String {
+    let mut totals = Table::new(&[]);
+    for (k, field) in [
+        ("ops/s", "ops_per_sec"),
+        ("ops total", "ops_total"),
+        ("errors total", "errors_total"),
+        ("sessions", "sessions"),
+    ] {
+        totals.row(vec![k.into(), text(&v[field])]);
+    }
+    let mut commands = Table::new(&["COMMAND", "CALLS", "ERRORS"]);
+    for c in v["commands"].as_array().into_iter().flatten() {
+        commands.row(vec![
+            text(&c["command"]),
+            text(&c["calls"]),
+            text(&c["errors"]),
+        ]);
+    }
+    let mut proxies = Table::new(&[
+        "PROXY", "EPOCH", "SESSIONS", "OPS/S", "OPS", "ERRORS", "NOTE",
+    ]);
+    for p in v["proxies"].as_array().into_iter().flatten() {
+        let mut row = vec![text(&p["token"])];
+        match &p["error"] {
+            Value::Null => row.extend(
+                [
+                    "epoch",
+                    "sessions",
+                    "ops_per_sec",
+                    "ops_total",
+                    "errors_total",
+                ]
+                .map(|f| text(&p[f])),
+            ),
+            e => row.extend(
+                ["-", "-", "-", "-", "-"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([text(e)]),
+            ),
+        }
+        proxies.row(row);
+    }
+    format!(
+        "{}\n{}\n{}",
+        totals.render(),
+        commands.render(),
+        proxies.render()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_pads_columns_to_the_widest_cell() {
+        let mut t = Table::new(&["ID", "ADDR"]);
+        t.row(vec!["1".into(), "127.0.0.1:7001".into()]);
+        t.row(vec!["12".into(), "h:1".into()]);
+        assert_eq!(t.render(), "ID  ADDR\n1   127.0.0.1:7001\n12  h:1\n");
+    }
+
+    #[test]
+    fn table_without_headers_has_no_header_line_and_no_trailing_spaces() {
+        let mut t = Table::new(&[]);
+        t.row(vec!["0-511".into(), "→ group 1".into(), String::new()]);
+        t.row(vec!["512".into(), "→ unassigned".into(), "(x)".into()]);
+        assert_eq!(t.render(), "0-511  → group 1\n512    → unassigned  (x)\n");
+    }
+
+    #[test]
+    fn table_counts_characters_not_bytes() {
+        let mut t = Table::new(&["A", "B"]);
+        t.row(vec!["→→".into(), "x".into()]);
+        assert_eq!(t.render(), "A   B\n→→  x\n");
+    }
+
+    #[test]
+    fn short_rows_leave_the_last_columns_empty() {
+        let mut t = Table::new(&["A", "B", "C"]);
+        t.row(vec!["1".into()]);
+        assert_eq!(t.render(), "A  B  C\n1\n");
+    }
+
+    fn slot(id: u64, group: Option<u64>) -> Value {
+        json!({ "id": id, "group": group })
+    }
+
+    #[test]
+    fn consecutive_slots_of_one_group_collapse_into_a_range() {
+        let mut slots: Vec<Value> = (0..512).map(|i| slot(i, Some(1))).collect();
+        slots.extend((512..1023).map(|i| slot(i, Some(2))));
+        slots.push(json!({ "id": 1023 })); // `group` absent: unassigned
+        assert_eq!(
+            render_slots(&slots),
+            "0-511     → group 1\n512-1022  → group 2\n1023      → unassigned\n"
+        );
+    }
+
+    #[test]
+    fn a_gap_or_an_action_splits_a_range() {
+        let slots = vec![
+            slot(3, Some(1)),
+            slot(0, Some(1)),
+            slot(1, Some(1)),
+            json!({ "id": 2, "group": 1, "action": { "state": "migrating", "target": 2 } }),
+        ];
+        let ranges = collapse_slots(&slots);
+        let spans: Vec<(u64, u64)> = ranges.iter().map(|r| (r.from, r.to)).collect();
+        assert_eq!(spans, [(0, 1), (2, 2), (3, 3)]);
+        assert_eq!(ranges[1].action.as_deref(), Some("migrating → group 2"));
+        assert_eq!(ranges[2].owner, "group 1");
+    }
+
+    #[test]
+    fn null_group_is_unassigned() {
+        let ranges = collapse_slots(&[slot(0, None), slot(1, None)]);
+        assert_eq!(
+            ranges,
+            [SlotRange {
+                from: 0,
+                to: 1,
+                owner: "unassigned".into(),
+                action: None
+            }]
+        );
+    }
+
+    #[test]
+    fn api_error_body_gives_message_code_and_status() {
+        let body = br#"{"error":{"code":"conflict","message":"group 2 still owns 512 slots"}}"#;
+        let f = ApiFailure::from_response(409, body, true);
+        assert_eq!(f.code.as_deref(), Some("conflict"));
+        assert_eq!(
+            f.to_string(),
+            "group 2 still owns 512 slots (conflict, HTTP 409)"
+        );
+    }
+
+    #[test]
+    fn non_json_error_body_keeps_its_text() {
+        let f = ApiFailure::from_response(404, b"  Not Found\n", true);
+        assert_eq!(f.to_string(), "Not Found (HTTP 404)");
+        let f = ApiFailure::from_response(500, b"", true);
+        assert_eq!(f.to_string(), "the dashboard gave no reason (HTTP 500)");
+        let f = ApiFailure::from_response(400, &[b'x'; 300], true);
+        assert_eq!(f.message.chars().count(), 201);
+    }
+
+    #[test]
+    fn unauthorized_without_a_token_hints_at_the_flag() {
+        let body = br#"{"error":{"code":"unauthorized","message":"missing or wrong token"}}"#;
+        let f = ApiFailure::from_response(401, body, false);
+        assert!(
+            f.to_string()
+                .starts_with("missing or wrong token (unauthorized, HTTP 401)\nhint: ")
+        );
+        assert!(f.to_string().contains("--token"));
+        assert_eq!(ApiFailure::from_response(401, body, true).hint, None);
+    }
+
+    #[test]
+    fn dashboard_address_accepts_host_port_and_urls() {
+        assert_eq!(
+            base_url("127.0.0.1:18080").unwrap().as_str(),
+            "http://127.0.0.1:18080/"
+        );
+        let prefixed = base_url("http://admin.example/tessera/").unwrap();
+        assert_eq!(
+            endpoint(&prefixed, &["api", "groups"]).as_str(),
+            "http://admin.example/tessera/api/groups"
+        );
+        assert!(base_url("https://x:1").is_err());
+    }
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        let base = base_url("127.0.0.1:18080").unwrap();
+        let url = endpoint(&base, &["api", "groups", "1", "servers", "a/b c:7000"]);
+        assert_eq!(url.path(), "/api/groups/1/servers/a%2Fb%20c:7000");
+    }
+
+    #[test]
+    fn sizes_and_durations_read_like_a_human_wrote_them() {
+        assert_eq!(human_bytes(&json!(512)), "512 B");
+        assert_eq!(human_bytes(&json!(3 * 1024 * 1024 + 512 * 1024)), "3.5 MiB");
+        assert_eq!(human_bytes(&Value::Null), "-");
+        assert_eq!(human_duration(59), "59s");
+        assert_eq!(human_duration(3 * 3600 + 5 * 60 + 1), "3h05m");
+        assert_eq!(human_duration(2 * 86_400 + 3600), "2d1h");
+    }
+
+    #[test]
+    fn groups_render_one_row_per_server() {
+        let g = json!([
+            { "id": 1, "slots": 512, "down": false, "servers": [
+                { "addr": "127.0.0.1:7001", "role": "master", "up": true, "role_reported": "master" },
+                { "addr": "127.0.0.1:7002", "role": "replica", "up": true, "role_reported": "slave" },
+                { "addr": "127.0.0.1:7003", "role": "replica", "up": true, "role_reported": "master" },
+                { "addr": "127.0.0.1:7004", "role": "replica", "up": false, "error": "connection refused" }
+            ]},
+            { "id": 2, "slots": 0, "down": true, "servers": [] }
+        ]);
+        let out = render_groups(g.as_array().unwrap());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6);
+        assert!(lines[1].starts_with("1         512    127.0.0.1:7001  master   yes"));
+        assert!(!lines[1].contains("reports"));
+        assert!(lines[2].starts_with("                 127.0.0.1:7002  replica  yes"));
+        assert!(
+            !lines[2].contains("reports"),
+            "ROLE's \"slave\" is a replica: {}",
+            lines[2]
+        );
+        assert!(lines[3].ends_with("reports master"));
+        assert!(lines[4].starts_with("                 127.0.0.1:7004  replica  no"));
+        assert!(lines[4].ends_with("connection refused"));
+        assert_eq!(lines[5], "2 (down)  0      (no servers)");
+    }
+}

@@ -1,0 +1,390 @@
+//! The dashboard's REST API (docs/api.md; OpenAPI at /api/openapi.json). Handlers translate
+//! HTTP to `Dashboard` operations and shape the replies; no logic of their own.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use futures_util::future::join_all;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::{ApiError, bearer_matches};
+use super::proxy::ProxyStats;
+use crate::coordinator::model::{ProxyState, SlotAction};
+use crate::dashboard::{Dashboard, ServerHealth};
+use crate::router::GroupId;
+
+type Body<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
+
+pub fn router(d: Arc<Dashboard>) -> Router {
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .route("/api/openapi.json", get(openapi))
+        .route("/api/overview", get(overview))
+        .route("/api/groups", get(groups).post(create_group))
+        .route("/api/groups/{id}", delete(delete_group))
+        .route("/api/groups/{id}/servers", post(add_server))
+        .route("/api/groups/{id}/servers/{addr}", delete(remove_server))
+        .route("/api/groups/{id}/promote", post(promote))
+        .route("/api/slots", get(slots))
+        .route("/api/slots/assign", post(assign_slots))
+        .route("/api/proxies", get(proxies))
+        .route("/api/proxies/{token}/online", post(proxy_online))
+        .route("/api/proxies/{token}/offline", post(proxy_offline))
+        .route("/api/stats", get(stats))
+        .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
+        .layer(middleware::from_fn_with_state(d.clone(), auth))
+        .with_state(d)
+}
+
+/// Mutations always need the admin token; reads only with `--auth-reads`.
+async fn auth(State(d): State<Arc<Dashboard>>, req: Request, next: Next) -> Response {
+    let open = matches!(
+        req.uri().path(),
+        "/health" | "/metrics" | "/api/openapi.json"
+    );
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let needed = !open && (!read || d.options().auth_reads);
+    if needed && !bearer_matches(req.headers(), d.token_sha256()) {
+        return ApiError::unauthorized().into_response();
+    }
+    next.run(req).await
+}
+
+async fn openapi() -> impl IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+}
+
+async fn metrics(State(d): State<Arc<Dashboard>>) -> String {
+    crate::telemetry::render_dashboard(&d)
+}
+
+fn parse_group(id: &str) -> Result<GroupId, ApiError> {
+    id.parse::<u32>()
+        .map(GroupId)
+        .map_err(|_| ApiError::bad_request(format!("group id {id:?} is not a number")))
+}
+
+#[derive(Serialize)]
+struct ServerView {
+    addr: String,
+    role: &'static str,
+    #[serde(flatten)]
+    health: ServerHealth,
+    lag_bytes: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct GroupView {
+    id: GroupId,
+    slots: usize,
+    down: bool,
+    servers: Vec<ServerView>,
+}
+
+fn group_views(d: &Dashboard) -> Vec<GroupView> {
+    let st = d.state.lock().expect("state lock poisoned");
+    st.groups
+        .values()
+        .map(|g| {
+            let master_offset = g
+                .master()
+                .and_then(|m| st.servers.get(m))
+                .and_then(|h| h.repl_offset);
+            GroupView {
+                id: g.id,
+                slots: st.slots.iter().filter(|s| s.group == Some(g.id)).count(),
+                down: st.down.contains(&g.id),
+                servers: g
+                    .servers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let health = st.servers.get(&s.addr).cloned().unwrap_or_default();
+                        let lag = (i > 0)
+                            .then(|| master_offset.zip(health.repl_offset).map(|(m, r)| m - r))
+                            .flatten();
+                        ServerView {
+                            addr: s.addr.clone(),
+                            role: if i == 0 { "master" } else { "replica" },
+                            health,
+                            lag_bytes: lag,
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+async fn groups(State(d): State<Arc<Dashboard>>) -> Json<Vec<GroupView>> {
+    Json(group_views(&d))
+}
+
+fn group_view(d: &Dashboard, id: GroupId) -> Result<Json<GroupView>, ApiError> {
+    group_views(d)
+        .into_iter()
+        .find(|g| g.id == id)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("group {id} does not exist")))
+}
+
+#[derive(Deserialize)]
+struct CreateGroup {
+    id: Option<u32>,
+}
+
+async fn create_group(
+    State(d): State<Arc<Dashboard>>,
+    body: Option<Json<CreateGroup>>,
+) -> Result<Response, ApiError> {
+    let id = body.and_then(|Json(b)| b.id);
+    let g = d.create_group(id).await?;
+    Ok((StatusCode::CREATED, group_view(&d, g.id)?).into_response())
+}
+
+async fn delete_group(
+    State(d): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    d.delete_group(parse_group(&id)?).await?;
+    Ok(Json(json!({})))
+}
+
+#[derive(Deserialize)]
+struct ServerBody {
+    addr: String,
+}
+
+async fn add_server(
+    State(d): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+    body: Body<ServerBody>,
+) -> Result<Json<GroupView>, ApiError> {
+    let Json(b) = body?;
+    let g = d.add_server(parse_group(&id)?, &b.addr).await?;
+    group_view(&d, g.id)
+}
+
+async fn remove_server(
+    State(d): State<Arc<Dashboard>>,
+    Path((id, addr)): Path<(String, String)>,
+) -> Result<Json<GroupView>, ApiError> {
+    let g = d.remove_server(parse_group(&id)?, &addr).await?;
+    group_view(&d, g.id)
+}
+
+async fn promote(
+    State(d): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+    body: Body<ServerBody>,
+) -> Result<Json<GroupView>, ApiError> {
+    let Json(b) = body?;
+    let g = d.promote(parse_group(&id)?, &b.addr).await?;
+    group_view(&d, g.id)
+}
+
+#[derive(Serialize)]
+struct SlotView {
+    id: u16,
+    group: Option<GroupId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<SlotAction>,
+}
+
+async fn slots(State(d): State<Arc<Dashboard>>) -> Json<Vec<SlotView>> {
+    let st = d.state.lock().expect("state lock poisoned");
+    Json(
+        st.slots
+            .iter()
+            .map(|s| SlotView {
+                id: s.id,
+                group: s.group,
+                action: s.action.clone(),
+            })
+            .collect(),
+    )
+}
+
+#[derive(Deserialize)]
+struct AssignBody {
+    from: u32,
+    to: u32,
+    group: u32,
+}
+
+async fn assign_slots(
+    State(d): State<Arc<Dashboard>>,
+    body: Body<AssignBody>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(b) = body?;
+    let (epoch, assigned) = d.assign_slots(b.from, b.to, GroupId(b.group)).await?;
+    Ok(Json(json!({"epoch": epoch, "assigned": assigned})))
+}
+
+#[derive(Serialize)]
+struct ProxyView {
+    token: String,
+    addr: String,
+    admin_addr: String,
+    pid: u32,
+    host: String,
+    start_unix: u64,
+    state: ProxyState,
+    up: bool,
+    epoch: Option<u64>,
+    version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+async fn proxy_views(d: &Dashboard) -> Result<Vec<ProxyView>, ApiError> {
+    let proxies = d.registered_proxies().await?;
+    let st = d.state.lock().expect("state lock poisoned");
+    Ok(proxies
+        .into_iter()
+        .map(|p| {
+            let h = st.proxies.get(&p.token).cloned().unwrap_or_default();
+            let state = if st.offline.contains(&p.token) {
+                ProxyState::Offline
+            } else {
+                ProxyState::Online
+            };
+            ProxyView {
+                state,
+                up: h.up,
+                epoch: h.epoch,
+                error: h.error,
+                token: p.token,
+                addr: p.addr,
+                admin_addr: p.admin_addr,
+                pid: p.pid,
+                host: p.host,
+                start_unix: p.start_unix,
+                version: p.version,
+            }
+        })
+        .collect())
+}
+
+async fn proxies(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<ProxyView>>, ApiError> {
+    proxy_views(&d).await.map(Json)
+}
+
+async fn set_online(d: &Dashboard, token: &str, online: bool) -> Result<Json<ProxyView>, ApiError> {
+    d.set_proxy_online(token, online).await?;
+    proxy_views(d)
+        .await?
+        .into_iter()
+        .find(|p| p.token == token)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("proxy {token} went away")))
+}
+
+async fn proxy_online(
+    State(d): State<Arc<Dashboard>>,
+    Path(token): Path<String>,
+) -> Result<Json<ProxyView>, ApiError> {
+    set_online(&d, &token, true).await
+}
+
+async fn proxy_offline(
+    State(d): State<Arc<Dashboard>>,
+    Path(token): Path<String>,
+) -> Result<Json<ProxyView>, ApiError> {
+    set_online(&d, &token, false).await
+}
+
+/// Stats of every proxy, fetched now, and their sums.
+pub async fn collect_stats(d: &Dashboard) -> Result<Value, ApiError> {
+    let proxies = d.registered_proxies().await?;
+    let fetched = join_all(proxies.iter().map(|p| async move {
+        let url = format!("http://{}/api/proxy/stats", p.admin_addr);
+        let r = d
+            .http
+            .get(&url)
+            .timeout(std::time::Duration::from_secs(1))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        r.json::<ProxyStats>().await.map_err(|e| e.to_string())
+    }))
+    .await;
+    let (mut ops_per_sec, mut ops_total, mut errors_total, mut sessions) = (0, 0, 0, 0);
+    let mut commands: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    let mut per_proxy = Vec::new();
+    for (p, r) in proxies.iter().zip(fetched) {
+        match r {
+            Ok(s) => {
+                ops_per_sec += s.ops_per_sec;
+                ops_total += s.ops_total;
+                errors_total += s.errors_total;
+                sessions += s.sessions;
+                for c in &s.commands {
+                    let e = commands.entry(c.command.clone()).or_default();
+                    e.0 += c.calls;
+                    e.1 += c.errors;
+                }
+                per_proxy.push(serde_json::to_value(&s).expect("stats serialize"));
+            }
+            Err(e) => per_proxy.push(json!({"token": p.token, "error": e})),
+        }
+    }
+    let mut commands: Vec<Value> = commands
+        .into_iter()
+        .map(|(c, (calls, errors))| json!({"command": c, "calls": calls, "errors": errors}))
+        .collect();
+    commands.sort_by(|a, b| b["calls"].as_u64().cmp(&a["calls"].as_u64()));
+    Ok(json!({
+        "ops_per_sec": ops_per_sec,
+        "ops_total": ops_total,
+        "errors_total": errors_total,
+        "sessions": sessions,
+        "commands": commands,
+        "proxies": per_proxy,
+    }))
+}
+
+async fn stats(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiError> {
+    collect_stats(&d).await.map(Json)
+}
+
+async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiError> {
+    let stats = collect_stats(&d).await?;
+    let proxies = proxy_views(&d).await?;
+    let epoch = *d.ops.lock().await;
+    let st = d.state.lock().expect("state lock poisoned");
+    let servers: Vec<&ServerHealth> = st.servers.values().collect();
+    let info = d.info();
+    Ok(Json(json!({
+        "cluster": d.cluster,
+        "epoch": epoch,
+        "dashboard": {
+            "admin_addr": info.admin_addr,
+            "pid": std::process::id(),
+            "host": crate::coordinator::hostname(),
+            "version": info.version,
+            "start_unix": info.start_unix,
+        },
+        "groups": st.groups.len(),
+        "groups_down": st.down.len(),
+        "servers": st.groups.values().map(|g| g.servers.len()).sum::<usize>(),
+        "servers_down": servers.iter().filter(|h| !h.up).count(),
+        "proxies": proxies.len(),
+        "proxies_online": proxies.iter().filter(|p| p.state == ProxyState::Online && p.up).count(),
+        "slots_assigned": st.slots.iter().filter(|s| s.group.is_some()).count(),
+        "slots_unassigned": st.slots.iter().filter(|s| s.group.is_none()).count(),
+        "ops_per_sec": stats["ops_per_sec"],
+        "memory_bytes": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.memory_bytes)).sum::<u64>(),
+        "keys": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.keys)).sum::<u64>(),
+    })))
+}

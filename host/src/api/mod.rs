@@ -1,0 +1,22 @@
+//! HTTP APIs (axum): the proxy's admin API and the dashboard's REST API. Routes, DTOs and the
+//! error → HTTP mapping only; the logic lives in `proxy`, `dashboard` and `coordinator`.
+
+pub mod dashboard;
+mod error;
+pub mod proxy;
+
+pub use error::{ApiError, bearer_matches, sha256_hex};
+
+/// Serves `router` on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// The server failed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

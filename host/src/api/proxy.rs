@@ -1,0 +1,228 @@
+//! A proxy's admin HTTP API (`--admin-listen`): health, Prometheus metrics, stats for the
+//! dashboard, and the topology push that the dashboard's barrier waits on.
+//!
+//! ```text
+//! GET  /health              "ok"
+//! GET  /metrics             Prometheus text
+//! GET  /api/proxy/info      token, addresses, epoch, sessions
+//! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
+//! GET  /api/proxy/topology  the topology last applied
+//! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
+//! ```
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::error::{ApiError, bearer_matches};
+use crate::proxy::Shared;
+use crate::router::Topology;
+use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
+
+/// State behind a proxy's admin API.
+pub struct ProxyAdmin {
+    pub shared: Arc<Shared>,
+    /// Registration token (cluster mode) or empty (static mode).
+    pub token: String,
+    pub admin_addr: String,
+    /// sha256 of the secret a dashboard must present to push; `None` refuses pushes.
+    pub secret_sha256: Option<String>,
+    pub topology: Mutex<Option<Topology>>,
+    /// Commands per second over the last sampling interval.
+    pub ops_per_sec: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProxyInfo {
+    pub token: String,
+    pub addr: String,
+    pub admin_addr: String,
+    pub epoch: u64,
+    pub sessions: usize,
+    pub version: String,
+    pub pid: u32,
+    pub uptime_secs: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BackendCounters {
+    pub requests: u64,
+    pub batches: u64,
+    pub connects: u64,
+    pub connect_failures: u64,
+    pub reconnects: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProxyStats {
+    pub token: String,
+    pub epoch: u64,
+    pub sessions: usize,
+    pub ops_total: u64,
+    pub errors_total: u64,
+    pub ops_per_sec: u64,
+    pub commands: Vec<CommandCount>,
+    pub backend: BackendCounters,
+    pub uptime_secs: u64,
+}
+
+/// The acknowledgement of a push.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushAck {
+    pub token: String,
+    pub epoch: u64,
+}
+
+impl ProxyAdmin {
+    pub fn new(
+        shared: Arc<Shared>,
+        token: String,
+        admin_addr: String,
+        secret_sha256: Option<String>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            shared,
+            token,
+            admin_addr,
+            secret_sha256,
+            topology: Mutex::new(None),
+            ops_per_sec: Default::default(),
+        })
+    }
+
+    pub fn router(self: Arc<Self>) -> Router {
+        Router::new()
+            .route("/health", get(|| async { "ok" }))
+            .route("/metrics", get(metrics))
+            .route("/api/proxy/info", get(info))
+            .route("/api/proxy/stats", get(stats))
+            .route("/api/proxy/topology", get(topology).put(push_topology))
+            .with_state(self)
+    }
+
+    fn epoch(&self) -> u64 {
+        self.shared.router.load().epoch
+    }
+
+    pub fn info(&self) -> ProxyInfo {
+        ProxyInfo {
+            token: self.token.clone(),
+            addr: self.shared.listen_addr.to_string(),
+            admin_addr: self.admin_addr.clone(),
+            epoch: self.epoch(),
+            sessions: self.shared.clients.len(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            uptime_secs: self.shared.started.elapsed().as_secs(),
+        }
+    }
+
+    /// Samples the command total once a second for `ops_per_sec`. Runs until the process ends.
+    pub async fn sample_ops(self: Arc<Self>) {
+        let mut last = self.shared.command_stats.total().0;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let now = self.shared.command_stats.total().0;
+            self.ops_per_sec.store(now.saturating_sub(last), Relaxed);
+            last = now;
+        }
+    }
+
+    /// Applies a topology unless it is older than the one in force.
+    ///
+    /// # Errors
+    /// 409 for an older epoch; 400 for a topology that does not describe every slot.
+    pub fn apply(&self, topo: Topology) -> Result<PushAck, ApiError> {
+        let mut current = self.topology.lock().expect("topology lock poisoned");
+        let epoch = self.epoch();
+        if topo.epoch < epoch {
+            return Err(ApiError::conflict(format!(
+                "stale topology: epoch {} is older than the epoch in force, {epoch}",
+                topo.epoch
+            )));
+        }
+        let table = topo
+            .to_table()
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        self.shared.router.swap(table);
+        tracing::info!(epoch = topo.epoch, "topology applied");
+        let ack = PushAck {
+            token: self.token.clone(),
+            epoch: topo.epoch,
+        };
+        *current = Some(topo);
+        Ok(ack)
+    }
+}
+
+async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
+    let s = &a.shared;
+    render_proxy(
+        &s.command_stats,
+        &ProxyGauges {
+            sessions: s.clients.len(),
+            epoch: a.epoch(),
+            backend: &s.backend_stats,
+        },
+    )
+}
+
+async fn info(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyInfo> {
+    Json(a.info())
+}
+
+async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {
+    let s = &a.shared;
+    let (ops_total, errors_total) = s.command_stats.total();
+    let b = &s.backend_stats;
+    Json(ProxyStats {
+        token: a.token.clone(),
+        epoch: a.epoch(),
+        sessions: s.clients.len(),
+        ops_total,
+        errors_total,
+        ops_per_sec: a.ops_per_sec.load(Relaxed),
+        commands: s.command_stats.counts(),
+        backend: BackendCounters {
+            requests: b.requests.load(Relaxed),
+            batches: b.batches.load(Relaxed),
+            connects: b.connects.load(Relaxed),
+            connect_failures: b.connect_failures.load(Relaxed),
+            reconnects: b.connection_losses.load(Relaxed),
+        },
+        uptime_secs: s.started.elapsed().as_secs(),
+    })
+}
+
+async fn topology(State(a): State<Arc<ProxyAdmin>>) -> Result<Json<Topology>, ApiError> {
+    a.topology
+        .lock()
+        .expect("topology lock poisoned")
+        .clone()
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("no topology pushed yet (static mode, or not loaded)"))
+}
+
+async fn push_topology(
+    State(a): State<Arc<ProxyAdmin>>,
+    headers: HeaderMap,
+    body: Result<Json<Topology>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<PushAck>, ApiError> {
+    match &a.secret_sha256 {
+        Some(h) if bearer_matches(&headers, h) => {}
+        Some(_) => return Err(ApiError::unauthorized()),
+        None => {
+            return Err(ApiError::conflict(
+                "this proxy runs in static mode: its topology is fixed",
+            ));
+        }
+    }
+    let Json(topo) = body?;
+    a.apply(topo).map(Json)
+}

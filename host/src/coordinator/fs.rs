@@ -1,0 +1,482 @@
+//! `FsStore`: the coordinator in a directory, the embedded default (nothing to install).
+//! A key is a file under the root (`/tessera/c1/meta` → `<root>/tessera/c1/meta`) holding a
+//! one-line JSON header (version; heartbeat for ephemeral nodes) followed by the raw value.
+//! Several processes may share the directory: every write runs under an `flock` on
+//! `<root>/.lock`, and reads need no lock because files are replaced by atomic rename.
+//! Watches poll. Names starting with `.` (lock, counter, temp files) are never keys.
+
+mod entry;
+mod tasks;
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::{Cas, Ephemeral, Holder, Store, StoreError, Versioned, WatchStream};
+use entry::{Entry, Header, Heartbeat, nonce, now_ms};
+
+pub(super) use entry::describe_holder;
+
+/// A store in a local directory, shared safely by the processes of one machine.
+#[derive(Clone)]
+pub struct FsStore {
+    root: Arc<Root>,
+}
+
+/// What every blocking operation needs; shared with watch and heartbeat tasks.
+struct Root {
+    dir: PathBuf,
+    /// This machine's host name, read once: compared with ephemeral holders' hosts.
+    host: String,
+}
+
+impl FsStore {
+    /// Opens (creating it if needed) the store directory `path`.
+    ///
+    /// # Errors
+    /// `BadUrl` for an empty path, `Io` if the directory cannot be created.
+    pub fn open(path: &str) -> Result<FsStore, StoreError> {
+        if path.is_empty() {
+            return Err(StoreError::BadUrl {
+                url: "fs://".into(),
+                reason: "empty path".into(),
+            });
+        }
+        fs::create_dir_all(path).map_err(|e| io_err(path, e))?;
+        let root = Root {
+            dir: PathBuf::from(path),
+            host: super::hostname(),
+        };
+        Ok(FsStore {
+            root: Arc::new(root),
+        })
+    }
+
+    /// Runs `f` on the blocking pool: every file operation blocks (fsync, flock).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Root) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let root = self.root.clone();
+        tokio::task::spawn_blocking(move || f(&root))
+            .await
+            .map_err(|e| StoreError::Io {
+                key: String::new(),
+                reason: format!("blocking task failed: {e}"),
+            })?
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for FsStore {
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |root| {
+            let path = root.path_of(&key)?;
+            Ok(root.read_live(&path, &key)?.map(Entry::versioned))
+        })
+        .await
+    }
+
+    async fn put(&self, key: &str, value: Bytes) -> Result<u64, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |root| {
+            let path = root.path_of(&key)?;
+            let _lock = root.lock()?;
+            let previous = root.read(&path, &key)?.map(|e| e.header.version);
+            root.write_value(&path, &key, previous, value)
+        })
+        .await
+    }
+
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: Bytes,
+    ) -> Result<Cas, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |root| {
+            let path = root.path_of(&key)?;
+            let _lock = root.lock()?;
+            let raw = root.read(&path, &key)?;
+            let previous = raw.as_ref().map(|e| e.header.version);
+            let live = raw.filter(|e| !e.is_gone(&root.host));
+            if live.as_ref().map(|e| e.header.version) != expected {
+                return Ok(Cas::Conflict(live.map(Entry::versioned)));
+            }
+            let version = root.write_value(&path, &key, previous, value)?;
+            Ok(Cas::Written(version))
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |root| {
+            let path = root.path_of(&key)?;
+            let _lock = root.lock()?;
+            let Some(current) = root.read(&path, &key)? else {
+                return Ok(false);
+            };
+            root.remove(&path, &key)?;
+            Ok(!current.is_gone(&root.host))
+        })
+        .await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
+        let prefix = prefix.to_owned();
+        self.blocking(move |root| root.list(&prefix)).await
+    }
+
+    async fn watch(&self, prefix: &str) -> Result<WatchStream, StoreError> {
+        let first = self.list(prefix).await?;
+        let (tx, rx) = mpsc::channel(256);
+        tokio::spawn(tasks::poll(
+            self.clone(),
+            prefix.to_owned(),
+            tasks::snapshot(first),
+            tx,
+        ));
+        Ok(Box::pin(ReceiverStream::new(rx)))
+    }
+
+    async fn create_ephemeral(
+        &self,
+        key: &str,
+        holder: &Holder,
+        ttl: Duration,
+    ) -> Result<Ephemeral, StoreError> {
+        let value = Bytes::from(serde_json::to_vec(holder).expect("Holder serializes to JSON"));
+        let beat = Heartbeat {
+            nonce: nonce(),
+            heartbeat_ms: now_ms(),
+            ttl_ms: ttl.as_millis() as u64,
+        };
+        let (key, nonce) = (key.to_owned(), beat.nonce.clone());
+        let (path, took_over_from) = self
+            .blocking({
+                let key = key.clone();
+                move |root| root.claim(&key, beat, value)
+            })
+            .await?;
+        let stop = tasks::spawn_heartbeat(
+            self.root.clone(),
+            key.clone(),
+            path.clone(),
+            nonce.clone(),
+            ttl,
+        );
+        let root = self.root.clone();
+        let release_key = key.clone();
+        // Synchronous on purpose: after `release()` returns the node is gone, also when the
+        // runtime is shutting down. It is one small locked file operation.
+        let release = Box::new(move || {
+            let _ = stop.send(());
+            if let Err(e) = root.release(&path, &release_key, &nonce) {
+                tracing::warn!(key = %release_key, error = %e, "releasing ephemeral node");
+            }
+        });
+        Ok(Ephemeral::new(key, took_over_from, release))
+    }
+
+    fn describe(&self) -> String {
+        format!("fs://{}", self.root.dir.display())
+    }
+}
+
+// === impl Root ===
+
+impl Root {
+    /// The file of `key`: an absolute path whose segments are non-empty and do not start with
+    /// `.` (which rules out `..` and keeps the store's own dot-files out of the key space).
+    fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
+        let bad = |reason: &str| StoreError::Io {
+            key: key.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let rest = key
+            .strip_prefix('/')
+            .ok_or_else(|| bad("a key must start with '/'"))?;
+        let mut path = self.dir.clone();
+        for segment in rest.split('/') {
+            if segment.is_empty() || segment.starts_with('.') {
+                return Err(bad(
+                    "a key segment must be non-empty and not start with '.'",
+                ));
+            }
+            path.push(segment);
+        }
+        Ok(path)
+    }
+
+    /// Reads a file, including ephemeral nodes whose holder is gone. Missing → `None`.
+    fn read(&self, path: &Path, key: &str) -> Result<Option<Entry>, StoreError> {
+        match fs::read(path) {
+            Ok(bytes) => Entry::decode(bytes)
+                .map(Some)
+                .ok_or_else(|| StoreError::Io {
+                    key: key.to_owned(),
+                    reason: "not a store file (bad header)".into(),
+                }),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(io_err(key, e)),
+        }
+    }
+
+    /// Like [`Root::read`], but an ephemeral node whose holder is gone counts as absent.
+    fn read_live(&self, path: &Path, key: &str) -> Result<Option<Entry>, StoreError> {
+        Ok(self.read(path, key)?.filter(|e| !e.is_gone(&self.host)))
+    }
+
+    /// Takes the store-wide write lock; released when the returned file is closed.
+    fn lock(&self) -> Result<File, StoreError> {
+        let path = self.dir.join(".lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_err(".lock", e))?;
+        file.lock().map_err(|e| io_err(".lock", e))?;
+        Ok(file)
+    }
+
+    /// The next version, under the lock: one counter for the whole store, so a key that is
+    /// deleted and created again still gets a higher version.
+    fn next_version(&self, current: Option<u64>) -> Result<u64, StoreError> {
+        let mut file = File::options()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(self.dir.join(".version"))
+            .map_err(|e| io_err(".version", e))?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| io_err(".version", e))?;
+        // A lost or torn counter falls back to the key's own version, which keeps versions
+        // increasing per key; only a delete-then-recreate could then reuse a number.
+        let last = text.trim().parse::<u64>().unwrap_or(0);
+        let next = last.max(current.unwrap_or(0)) + 1;
+        // Fixed width, written in place: no rename (the lock is on another file anyway) and
+        // no fsync; the value file written next is synced, which is what callers rely on.
+        file.write_all_at(format!("{next:020}\n").as_bytes(), 0)
+            .map_err(|e| io_err(".version", e))?;
+        Ok(next)
+    }
+
+    /// Writes a plain value under the lock with the next version; returns that version.
+    /// `previous`: the version in the file now, even of a gone ephemeral node.
+    fn write_value(
+        &self,
+        path: &Path,
+        key: &str,
+        previous: Option<u64>,
+        value: Bytes,
+    ) -> Result<u64, StoreError> {
+        let version = self.next_version(previous)?;
+        let header = Header {
+            version,
+            ephemeral: None,
+        };
+        self.write(path, key, &Entry { header, value }, true)?;
+        Ok(version)
+    }
+
+    /// Atomically replaces the file at `path`: temp file in the same directory, then rename.
+    fn write(
+        &self,
+        path: &Path,
+        key: &str,
+        entry: &Entry,
+        durable: bool,
+    ) -> Result<(), StoreError> {
+        let dir = path.parent().expect("a key path has a parent");
+        fs::create_dir_all(dir).map_err(|e| io_err(key, e))?;
+        let name = path
+            .file_name()
+            .expect("a key path has a file name")
+            .to_string_lossy();
+        let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
+        let result = (|| {
+            let mut file = File::create(&tmp)?;
+            file.write_all(&entry.encode())?;
+            if durable {
+                file.sync_all()?;
+            }
+            fs::rename(&tmp, path)?;
+            if durable {
+                File::open(dir)?.sync_all()?;
+            }
+            Ok(())
+        })();
+        result.map_err(|e: std::io::Error| {
+            let _ = fs::remove_file(&tmp);
+            io_err(key, e)
+        })
+    }
+
+    /// Removes a key's file and the directories it leaves empty (never the root).
+    fn remove(&self, path: &Path, key: &str) -> Result<(), StoreError> {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if is_absent(&e) => return Ok(()),
+            Err(e) => return Err(io_err(key, e)),
+        }
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| *d != self.dir) {
+            // Fails (harmlessly) as soon as a directory is not empty.
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
+    }
+
+    /// Every live key starting with `prefix`, sorted.
+    fn list(&self, prefix: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
+        if !prefix.is_empty() && !prefix.starts_with('/') {
+            return Err(StoreError::Io {
+                key: prefix.to_owned(),
+                reason: "a prefix must start with '/'".into(),
+            });
+        }
+        // Walk from the last complete segment: `/a/b/c` lists under `/a/b` and filters.
+        let base = &prefix[..prefix.rfind('/').unwrap_or(0)];
+        let dir = if base.is_empty() {
+            self.dir.clone()
+        } else {
+            self.path_of(base)?
+        };
+        let mut out = Vec::new();
+        self.walk(&dir, base, prefix, &mut out)?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn walk(
+        &self,
+        dir: &Path,
+        key: &str,
+        prefix: &str,
+        out: &mut Vec<(String, Versioned)>,
+    ) -> Result<(), StoreError> {
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(()),
+            Err(e) => return Err(io_err(key, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err(key, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) else {
+                continue;
+            };
+            let child = format!("{key}/{name}");
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                let below = format!("{child}/");
+                if below.starts_with(prefix) || prefix.starts_with(&below) {
+                    self.walk(&entry.path(), &child, prefix, out)?;
+                }
+            } else if kind.is_file() && child.starts_with(prefix) {
+                match self.read_live(&entry.path(), &child) {
+                    Ok(Some(e)) => out.push((child, e.versioned())),
+                    Ok(None) => {}
+                    // One foreign or damaged file should not hide the rest of the cluster.
+                    Err(e) => {
+                        tracing::warn!(key = %child, error = %e, "skipping unreadable store file")
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the ephemeral node under the lock, replacing one whose holder is gone.
+    fn claim(
+        &self,
+        key: &str,
+        beat: Heartbeat,
+        value: Bytes,
+    ) -> Result<(PathBuf, Option<Holder>), StoreError> {
+        let path = self.path_of(key)?;
+        let _lock = self.lock()?;
+        let current = self.read(&path, key)?;
+        let mut took_over_from = None;
+        if let Some(current) = &current {
+            if !current.is_gone(&self.host) {
+                return Err(StoreError::Held {
+                    key: key.to_owned(),
+                    holder: describe_holder(&current.value),
+                });
+            }
+            took_over_from = serde_json::from_slice::<Holder>(&current.value).ok();
+        }
+        let version = self.next_version(current.map(|e| e.header.version))?;
+        let entry = Entry {
+            header: Header {
+                version,
+                ephemeral: Some(beat),
+            },
+            value,
+        };
+        self.write(&path, key, &entry, true)?;
+        Ok((path, took_over_from))
+    }
+
+    /// Renews our node's heartbeat. `false`: the node is no longer ours (deleted, replaced).
+    fn refresh(&self, path: &Path, key: &str, nonce: &str) -> Result<bool, StoreError> {
+        let _lock = self.lock()?;
+        let Some(mut entry) = self.read(path, key)? else {
+            return Ok(false);
+        };
+        let Some(beat) = entry.header.ephemeral.as_mut().filter(|b| b.nonce == nonce) else {
+            return Ok(false);
+        };
+        beat.heartbeat_ms = now_ms();
+        // Same version: a heartbeat is not a change watchers should see. Not synced either:
+        // losing one to a crash only makes the node look older, which a crash does anyway.
+        self.write(path, key, &entry, false)?;
+        Ok(true)
+    }
+
+    /// Deletes our node if it is still ours.
+    fn release(&self, path: &Path, key: &str, nonce: &str) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let ours = self
+            .read(path, key)?
+            .and_then(|e| e.header.ephemeral)
+            .is_some_and(|b| b.nonce == nonce);
+        if ours { self.remove(path, key) } else { Ok(()) }
+    }
+}
+
+// === helpers ===
+
+fn io_err(key: &str, e: std::io::Error) -> StoreError {
+    StoreError::Io {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+/// Missing, or a path through a regular file: either way there is no such key.
+fn is_absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+    )
+}

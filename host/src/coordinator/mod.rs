@@ -1,0 +1,181 @@
+//! The coordinator: where a cluster's topology lives. A `Store` is a small key-value
+//! interface (get, put, compare-and-swap, delete, list, watch, ephemeral nodes) with two
+//! implementations: `fs` (a directory; the embedded default, nothing to install) and `etcd`
+//! (production). One contract test suite (tests/suite/store.rs) runs against both.
+//!
+//! Store URLs: `fs:///path/to/dir` and `etcd://127.0.0.1:2379[,host:port…]`.
+
+mod etcd;
+mod fs;
+pub mod model;
+
+pub use etcd::EtcdStore;
+pub use fs::FsStore;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_core::Stream;
+
+/// A value and the version it was read at. Versions increase with every write of a key, so
+/// `compare_and_swap` can tell whether someone wrote in between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub value: Bytes,
+    pub version: u64,
+}
+
+/// A change seen by a watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchEvent {
+    Put { key: String, value: Bytes },
+    Delete { key: String },
+}
+
+/// Changes under a prefix, in the order they happened (for `fs`, as seen by polling).
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, StoreError>> + Send>>;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("{key} is held by a live owner: {holder}")]
+    Held { key: String, holder: String },
+    #[error("invalid store url {url}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("store i/o error on {key}: {reason}")]
+    Io { key: String, reason: String },
+}
+
+/// Outcome of a compare-and-swap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cas {
+    /// Written; the new version.
+    Written(u64),
+    /// Not written: the key's current value (None: it does not exist).
+    Conflict(Option<Versioned>),
+}
+
+/// Who holds an ephemeral node: written into it, so a successor can tell a dead holder.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Holder {
+    pub pid: u32,
+    pub host: String,
+    /// What the holder wants others to know (e.g. the dashboard's address), opaque here.
+    pub payload: serde_json::Value,
+}
+
+/// A live ephemeral node. Kept alive (etcd lease keep-alive, fs heartbeat) until dropped or
+/// `release`d; after a crash it disappears by itself once its TTL passes.
+pub struct Ephemeral {
+    release: Option<Box<dyn FnOnce() + Send>>,
+    pub key: String,
+    /// Set when a dead holder's node was replaced: who it was.
+    pub took_over_from: Option<Holder>,
+}
+
+impl Ephemeral {
+    pub fn new(
+        key: String,
+        took_over_from: Option<Holder>,
+        release: Box<dyn FnOnce() + Send>,
+    ) -> Self {
+        Self {
+            release: Some(release),
+            key,
+            took_over_from,
+        }
+    }
+
+    /// Deletes the node now.
+    pub fn release(mut self) {
+        if let Some(r) = self.release.take() {
+            r();
+        }
+    }
+}
+
+impl Drop for Ephemeral {
+    fn drop(&mut self) {
+        if let Some(r) = self.release.take() {
+            r();
+        }
+    }
+}
+
+/// The coordinator's interface. All keys are absolute paths like `/tessera/c1/slots/slot-0001`.
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError>;
+    /// Writes unconditionally; returns the new version.
+    async fn put(&self, key: &str, value: Bytes) -> Result<u64, StoreError>;
+    /// Writes only if the key is at `expected` version (`None`: only if it does not exist).
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+        value: Bytes,
+    ) -> Result<Cas, StoreError>;
+    /// Returns whether the key existed.
+    async fn delete(&self, key: &str) -> Result<bool, StoreError>;
+    /// Every key under `prefix`, sorted by key.
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, Versioned)>, StoreError>;
+    /// Changes under `prefix` from now on.
+    async fn watch(&self, prefix: &str) -> Result<WatchStream, StoreError>;
+    /// Creates `key` as an ephemeral node holding `holder` (serialized as JSON).
+    ///
+    /// # Errors
+    /// `StoreError::Held` if a live holder has it. A holder that is gone (its heartbeat or
+    /// lease expired, or it ran on this host and its pid no longer exists) is replaced, and
+    /// `took_over_from` says who it was.
+    async fn create_ephemeral(
+        &self,
+        key: &str,
+        holder: &Holder,
+        ttl: Duration,
+    ) -> Result<Ephemeral, StoreError>;
+    /// A short description for logs (`fs:///var/lib/tessera`).
+    fn describe(&self) -> String;
+}
+
+/// Opens a store from its URL.
+///
+/// # Errors
+/// An unknown scheme, or the store cannot be reached.
+pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    if let Some(path) = url.strip_prefix("fs://") {
+        return Ok(Arc::new(FsStore::open(path)?));
+    }
+    if let Some(hosts) = url.strip_prefix("etcd://") {
+        let endpoints: Vec<String> = hosts
+            .split(',')
+            .filter(|h| !h.is_empty())
+            .map(|h| format!("http://{h}"))
+            .collect();
+        if endpoints.is_empty() {
+            return Err(StoreError::BadUrl {
+                url: url.into(),
+                reason: "no endpoint".into(),
+            });
+        }
+        return Ok(Arc::new(EtcdStore::connect(&endpoints).await?));
+    }
+    Err(StoreError::BadUrl {
+        url: url.into(),
+        reason: "expected fs:///path or etcd://host:port[,host:port]".into(),
+    })
+}
+
+/// This machine's host name, for `Holder`.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// Whether a process with this pid exists on this host.
+pub fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}

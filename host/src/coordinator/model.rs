@@ -1,0 +1,288 @@
+//! What a cluster looks like in the store: JSON documents with a schema version, under
+//! `/tessera/<cluster>/`:
+//!
+//! ```text
+//! topom                the dashboard lock (ephemeral): who runs this cluster's dashboard
+//! meta                 cluster settings: admin token hash, proxy secret, topology epoch
+//! slots/slot-NNNN      1024 slots: owning group and migration action
+//! group/group-NNNN     groups: servers, the first being the master
+//! proxy/<token>        proxies (ephemeral): addresses, pid, host, start time, state
+//! plugin/<name>        plugin catalog entries (the plugin platform fills these)
+//! blob/<sha256>/NNNN   content-addressed chunks (plugin modules)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::router::{GroupId, SLOTS};
+
+/// Bumped when a document's shape changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Root of every cluster.
+pub const ROOT: &str = "/tessera";
+
+/// Key paths of one cluster.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    base: String,
+}
+
+impl Paths {
+    pub fn new(cluster: &str) -> Self {
+        Self {
+            base: format!("{ROOT}/{cluster}"),
+        }
+    }
+
+    pub fn cluster_prefix(&self) -> String {
+        format!("{}/", self.base)
+    }
+
+    pub fn lock(&self) -> String {
+        format!("{}/topom", self.base)
+    }
+
+    pub fn meta(&self) -> String {
+        format!("{}/meta", self.base)
+    }
+
+    pub fn slots_prefix(&self) -> String {
+        format!("{}/slots/", self.base)
+    }
+
+    pub fn slot(&self, id: u16) -> String {
+        format!("{}/slots/slot-{id:04}", self.base)
+    }
+
+    pub fn groups_prefix(&self) -> String {
+        format!("{}/group/", self.base)
+    }
+
+    pub fn group(&self, id: GroupId) -> String {
+        format!("{}/group/group-{:04}", self.base, id.0)
+    }
+
+    pub fn proxies_prefix(&self) -> String {
+        format!("{}/proxy/", self.base)
+    }
+
+    pub fn proxy(&self, token: &str) -> String {
+        format!("{}/proxy/{token}", self.base)
+    }
+
+    pub fn plugins_prefix(&self) -> String {
+        format!("{}/plugin/", self.base)
+    }
+
+    pub fn blob_prefix(&self) -> String {
+        format!("{}/blob/", self.base)
+    }
+}
+
+/// Cluster names: what a path segment and a URL segment can hold safely.
+pub fn valid_cluster_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The cluster's settings, written when the first dashboard starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterMeta {
+    pub schema: u32,
+    pub name: String,
+    /// sha256 (hex) of the admin token; the token itself is printed once, never stored.
+    pub admin_token_sha256: String,
+    /// Secret the dashboard presents to proxies' admin APIs.
+    pub proxy_secret: String,
+    /// Last topology epoch pushed; every change increments it.
+    pub epoch: u64,
+    pub created_unix: u64,
+}
+
+/// What the dashboard lock's holder payload carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DashboardInfo {
+    pub schema: u32,
+    /// HTTP address of the dashboard's API.
+    pub admin_addr: String,
+    pub start_unix: u64,
+    pub version: String,
+}
+
+/// A migration in progress on a slot (the migration issue defines the steps).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotAction {
+    pub state: String,
+    pub target: GroupId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotModel {
+    pub schema: u32,
+    pub id: u16,
+    /// `None`: not assigned to any group yet.
+    pub group: Option<GroupId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<SlotAction>,
+}
+
+impl SlotModel {
+    pub fn unassigned(id: u16) -> Self {
+        Self {
+            schema: SCHEMA_VERSION,
+            id,
+            group: None,
+            action: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerModel {
+    pub addr: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupModel {
+    pub schema: u32,
+    pub id: GroupId,
+    /// `servers[0]` is the master; the rest replicate from it.
+    pub servers: Vec<ServerModel>,
+}
+
+impl GroupModel {
+    pub fn master(&self) -> Option<&str> {
+        self.servers.first().map(|s| s.addr.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProxyState {
+    /// Receives topology pushes and is counted in barriers.
+    Online,
+    /// Registered, but left out of pushes (an operator took it out).
+    Offline,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyModel {
+    pub schema: u32,
+    pub token: String,
+    /// RESP address clients connect to.
+    pub addr: String,
+    /// Admin HTTP address the dashboard pushes to.
+    pub admin_addr: String,
+    pub pid: u32,
+    pub host: String,
+    pub start_unix: u64,
+    pub state: ProxyState,
+    pub version: String,
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// All slot ids.
+pub fn all_slots() -> impl Iterator<Item = u16> {
+    0..SLOTS as u16
+}
+
+/// The routing topology these models describe (what the dashboard pushes and a starting
+/// proxy loads). `down` lists groups whose master the dashboard found dead.
+pub fn topology(
+    epoch: u64,
+    groups: &[GroupModel],
+    slots: &[SlotModel],
+    down: &std::collections::HashSet<GroupId>,
+) -> crate::router::Topology {
+    use crate::router::{GroupRoute, SlotRoute, Topology};
+    let mut routes = vec![SlotRoute::default(); SLOTS];
+    for s in slots {
+        if let Some(r) = routes.get_mut(s.id as usize) {
+            r.group = s.group;
+        }
+    }
+    Topology {
+        epoch,
+        groups: groups
+            .iter()
+            .map(|g| GroupRoute {
+                id: g.id,
+                master: g.master().map(str::to_string),
+                down: down.contains(&g.id),
+            })
+            .collect(),
+        slots: routes,
+    }
+}
+
+/// Reads a JSON document.
+///
+/// # Errors
+/// The store fails, or the document is not valid for `T`.
+pub async fn read<T: serde::de::DeserializeOwned>(
+    store: &dyn super::Store,
+    key: &str,
+) -> Result<Option<(T, u64)>, super::StoreError> {
+    match store.get(key).await? {
+        None => Ok(None),
+        Some(v) => serde_json::from_slice(&v.value)
+            .map(|t| Some((t, v.version)))
+            .map_err(|e| super::StoreError::Io {
+                key: key.into(),
+                reason: format!("bad document: {e}"),
+            }),
+    }
+}
+
+/// Writes a JSON document.
+///
+/// # Errors
+/// The store fails.
+pub async fn write<T: Serialize>(
+    store: &dyn super::Store,
+    key: &str,
+    doc: &T,
+) -> Result<u64, super::StoreError> {
+    let bytes = serde_json::to_vec(doc).expect("models serialize");
+    store.put(key, bytes.into()).await
+}
+
+/// Loads every group and slot of a cluster (slots missing from the store are unassigned).
+///
+/// # Errors
+/// The store fails or holds an invalid document.
+pub async fn load_layout(
+    store: &dyn super::Store,
+    paths: &Paths,
+) -> Result<(Vec<GroupModel>, Vec<SlotModel>), super::StoreError> {
+    let mut groups = Vec::new();
+    for (key, v) in store.list(&paths.groups_prefix()).await? {
+        let g: GroupModel =
+            serde_json::from_slice(&v.value).map_err(|e| super::StoreError::Io {
+                key,
+                reason: format!("bad group document: {e}"),
+            })?;
+        groups.push(g);
+    }
+    groups.sort_by_key(|g| g.id);
+    let mut slots: Vec<SlotModel> = all_slots().map(SlotModel::unassigned).collect();
+    for (key, v) in store.list(&paths.slots_prefix()).await? {
+        let s: SlotModel = serde_json::from_slice(&v.value).map_err(|e| super::StoreError::Io {
+            key,
+            reason: format!("bad slot document: {e}"),
+        })?;
+        if let Some(slot) = slots.get_mut(s.id as usize) {
+            *slot = s;
+        }
+    }
+    Ok((groups, slots))
+}

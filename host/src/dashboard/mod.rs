@@ -1,0 +1,273 @@
+//! The dashboard: the one writer of a cluster's topology. It holds the cluster lock (an
+//! ephemeral node, so a crashed dashboard never blocks its successor), keeps groups and slots
+//! in the store, health-checks every server and proxy, and pushes every routing change to
+//! every online proxy, waiting for all acknowledgements (the barrier migrations build on).
+
+mod health;
+mod ops;
+mod push;
+
+pub use health::{ProxyHealth, ServerHealth};
+pub use push::PushError;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tracing::{info, warn};
+
+use crate::api::sha256_hex;
+use crate::coordinator::model::{
+    self, ClusterMeta, DashboardInfo, GroupModel, Paths, ProxyModel, SCHEMA_VERSION, SlotModel,
+};
+use crate::coordinator::{self, Ephemeral, Holder, Store};
+use crate::router::{GroupId, Topology};
+
+/// How long a crashed dashboard's lock outlives it (a successor on the same host takes it
+/// over at once when the holder's pid is gone).
+pub const LOCK_TTL: Duration = Duration::from_secs(10);
+
+/// Settings of `tessera dashboard`.
+#[derive(Debug, Clone)]
+pub struct DashboardOptions {
+    pub cluster: String,
+    pub store_url: String,
+    pub listen: String,
+    /// Admin token to use (first start: stored hashed; later: must match).
+    pub admin_token: Option<String>,
+    /// Require the token for reads too.
+    pub auth_reads: bool,
+    pub health_interval: Duration,
+    /// Consecutive failed checks before a master is declared down.
+    pub down_after: u32,
+    pub push_timeout: Duration,
+}
+
+impl DashboardOptions {
+    pub fn new(cluster: &str, store_url: &str, listen: &str) -> Self {
+        Self {
+            cluster: cluster.into(),
+            store_url: store_url.into(),
+            listen: listen.into(),
+            admin_token: None,
+            auth_reads: false,
+            health_interval: Duration::from_secs(1),
+            down_after: 3,
+            push_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What the dashboard keeps in memory; the store is the truth, this is its copy.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) groups: BTreeMap<GroupId, GroupModel>,
+    pub(crate) slots: Vec<SlotModel>,
+    pub(crate) offline: HashSet<String>,
+    pub(crate) down: HashSet<GroupId>,
+    pub(crate) servers: HashMap<String, ServerHealth>,
+    pub(crate) proxies: HashMap<String, ProxyHealth>,
+}
+
+/// A running dashboard.
+pub struct Dashboard {
+    pub cluster: String,
+    pub(crate) paths: Paths,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) opts: DashboardOptions,
+    pub(crate) info: DashboardInfo,
+    pub(crate) admin_token_sha256: String,
+    pub(crate) proxy_secret: String,
+    pub(crate) state: Mutex<State>,
+    /// Serializes topology changes: one at a time, persisted then pushed.
+    pub(crate) ops: tokio::sync::Mutex<u64>,
+    pub(crate) http: reqwest::Client,
+    /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
+    _lock: Mutex<Ephemeral>,
+}
+
+/// Result of starting: the dashboard, and the admin token if it was generated now.
+pub struct Started {
+    pub dashboard: Arc<Dashboard>,
+    pub new_token: Option<String>,
+    pub listener: tokio::net::TcpListener,
+}
+
+impl Dashboard {
+    /// Takes the cluster lock, creates the cluster's settings on first start, loads the layout.
+    ///
+    /// # Errors
+    /// The lock is held by a live dashboard (the message names it), the store is unreachable,
+    /// the port is taken, or `--admin-token` does not match the cluster's.
+    pub async fn start(opts: DashboardOptions) -> anyhow::Result<Started> {
+        if !model::valid_cluster_name(&opts.cluster) {
+            bail!(
+                "invalid cluster name {:?}: use letters, digits, '-' and '_'",
+                opts.cluster
+            );
+        }
+        let store = coordinator::open(&opts.store_url)
+            .await
+            .context("opening the store")?;
+        let paths = Paths::new(&opts.cluster);
+        let listener = tokio::net::TcpListener::bind(&opts.listen)
+            .await
+            .with_context(|| format!("binding {}", opts.listen))?;
+        let info = DashboardInfo {
+            schema: SCHEMA_VERSION,
+            admin_addr: listener.local_addr()?.to_string(),
+            start_unix: model::now_unix(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let holder = Holder {
+            pid: std::process::id(),
+            host: coordinator::hostname(),
+            payload: serde_json::to_value(&info)?,
+        };
+        let lock = store
+            .create_ephemeral(&paths.lock(), &holder, LOCK_TTL)
+            .await
+            .map_err(|e| match e {
+                coordinator::StoreError::Held { holder, .. } => {
+                    anyhow::anyhow!(
+                        "cluster {} already has a live dashboard ({holder}); stop it first",
+                        opts.cluster
+                    )
+                }
+                e => anyhow::Error::new(e).context("taking the cluster lock"),
+            })?;
+        if let Some(old) = &lock.took_over_from {
+            warn!(cluster = %opts.cluster, old_pid = old.pid, old_host = %old.host, "took over the lock of a dead dashboard");
+        }
+        let (meta, new_token) = init_meta(&*store, &paths, &opts).await?;
+        let (groups, slots) = model::load_layout(&*store, &paths)
+            .await
+            .context("loading the cluster layout")?;
+        let mut offline = HashSet::new();
+        for (key, _) in store
+            .list(&format!("{}proxy-offline/", paths.cluster_prefix()))
+            .await?
+        {
+            if let Some(token) = key.rsplit('/').next() {
+                offline.insert(token.to_string());
+            }
+        }
+        let state = State {
+            groups: groups.into_iter().map(|g| (g.id, g)).collect(),
+            slots,
+            offline,
+            ..State::default()
+        };
+        info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
+        let http = reqwest::Client::builder()
+            .timeout(opts.push_timeout)
+            .build()?;
+        let dashboard = Arc::new(Dashboard {
+            cluster: opts.cluster.clone(),
+            paths,
+            store,
+            info,
+            admin_token_sha256: meta.admin_token_sha256.clone(),
+            proxy_secret: meta.proxy_secret.clone(),
+            state: Mutex::new(state),
+            ops: tokio::sync::Mutex::new(meta.epoch),
+            http,
+            opts,
+            _lock: Mutex::new(lock),
+        });
+        Ok(Started {
+            dashboard,
+            new_token,
+            listener,
+        })
+    }
+
+    /// Background work: health checks and catching up new proxies. Runs until dropped.
+    pub async fn run_background(self: Arc<Self>) {
+        health::run(self).await
+    }
+
+    pub fn options(&self) -> &DashboardOptions {
+        &self.opts
+    }
+
+    pub fn info(&self) -> &DashboardInfo {
+        &self.info
+    }
+
+    pub fn token_sha256(&self) -> &str {
+        &self.admin_token_sha256
+    }
+
+    /// The topology as it stands, at `epoch`.
+    pub(crate) fn topology(&self, epoch: u64) -> Topology {
+        let st = self.state.lock().expect("state lock poisoned");
+        let groups: Vec<GroupModel> = st.groups.values().cloned().collect();
+        model::topology(epoch, &groups, &st.slots, &st.down)
+    }
+
+    /// Proxies registered in the store.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn registered_proxies(&self) -> Result<Vec<ProxyModel>, coordinator::StoreError> {
+        let mut out = Vec::new();
+        for (key, v) in self.store.list(&self.paths.proxies_prefix()).await? {
+            match serde_json::from_slice::<Holder>(&v.value)
+                .and_then(|h| serde_json::from_value::<ProxyModel>(h.payload))
+            {
+                Ok(p) => out.push(p),
+                Err(e) => warn!(%key, error = %e, "ignoring an unreadable proxy node"),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Reads the cluster's settings, creating them (and an admin token) on first start.
+async fn init_meta(
+    store: &dyn Store,
+    paths: &Paths,
+    opts: &DashboardOptions,
+) -> anyhow::Result<(ClusterMeta, Option<String>)> {
+    if let Some((meta, _)) = model::read::<ClusterMeta>(store, &paths.meta()).await? {
+        if let Some(t) = &opts.admin_token
+            && sha256_hex(t) != meta.admin_token_sha256
+        {
+            bail!(
+                "--admin-token does not match the token cluster {} was created with",
+                opts.cluster
+            );
+        }
+        return Ok((meta, None));
+    }
+    let generated = opts
+        .admin_token
+        .is_none()
+        .then(crate::proxy::cluster::random_token);
+    let token = opts
+        .admin_token
+        .clone()
+        .or_else(|| generated.clone())
+        .expect("one of the two is set");
+    let meta = ClusterMeta {
+        schema: SCHEMA_VERSION,
+        name: opts.cluster.clone(),
+        admin_token_sha256: sha256_hex(&token),
+        proxy_secret: crate::proxy::cluster::random_token(),
+        epoch: 1,
+        created_unix: model::now_unix(),
+    };
+    let bytes = serde_json::to_vec(&meta)?;
+    match store
+        .compare_and_swap(&paths.meta(), None, bytes.into())
+        .await?
+    {
+        coordinator::Cas::Written(_) => Ok((meta, generated)),
+        coordinator::Cas::Conflict(_) => bail!(
+            "cluster {} was created concurrently; start again",
+            opts.cluster
+        ),
+    }
+}

@@ -1,0 +1,140 @@
+//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy
+//! at once, and succeed only when every one has acknowledged it.
+
+use futures_util::future::join_all;
+use tracing::{info, warn};
+
+use super::Dashboard;
+use crate::api::ApiError;
+use crate::api::proxy::PushAck;
+use crate::coordinator::model::{self, ClusterMeta, ProxyModel};
+use crate::router::Topology;
+
+/// Proxies that did not acknowledge a pushed epoch.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("topology epoch {epoch} is persisted but not acknowledged by {}", describe(.failed))]
+pub struct PushError {
+    pub epoch: u64,
+    /// (token, admin address, reason)
+    pub failed: Vec<(String, String, String)>,
+}
+
+fn describe(failed: &[(String, String, String)]) -> String {
+    failed
+        .iter()
+        .map(|(t, a, r)| format!("proxy {t} at {a} ({r})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<PushError> for ApiError {
+    fn from(e: PushError) -> Self {
+        ApiError::new(
+            axum::http::StatusCode::BAD_GATEWAY,
+            "push_incomplete",
+            e.to_string(),
+        )
+    }
+}
+
+impl Dashboard {
+    /// Increments and persists the epoch, then pushes the current topology to every online
+    /// proxy. The caller holds `ops` (passed as `epoch`) so changes never interleave.
+    ///
+    /// # Errors
+    /// The store cannot be written (nothing pushed), or some proxies did not acknowledge.
+    pub(crate) async fn commit(&self, epoch: &mut u64) -> Result<u64, ApiError> {
+        let next = *epoch + 1;
+        let key = self.paths.meta();
+        let (mut meta, _) = model::read::<ClusterMeta>(&*self.store, &key)
+            .await?
+            .ok_or_else(|| {
+                ApiError::internal("the cluster's meta document disappeared from the store")
+            })?;
+        meta.epoch = next;
+        model::write(&*self.store, &key, &meta).await?;
+        *epoch = next;
+        self.push_all(next).await?;
+        Ok(next)
+    }
+
+    /// Pushes the topology at `epoch` to every online proxy and waits for all.
+    pub(crate) async fn push_all(&self, epoch: u64) -> Result<usize, PushError> {
+        let topo = self.topology(epoch);
+        let proxies = match self.registered_proxies().await {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(PushError {
+                    epoch,
+                    failed: vec![("*".into(), "store".into(), e.to_string())],
+                });
+            }
+        };
+        let online: Vec<ProxyModel> = {
+            let st = self.state.lock().expect("state lock poisoned");
+            proxies
+                .into_iter()
+                .filter(|p| !st.offline.contains(&p.token))
+                .collect()
+        };
+        let results = join_all(online.iter().map(|p| self.push_one(p, &topo))).await;
+        let failed: Vec<_> = online
+            .iter()
+            .zip(results)
+            .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
+            .collect();
+        if failed.is_empty() {
+            info!(
+                epoch,
+                proxies = online.len(),
+                "topology pushed to every online proxy"
+            );
+            Ok(online.len())
+        } else {
+            let e = PushError { epoch, failed };
+            warn!(error = %e, "topology push incomplete");
+            Err(e)
+        }
+    }
+
+    /// Sends a topology to one proxy.
+    ///
+    /// # Errors
+    /// Unreachable, refused, or the acknowledgement names another epoch.
+    pub(crate) async fn push_one(&self, proxy: &ProxyModel, topo: &Topology) -> Result<(), String> {
+        let url = format!("http://{}/api/proxy/topology", proxy.admin_addr);
+        let resp = self
+            .http
+            .put(&url)
+            .bearer_auth(&self.proxy_secret)
+            .json(topo)
+            .send()
+            .await
+            .map_err(|e| format!("unreachable: {e}"))?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            // It already runs a newer epoch (pushed by a successor dashboard): not ours to undo.
+            return Err(format!(
+                "refused: {}",
+                resp.text().await.unwrap_or_default()
+            ));
+        }
+        if !status.is_success() {
+            return Err(format!(
+                "HTTP {status}: {}",
+                resp.text().await.unwrap_or_default()
+            ));
+        }
+        let ack: PushAck = resp
+            .json()
+            .await
+            .map_err(|e| format!("bad acknowledgement: {e}"))?;
+        if ack.epoch != topo.epoch {
+            return Err(format!(
+                "acknowledged epoch {} instead of {}",
+                ack.epoch, topo.epoch
+            ));
+        }
+        Ok(())
+    }
+}

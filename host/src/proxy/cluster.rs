@@ -1,0 +1,132 @@
+//! A proxy in cluster mode: it registers itself in the store as an ephemeral node, takes its
+//! routing table from the store at start, and from then on from the dashboard's pushes on its
+//! admin API. The store and the dashboard may go away: the proxy keeps serving its last table.
+//!
+//! Order matters: the admin API is up and the node registered *before* the table is loaded,
+//! so a dashboard change made in between reaches this proxy by a push (and the older table
+//! read from the store is then refused by its epoch), never lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tracing::{info, warn};
+
+use super::Proxy;
+use crate::api::proxy::ProxyAdmin;
+use crate::api::sha256_hex;
+use crate::config::ProxyConfig;
+use crate::coordinator::model::{self, ClusterMeta, Paths, ProxyModel, ProxyState, SCHEMA_VERSION};
+use crate::coordinator::{self, Holder};
+use crate::router::{Router, SlotTableBuilder};
+
+/// How long a crashed proxy's node outlives it.
+pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
+
+/// Where a cluster-mode proxy finds its cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub cluster: String,
+    pub store_url: String,
+    pub admin_listen: String,
+}
+
+/// Runs a cluster-mode proxy until `shutdown`.
+///
+/// # Errors
+/// The store cannot be read at start, the cluster does not exist, or a port is taken.
+pub async fn run(
+    config: ProxyConfig,
+    opts: ClusterOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if !model::valid_cluster_name(&opts.cluster) {
+        bail!(
+            "invalid cluster name {:?}: use letters, digits, '-' and '_'",
+            opts.cluster
+        );
+    }
+    let store = coordinator::open(&opts.store_url)
+        .await
+        .context("opening the store")?;
+    let paths = Paths::new(&opts.cluster);
+    let Some((meta, _)) = model::read::<ClusterMeta>(&*store, &paths.meta()).await? else {
+        bail!(
+            "cluster {} not found in {}: start its dashboard first (tessera dashboard --cluster {} --store {})",
+            opts.cluster,
+            store.describe(),
+            opts.cluster,
+            opts.store_url
+        );
+    };
+    // An empty table until the store's is loaded below; no client is accepted before that.
+    let router = Arc::new(Router::new(SlotTableBuilder::default().build(0)));
+    let proxy = Proxy::bind_with_router(config, router)?;
+    let admin_listener = tokio::net::TcpListener::bind(&opts.admin_listen)
+        .await
+        .with_context(|| format!("binding the admin API on {}", opts.admin_listen))?;
+    let admin_addr = admin_listener.local_addr()?.to_string();
+    let token = random_token();
+    let admin = ProxyAdmin::new(
+        proxy.shared().clone(),
+        token.clone(),
+        admin_addr.clone(),
+        Some(sha256_hex(&meta.proxy_secret)),
+    );
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(crate::api::serve(
+        admin_listener,
+        admin.clone().router(),
+        async {
+            let _ = admin_stopped.await;
+        },
+    ));
+    tokio::spawn(admin.clone().sample_ops());
+
+    let model = ProxyModel {
+        schema: SCHEMA_VERSION,
+        token: token.clone(),
+        addr: proxy.local_addr().to_string(),
+        admin_addr: admin_addr.clone(),
+        pid: std::process::id(),
+        host: coordinator::hostname(),
+        start_unix: model::now_unix(),
+        state: ProxyState::Online,
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let holder = Holder {
+        pid: model.pid,
+        host: model.host.clone(),
+        payload: serde_json::to_value(&model)?,
+    };
+    let node = store
+        .create_ephemeral(&paths.proxy(&token), &holder, PROXY_NODE_TTL)
+        .await
+        .context("registering the proxy")?;
+
+    let meta_epoch = model::read::<ClusterMeta>(&*store, &paths.meta())
+        .await?
+        .map_or(meta.epoch, |(m, _)| m.epoch);
+    let (groups, slots) = model::load_layout(&*store, &paths)
+        .await
+        .context("loading the slot table")?;
+    let topo = model::topology(meta_epoch, &groups, &slots, &Default::default());
+    match admin.apply(topo) {
+        Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
+        Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
+    }
+    info!(cluster = %opts.cluster, %token, admin = %admin_addr, "proxy registered");
+
+    let result = proxy.run(shutdown).await;
+    if let Err(e) = &result {
+        warn!(error = %e, "proxy stopped with an error");
+    }
+    node.release();
+    let _ = stop_admin.send(());
+    result
+}
+
+/// 16 random bytes, hex.
+pub fn random_token() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}

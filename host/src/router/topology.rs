@@ -1,0 +1,112 @@
+//! The topology a dashboard pushes to its proxies: every slot's group, every group's master
+//! and health, stamped with an epoch. A proxy turns it into a `SlotTable` and swaps it in.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRoute {
+    pub id: GroupId,
+    /// `None` while the group has no server.
+    pub master: Option<String>,
+    #[serde(default)]
+    pub down: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SlotRoute {
+    pub group: Option<GroupId>,
+}
+
+/// A whole routing state. `slots[i]` is slot `i`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    pub epoch: u64,
+    pub groups: Vec<GroupRoute>,
+    pub slots: Vec<SlotRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    #[error("expected {SLOTS} slots, got {0}")]
+    SlotCount(usize),
+    #[error("slot {slot} names group {group}, which is not in the topology")]
+    UnknownGroup { slot: u16, group: GroupId },
+}
+
+impl Topology {
+    /// Builds the routing table.
+    ///
+    /// # Errors
+    /// A topology that does not describe every slot, or names a group it does not list.
+    pub fn to_table(&self) -> Result<SlotTable, TopologyError> {
+        if self.slots.len() != SLOTS {
+            return Err(TopologyError::SlotCount(self.slots.len()));
+        }
+        let groups: HashMap<GroupId, &GroupRoute> = self.groups.iter().map(|g| (g.id, g)).collect();
+        let mut b = SlotTableBuilder::default();
+        for g in self.groups.iter().filter(|g| g.down) {
+            b.group_down(g.id);
+        }
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(gid) = s.group else { continue };
+            let g = groups.get(&gid).ok_or(TopologyError::UnknownGroup {
+                slot: i as u16,
+                group: gid,
+            })?;
+            if let Some(master) = &g.master {
+                b.assign(SlotId(i as u16), gid, master);
+            }
+        }
+        Ok(b.build(self.epoch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topology_becomes_a_table_with_down_groups_marked() {
+        let mut slots = vec![SlotRoute::default(); SLOTS];
+        slots[0].group = Some(GroupId(1));
+        slots[1].group = Some(GroupId(2));
+        let t = Topology {
+            epoch: 7,
+            groups: vec![
+                GroupRoute {
+                    id: GroupId(1),
+                    master: Some("a:1".into()),
+                    down: false,
+                },
+                GroupRoute {
+                    id: GroupId(2),
+                    master: Some("b:2".into()),
+                    down: true,
+                },
+            ],
+            slots,
+        };
+        let table = t.to_table().unwrap();
+        assert_eq!(table.epoch, 7);
+        assert!(!table.slot(SlotId(0)).down);
+        assert!(table.slot(SlotId(1)).down);
+        assert_eq!(table.slot(SlotId(2)).master, None);
+        let bad = Topology {
+            slots: vec![
+                SlotRoute {
+                    group: Some(GroupId(9))
+                };
+                SLOTS
+            ],
+            ..t
+        };
+        assert!(matches!(
+            bad.to_table(),
+            Err(TopologyError::UnknownGroup { .. })
+        ));
+    }
+}

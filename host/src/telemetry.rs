@@ -1,0 +1,160 @@
+//! Counters the proxy keeps per command (calls, errors, latency) and their Prometheus
+//! exposition. The hot path touches only plain atomics indexed by `CommandId` (and a
+//! histogram handle); `/metrics` copies the counters into the `metrics` registry as absolute
+//! values when it renders, so labelled series cost nothing per command.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use metrics::{Histogram, counter, gauge, histogram};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::command::{CommandId, CommandTable};
+
+/// Latency buckets in seconds (50 µs … 1 s).
+const BUCKETS: [f64; 12] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.25, 1.0,
+];
+
+/// The process's Prometheus recorder, installed on first use.
+pub fn prometheus() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(&BUCKETS)
+            .expect("static buckets are valid")
+            .build_recorder();
+        let handle = recorder.handle();
+        // A second install (tests running several proxies in one process) keeps the first.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+/// Per-command counters of one proxy.
+pub struct CommandStats {
+    calls: Box<[AtomicU64]>,
+    errors: Box<[AtomicU64]>,
+    latency: Box<[OnceLock<Histogram>]>,
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        let n = CommandTable::get().len();
+        Self {
+            calls: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            errors: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            latency: (0..n).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}
+
+/// One command's totals, for the stats API.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CommandCount {
+    pub command: String,
+    pub calls: u64,
+    pub errors: u64,
+}
+
+impl CommandStats {
+    #[inline]
+    pub fn record(&self, id: CommandId, error: bool, latency: Duration) {
+        let i = id.0 as usize;
+        self.calls[i].fetch_add(1, Relaxed);
+        if error {
+            self.errors[i].fetch_add(1, Relaxed);
+        }
+        self.latency[i]
+            .get_or_init(|| {
+                prometheus();
+                histogram!("tessera_command_duration_seconds", "command" => label(id))
+            })
+            .record(latency.as_secs_f64());
+    }
+
+    /// Commands seen so far, busiest first.
+    pub fn counts(&self) -> Vec<CommandCount> {
+        let table = CommandTable::get();
+        let mut out: Vec<CommandCount> = (0..self.calls.len())
+            .filter_map(|i| {
+                let calls = self.calls[i].load(Relaxed);
+                (calls > 0).then(|| CommandCount {
+                    command: table.by_id(CommandId(i as u16)).name.to_ascii_lowercase(),
+                    calls,
+                    errors: self.errors[i].load(Relaxed),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| b.calls.cmp(&a.calls));
+        out
+    }
+
+    pub fn total(&self) -> (u64, u64) {
+        let calls = self.calls.iter().map(|c| c.load(Relaxed)).sum();
+        let errors = self.errors.iter().map(|c| c.load(Relaxed)).sum();
+        (calls, errors)
+    }
+
+    /// Copies the counters into the registry (as absolute values).
+    pub fn publish(&self) {
+        for c in self.counts() {
+            counter!("tessera_commands_total", "command" => c.command.clone()).absolute(c.calls);
+            counter!("tessera_command_errors_total", "command" => c.command).absolute(c.errors);
+        }
+    }
+}
+
+fn label(id: CommandId) -> String {
+    CommandTable::get().by_id(id).name.to_ascii_lowercase()
+}
+
+/// Gauges and counters of a proxy process published at render time.
+pub struct ProxyGauges<'a> {
+    pub sessions: usize,
+    pub epoch: u64,
+    pub backend: &'a crate::backend::BackendStats,
+}
+
+/// Renders the Prometheus text of a proxy.
+pub fn render_proxy(stats: &CommandStats, g: &ProxyGauges<'_>) -> String {
+    let handle = prometheus();
+    stats.publish();
+    gauge!("tessera_sessions").set(g.sessions as f64);
+    gauge!("tessera_slot_table_epoch").set(g.epoch as f64);
+    counter!("tessera_backend_requests_total").absolute(g.backend.requests.load(Relaxed));
+    counter!("tessera_backend_batches_total").absolute(g.backend.batches.load(Relaxed));
+    counter!("tessera_backend_connects_total").absolute(g.backend.connects.load(Relaxed));
+    counter!("tessera_backend_connect_failures_total")
+        .absolute(g.backend.connect_failures.load(Relaxed));
+    counter!("tessera_backend_reconnects_total")
+        .absolute(g.backend.connection_losses.load(Relaxed));
+    handle.render()
+}
+
+/// Shared handle for components that only need the stats.
+pub type SharedStats = Arc<CommandStats>;
+
+/// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
+pub fn render_dashboard(d: &crate::dashboard::Dashboard) -> String {
+    let handle = prometheus();
+    let cluster = d.cluster.clone();
+    if let Ok(epoch) = d.ops.try_lock() {
+        gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
+    }
+    let st = d.state.lock().expect("state lock poisoned");
+    for g in st.groups.values() {
+        let up = !st.down.contains(&g.id);
+        gauge!("tessera_group_up", "cluster" => cluster.clone(), "group" => g.id.to_string())
+            .set(up as u8 as f64);
+        for s in &g.servers {
+            let h = st.servers.get(&s.addr);
+            gauge!("tessera_server_up", "cluster" => cluster.clone(), "group" => g.id.to_string(), "addr" => s.addr.clone())
+                .set(h.is_some_and(|h| h.up) as u8 as f64);
+        }
+    }
+    let assigned = st.slots.iter().filter(|s| s.group.is_some()).count();
+    gauge!("tessera_slots_assigned", "cluster" => cluster).set(assigned as f64);
+    handle.render()
+}
