@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 for pair in redis-server:redis-server redis-cli:redis-tools etcd:etcd-server protoc:protobuf-compiler \
-            nutcracker:nutcracker; do
+            nutcracker:nutcracker promtool:prometheus; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -17,7 +17,7 @@ if [ ${#need_apt[@]} -gt 0 ] && [ -z "${TESSERA_SKIP_INSTALL:-}" ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   # Debian starts these as services on install; the tests start their own on free ports.
-  for svc in redis-server etcd; do $sudo_cmd service "$svc" stop >/dev/null 2>&1 || true; done
+  for svc in redis-server etcd prometheus; do $sudo_cmd service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 # rustup does not add a missing target to an installed toolchain by itself.
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true

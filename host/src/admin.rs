@@ -57,6 +57,39 @@ pub enum AdminCmd {
     Proxy(ProxyCmd),
     /// Traffic: totals, per command, per proxy.
     Stats,
+    /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
+    Migrate {
+        /// First slot (0-1023).
+        from: u16,
+        /// Last slot, inclusive.
+        to: u16,
+        /// Target group id.
+        group: u32,
+    },
+    /// Even out slots over the groups (or by weight); `--dry-run` only shows the plan.
+    Rebalance {
+        #[arg(long)]
+        dry_run: bool,
+        /// Weights as GROUP=WEIGHT, e.g. `--weight 1=2 --weight 2=1`.
+        #[arg(long = "weight", value_parser = parse_weight)]
+        weights: Vec<(u32, u32)>,
+    },
+    /// Abort migrations: the given slots, or all with `--all`; moved keys go back.
+    Abort {
+        #[arg(long, conflicts_with = "slots")]
+        all: bool,
+        slots: Vec<u16>,
+    },
+    /// Migration progress: slots in flight, keys moved, keys per second, ETA.
+    Migrations,
+}
+
+fn parse_weight(s: &str) -> Result<(u32, u32), String> {
+    let (g, w) = s.split_once('=').ok_or("expected GROUP=WEIGHT")?;
+    Ok((
+        g.parse().map_err(|_| "bad group id")?,
+        w.parse().map_err(|_| "bad weight")?,
+    ))
 }
 
 /// `tessera admin group ...`
@@ -122,12 +155,16 @@ pub enum ProxyCmd {
     /// Put a proxy back into topology pushes (pushes the topology to it).
     Online {
         /// The proxy's token, as `proxy list` shows it.
-        token: String,
+        // Not named `token`: clap keys arguments by field name, so it would share the global
+        // `--token`'s slot and be sent as the bearer token.
+        #[arg(value_name = "TOKEN")]
+        proxy_token: String,
     },
     /// Leave a proxy out of topology pushes.
     Offline {
         /// The proxy's token, as `proxy list` shows it.
-        token: String,
+        #[arg(value_name = "TOKEN")]
+        proxy_token: String,
     },
 }
 
@@ -154,6 +191,59 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Group(cmd) => group(&client, cmd).await,
             AdminCmd::Slots(cmd) => slots(&client, cmd).await,
             AdminCmd::Proxy(cmd) => proxy(&client, cmd).await,
+            AdminCmd::Migrate { from, to, group } => {
+                let body = json!({ "from": from, "to": to, "group": group });
+                let v = client
+                    .call(Method::POST, &["api", "migrations"], Some(body))
+                    .await?;
+                let human = format!(
+                    "queued {} slots of {from}-{to} to move to group {group}\n",
+                    text(&v["queued"])
+                );
+                Ok(Reply { human, json: v })
+            }
+            AdminCmd::Rebalance { dry_run, weights } => {
+                let mut body = json!({ "dry_run": dry_run });
+                if !weights.is_empty() {
+                    body["weights"] = weights
+                        .iter()
+                        .map(|(g, w)| (g.to_string(), json!(w)))
+                        .collect();
+                }
+                let v = client
+                    .call(Method::POST, &["api", "rebalance"], Some(body))
+                    .await?;
+                Ok(Reply {
+                    human: render_moves(&v),
+                    json: v,
+                })
+            }
+            AdminCmd::Abort { all, slots } => {
+                if !all && slots.is_empty() {
+                    anyhow::bail!("name the slots to abort, or --all");
+                }
+                let body = if all {
+                    json!({})
+                } else {
+                    json!({ "slots": slots })
+                };
+                let v = client
+                    .call(Method::POST, &["api", "migrations", "abort"], Some(body))
+                    .await?;
+                Ok(Reply {
+                    human: format!("aborted {} slot migrations\n", text(&v["aborted"])),
+                    json: v,
+                })
+            }
+            AdminCmd::Migrations => {
+                let v = client
+                    .call(Method::GET, &["api", "migrations"], None)
+                    .await?;
+                Ok(Reply {
+                    human: render_migrations(&v),
+                    json: v,
+                })
+            }
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {
@@ -255,8 +345,8 @@ async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
             let human = render_proxies(v.as_array().map_or(&[], Vec::as_slice));
             return Ok(Reply { json: v, human });
         }
-        ProxyCmd::Online { token } => (token, "online"),
-        ProxyCmd::Offline { token } => (token, "offline"),
+        ProxyCmd::Online { proxy_token } => (proxy_token, "online"),
+        ProxyCmd::Offline { proxy_token } => (proxy_token, "offline"),
     };
     let v = c
         .call(Method::POST, &["api", "proxies", &token, state], None)
@@ -267,6 +357,73 @@ async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
         render_proxies(std::slice::from_ref(&v))
     );
     Ok(Reply { json: v, human })
+}
+
+/// A rebalance plan: moves collapsed per (from, to).
+fn render_moves(v: &Value) -> String {
+    let moves = v["moves"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut per: std::collections::BTreeMap<(u64, u64), Vec<u64>> = Default::default();
+    for m in moves {
+        per.entry((
+            m["from"].as_u64().unwrap_or(0),
+            m["to"].as_u64().unwrap_or(0),
+        ))
+        .or_default()
+        .push(m["slot"].as_u64().unwrap_or(0));
+    }
+    let verb = if v["dry_run"].as_bool() == Some(true) {
+        "would move"
+    } else {
+        "moving"
+    };
+    let mut out = format!("{verb} {} slots\n", moves.len());
+    for ((from, to), slots) in per {
+        out.push_str(&format!(
+            "  group {from} → group {to}: {} slots\n",
+            slots.len()
+        ));
+    }
+    out
+}
+
+/// Migration status: totals, then the slots in flight.
+fn render_migrations(v: &Value) -> String {
+    let mut out = format!(
+        "pending {}  in flight {}  keys moved {}  keys/s {:.0}  eta {}\n",
+        text(&v["pending"]),
+        text(&v["in_flight"]),
+        text(&v["keys_moved"]),
+        v["keys_per_sec"].as_f64().unwrap_or(0.0),
+        v["eta_secs"]
+            .as_f64()
+            .map_or("-".to_string(), |s| format!("{s:.0}s")),
+    );
+    if let Some(b) = v["blocked"].as_str() {
+        out.push_str(&format!("held: {b}\n"));
+    }
+    let slots = v["slots"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for s in slots.iter().filter(|s| s["state"] != "pending").take(50) {
+        rows.push(vec![
+            text(&s["slot"]),
+            text(&s["state"]),
+            format!("{} → {}", text(&s["source"]), text(&s["target"])),
+            if s["aborting"].as_bool() == Some(true) {
+                "abort".into()
+            } else {
+                String::new()
+            },
+            text(&s["keys_moved"]),
+        ]);
+    }
+    if !rows.is_empty() {
+        let mut t = Table::new(&["SLOT", "STATE", "GROUPS", "", "KEYS MOVED"]);
+        for r in rows {
+            t.row(r);
+        }
+        out.push_str(&t.render());
+    }
+    out
 }
 
 /// Writes to stdout; a closed pipe (`tessera admin slots list | head`) is not an error.
@@ -776,6 +933,36 @@ fn render_stats(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        admin: AdminArgs,
+    }
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn proxy_token_argument_does_not_replace_the_admin_token() {
+        let cli =
+            Cli::try_parse_from(["admin", "--token", "secret", "proxy", "online", "abc"]).unwrap();
+        assert_eq!(cli.admin.token.as_deref(), Some("secret"));
+        assert!(
+            matches!(cli.admin.command, AdminCmd::Proxy(ProxyCmd::Online { proxy_token }) if proxy_token == "abc")
+        );
+    }
+
+    #[test]
+    fn global_options_go_after_the_subcommand_too() {
+        let cli = Cli::try_parse_from(["admin", "slots", "list", "--json", "--dashboard", "h:1"])
+            .unwrap();
+        assert!(cli.admin.json);
+        assert_eq!(cli.admin.dashboard, "h:1");
+    }
 
     #[test]
     fn table_pads_columns_to_the_widest_cell() {

@@ -21,6 +21,7 @@ pub mod command;
 pub mod config;
 pub mod coordinator;
 pub mod dashboard;
+pub mod migrate;
 pub mod proxy;
 pub mod redis_client;
 pub mod resp;

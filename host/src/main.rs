@@ -85,6 +85,9 @@ struct DashboardArgs {
     /// Failed checks in a row before a master is declared down.
     #[arg(long, default_value_t = 3)]
     down_after: u32,
+    /// Slots migrating at once per group.
+    #[arg(long, default_value_t = 256)]
+    max_slots_in_flight: usize,
 }
 
 #[derive(clap::Args)]
@@ -203,6 +206,7 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     opts.auth_reads = args.auth_reads;
     opts.health_interval = Duration::from_millis(args.health_interval_ms.max(100));
     opts.down_after = args.down_after.max(1);
+    opts.max_slots_in_flight = args.max_slots_in_flight.max(1);
     runtime()?.block_on(async {
         let started = Dashboard::start(opts).await?;
         if let Some(token) = &started.new_token {

@@ -38,6 +38,9 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/proxies/{token}/online", post(proxy_online))
         .route("/api/proxies/{token}/offline", post(proxy_offline))
         .route("/api/stats", get(stats))
+        .route("/api/migrations", get(migrations).post(migrate))
+        .route("/api/migrations/abort", post(abort))
+        .route("/api/rebalance", post(rebalance))
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
         .layer(middleware::from_fn_with_state(d.clone(), auth))
         .with_state(d)
@@ -387,4 +390,56 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiErr
         "memory_bytes": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.memory_bytes)).sum::<u64>(),
         "keys": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.keys)).sum::<u64>(),
     })))
+}
+
+async fn migrations(State(d): State<Arc<Dashboard>>) -> Json<crate::dashboard::MigrationStatus> {
+    Json(d.migration_status())
+}
+
+async fn migrate(
+    State(d): State<Arc<Dashboard>>,
+    body: Body<AssignBody>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(b) = body?;
+    let queued = d.migrate_slots(b.from, b.to, GroupId(b.group)).await?;
+    Ok(Json(json!({"queued": queued})))
+}
+
+#[derive(Deserialize, Default)]
+struct AbortBody {
+    /// Slots to abort; all when absent.
+    slots: Option<Vec<u16>>,
+}
+
+async fn abort(
+    State(d): State<Arc<Dashboard>>,
+    body: Option<Json<AbortBody>>,
+) -> Result<Json<Value>, ApiError> {
+    let b = body.map(|Json(b)| b).unwrap_or_default();
+    let aborted = d
+        .abort_migrations(b.slots.map(|s| s.into_iter().collect()))
+        .await?;
+    Ok(Json(json!({"aborted": aborted})))
+}
+
+#[derive(Deserialize, Default)]
+struct RebalanceBody {
+    #[serde(default)]
+    dry_run: bool,
+    /// Group id → weight; an even split by slot count when absent.
+    weights: Option<std::collections::BTreeMap<u32, u32>>,
+}
+
+async fn rebalance(
+    State(d): State<Arc<Dashboard>>,
+    body: Option<Json<RebalanceBody>>,
+) -> Result<Json<Value>, ApiError> {
+    let b = body.map(|Json(b)| b).unwrap_or_default();
+    let weights = b
+        .weights
+        .map(|w| w.into_iter().map(|(g, w)| (GroupId(g), w)).collect());
+    let moves = d.rebalance(weights, b.dry_run).await?;
+    Ok(Json(
+        json!({"dry_run": b.dry_run, "moves": moves, "slots": moves.len()}),
+    ))
 }

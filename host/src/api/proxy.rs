@@ -24,6 +24,9 @@ use crate::proxy::Shared;
 use crate::router::Topology;
 use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
 
+/// How long a push waits for commands routed with the previous table to finish.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// State behind a proxy's admin API.
 pub struct ProxyAdmin {
     pub shared: Arc<Shared>,
@@ -33,6 +36,8 @@ pub struct ProxyAdmin {
     /// sha256 of the secret a dashboard must present to push; `None` refuses pushes.
     pub secret_sha256: Option<String>,
     pub topology: Mutex<Option<Topology>>,
+    /// Serializes applies (the in-flight drain requires it).
+    applying: tokio::sync::Mutex<()>,
     /// Commands per second over the last sampling interval.
     pub ops_per_sec: std::sync::atomic::AtomicU64,
 }
@@ -91,6 +96,7 @@ impl ProxyAdmin {
             admin_addr,
             secret_sha256,
             topology: Mutex::new(None),
+            applying: tokio::sync::Mutex::new(()),
             ops_per_sec: Default::default(),
         })
     }
@@ -134,12 +140,14 @@ impl ProxyAdmin {
         }
     }
 
-    /// Applies a topology unless it is older than the one in force.
+    /// Applies a topology unless it is older than the one in force, then waits until no
+    /// command routed with the previous table is in flight (the barrier's guarantee).
     ///
     /// # Errors
-    /// 409 for an older epoch; 400 for a topology that does not describe every slot.
-    pub fn apply(&self, topo: Topology) -> Result<PushAck, ApiError> {
-        let mut current = self.topology.lock().expect("topology lock poisoned");
+    /// 409 for an older epoch; 400 for a topology that does not describe every slot; 503 when
+    /// commands routed the old way are still in flight after `DRAIN_LIMIT`.
+    pub async fn apply(&self, topo: Topology) -> Result<PushAck, ApiError> {
+        let _serial = self.applying.lock().await;
         let epoch = self.epoch();
         if topo.epoch < epoch {
             return Err(ApiError::conflict(format!(
@@ -151,13 +159,18 @@ impl ProxyAdmin {
             .to_table()
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         self.shared.router.swap(table);
+        *self.topology.lock().expect("topology lock poisoned") = Some(topo.clone());
+        if let Err(left) = self.shared.drain(DRAIN_LIMIT).await {
+            return Err(ApiError::unavailable(format!(
+                "epoch {} applied, but {left} command batches routed with the previous table are still in flight",
+                topo.epoch
+            )));
+        }
         tracing::info!(epoch = topo.epoch, "topology applied");
-        let ack = PushAck {
+        Ok(PushAck {
             token: self.token.clone(),
             epoch: topo.epoch,
-        };
-        *current = Some(topo);
-        Ok(ack)
+        })
     }
 }
 
@@ -224,5 +237,5 @@ async fn push_topology(
         }
     }
     let Json(topo) = body?;
-    a.apply(topo).map(Json)
+    a.apply(topo).await.map(Json)
 }

@@ -112,11 +112,39 @@ pub struct DashboardInfo {
     pub version: String,
 }
 
-/// A migration in progress on a slot (the migration issue defines the steps).
+/// Where a slot's migration stands. Persisted at every step, so a dashboard killed at any
+/// point is replaced by one that resumes from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionState {
+    /// Waiting for room under the per-group cap.
+    Pending,
+    /// "owner = target, migrating from source" is being pushed; no key moves yet.
+    Preparing,
+    /// Every online proxy acknowledged it.
+    Prepared,
+    /// The mover is moving keys (and proxies move the keys they touch).
+    Migrating,
+    /// A full pass found no key left; "owner = target" is being pushed.
+    Finished,
+}
+
+/// A migration of one slot. An abort is a migration back: source and target swap and the
+/// keys already moved return the same way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlotAction {
-    pub state: String,
+    pub state: ActionState,
+    pub source: GroupId,
     pub target: GroupId,
+    #[serde(default)]
+    pub aborting: bool,
+}
+
+impl SlotAction {
+    /// Proxies route the slot to the target (moving keys from the source) from `Preparing` on.
+    pub fn routes_to_target(&self) -> bool {
+        self.state >= ActionState::Preparing
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,7 +235,13 @@ pub fn topology(
     let mut routes = vec![SlotRoute::default(); SLOTS];
     for s in slots {
         if let Some(r) = routes.get_mut(s.id as usize) {
-            r.group = s.group;
+            match &s.action {
+                Some(a) if a.routes_to_target() => {
+                    r.group = Some(a.target);
+                    r.from = Some(a.source);
+                }
+                _ => r.group = s.group,
+            }
         }
     }
     Topology {

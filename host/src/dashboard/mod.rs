@@ -4,10 +4,12 @@
 //! every online proxy, waiting for all acknowledgements (the barrier migrations build on).
 
 mod health;
+mod migration;
 mod ops;
 mod push;
 
 pub use health::{ProxyHealth, ServerHealth};
+pub use migration::{MigrationStatus, SlotProgress};
 pub use push::PushError;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -42,6 +44,8 @@ pub struct DashboardOptions {
     /// Consecutive failed checks before a master is declared down.
     pub down_after: u32,
     pub push_timeout: Duration,
+    /// Slots migrating at once per group (as source or target).
+    pub max_slots_in_flight: usize,
 }
 
 impl DashboardOptions {
@@ -55,6 +59,7 @@ impl DashboardOptions {
             health_interval: Duration::from_secs(1),
             down_after: 3,
             push_timeout: Duration::from_secs(5),
+            max_slots_in_flight: 256,
         }
     }
 }
@@ -83,6 +88,7 @@ pub struct Dashboard {
     /// Serializes topology changes: one at a time, persisted then pushed.
     pub(crate) ops: tokio::sync::Mutex<u64>,
     pub(crate) http: reqwest::Client,
+    pub(crate) migrations: migration::Migrations,
     /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
     _lock: Mutex<Ephemeral>,
 }
@@ -173,6 +179,7 @@ impl Dashboard {
             state: Mutex::new(state),
             ops: tokio::sync::Mutex::new(meta.epoch),
             http,
+            migrations: Default::default(),
             opts,
             _lock: Mutex::new(lock),
         });
@@ -185,7 +192,7 @@ impl Dashboard {
 
     /// Background work: health checks and catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
-        health::run(self).await
+        tokio::join!(health::run(self.clone()), migration::run(self));
     }
 
     pub fn options(&self) -> &DashboardOptions {

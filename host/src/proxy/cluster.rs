@@ -111,7 +111,7 @@ pub async fn run(
         .await
         .context("loading the slot table")?;
     let topo = model::topology(meta_epoch, &groups, &slots, &Default::default());
-    match admin.apply(topo) {
+    match admin.apply(topo).await {
         Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
         Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
     }

@@ -5,6 +5,8 @@
 //! Shutdown (SIGTERM): stop accepting, let every session finish the commands it has read,
 //! close idle sessions, exit.
 
+pub mod cluster;
+
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -19,8 +21,6 @@ use tracing::{info, warn};
 use crate::backend::{BackendOptions, BackendStats, Pool};
 use crate::config::ProxyConfig;
 use crate::router::{Router, SlotTable};
-pub mod cluster;
-
 use crate::session::{ClientRegistry, Session};
 use crate::telemetry::CommandStats;
 
@@ -35,6 +35,49 @@ pub struct Shared {
     pub started: Instant,
     pub listen_addr: SocketAddr,
     active: AtomicUsize,
+    /// Command batches in flight, counted in two alternating phases so a table swap can wait
+    /// for every batch routed under the old table (see `drain`).
+    inflight: [AtomicUsize; 2],
+    phase: AtomicUsize,
+}
+
+impl Shared {
+    /// A session starts a batch of commands (it will route them with the table in force now).
+    #[inline]
+    pub(crate) fn enter(&self) -> usize {
+        let p = self.phase.load(Ordering::SeqCst);
+        self.inflight[p].fetch_add(1, Ordering::SeqCst);
+        p
+    }
+
+    /// The batch started in phase `p` has all its replies.
+    #[inline]
+    pub(crate) fn leave(&self, p: usize) {
+        self.inflight[p].fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// After a table swap: waits until no batch that may have routed with an older table
+    /// is still waiting for a backend, so the swap's acknowledgement means no command routed
+    /// the old way is still in flight (a write pipelined to a slot's old owner cannot land
+    /// after the mover moved its key). Swaps must not run concurrently.
+    ///
+    /// # Errors
+    /// Batches still in flight after `limit` (a backend not answering).
+    pub async fn drain(&self, limit: Duration) -> Result<(), usize> {
+        let old = self.phase.load(Ordering::SeqCst);
+        self.phase.store(1 - old, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let left = self.inflight[old].load(Ordering::SeqCst);
+            if left == 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(left);
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
 }
 
 /// Process-wide connection counters.
@@ -86,6 +129,8 @@ impl Proxy {
             started: Instant::now(),
             listen_addr,
             active: AtomicUsize::new(0),
+            inflight: Default::default(),
+            phase: AtomicUsize::new(0),
         });
         Ok(Self { listener, shared })
     }

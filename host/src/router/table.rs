@@ -1,6 +1,7 @@
-//! The slot table: for each slot, the group that owns it and the address of its master.
-//! Backend addresses are interned into a dense list, so a proxy worker keeps its connections
-//! in a `Vec` indexed by `BackendIdx` and never hashes an address on the hot path.
+//! The slot table: for each slot, the group that owns it, the address of its master, and,
+//! while the slot moves, the master it moves from. Backend addresses are interned into a
+//! dense list, so a proxy worker keeps its connections by `BackendIdx` and never hashes an
+//! address on the hot path.
 
 use std::sync::Arc;
 
@@ -20,6 +21,9 @@ pub struct SlotEntry {
     /// The dashboard found the group's master down: commands get a clear error instead of
     /// waiting on a dead server.
     pub down: bool,
+    /// While the slot migrates: the master its keys are moved from. A command first moves
+    /// its keys from there (MIGRATE), then runs on `master`.
+    pub migrating_from: Option<BackendIdx>,
 }
 
 /// An immutable routing table; a change builds a new one and swaps it in.
@@ -57,29 +61,50 @@ impl SlotTable {
     pub fn backend_addr(&self, idx: BackendIdx) -> &Arc<str> {
         &self.backends[idx as usize]
     }
+
+    /// Whether any slot is migrating (the data path then takes the slower, careful route).
+    pub fn any_migrating(&self) -> bool {
+        self.slots.iter().any(|s| s.migrating_from.is_some())
+    }
 }
 
 /// Builds a `SlotTable`, interning addresses.
 #[derive(Debug, Default)]
 pub struct SlotTableBuilder {
-    slots: Vec<Option<(GroupId, BackendIdx)>>,
+    slots: Vec<Option<(GroupId, BackendIdx, Option<BackendIdx>)>>,
     backends: Vec<Arc<str>>,
     down: Vec<GroupId>,
 }
 
 impl SlotTableBuilder {
+    fn intern(&mut self, addr: &str) -> BackendIdx {
+        match self.backends.iter().position(|a| &**a == addr) {
+            Some(i) => i as BackendIdx,
+            None => {
+                self.backends.push(addr.into());
+                (self.backends.len() - 1) as BackendIdx
+            }
+        }
+    }
+
     pub fn assign(&mut self, slot: SlotId, group: GroupId, master: &str) -> &mut Self {
+        self.assign_migrating(slot, group, master, None)
+    }
+
+    /// Assigns a slot that is moving to `group` from the master `from`.
+    pub fn assign_migrating(
+        &mut self,
+        slot: SlotId,
+        group: GroupId,
+        master: &str,
+        from: Option<&str>,
+    ) -> &mut Self {
         if self.slots.is_empty() {
             self.slots = vec![None; SLOTS];
         }
-        let idx = match self.backends.iter().position(|a| &**a == master) {
-            Some(i) => i,
-            None => {
-                self.backends.push(master.into());
-                self.backends.len() - 1
-            }
-        };
-        self.slots[slot.0 as usize] = Some((group, idx as BackendIdx));
+        let idx = self.intern(master);
+        let from = from.map(|f| self.intern(f));
+        self.slots[slot.0 as usize] = Some((group, idx, from));
         self
     }
 
@@ -94,15 +119,17 @@ impl SlotTableBuilder {
             group: GroupId(0),
             master: None,
             down: false,
+            migrating_from: None,
         };
         let mut slots = vec![unserved; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
-            if let Some((group, master)) = s {
+            if let Some((group, master, from)) = s {
                 let down = self.down.contains(&group);
                 slots[i] = SlotEntry {
                     group,
                     master: Some(master),
                     down,
+                    migrating_from: from,
                 };
             }
         }
@@ -164,5 +191,16 @@ mod tests {
             .collect();
         assert_eq!(counts, [342, 341, 341]);
         assert_eq!(t.slot(SlotId(1023)).group, GroupId(3));
+    }
+
+    #[test]
+    fn a_migrating_slot_names_its_source() {
+        let mut b = SlotTableBuilder::default();
+        b.assign_migrating(SlotId(5), GroupId(2), "b:2", Some("a:1"));
+        let t = b.build(3);
+        let e = t.slot(SlotId(5));
+        assert_eq!(t.backend_addr(e.master.unwrap()).as_ref(), "b:2");
+        assert_eq!(t.backend_addr(e.migrating_from.unwrap()).as_ref(), "a:1");
+        assert!(t.any_migrating());
     }
 }

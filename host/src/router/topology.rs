@@ -19,6 +19,9 @@ pub struct GroupRoute {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SlotRoute {
     pub group: Option<GroupId>,
+    /// While the slot migrates to `group`: the group it moves from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<GroupId>,
 }
 
 /// A whole routing state. `slots[i]` is slot `i`.
@@ -57,8 +60,19 @@ impl Topology {
                 slot: i as u16,
                 group: gid,
             })?;
+            let from = match s.from {
+                Some(f) => groups
+                    .get(&f)
+                    .ok_or(TopologyError::UnknownGroup {
+                        slot: i as u16,
+                        group: f,
+                    })?
+                    .master
+                    .as_deref(),
+                None => None,
+            };
             if let Some(master) = &g.master {
-                b.assign(SlotId(i as u16), gid, master);
+                b.assign_migrating(SlotId(i as u16), gid, master, from);
             }
         }
         Ok(b.build(self.epoch))
@@ -98,7 +112,8 @@ mod tests {
         let bad = Topology {
             slots: vec![
                 SlotRoute {
-                    group: Some(GroupId(9))
+                    group: Some(GroupId(9)),
+                    from: None,
                 };
                 SLOTS
             ],

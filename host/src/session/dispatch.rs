@@ -3,11 +3,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Session;
-use super::gather::{Gather, Merge, Pending};
+use super::gather::{Gather, Merge, Moved, Part, Pending};
 use super::info::InfoRequest;
 use crate::command::{Admin, Command, CommandId, CommandTable, Kind, Local, Split};
 use crate::resp::{Frame, Proto, Request, encode_request};
@@ -100,17 +102,49 @@ impl Session {
             return self.error("CROSSSLOT Keys in request don't hash to the same slot");
         }
         let table = self.worker.shared.router.load();
-        match route(&table, slot) {
-            Ok(b) => Pending::One(self.worker.pool.send(
-                table.backend_addr(b),
-                self.proto,
-                req.as_bytes().clone(),
-            )),
-            Err(msg) => self.error(msg),
+        let b = match route(&table, slot) {
+            Ok(b) => b,
+            Err(msg) => return self.error(msg),
+        };
+        let target = table.backend_addr(b);
+        match table.slot(slot).migrating_from {
+            Some(src) if !keys.is_empty() => {
+                let keys = keys.iter().map(|&i| req.arg_bytes(i as usize)).collect();
+                Pending::Moved(Box::new(self.moved(
+                    table.backend_addr(src),
+                    target,
+                    keys,
+                    req.as_bytes().clone(),
+                )))
+            }
+            _ => Pending::One(
+                self.worker
+                    .pool
+                    .send(target, self.proto, req.as_bytes().clone()),
+            ),
         }
     }
 
+    fn moved(
+        &self,
+        source: &Arc<str>,
+        target: &Arc<str>,
+        keys: SmallVec<[Bytes; 2]>,
+        req: Bytes,
+    ) -> Moved {
+        Moved::start(
+            self.worker.clone(),
+            source.clone(),
+            target.clone(),
+            self.proto,
+            keys,
+            req,
+        )
+    }
+
     /// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order.
+    /// Keys of a migrating slot form their own sub-command per (target, source), whose keys
+    /// are moved first.
     fn split(&self, kind: Split, req: Request) -> Pending {
         let step = if kind == Split::Mset { 2 } else { 1 };
         if (req.argc() - 1) % step != 0 {
@@ -120,21 +154,26 @@ impl Session {
             ));
         }
         let table = self.worker.shared.router.load();
-        // (backend, argument indices of its keys), in first-seen order.
-        let mut groups: SmallVec<[(u16, Vec<usize>); 4]> = SmallVec::new();
+        // (backend, source while migrating, argument indices of its keys), in first-seen order.
+        type Group = (BackendIdx, Option<BackendIdx>, Vec<usize>);
+        let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
         for i in (1..req.argc()).step_by(step) {
             let slot = SlotId::of_key(req.arg(i));
             let b = match route(&table, slot) {
                 Ok(b) => b,
                 Err(msg) => return self.error(msg),
             };
-            match groups.iter_mut().find(|(gb, _)| *gb == b) {
-                Some((_, keys)) => keys.push(i),
-                None => groups.push((b, vec![i])),
+            let from = table.slot(slot).migrating_from;
+            match groups
+                .iter_mut()
+                .find(|(gb, gf, _)| *gb == b && *gf == from)
+            {
+                Some((_, _, keys)) => keys.push(i),
+                None => groups.push((b, from, vec![i])),
             }
         }
-        if groups.len() == 1 {
-            let addr = table.backend_addr(groups[0].0);
+        if let [(b, None, _)] = groups.as_slice() {
+            let addr = table.backend_addr(*b);
             return Pending::One(
                 self.worker
                     .pool
@@ -146,7 +185,7 @@ impl Session {
         if kind == Split::Mget {
             order = vec![(0u16, 0u32); req.argc() - 1];
         }
-        for (g, (b, keys)) in groups.iter().enumerate() {
+        for (g, (b, from, keys)) in groups.iter().enumerate() {
             if kind == Split::Mget {
                 for (pos, &i) in keys.iter().enumerate() {
                     order[i - 1] = (g as u16, pos as u32);
@@ -159,11 +198,19 @@ impl Session {
                 .map(|&i| (i..i + step).map(|j| req.arg(j).len()).sum::<usize>())
                 .sum();
             let sub = encode_request(count, std::iter::once(req.arg(0)).chain(args), size);
-            parts.push(
-                self.worker
-                    .pool
-                    .send(table.backend_addr(*b), self.proto, sub),
-            );
+            let target = table.backend_addr(*b);
+            parts.push(match from {
+                None => Part::Sent(self.worker.pool.send(target, self.proto, sub)),
+                Some(src) => {
+                    let keys = keys.iter().map(|&i| req.arg_bytes(i)).collect();
+                    Part::Moved(Box::new(self.moved(
+                        table.backend_addr(*src),
+                        target,
+                        keys,
+                        sub,
+                    )))
+                }
+            });
         }
         let merge = match kind {
             Split::Mget => Merge::Mget(order),
@@ -187,6 +234,7 @@ impl Session {
             .backends()
             .iter()
             .map(|addr| self.worker.pool.send(addr, self.proto, req.clone()))
+            .map(Part::Sent)
             .collect();
         Pending::Gather(Gather {
             parts,
@@ -250,7 +298,7 @@ impl Session {
             sub.as_bytes().clone(),
         );
         Pending::Gather(Gather {
-            parts: vec![rx],
+            parts: vec![Part::Sent(rx)],
             merge: Merge::Scan {
                 backend,
                 backends: n,

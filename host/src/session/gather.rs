@@ -4,6 +4,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::info;
+pub(crate) use super::migrate::Moved;
 use crate::backend::{ReplyResult, ReplyRx};
 use crate::resp::{Frame, Proto, parse_integer, split_aggregate};
 
@@ -13,12 +14,29 @@ pub(crate) enum Pending {
     Ready(Bytes),
     /// One backend's reply, forwarded as is.
     One(ReplyRx),
+    /// A command on a migrating slot: its keys are moved first, then it runs on the target.
+    Moved(Box<Moved>),
     /// Several backend replies, merged.
     Gather(Gather),
 }
 
+/// One part of a gathered command.
+pub(crate) enum Part {
+    Sent(ReplyRx),
+    Moved(Box<Moved>),
+}
+
+impl Part {
+    async fn reply(self) -> Result<Bytes, Frame> {
+        match self {
+            Part::Sent(rx) => flatten(rx.await),
+            Part::Moved(m) => m.reply().await,
+        }
+    }
+}
+
 pub(crate) struct Gather {
-    pub(crate) parts: Vec<ReplyRx>,
+    pub(crate) parts: Vec<Part>,
     pub(crate) merge: Merge,
     /// The session's protocol when the command was read (a later HELLO must not change it).
     pub(crate) proto: Proto,
@@ -53,19 +71,23 @@ impl Pending {
 
     /// Waits for the reply and appends it to `out`.
     pub(crate) async fn write_into(self, out: &mut BytesMut) {
+        // Error replies are encoded alike in RESP2 and RESP3.
         match self {
             Pending::Ready(b) => out.extend_from_slice(&b),
             Pending::One(rx) => match flatten(rx.await) {
                 Ok(b) => out.extend_from_slice(&b),
-                // Error replies are encoded alike in RESP2 and RESP3.
+                Err(f) => f.encode(Proto::Resp2, out),
+            },
+            Pending::Moved(m) => match m.reply().await {
+                Ok(b) => out.extend_from_slice(&b),
                 Err(f) => f.encode(Proto::Resp2, out),
             },
             Pending::Gather(g) => {
                 let proto = g.proto;
                 let mut replies = Vec::with_capacity(g.parts.len());
                 let mut failed = None;
-                for rx in g.parts {
-                    match flatten(rx.await) {
+                for part in g.parts {
+                    match part.reply().await {
                         Ok(b) => replies.push(b),
                         Err(f) => {
                             failed.get_or_insert(f);
@@ -89,7 +111,9 @@ impl Pending {
     }
 }
 
-fn flatten(r: Result<ReplyResult, tokio::sync::oneshot::error::RecvError>) -> Result<Bytes, Frame> {
+pub(super) fn flatten(
+    r: Result<ReplyResult, tokio::sync::oneshot::error::RecvError>,
+) -> Result<Bytes, Frame> {
     match r {
         Ok(Ok(b)) => Ok(b),
         Ok(Err(e)) => Err(Frame::error(format!("ERR {e}"))),

@@ -8,6 +8,7 @@ mod clients;
 mod dispatch;
 mod gather;
 mod info;
+mod migrate;
 
 pub use clients::{ClientInfo, ClientRegistry};
 
@@ -111,6 +112,7 @@ impl Session {
                 },
             }
             let started = Instant::now();
+            let batch = Batch::enter(self.worker.clone());
             let mut protocol_error = false;
             loop {
                 match self.decoder.decode(&mut rbuf) {
@@ -139,6 +141,8 @@ impl Session {
                         stats.record(id, error, started.elapsed());
                     }
                 }
+                // Every reply is in: this batch no longer holds back a table swap.
+                drop(batch);
                 if let Err(e) = self.stream.write_all(&wbuf).await {
                     return End::Io(e);
                 }
@@ -155,5 +159,25 @@ impl Session {
                 return End::Quit;
             }
         }
+    }
+}
+
+/// A batch of commands counted as in flight (see `Shared::drain`) until dropped, even if the
+/// session is cancelled half way.
+struct Batch {
+    worker: Rc<Worker>,
+    phase: usize,
+}
+
+impl Batch {
+    fn enter(worker: Rc<Worker>) -> Self {
+        let phase = worker.shared.enter();
+        Self { worker, phase }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.worker.shared.leave(self.phase);
     }
 }

@@ -1,0 +1,482 @@
+//! Driving slot migrations: the per-slot state machine of DESIGN.md §4, persisted at every
+//! step. pending → preparing (push "owner = target, from = source" with a barrier) → prepared
+//! → migrating (the mover moves keys; proxies move those they touch) → finished (a full pass
+//! found none; push "owner = target") → done. An abort turns a migration around.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tracing::{info, warn};
+
+use super::Dashboard;
+use crate::api::ApiError;
+use crate::coordinator::model::{self, ActionState, SlotAction, SlotModel};
+use crate::migrate::mover::{Mover, MoverConfig, Progress};
+use crate::migrate::plan::{self, Move};
+use crate::router::{GroupId, SLOTS};
+
+/// Migration bookkeeping the dashboard keeps in memory (the actions themselves are in the
+/// store): progress counters, rate samples, and why the driver is held, if it is.
+#[derive(Default)]
+pub(crate) struct Migrations {
+    pub(crate) progress: Arc<Progress>,
+    pub(crate) blocked: Mutex<Option<String>>,
+    /// (when, total keys moved) samples for the rate.
+    samples: Mutex<Vec<(Instant, u64)>>,
+    pub(crate) config: MoverConfig,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SlotProgress {
+    pub slot: u16,
+    pub state: ActionState,
+    pub source: GroupId,
+    pub target: GroupId,
+    pub aborting: bool,
+    pub keys_moved: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MigrationStatus {
+    pub slots: Vec<SlotProgress>,
+    pub pending: usize,
+    pub in_flight: usize,
+    /// Keys moved by this dashboard since it started.
+    pub keys_moved: u64,
+    pub keys_per_sec: f64,
+    /// Estimated from the keys per slot of the sources; `None` while nothing moves.
+    pub eta_secs: Option<f64>,
+    pub blocked: Option<String>,
+    pub max_slots_in_flight: usize,
+}
+
+impl Dashboard {
+    fn slot_models(&self) -> Vec<SlotModel> {
+        self.state
+            .lock()
+            .expect("state lock poisoned")
+            .slots
+            .clone()
+    }
+
+    async fn save_slot(&self, s: &SlotModel) -> Result<(), ApiError> {
+        model::write(&*self.store, &self.paths.slot(s.id), s).await?;
+        self.state.lock().expect("state lock poisoned").slots[s.id as usize] = s.clone();
+        Ok(())
+    }
+
+    /// Starts moving slots `from..=to` to `group` (slots it owns already are skipped).
+    ///
+    /// # Errors
+    /// 400 bad range, 404 unknown group, 409 an unassigned slot or one already moving.
+    pub async fn migrate_slots(
+        &self,
+        from: u32,
+        to: u32,
+        group: GroupId,
+    ) -> Result<usize, ApiError> {
+        let _ops = self.ops.lock().await;
+        if from > to || to as usize >= SLOTS {
+            return Err(ApiError::bad_request(format!(
+                "slot range {from}-{to} is not within 0-{}",
+                SLOTS - 1
+            )));
+        }
+        let target_ok = self
+            .state
+            .lock()
+            .expect("state lock poisoned")
+            .groups
+            .get(&group)
+            .is_some_and(|g| g.master().is_some());
+        if !target_ok {
+            return Err(ApiError::not_found(format!(
+                "group {group} does not exist or has no server"
+            )));
+        }
+        let slots = self.slot_models();
+        let range = &slots[from as usize..=to as usize];
+        if let Some(s) = range.iter().find(|s| s.group.is_none()) {
+            return Err(ApiError::conflict(format!(
+                "slot {} is not assigned: assign it instead",
+                s.id
+            )));
+        }
+        if let Some(s) = range.iter().find(|s| s.action.is_some()) {
+            return Err(ApiError::conflict(format!(
+                "slot {} is already migrating",
+                s.id
+            )));
+        }
+        let moves: Vec<Move> = range
+            .iter()
+            .filter(|s| s.group != Some(group))
+            .map(|s| Move {
+                slot: s.id,
+                from: s.group.expect("checked above"),
+                to: group,
+            })
+            .collect();
+        self.queue(&moves).await?;
+        info!(from, to, %group, slots = moves.len(), "migration queued");
+        Ok(moves.len())
+    }
+
+    async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
+        for m in moves {
+            let mut s = self.slot_models()[m.slot as usize].clone();
+            s.action = Some(SlotAction {
+                state: ActionState::Pending,
+                source: m.from,
+                target: m.to,
+                aborting: false,
+            });
+            self.save_slot(&s).await?;
+        }
+        Ok(())
+    }
+
+    /// Plans (and unless `dry_run`, queues) a rebalance: even by slot count, or by weight.
+    ///
+    /// # Errors
+    /// 409 while a migration is in progress; 404 a weight for an unknown group.
+    pub async fn rebalance(
+        &self,
+        weights: Option<BTreeMap<GroupId, u32>>,
+        dry_run: bool,
+    ) -> Result<Vec<Move>, ApiError> {
+        let _ops = self.ops.lock().await;
+        let (groups, slots) = {
+            let st = self.state.lock().expect("state lock poisoned");
+            let groups: Vec<GroupId> = st
+                .groups
+                .values()
+                .filter(|g| g.master().is_some())
+                .map(|g| g.id)
+                .collect();
+            (groups, st.slots.clone())
+        };
+        let weights = match weights {
+            Some(w) => {
+                if let Some(g) = w.keys().find(|g| !groups.contains(g)) {
+                    return Err(ApiError::not_found(format!(
+                        "group {g} does not exist or has no server"
+                    )));
+                }
+                w
+            }
+            None => groups.iter().map(|&g| (g, 1)).collect(),
+        };
+        if !dry_run && slots.iter().any(|s| s.action.is_some()) {
+            return Err(ApiError::conflict(
+                "a migration is in progress: wait for it or abort it first",
+            ));
+        }
+        let owners: Vec<Option<GroupId>> = slots.iter().map(|s| s.group).collect();
+        let moves = plan::rebalance(&owners, &weights);
+        if !dry_run {
+            self.queue(&moves).await?;
+            info!(slots = moves.len(), "rebalance queued");
+        }
+        Ok(moves)
+    }
+
+    /// Aborts the migration of the given slots (all when `None`): pending ones are dropped,
+    /// started ones turn around and move their keys back. Finished ones are done already.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, ApiError> {
+        let _ops = self.ops.lock().await;
+        let mut n = 0;
+        for mut s in self.slot_models() {
+            let Some(a) = s.action.clone() else { continue };
+            if which.as_ref().is_some_and(|w| !w.contains(&s.id)) || a.aborting {
+                continue;
+            }
+            match a.state {
+                ActionState::Pending => s.action = None,
+                ActionState::Finished => continue,
+                _ => {
+                    s.action = Some(SlotAction {
+                        state: ActionState::Preparing,
+                        source: a.target,
+                        target: a.source,
+                        aborting: true,
+                    })
+                }
+            }
+            self.save_slot(&s).await?;
+            n += 1;
+        }
+        info!(slots = n, "migrations aborted");
+        Ok(n)
+    }
+
+    pub fn migration_status(&self) -> MigrationStatus {
+        let slots = self.slot_models();
+        let moved = self
+            .migrations
+            .progress
+            .moved
+            .lock()
+            .expect("progress lock poisoned")
+            .clone();
+        let total = self
+            .migrations
+            .progress
+            .total
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let rate = {
+            let mut samples = self
+                .migrations
+                .samples
+                .lock()
+                .expect("samples lock poisoned");
+            let now = Instant::now();
+            samples.push((now, total));
+            samples.retain(|(t, _)| now.duration_since(*t) < Duration::from_secs(10));
+            match (samples.first(), samples.last()) {
+                (Some((t0, k0)), Some((t1, k1))) if t1 > t0 => {
+                    (k1 - k0) as f64 / t1.duration_since(*t0).as_secs_f64()
+                }
+                _ => 0.0,
+            }
+        };
+        let active: Vec<SlotProgress> = slots
+            .iter()
+            .filter_map(|s| {
+                let a = s.action.as_ref()?;
+                Some(SlotProgress {
+                    slot: s.id,
+                    state: a.state,
+                    source: a.source,
+                    target: a.target,
+                    aborting: a.aborting,
+                    keys_moved: moved.get(&s.id).copied().unwrap_or(0),
+                })
+            })
+            .collect();
+        let pending = active
+            .iter()
+            .filter(|p| p.state == ActionState::Pending)
+            .count();
+        // Keys per slot of the sources, from their masters' key counts.
+        let per_slot = {
+            let st = self.state.lock().expect("state lock poisoned");
+            let keys: u64 = st
+                .groups
+                .values()
+                .filter_map(|g| {
+                    g.master()
+                        .and_then(|m| st.servers.get(m))
+                        .and_then(|h| h.keys)
+                })
+                .sum();
+            keys as f64 / SLOTS as f64
+        };
+        let remaining = active
+            .iter()
+            .filter(|p| p.state <= ActionState::Migrating)
+            .count() as f64
+            * per_slot;
+        MigrationStatus {
+            in_flight: active.len() - pending,
+            pending,
+            slots: active,
+            keys_moved: total,
+            keys_per_sec: rate,
+            eta_secs: (rate > 0.0).then(|| remaining / rate),
+            blocked: self
+                .migrations
+                .blocked
+                .lock()
+                .expect("blocked lock poisoned")
+                .clone(),
+            max_slots_in_flight: self.opts.max_slots_in_flight,
+        }
+    }
+
+    fn set_blocked(&self, why: Option<String>) {
+        if let Some(w) = &why {
+            warn!(reason = %w, "migration held");
+        }
+        *self
+            .migrations
+            .blocked
+            .lock()
+            .expect("blocked lock poisoned") = why;
+    }
+
+    /// One step of the driver; returns whether there is migration work left.
+    async fn migration_step(&self) -> bool {
+        let slots = self.slot_models();
+        if slots.iter().all(|s| s.action.is_none()) {
+            return false;
+        }
+        // pending → preparing, under the cap of slots in flight per group.
+        let cap = self.opts.max_slots_in_flight.max(1);
+        let mut busy: HashMap<GroupId, usize> = HashMap::new();
+        for a in slots
+            .iter()
+            .filter_map(|s| s.action.as_ref())
+            .filter(|a| a.state != ActionState::Pending)
+        {
+            *busy.entry(a.source).or_default() += 1;
+            *busy.entry(a.target).or_default() += 1;
+        }
+        let mut epoch = self.ops.lock().await;
+        let mut prepared_any = false;
+        for mut s in self.slot_models() {
+            let Some(a) = s.action.as_mut() else { continue };
+            if a.state == ActionState::Pending
+                && busy.get(&a.source).copied().unwrap_or(0) < cap
+                && busy.get(&a.target).copied().unwrap_or(0) < cap
+            {
+                *busy.entry(a.source).or_default() += 1;
+                *busy.entry(a.target).or_default() += 1;
+                a.state = ActionState::Preparing;
+                if let Err(e) = self.save_slot(&s).await {
+                    self.set_blocked(Some(e.message));
+                    return true;
+                }
+            }
+            prepared_any |= s
+                .action
+                .as_ref()
+                .is_some_and(|a| a.state == ActionState::Preparing);
+        }
+        // preparing → prepared → migrating: only after every online proxy acknowledged.
+        if prepared_any {
+            if let Err(e) = self.commit(&mut epoch).await {
+                self.set_blocked(Some(format!("waiting for proxies: {}", e.message)));
+                return true;
+            }
+            for mut s in self.slot_models() {
+                if let Some(a) = s
+                    .action
+                    .as_mut()
+                    .filter(|a| a.state == ActionState::Preparing)
+                {
+                    a.state = ActionState::Migrating;
+                    if let Err(e) = self.save_slot(&s).await {
+                        self.set_blocked(Some(e.message));
+                        return true;
+                    }
+                }
+            }
+        }
+        // finished → done: push "owner = target" and clear the action.
+        let finished: Vec<SlotModel> = self
+            .slot_models()
+            .into_iter()
+            .filter(|s| {
+                s.action
+                    .as_ref()
+                    .is_some_and(|a| a.state == ActionState::Finished)
+            })
+            .collect();
+        if !finished.is_empty() {
+            for mut s in finished.clone() {
+                let a = s.action.take().expect("filtered on action");
+                s.group = Some(a.target);
+                if let Err(e) = self.save_slot(&s).await {
+                    self.set_blocked(Some(e.message));
+                    return true;
+                }
+            }
+            if let Err(e) = self.commit(&mut epoch).await {
+                self.set_blocked(Some(format!("waiting for proxies: {}", e.message)));
+                return true;
+            }
+            let mut moved = self
+                .migrations
+                .progress
+                .moved
+                .lock()
+                .expect("progress lock poisoned");
+            for s in &finished {
+                moved.remove(&s.id);
+            }
+            info!(slots = finished.len(), "slots migrated");
+        }
+        drop(epoch);
+        // migrating: one mover pass per (source, target).
+        let mut jobs: BTreeMap<(GroupId, GroupId), BTreeSet<u16>> = BTreeMap::new();
+        for s in self.slot_models() {
+            if let Some(a) = s
+                .action
+                .as_ref()
+                .filter(|a| a.state == ActionState::Migrating)
+            {
+                jobs.entry((a.source, a.target)).or_default().insert(s.id);
+            }
+        }
+        for ((source, target), slots) in jobs {
+            let addrs = {
+                let st = self.state.lock().expect("state lock poisoned");
+                let m = |g: GroupId| {
+                    st.groups
+                        .get(&g)
+                        .and_then(|g| g.master())
+                        .map(str::to_string)
+                };
+                m(source).zip(m(target))
+            };
+            let Some((src, dst)) = addrs else {
+                self.set_blocked(Some(format!("group {source} or {target} has no master")));
+                return true;
+            };
+            let mover = Mover {
+                source: &src,
+                target: &dst,
+                slots: &slots,
+                config: &self.migrations.config,
+                progress: &self.migrations.progress,
+            };
+            match mover.pass().await {
+                Ok(found) => {
+                    let _ops = self.ops.lock().await;
+                    for id in slots.difference(&found) {
+                        let mut s = self.slot_models()[*id as usize].clone();
+                        if let Some(a) = s
+                            .action
+                            .as_mut()
+                            .filter(|a| a.state == ActionState::Migrating)
+                        {
+                            a.state = ActionState::Finished;
+                            if let Err(e) = self.save_slot(&s).await {
+                                self.set_blocked(Some(e.message));
+                                return true;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.set_blocked(Some(format!(
+                        "moving keys from group {source} to group {target}: {e}"
+                    )));
+                    return true;
+                }
+            }
+        }
+        self.set_blocked(None);
+        true
+    }
+}
+
+/// The background driver.
+pub(super) async fn run(d: Arc<Dashboard>) {
+    loop {
+        let busy = d.migration_step().await;
+        let pause = if busy {
+            Duration::from_millis(20)
+        } else {
+            Duration::from_millis(200)
+        };
+        tokio::time::sleep(pause).await;
+    }
+}

@@ -1,0 +1,43 @@
+//! Slot migration on stock Redis. The proxy half (a command on a migrating slot moves its
+//! keys first) lives in `session::migrate`; the dashboard half (the per-slot state machine and
+//! the background mover) in `migrate::{plan, mover}`. This module holds what both share: the
+//! names of Tessera's internal keys.
+//!
+//! A key too big for one `MIGRATE` is moved by the staging protocol (DESIGN.md §4.3): on the
+//! source it is renamed to its staging key and a marker key is set, atomically; the mover
+//! copies it to a temp key on the target in chunks, renames temp → key, and only then
+//! deletes staging and marker. A proxy whose MIGRATE finds no key but sees the marker waits.
+
+pub mod mover;
+pub mod plan;
+
+/// Every internal key starts with this; scans skip them.
+pub const INTERNAL_PREFIX: &[u8] = b"__tessera:";
+
+fn internal(kind: &str, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(INTERNAL_PREFIX.len() + kind.len() + 1 + key.len());
+    k.extend_from_slice(INTERNAL_PREFIX);
+    k.extend_from_slice(kind.as_bytes());
+    k.push(b':');
+    k.extend_from_slice(key);
+    k
+}
+
+/// Present on the source while `key` is being copied as a big key.
+pub fn marker_key(key: &[u8]) -> Vec<u8> {
+    internal("marker", key)
+}
+
+/// Where a big key waits on the source while it is copied.
+pub fn staging_key(key: &[u8]) -> Vec<u8> {
+    internal("staging", key)
+}
+
+/// Where a big key is assembled on the target before it is renamed into place.
+pub fn temp_key(key: &[u8]) -> Vec<u8> {
+    internal("temp", key)
+}
+
+pub fn is_internal(key: &[u8]) -> bool {
+    key.starts_with(INTERNAL_PREFIX)
+}
