@@ -1,7 +1,8 @@
 //! Cross-process suite: real redis-server processes behind the tessera binary, driven over
 //! TCP on random loopback ports. One binary, one module per area (as ripgrep's tests/tests.rs).
 
-// Process guards (RedisServer, Proxy), a raw RESP client, slot math.
+// Process guards (RedisServer, Proxy, Etcd, Dashboard, ClusterProxy, Up), a raw RESP client,
+// an HTTP API client, slot math.
 mod support;
 
 // RESP2 and RESP3 replies through the redis crate; HELLO over a raw socket.
@@ -30,3 +31,14 @@ mod limits;
 mod config;
 // Graceful exit on SIGTERM.
 mod shutdown;
+// Coordinator stores: one Store contract on FsStore and on EtcdStore (a real etcd).
+mod store;
+// Cluster mode: barrier pushes, the dashboard lock and its takeover, proxies outliving the
+// dashboard and the store, a restarted proxy reloading its table, `tessera up`.
+mod control_plane;
+// The dashboard's REST API: token, error statuses and shape, `tessera admin`, /metrics.
+mod dashboard_api;
+// A killed master: its slots fail with a clear error until a replica is promoted.
+mod failover;
+// Slot migration under load: the checker, an abort, crashes; a big key moved in chunks.
+mod migration;

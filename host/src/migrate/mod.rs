@@ -11,6 +11,39 @@
 pub mod mover;
 pub mod plan;
 
+/// A collection with more elements than this is moved in chunks, never by one MIGRATE.
+pub const BIG_KEY_ELEMENTS: u64 = 5_000;
+/// A string longer than this is moved in chunks.
+pub const BIG_KEY_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Run on the source by a proxy before its MIGRATE: each of KEYS that is big is renamed to
+/// its staging key with its marker set (holding its TTL), atomically, so the MIGRATE that
+/// follows never moves a big key whole; the mover copies staged keys in chunks.
+/// ARGV: element limit, byte limit. Returns how many keys are staged.
+pub const STAGE_BIG_KEYS_SCRIPT: &str = r#"
+local staged = 0
+for _, k in ipairs(KEYS) do
+  local t = redis.call('TYPE', k)['ok']
+  local n, limit = 0, tonumber(ARGV[1])
+  if t == 'hash' then n = redis.call('HLEN', k)
+  elseif t == 'set' then n = redis.call('SCARD', k)
+  elseif t == 'zset' then n = redis.call('ZCARD', k)
+  elseif t == 'list' then n = redis.call('LLEN', k)
+  elseif t == 'string' then n, limit = redis.call('STRLEN', k), tonumber(ARGV[2])
+  end
+  if n > limit then
+    local sk, mk = '__tessera:staging:' .. k, '__tessera:marker:' .. k
+    if redis.call('EXISTS', sk) == 0 then
+      local ttl = redis.call('PTTL', k)
+      redis.call('RENAME', k, sk)
+      redis.call('SET', mk, ttl)
+    end
+    staged = staged + 1
+  end
+end
+return staged
+"#;
+
 /// Every internal key starts with this; scans skip them.
 pub const INTERNAL_PREFIX: &[u8] = b"__tessera:";
 

@@ -39,8 +39,8 @@ impl Default for MoverConfig {
         Self {
             scan_count: 2000,
             batch: 500,
-            big_key_elements: 5_000,
-            big_key_bytes: 4 * 1024 * 1024,
+            big_key_elements: super::BIG_KEY_ELEMENTS,
+            big_key_bytes: super::BIG_KEY_BYTES,
             chunk: 500,
             timeout: Duration::from_secs(10),
         }

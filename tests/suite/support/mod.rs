@@ -3,6 +3,8 @@
 //! test leaves nothing running. Every wait here is bounded by a deadline.
 
 mod cluster;
+mod cluster_mode;
+mod etcd;
 mod proxy;
 mod redis_server;
 mod resp;
@@ -13,6 +15,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub(crate) use cluster::{Cluster, tag_on};
+pub(crate) use cluster_mode::{
+    Api, ClusterProxy, ControlPlane, Reply, TOKEN, Up, answers_on, port_is_free, tessera_bin,
+    two_consecutive_free_ports,
+};
+pub(crate) use etcd::Etcd;
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
 pub(crate) use redis_server::RedisServer;
 pub(crate) use resp::{Frame, RawClient, encode, read_frame};

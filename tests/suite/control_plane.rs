@@ -1,0 +1,466 @@
+//! The control plane across processes: a dashboard on a store, cluster-mode proxies that take
+//! their table from the store and then from the dashboard's pushes, and what each keeps doing
+//! when another one dies: the barrier push, the dashboard lock and its takeover, proxies
+//! serving without the dashboard or the store, a restarted proxy reloading its table, and
+//! `tessera up` with a resume.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    Api, ClusterProxy, ControlPlane, Etcd, Frame, RedisServer, Up, answers_on, connect, free_port,
+    keys_on, loopback, port_is_free, run_with_timeout, slot, two_consecutive_free_ports,
+    wait_until,
+};
+
+/// SETs `key` to `value` through `proxy`, asserting `+OK`.
+fn set(proxy: &ClusterProxy, key: &str, value: &str) {
+    let reply = proxy.raw().cmd(&["SET", key, value]);
+    assert_eq!(
+        reply,
+        Frame::Simple("OK".into()),
+        "SET {key} through proxy {}",
+        proxy.addr()
+    );
+}
+
+/// GETs `key` through `proxy`, asserting a bulk reply.
+fn get(proxy: &ClusterProxy, key: &str) -> String {
+    match proxy.raw().cmd(&["GET", key]) {
+        Frame::Bulk(v) => String::from_utf8(v).expect("utf-8 value"),
+        other => panic!("GET {key} through proxy {}: {other:?}", proxy.addr()),
+    }
+}
+
+/// The value of `key` asked directly of `server`, if it has it.
+fn direct_get(server: &RedisServer, key: &str) -> Option<String> {
+    redis::cmd("GET")
+        .arg(key)
+        .query(&mut server.client())
+        .expect("direct GET")
+}
+
+/// Groups as `(id, slots, [(addr, role)])`, the parts that must survive a dashboard change.
+fn layout(api: &Api) -> Vec<(u64, u64, Vec<(String, String)>)> {
+    let groups = api.get("/api/groups").ok();
+    groups
+        .as_array()
+        .expect("groups is an array")
+        .iter()
+        .map(|g| {
+            let servers = g["servers"]
+                .as_array()
+                .expect("servers is an array")
+                .iter()
+                .map(|s| (s["addr"].to_string(), s["role"].to_string()))
+                .collect();
+            (
+                g["id"].as_u64().expect("id"),
+                g["slots"].as_u64().expect("slots"),
+                servers,
+            )
+        })
+        .collect()
+}
+
+/// Each slot's owning group (`null` when unassigned), in slot order.
+fn slot_owners(api: &Api) -> Vec<Value> {
+    let slots = api.get("/api/slots").ok();
+    let slots = slots.as_array().expect("slots is an array");
+    assert_eq!(slots.len(), 1024, "GET /api/slots lists every slot");
+    slots.iter().map(|s| s["group"].clone()).collect()
+}
+
+/// Two groups with one master each (servers 0 and 1), slots split in halves: keys_on(0, ..)
+/// live on server 0, keys_on(1, ..) on server 1.
+fn two_groups(cp: &ControlPlane) -> u64 {
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2)
+}
+
+/// Writes a fresh key on each half through every proxy and reads it back through every
+/// proxy; checks each landed on its group's master and only there.
+fn assert_serves_both_groups(cp: &ControlPlane, round: &str) {
+    for (i, writer) in cp.proxies.iter().enumerate() {
+        for half in 0..2 {
+            let key = keys_on(half, &format!("{round}:p{i}:"), 1).remove(0);
+            set(writer, &key, round);
+            for reader in &cp.proxies {
+                assert_eq!(get(reader, &key), round, "{key} read back");
+            }
+            assert_eq!(
+                direct_get(&cp.servers[half], &key).as_deref(),
+                Some(round),
+                "{key} (slot {}) is on group {}'s master",
+                slot(key.as_bytes()),
+                half + 1
+            );
+            assert_eq!(
+                direct_get(&cp.servers[1 - half], &key),
+                None,
+                "{key} is not on the other group's master"
+            );
+        }
+    }
+}
+
+#[test]
+fn slot_assignment_is_served_by_both_proxies_as_soon_as_the_call_returns() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    let first = keys_on(0, "assign:", 3);
+    let second = keys_on(1, "assign:", 3);
+
+    // Sessions opened before any slot is served keep working across the pushes.
+    let mut sessions: Vec<_> = cp.proxies.iter().map(ClusterProxy::raw).collect();
+    for s in &mut sessions {
+        for key in first.iter().chain(&second) {
+            assert_eq!(
+                s.cmd(&["GET", key]),
+                Frame::Error(format!(
+                    "ERR slot {} is not served by any group",
+                    slot(key.as_bytes())
+                )),
+                "GET {key} before any slot is assigned"
+            );
+        }
+    }
+
+    let epoch = cp.assign(0, 511, 1);
+    // No wait: the call returned only once both proxies had acknowledged the push.
+    for (i, s) in sessions.iter_mut().enumerate() {
+        for key in &first {
+            let value = format!("p{i}");
+            assert_eq!(
+                s.cmd(&["SET", key, &value]),
+                Frame::Simple("OK".into()),
+                "SET {key} through proxy {i} right after the assign returned"
+            );
+            assert_eq!(s.cmd(&["GET", key]), Frame::bulk(&value));
+            assert_eq!(direct_get(&cp.servers[0], key), Some(value));
+        }
+        for key in &second {
+            let err = s.cmd(&["GET", key]);
+            assert!(
+                err.error().is_some_and(|e| e.contains("is not served")),
+                "{key} is still unassigned: {err:?}"
+            );
+        }
+    }
+    for p in &cp.proxies {
+        assert_eq!(p.epoch(), epoch, "proxy {} runs the pushed epoch", p.addr());
+    }
+
+    let epoch = cp.assign(512, 1023, 2);
+    assert_serves_both_groups(&cp, "assigned");
+    for (i, s) in sessions.iter_mut().enumerate() {
+        for key in &second {
+            assert_eq!(
+                s.cmd(&["SET", key, "v"]),
+                Frame::Simple("OK".into()),
+                "SET {key} through proxy {i}'s early session"
+            );
+            assert!(cp.servers[1].has(key), "{key} is on group 2's master");
+        }
+    }
+    for p in &cp.proxies {
+        assert_eq!(p.epoch(), epoch, "proxy {} runs the pushed epoch", p.addr());
+    }
+    assert_eq!(cp.servers[0].dbsize(), 3 + 2, "group 1 holds its keys only");
+}
+
+#[test]
+fn killed_dashboard_is_replaced_and_its_lock_taken_over() {
+    let mut cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    // Slots 1000-1023 stay unassigned until the successor assigns them.
+    let epoch = cp.assign(512, 999, 2);
+    let groups_before = layout(&cp.api());
+    let slots_before = slot_owners(&cp.api());
+    let first_pid = cp.dashboard.pid();
+
+    // While the first one lives, a second one for the same cluster is refused at start.
+    let mut second = cp.dashboard.options().command(loopback(free_port()));
+    let out = run_with_timeout(second.env("RUST_BACKTRACE", "0"), Duration::from_secs(15));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a second dashboard must be refused, it exited with {}: {stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("already has a live dashboard")
+            && stderr.contains(&format!("pid {first_pid}")),
+        "the refusal names the live holder (pid {first_pid}): {stderr}"
+    );
+    assert!(cp.dashboard.api().healthy(), "the first one is unaffected");
+
+    cp.kill_dashboard();
+    let started = Instant::now();
+    cp.restart_dashboard();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "the successor took {took:?} to start (the dead holder's pid should be seen at once)"
+    );
+    let log = cp.dashboard.log();
+    assert!(
+        log.contains("took over the lock of a dead dashboard")
+            && log.contains(&first_pid.to_string()),
+        "the successor logs the takeover from pid {first_pid}:\n{log}"
+    );
+
+    let api = cp.api();
+    assert_eq!(
+        layout(&api),
+        groups_before,
+        "same groups after the takeover"
+    );
+    assert_eq!(
+        slot_owners(&api),
+        slots_before,
+        "same slots after the takeover"
+    );
+    let overview = api.get("/api/overview").ok();
+    assert_eq!(overview["epoch"], epoch, "same epoch: {overview}");
+    assert_eq!(overview["dashboard"]["pid"], cp.dashboard.pid());
+    let proxies = api.get("/api/proxies").ok();
+    assert_eq!(
+        proxies.as_array().map(Vec::len),
+        Some(1),
+        "the proxy is still registered: {proxies}"
+    );
+
+    // The successor owns the topology: its changes reach the proxy before the call returns.
+    let next = cp.assign(1000, 1023, 2);
+    assert_eq!(next, epoch + 1, "the successor continues the epochs");
+    assert_eq!(
+        cp.proxies[0].epoch(),
+        next,
+        "the proxy got the successor's push"
+    );
+    assert_serves_both_groups(&cp, "after-takeover");
+}
+
+#[test]
+fn proxies_keep_serving_with_the_dashboard_killed() {
+    let mut cp = ControlPlane::builder().servers(2).proxies(2).start();
+    two_groups(&cp);
+    assert_serves_both_groups(&cp, "before");
+
+    cp.kill_dashboard();
+    // For a while (several health-check intervals of a live dashboard), new sessions on
+    // both proxies keep routing by the last table.
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut round = 0;
+    while Instant::now() < until {
+        assert_serves_both_groups(&cp, &format!("no-dashboard-{round}"));
+        round += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A proxy started now still finds its table in the store.
+    cp.start_proxy();
+    assert_serves_both_groups(&cp, "new-proxy");
+}
+
+#[test]
+fn proxies_keep_serving_with_etcd_stopped() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut etcd = rt.block_on(Etcd::start());
+    let cp = ControlPlane::builder()
+        .store(&etcd.url())
+        .servers(2)
+        .proxies(2)
+        .start();
+    two_groups(&cp);
+    assert_serves_both_groups(&cp, "before");
+
+    etcd.stop();
+    // Past a few seconds the proxies' lease keep-alives fail; they must go on serving.
+    let until = Instant::now() + Duration::from_secs(4);
+    let mut round = 0;
+    while Instant::now() < until {
+        assert_serves_both_groups(&cp, &format!("no-etcd-{round}"));
+        round += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The dashboard cannot persist anything now: a change fails with 503 or 502, and
+    // pushes nothing that the proxies would act on.
+    let reply = cp.api().post(
+        "/api/slots/assign",
+        &json!({"from": 0, "to": 0, "group": 1}),
+    );
+    assert!(
+        reply.status >= 500,
+        "a change with the store down cannot succeed: HTTP {}: {}",
+        reply.status,
+        reply.body
+    );
+    assert_serves_both_groups(&cp, "after-failed-change");
+}
+
+#[test]
+fn restarted_proxy_reloads_its_table_from_the_store() {
+    // Group 1: server 0. Group 2: server 1, replica server 2.
+    let mut cp = ControlPlane::builder().servers(3).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1, 2]);
+    cp.assign(0, 511, 1);
+    // Changed while the proxy runs: it learns this by a push.
+    cp.assign(512, 1023, 2);
+    let key2 = keys_on(1, "reload:", 1).remove(0);
+    set(&cp.proxies[0], &key2, "before");
+    assert_eq!(direct_get(&cp.servers[1], &key2).as_deref(), Some("before"));
+
+    cp.proxies[0].kill();
+    // Changed while no proxy runs: only the store knows.
+    cp.api()
+        .post("/api/groups/2/promote", &json!({"addr": cp.server_addr(2)}))
+        .ok();
+    let epoch = cp.api().get("/api/overview").ok()["epoch"]
+        .as_u64()
+        .expect("epoch");
+    cp.proxies.clear();
+
+    let p = cp.start_proxy();
+    let proxy = &cp.proxies[p];
+    assert_eq!(
+        proxy.epoch(),
+        epoch,
+        "the new proxy loaded the current epoch"
+    );
+    for (half, master) in [(0, 0), (1, 2)] {
+        for key in keys_on(half, "reloaded:", 3) {
+            set(proxy, &key, "after");
+            assert_eq!(
+                direct_get(&cp.servers[master], &key).as_deref(),
+                Some("after"),
+                "{key} (slot {}) went to group {}'s master, server {master}",
+                slot(key.as_bytes()),
+                half + 1
+            );
+            assert_eq!(get(proxy, &key), "after");
+        }
+    }
+    assert_eq!(
+        direct_get(&cp.servers[0], &keys_on(1, "reloaded:", 1)[0]),
+        None,
+        "group 2's keys are not on group 1"
+    );
+    let registered = cp.api().get("/api/proxies").ok();
+    let registered = registered.as_array().expect("proxies array");
+    assert_eq!(
+        registered.len(),
+        1,
+        "only the live proxy is registered: {registered:?}"
+    );
+    assert_eq!(registered[0]["pid"], proxy.pid());
+}
+
+/// The ports `tessera up` remembers for its redis-servers.
+fn redis_ports(data_dir: &Path) -> Vec<u16> {
+    ["redis-1a", "redis-1b", "redis-2a", "redis-2b"]
+        .iter()
+        .map(|name| {
+            let file = data_dir.join(name).join("port");
+            std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
+                .trim()
+                .parse()
+                .expect("a port number")
+        })
+        .collect()
+}
+
+/// SIGINT, then asserts a clean exit within 30 s.
+fn stop(up: &mut Up) {
+    match up.interrupt(Duration::from_secs(30)) {
+        Some(status) => assert!(
+            status.success(),
+            "tessera up exited with {status} after SIGINT\n{}",
+            up.output()
+        ),
+        None => panic!("tessera up still runs 30 s after SIGINT\n{}", up.output()),
+    }
+}
+
+#[test]
+fn tessera_up_starts_a_cluster_and_resumes_it() {
+    // Its proxies' admin API has fixed ports: wait a while for another `tessera up` to end.
+    let free = wait_until(Duration::from_secs(60), || {
+        port_is_free(11080) && port_is_free(11081)
+    });
+    assert!(
+        free,
+        "tessera up needs ports 11080 and 11081 (its proxies' admin API); they stayed taken \
+         for 60 s (`ss -ltnp | grep 1108` tells by what)"
+    );
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = two_consecutive_free_ports();
+    let dashboard_port = free_port();
+    let keys: Vec<String> = (0..2).flat_map(|half| keys_on(half, "up:", 2)).collect();
+
+    let mut up = Up::start(data.path(), port, dashboard_port);
+    let dashboard = Api::new(loopback(dashboard_port), None);
+    let groups = layout(&dashboard);
+    assert_eq!(groups.len(), 2, "two groups: {groups:?}");
+    assert!(
+        groups
+            .iter()
+            .all(|(_, slots, servers)| *slots == 512 && servers.len() == 2),
+        "each group has half the slots, a master and a replica: {groups:?}"
+    );
+    let mut first = connect(&format!("redis://127.0.0.1:{port}/"));
+    let mut second = connect(&format!("redis://127.0.0.1:{}/", port + 1));
+    for key in &keys {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg("kept")
+            .query(&mut first)
+            .expect("SET through the first proxy");
+        let value: Option<String> = redis::cmd("GET")
+            .arg(key)
+            .query(&mut second)
+            .expect("GET through the second proxy");
+        assert_eq!(
+            value.as_deref(),
+            Some("kept"),
+            "{key} through the second proxy"
+        );
+    }
+    drop((first, second));
+
+    let redis = redis_ports(data.path());
+    stop(&mut up);
+    for p in [port, port + 1].into_iter().chain(redis.iter().copied()) {
+        assert!(
+            !answers_on(p),
+            "port {p} still answers PING after tessera up exited: a child outlived it"
+        );
+    }
+    assert!(!dashboard.healthy(), "the dashboard outlived tessera up");
+    drop(up);
+
+    let mut up = Up::start(data.path(), port, dashboard_port);
+    assert_eq!(layout(&dashboard), groups, "the same groups and servers");
+    let mut second = connect(&format!("redis://127.0.0.1:{}/", port + 1));
+    for key in &keys {
+        let value: Option<String> = redis::cmd("GET")
+            .arg(key)
+            .query(&mut second)
+            .expect("GET through the second proxy after the resume");
+        assert_eq!(value.as_deref(), Some("kept"), "{key} survived the restart");
+    }
+    drop(second);
+    stop(&mut up);
+}

@@ -1,0 +1,804 @@
+//! Cluster-mode guards: `Dashboard` (`tessera dashboard`), `ClusterProxy` (`tessera proxy
+//! --cluster`), `Up` (`tessera up`), `Api` (a blocking client of the dashboard's REST API and of
+//! a proxy's admin API), and `ControlPlane`, the fixture that puts redis-servers, a dashboard on
+//! an fs store (or a given store URL) and proxies together.
+//!
+//! As everywhere in support/: each process gets free loopback ports and its own temp dir for
+//! its log, is ready once a real request answers within a deadline, and is killed (SIGKILL)
+//! and reaped on drop, its log printed when the test is failing.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+pub(crate) use super::proxy::tessera_bin;
+use super::redis_server::answers_ping;
+use super::{RawClient, RedisServer, free_port, loopback, run_with_timeout, wait_until};
+
+/// The admin token every fixture dashboard is started with.
+pub(crate) const TOKEN: &str = "test-admin-token";
+
+/// The cluster name every fixture uses (each fixture has its own store).
+pub(crate) const CLUSTER: &str = "testc";
+
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+/// A reply of the dashboard's or a proxy's HTTP API.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) body: String,
+    /// `METHOD path`, for messages.
+    pub(crate) request: String,
+}
+
+impl Reply {
+    /// The body as JSON.
+    ///
+    /// # Panics
+    /// If it is not JSON.
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{}: HTTP {} body is not JSON ({e}): {:?}",
+                self.request, self.status, self.body
+            )
+        })
+    }
+
+    /// Asserts a 2xx status and returns the body as JSON.
+    pub(crate) fn ok(&self) -> Value {
+        assert!(
+            (200..300).contains(&self.status),
+            "{}: expected success, got HTTP {}: {}",
+            self.request,
+            self.status,
+            self.body
+        );
+        self.json()
+    }
+
+    /// Asserts an API error: `status`, a JSON content type, and a body that is exactly
+    /// `{"error": {"code": code, "message": <non-empty>}}`. Returns the message.
+    pub(crate) fn expect_error(&self, status: u16, code: &str) -> String {
+        assert_eq!(
+            self.status, status,
+            "{}: expected HTTP {status} ({code}), got {}: {}",
+            self.request, self.status, self.body
+        );
+        assert!(
+            self.content_type.starts_with("application/json"),
+            "{}: error body should be JSON, content-type is {:?}: {:?}",
+            self.request,
+            self.content_type,
+            self.body
+        );
+        let v = self.json();
+        let shape_ok = v.as_object().is_some_and(|o| o.len() == 1)
+            && v["error"].as_object().is_some_and(|o| o.len() == 2);
+        assert!(
+            shape_ok,
+            "{}: error body should be {{\"error\": {{\"code\", \"message\"}}}}, got {v}",
+            self.request
+        );
+        assert_eq!(v["error"]["code"], code, "{}: {v}", self.request);
+        let message = v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            !message.is_empty(),
+            "{}: the error has no message: {v}",
+            self.request
+        );
+        message
+    }
+}
+
+/// A blocking client of one HTTP API on loopback, with an optional bearer token.
+#[derive(Clone)]
+pub(crate) struct Api {
+    addr: SocketAddr,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Api {
+    /// A client of the API at `addr`, sending `Authorization: Bearer <token>` if given.
+    pub(crate) fn new(addr: SocketAddr, token: Option<&str>) -> Api {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(HTTP_TIMEOUT))
+            .max_redirects(0)
+            .build()
+            .into();
+        Api {
+            addr,
+            token: token.map(str::to_owned),
+            agent,
+        }
+    }
+
+    /// The same API with another token.
+    pub(crate) fn with_token(&self, token: &str) -> Api {
+        Api {
+            token: Some(token.to_owned()),
+            ..self.clone()
+        }
+    }
+
+    /// The same API without a token.
+    pub(crate) fn without_token(&self) -> Api {
+        Api {
+            token: None,
+            ..self.clone()
+        }
+    }
+
+    /// `GET path`.
+    pub(crate) fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, None)
+    }
+
+    /// `POST path` with `body` as JSON.
+    pub(crate) fn post(&self, path: &str, body: &Value) -> Reply {
+        self.request("POST", path, Some(body.to_string().as_bytes()))
+    }
+
+    /// `POST path` with `body` sent as it is, labelled `Content-Type: application/json`.
+    pub(crate) fn post_raw(&self, path: &str, body: &str) -> Reply {
+        self.request("POST", path, Some(body.as_bytes()))
+    }
+
+    /// `DELETE path`.
+    pub(crate) fn delete(&self, path: &str) -> Reply {
+        self.request("DELETE", path, None)
+    }
+
+    /// Sends one request.
+    ///
+    /// # Panics
+    /// On a transport error (connection refused, timeout): use [`Self::try_request`] to probe.
+    pub(crate) fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Reply {
+        self.try_request(method, path, body)
+            .unwrap_or_else(|e| panic!("{method} http://{}{path}: {e}", self.addr))
+    }
+
+    /// Sends one request; a transport error is `Err`.
+    pub(crate) fn try_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Reply, ureq::Error> {
+        let url = format!("http://{}{path}", self.addr);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let result = match method {
+            "GET" | "DELETE" => {
+                let mut req = if method == "GET" {
+                    self.agent.get(&url)
+                } else {
+                    self.agent.delete(&url)
+                };
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
+            }
+            "POST" | "PUT" => {
+                let mut req = if method == "POST" {
+                    self.agent.post(&url)
+                } else {
+                    self.agent.put(&url)
+                };
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                match body {
+                    Some(b) => req.header("Content-Type", "application/json").send(b),
+                    None => req.send_empty(),
+                }
+            }
+            other => panic!("test bug: unsupported method {other}"),
+        };
+        let mut resp = result?;
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Reply {
+            status: resp.status().as_u16(),
+            content_type,
+            body: resp.body_mut().read_to_string()?,
+            request: format!("{method} {path}"),
+        })
+    }
+
+    /// Whether `GET /health` answers 200 now.
+    pub(crate) fn healthy(&self) -> bool {
+        self.try_request("GET", "/health", None)
+            .is_ok_and(|r| r.status == 200)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dashboard
+
+/// The settings of a `tessera dashboard`.
+#[derive(Debug, Clone)]
+pub(crate) struct DashboardOptions {
+    pub(crate) cluster: String,
+    pub(crate) store: String,
+    pub(crate) token: Option<String>,
+    pub(crate) auth_reads: bool,
+    pub(crate) health_interval_ms: u64,
+    pub(crate) down_after: u32,
+}
+
+impl DashboardOptions {
+    /// Cluster [`CLUSTER`] in `store`, token [`TOKEN`], fast health checks (every 200 ms,
+    /// down after 2 failures).
+    pub(crate) fn new(store: &str) -> DashboardOptions {
+        DashboardOptions {
+            cluster: CLUSTER.to_owned(),
+            store: store.to_owned(),
+            token: Some(TOKEN.to_owned()),
+            auth_reads: false,
+            health_interval_ms: 200,
+            down_after: 2,
+        }
+    }
+
+    /// The command line of a dashboard listening on `addr`.
+    pub(crate) fn command(&self, addr: SocketAddr) -> Command {
+        let mut cmd = Command::new(tessera_bin());
+        cmd.args(["dashboard", "--cluster", &self.cluster])
+            .args(["--store", &self.store])
+            .args(["--listen", &addr.to_string()])
+            .args(["--health-interval-ms", &self.health_interval_ms.to_string()])
+            .args(["--down-after", &self.down_after.to_string()]);
+        if let Some(t) = &self.token {
+            cmd.args(["--admin-token", t]);
+        }
+        if self.auth_reads {
+            cmd.arg("--auth-reads");
+        }
+        cmd
+    }
+}
+
+/// A running `tessera dashboard`; killed (SIGKILL) and reaped on drop.
+pub(crate) struct Dashboard {
+    child: Child,
+    addr: SocketAddr,
+    dir: TempDir,
+    command_line: String,
+    options: DashboardOptions,
+}
+
+impl Dashboard {
+    /// Starts a dashboard and waits until `GET /health` answers 200.
+    ///
+    /// # Panics
+    /// If it exits (e.g. the cluster lock is held) or never answers, after a few port retries.
+    pub(crate) fn start(options: &DashboardOptions) -> Dashboard {
+        let dir = tempfile::tempdir().expect("creating temp dir");
+        let mut command_line = String::new();
+        for _attempt in 0..3 {
+            let addr = loopback(free_port());
+            let cmd = options.command(addr);
+            command_line = format!("{cmd:?}");
+            let probe = Api::new(addr, None);
+            if let Some(child) = spawn_logged(cmd, &dir, || probe.healthy()) {
+                return Dashboard {
+                    child,
+                    addr,
+                    dir,
+                    command_line,
+                    options: options.clone(),
+                };
+            }
+        }
+        panic!(
+            "tessera dashboard never answered /health: {command_line}\nlog:\n{}",
+            read_log(&dir)
+        );
+    }
+
+    /// The API address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The options it was started with.
+    pub(crate) fn options(&self) -> &DashboardOptions {
+        &self.options
+    }
+
+    /// A client of its API with the admin token it was started with.
+    pub(crate) fn api(&self) -> Api {
+        Api::new(self.addr, self.options.token.as_deref())
+    }
+
+    /// Everything it wrote to stdout and stderr so far.
+    pub(crate) fn log(&self) -> String {
+        read_log(&self.dir)
+    }
+
+    /// `kill -9` and reap.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- tessera dashboard: {}\n{}--- end of dashboard log",
+                self.command_line,
+                self.log()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster-mode proxy
+
+/// A running `tessera proxy --cluster`; killed (SIGKILL) and reaped on drop.
+pub(crate) struct ClusterProxy {
+    child: Child,
+    addr: SocketAddr,
+    admin_addr: SocketAddr,
+    dir: TempDir,
+    command_line: String,
+}
+
+impl ClusterProxy {
+    /// Starts a proxy of `cluster` in `store` and waits until PING answers `+PONG` (it
+    /// accepts clients only once its table is loaded from the store).
+    ///
+    /// # Panics
+    /// If it exits or never answers, after a few port retries.
+    pub(crate) fn start(cluster: &str, store: &str) -> ClusterProxy {
+        let dir = tempfile::tempdir().expect("creating temp dir");
+        let mut command_line = String::new();
+        for _attempt in 0..3 {
+            let (addr, admin_addr) = (loopback(free_port()), loopback(free_port()));
+            let mut cmd = Command::new(tessera_bin());
+            cmd.args(["proxy", "--cluster", cluster, "--store", store])
+                .args(["--listen", &addr.to_string()])
+                .args(["--admin-listen", &admin_addr.to_string()]);
+            command_line = format!("{cmd:?}");
+            if let Some(child) = spawn_logged(cmd, &dir, || answers_ping(addr, &[b"+PONG"])) {
+                return ClusterProxy {
+                    child,
+                    addr,
+                    admin_addr,
+                    dir,
+                    command_line,
+                };
+            }
+        }
+        panic!(
+            "tessera proxy never answered PING: {command_line}\nlog:\n{}",
+            read_log(&dir)
+        );
+    }
+
+    /// The RESP address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A raw RESP connection to the proxy.
+    pub(crate) fn raw(&self) -> RawClient {
+        RawClient::connect(self.addr)
+    }
+
+    /// A client of its admin API.
+    pub(crate) fn admin(&self) -> Api {
+        Api::new(self.admin_addr, None)
+    }
+
+    /// `GET /api/proxy/info`.
+    pub(crate) fn info(&self) -> Value {
+        self.admin().get("/api/proxy/info").ok()
+    }
+
+    /// The topology epoch in force.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.info()["epoch"]
+            .as_u64()
+            .expect("/api/proxy/info has a numeric epoch")
+    }
+
+    /// `GET /metrics`, as text.
+    pub(crate) fn metrics(&self) -> String {
+        let r = self.admin().get("/metrics");
+        assert_eq!(r.status, 200, "proxy /metrics: {}", r.body);
+        r.body
+    }
+
+    /// Everything it wrote to stdout and stderr so far.
+    pub(crate) fn log(&self) -> String {
+        read_log(&self.dir)
+    }
+
+    /// `kill -9` and reap.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ClusterProxy {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- tessera proxy: {}\n{}--- end of proxy log",
+                self.command_line,
+                self.log()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture
+
+/// Redis-servers, a dashboard and cluster-mode proxies over one store. Groups and slots are
+/// left to the test ([`ControlPlane::group`], [`ControlPlane::assign`]).
+pub(crate) struct ControlPlane {
+    // Dropped in this order: proxies, dashboard, servers, then the store's directory.
+    pub(crate) proxies: Vec<ClusterProxy>,
+    pub(crate) dashboard: Dashboard,
+    pub(crate) servers: Vec<RedisServer>,
+    options: DashboardOptions,
+    _store_dir: Option<TempDir>,
+}
+
+/// Options for [`ControlPlane`].
+#[derive(Default)]
+pub(crate) struct ControlPlaneBuilder {
+    servers: usize,
+    proxies: usize,
+    store: Option<String>,
+    auth_reads: bool,
+}
+
+impl ControlPlaneBuilder {
+    /// Starts `n` redis-servers (`ControlPlane::servers`), in no group yet.
+    pub(crate) fn servers(mut self, n: usize) -> Self {
+        self.servers = n;
+        self
+    }
+
+    /// Starts `n` proxies once the dashboard is up.
+    pub(crate) fn proxies(mut self, n: usize) -> Self {
+        self.proxies = n;
+        self
+    }
+
+    /// Uses the store at `url` instead of an fs store in a temp dir.
+    pub(crate) fn store(mut self, url: &str) -> Self {
+        self.store = Some(url.to_owned());
+        self
+    }
+
+    /// Starts the dashboard with `--auth-reads`.
+    pub(crate) fn auth_reads(mut self) -> Self {
+        self.auth_reads = true;
+        self
+    }
+
+    /// Starts everything; every process is ready when this returns.
+    pub(crate) fn start(self) -> ControlPlane {
+        let (store_dir, store) = match self.store {
+            Some(url) => (None, url),
+            None => {
+                let dir = tempfile::tempdir().expect("creating the store's temp dir");
+                let url = format!("fs://{}", dir.path().join("store").display());
+                (Some(dir), url)
+            }
+        };
+        let servers = (0..self.servers).map(|_| RedisServer::start()).collect();
+        let mut options = DashboardOptions::new(&store);
+        options.auth_reads = self.auth_reads;
+        let dashboard = Dashboard::start(&options);
+        let proxies = (0..self.proxies)
+            .map(|_| ClusterProxy::start(&options.cluster, &options.store))
+            .collect();
+        ControlPlane {
+            proxies,
+            dashboard,
+            servers,
+            options,
+            _store_dir: store_dir,
+        }
+    }
+}
+
+impl ControlPlane {
+    pub(crate) fn builder() -> ControlPlaneBuilder {
+        ControlPlaneBuilder::default()
+    }
+
+    /// A client of the dashboard's API, with the admin token.
+    pub(crate) fn api(&self) -> Api {
+        self.dashboard.api()
+    }
+
+    /// The options the dashboard runs with (store URL, cluster, token).
+    pub(crate) fn options(&self) -> &DashboardOptions {
+        &self.options
+    }
+
+    /// `servers[i]`'s address as the API takes it.
+    pub(crate) fn server_addr(&self, i: usize) -> String {
+        self.servers[i].addr().to_string()
+    }
+
+    /// Creates group `id` and adds `servers[i]` for each `i` of `servers` in order (the first
+    /// is the master, the others replicate from it).
+    pub(crate) fn group(&self, id: u32, servers: &[usize]) {
+        let api = self.api();
+        api.post("/api/groups", &json!({ "id": id })).ok();
+        for &i in servers {
+            api.post(
+                &format!("/api/groups/{id}/servers"),
+                &json!({ "addr": self.server_addr(i) }),
+            )
+            .ok();
+        }
+    }
+
+    /// Assigns slots `from..=to` to `group`; returns the new epoch.
+    pub(crate) fn assign(&self, from: u32, to: u32, group: u32) -> u64 {
+        let v = self
+            .api()
+            .post(
+                "/api/slots/assign",
+                &json!({ "from": from, "to": to, "group": group }),
+            )
+            .ok();
+        v["epoch"].as_u64().expect("assign answers an epoch")
+    }
+
+    /// Starts one more proxy; returns its index in `proxies`.
+    pub(crate) fn start_proxy(&mut self) -> usize {
+        let p = ClusterProxy::start(&self.options.cluster, &self.options.store);
+        self.proxies.push(p);
+        self.proxies.len() - 1
+    }
+
+    /// `kill -9` of the dashboard (its process is reaped; the guard stays until replaced).
+    pub(crate) fn kill_dashboard(&mut self) {
+        self.dashboard.kill();
+    }
+
+    /// Starts a new dashboard with the same options (on a new port) in place of the current
+    /// one, which is killed first if it still runs.
+    pub(crate) fn restart_dashboard(&mut self) {
+        self.dashboard.kill();
+        let next = Dashboard::start(&self.options);
+        // The old guard is dropped here; its process is already gone.
+        self.dashboard = next;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tessera up
+
+/// A running `tessera up`, in its own process group so that a failing test can take down its
+/// children too. Its stdout is read line by line; its stderr goes to a log file.
+pub(crate) struct Up {
+    child: Child,
+    stdout: Arc<Mutex<Vec<String>>>,
+    lines: Receiver<String>,
+    log_dir: TempDir,
+}
+
+impl Up {
+    /// Runs `tessera up` on `data_dir` and waits (up to 90 s) for it to print `tessera is up`.
+    ///
+    /// # Panics
+    /// If it exits first or never says so.
+    pub(crate) fn start(data_dir: &Path, port: u16, dashboard_port: u16) -> Up {
+        let log_dir = tempfile::tempdir().expect("creating temp dir");
+        let err = File::create(log_dir.path().join("up.err")).expect("creating up.err");
+        let mut child = Command::new(tessera_bin())
+            .arg("up")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--port", &port.to_string()])
+            .args(["--dashboard-port", &dashboard_port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .expect("spawning tessera up");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = mpsc::channel();
+        let pipe = child.stdout.take().expect("piped stdout");
+        let seen = stdout.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                seen.lock().expect("stdout lock").push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        let mut up = Up {
+            child,
+            stdout,
+            lines,
+            log_dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            match up.lines.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) if line.contains("tessera is up") => return up,
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = up.child.wait();
+                    panic!(
+                        "tessera up exited ({status:?}) before it was up\n{}",
+                        up.output()
+                    );
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tessera up did not print `tessera is up` within 90 s\n{}",
+                up.output()
+            );
+        }
+    }
+
+    /// Its stdout so far and its stderr.
+    pub(crate) fn output(&self) -> String {
+        format!(
+            "--- stdout:\n{}\n--- stderr:\n{}",
+            self.stdout.lock().expect("stdout lock").join("\n"),
+            std::fs::read_to_string(self.log_dir.path().join("up.err")).unwrap_or_default()
+        )
+    }
+
+    /// Sends SIGINT (as Ctrl-C would, to this process only) and waits up to `within` for it
+    /// to exit; `None` if it is still running.
+    pub(crate) fn interrupt(&mut self, within: Duration) -> Option<ExitStatus> {
+        signal(self.child.id(), "-INT");
+        let mut status = None;
+        wait_until(within, || {
+            status = self.child.try_wait().expect("try_wait");
+            status.is_some()
+        });
+        status
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // Give it the chance to stop its children itself, then take the whole group down.
+            let _ = self.interrupt(Duration::from_secs(20));
+            signal_group(self.child.id(), "-KILL");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- tessera up\n{}\n--- end of tessera up", self.output());
+        }
+    }
+}
+
+/// Two free loopback ports `p` and `p + 1` (`tessera up --port p` takes both).
+pub(crate) fn two_consecutive_free_ports() -> u16 {
+    for _ in 0..100 {
+        let first = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+        let port = first.local_addr().expect("local_addr").port();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no two consecutive free loopback ports found");
+}
+
+/// Whether something on loopback `port` answers PING with `+PONG` now.
+pub(crate) fn answers_on(port: u16) -> bool {
+    answers_ping(loopback(port), &[b"+PONG"])
+}
+
+/// Whether `port` on loopback can be bound now.
+pub(crate) fn port_is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// `kill <sig> <pid>`.
+fn signal(pid: u32, sig: &str) {
+    let _ = run_with_timeout(
+        Command::new("kill").args([sig, &pid.to_string()]),
+        Duration::from_secs(5),
+    );
+}
+
+/// `kill <sig> -- -<pgid>`: every process of a group this suite created.
+fn signal_group(pgid: u32, sig: &str) {
+    let _ = run_with_timeout(
+        Command::new("kill").args([sig, "--", &format!("-{pgid}")]),
+        Duration::from_secs(5),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+fn log_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("tessera.log")
+}
+
+fn read_log(dir: &TempDir) -> String {
+    std::fs::read_to_string(log_path(dir)).unwrap_or_default()
+}
+
+/// Spawns `cmd` with stdout and stderr appended to the log in `dir`, and waits for `ready`;
+/// `None` (child reaped) if it exits or never becomes ready, e.g. because a port was taken.
+fn spawn_logged(mut cmd: Command, dir: &TempDir, mut ready: impl FnMut() -> bool) -> Option<Child> {
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(log_path(dir))
+        .expect("opening log");
+    let mut child = cmd
+        .current_dir(dir.path())
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("cloning log handle"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let mut exited = false;
+    let ok = wait_until(START_TIMEOUT, || {
+        exited = child.try_wait().expect("try_wait").is_some();
+        exited || ready()
+    });
+    if ok && !exited {
+        return Some(child);
+    }
+    let _ = child.kill();
+    let status = child.wait();
+    eprintln!("{cmd:?} did not become ready (exit: {status:?})");
+    None
+}
