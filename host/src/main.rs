@@ -104,6 +104,9 @@ struct UpArgs {
     /// Dashboard port.
     #[arg(long, default_value_t = 18080)]
     dashboard_port: u16,
+    /// Admin API port of the first proxy (the second gets the next one).
+    #[arg(long, default_value_t = 11080)]
+    admin_port: u16,
     /// The redis-server binary.
     #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
     redis_server: String,
@@ -121,6 +124,7 @@ fn main() -> anyhow::Result<()> {
             groups: args.groups,
             proxy_port: args.port,
             dashboard_port: args.dashboard_port,
+            admin_port: args.admin_port,
             redis_server: args.redis_server,
             exe: std::env::current_exe().context("locating the tessera binary")?,
         }),

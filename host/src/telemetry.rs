@@ -28,8 +28,62 @@ pub fn prometheus() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // A second install (tests running several proxies in one process) keeps the first.
         let _ = metrics::set_global_recorder(recorder);
+        describe();
         handle
     })
+}
+
+/// HELP text of every series (Prometheus tooling wants it; `promtool check metrics` checks).
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("tessera_commands_total", "Commands handled, by command");
+    describe_counter!(
+        "tessera_command_errors_total",
+        "Commands answered with an error, by command"
+    );
+    describe_histogram!(
+        "tessera_command_duration_seconds",
+        Unit::Seconds,
+        "Time from reading a command to having its reply, by command"
+    );
+    describe_gauge!("tessera_sessions", "Open client sessions");
+    describe_gauge!(
+        "tessera_slot_table_epoch",
+        "Epoch of the slot table in force"
+    );
+    describe_counter!(
+        "tessera_backend_requests_total",
+        "Requests written to backend servers"
+    );
+    describe_counter!(
+        "tessera_backend_batches_total",
+        "Backend writes (requests are pipelined into batches)"
+    );
+    describe_counter!(
+        "tessera_backend_connects_total",
+        "Backend connections established"
+    );
+    describe_counter!(
+        "tessera_backend_connect_failures_total",
+        "Failed attempts to connect to a backend"
+    );
+    describe_counter!(
+        "tessera_backend_reconnects_total",
+        "Backend connections lost (their in-flight requests failed)"
+    );
+    describe_gauge!(
+        "tessera_dashboard_epoch",
+        "Topology epoch last committed by the dashboard"
+    );
+    describe_gauge!(
+        "tessera_group_up",
+        "1 when the group's master answers health checks"
+    );
+    describe_gauge!(
+        "tessera_server_up",
+        "1 when the server answers health checks"
+    );
+    describe_gauge!("tessera_slots_assigned", "Slots assigned to a group");
 }
 
 /// Per-command counters of one proxy.

@@ -27,6 +27,8 @@ pub struct UpOptions {
     pub groups: usize,
     pub proxy_port: u16,
     pub dashboard_port: u16,
+    /// Admin API port of the first proxy; the second gets the next one.
+    pub admin_port: u16,
     pub redis_server: String,
     /// The tessera binary, started for the dashboard and the proxies.
     pub exe: PathBuf,
@@ -210,7 +212,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     let mut proxies = Vec::new();
     for i in 0..2u16 {
         let listen = format!("127.0.0.1:{}", opts.proxy_port + i);
-        let admin = format!("127.0.0.1:{}", 11080 + i);
+        let admin = format!("127.0.0.1:{}", opts.admin_port + i);
         let child = Command::new(&opts.exe)
             .args([
                 "proxy",

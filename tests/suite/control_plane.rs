@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     Api, ClusterProxy, ControlPlane, Etcd, Frame, RedisServer, Up, answers_on, connect, free_port,
-    keys_on, loopback, port_is_free, run_with_timeout, slot, two_consecutive_free_ports,
-    wait_until,
+    keys_on, loopback, run_with_timeout, slot, two_consecutive_free_ports,
 };
 
 /// SETs `key` to `value` through `proxy`, asserting `+OK`.
@@ -42,8 +41,11 @@ fn direct_get(server: &RedisServer, key: &str) -> Option<String> {
         .expect("direct GET")
 }
 
-/// Groups as `(id, slots, [(addr, role)])`, the parts that must survive a dashboard change.
-fn layout(api: &Api) -> Vec<(u64, u64, Vec<(String, String)>)> {
+/// A group as `(id, slots, [(addr, role)])`: the parts that must survive a dashboard change.
+type GroupLayout = (u64, u64, Vec<(String, String)>);
+
+/// Every group's [`GroupLayout`], in id order.
+fn layout(api: &Api) -> Vec<GroupLayout> {
     let groups = api.get("/api/groups").ok();
     groups
         .as_array()
@@ -396,21 +398,13 @@ fn stop(up: &mut Up) {
 
 #[test]
 fn tessera_up_starts_a_cluster_and_resumes_it() {
-    // Its proxies' admin API has fixed ports: wait a while for another `tessera up` to end.
-    let free = wait_until(Duration::from_secs(60), || {
-        port_is_free(11080) && port_is_free(11081)
-    });
-    assert!(
-        free,
-        "tessera up needs ports 11080 and 11081 (its proxies' admin API); they stayed taken \
-         for 60 s (`ss -ltnp | grep 1108` tells by what)"
-    );
     let data = tempfile::tempdir().expect("temp dir");
     let port = two_consecutive_free_ports();
     let dashboard_port = free_port();
+    let admin_port = two_consecutive_free_ports();
     let keys: Vec<String> = (0..2).flat_map(|half| keys_on(half, "up:", 2)).collect();
 
-    let mut up = Up::start(data.path(), port, dashboard_port);
+    let mut up = Up::start(data.path(), port, dashboard_port, admin_port);
     let dashboard = Api::new(loopback(dashboard_port), None);
     let groups = layout(&dashboard);
     assert_eq!(groups.len(), 2, "two groups: {groups:?}");
@@ -451,7 +445,7 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
     assert!(!dashboard.healthy(), "the dashboard outlived tessera up");
     drop(up);
 
-    let mut up = Up::start(data.path(), port, dashboard_port);
+    let mut up = Up::start(data.path(), port, dashboard_port, admin_port);
     assert_eq!(layout(&dashboard), groups, "the same groups and servers");
     let mut second = connect(&format!("redis://127.0.0.1:{}/", port + 1));
     for key in &keys {

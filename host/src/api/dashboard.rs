@@ -13,7 +13,7 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::error::{ApiError, bearer_matches};
+use super::error::{ApiError, bearer_matches, optional_json};
 use super::proxy::ProxyStats;
 use crate::coordinator::model::{ProxyState, SlotAction};
 use crate::dashboard::{Dashboard, ServerHealth};
@@ -148,9 +148,9 @@ struct CreateGroup {
 
 async fn create_group(
     State(d): State<Arc<Dashboard>>,
-    body: Option<Json<CreateGroup>>,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let id = body.and_then(|Json(b)| b.id);
+    let id = optional_json::<CreateGroup>(&body)?.and_then(|b| b.id);
     let g = d.create_group(id).await?;
     Ok((StatusCode::CREATED, group_view(&d, g.id)?).into_response())
 }
@@ -413,9 +413,9 @@ struct AbortBody {
 
 async fn abort(
     State(d): State<Arc<Dashboard>>,
-    body: Option<Json<AbortBody>>,
+    body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let b = body.map(|Json(b)| b).unwrap_or_default();
+    let b: AbortBody = optional_json(&body)?.unwrap_or_default();
     let aborted = d
         .abort_migrations(b.slots.map(|s| s.into_iter().collect()))
         .await?;
@@ -432,9 +432,9 @@ struct RebalanceBody {
 
 async fn rebalance(
     State(d): State<Arc<Dashboard>>,
-    body: Option<Json<RebalanceBody>>,
+    body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let b = body.map(|Json(b)| b).unwrap_or_default();
+    let b: RebalanceBody = optional_json(&body)?.unwrap_or_default();
     let weights = b
         .weights
         .map(|w| w.into_iter().map(|(g, w)| (GroupId(g), w)).collect());

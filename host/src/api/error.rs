@@ -80,10 +80,25 @@ impl From<crate::coordinator::StoreError> for ApiError {
 }
 
 /// Rejections of malformed JSON bodies and paths become our error shape, not axum's text.
+/// Every malformed body is a 400 (axum says 415 for a missing content type and 422 for a
+/// value of the wrong type; the API documents one status for "your request is malformed").
 impl From<axum::extract::rejection::JsonRejection> for ApiError {
     fn from(e: axum::extract::rejection::JsonRejection) -> Self {
-        Self::new(e.status(), "bad_request", e.body_text())
+        Self::bad_request(e.body_text())
     }
+}
+
+/// A JSON body that may be absent or empty.
+///
+/// # Errors
+/// 400 when there is a body and it is not valid JSON for `T`.
+pub fn optional_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<Option<T>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(body)
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
 impl From<axum::extract::rejection::PathRejection> for ApiError {

@@ -5,7 +5,7 @@ pub mod dashboard;
 mod error;
 pub mod proxy;
 
-pub use error::{ApiError, bearer_matches, sha256_hex};
+pub use error::{ApiError, bearer_matches, optional_json, sha256_hex};
 
 /// Serves `router` on `listener` until `shutdown` completes.
 ///

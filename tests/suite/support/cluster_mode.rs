@@ -634,7 +634,7 @@ impl Up {
     ///
     /// # Panics
     /// If it exits first or never says so.
-    pub(crate) fn start(data_dir: &Path, port: u16, dashboard_port: u16) -> Up {
+    pub(crate) fn start(data_dir: &Path, port: u16, dashboard_port: u16, admin_port: u16) -> Up {
         let log_dir = tempfile::tempdir().expect("creating temp dir");
         let err = File::create(log_dir.path().join("up.err")).expect("creating up.err");
         let mut child = Command::new(tessera_bin())
@@ -643,6 +643,7 @@ impl Up {
             .arg(data_dir)
             .args(["--port", &port.to_string()])
             .args(["--dashboard-port", &dashboard_port.to_string()])
+            .args(["--admin-port", &admin_port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(err)
@@ -712,11 +713,14 @@ impl Up {
 impl Drop for Up {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            // Give it the chance to stop its children itself, then take the whole group down.
-            let _ = self.interrupt(Duration::from_secs(20));
-            signal_group(self.child.id(), "-KILL");
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            // Give it the chance to stop its children itself.
+            if self.interrupt(Duration::from_secs(20)).is_none() {
+                // Still running, so its pid (the group's id) is still its own: take the
+                // whole group down.
+                signal_group(self.child.id(), "-KILL");
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
         }
         if std::thread::panicking() {
             eprintln!("--- tessera up\n{}\n--- end of tessera up", self.output());
@@ -739,11 +743,6 @@ pub(crate) fn two_consecutive_free_ports() -> u16 {
 /// Whether something on loopback `port` answers PING with `+PONG` now.
 pub(crate) fn answers_on(port: u16) -> bool {
     answers_ping(loopback(port), &[b"+PONG"])
-}
-
-/// Whether `port` on loopback can be bound now.
-pub(crate) fn port_is_free(port: u16) -> bool {
-    TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
 /// `kill <sig> <pid>`.
