@@ -3,16 +3,17 @@
 # (plus, with --big, big hashes and lists) while redis-benchmark runs through a proxy, and
 # prints keys/s, client latency with and without migration, and what the servers recorded
 # as blocking (LATENCY LATEST with a 5 ms threshold, SLOWLOG over 5 ms).
-#   tools/bench-migration.sh [--keys 1000000] [--big]
+#   tools/bench-migration.sh [--keys 1000000] [--big] [--no-load]
 # Needs a release build (cargo build --release -p tessera), redis-server, redis-cli,
 # redis-benchmark. Everything runs on 127.0.0.1 and is stopped at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KEYS=1000000 BIG=0
+KEYS=1000000 BIG=0 LOAD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --keys) KEYS=$2; shift 2 ;;
     --big) BIG=1; shift ;;
+    --no-load) LOAD=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -20,17 +21,17 @@ BIN=$PWD/target/release/tessera
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p tessera" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/tessera-migbench.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; cp "$DIR/dashboard.log" /tmp/tessera-migbench-dashboard.log 2>/dev/null; rm -rf "$DIR"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 R1=$(port) R2=$(port) D=$(port) P=$(port) A=$(port)
 for r in $R1 $R2; do
-  redis-server --bind 127.0.0.1 --port "$r" --save '' --appendonly no --dir "$DIR" --logfile "$DIR/r$r.log" &
+  redis-server --bind 127.0.0.1 --port "$r" --save '' --appendonly no --enable-debug-command yes --dir "$DIR" --logfile "$DIR/r$r.log" &
   PIDS+=($!)
 done
 until redis-cli -p "$R1" ping >/dev/null 2>&1 && redis-cli -p "$R2" ping >/dev/null 2>&1; do sleep 0.1; done
 TOKEN=bench
-"$BIN" dashboard --cluster bench --store "fs://$DIR/store" --listen 127.0.0.1:$D --admin-token $TOKEN > "$DIR/dashboard.log" 2>&1 &
+RUST_LOG=${RUST_LOG:-info,tessera::migrate=debug} "$BIN" dashboard --cluster bench --store "fs://$DIR/store" --listen 127.0.0.1:$D --admin-token $TOKEN > "$DIR/dashboard.log" 2>&1 &
 PIDS+=($!)
 until curl -sf 127.0.0.1:$D/health >/dev/null; do sleep 0.1; done
 api() { curl -sf -X "$1" -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' "127.0.0.1:$D$2" ${3:+-d "$3"}; }
@@ -49,9 +50,9 @@ if [ "$BIG" = 1 ]; then
   done
 fi
 TOTAL=$(redis-cli -p "$R1" dbsize)
-bench() { timeout 300 redis-benchmark -p "$P" -c 50 -n "$1" -t get,set -r 1000000 --csv 2>/dev/null | tail -n +2; }
+bench() { timeout 300 redis-benchmark -p "$P" -c 50 -n "$1" -t get,set -r 1000000 --csv 2>/dev/null | tail -n +2 | tr -d '"'; }
 echo "baseline (no migration), redis-benchmark -c 50 through the proxy:"
-bench 200000 | awk -F'","' '{gsub(/"/,""); printf "  %-4s rps %8.0f  p50 %s ms  p99 %s ms\n", $1, $2, $5, $7}'
+bench 200000 | awk -F, '{printf "  %-4s rps %8.0f  p50 %s ms  p99 %s ms\n", $1, $2, $5, $7}'
 for r in $R1 $R2; do
   redis-cli -p "$r" config set latency-monitor-threshold 5 >/dev/null
   redis-cli -p "$r" config set slowlog-log-slower-than 5000 >/dev/null
@@ -59,16 +60,19 @@ for r in $R1 $R2; do
 done
 START=$(date +%s.%N)
 api POST /api/migrations '{"from":0,"to":511,"group":2}' >/dev/null
-( while :; do bench 100000 >> "$DIR/during.csv"; done ) &
-LOAD=$!
+LOADPID=
+if [ "$LOAD" = 1 ]; then
+  ( while :; do bench 100000 >> "$DIR/during.csv"; done ) &
+  LOADPID=$!
+fi
 until api GET /api/migrations | python3 -c 'import json,sys; sys.exit(0 if not json.load(sys.stdin)["slots"] else 1)'; do sleep 0.2; done
 END=$(date +%s.%N)
-kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null || true
+[ -n "$LOADPID" ] && { kill $LOADPID 2>/dev/null; wait $LOADPID 2>/dev/null || true; }
 MOVED=$(redis-cli -p "$R2" dbsize)
 SECS=$(python3 -c "print(round($END-$START,2))")
 echo "migration: $MOVED of $TOTAL keys moved (slots 0-511 → group 2) in ${SECS}s = $(python3 -c "print(int($MOVED/($END-$START)))") keys/s"
 echo "during migration:"
-awk -F'","' '{gsub(/"/,""); n[$1]++; rps[$1]+=$2; p50[$1]=p50[$1]" "$5; p99[$1]=p99[$1]" "$7} END {for (t in n) printf "  %-4s rps %8.0f  p50 per run:%s ms  p99 per run:%s ms\n", t, rps[t]/n[t], p50[t], p99[t]}' "$DIR/during.csv" 2>/dev/null || echo "  (migration ended before a benchmark run completed)"
+[ "$LOAD" = 1 ] && { awk -F, '{n[$1]++; rps[$1]+=$2; p50[$1]=p50[$1]" "$5; p99[$1]=p99[$1]" "$7} END {for (t in n) printf "  %-4s rps %8.0f  p50 per run:%s ms  p99 per run:%s ms\n", t, rps[t]/n[t], p50[t], p99[t]}' "$DIR/during.csv" 2>/dev/null || echo "  (migration ended before a benchmark run completed)"; }
 for r in $R1 $R2; do
   echo "server $r: LATENCY LATEST (events ≥ 5 ms): $(redis-cli -p "$r" latency latest | tr '\n' ' ')"
   echo "server $r: SLOWLOG ≥ 5 ms: $(redis-cli -p "$r" slowlog len) entries; top: $(redis-cli -p "$r" slowlog get 3 | tr '\n' ' ' | cut -c1-300)"

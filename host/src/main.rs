@@ -86,7 +86,7 @@ struct DashboardArgs {
     #[arg(long, default_value_t = 3)]
     down_after: u32,
     /// Slots migrating at once per group.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 512)]
     max_slots_in_flight: usize,
 }
 

@@ -102,6 +102,30 @@ impl RedisClient {
         Ok(replies.pop().unwrap_or(Value::Nil))
     }
 
+    /// Sends one already-encoded request and reads its reply.
+    ///
+    /// # Errors
+    /// As `cmd`.
+    pub async fn encoded(&mut self, req: &[u8]) -> Result<Value, ClientError> {
+        let timeout = self.timeout;
+        let addr = self.addr.clone();
+        let io = |e: std::io::Error| ClientError::Io {
+            addr: addr.clone(),
+            reason: e.to_string(),
+        };
+        tokio::time::timeout(timeout, async {
+            self.stream.write_all(req).await.map_err(io)?;
+            self.read_replies(1)
+                .await
+                .map(|mut v| v.pop().unwrap_or(Value::Nil))
+        })
+        .await
+        .map_err(|_| ClientError::Timeout {
+            addr: self.addr.clone(),
+            ms: timeout.as_millis(),
+        })?
+    }
+
     /// Sends several commands in one write and reads their replies in order.
     ///
     /// # Errors
@@ -118,19 +142,26 @@ impl RedisClient {
     }
 
     async fn pipeline_inner(&mut self, cmds: &[Vec<&[u8]>]) -> Result<Vec<Value>, ClientError> {
-        let io = |e: std::io::Error| ClientError::Io {
-            addr: self.addr.clone(),
-            reason: e.to_string(),
-        };
         let mut out = BytesMut::new();
         for c in cmds {
             let size = c.iter().map(|a| a.len()).sum();
             out.extend_from_slice(&encode_request(c.len(), c.iter().copied(), size));
         }
-        self.stream.write_all(&out).await.map_err(io)?;
-        let mut replies = Vec::with_capacity(cmds.len());
+        let addr = self.addr.clone();
+        self.stream
+            .write_all(&out)
+            .await
+            .map_err(|e| ClientError::Io {
+                addr,
+                reason: e.to_string(),
+            })?;
+        self.read_replies(cmds.len()).await
+    }
+
+    async fn read_replies(&mut self, n: usize) -> Result<Vec<Value>, ClientError> {
+        let mut replies = Vec::with_capacity(n);
         let mut scanner = ReplyScanner::default();
-        while replies.len() < cmds.len() {
+        while replies.len() < n {
             let bad = |reason: String| ClientError::Io {
                 addr: self.addr.clone(),
                 reason,
@@ -139,8 +170,8 @@ impl RedisClient {
                 .next_len(&self.rbuf)
                 .map_err(|e| bad(e.to_string()))?
             {
-                Some(n) => {
-                    let frame = self.rbuf.split_to(n).freeze();
+                Some(len) => {
+                    let frame = self.rbuf.split_to(len).freeze();
                     replies.push(
                         parse(&frame)
                             .ok_or_else(|| bad("unparsable reply".into()))?
@@ -148,8 +179,12 @@ impl RedisClient {
                     );
                 }
                 None => {
-                    let n = self.stream.read_buf(&mut self.rbuf).await.map_err(io)?;
-                    if n == 0 {
+                    let read = self
+                        .stream
+                        .read_buf(&mut self.rbuf)
+                        .await
+                        .map_err(|e| bad(e.to_string()))?;
+                    if read == 0 {
                         return Err(bad("connection closed".into()));
                     }
                 }

@@ -59,7 +59,7 @@ impl DashboardOptions {
             health_interval: Duration::from_secs(1),
             down_after: 3,
             push_timeout: Duration::from_secs(5),
-            max_slots_in_flight: 256,
+            max_slots_in_flight: 512,
         }
     }
 }

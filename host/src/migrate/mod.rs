@@ -16,33 +16,117 @@ pub const BIG_KEY_ELEMENTS: u64 = 5_000;
 /// A string longer than this is moved in chunks.
 pub const BIG_KEY_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Run on the source by a proxy before its MIGRATE: each of KEYS that is big is renamed to
-/// its staging key with its marker set (holding its TTL), atomically, so the MIGRATE that
-/// follows never moves a big key whole; the mover copies staged keys in chunks.
-/// ARGV: element limit, byte limit. Returns how many keys are staged.
-pub const STAGE_BIG_KEYS_SCRIPT: &str = r#"
-local staged = 0
+/// Moves keys off the source, atomically per call, run there by proxies and by the mover:
+/// each of KEYS that exists is either staged (too big for one MIGRATE: renamed to its
+/// staging key, its marker set to its TTL) or moved with one `MIGRATE … REPLACE KEYS`.
+/// ARGV: target host, target port, MIGRATE timeout (ms), element limit, byte limit, and
+/// `stage-only` to stage big keys without moving the others (the mover moves those itself).
+/// Returns `{moved, markers, staged…}`: keys moved, keys of KEYS whose marker is present
+/// (being copied in chunks: wait), and the keys this call staged.
+pub const MOVE_KEYS_SCRIPT: &str = r#"
+local move, staged, markers = {}, {}, 0
 for _, k in ipairs(KEYS) do
-  local t = redis.call('TYPE', k)['ok']
-  local n, limit = 0, tonumber(ARGV[1])
-  if t == 'hash' then n = redis.call('HLEN', k)
-  elseif t == 'set' then n = redis.call('SCARD', k)
-  elseif t == 'zset' then n = redis.call('ZCARD', k)
-  elseif t == 'list' then n = redis.call('LLEN', k)
-  elseif t == 'string' then n, limit = redis.call('STRLEN', k), tonumber(ARGV[2])
-  end
-  if n > limit then
-    local sk, mk = '__tessera:staging:' .. k, '__tessera:marker:' .. k
-    if redis.call('EXISTS', sk) == 0 then
-      local ttl = redis.call('PTTL', k)
-      redis.call('RENAME', k, sk)
-      redis.call('SET', mk, ttl)
+  if redis.call('EXISTS', k) == 1 then
+    local t = redis.call('TYPE', k)['ok']
+    local n, limit = 0, tonumber(ARGV[4])
+    if t == 'hash' then n = redis.call('HLEN', k)
+    elseif t == 'set' then n = redis.call('SCARD', k)
+    elseif t == 'zset' then n = redis.call('ZCARD', k)
+    elseif t == 'list' then n = redis.call('LLEN', k)
+    elseif t == 'string' then n, limit = redis.call('STRLEN', k), tonumber(ARGV[5])
     end
-    staged = staged + 1
+    if n > limit then
+      local ttl = redis.call('PTTL', k)
+      redis.call('RENAME', k, '__tessera:staging:' .. k)
+      redis.call('SET', '__tessera:marker:' .. k, ttl)
+      staged[#staged + 1] = k
+      markers = markers + 1
+    else
+      move[#move + 1] = k
+    end
+  elseif redis.call('EXISTS', '__tessera:marker:' .. k) == 1 then
+    markers = markers + 1
   end
 end
-return staged
+if ARGV[6] == 'stage-only' then
+  move = {}
+elseif #move > 0 then
+  redis.call('MIGRATE', ARGV[1], ARGV[2], '', 0, ARGV[3], 'REPLACE', 'KEYS', unpack(move))
+end
+local out = {#move, markers}
+for _, k in ipairs(staged) do out[#out + 1] = k end
+return out
 "#;
+
+/// The `EVAL MOVE_KEYS_SCRIPT …` request that moves `keys` to `target` ("host:port").
+pub fn move_keys_request<K: AsRef<[u8]>>(
+    target: &str,
+    timeout_ms: u64,
+    keys: &[K],
+) -> bytes::Bytes {
+    script_request(target, timeout_ms, keys, b"move")
+}
+
+/// The `EVAL MOVE_KEYS_SCRIPT …` request that only stages the big ones of `keys`.
+pub fn stage_big_keys_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
+    script_request("-:0", 0, keys, b"stage-only")
+}
+
+fn script_request<K: AsRef<[u8]>>(
+    target: &str,
+    timeout_ms: u64,
+    keys: &[K],
+    mode: &[u8],
+) -> bytes::Bytes {
+    let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
+    let (n, timeout) = (keys.len().to_string(), timeout_ms.to_string());
+    let (elements, bytes) = (BIG_KEY_ELEMENTS.to_string(), BIG_KEY_BYTES.to_string());
+    let mut args: Vec<&[u8]> = vec![b"EVAL", MOVE_KEYS_SCRIPT.as_bytes(), n.as_bytes()];
+    args.extend(keys.iter().map(AsRef::as_ref));
+    args.extend([
+        host.as_bytes(),
+        port.as_bytes(),
+        timeout.as_bytes(),
+        elements.as_bytes(),
+        bytes.as_bytes(),
+        mode,
+    ]);
+    let size = args.iter().map(|a| a.len()).sum();
+    crate::resp::encode_request(args.len(), args.iter().copied(), size)
+}
+
+/// What `MOVE_KEYS_SCRIPT` answered.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MoveOutcome {
+    pub moved: u64,
+    /// Keys whose marker is present: being copied in chunks.
+    pub markers: u64,
+    /// Keys this call staged.
+    pub staged: Vec<bytes::Bytes>,
+}
+
+impl MoveOutcome {
+    /// Parses the script's reply (`*n :moved :markers $key…`); `None` for anything else.
+    pub fn parse(reply: &[u8]) -> Option<MoveOutcome> {
+        let parts = crate::resp::split_aggregate(reply)?;
+        let moved = crate::resp::parse_integer(parts.first()?)? as u64;
+        let markers = crate::resp::parse_integer(parts.get(1)?)? as u64;
+        let staged = parts[2..]
+            .iter()
+            .map(|p| {
+                let start = memchr::memchr(b'\n', p)? + 1;
+                Some(bytes::Bytes::copy_from_slice(
+                    p.get(start..p.len().checked_sub(2)?)?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(MoveOutcome {
+            moved,
+            markers,
+            staged,
+        })
+    }
+}
 
 /// Every internal key starts with this; scans skip them.
 pub const INTERNAL_PREFIX: &[u8] = b"__tessera:";
@@ -73,4 +157,24 @@ pub fn temp_key(key: &[u8]) -> Vec<u8> {
 
 pub fn is_internal(key: &[u8]) -> bool {
     key.starts_with(INTERNAL_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn move_outcome_parses_the_script_reply() {
+        let r = b"*4\r\n:3\r\n:1\r\n$3\r\nbig\r\n$1\r\nb\r\n";
+        let o = MoveOutcome::parse(r).unwrap();
+        assert_eq!((o.moved, o.markers), (3, 1));
+        assert_eq!(
+            o.staged,
+            vec![
+                bytes::Bytes::from_static(b"big"),
+                bytes::Bytes::from_static(b"b")
+            ]
+        );
+        assert_eq!(MoveOutcome::parse(b"-ERR x\r\n"), None);
+    }
 }
