@@ -468,3 +468,79 @@ fn a_200k_field_hash_moves_in_chunks_while_it_is_read_and_written() {
         acked.len()
     );
 }
+
+#[test]
+fn rebalance_plans_moves_evenly_and_executes_them_without_losing_keys() {
+    let cp = ControlPlane::builder().servers(3).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.group(3, &[2]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let proxy = cp.proxies[0].addr();
+    preload(proxy, 5000);
+
+    let plan = cp
+        .api()
+        .post("/api/rebalance", &json!({"dry_run": true}))
+        .ok();
+    assert_eq!(
+        plan["slots"], 341,
+        "a third of the slots move to the new group: {plan}"
+    );
+    assert!(
+        plan["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["to"] == 3)
+    );
+    assert!(
+        owners(&cp).iter().all(|o| *o != Some(3)),
+        "a dry run moves nothing"
+    );
+    let cli = std::process::Command::new(crate::support::tessera_bin())
+        .args([
+            "admin",
+            "--dashboard",
+            &cp.dashboard.addr().to_string(),
+            "--token",
+            crate::support::TOKEN,
+        ])
+        .args(["rebalance", "--dry-run"])
+        .output()
+        .expect("running tessera admin");
+    let text = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        text.contains("would move 341 slots"),
+        "tessera admin rebalance --dry-run printed: {text}"
+    );
+
+    cp.api().post("/api/rebalance", &json!({})).ok();
+    wait_for("the rebalance to finish", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    let o = owners(&cp);
+    let count = |g| o.iter().filter(|x| **x == Some(g)).count();
+    assert_eq!(
+        (count(1), count(2), count(3)),
+        (342, 341, 341),
+        "even split after the rebalance"
+    );
+    let mut c = redis::Client::open(format!("redis://{proxy}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys: Vec<String> = (0..5000).map(|i| format!("fill:{i}")).collect();
+    let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
+    assert!(
+        values
+            .iter()
+            .all(|v| v.as_deref() == Some(&"x".repeat(32)[..])),
+        "a key was lost or changed"
+    );
+    assert!(
+        cp.servers[2].dbsize() > 1000,
+        "group 3 holds its share of the keys"
+    );
+}
