@@ -168,6 +168,22 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
     })
 }
 
+/// Opens the store at `url` for cluster `name`: the store and the cluster's key paths.
+///
+/// # Errors
+/// An invalid cluster name, or the store cannot be opened.
+pub async fn open_cluster(name: &str, url: &str) -> anyhow::Result<(Arc<dyn Store>, model::Paths)> {
+    anyhow::ensure!(
+        model::valid_cluster_name(name),
+        "invalid cluster name {name:?}: use letters, digits, '-' and '_'"
+    );
+    let store = open(url)
+        .await
+        .map_err(anyhow::Error::new)
+        .map_err(|e| e.context("opening the store"))?;
+    Ok((store, model::Paths::new(name)))
+}
+
 /// This machine's host name, for `Holder`.
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

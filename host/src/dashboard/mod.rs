@@ -107,16 +107,7 @@ impl Dashboard {
     /// The lock is held by a live dashboard (the message names it), the store is unreachable,
     /// the port is taken, or `--admin-token` does not match the cluster's.
     pub async fn start(opts: DashboardOptions) -> anyhow::Result<Started> {
-        if !model::valid_cluster_name(&opts.cluster) {
-            bail!(
-                "invalid cluster name {:?}: use letters, digits, '-' and '_'",
-                opts.cluster
-            );
-        }
-        let store = coordinator::open(&opts.store_url)
-            .await
-            .context("opening the store")?;
-        let paths = Paths::new(&opts.cluster);
+        let (store, paths) = coordinator::open_cluster(&opts.cluster, &opts.store_url).await?;
         let listener = tokio::net::TcpListener::bind(&opts.listen)
             .await
             .with_context(|| format!("binding {}", opts.listen))?;

@@ -16,7 +16,7 @@ use super::Proxy;
 use crate::api::proxy::ProxyAdmin;
 use crate::api::sha256_hex;
 use crate::config::ProxyConfig;
-use crate::coordinator::model::{self, ClusterMeta, Paths, ProxyModel, ProxyState, SCHEMA_VERSION};
+use crate::coordinator::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
 use crate::coordinator::{self, Holder};
 use crate::router::{Router, SlotTableBuilder};
 
@@ -40,16 +40,7 @@ pub async fn run(
     opts: ClusterOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    if !model::valid_cluster_name(&opts.cluster) {
-        bail!(
-            "invalid cluster name {:?}: use letters, digits, '-' and '_'",
-            opts.cluster
-        );
-    }
-    let store = coordinator::open(&opts.store_url)
-        .await
-        .context("opening the store")?;
-    let paths = Paths::new(&opts.cluster);
+    let (store, paths) = coordinator::open_cluster(&opts.cluster, &opts.store_url).await?;
     let Some((meta, _)) = model::read::<ClusterMeta>(&*store, &paths.meta()).await? else {
         bail!(
             "cluster {} not found in {}: start its dashboard first (tessera dashboard --cluster {} --store {})",
