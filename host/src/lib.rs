@@ -4,15 +4,23 @@
 //! # Layout
 //!
 //! Data path, one way: `resp → command → router → backend`, driven per client by `session`.
+//! Control: `api → dashboard → coordinator (persist) → push to every proxy → router`.
 //!
-//! - [`resp`]: RESP2/RESP3 decoding (requests), reply boundaries, encoding; pure, no I/O.
-//! - [`command`]: the command table (generated from Redis's own definitions) and policy.
-//! - [`router`]: slots and the atomically swapped slot table.
-//! - [`backend`]: per-thread multiplexed, pipelined backend connections.
-//! - [`session`]: one client connection; splitting, fan-out and proxy-answered commands.
-//! - [`proxy`]: listener, worker threads, shutdown.
-//! - [`config`]: `proxy.toml`.
-//! - [`up`]: `tessera up`, a local cluster in one command.
+//! - [`resp`] — RESP2/RESP3 decoding (requests), reply boundaries, encoding; pure, no I/O.
+//! - [`command`] — the command table (generated from Redis's own definitions) and policy.
+//! - [`router`] — slots, the atomically swapped slot table, the pushed topology.
+//! - [`backend`] — per-thread multiplexed, pipelined backend connections.
+//! - [`session`] — one client connection; splitting, fan-out, proxy-answered commands, and
+//!   moving keys of migrating slots.
+//! - [`proxy`] — listener, worker threads, shutdown; cluster mode.
+//! - [`config`] — `proxy.toml`.
+//! - [`coordinator`] — the `Store` trait (fs, etcd) and the cluster's documents.
+//! - [`dashboard`] — the topology owner: lock, operations, barrier pushes, health, migrations.
+//! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning.
+//! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
+//! - [`telemetry`] — per-command counters and Prometheus text.
+//! - [`redis_client`] — a small client for the control plane.
+//! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 
 pub mod admin;
 pub mod api;

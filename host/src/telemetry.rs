@@ -184,7 +184,7 @@ impl CommandStats {
                 })
             })
             .collect();
-        out.sort_by(|a, b| b.calls.cmp(&a.calls));
+        out.sort_by_key(|c| std::cmp::Reverse(c.calls));
         out
     }
 

@@ -9,13 +9,15 @@ use rustc_hash::FxHashMap;
 use super::{BackendConn, BackendOptions, ReplyRx};
 use crate::resp::Proto;
 
+/// Index 0: RESP2 connections, 1: RESP3.
+type ByProto = [Option<Box<[BackendConn]>>; 2];
+
 /// Connections of one worker thread. Not `Sync`: each thread has its own, so requests and
 /// replies never cross threads.
 pub struct Pool {
     opts: BackendOptions,
     per_backend: usize,
-    /// Index 0: RESP2 connections, 1: RESP3.
-    conns: RefCell<FxHashMap<Arc<str>, [Option<Box<[BackendConn]>>; 2]>>,
+    conns: RefCell<FxHashMap<Arc<str>, ByProto>>,
     next: Cell<usize>,
 }
 

@@ -147,7 +147,7 @@ impl Session {
     /// are moved first.
     fn split(&self, kind: Split, req: Request) -> Pending {
         let step = if kind == Split::Mset { 2 } else { 1 };
-        if (req.argc() - 1) % step != 0 {
+        if !(req.argc() - 1).is_multiple_of(step) {
             return self.error(format!(
                 "ERR wrong number of arguments for '{}' command",
                 lossy(req.arg(0)).to_lowercase()
