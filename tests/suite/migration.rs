@@ -544,3 +544,90 @@ fn rebalance_plans_moves_evenly_and_executes_them_without_losing_keys() {
         "group 3 holds its share of the keys"
     );
 }
+
+#[test]
+fn aborting_while_a_big_key_is_copied_never_hides_it() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let proxy = cp.proxies[0].addr();
+    let key = "big:abort";
+    let mut c = redis::Client::open(format!("redis://{proxy}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for start in (0..100_000).step_by(2000) {
+        let fields: Vec<(String, u32)> = (start..start + 2000)
+            .map(|i| (format!("f{i}"), i))
+            .collect();
+        let _: () = c.hset_multiple(key, &fields).expect("HSET");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            let mut c = redis::Client::open(format!("redis://{proxy}"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let (mut ok, mut bad) = (0u64, Vec::new());
+            while !stop.load(Ordering::Relaxed) && ok < 1_000_000 {
+                match c.hlen::<_, i64>(key) {
+                    Ok(100_000) => ok += 1,
+                    Ok(n) => bad.push(format!("HLEN gave {n}")),
+                    Err(e) if certainly_not_applied(&e) => {}
+                    Err(e) => bad.push(format!("HLEN failed: {e}")),
+                }
+            }
+            (ok, bad)
+        })
+    };
+    let s = slot(key.as_bytes());
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    let mut source = cp.servers[0].client();
+    wait_for("the big key to be staged", Duration::from_secs(60), || {
+        redis::cmd("EXISTS")
+            .arg(format!("__tessera:marker:{key}"))
+            .query::<i64>(&mut source)
+            .unwrap_or(0)
+            == 1
+    });
+    cp.api().post("/api/migrations/abort", &json!({})).ok();
+    wait_for("the abort to finish", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let (ok, bad) = reader.join().expect("reader panicked");
+    assert!(
+        bad.is_empty(),
+        "the key was missing or partial during the abort: {:?}",
+        &bad[..bad.len().min(5)]
+    );
+    assert!(ok > 10, "the reader made no progress");
+    assert_eq!(
+        owners(&cp)[s as usize],
+        Some(1),
+        "the slot is back with group 1"
+    );
+    assert!(
+        cp.servers[0].has(key) && !cp.servers[1].has(key),
+        "the key is back on the source only"
+    );
+    let n: i64 = c.hlen(key).unwrap();
+    assert_eq!(n, 100_000);
+    for server in &cp.servers {
+        let internal: Vec<String> = redis::cmd("KEYS")
+            .arg("__tessera:*")
+            .query(&mut server.client())
+            .unwrap();
+        assert!(
+            internal.is_empty(),
+            "internal keys left on {}: {internal:?}",
+            server.addr()
+        );
+    }
+}

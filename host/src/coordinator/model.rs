@@ -239,6 +239,7 @@ pub fn topology(
                 Some(a) if a.routes_to_target() => {
                     r.group = Some(a.target);
                     r.from = Some(a.source);
+                    r.aborting = a.aborting;
                 }
                 _ => r.group = s.group,
             }

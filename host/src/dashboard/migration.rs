@@ -27,6 +27,10 @@ pub(crate) struct Migrations {
     /// (when, total keys moved) samples for the rate.
     samples: Mutex<Vec<(Instant, u64)>>,
     pub(crate) config: MoverConfig,
+    /// Asks a running mover pass to stop at its next batch (abort).
+    stop: std::sync::atomic::AtomicBool,
+    /// Held for a mover pass; an abort takes it to be sure no pass of the old direction runs.
+    passing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Serialize)]
@@ -190,6 +194,12 @@ impl Dashboard {
     /// # Errors
     /// The store fails.
     pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, ApiError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        // No pass of the old direction may run while the slots turn around (it could stage
+        // or copy a key the new direction's proxies then look for in the wrong place).
+        self.migrations.stop.store(true, SeqCst);
+        let _passing = self.migrations.passing.lock().await;
+        self.migrations.stop.store(false, SeqCst);
         let _ops = self.ops.lock().await;
         let mut n = 0;
         for mut s in self.slot_models() {
@@ -405,17 +415,20 @@ impl Dashboard {
         }
         drop(epoch);
         // migrating: one mover pass per (source, target).
-        let mut jobs: BTreeMap<(GroupId, GroupId), BTreeSet<u16>> = BTreeMap::new();
+        let mut jobs: BTreeMap<(GroupId, GroupId, bool), BTreeSet<u16>> = BTreeMap::new();
         for s in self.slot_models() {
             if let Some(a) = s
                 .action
                 .as_ref()
                 .filter(|a| a.state == ActionState::Migrating)
             {
-                jobs.entry((a.source, a.target)).or_default().insert(s.id);
+                jobs.entry((a.source, a.target, a.aborting))
+                    .or_default()
+                    .insert(s.id);
             }
         }
-        for ((source, target), slots) in jobs {
+        let _passing = self.migrations.passing.lock().await;
+        for ((source, target, aborting), slots) in jobs {
             let addrs = {
                 let st = self.state.lock().expect("state lock poisoned");
                 let m = |g: GroupId| {
@@ -436,6 +449,8 @@ impl Dashboard {
                 slots: &slots,
                 config: &self.migrations.config,
                 progress: &self.migrations.progress,
+                aborting,
+                stop: &self.migrations.stop,
             };
             match mover.pass().await {
                 Ok(found) => {

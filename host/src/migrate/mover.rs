@@ -90,7 +90,21 @@ pub struct Mover<'a> {
     pub slots: &'a BTreeSet<u16>,
     pub config: &'a MoverConfig,
     pub progress: &'a Progress,
+    /// The move is an abort going back: big keys the forward move staged on this mover's
+    /// target (the forward source) are put back in place first.
+    pub aborting: bool,
+    /// Set when the pass should stop at the next batch (an abort turns these slots around).
+    pub stop: &'a std::sync::atomic::AtomicBool,
 }
+
+/// Puts a staged big key back: staging → key (unless a newer key exists), marker removed.
+const UNSTAGE_SCRIPT: &str = "\
+if redis.call('EXISTS', KEYS[2]) == 1 then \
+  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('RENAME', KEYS[2], KEYS[1]) \
+  else redis.call('UNLINK', KEYS[2]) end \
+end \
+redis.call('DEL', KEYS[3]) \
+return 1";
 
 fn refused(server: &str, what: &str, v: &Value) -> MoverError {
     MoverError::Refused {
@@ -112,10 +126,17 @@ impl Mover<'_> {
     /// A server unreachable or refusing a command; nothing is lost, pass again.
     pub async fn pass(&self) -> Result<BTreeSet<u16>, MoverError> {
         let mut src = RedisClient::connect(self.source, self.config.timeout).await?;
+        if self.aborting {
+            self.unstage_on_target(&mut src).await?;
+        }
         let mut found = BTreeSet::new();
         let mut cursor = b"0".to_vec();
         let count = self.config.scan_count.to_string();
         loop {
+            if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                // Stopped early: report every slot as found, so none is taken for finished.
+                return Ok(self.slots.clone());
+            }
             let reply = src
                 .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
                 .await?;
@@ -218,6 +239,57 @@ impl Mover<'_> {
             moved += group.len() as u64;
         }
         Ok(moved)
+    }
+
+    /// For an abort going back: big keys the forward move had staged on this mover's target
+    /// (its source then) are renamed back in place, and their partial copies here dropped.
+    async fn unstage_on_target(&self, src: &mut RedisClient) -> Result<(), MoverError> {
+        let mut dst = RedisClient::connect(self.target, self.config.timeout).await?;
+        let mut cursor = b"0".to_vec();
+        loop {
+            let reply = dst
+                .cmd(&[
+                    &b"SCAN"[..],
+                    &cursor,
+                    b"MATCH",
+                    b"__tessera:marker:*",
+                    b"COUNT",
+                    b"2000",
+                ])
+                .await?;
+            let Value::Array(parts) = &reply else {
+                return Err(refused(self.target, "SCAN", &reply));
+            };
+            let (Some(next), Some(Value::Array(keys))) =
+                (parts.first().and_then(Value::as_bytes), parts.get(1))
+            else {
+                return Err(refused(self.target, "SCAN", &reply));
+            };
+            cursor = next.to_vec();
+            for m in keys.iter().filter_map(Value::as_bytes) {
+                let Some(key) = m.strip_prefix(&b"__tessera:marker:"[..]) else {
+                    continue;
+                };
+                if !self.slots.contains(&SlotId::of_key(key).0) {
+                    continue;
+                }
+                let (staging, temp) = (staging_key(key), temp_key(key));
+                dst.cmd(&[
+                    &b"EVAL"[..],
+                    UNSTAGE_SCRIPT.as_bytes(),
+                    b"3",
+                    key,
+                    &staging,
+                    m,
+                ])
+                .await?;
+                src.cmd(&[&b"UNLINK"[..], &temp]).await?;
+                info!(key = %String::from_utf8_lossy(key), "abort: a staged big key is back in place");
+            }
+            if cursor == b"0" {
+                return Ok(());
+            }
+        }
     }
 
     /// Copies a staged big key (renamed to its staging key, marker set) to the target.

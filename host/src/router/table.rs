@@ -24,6 +24,8 @@ pub struct SlotEntry {
     /// While the slot migrates: the master its keys are moved from. A command first moves
     /// its keys from there (MIGRATE), then runs on `master`.
     pub migrating_from: Option<BackendIdx>,
+    /// The migration is an abort going back (see `SlotRoute::aborting`).
+    pub aborting: bool,
 }
 
 /// An immutable routing table; a change builds a new one and swaps it in.
@@ -74,6 +76,7 @@ pub struct SlotTableBuilder {
     slots: Vec<Option<(GroupId, BackendIdx, Option<BackendIdx>)>>,
     backends: Vec<Arc<str>>,
     down: Vec<GroupId>,
+    aborting: Vec<SlotId>,
 }
 
 impl SlotTableBuilder {
@@ -108,6 +111,12 @@ impl SlotTableBuilder {
         self
     }
 
+    /// Marks a migrating slot's move as an abort going back.
+    pub fn aborting(&mut self, slot: SlotId) -> &mut Self {
+        self.aborting.push(slot);
+        self
+    }
+
     /// Marks a group's master as down.
     pub fn group_down(&mut self, group: GroupId) -> &mut Self {
         self.down.push(group);
@@ -120,16 +129,19 @@ impl SlotTableBuilder {
             master: None,
             down: false,
             migrating_from: None,
+            aborting: false,
         };
         let mut slots = vec![unserved; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
             if let Some((group, master, from)) = s {
                 let down = self.down.contains(&group);
+                let aborting = self.aborting.contains(&SlotId(i as u16));
                 slots[i] = SlotEntry {
                     group,
                     master: Some(master),
                     down,
                     migrating_from: from,
+                    aborting,
                 };
             }
         }

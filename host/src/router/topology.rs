@@ -22,6 +22,10 @@ pub struct SlotRoute {
     /// While the slot migrates to `group`: the group it moves from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<GroupId>,
+    /// The move is an abort going back: a big key staged on the owner for the forward move
+    /// may still be waiting to be put back, so commands also wait on the owner's markers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborting: bool,
 }
 
 /// A whole routing state. `slots[i]` is slot `i`.
@@ -73,6 +77,9 @@ impl Topology {
             };
             if let Some(master) = &g.master {
                 b.assign_migrating(SlotId(i as u16), gid, master, from);
+                if s.aborting {
+                    b.aborting(SlotId(i as u16));
+                }
             }
         }
         Ok(b.build(self.epoch))
@@ -114,6 +121,7 @@ mod tests {
                 SlotRoute {
                     group: Some(GroupId(9)),
                     from: None,
+                    aborting: false,
                 };
                 SLOTS
             ],

@@ -115,6 +115,7 @@ impl Session {
                     target,
                     keys,
                     req.as_bytes().clone(),
+                    table.slot(slot).aborting,
                 )))
             }
             _ => Pending::One(
@@ -131,14 +132,17 @@ impl Session {
         target: &Arc<str>,
         keys: SmallVec<[Bytes; 2]>,
         req: Bytes,
+        aborting: bool,
     ) -> Moved {
+        let (worker, proto) = (self.worker.clone(), self.proto);
         Moved::start(
-            self.worker.clone(),
+            worker,
             source.clone(),
             target.clone(),
-            self.proto,
+            proto,
             keys,
             req,
+            aborting,
         )
     }
 
@@ -202,12 +206,16 @@ impl Session {
             parts.push(match from {
                 None => Part::Sent(self.worker.pool.send(target, self.proto, sub)),
                 Some(src) => {
+                    let aborting = keys
+                        .iter()
+                        .any(|&i| table.slot(SlotId::of_key(req.arg(i))).aborting);
                     let keys = keys.iter().map(|&i| req.arg_bytes(i)).collect();
                     Part::Moved(Box::new(self.moved(
                         table.backend_addr(*src),
                         target,
                         keys,
                         sub,
+                        aborting,
                     )))
                 }
             });

@@ -17,9 +17,9 @@ use smallvec::SmallVec;
 
 use super::gather::flatten;
 use crate::backend::ReplyRx;
-use crate::migrate::{MoveOutcome, move_keys_request};
+use crate::migrate::{MoveOutcome, marker_key, move_keys_request};
 use crate::proxy::Worker;
-use crate::resp::{Frame, Proto};
+use crate::resp::{Frame, Proto, encode_request, parse_integer};
 
 /// How long a command waits for a big key's copy to finish before `-TRYAGAIN`.
 const MARKER_WAIT: Duration = Duration::from_secs(3);
@@ -34,6 +34,9 @@ pub(crate) struct Moved {
     proto: Proto,
     keys: SmallVec<[Bytes; 2]>,
     req: Bytes,
+    /// An abort going back: a big key staged on the target by the forward move may still
+    /// be waiting to be put back there, so the target's markers are checked too.
+    aborting: bool,
     /// The first move, sent at dispatch so it keeps the pipeline's order on the source.
     first: Option<ReplyRx>,
 }
@@ -47,6 +50,7 @@ impl Moved {
         proto: Proto,
         keys: SmallVec<[Bytes; 2]>,
         req: Bytes,
+        aborting: bool,
     ) -> Self {
         let mut m = Moved {
             worker,
@@ -55,6 +59,7 @@ impl Moved {
             proto,
             keys,
             req,
+            aborting,
             first: None,
         };
         m.first = Some(m.send_move());
@@ -65,6 +70,16 @@ impl Moved {
     fn send_move(&self) -> ReplyRx {
         let req = move_keys_request(&self.target, MIGRATE_TIMEOUT_MS, &self.keys);
         self.worker.pool.send(&self.source, Proto::Resp2, req)
+    }
+
+    async fn target_has_markers(&self) -> Result<bool, Frame> {
+        let markers: Vec<Vec<u8>> = self.keys.iter().map(|k| marker_key(k)).collect();
+        let mut args: Vec<&[u8]> = vec![b"EXISTS"];
+        args.extend(markers.iter().map(|m| &m[..]));
+        let size = args.iter().map(|a| a.len()).sum();
+        let req = encode_request(args.len(), args.iter().copied(), size);
+        let reply = flatten(self.worker.pool.send(&self.target, Proto::Resp2, req).await)?;
+        Ok(parse_integer(&reply).is_some_and(|n| n > 0))
     }
 
     pub(crate) async fn reply(mut self) -> Result<Bytes, Frame> {
@@ -81,7 +96,7 @@ impl Moved {
                     text.trim_start_matches(['-', '+']).trim_end()
                 )));
             };
-            if outcome.markers == 0 {
+            if outcome.markers == 0 && !(self.aborting && self.target_has_markers().await?) {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
