@@ -106,6 +106,23 @@ end \
 redis.call('DEL', KEYS[3]) \
 return 1";
 
+/// One page of a SCAN-family reply: advances `cursor` and returns the page's items.
+fn scan_page<'v>(
+    server: &str,
+    what: &str,
+    reply: &'v Value,
+    cursor: &mut Vec<u8>,
+) -> Result<&'v [Value], MoverError> {
+    if let Value::Array(parts) = reply
+        && let (Some(next), Some(Value::Array(items))) =
+            (parts.first().and_then(Value::as_bytes), parts.get(1))
+    {
+        *cursor = next.to_vec();
+        return Ok(items);
+    }
+    Err(refused(server, what, reply))
+}
+
 fn refused(server: &str, what: &str, v: &Value) -> MoverError {
     MoverError::Refused {
         server: server.into(),
@@ -140,15 +157,7 @@ impl Mover<'_> {
             let reply = src
                 .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
                 .await?;
-            let Value::Array(parts) = &reply else {
-                return Err(refused(self.source, "SCAN", &reply));
-            };
-            let (Some(next), Some(Value::Array(keys))) =
-                (parts.first().and_then(Value::as_bytes), parts.get(1))
-            else {
-                return Err(refused(self.source, "SCAN", &reply));
-            };
-            cursor = next.to_vec();
+            let keys = scan_page(self.source, "SCAN", &reply, &mut cursor)?;
             let mut small: Vec<(Bytes, u16)> = Vec::new();
             let mut resume: Vec<(Bytes, u16)> = Vec::new();
             for k in keys.iter().filter_map(Value::as_bytes) {
@@ -257,15 +266,7 @@ impl Mover<'_> {
                     b"2000",
                 ])
                 .await?;
-            let Value::Array(parts) = &reply else {
-                return Err(refused(self.target, "SCAN", &reply));
-            };
-            let (Some(next), Some(Value::Array(keys))) =
-                (parts.first().and_then(Value::as_bytes), parts.get(1))
-            else {
-                return Err(refused(self.target, "SCAN", &reply));
-            };
-            cursor = next.to_vec();
+            let keys = scan_page(self.target, "SCAN", &reply, &mut cursor)?;
             for m in keys.iter().filter_map(Value::as_bytes) {
                 let Some(key) = m.strip_prefix(&b"__tessera:marker:"[..]) else {
                     continue;
@@ -312,15 +313,7 @@ impl Mover<'_> {
                     let r = src
                         .cmd(&[scan, &staging, &cursor, b"COUNT", chunk.as_bytes()])
                         .await?;
-                    let Value::Array(p) = &r else {
-                        return Err(refused(self.source, "chunk scan", &r));
-                    };
-                    let (Some(next), Some(Value::Array(items))) =
-                        (p.first().and_then(Value::as_bytes), p.get(1))
-                    else {
-                        return Err(refused(self.source, "chunk scan", &r));
-                    };
-                    cursor = next.to_vec();
+                    let items = scan_page(self.source, "chunk scan", &r, &mut cursor)?;
                     let mut items: Vec<&[u8]> = items.iter().filter_map(Value::as_bytes).collect();
                     if kind == b"zset" {
                         // ZSCAN gives member, score; ZADD wants score, member.
