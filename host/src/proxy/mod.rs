@@ -91,6 +91,47 @@ pub struct Stats {
 pub struct Worker {
     pub shared: Arc<Shared>,
     pub pool: Pool,
+    /// Keys found gone from their migrating slot's source under the table in force.
+    pub moved: MovedKeys,
+}
+
+/// Keys of migrating slots this worker has seen moved off their source (or never there),
+/// valid for one table epoch. Within an epoch nothing writes to a migrating slot's source,
+/// so a key gone from it stays gone: its next commands go straight to the target instead of
+/// running the move script on the source again. A new table (another step, an abort)
+/// starts afresh.
+#[derive(Default)]
+pub struct MovedKeys {
+    epoch: std::cell::Cell<u64>,
+    keys: std::cell::RefCell<rustc_hash::FxHashSet<bytes::Bytes>>,
+}
+
+/// Beyond this many keys the set starts again (memory bound; it only saves work).
+const MOVED_KEYS_LIMIT: usize = 200_000;
+
+impl MovedKeys {
+    /// Whether every key is known moved under table `epoch`.
+    pub fn contains_all<'k>(&self, epoch: u64, mut keys: impl Iterator<Item = &'k [u8]>) -> bool {
+        if self.epoch.get() != epoch {
+            self.keys.borrow_mut().clear();
+            self.epoch.set(epoch);
+            return false;
+        }
+        let set = self.keys.borrow();
+        keys.all(|k| set.contains(k))
+    }
+
+    /// Records keys found moved by a move made under table `epoch`.
+    pub fn insert(&self, epoch: u64, keys: &[bytes::Bytes]) {
+        if self.epoch.get() != epoch {
+            return;
+        }
+        let mut set = self.keys.borrow_mut();
+        if set.len() + keys.len() > MOVED_KEYS_LIMIT {
+            set.clear();
+        }
+        set.extend(keys.iter().map(|k| bytes::Bytes::copy_from_slice(k)));
+    }
 }
 
 /// A bound proxy, not yet serving.
@@ -231,6 +272,7 @@ fn worker_main(
         let worker = Rc::new(Worker {
             pool: Pool::new(opts, shared.config.backend_connections),
             shared: shared.clone(),
+            moved: MovedKeys::default(),
         });
         let mut sessions = tokio::task::JoinSet::new();
         loop {

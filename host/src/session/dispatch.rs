@@ -3,14 +3,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Session;
 use super::gather::{Gather, Merge, Moved, Part, Pending};
 use super::info::InfoRequest;
+use super::migrate::MoveRoute;
 use crate::command::{Admin, Command, CommandId, CommandTable, Kind, Local, Split};
 use crate::resp::{Frame, Proto, Request, encode_request};
 use crate::router::{BackendIdx, SlotId, SlotTable};
@@ -108,15 +107,21 @@ impl Session {
         };
         let target = table.backend_addr(b);
         match table.slot(slot).migrating_from {
-            Some(src) if !keys.is_empty() => {
+            Some(src)
+                if !keys.is_empty()
+                    && !self
+                        .worker
+                        .moved
+                        .contains_all(table.epoch, keys.iter().map(|&i| req.arg(i as usize))) =>
+            {
                 let keys = keys.iter().map(|&i| req.arg_bytes(i as usize)).collect();
-                Pending::Moved(Box::new(self.moved(
-                    table.backend_addr(src),
-                    target,
-                    keys,
-                    req.as_bytes().clone(),
-                    table.slot(slot).aborting,
-                )))
+                let route = MoveRoute {
+                    source: table.backend_addr(src).clone(),
+                    target: target.clone(),
+                    aborting: table.slot(slot).aborting,
+                    epoch: table.epoch,
+                };
+                Pending::Moved(Box::new(self.moved(route, keys, req.as_bytes().clone())))
             }
             _ => Pending::One(
                 self.worker
@@ -126,24 +131,8 @@ impl Session {
         }
     }
 
-    fn moved(
-        &self,
-        source: &Arc<str>,
-        target: &Arc<str>,
-        keys: SmallVec<[Bytes; 2]>,
-        req: Bytes,
-        aborting: bool,
-    ) -> Moved {
-        let (worker, proto) = (self.worker.clone(), self.proto);
-        Moved::start(
-            worker,
-            source.clone(),
-            target.clone(),
-            proto,
-            keys,
-            req,
-            aborting,
-        )
+    fn moved(&self, route: MoveRoute, keys: SmallVec<[Bytes; 2]>, req: Bytes) -> Moved {
+        Moved::start(self.worker.clone(), route, self.proto, keys, req)
     }
 
     /// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order.
@@ -203,20 +192,26 @@ impl Session {
                 .sum();
             let sub = encode_request(count, std::iter::once(req.arg(0)).chain(args), size);
             let target = table.backend_addr(*b);
+            let moved_all = from.is_some()
+                && self
+                    .worker
+                    .moved
+                    .contains_all(table.epoch, keys.iter().map(|&i| req.arg(i)));
             parts.push(match from {
                 None => Part::Sent(self.worker.pool.send(target, self.proto, sub)),
+                Some(_) if moved_all => Part::Sent(self.worker.pool.send(target, self.proto, sub)),
                 Some(src) => {
                     let aborting = keys
                         .iter()
                         .any(|&i| table.slot(SlotId::of_key(req.arg(i))).aborting);
                     let keys = keys.iter().map(|&i| req.arg_bytes(i)).collect();
-                    Part::Moved(Box::new(self.moved(
-                        table.backend_addr(*src),
-                        target,
-                        keys,
-                        sub,
+                    let route = MoveRoute {
+                        source: table.backend_addr(*src).clone(),
+                        target: target.clone(),
                         aborting,
-                    )))
+                        epoch: table.epoch,
+                    };
+                    Part::Moved(Box::new(self.moved(route, keys, sub)))
                 }
             });
         }

@@ -26,6 +26,16 @@ const MARKER_WAIT: Duration = Duration::from_secs(3);
 /// MIGRATE's own timeout.
 const MIGRATE_TIMEOUT_MS: u64 = 5000;
 
+/// Where the keys of a command on a migrating slot move, under which table.
+pub(crate) struct MoveRoute {
+    pub(crate) source: Arc<str>,
+    pub(crate) target: Arc<str>,
+    /// The move is an abort going back (see `aborting` below).
+    pub(crate) aborting: bool,
+    /// Epoch of the table the command was routed with.
+    pub(crate) epoch: u64,
+}
+
 /// A command waiting for its keys to be moved to the target.
 pub(crate) struct Moved {
     worker: Rc<Worker>,
@@ -37,6 +47,8 @@ pub(crate) struct Moved {
     /// An abort going back: a big key staged on the target by the forward move may still
     /// be waiting to be put back there, so the target's markers are checked too.
     aborting: bool,
+    /// Epoch of the table the command was routed with.
+    epoch: u64,
     /// The first move, sent at dispatch so it keeps the pipeline's order on the source.
     first: Option<ReplyRx>,
 }
@@ -45,13 +57,17 @@ impl Moved {
     /// Sends the first move to the source now.
     pub(crate) fn start(
         worker: Rc<Worker>,
-        source: Arc<str>,
-        target: Arc<str>,
+        route: MoveRoute,
         proto: Proto,
         keys: SmallVec<[Bytes; 2]>,
         req: Bytes,
-        aborting: bool,
     ) -> Self {
+        let MoveRoute {
+            source,
+            target,
+            aborting,
+            epoch,
+        } = route;
         let mut m = Moved {
             worker,
             source,
@@ -60,6 +76,7 @@ impl Moved {
             keys,
             req,
             aborting,
+            epoch,
             first: None,
         };
         m.first = Some(m.send_move());
@@ -97,6 +114,7 @@ impl Moved {
                 )));
             };
             if outcome.markers == 0 && !(self.aborting && self.target_has_markers().await?) {
+                self.worker.moved.insert(self.epoch, &self.keys);
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
