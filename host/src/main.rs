@@ -224,12 +224,11 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
         tracing::info!(%addr, cluster = %args.cluster, "dashboard API listening");
         let d = started.dashboard.clone();
         tokio::spawn(d.clone().run_background());
-        tessera::api::serve(
-            started.listener,
-            tessera::api::dashboard::router(d),
-            shutdown_signal(),
-        )
-        .await?;
+        let serve = tessera::api::serve(started.listener, tessera::api::dashboard::router(d.clone()), shutdown_signal());
+        tokio::select! {
+            r = serve => r?,
+            _ = d.lock_lost() => bail!("this dashboard lost the cluster lock to another one; stopping"),
+        }
         tracing::info!("dashboard stopped");
         Ok(())
     })

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Api, ClusterProxy, ControlPlane, Etcd, Frame, RedisServer, Up, answers_on, connect, free_port,
-    keys_on, loopback, run_with_timeout, slot, two_consecutive_free_ports,
+    Api, ClusterProxy, ControlPlane, Dashboard, Etcd, Frame, RedisServer, Up, answers_on, connect,
+    free_port, keys_on, loopback, run_with_timeout, slot, two_consecutive_free_ports, wait_until,
 };
 
 /// SETs `key` to `value` through `proxy`, asserting `+OK`.
@@ -457,4 +457,39 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
     }
     drop(second);
     stop(&mut up);
+}
+
+#[test]
+fn a_dashboard_that_lost_its_lock_stops_writing_and_exits() {
+    let cp = ControlPlane::builder().servers(1).start();
+    cp.group(1, &[0]);
+    // Simulate a lease lost during a store outage: the lock node vanishes and a successor
+    // takes it while the first dashboard still runs.
+    let store = cp
+        .options()
+        .store
+        .strip_prefix("fs://")
+        .expect("an fs store")
+        .to_string();
+    let lock = std::path::Path::new(&store)
+        .join("tessera")
+        .join(&cp.options().cluster)
+        .join("topom");
+    std::fs::remove_file(&lock).expect("removing the lock node");
+    let successor = Dashboard::start(cp.options());
+    assert!(successor.api().healthy());
+
+    let reply = cp.api().post("/api/groups", &serde_json::json!({"id": 2}));
+    let message = reply.expect_error(503, "unavailable");
+    assert!(message.contains("lost the cluster lock"), "{message}");
+    assert!(
+        wait_until(Duration::from_secs(10), || !cp.dashboard.api().healthy()),
+        "the dashboard that lost its lock kept running"
+    );
+    // Nothing it tried was written: the successor sees no group 2.
+    let groups = successor.api().get("/api/groups").ok();
+    assert!(
+        groups.as_array().unwrap().iter().all(|g| g["id"] != 2),
+        "a write got through: {groups}"
+    );
 }

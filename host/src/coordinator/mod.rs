@@ -41,6 +41,9 @@ pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, StoreError>>
 pub enum StoreError {
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// A dashboard's write after its cluster lock went to another holder.
+    #[error("lost the cluster lock: {0}")]
+    LockLost(String),
     #[error("{key} is held by a live owner: {holder}")]
     Held { key: String, holder: String },
     #[error("invalid store url {url}: {reason}")]

@@ -3,6 +3,7 @@
 //! in the store, health-checks every server and proxy, and pushes every routing change to
 //! every online proxy, waiting for all acknowledgements (the barrier migrations build on).
 
+mod guard;
 mod health;
 mod migration;
 mod ops;
@@ -88,6 +89,8 @@ pub struct Dashboard {
     /// Serializes topology changes: one at a time, persisted then pushed.
     pub(crate) ops: tokio::sync::Mutex<u64>,
     pub(crate) http: reqwest::Client,
+    /// Fires when a write found the cluster lock held by someone else.
+    lost: tokio::sync::watch::Receiver<bool>,
     pub(crate) migrations: migration::Migrations,
     /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
     _lock: Mutex<Ephemeral>,
@@ -137,6 +140,10 @@ impl Dashboard {
         if let Some(old) = &lock.took_over_from {
             warn!(cluster = %opts.cluster, old_pid = old.pid, old_host = %old.host, "took over the lock of a dead dashboard");
         }
+        // From here on every write checks that the lock is still ours.
+        let guarded = guard::Guarded::new(store, paths.lock(), holder);
+        let lost = guarded.lost();
+        let store: Arc<dyn Store> = Arc::new(guarded);
         let (meta, new_token) = init_meta(&*store, &paths, &opts).await?;
         let (groups, slots) = model::load_layout(&*store, &paths)
             .await
@@ -164,6 +171,7 @@ impl Dashboard {
             cluster: opts.cluster.clone(),
             paths,
             store,
+            lost,
             info,
             admin_token_sha256: meta.admin_token_sha256.clone(),
             proxy_secret: meta.proxy_secret.clone(),
@@ -184,6 +192,12 @@ impl Dashboard {
     /// Background work: health checks and catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
         tokio::join!(health::run(self.clone()), migration::run(self));
+    }
+
+    /// Completes when this dashboard has lost its cluster lock: it must stop.
+    pub async fn lock_lost(&self) {
+        let mut lost = self.lost.clone();
+        let _ = lost.wait_for(|l| *l).await;
     }
 
     pub fn options(&self) -> &DashboardOptions {

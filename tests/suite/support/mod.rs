@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) use cluster::{Cluster, tag_on};
 pub(crate) use cluster_mode::{
-    Api, ClusterProxy, ControlPlane, Reply, TOKEN, Up, answers_on, tessera_bin,
+    Api, ClusterProxy, ControlPlane, Dashboard, Reply, TOKEN, Up, answers_on, tessera_bin,
     two_consecutive_free_ports,
 };
 pub(crate) use etcd::Etcd;
