@@ -34,12 +34,13 @@ struct Ledger {
 
 /// An error whose command certainly did not run: refused before reaching a server.
 fn certainly_not_applied(e: &redis::RedisError) -> bool {
-    let text = e.to_string();
+    // The redis crate prints the TRYAGAIN code as "TryAgain": compare without case.
+    let text = e.to_string().to_ascii_uppercase();
     !e.is_io_error()
         && !e.is_connection_dropped()
         && (text.contains("TRYAGAIN")
-            || text.contains("slot migration")
-            || text.contains("is down"))
+            || text.contains("SLOT MIGRATION")
+            || text.contains("IS DOWN"))
 }
 
 fn connect(proxies: &[SocketAddr], start: usize) -> redis::Connection {
