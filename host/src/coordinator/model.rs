@@ -4,6 +4,7 @@
 //! ```text
 //! topom                the dashboard lock (ephemeral): who runs this cluster's dashboard
 //! meta                 cluster settings: admin token hash, proxy secret, topology epoch
+//! topology             the topology last committed (and pushed) with its epoch
 //! slots/slot-NNNN      1024 slots: owning group and migration action
 //! group/group-NNNN     groups: servers, the first being the master
 //! proxy/<token>        proxies (ephemeral): addresses, pid, host, start time, state
@@ -44,6 +45,12 @@ impl Paths {
 
     pub fn meta(&self) -> String {
         format!("{}/meta", self.base)
+    }
+
+    /// The topology last committed (what every proxy acknowledged or will): one epoch, one
+    /// content. Starting proxies load this, not the models, which may be ahead of it.
+    pub fn topology(&self) -> String {
+        format!("{}/topology", self.base)
     }
 
     pub fn slots_prefix(&self) -> String {
@@ -141,9 +148,14 @@ pub struct SlotAction {
 }
 
 impl SlotAction {
-    /// Proxies route the slot to the target (moving keys from the source) from `Preparing` on.
+    /// Proxies route the slot to the target (moving keys from the source) from `Prepared` on.
     pub fn routes_to_target(&self) -> bool {
-        self.state >= ActionState::Preparing
+        self.state >= ActionState::Prepared
+    }
+
+    /// Proxies hold the slot (first phase of the barrier).
+    pub fn blocks(&self) -> bool {
+        self.state == ActionState::Preparing
     }
 }
 
@@ -240,6 +252,10 @@ pub fn topology(
                     r.group = Some(a.target);
                     r.from = Some(a.source);
                     r.aborting = a.aborting;
+                }
+                Some(a) if a.blocks() => {
+                    r.group = s.group;
+                    r.blocked = true;
                 }
                 _ => r.group = s.group,
             }

@@ -210,7 +210,9 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         if behind.is_empty() {
             continue;
         }
-        let topo = d.topology(*epoch);
+        let Ok(topo) = d.committed_topology(*epoch).await else {
+            continue;
+        };
         for p in d
             .registered_proxies()
             .await

@@ -310,6 +310,25 @@ impl Dashboard {
         }
     }
 
+    /// Commits (pushes) the topology with the slots in `from`, then moves them to `to`.
+    async fn advance(
+        &self,
+        epoch: &mut u64,
+        from: ActionState,
+        to: ActionState,
+    ) -> Result<(), String> {
+        self.commit(epoch)
+            .await
+            .map_err(|e| format!("waiting for proxies: {}", e.message))?;
+        for mut s in self.slot_models() {
+            if let Some(a) = s.action.as_mut().filter(|a| a.state == from) {
+                a.state = to;
+                self.save_slot(&s).await.map_err(|e| e.message)?;
+            }
+        }
+        Ok(())
+    }
+
     fn set_blocked(&self, why: Option<String>) {
         if let Some(w) = &why {
             warn!(reason = %w, "migration held");
@@ -359,24 +378,31 @@ impl Dashboard {
                 .as_ref()
                 .is_some_and(|a| a.state == ActionState::Preparing);
         }
-        // preparing → prepared → migrating: only after every online proxy acknowledged.
+        // Two phases, each only after every online proxy acknowledged the previous one:
+        // preparing (the slot is blocked on every proxy) → prepared (owner = target, moving
+        // from source) → migrating. While one proxy may still route the old way no proxy
+        // serves the slot, so no write can land on a copy that another proxy moves away.
         if prepared_any {
-            if let Err(e) = self.commit(&mut epoch).await {
-                self.set_blocked(Some(format!("waiting for proxies: {}", e.message)));
+            if let Err(e) = self
+                .advance(&mut epoch, ActionState::Preparing, ActionState::Prepared)
+                .await
+            {
+                self.set_blocked(Some(e));
                 return true;
             }
-            for mut s in self.slot_models() {
-                if let Some(a) = s
-                    .action
-                    .as_mut()
-                    .filter(|a| a.state == ActionState::Preparing)
-                {
-                    a.state = ActionState::Migrating;
-                    if let Err(e) = self.save_slot(&s).await {
-                        self.set_blocked(Some(e.message));
-                        return true;
-                    }
-                }
+        }
+        let routed_any = self.slot_models().iter().any(|s| {
+            s.action
+                .as_ref()
+                .is_some_and(|a| a.state == ActionState::Prepared)
+        });
+        if routed_any {
+            if let Err(e) = self
+                .advance(&mut epoch, ActionState::Prepared, ActionState::Migrating)
+                .await
+            {
+                self.set_blocked(Some(e));
+                return true;
             }
         }
         // finished → done: push "owner = target" and clear the action.

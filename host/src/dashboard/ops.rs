@@ -294,15 +294,14 @@ impl Dashboard {
         };
         let key = format!("{}proxy-offline/{token}", self.paths.cluster_prefix());
         if online {
-            self.push_one(&p, &self.topology(*epoch))
-                .await
-                .map_err(|r| {
-                    ApiError::new(
-                        axum::http::StatusCode::BAD_GATEWAY,
-                        "push_incomplete",
-                        format!("proxy {token}: {r}"),
-                    )
-                })?;
+            let topo = self.committed_topology(*epoch).await?;
+            self.push_one(&p, &topo).await.map_err(|r| {
+                ApiError::new(
+                    axum::http::StatusCode::BAD_GATEWAY,
+                    "push_incomplete",
+                    format!("proxy {token}: {r}"),
+                )
+            })?;
             self.store.delete(&key).await?;
             self.state
                 .lock()

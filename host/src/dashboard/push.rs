@@ -54,13 +54,17 @@ impl Dashboard {
         meta.epoch = next;
         model::write(&*self.store, &key, &meta).await?;
         *epoch = next;
-        self.push_all(next).await?;
+        // The epoch's content is fixed here: catch-up pushes and starting proxies use this
+        // document, never a topology re-derived from models that may have moved on since.
+        let topo = self.topology(next);
+        model::write(&*self.store, &self.paths.topology(), &topo).await?;
+        self.push_all(&topo).await?;
         Ok(next)
     }
 
     /// Pushes the topology at `epoch` to every online proxy and waits for all.
-    pub(crate) async fn push_all(&self, epoch: u64) -> Result<usize, PushError> {
-        let topo = self.topology(epoch);
+    pub(crate) async fn push_all(&self, topo: &Topology) -> Result<usize, PushError> {
+        let epoch = topo.epoch;
         let proxies = match self.registered_proxies().await {
             Ok(p) => p,
             Err(e) => {
@@ -77,7 +81,7 @@ impl Dashboard {
                 .filter(|p| !st.offline.contains(&p.token))
                 .collect()
         };
-        let results = join_all(online.iter().map(|p| self.push_one(p, &topo))).await;
+        let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
         let failed: Vec<_> = online
             .iter()
             .zip(results)
@@ -94,6 +98,18 @@ impl Dashboard {
             let e = PushError { epoch, failed };
             warn!(error = %e, "topology push incomplete");
             Err(e)
+        }
+    }
+
+    /// The topology last committed (for catch-up pushes), or, before the first commit, the
+    /// one the models describe at `epoch` (no proxy has acknowledged anything else yet).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub(crate) async fn committed_topology(&self, epoch: u64) -> Result<Topology, ApiError> {
+        match model::read::<Topology>(&*self.store, &self.paths.topology()).await? {
+            Some((t, _)) if t.epoch == epoch => Ok(t),
+            _ => Ok(self.topology(epoch)),
         }
     }
 

@@ -18,7 +18,7 @@ use crate::api::sha256_hex;
 use crate::config::ProxyConfig;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
 use crate::coordinator::{self, Holder};
-use crate::router::{Router, SlotTableBuilder};
+use crate::router::{Router, SlotTableBuilder, Topology};
 
 /// How long a crashed proxy's node outlives it.
 pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
@@ -95,13 +95,17 @@ pub async fn run(
         .await
         .context("registering the proxy")?;
 
-    let meta_epoch = model::read::<ClusterMeta>(&*store, &paths.meta())
-        .await?
-        .map_or(meta.epoch, |(m, _)| m.epoch);
-    let (groups, slots) = model::load_layout(&*store, &paths)
-        .await
-        .context("loading the slot table")?;
-    let topo = model::topology(meta_epoch, &groups, &slots, &Default::default());
+    // The topology last committed; before the first commit, what the models describe.
+    let topo = match model::read::<Topology>(&*store, &paths.topology()).await? {
+        Some((t, _)) => t,
+        None => {
+            let (groups, slots) = model::load_layout(&*store, &paths)
+                .await
+                .context("loading the slot table")?;
+            model::topology(meta.epoch, &groups, &slots, &Default::default())
+        }
+    };
+    let meta_epoch = topo.epoch;
     match admin.apply(topo).await {
         Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
         Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),

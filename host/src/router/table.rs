@@ -26,6 +26,8 @@ pub struct SlotEntry {
     pub migrating_from: Option<BackendIdx>,
     /// The migration is an abort going back (see `SlotRoute::aborting`).
     pub aborting: bool,
+    /// Held for a migration's first barrier phase: commands get -TRYAGAIN.
+    pub blocked: bool,
 }
 
 /// An immutable routing table; a change builds a new one and swaps it in.
@@ -77,6 +79,7 @@ pub struct SlotTableBuilder {
     backends: Vec<Arc<str>>,
     down: Vec<GroupId>,
     aborting: Vec<SlotId>,
+    blocked: Vec<SlotId>,
 }
 
 impl SlotTableBuilder {
@@ -117,6 +120,12 @@ impl SlotTableBuilder {
         self
     }
 
+    /// Holds a slot (first phase of a migration's barrier).
+    pub fn blocked(&mut self, slot: SlotId) -> &mut Self {
+        self.blocked.push(slot);
+        self
+    }
+
     /// Marks a group's master as down.
     pub fn group_down(&mut self, group: GroupId) -> &mut Self {
         self.down.push(group);
@@ -130,18 +139,21 @@ impl SlotTableBuilder {
             down: false,
             migrating_from: None,
             aborting: false,
+            blocked: false,
         };
         let mut slots = vec![unserved; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
             if let Some((group, master, from)) = s {
                 let down = self.down.contains(&group);
                 let aborting = self.aborting.contains(&SlotId(i as u16));
+                let blocked = self.blocked.contains(&SlotId(i as u16));
                 slots[i] = SlotEntry {
                     group,
                     master: Some(master),
                     down,
                     migrating_from: from,
                     aborting,
+                    blocked,
                 };
             }
         }

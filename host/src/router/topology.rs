@@ -26,6 +26,10 @@ pub struct SlotRoute {
     /// may still be waiting to be put back, so commands also wait on the owner's markers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aborting: bool,
+    /// First phase of a migration's barrier: the slot is served by no proxy (-TRYAGAIN)
+    /// until every proxy has it blocked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
 }
 
 /// A whole routing state. `slots[i]` is slot `i`.
@@ -80,6 +84,9 @@ impl Topology {
                 if s.aborting {
                     b.aborting(SlotId(i as u16));
                 }
+                if s.blocked {
+                    b.blocked(SlotId(i as u16));
+                }
             }
         }
         Ok(b.build(self.epoch))
@@ -122,6 +129,7 @@ mod tests {
                     group: Some(GroupId(9)),
                     from: None,
                     aborting: false,
+                    blocked: false,
                 };
                 SLOTS
             ],

@@ -532,6 +532,9 @@ impl Session {
 fn route(table: &SlotTable, slot: SlotId) -> Result<BackendIdx, String> {
     let entry = table.slot(slot);
     match entry.master {
+        Some(_) if entry.blocked => Err(format!(
+            "TRYAGAIN slot {slot} is being handed to another group; retry shortly"
+        )),
         Some(b) if !entry.down => Ok(b),
         Some(b) => Err(format!(
             "ERR group {} master {} is down",
