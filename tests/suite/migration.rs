@@ -194,6 +194,22 @@ fn check(l: &Ledger, conn: &mut redis::Connection) -> Vec<String> {
     bad
 }
 
+fn conn(addr: SocketAddr) -> redis::Connection {
+    redis::Client::open(format!("redis://{addr}"))
+        .and_then(|c| c.get_connection())
+        .unwrap_or_else(|e| panic!("connecting to {addr}: {e}"))
+}
+
+/// Writes fields `f0..fn` with values `v0..vn` to hash `key`, 2000 per HSET.
+fn fill_hash(c: &mut redis::Connection, key: &str, n: usize) {
+    for start in (0..n).step_by(2000) {
+        let fields: Vec<(String, String)> = (start..(start + 2000).min(n))
+            .map(|i| (format!("f{i}"), format!("v{i}")))
+            .collect();
+        let _: () = c.hset_multiple(key, &fields).expect("HSET");
+    }
+}
+
 fn status(cp: &ControlPlane) -> Value {
     cp.api().get("/api/migrations").ok()
 }
@@ -223,10 +239,7 @@ fn idle(cp: &ControlPlane) -> bool {
 
 /// Fills the cluster with `n` small keys so passes take long enough to be caught half way.
 fn preload(proxy: SocketAddr, n: usize) {
-    let mut c = redis::Client::open(format!("redis://{proxy}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut c = conn(proxy);
     for start in (0..n).step_by(1000) {
         let pairs: Vec<(String, String)> = (start..(start + 1000).min(n))
             .map(|i| (format!("fill:{i}"), "x".repeat(32)))
@@ -313,10 +326,7 @@ fn acknowledged_writes_survive_migration_abort_and_crashes() {
         .into_iter()
         .map(|h| h.join().expect("worker panicked"))
         .collect();
-    let mut conn = redis::Client::open(format!("redis://{}", proxies[0]))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut conn = conn(proxies[0]);
     let mut bad = Vec::new();
     let (mut acked, mut unknown) = (0, 0);
     for l in &ledgers {
@@ -357,16 +367,8 @@ fn a_200k_field_hash_moves_in_chunks_while_it_is_read_and_written() {
     cp.assign(0, 1023, 1);
     let proxy = cp.proxies[0].addr();
     let key = "big:hash";
-    let mut c = redis::Client::open(format!("redis://{proxy}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    for start in (0..200_000).step_by(2000) {
-        let fields: Vec<(String, String)> = (start..start + 2000)
-            .map(|i| (format!("f{i}"), format!("v{i}")))
-            .collect();
-        let _: () = c.hset_multiple(key, &fields).expect("HSET");
-    }
+    let mut c = conn(proxy);
+    fill_hash(&mut c, key, 200_000);
     for s in &cp.servers {
         let mut d = s.client();
         let _: () = redis::cmd("CONFIG")
@@ -382,10 +384,7 @@ fn a_200k_field_hash_moves_in_chunks_while_it_is_read_and_written() {
     let writer = {
         let stop = stop.clone();
         thread::spawn(move || {
-            let mut c = redis::Client::open(format!("redis://{proxy}"))
-                .unwrap()
-                .get_connection()
-                .unwrap();
+            let mut c = conn(proxy);
             let (mut acked, mut unsure, mut bad) = (Vec::new(), Vec::new(), Vec::new());
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) && n < 200_000 {
@@ -528,10 +527,7 @@ fn rebalance_plans_moves_evenly_and_executes_them_without_losing_keys() {
         (342, 341, 341),
         "even split after the rebalance"
     );
-    let mut c = redis::Client::open(format!("redis://{proxy}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut c = conn(proxy);
     let keys: Vec<String> = (0..5000).map(|i| format!("fill:{i}")).collect();
     let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
     assert!(
@@ -554,24 +550,13 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
     cp.assign(0, 1023, 1);
     let proxy = cp.proxies[0].addr();
     let key = "big:abort";
-    let mut c = redis::Client::open(format!("redis://{proxy}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    for start in (0..100_000).step_by(2000) {
-        let fields: Vec<(String, u32)> = (start..start + 2000)
-            .map(|i| (format!("f{i}"), i))
-            .collect();
-        let _: () = c.hset_multiple(key, &fields).expect("HSET");
-    }
+    let mut c = conn(proxy);
+    fill_hash(&mut c, key, 100_000);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = stop.clone();
         thread::spawn(move || {
-            let mut c = redis::Client::open(format!("redis://{proxy}"))
-                .unwrap()
-                .get_connection()
-                .unwrap();
+            let mut c = conn(proxy);
             let (mut ok, mut bad) = (0u64, Vec::new());
             while !stop.load(Ordering::Relaxed) && ok < 1_000_000 {
                 match c.hlen::<_, i64>(key) {
