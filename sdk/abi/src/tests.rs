@@ -1,0 +1,121 @@
+use super::*;
+use std::vec::Vec;
+
+#[test]
+fn command_ids_follow_the_sorted_names() {
+    assert_eq!(command_id("get"), cmd::GET);
+    assert_eq!(command_id("SET"), cmd::SET);
+    assert_eq!(command_id("config|get"), cmd::CONFIG);
+    assert_eq!(command_id("nosuch"), 0);
+    assert_eq!(command_id(""), 0);
+    assert_eq!(command_name(cmd::HSET), "HSET");
+    assert!(COMMAND_NAMES[1..].windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn results_pack_and_unpack() {
+    for &(a, c, l) in &[(0u8, 0u32, 0u32), (3, 0xFF_FFFF, u32::MAX), (255, 7, 12)] {
+        assert_eq!(unpack(pack(a, c, l)), (a, c, l));
+    }
+    assert_eq!(pack(action::PASS, 0, 0), 0);
+}
+
+#[test]
+fn command_tables_round_trip_with_elided_values() {
+    let args = [
+        ArgIn { bytes: b"SET", key: false, elide: false },
+        ArgIn { bytes: b"k1", key: true, elide: false },
+        ArgIn { bytes: b"a big value", key: false, elide: true },
+    ];
+    let size = command_size(args.iter().copied());
+    assert_eq!(size, CMD_HEADER + 3 * ARG_ENTRY + 5);
+    let mut buf = std::vec![0u8; size];
+    let n = encode_command(&mut buf, class::WRITE, 3, args.iter().copied()).unwrap();
+    assert_eq!(n, size);
+    let view = CommandView::parse(&buf).unwrap();
+    assert_eq!(view.len(), 3);
+    assert_eq!(view.class(), class::WRITE);
+    assert_eq!(view.flags(), CMD_VALUES_ELIDED);
+    assert_eq!(view.arg(0).unwrap().bytes, Some(&b"SET"[..]));
+    assert!(view.arg(1).unwrap().key);
+    let v = view.arg(2).unwrap();
+    assert_eq!((v.bytes, v.len, v.key), (None, 11, false));
+    assert!(view.arg(3).is_none());
+    // Too small a buffer is refused, not a panic.
+    assert!(encode_command(&mut buf[..size - 1], 0, 3, args.iter().copied()).is_none());
+}
+
+#[test]
+fn malformed_tables_are_refused() {
+    let mut buf = std::vec![0u8; 64];
+    buf[0] = 200; // nargs beyond the buffer
+    assert!(CommandView::parse(&buf).is_none());
+    let mut buf = std::vec![0u8; CMD_HEADER + ARG_ENTRY];
+    buf[0] = 1;
+    buf[CMD_HEADER..CMD_HEADER + 4].copy_from_slice(&1000u32.to_le_bytes());
+    buf[CMD_HEADER + 4..CMD_HEADER + 8].copy_from_slice(&4u32.to_le_bytes());
+    assert!(CommandView::parse(&buf).is_none());
+    assert!(RepliesView::parse(&[1, 0, 0, 0]).is_none());
+}
+
+#[test]
+fn rewrite_blocks_round_trip() {
+    let mut out = Vec::new();
+    let mut w = RewriteWriter::begin(&mut out, merge::SUM, 42);
+    w.command(2).arg(b"HLEN").arg_parts(&[b"big", b":{0}"]);
+    w.command(3).arg(b"HGET").arg(b"big:{1}").input(2);
+    let count = w.count();
+    let view = RewriteView::parse(&out, count).unwrap();
+    assert_eq!((view.merge, view.ctx, view.count()), (merge::SUM, 42, 2));
+    let cmds: Vec<Vec<RewriteArg<'_>>> = view
+        .commands()
+        .map(|c| c.unwrap().map(|a| a.unwrap()).collect())
+        .collect();
+    assert_eq!(
+        cmds,
+        std::vec![
+            std::vec![RewriteArg::Bytes(b"HLEN"), RewriteArg::Bytes(b"big:{0}")],
+            std::vec![
+                RewriteArg::Bytes(b"HGET"),
+                RewriteArg::Bytes(b"big:{1}"),
+                RewriteArg::Input(2)
+            ],
+        ]
+    );
+    // Claiming more commands than written, or truncating, is an error.
+    assert_eq!(RewriteView::parse(&out, 3).unwrap_err(), RewriteError::Truncated);
+    assert!(RewriteView::parse(&out[..out.len() - 1], 2).is_err());
+    assert_eq!(RewriteView::parse(&out, 0).unwrap_err(), RewriteError::NoCommands);
+}
+
+#[test]
+fn manifests_round_trip() {
+    let m = ManifestBuilder {
+        flags: MF_WANT_CLOSE,
+        classes: class::ADMIN,
+        tick_ms: 1000,
+        commands: std::vec![(cmd::SET, HOOK_VALUES), (cmd::GET, 0)],
+        prefixes: std::vec![b"big:".to_vec()],
+    };
+    let mut out = Vec::new();
+    m.encode(&mut out);
+    let v = ManifestView::parse(&out).unwrap();
+    assert_eq!((v.version, v.flags, v.classes, v.tick_ms), (1, MF_WANT_CLOSE, class::ADMIN, 1000));
+    assert_eq!(v.commands().collect::<Vec<_>>(), std::vec![(cmd::SET, HOOK_VALUES), (cmd::GET, 0)]);
+    assert_eq!(v.prefixes().collect::<Vec<_>>(), std::vec![&b"big:"[..]]);
+    assert!(ManifestView::parse(&out[..out.len() - 1]).is_none());
+}
+
+#[test]
+fn replies_and_string_lists_round_trip() {
+    let replies: [&[u8]; 2] = [b":1\r\n", b"$-1\r\n"];
+    let mut buf = std::vec![0u8; replies_size(replies.iter().copied())];
+    encode_replies(&mut buf, 2, replies.iter().copied()).unwrap();
+    let v = RepliesView::parse(&buf).unwrap();
+    assert_eq!((v.get(0), v.get(1), v.get(2)), (Some(&b":1\r\n"[..]), Some(&b"$-1\r\n"[..]), None));
+    let mut l = Vec::new();
+    encode_string_list([&b"cmd"[..], b"tenant"], &mut l);
+    let items: Vec<_> = string_list(&l).collect();
+    assert_eq!(items, std::vec![Some(&b"cmd"[..]), Some(&b"tenant"[..])]);
+    assert_eq!(string_list(&l[..5]).collect::<Vec<_>>(), std::vec![None]);
+}
