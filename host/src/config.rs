@@ -35,6 +35,8 @@ pub struct ProxyConfig {
     pub admin_commands: bool,
     /// How long SIGTERM waits for sessions to finish their in-flight commands.
     pub shutdown_grace_ms: u64,
+    /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
+    pub plugins: Vec<crate::plugins::PluginFile>,
 }
 
 impl Default for ProxyConfig {
@@ -54,6 +56,7 @@ impl Default for ProxyConfig {
             session_password: None,
             admin_commands: false,
             shutdown_grace_ms: 10_000,
+            plugins: Vec::new(),
         }
     }
 }

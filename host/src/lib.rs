@@ -30,6 +30,7 @@ pub mod config;
 pub mod coordinator;
 pub mod dashboard;
 pub mod migrate;
+pub mod plugins;
 pub mod proxy;
 pub mod redis_client;
 pub mod resp;

@@ -61,6 +61,16 @@ struct ProxyArgs {
     /// Worker threads (default: one per two CPUs).
     #[arg(long)]
     threads: Option<usize>,
+    /// Static mode: a WebAssembly plugin (.wasm); repeat for a chain, in order. Its name is
+    /// the file name without `.wasm`.
+    #[arg(long = "plugin", conflicts_with = "cluster")]
+    plugins: Vec<PathBuf>,
+    /// The JSON config of the plugin given at the same position.
+    #[arg(long = "plugin-config")]
+    plugin_configs: Vec<PathBuf>,
+    /// NAME=open|closed: what a plugin's failure does to a command (default closed).
+    #[arg(long = "plugin-fail")]
+    plugin_fail: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -166,8 +176,37 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(t) = args.threads {
         config.threads = t;
     }
+    if args.plugin_configs.len() > args.plugins.len() {
+        bail!("--plugin-config given {} times but --plugin only {}", args.plugin_configs.len(), args.plugins.len());
+    }
+    for (i, path) in args.plugins.iter().enumerate() {
+        config.plugins.push(tessera::plugins::PluginFile {
+            path: path.clone(),
+            config: args.plugin_configs.get(i).cloned(),
+            ..Default::default()
+        });
+    }
+    for f in &args.plugin_fail {
+        let (name, policy) = f
+            .split_once('=')
+            .with_context(|| format!("--plugin-fail {f:?}: expected NAME=open or NAME=closed"))?;
+        let mut found = false;
+        for p in &mut config.plugins {
+            let spec_name = p.to_spec()?.name;
+            if spec_name == name {
+                p.fail = Some(policy.to_owned());
+                found = true;
+            }
+        }
+        if !found {
+            bail!("--plugin-fail {f:?}: no plugin named {name}");
+        }
+    }
     runtime()?.block_on(async {
         if let Some(cluster) = args.cluster {
+            if !config.plugins.is_empty() {
+                bail!("a cluster-mode proxy takes its plugins from the cluster's catalog (tessera admin plugin …), not from --plugin or [[plugins]]");
+            }
             let store_url = args.store.context("--cluster needs --store")?;
             let admin_listen = args
                 .admin_listen
@@ -182,7 +221,23 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         if args.store.is_some() {
             bail!("--store is for cluster mode: give --cluster too, or --backends for static mode");
         }
+        let specs = config
+            .plugins
+            .iter()
+            .map(tessera::plugins::PluginFile::to_spec)
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let proxy = Proxy::bind(config)?;
+        if !specs.is_empty() {
+            let loaded = proxy
+                .shared()
+                .plugins
+                .apply(specs)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            for p in loaded {
+                tracing::info!(plugin = %p.name, sha256 = %p.sha256, fail = %p.fail, hooks = ?p.hooks, classes = ?p.hook_classes, "plugin loaded");
+            }
+        }
         if let Some(addr) = args.admin_listen {
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await

@@ -176,14 +176,16 @@ impl ProxyAdmin {
 
 async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     let s = &a.shared;
-    render_proxy(
+    let mut out = render_proxy(
         &s.command_stats,
         &ProxyGauges {
             sessions: s.clients.len(),
             epoch: a.epoch(),
             backend: &s.backend_stats,
         },
-    )
+    );
+    s.plugins.render_metrics(&mut out);
+    out
 }
 
 async fn info(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyInfo> {

@@ -296,6 +296,36 @@ impl Command {
         out
     }
 
+    /// The plugin ABI's class bits (`tessera_plugin_abi::class`) of this command.
+    pub fn abi_class(&self) -> u32 {
+        use tessera_plugin_abi::class as c;
+        let (f, a) = (self.raw.flags, self.raw.acl);
+        let mut bits = 0;
+        let mut set = |cond: bool, bit: u32| {
+            if cond {
+                bits |= bit;
+            }
+        };
+        set(f & F_READONLY != 0 || a & A_READ != 0, c::READ);
+        set(f & F_WRITE != 0 || a & A_WRITE != 0, c::WRITE);
+        set(f & F_ADMIN != 0 || a & A_ADMIN != 0, c::ADMIN);
+        set(f & F_PUBSUB != 0 || a & A_PUBSUB != 0, c::PUBSUB);
+        set(f & F_BLOCKING != 0 || a & A_BLOCKING != 0, c::BLOCKING);
+        set(a & A_SCRIPTING != 0, c::SCRIPTING);
+        set(a & A_TRANSACTION != 0, c::TRANSACTION);
+        set(a & A_CONNECTION != 0, c::CONNECTION);
+        set(self.raw.keys.is_empty(), c::KEYLESS);
+        let multi = self.raw.keys.len() > 1
+            || self.raw.keys.iter().any(|k| {
+                matches!(k.find, Find::Keynum { .. })
+                    || matches!(k.find, Find::Range { lastkey, .. } if lastkey != 0)
+            });
+        set(multi, c::MULTI_KEY);
+        set(f & F_FAST != 0 || a & A_FAST != 0, c::FAST);
+        set(a & A_DANGEROUS != 0, c::DANGEROUS);
+        bits
+    }
+
     /// The command has no key spec at all (as opposed to one that found no keys this time).
     pub fn has_key_specs(&self) -> bool {
         !self.raw.keys.is_empty()

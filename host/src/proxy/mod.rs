@@ -32,6 +32,7 @@ pub struct Shared {
     pub stats: Stats,
     pub command_stats: CommandStats,
     pub backend_stats: Arc<BackendStats>,
+    pub plugins: crate::plugins::PluginHost,
     pub started: Instant,
     pub listen_addr: SocketAddr,
     active: AtomicUsize,
@@ -93,6 +94,8 @@ pub struct Worker {
     pub pool: Pool,
     /// Keys found gone from their migrating slot's source under the table in force.
     pub moved: MovedKeys,
+    /// This thread's warm plugin instances (created with the first plugin).
+    pub plugins: std::cell::RefCell<Option<tessera_wasm::WorkerChain>>,
 }
 
 /// Keys of migrating slots this worker has seen moved off their source (or never there),
@@ -160,10 +163,13 @@ impl Proxy {
             .with_context(|| format!("binding {}", config.listen))?;
         listener.set_nonblocking(true)?;
         let listen_addr = listener.local_addr()?;
+        let clients = Arc::new(ClientRegistry::default());
+        let plugins = crate::plugins::PluginHost::new(clients.clone(), config.threads());
         let shared = Arc::new(Shared {
             config,
             router,
-            clients: Arc::new(ClientRegistry::default()),
+            clients,
+            plugins,
             stats: Stats::default(),
             command_stats: CommandStats::default(),
             backend_stats: Arc::default(),
@@ -253,6 +259,21 @@ impl Proxy {
     }
 }
 
+/// Runs the plugins' `on_tick` hooks on this worker's instances.
+async fn plugin_ticks(worker: Rc<Worker>) {
+    let mut every = tokio::time::interval(Duration::from_millis(50));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if worker.shared.plugins.chain().is_empty() {
+            continue;
+        }
+        if let Some(wc) = worker.plugins.borrow_mut().as_mut() {
+            wc.tick(Instant::now());
+        }
+    }
+}
+
 fn worker_main(
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
@@ -273,7 +294,9 @@ fn worker_main(
             pool: Pool::new(opts, shared.config.backend_connections),
             shared: shared.clone(),
             moved: MovedKeys::default(),
+            plugins: std::cell::RefCell::new(None),
         });
+        tokio::task::spawn_local(plugin_ticks(worker.clone()));
         let mut sessions = tokio::task::JoinSet::new();
         loop {
             tokio::select! {

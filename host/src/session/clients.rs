@@ -31,6 +31,8 @@ pub struct ClientInfo {
 #[derive(Debug, Default, Clone)]
 struct Names {
     name: Bytes,
+    /// The user the session authenticated as (empty: none).
+    user: Bytes,
     lib_name: Bytes,
     lib_ver: Bytes,
 }
@@ -85,6 +87,17 @@ impl ClientRegistry {
         self.len() == 0
     }
 
+    /// Facts of client `id`, if it is connected.
+    pub fn facts(&self, id: u64) -> Option<tessera_wasm::ClientFacts> {
+        let info = self
+            .clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .get(&id)
+            .cloned()?;
+        Some(info.facts())
+    }
+
     /// `CLIENT LIST` text: one line per session.
     pub fn list(&self) -> String {
         let clients: Vec<Arc<ClientInfo>> = self
@@ -110,6 +123,22 @@ impl ClientInfo {
 
     pub fn name(&self) -> Bytes {
         self.names.lock().expect("names lock poisoned").name.clone()
+    }
+
+    pub fn set_user(&self, user: Bytes) {
+        self.names.lock().expect("client names lock poisoned").user = user;
+    }
+
+    /// What plugins may learn about this client (the `client_info` import).
+    pub fn facts(&self) -> tessera_wasm::ClientFacts {
+        let n = self.names.lock().expect("client names lock poisoned").clone();
+        let text = |b: &Bytes| (!b.is_empty()).then(|| String::from_utf8_lossy(b).into_owned());
+        tessera_wasm::ClientFacts {
+            addr: self.addr.to_string(),
+            user: text(&n.user),
+            name: text(&n.name),
+            db: 0,
+        }
     }
 
     pub fn set_name(&self, name: Bytes) {

@@ -35,12 +35,20 @@ impl Session {
     /// Routes or answers one command; also returns which command it was (for the stats).
     pub(super) fn dispatch(&mut self, req: Request) -> (Option<CommandId>, Pending) {
         match CommandTable::get().lookup(&req) {
+            Ok(cmd) if self.authed => match self.run_plugins(cmd, &req) {
+                super::plugins::Decision::Continue(observers) => {
+                    let conn = self.reg.info.id;
+                    let p = self.dispatch_command(cmd, req);
+                    (Some(cmd.id), super::plugins::observe(p, observers, conn))
+                }
+                super::plugins::Decision::Done(p) => (Some(cmd.id), p),
+            },
             Ok(cmd) => (Some(cmd.id), self.dispatch_command(cmd, req)),
             Err(e) => (None, self.error(e.to_string())),
         }
     }
 
-    fn dispatch_command(&mut self, cmd: &'static Command, req: Request) -> Pending {
+    pub(super) fn dispatch_command(&mut self, cmd: &'static Command, req: Request) -> Pending {
         if !self.authed
             && !matches!(
                 cmd.kind,
@@ -65,11 +73,11 @@ impl Session {
         }
     }
 
-    fn error(&self, msg: impl Into<String>) -> Pending {
+    pub(super) fn error(&self, msg: impl Into<String>) -> Pending {
         Pending::frame(Frame::error(msg), self.proto)
     }
 
-    fn reply(&self, f: Frame) -> Pending {
+    pub(super) fn reply(&self, f: Frame) -> Pending {
         Pending::frame(f, self.proto)
     }
 
@@ -357,6 +365,7 @@ impl Session {
         }
         if self.password_ok(user, pass) {
             self.authed = true;
+            self.reg.info.set_user(Bytes::copy_from_slice(user));
             self.reply(Frame::ok())
         } else {
             self.error("WRONGPASS invalid username-password pair or user is disabled.")
@@ -393,7 +402,10 @@ impl Session {
             Some((user, pass)) if !self.password_ok(user, pass) => {
                 return self.error("WRONGPASS invalid username-password pair or user is disabled.");
             }
-            Some(_) => self.authed = true,
+            Some((user, _)) => {
+                self.authed = true;
+                self.reg.info.set_user(Bytes::copy_from_slice(user));
+            }
             None if !self.authed => {
                 return self.error(
                     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",

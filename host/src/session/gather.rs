@@ -18,6 +18,10 @@ pub(crate) enum Pending {
     Moved(Box<Moved>),
     /// Several backend replies, merged.
     Gather(Gather),
+    /// The commands a plugin rewrote this one into, merged.
+    Plugin(Box<super::plugins::Rewritten>),
+    /// A reply plugins observe (and may replace) before the client gets it.
+    Observed(Box<super::plugins::Observed>),
 }
 
 /// One part of a gathered command.
@@ -82,6 +86,8 @@ impl Pending {
                 Ok(b) => out.extend_from_slice(&b),
                 Err(f) => f.encode(Proto::Resp2, out),
             },
+            Pending::Plugin(p) => p.write_into(out).await,
+            Pending::Observed(o) => o.write_into(out).await,
             Pending::Gather(g) => {
                 let proto = g.proto;
                 let mut replies = Vec::with_capacity(g.parts.len());

@@ -9,6 +9,7 @@ mod dispatch;
 mod gather;
 mod info;
 mod migrate;
+mod plugins;
 
 pub use clients::{ClientInfo, ClientRegistry};
 
@@ -80,6 +81,7 @@ impl Session {
 
     pub async fn run(mut self) {
         let end = self.serve().await;
+        self.plugins_close();
         debug!(client = self.reg.info.id, addr = %self.reg.info.addr, ?end, "session closed");
     }
 

@@ -1,0 +1,368 @@
+//! The plugin chain on the command path: which plugins see a command, what they decide, and
+//! how rewritten commands and observed replies come back together.
+//!
+//! A command no plugin hooks costs one atomic load and one bitmap test. A hooked command is
+//! copied into each hooking plugin's arena (values left out for plugins that asked only for
+//! keys). PASS goes on to the next plugin; DENY and REPLY answer at once; REWRITE dispatches
+//! the new commands (each routed by its own slot) and merges their replies; OBSERVE lets the
+//! command through and shows the plugin its reply.
+
+use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
+use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
+use tessera_wasm::{ChainStep, CmdOutcome, FailPolicy, Fault, InstanceRef, ReplyOutcome, WorkerChain};
+
+use super::Session;
+use super::gather::Pending;
+use crate::command::{Command, CommandTable, Kind, Local};
+use crate::resp::{Frame, Proto, ReplyScanner, Request, parse_integer, split_aggregate};
+
+/// A plugin that asked to see the reply of the command it passed.
+pub(crate) struct Observer {
+    inst: InstanceRef,
+    ctx: u64,
+    name: String,
+    fail: FailPolicy,
+}
+
+/// The replies of a rewrite, merged by the host or by the plugin's `on_reply`.
+pub(crate) struct Rewritten {
+    parts: Vec<Pending>,
+    merge: u32,
+    ctx: u64,
+    /// The instance that made the rewrite (for `merge = plugin`): it stays alive across a
+    /// reload until this command is answered.
+    inst: InstanceRef,
+    name: String,
+    conn: u64,
+    proto: Proto,
+}
+
+/// A command's reply seen by observers before it reaches the client.
+pub(crate) struct Observed {
+    inner: Pending,
+    observers: SmallVec<[Observer; 2]>,
+    conn: u64,
+}
+
+pub(super) enum Decision {
+    /// Dispatch the command as usual (the observers, if any, see its reply).
+    Continue(SmallVec<[Observer; 2]>),
+    Done(Pending),
+}
+
+fn failed(name: &str, reason: &str) -> Frame {
+    Frame::error(format!("ERR plugin {name} failed: {reason}"))
+}
+
+/// Exactly one complete RESP reply?
+fn one_reply(b: &[u8]) -> bool {
+    matches!(ReplyScanner::default().next_len(b), Ok(Some(n)) if n == b.len())
+}
+
+impl Session {
+    /// Runs the plugin chain on a command (after the auth gate).
+    pub(super) fn run_plugins(&mut self, cmd: &'static Command, req: &Request) -> Decision {
+        let shared = self.worker.shared.clone();
+        let chain = shared.plugins.chain();
+        if chain.is_empty()
+            || matches!(cmd.kind, Kind::Local(Local::Auth | Local::Hello | Local::Quit))
+        {
+            return Decision::Continue(SmallVec::new());
+        }
+        let (id, class) = crate::plugins::abi_of(cmd.id);
+        if !chain.hooks_any(id, class) {
+            return Decision::Continue(SmallVec::new());
+        }
+        let mut slot = self.worker.plugins.borrow_mut();
+        let wc = match &mut *slot {
+            Some(wc) => wc,
+            None => match shared.plugins.runtime() {
+                Ok(rt) => slot.insert(WorkerChain::new(rt.clone())),
+                Err(e) => return Decision::Done(self.error(format!("ERR plugins unavailable: {e}"))),
+            },
+        };
+        wc.sync(&chain);
+        let keys = cmd.key_indices(req);
+        let conn = self.reg.info.id;
+        let mut observers: SmallVec<[Observer; 2]> = SmallVec::new();
+        for i in 0..wc.len() {
+            let g = wc.generation(i).clone();
+            let Some(values) = g.hooks.wants(id, class) else {
+                continue;
+            };
+            if !g.hooks.keys_match(keys.iter().map(|&k| req.arg(k as usize))) {
+                continue;
+            }
+            let inst = match wc.step(i) {
+                ChainStep::Call(inst) => inst,
+                ChainStep::Unavailable(reason) => match g.spec.fail {
+                    FailPolicy::Open => continue,
+                    FailPolicy::Closed => {
+                        return Decision::Done(self.reply(failed(g.name(), &reason)));
+                    }
+                },
+            };
+            let args: SmallVec<[ArgIn<'_>; 8]> = (0..req.argc())
+                .map(|a| {
+                    let key = keys.contains(&(a as u32));
+                    ArgIn {
+                        bytes: req.arg(a),
+                        key,
+                        elide: !values && a != 0 && !key,
+                    }
+                })
+                .collect();
+            let outcome = inst.borrow_mut().on_command(conn, id, class, &args);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(f) => {
+                    wc.report_fault(i, &f);
+                    match g.spec.fail {
+                        FailPolicy::Open => continue,
+                        FailPolicy::Closed => {
+                            return Decision::Done(self.reply(failed(g.name(), &f.reason)));
+                        }
+                    }
+                }
+            };
+            match outcome {
+                CmdOutcome::Pass => {}
+                CmdOutcome::Observe(ctx) => observers.push(Observer {
+                    inst,
+                    ctx,
+                    name: g.name().to_owned(),
+                    fail: g.spec.fail,
+                }),
+                CmdOutcome::Deny(text) => {
+                    let mut b = BytesMut::with_capacity(text.len() + 3);
+                    b.extend_from_slice(b"-");
+                    b.extend_from_slice(&text);
+                    b.extend_from_slice(b"\r\n");
+                    return Decision::Done(observe(Pending::Ready(b.freeze()), observers, conn));
+                }
+                CmdOutcome::Reply(bytes) => {
+                    if !one_reply(&bytes) {
+                        let f = Fault::bad_output("its reply is not one complete RESP reply");
+                        wc.report_fault(i, &f);
+                        return Decision::Done(self.reply(failed(g.name(), &f.reason)));
+                    }
+                    return Decision::Done(observe(Pending::Ready(bytes.into()), observers, conn));
+                }
+                CmdOutcome::Rewrite {
+                    merge,
+                    ctx,
+                    count,
+                    block,
+                } => {
+                    drop(slot);
+                    let pending = self.rewrite(req, &block, count, merge, ctx, inst, g.name(), conn);
+                    return Decision::Done(observe(pending, observers, conn));
+                }
+            }
+        }
+        Decision::Continue(observers)
+    }
+
+    /// Dispatches a rewrite's commands (each routed on its own; plugins do not see them).
+    #[allow(clippy::too_many_arguments)]
+    fn rewrite(
+        &mut self,
+        req: &Request,
+        block: &[u8],
+        count: u32,
+        merge: u32,
+        ctx: u64,
+        inst: InstanceRef,
+        name: &str,
+        conn: u64,
+    ) -> Pending {
+        // Validated by the runtime already; a failure here is a bug, answered as an error.
+        let Ok(view) = RewriteView::parse(block, count) else {
+            return self.reply(failed(name, "malformed rewrite"));
+        };
+        let mut parts = Vec::with_capacity(count as usize);
+        for c in view.commands() {
+            let Ok(c) = c else {
+                return self.reply(failed(name, "malformed rewrite"));
+            };
+            let args: Vec<&[u8]> = c
+                .map(|a| match a {
+                    Ok(RewriteArg::Bytes(b)) => b,
+                    Ok(RewriteArg::Input(i)) => req.get(i as usize).unwrap_or_default(),
+                    Err(_) => &[],
+                })
+                .collect();
+            let sub = Request::from_args(&args);
+            let part = match CommandTable::get().lookup(&sub) {
+                Ok(cmd) => self.dispatch_command(cmd, sub),
+                Err(e) => self.error(format!("ERR plugin {name} rewrote into a bad command: {e}")),
+            };
+            parts.push(part);
+        }
+        Pending::Plugin(Box::new(Rewritten {
+            parts,
+            merge,
+            ctx,
+            inst,
+            name: name.to_owned(),
+            conn,
+            proto: self.proto,
+        }))
+    }
+
+    /// Tells the plugins that asked that this connection closed.
+    pub(super) fn plugins_close(&self) {
+        if self.worker.shared.plugins.chain().is_empty() {
+            return;
+        }
+        if let Some(wc) = self.worker.plugins.borrow_mut().as_mut() {
+            wc.close(self.reg.info.id);
+        }
+    }
+}
+
+/// Wraps a reply so observers see it (in reverse order: the first plugin sees it last).
+pub(super) fn observe(inner: Pending, observers: SmallVec<[Observer; 2]>, conn: u64) -> Pending {
+    if observers.is_empty() {
+        inner
+    } else {
+        Pending::Observed(Box::new(Observed {
+            inner,
+            observers,
+            conn,
+        }))
+    }
+}
+
+fn error_bytes(text: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(text.len() + 3);
+    b.extend_from_slice(b"-");
+    b.extend_from_slice(text);
+    b.extend_from_slice(b"\r\n");
+    b.freeze()
+}
+
+impl Observed {
+    pub(crate) async fn write_into(self, out: &mut BytesMut) {
+        let mut reply = BytesMut::new();
+        Box::pin(self.inner.write_into(&mut reply)).await;
+        let mut reply = reply.freeze();
+        for o in self.observers.into_iter().rev() {
+            let r = o.inst.borrow_mut().on_reply(self.conn, o.ctx, &[&reply]);
+            match r {
+                Ok(ReplyOutcome::Pass) => {}
+                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => reply = b.into(),
+                Ok(ReplyOutcome::Replace(_)) => {
+                    if o.fail == FailPolicy::Closed {
+                        reply = Frame::error(format!("ERR plugin {} failed: its reply is not one complete RESP reply", o.name)).to_bytes(Proto::Resp2);
+                    }
+                }
+                Ok(ReplyOutcome::Error(t)) => reply = error_bytes(&t),
+                Err(f) => {
+                    if o.fail == FailPolicy::Closed {
+                        reply = failed(&o.name, &f.reason).to_bytes(Proto::Resp2);
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&reply);
+    }
+}
+
+impl Rewritten {
+    pub(crate) async fn write_into(self, out: &mut BytesMut) {
+        let mut replies: Vec<Bytes> = Vec::with_capacity(self.parts.len());
+        for p in self.parts {
+            let mut b = BytesMut::new();
+            Box::pin(p.write_into(&mut b)).await;
+            replies.push(b.freeze());
+        }
+        if self.merge == abi::merge::PLUGIN {
+            let refs: Vec<&[u8]> = replies.iter().map(|r| &r[..]).collect();
+            let r = self.inst.borrow_mut().on_reply(self.conn, self.ctx, &refs);
+            match r {
+                Ok(ReplyOutcome::Pass) if replies.len() == 1 => out.extend_from_slice(&replies[0]),
+                Ok(ReplyOutcome::Pass) => failed(&self.name, "passed a merge of several replies")
+                    .encode(self.proto, out),
+                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => out.extend_from_slice(&b),
+                Ok(ReplyOutcome::Replace(_)) => {
+                    failed(&self.name, "its reply is not one complete RESP reply").encode(self.proto, out)
+                }
+                Ok(ReplyOutcome::Error(t)) => out.extend_from_slice(&error_bytes(&t)),
+                // A rewrite cannot fail open: the original command was never sent.
+                Err(f) => failed(&self.name, &f.reason).encode(self.proto, out),
+            }
+            return;
+        }
+        if let Some(err) = replies.iter().find(|r| matches!(r.first(), Some(b'-' | b'!'))) {
+            out.extend_from_slice(err);
+            return;
+        }
+        if let Err(f) = host_merge(self.merge, &replies, self.proto, out) {
+            f.encode(self.proto, out);
+        }
+    }
+}
+
+fn is_nil(r: &[u8]) -> bool {
+    matches!(r, b"$-1\r\n" | b"_\r\n" | b"*-1\r\n")
+}
+
+/// The merges the host does without calling the plugin again.
+fn host_merge(merge: u32, replies: &[Bytes], proto: Proto, out: &mut BytesMut) -> Result<(), Frame> {
+    let unexpected = || Frame::error("ERR unexpected reply to a command a plugin rewrote");
+    match merge {
+        abi::merge::CONCAT => {
+            // Arrays, sets and maps (a map's elements come in key/value pairs).
+            let kind = replies.iter().map(|r| r[0]).find(|&k| k != b'_' && !is_nil(&[k]));
+            let mut elems: Vec<&[u8]> = Vec::new();
+            for r in replies {
+                if is_nil(r) {
+                    continue;
+                }
+                elems.extend(split_aggregate(r).ok_or_else(unexpected)?);
+            }
+            match kind.unwrap_or(b'*') {
+                b'%' => {
+                    out.extend_from_slice(b"%");
+                    out.extend_from_slice(itoa::Buffer::new().format(elems.len() / 2).as_bytes());
+                }
+                b'~' => {
+                    out.extend_from_slice(b"~");
+                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
+                }
+                _ => {
+                    out.extend_from_slice(b"*");
+                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
+                }
+            }
+            out.extend_from_slice(b"\r\n");
+            for e in elems {
+                out.extend_from_slice(e);
+            }
+        }
+        abi::merge::SUM => {
+            let mut sum = 0i64;
+            for r in replies {
+                sum = sum.wrapping_add(parse_integer(r).ok_or_else(unexpected)?);
+            }
+            Frame::Integer(sum).encode(proto, out);
+        }
+        abi::merge::ALL_OK => {
+            if replies.iter().all(|r| &r[..] == b"+OK\r\n") {
+                out.extend_from_slice(b"+OK\r\n");
+            } else {
+                return Err(unexpected());
+            }
+        }
+        abi::merge::FIRST_NON_NIL => match replies.iter().find(|r| !is_nil(r)) {
+            Some(r) => out.extend_from_slice(r),
+            None => Frame::Null.encode(proto, out),
+        },
+        abi::merge::LAST => out.extend_from_slice(replies.last().ok_or_else(unexpected)?),
+        abi::merge::FIRST => out.extend_from_slice(replies.first().ok_or_else(unexpected)?),
+        _ => return Err(unexpected()),
+    }
+    Ok(())
+}

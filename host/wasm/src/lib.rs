@@ -1,0 +1,29 @@
+//! Tessera's WebAssembly plugin runtime (wasmtime 48, core modules, ABI v1 of
+//! `tessera-plugin-abi`).
+//!
+//! - [`Runtime`]: one `Engine` per process, modules compiled once and cached by sha256, the
+//!   epoch ticker, the linker with every host import.
+//! - [`Generation`]: one loaded version of a plugin (module + config): an `InstancePre` shared by
+//!   all threads, and the hook manifest its `init` returned in a probe instance.
+//! - [`Chain`]: the ordered plugins in force, swapped atomically on reload.
+//! - [`WorkerChain`]: a worker thread's warm instances for the chain in force; an instance that
+//!   faulted is replaced (with backoff when it keeps failing); an instance still referenced by a
+//!   command in flight outlives a reload.
+//!
+//! This crate knows nothing of sessions or routing: the proxy hands it argument slices and gets
+//! actions back.
+
+mod chain;
+pub mod cputime;
+mod imports;
+mod instance;
+pub mod metrics;
+mod plugin;
+mod runtime;
+pub mod state;
+
+pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
+pub use instance::{CmdOutcome, Fault, Instance, ReplyOutcome};
+pub use plugin::{FAULT_REASONS, FailPolicy, Generation, Hooks, PluginShared, PluginSpec, valid_plugin_name};
+pub use runtime::{ClientFacts, ClientLookup, LoadError, Runtime, RuntimeConfig};
+pub use tessera_plugin_abi as abi;

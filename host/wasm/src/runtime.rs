@@ -1,0 +1,346 @@
+//! The process-wide engine, module cache, linker and epoch ticker; loading a plugin version.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+use sha2::{Digest, Sha256};
+use tessera_plugin_abi as abi;
+use wasmtime::{
+    Config, Engine, ExternType, InstanceAllocationStrategy, Linker, Module, OptLevel,
+    PoolingAllocationConfig, ValType,
+};
+
+use crate::imports;
+use crate::instance::{HostState, Instance};
+use crate::plugin::{FAULT_REASONS, Generation, PluginShared, PluginSpec, valid_plugin_name};
+
+/// Facts about a client connection, for the `client_info` import.
+#[derive(Debug, Clone, Default)]
+pub struct ClientFacts {
+    pub addr: String,
+    pub user: Option<String>,
+    pub name: Option<String>,
+    pub db: u32,
+}
+
+/// How the runtime finds a connection's facts (the proxy's client registry).
+pub trait ClientLookup: Send + Sync + 'static {
+    fn client(&self, conn: u64) -> Option<ClientFacts>;
+}
+
+struct NoClients;
+impl ClientLookup for NoClients {
+    fn client(&self, _: u64) -> Option<ClientFacts> {
+        None
+    }
+}
+
+/// Sizing of the pooling allocator.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Instances alive at once, all plugins and threads together (workers × plugins × 2 for
+    /// reloads, plus probes).
+    pub max_instances: u32,
+    /// The largest memory any one instance may have (per-plugin limits are at most this).
+    pub max_memory: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_instances: 128,
+            max_memory: PluginSpec::DEFAULT_MEMORY_LIMIT,
+        }
+    }
+}
+
+/// Why a plugin version could not be loaded. The message is meant for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
+
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    modules: Mutex<FxHashMap<[u8; 32], Module>>,
+    shared: Mutex<FxHashMap<String, Arc<PluginShared>>>,
+    pub(crate) clients: Arc<dyn ClientLookup>,
+    config: RuntimeConfig,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("config", &self.config).finish()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Builds the engine and starts the epoch ticker (one thread, 1 ms).
+    ///
+    /// # Errors
+    /// The engine configuration was refused (e.g. no virtual memory for the pool).
+    pub fn new(config: RuntimeConfig, clients: Option<Arc<dyn ClientLookup>>) -> anyhow::Result<Arc<Self>> {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_core_instances(config.max_instances)
+            .total_memories(config.max_instances)
+            .total_tables(config.max_instances)
+            .max_memory_size(config.max_memory);
+        let mut c = Config::new();
+        c.epoch_interruption(true)
+            .cranelift_opt_level(OptLevel::Speed)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .max_wasm_stack(512 << 10)
+            .wasm_backtrace_max_frames(None)
+            .concurrency_support(false);
+        let engine = Engine::new(&c).map_err(|e| anyhow::anyhow!("wasm engine: {e:#}"))?;
+        let mut linker = Linker::new(&engine);
+        imports::link(&mut linker).map_err(|e| anyhow::anyhow!("wasm imports: {e:#}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("tessera-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(1));
+                        engine.increment_epoch();
+                    }
+                })?;
+        }
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            modules: Mutex::default(),
+            shared: Mutex::default(),
+            clients: clients.unwrap_or_else(|| Arc::new(NoClients)),
+            config,
+            stop,
+        }))
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The shared state of a plugin name (created on first use, kept across reloads).
+    fn shared_for(&self, name: &str) -> Arc<PluginShared> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(PluginShared::new(name)))
+            .clone()
+    }
+
+    fn compile(&self, wasm: &[u8]) -> Result<([u8; 32], Module), LoadError> {
+        let sha: [u8; 32] = Sha256::digest(wasm).into();
+        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&sha) {
+            return Ok((sha, m.clone()));
+        }
+        if !wasm.starts_with(b"\0asm") {
+            return Err(LoadError("not a WebAssembly module (no \\0asm header)".into()));
+        }
+        let module = Module::new(&self.engine, wasm)
+            .map_err(|e| LoadError(format!("invalid WebAssembly module: {e:#}")))?;
+        self.modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sha, module.clone());
+        Ok((sha, module))
+    }
+
+    /// Checks the ABI marker first, then the exports and imports ABI v1 requires.
+    fn check_abi(module: &Module) -> Result<(bool, bool), LoadError> {
+        let mut marker = false;
+        let mut other_version = None;
+        let mut has_close = false;
+        let mut has_tick = false;
+        let mut funcs = FxHashMap::default();
+        for e in module.exports() {
+            if e.name() == abi::ABI_MARKER {
+                marker = true;
+            } else if let Some(v) = e.name().strip_prefix("tessera_plugin_abi_v") {
+                other_version = Some(v.to_owned());
+            }
+            if let ExternType::Func(f) = e.ty() {
+                let params: Vec<ValType> = f.params().collect();
+                let results: Vec<ValType> = f.results().collect();
+                funcs.insert(e.name().to_owned(), (params, results));
+            }
+            has_close |= e.name() == abi::export::ON_CLOSE;
+            has_tick |= e.name() == abi::export::ON_TICK;
+        }
+        if !marker {
+            return Err(LoadError(match other_version {
+                Some(v) => format!("plugin ABI v{v} is not supported by this proxy (it supports v1)"),
+                None => format!("not a Tessera plugin: the module does not export {}", abi::ABI_MARKER),
+            }));
+        }
+        use ValType::{I32, I64};
+        let required: [(&str, &[ValType], &[ValType]); 5] = [
+            (abi::export::ARENA, &[], &[I32]),
+            (abi::export::RESERVE, &[I32, I32], &[I32]),
+            (abi::export::INIT, &[I32], &[I64]),
+            (abi::export::ON_COMMAND, &[I64, I32, I32], &[I64]),
+            (abi::export::ON_REPLY, &[I64, I64, I32], &[I64]),
+        ];
+        let same = |a: &[ValType], b: &[ValType]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.matches(y))
+        };
+        for (name, params, results) in required {
+            match funcs.get(name) {
+                None => return Err(LoadError(format!("the module does not export {name}"))),
+                Some((p, r)) if !same(p, params) || !same(r, results) => {
+                    return Err(LoadError(format!("export {name} has the wrong signature")));
+                }
+                _ => {}
+            }
+        }
+        for i in module.imports() {
+            if i.module() != abi::IMPORT_MODULE {
+                return Err(LoadError(format!(
+                    "the module imports {}::{}; plugins may only import from \"{}\" (build for wasm32-unknown-unknown, without WASI)",
+                    i.module(),
+                    i.name(),
+                    abi::IMPORT_MODULE
+                )));
+            }
+        }
+        Ok((has_close, has_tick))
+    }
+
+    /// Loads one version of a plugin: compiles (or reuses) the module, checks the ABI, and
+    /// runs `init(config)` in a probe instance. A config the plugin refuses is an error with
+    /// the plugin's own message. Blocking (compilation): call from a blocking thread.
+    ///
+    /// # Errors
+    /// Every reason is worded for the operator.
+    pub fn load(&self, spec: PluginSpec) -> Result<Arc<Generation>, LoadError> {
+        if !valid_plugin_name(&spec.name) {
+            return Err(LoadError(format!(
+                "invalid plugin name {:?}: use letters, digits, '-' and '_' (at most 64)",
+                spec.name
+            )));
+        }
+        if spec.memory_limit > self.config.max_memory {
+            return Err(LoadError(format!(
+                "memory limit {} MiB is above the proxy's maximum of {} MiB",
+                spec.memory_limit >> 20,
+                self.config.max_memory >> 20
+            )));
+        }
+        let (sha, module) = self.compile(&spec.wasm)?;
+        let (has_close, has_tick) = Self::check_abi(&module)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&module)
+            .map_err(|e| LoadError(format!("cannot link the module: {e:#}")))?;
+        let shared = self.shared_for(&spec.name);
+        let id = Generation::next_id();
+        let mut probe = Instance::new(
+            &pre,
+            &self.engine,
+            shared.clone(),
+            self.clients.clone(),
+            spec.cpu_budget,
+            spec.memory_limit,
+            id,
+        )
+        .map_err(LoadError)?;
+        let hooks = match probe.init(&spec.config) {
+            Ok(Ok(h)) => h,
+            Ok(Err(msg)) => {
+                return Err(LoadError(format!(
+                    "plugin {} refused its config: {msg}",
+                    spec.name
+                )));
+            }
+            Err(f) => return Err(LoadError(format!("plugin {} failed in init: {f}", spec.name))),
+        };
+        Ok(Arc::new(Generation {
+            id,
+            sha256: hex::encode(sha),
+            spec,
+            hooks,
+            shared,
+            pre,
+            has_close,
+            has_tick,
+        }))
+    }
+
+    /// A fresh instance of `g` with `init` run (for a worker thread).
+    pub fn instantiate(&self, g: &Generation) -> Result<Instance, crate::Fault> {
+        crate::instance::instantiate_and_init(g, &self.engine, self.clients.clone())
+    }
+
+    /// Prometheus text for every plugin this runtime has loaded: the runtime's own counters
+    /// and each plugin's metrics.
+    pub fn render_metrics(&self, out: &mut String) {
+        let shared: Vec<Arc<PluginShared>> = self
+            .shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        if shared.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "# HELP tessera_plugin_calls_total Calls into plugins (on_command).");
+        let _ = writeln!(out, "# TYPE tessera_plugin_calls_total counter");
+        for s in &shared {
+            let _ = writeln!(
+                out,
+                "tessera_plugin_calls_total{{plugin=\"{}\"}} {}",
+                s.name,
+                s.calls.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(out, "# HELP tessera_plugin_faults_total Plugin calls that failed, by reason; the instance was replaced.");
+        let _ = writeln!(out, "# TYPE tessera_plugin_faults_total counter");
+        for s in &shared {
+            for (i, r) in FAULT_REASONS.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "tessera_plugin_faults_total{{plugin=\"{}\",reason=\"{r}\"}} {}",
+                    s.name,
+                    s.faults[i].load(Ordering::Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(out, "# HELP tessera_plugin_instances_created_total Plugin instances created on worker threads.");
+        let _ = writeln!(out, "# TYPE tessera_plugin_instances_created_total counter");
+        for s in &shared {
+            let _ = writeln!(
+                out,
+                "tessera_plugin_instances_created_total{{plugin=\"{}\"}} {}",
+                s.name,
+                s.instances.load(Ordering::Relaxed)
+            );
+        }
+        for s in &shared {
+            s.metrics.render(&s.name, out);
+        }
+    }
+
+    /// A plugin's shared state, if it was ever loaded.
+    pub fn plugin(&self, name: &str) -> Option<Arc<PluginShared>> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+}
