@@ -1,0 +1,95 @@
+//! [`Manifest`]: what a plugin hooks, returned by `init`. The host compiles it into a
+//! per-command bitmap, so an unhooked command never enters the plugin.
+
+use tessera_plugin_abi::{HOOK_VALUES, MF_ALL, MF_CLASS_VALUES, MF_WANT_CLOSE, ManifestBuilder};
+
+/// The hook declaration. A command is hooked when it is listed ([`Manifest::hook`]), when it
+/// has a hooked class ([`Manifest::hook_class`]) or with [`Manifest::hook_all`]. Only names and
+/// keys are copied into the plugin unless values are asked for.
+///
+/// ```
+/// use tessera_plugin_sdk::{class, cmd, Manifest};
+/// let m = Manifest::new()
+///     .hook(cmd::FLUSHALL)              // name and keys only
+///     .hook_with_values(cmd::SET)       // SET's value bytes too
+///     .hook_class(class::ADMIN)
+///     .prefix("big:");                  // only commands with a key starting with "big:"
+/// # let _ = m;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Manifest {
+    inner: ManifestBuilder,
+}
+
+impl Manifest {
+    /// Hooks nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn add(mut self, id: u16, flags: u16) -> Self {
+        match self.inner.commands.iter_mut().find(|(c, _)| *c == id) {
+            Some((_, f)) => *f |= flags,
+            None => self.inner.commands.push((id, flags)),
+        }
+        self
+    }
+
+    /// Hooks command `id` ([`crate::cmd`]); its values are elided (lengths only).
+    pub fn hook(self, id: u16) -> Self {
+        self.add(id, 0)
+    }
+
+    /// Hooks command `id` with the bytes of every argument.
+    pub fn hook_with_values(self, id: u16) -> Self {
+        self.add(id, HOOK_VALUES)
+    }
+
+    /// Hooks every command with one of the `class::*` bits.
+    pub fn hook_class(mut self, bits: u32) -> Self {
+        self.inner.classes |= bits;
+        self
+    }
+
+    /// Hooks every command.
+    pub fn hook_all(mut self) -> Self {
+        self.inner.flags |= MF_ALL;
+        self
+    }
+
+    /// Copies values for commands hooked through [`Manifest::hook_class`] or
+    /// [`Manifest::hook_all`].
+    pub fn class_values(mut self) -> Self {
+        self.inner.flags |= MF_CLASS_VALUES;
+        self
+    }
+
+    /// Asks for `on_close` when a client connection closes.
+    pub fn want_close(mut self) -> Self {
+        self.inner.flags |= MF_WANT_CLOSE;
+        self
+    }
+
+    /// Asks for `on_tick` every `ms` milliseconds (0: never).
+    pub fn tick_ms(mut self, ms: u32) -> Self {
+        self.inner.tick_ms = ms;
+        self
+    }
+
+    /// Restricts every hook to commands with a key starting with `prefix` (checked by the host;
+    /// several prefixes: any of them).
+    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.inner.prefixes.push(prefix.as_ref().to_vec());
+        self
+    }
+
+    /// Whether the manifest hooks no command at all.
+    pub fn hooks_nothing(&self) -> bool {
+        self.inner.commands.is_empty() && self.inner.classes == 0 && self.inner.flags & MF_ALL == 0
+    }
+
+    /// Appends the ABI encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        self.inner.encode(out);
+    }
+}

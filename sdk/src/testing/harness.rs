@@ -1,0 +1,359 @@
+//! [`Harness`]: drives a plugin through the SDK's export glue ([`crate::rt::Runtime`]) the way
+//! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
+
+use tessera_plugin_abi::{
+    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_WANT_CLOSE, ManifestView, RewriteArg,
+    RewriteView, action, command_size, encode_command, encode_replies, replies_size, reply_action,
+    unpack,
+};
+
+use super::TestCommand;
+use crate::rt::Runtime;
+use crate::{Merge, Plugin, resp};
+
+/// The manifest a plugin returned, decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ManifestInfo {
+    /// `MF_*` flags.
+    pub flags: u32,
+    /// Hooked classes.
+    pub classes: u32,
+    /// `on_tick` period.
+    pub tick_ms: u32,
+    /// Listed commands: (id, hook flags).
+    pub commands: Vec<(u16, u16)>,
+    /// Key prefixes.
+    pub prefixes: Vec<Vec<u8>>,
+}
+
+impl ManifestInfo {
+    fn listed(&self, id: u16) -> Option<u16> {
+        self.commands
+            .iter()
+            .find(|(c, _)| *c == id)
+            .map(|&(_, f)| f)
+    }
+
+    /// Whether the host would call the plugin for `cmd` (hook bitmap, then key prefixes).
+    pub fn hooks(&self, cmd: &TestCommand) -> bool {
+        let by_id = self.listed(cmd.id).is_some();
+        let by_class = self.flags & MF_ALL != 0 || self.classes & cmd.class != 0;
+        if !(by_id || by_class) {
+            return false;
+        }
+        self.prefixes.is_empty()
+            || cmd
+                .keys()
+                .any(|k| self.prefixes.iter().any(|p| k.starts_with(p)))
+    }
+
+    /// Whether the host would copy the values of `cmd` (otherwise only names and keys).
+    pub fn copies_values(&self, cmd: &TestCommand) -> bool {
+        let listed = self.listed(cmd.id).is_some_and(|f| f & HOOK_VALUES != 0);
+        let by_class = self.flags & MF_ALL != 0 || self.classes & cmd.class != 0;
+        listed || (by_class && self.flags & MF_CLASS_VALUES != 0)
+    }
+
+    /// Whether the plugin asked for `on_close`.
+    pub fn wants_close(&self) -> bool {
+        self.flags & MF_WANT_CLOSE != 0
+    }
+
+    /// Whether command `id` is listed explicitly.
+    pub fn lists(&self, id: u16) -> bool {
+        self.listed(id).is_some()
+    }
+}
+
+/// What `on_command` answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The manifest does not hook this command: the host would not call the plugin.
+    NotHooked,
+    /// Forward unchanged.
+    Pass,
+    /// Error reply text (without `-` and CRLF).
+    Deny(String),
+    /// Direct RESP reply.
+    Reply(Vec<u8>),
+    /// Replacement commands.
+    Rewrite(RewriteOut),
+    /// Forward, then `on_reply` with this ctx.
+    Observe(u64),
+}
+
+impl Outcome {
+    /// The rewrite, or a panic naming what it was instead.
+    pub fn rewrite(self) -> RewriteOut {
+        match self {
+            Outcome::Rewrite(r) => r,
+            other => panic!("expected a rewrite, got {other:?}"),
+        }
+    }
+}
+
+/// A decoded rewrite block. Input references are resolved to the client's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewriteOut {
+    /// How the host combines the replies.
+    pub merge: Merge,
+    /// Handed back to `on_reply`.
+    pub ctx: u64,
+    /// The commands.
+    pub commands: Vec<Vec<Vec<u8>>>,
+}
+
+impl RewriteOut {
+    /// The commands as (lossy) strings, for readable asserts.
+    pub fn strings(&self) -> Vec<Vec<String>> {
+        self.commands
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// What `on_reply` answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    /// Send the single reply on.
+    Pass,
+    /// Send this RESP reply.
+    Replace(Vec<u8>),
+    /// Send this error (without `-` and CRLF).
+    Error(String),
+}
+
+/// One plugin instance, driven like the host drives it.
+pub struct Harness<P: Plugin> {
+    rt: Runtime<P>,
+    manifest: ManifestInfo,
+}
+
+impl<P: Plugin> std::fmt::Debug for Harness<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("manifest", &self.manifest)
+            .finish_non_exhaustive()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `-<text>\r\n` with CR/LF replaced, as the host sends a DENY or ERROR.
+pub(crate) fn error_reply(text: &str) -> Vec<u8> {
+    let mut v = b"-".to_vec();
+    v.extend(
+        text.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    v.extend_from_slice(b"\r\n");
+    v
+}
+
+fn check_one_reply(bytes: &[u8]) {
+    match resp::value_end(bytes, 0) {
+        Ok(end) if end == bytes.len() => {}
+        _ => panic!(
+            "plugin produced an invalid RESP reply (the host refuses it): {:?}",
+            text(bytes)
+        ),
+    }
+}
+
+impl<P: Plugin> Harness<P> {
+    /// Initializes a plugin with `config`; panics with the plugin's message if it refuses.
+    pub fn new(config: &str) -> Self {
+        match Self::try_new(config) {
+            Ok(h) => h,
+            Err(e) => panic!("init refused: {e}"),
+        }
+    }
+
+    /// Initializes a plugin with `config`; `Err` carries the init error text.
+    pub fn try_new(config: impl AsRef<[u8]>) -> Result<Self, String> {
+        let config = config.as_ref();
+        let mut rt = Runtime::<P>::new();
+        rt.arena();
+        assert_eq!(rt.reserve(config.len() as i32, 0), 0);
+        rt.input_mut()[..config.len()].copy_from_slice(config);
+        super::set_in_init(true);
+        let r = rt.init(config.len() as i32);
+        super::set_in_init(false);
+        let (act, _, len) = unpack(r);
+        let out = rt.output(len as usize);
+        if act != INIT_OK {
+            return Err(text(out));
+        }
+        let view = ManifestView::parse(out).expect("the SDK wrote a malformed manifest");
+        assert_eq!(view.version, 1);
+        let manifest = ManifestInfo {
+            flags: view.flags,
+            classes: view.classes,
+            tick_ms: view.tick_ms,
+            commands: view.commands().collect(),
+            prefixes: view.prefixes().map(|p| p.to_vec()).collect(),
+        };
+        Ok(Self { rt, manifest })
+    }
+
+    /// The decoded manifest.
+    pub fn manifest(&self) -> &ManifestInfo {
+        &self.manifest
+    }
+
+    /// The plugin instance.
+    pub fn plugin(&self) -> &P {
+        self.rt.plugin().expect("initialized")
+    }
+
+    /// The plugin instance, mutably.
+    pub fn plugin_mut(&mut self) -> &mut P {
+        self.rt.plugin_mut().expect("initialized")
+    }
+
+    /// Calls `on_command` as the host would: [`Outcome::NotHooked`] when the manifest does not
+    /// select the command, values elided unless the manifest asks for them.
+    pub fn on_command(&mut self, conn: u64, cmd: &TestCommand) -> Outcome {
+        if !self.manifest.hooks(cmd) {
+            return Outcome::NotHooked;
+        }
+        self.call_command(conn, cmd)
+    }
+
+    /// Calls `on_command` even if the manifest does not hook the command (values are still
+    /// elided as the manifest says).
+    pub fn call_command(&mut self, conn: u64, cmd: &TestCommand) -> Outcome {
+        let copy_values = self.manifest.copies_values(cmd);
+        let args = cmd.args.iter().enumerate().map(|(i, a)| ArgIn {
+            bytes: a,
+            key: cmd.is_key(i),
+            elide: i > 0 && !cmd.is_key(i) && !copy_values,
+        });
+        let size = command_size(args.clone());
+        assert_eq!(self.rt.reserve(size as i32, 0), 0);
+        let n = encode_command(self.rt.input_mut(), cmd.class, cmd.args.len(), args);
+        assert_eq!(n, Some(size), "command table encoding");
+        let r = self
+            .rt
+            .on_command(conn as i64, i32::from(cmd.id), cmd.args.len() as i32);
+        let (act, count, len) = unpack(r);
+        let out = self.rt.output(len as usize);
+        match act {
+            action::PASS => Outcome::Pass,
+            action::DENY => Outcome::Deny(text(out)),
+            action::REPLY => {
+                check_one_reply(out);
+                Outcome::Reply(out.to_vec())
+            }
+            action::OBSERVE => {
+                let ctx: [u8; 8] = out.try_into().expect("OBSERVE carries an 8-byte ctx");
+                Outcome::Observe(u64::from_le_bytes(ctx))
+            }
+            action::REWRITE => {
+                let view = RewriteView::parse(out, count)
+                    .unwrap_or_else(|e| panic!("the host refuses this rewrite block: {e:?}"));
+                let mut commands = Vec::new();
+                for c in view.commands() {
+                    let mut args = Vec::new();
+                    for a in c.expect("validated") {
+                        args.push(match a.expect("validated") {
+                            RewriteArg::Bytes(b) => b.to_vec(),
+                            RewriteArg::Input(i) => cmd
+                                .args
+                                .get(i as usize)
+                                .unwrap_or_else(|| panic!("rewrite refers to input {i}"))
+                                .clone(),
+                        });
+                    }
+                    commands.push(args);
+                }
+                Outcome::Rewrite(RewriteOut {
+                    merge: Merge::from_code(view.merge).expect("validated"),
+                    ctx: view.ctx,
+                    commands,
+                })
+            }
+            other => panic!("unknown on_command action {other}"),
+        }
+    }
+
+    /// Calls `on_reply` with these raw replies.
+    pub fn on_reply(&mut self, conn: u64, ctx: u64, replies: &[&[u8]]) -> ReplyOutcome {
+        let size = replies_size(replies.iter().copied());
+        assert_eq!(self.rt.reserve(size as i32, 0), 0);
+        let n = encode_replies(self.rt.input_mut(), replies.len(), replies.iter().copied());
+        assert_eq!(n, Some(size), "reply table encoding");
+        let r = self
+            .rt
+            .on_reply(conn as i64, ctx as i64, replies.len() as i32);
+        let (act, _, len) = unpack(r);
+        let out = self.rt.output(len as usize);
+        match act {
+            reply_action::PASS => {
+                assert_eq!(replies.len(), 1, "PASS is only valid with one reply");
+                ReplyOutcome::Pass
+            }
+            reply_action::REPLACE => {
+                check_one_reply(out);
+                ReplyOutcome::Replace(out.to_vec())
+            }
+            reply_action::ERROR => ReplyOutcome::Error(text(out)),
+            other => panic!("unknown on_reply action {other}"),
+        }
+    }
+
+    /// Calls `on_close` (if the manifest asked for it, as the host does).
+    pub fn on_close(&mut self, conn: u64) {
+        if self.manifest.wants_close() {
+            self.rt.on_close(conn as i64);
+        }
+    }
+
+    /// Calls `on_tick`.
+    pub fn tick(&mut self) {
+        self.rt.on_tick();
+    }
+
+    /// Plays one client command end to end, as the proxy would: hooks, the backend (`backend`
+    /// answers each command sent to Redis with one RESP reply), host merges, `on_reply`.
+    /// Returns the bytes the client receives.
+    pub fn run(
+        &mut self,
+        conn: u64,
+        cmd: &TestCommand,
+        backend: &mut dyn FnMut(&[Vec<u8>]) -> Vec<u8>,
+    ) -> Vec<u8> {
+        match self.on_command(conn, cmd) {
+            Outcome::NotHooked | Outcome::Pass => backend(&cmd.args),
+            Outcome::Deny(t) => error_reply(&t),
+            Outcome::Reply(r) => r,
+            Outcome::Observe(ctx) => {
+                let reply = backend(&cmd.args);
+                self.finish_reply(conn, ctx, &[reply])
+            }
+            Outcome::Rewrite(rw) => {
+                let replies: Vec<Vec<u8>> = rw.commands.iter().map(|c| backend(c)).collect();
+                match rw.merge {
+                    Merge::Plugin => self.finish_reply(conn, rw.ctx, &replies),
+                    m => super::merge(m, &replies),
+                }
+            }
+        }
+    }
+
+    fn finish_reply(&mut self, conn: u64, ctx: u64, replies: &[Vec<u8>]) -> Vec<u8> {
+        let refs: Vec<&[u8]> = replies.iter().map(|r| r.as_slice()).collect();
+        match self.on_reply(conn, ctx, &refs) {
+            ReplyOutcome::Pass => replies[0].clone(),
+            ReplyOutcome::Replace(r) => r,
+            ReplyOutcome::Error(t) => error_reply(&t),
+        }
+    }
+}
