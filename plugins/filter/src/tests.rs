@@ -1,0 +1,260 @@
+//! The filter through the SDK's fake host: manifests, every rule, config errors.
+
+use tessera_plugin_sdk::testing::{self, ClientInfo, Harness, Outcome, command};
+use tessera_plugin_sdk::{class, cmd};
+
+use crate::Filter;
+
+fn filter(config: &str) -> Harness<Filter> {
+    testing::reset();
+    Harness::new(config)
+}
+
+fn deny(text: &str) -> Outcome {
+    Outcome::Deny(text.to_owned())
+}
+
+#[test]
+fn a_config_that_denies_only_flushall_hooks_only_flushall() {
+    let mut h = filter(r#"{"deny_commands": ["FLUSHALL"]}"#);
+    let m = h.manifest().clone();
+    assert_eq!(m.commands, vec![(cmd::FLUSHALL, 0)]);
+    assert_eq!((m.classes, m.flags), (0, 0));
+    assert_eq!(
+        h.on_command(1, &command(&["flushall"])),
+        deny("ERR command 'FLUSHALL' is not allowed")
+    );
+    assert_eq!(h.on_command(1, &command(&["GET", "k"])), Outcome::NotHooked);
+    assert_eq!(h.on_command(1, &command(&["FLUSHDB"])), Outcome::NotHooked);
+}
+
+#[test]
+fn classes_deny_every_command_of_the_class() {
+    let mut h = filter(r#"{"deny_classes": ["admin", "Dangerous"]}"#);
+    assert_eq!(h.manifest().classes, class::ADMIN | class::DANGEROUS);
+    for c in [
+        &["CONFIG", "GET", "x"][..],
+        &["KEYS", "*"],
+        &["FLUSHALL"],
+        &["DEBUG", "SLEEP", "1"],
+    ] {
+        assert!(
+            matches!(h.on_command(1, &command(c)), Outcome::Deny(_)),
+            "{c:?}"
+        );
+    }
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "k", "v"])),
+        Outcome::NotHooked
+    );
+}
+
+#[test]
+fn a_subcommand_can_be_denied_alone() {
+    let mut h = filter(r#"{"deny_commands": ["CONFIG SET", "client|kill"]}"#);
+    assert!(
+        h.manifest()
+            .copies_values(&command(&["CONFIG", "SET", "a", "b"]))
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["config", "set", "maxmemory", "1"])),
+        Outcome::Deny(_)
+    ));
+    assert_eq!(
+        h.on_command(1, &command(&["CONFIG", "GET", "x"])),
+        Outcome::Pass
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["CLIENT", "KILL", "x"])),
+        Outcome::Deny(_)
+    ));
+    assert_eq!(
+        h.on_command(1, &command(&["CLIENT", "SETNAME", "x"])),
+        Outcome::Pass
+    );
+}
+
+#[test]
+fn writes_to_read_only_keys_are_refused_and_reads_pass() {
+    let mut h = filter(r#"{"read_only_keys": ["config:*", "*:frozen", "a*z"]}"#);
+    assert_eq!(h.manifest().classes, class::WRITE);
+    assert!(
+        h.manifest().prefixes.is_empty(),
+        "suffix patterns need the plugin"
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "config:x", "1"])),
+        deny("ERR key 'config:x' is read-only")
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["DEL", "k", "u:1:frozen"])),
+        Outcome::Deny(_)
+    ));
+    assert!(matches!(
+        h.on_command(1, &command(&["HSET", "abcz", "f", "v"])),
+        Outcome::Deny(_)
+    ));
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "other", "1"])),
+        Outcome::Pass
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["GET", "config:x"])),
+        Outcome::NotHooked
+    );
+}
+
+#[test]
+fn prefix_only_read_only_patterns_become_manifest_prefixes() {
+    let mut h = filter(r#"{"read_only_keys": ["config:*", "ro:*"]}"#);
+    assert_eq!(
+        h.manifest().prefixes,
+        vec![b"config:".to_vec(), b"ro:".to_vec()]
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "x", "1"])),
+        Outcome::NotHooked
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["SET", "ro:x", "1"])),
+        Outcome::Deny(_)
+    ));
+}
+
+#[test]
+fn value_size_is_checked_on_lengths_without_copying_values() {
+    let mut h = filter(r#"{"max_value_bytes": 10}"#);
+    let big = command(&["SET", "k", "0123456789X"]);
+    assert!(
+        !h.manifest().copies_values(&big),
+        "values must stay in the host"
+    );
+    assert_eq!(
+        h.on_command(1, &big),
+        deny("ERR value is larger than 10 bytes")
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "k", "0123456789"])),
+        Outcome::Pass
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["HSET", "h", "f", "v", "g", "0123456789X"])),
+        Outcome::Deny(_)
+    ));
+    // Keys are not values.
+    assert_eq!(
+        h.on_command(1, &command(&["DEL", "a-key-longer-than-ten"])),
+        Outcome::Pass
+    );
+}
+
+#[test]
+fn clients_are_admitted_by_cidr_v4_and_v6() {
+    let mut h = filter(r#"{"allow_addrs": ["10.0.0.0/8", "2001:db8::/32"]}"#);
+    assert!(h.manifest().wants_close());
+    testing::set_client(1, ClientInfo::new("10.2.3.4:5000"));
+    testing::set_client(2, ClientInfo::new("[2001:db8::7]:5000"));
+    testing::set_client(3, ClientInfo::new("192.168.1.1:5000"));
+    assert_eq!(h.on_command(1, &command(&["GET", "k"])), Outcome::Pass);
+    assert_eq!(h.on_command(2, &command(&["GET", "k"])), Outcome::Pass);
+    assert_eq!(
+        h.on_command(3, &command(&["GET", "k"])),
+        deny("ERR client not allowed")
+    );
+    assert_eq!(
+        h.on_command(4, &command(&["PING"])),
+        deny("ERR client not allowed")
+    );
+    // Client facts are fetched once per connection, and forgotten on close.
+    let calls = testing::client_info_calls();
+    h.on_command(1, &command(&["GET", "k"]));
+    assert_eq!(testing::client_info_calls(), calls);
+    h.on_close(1);
+    h.on_command(1, &command(&["GET", "k"]));
+    assert_eq!(testing::client_info_calls(), calls + 1);
+}
+
+#[test]
+fn users_are_admitted_after_auth() {
+    let mut h = filter(r#"{"allow_users": ["app"]}"#);
+    testing::set_client(1, ClientInfo::new("10.0.0.1:1"));
+    assert!(matches!(
+        h.on_command(1, &command(&["GET", "k"])),
+        Outcome::Deny(_)
+    ));
+    assert_eq!(
+        h.on_command(1, &command(&["AUTH", "app", "pw"])),
+        Outcome::Pass
+    );
+    testing::set_client(1, ClientInfo::new("10.0.0.1:1").user("app"));
+    assert_eq!(h.on_command(1, &command(&["GET", "k"])), Outcome::Pass);
+    testing::set_client(2, ClientInfo::new("10.0.0.2:1").user("intruder"));
+    assert!(matches!(
+        h.on_command(2, &command(&["GET", "k"])),
+        Outcome::Deny(_)
+    ));
+}
+
+#[test]
+fn each_client_address_has_its_own_token_bucket() {
+    let mut h = filter(r#"{"rate_limit": {"per_second": 10, "burst": 2}}"#);
+    testing::set_client(1, ClientInfo::new("10.0.0.1:1000"));
+    testing::set_client(2, ClientInfo::new("10.0.0.1:1001"));
+    testing::set_client(3, ClientInfo::new("10.0.0.2:1000"));
+    let get = command(&["GET", "k"]);
+    assert_eq!(h.on_command(1, &get), Outcome::Pass);
+    assert_eq!(h.on_command(2, &get), Outcome::Pass, "same IP, same bucket");
+    assert_eq!(h.on_command(1, &get), deny("ERR rate limit exceeded"));
+    assert_eq!(h.on_command(3, &get), Outcome::Pass, "another IP");
+    testing::advance_ms(100);
+    assert_eq!(h.on_command(2, &get), Outcome::Pass, "one token refilled");
+    assert_eq!(h.on_command(2, &get), deny("ERR rate limit exceeded"));
+}
+
+#[test]
+fn custom_messages_fill_placeholders_and_get_an_error_code() {
+    let mut h = filter(
+        r#"{"deny_commands": ["KEYS"], "read_only_keys": ["ro:*"],
+            "messages": {"denied": "NOPERM {command} is off", "read_only": "{key} is frozen"}}"#,
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["keys", "*"])),
+        deny("NOPERM KEYS is off")
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "ro:1", "v"])),
+        deny("ERR ro:1 is frozen")
+    );
+}
+
+#[test]
+fn bad_configs_are_refused_with_a_precise_message() {
+    let err = |c: &str| Harness::<Filter>::try_new(c).unwrap_err();
+    assert_eq!(
+        err(r#"{"deny_classes": ["admn"]}"#),
+        r#"filter: unknown class "admn""#
+    );
+    assert_eq!(
+        err(r#"{"deny_commands": ["FLUSHAL"]}"#),
+        r#"filter: unknown command "FLUSHAL""#
+    );
+    assert_eq!(
+        err(r#"{"allow_addrs": ["10.0.0.0/40"]}"#),
+        r#"filter: bad address "10.0.0.0/40""#
+    );
+    assert_eq!(
+        err(r#"{"read_only_keys": [""]}"#),
+        r#"filter: empty key pattern """#
+    );
+    assert_eq!(
+        err(r#"{"rate_limit": {"per_second": 0}}"#),
+        "filter: rate_limit.per_second must be at least 1"
+    );
+    assert!(
+        err(r#"{"deny_command": []}"#)
+            .starts_with("filter: bad config: unknown field `deny_command`")
+    );
+    assert!(err("[").starts_with("filter: bad config:"));
+    // An empty config is valid and hooks nothing.
+    assert!(Harness::<Filter>::try_new("").is_ok());
+}
