@@ -57,6 +57,9 @@ pub enum AdminCmd {
     Proxy(ProxyCmd),
     /// Traffic: totals, per command, per proxy.
     Stats,
+    /// WebAssembly plugins of the cluster (loaded into every proxy).
+    #[command(subcommand)]
+    Plugin(PluginCmd),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -145,6 +148,52 @@ pub enum SlotsCmd {
         /// Owning group id.
         group: u32,
     },
+}
+
+/// `tessera admin plugin ...`
+#[derive(Subcommand, Debug)]
+pub enum PluginCmd {
+    /// The plugins in chain order, with their state.
+    List,
+    /// Upload (or replace) a plugin's module; a new plugin starts disabled.
+    Upload {
+        /// Plugin name (letters, digits, '-', '_').
+        name: String,
+        /// The .wasm file.
+        file: std::path::PathBuf,
+    },
+    /// Set a plugin's config (checked by the plugin's own init first), fail policy or limits.
+    Config {
+        name: String,
+        /// A JSON file with the config.
+        #[arg(long, conflicts_with = "json")]
+        file: Option<std::path::PathBuf>,
+        /// The config as inline JSON.
+        #[arg(long)]
+        json: Option<String>,
+        /// What the plugin's failure does to a command: open (let it through) or closed (error).
+        #[arg(long)]
+        fail: Option<String>,
+        /// CPU time one call may use, in ms.
+        #[arg(long)]
+        cpu_budget_ms: Option<u64>,
+        /// Memory one instance may use, in MiB.
+        #[arg(long)]
+        memory_mb: Option<usize>,
+    },
+    /// Load the plugin into every proxy.
+    Enable { name: String },
+    /// Unload the plugin from every proxy (it stays in the catalog).
+    Disable { name: String },
+    /// Set the chain order: every plugin's name, comma-separated.
+    Order {
+        #[arg(value_delimiter = ',')]
+        names: Vec<String>,
+    },
+    /// Remove the plugin from every proxy and from the catalog.
+    Remove { name: String },
+    /// The plugin's own metrics, summed over the proxies.
+    Metrics { name: String },
 }
 
 /// `tessera admin proxy ...`
@@ -244,6 +293,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
                     json: v,
                 })
             }
+            AdminCmd::Plugin(cmd) => plugin(&client, cmd).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {
@@ -491,6 +541,32 @@ impl Client {
         serde_json::from_slice(&bytes).with_context(|| {
             format!("{method} {url} answered HTTP {status} with a body that is not JSON")
         })
+    }
+
+    /// Sends raw bytes (a module upload) and returns the JSON body of a 2xx answer.
+    async fn call_bytes(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: Vec<u8>,
+    ) -> anyhow::Result<Value> {
+        let url = endpoint(&self.base, segments);
+        let mut req = self
+            .http
+            .request(method.clone(), url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/wasm")
+            .body(body);
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        if !(200..300).contains(&status) {
+            return Err(ApiFailure::from_response(status, &bytes, self.token.is_some()).into());
+        }
+        serde_json::from_slice(&bytes)
+            .with_context(|| format!("{method} {url}: the answer is not JSON"))
     }
 
     fn transport_error(&self, e: &reqwest::Error) -> anyhow::Error {
@@ -1129,4 +1205,123 @@ mod tests {
         assert!(lines[4].ends_with("connection refused"));
         assert_eq!(lines[5], "2 (down)  0      (no servers)");
     }
+}
+
+async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
+    let v = match cmd {
+        PluginCmd::List => c.call(Method::GET, &["api", "plugins"], None).await?,
+        PluginCmd::Upload { name, file } => {
+            let wasm =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            c.call_bytes(Method::PUT, &["api", "plugins", &name, "module"], wasm)
+                .await?
+        }
+        PluginCmd::Config {
+            name,
+            file,
+            json,
+            fail,
+            cpu_budget_ms,
+            memory_mb,
+        } => {
+            let config: Option<Value> = match (file, json) {
+                (Some(f), _) => {
+                    let text =
+                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+                    Some(
+                        serde_json::from_slice(&text)
+                            .with_context(|| format!("{} is not JSON", f.display()))?,
+                    )
+                }
+                (None, Some(j)) => Some(serde_json::from_str(&j).context("--json is not JSON")?),
+                (None, None) => None,
+            };
+            let mut body = json!({});
+            if let Some(cfg) = config {
+                body["config"] = cfg;
+            }
+            if let Some(f) = fail {
+                body["fail"] = json!(f);
+            }
+            if let Some(ms) = cpu_budget_ms {
+                body["cpu_budget_ms"] = json!(ms);
+            }
+            if let Some(mb) = memory_mb {
+                body["memory_mb"] = json!(mb);
+            }
+            c.call(
+                Method::PUT,
+                &["api", "plugins", &name, "config"],
+                Some(body),
+            )
+            .await?
+        }
+        PluginCmd::Enable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "enable"], None)
+                .await?
+        }
+        PluginCmd::Disable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "disable"], None)
+                .await?
+        }
+        PluginCmd::Order { names } => {
+            c.call(
+                Method::PUT,
+                &["api", "plugins", "order"],
+                Some(json!({ "order": names })),
+            )
+            .await?
+        }
+        PluginCmd::Remove { name } => {
+            c.call(Method::DELETE, &["api", "plugins", &name], None)
+                .await?
+        }
+        PluginCmd::Metrics { name } => {
+            let v = c
+                .call(Method::GET, &["api", "plugins", &name, "metrics"], None)
+                .await?;
+            let mut human = String::new();
+            for s in v["samples"].as_array().map_or(&[][..], Vec::as_slice) {
+                let labels: Vec<String> = s["labels"]
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
+                    .unwrap_or_default();
+                human.push_str(&format!(
+                    "{}{{{}}} {}\n",
+                    text(&s["name"]),
+                    labels.join(","),
+                    text(&s["value"])
+                ));
+            }
+            return Ok(Reply { json: v, human });
+        }
+    };
+    let list = match &v {
+        Value::Array(a) => a.clone(),
+        Value::Object(o) if o.contains_key("plugins") => {
+            o["plugins"].as_array().cloned().unwrap_or_default()
+        }
+        Value::Object(o) if o.contains_key("name") => vec![v.clone()],
+        _ => vec![],
+    };
+    let mut human = format!(
+        "{:<16} {:<8} {:<7} {:<14} {:>9}  CONFIG\n",
+        "NAME", "ENABLED", "FAIL", "SHA256", "SIZE"
+    );
+    for p in &list {
+        let sha = text(&p["sha256"]);
+        human.push_str(&format!(
+            "{:<16} {:<8} {:<7} {:<14} {:>9}  {}\n",
+            text(&p["name"]),
+            text(&p["enabled"]),
+            text(&p["fail"]),
+            &sha[..sha.len().min(12)],
+            text(&p["size"]),
+            p["config"]
+        ));
+    }
+    if list.is_empty() {
+        human = "ok\n".into();
+    }
+    Ok(Reply { json: v, human })
 }

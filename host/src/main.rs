@@ -177,7 +177,11 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         config.threads = t;
     }
     if args.plugin_configs.len() > args.plugins.len() {
-        bail!("--plugin-config given {} times but --plugin only {}", args.plugin_configs.len(), args.plugins.len());
+        bail!(
+            "--plugin-config given {} times but --plugin only {}",
+            args.plugin_configs.len(),
+            args.plugins.len()
+        );
     }
     for (i, path) in args.plugins.iter().enumerate() {
         config.plugins.push(tessera::plugins::PluginFile {

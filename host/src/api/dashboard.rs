@@ -41,6 +41,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/migrations", get(migrations).post(migrate))
         .route("/api/migrations/abort", post(abort))
         .route("/api/rebalance", post(rebalance))
+        .merge(super::plugins::dashboard_routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
         .layer(middleware::from_fn_with_state(d.clone(), auth))
         .with_state(d)

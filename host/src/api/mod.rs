@@ -2,6 +2,8 @@
 //! error → HTTP mapping only; the logic lives in `proxy`, `dashboard` and `coordinator`.
 
 pub mod dashboard;
+mod plugins;
+pub use plugins::apply_catalog as plugins_apply;
 mod error;
 pub mod proxy;
 

@@ -40,6 +40,12 @@ pub struct ProxyAdmin {
     applying: tokio::sync::Mutex<()>,
     /// Commands per second over the last sampling interval.
     pub ops_per_sec: std::sync::atomic::AtomicU64,
+    /// Cluster mode: where pushed plugin catalogs' modules are read from.
+    pub catalog_source: std::sync::OnceLock<(
+        Arc<dyn crate::coordinator::Store>,
+        crate::coordinator::model::Paths,
+    )>,
+    pub blobs: crate::plugins::catalog::BlobCache,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +104,8 @@ impl ProxyAdmin {
             topology: Mutex::new(None),
             applying: tokio::sync::Mutex::new(()),
             ops_per_sec: Default::default(),
+            catalog_source: std::sync::OnceLock::new(),
+            blobs: Default::default(),
         })
     }
 
@@ -108,6 +116,7 @@ impl ProxyAdmin {
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
             .route("/api/proxy/topology", get(topology).put(push_topology))
+            .merge(super::plugins::proxy_routes())
             .with_state(self)
     }
 

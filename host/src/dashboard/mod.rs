@@ -7,6 +7,7 @@ mod guard;
 mod health;
 mod migration;
 mod ops;
+pub mod plugins;
 mod push;
 
 pub use health::{ProxyHealth, ServerHealth};

@@ -84,7 +84,11 @@ pub async fn read(store: &dyn Store, paths: &Paths) -> anyhow::Result<(Catalog, 
 /// Too big, or the store failed.
 pub async fn put_blob(store: &dyn Store, paths: &Paths, wasm: &[u8]) -> anyhow::Result<String> {
     if wasm.len() > MAX_MODULE {
-        bail!("module of {} bytes is over the {} MiB limit", wasm.len(), MAX_MODULE >> 20);
+        bail!(
+            "module of {} bytes is over the {} MiB limit",
+            wasm.len(),
+            MAX_MODULE >> 20
+        );
     }
     let sha = sha256_hex(wasm);
     if store.get(&blob_key(paths, &sha, "meta")).await?.is_some() {
@@ -93,7 +97,10 @@ pub async fn put_blob(store: &dyn Store, paths: &Paths, wasm: &[u8]) -> anyhow::
     let chunks: Vec<&[u8]> = wasm.chunks(CHUNK).collect();
     for (i, c) in chunks.iter().enumerate() {
         store
-            .put(&blob_key(paths, &sha, &format!("chunk-{i:04}")), Bytes::copy_from_slice(c))
+            .put(
+                &blob_key(paths, &sha, &format!("chunk-{i:04}")),
+                Bytes::copy_from_slice(c),
+            )
             .await?;
     }
     let meta = BlobMeta {
@@ -134,7 +141,9 @@ pub async fn delete_blob(store: &dyn Store, paths: &Paths, sha: &str) -> anyhow:
     if let Some((meta, _)) = model::read::<BlobMeta>(store, &blob_key(paths, sha, "meta")).await? {
         store.delete(&blob_key(paths, sha, "meta")).await?;
         for i in 0..meta.chunks {
-            store.delete(&blob_key(paths, sha, &format!("chunk-{i:04}"))).await?;
+            store
+                .delete(&blob_key(paths, sha, &format!("chunk-{i:04}")))
+                .await?;
         }
     }
     Ok(())
@@ -149,8 +158,9 @@ impl PluginEntry {
         let mut spec = PluginSpec::new(self.name.clone(), Vec::new(), Vec::new());
         spec.wasm = wasm;
         spec.config = serde_json::to_vec(&self.config)?;
-        spec.fail = FailPolicy::parse(&self.fail)
-            .with_context(|| format!("plugin {}: fail must be \"open\" or \"closed\"", self.name))?;
+        spec.fail = FailPolicy::parse(&self.fail).with_context(|| {
+            format!("plugin {}: fail must be \"open\" or \"closed\"", self.name)
+        })?;
         if let Some(ms) = self.cpu_budget_ms {
             spec.cpu_budget = Duration::from_millis(ms.max(1));
         }
@@ -178,7 +188,12 @@ impl BlobCache {
     ) -> anyhow::Result<Vec<PluginSpec>> {
         let mut specs = Vec::new();
         for e in catalog.plugins.iter().filter(|e| e.enabled) {
-            let cached = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&e.sha256).cloned();
+            let cached = self
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&e.sha256)
+                .cloned();
             let wasm = match cached {
                 Some(w) => w,
                 None => {

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
-use tessera_wasm::{Chain, ClientFacts, ClientLookup, FailPolicy, Generation, PluginSpec, Runtime, RuntimeConfig};
+use tessera_wasm::{
+    Chain, ClientFacts, ClientLookup, FailPolicy, Generation, PluginSpec, Runtime, RuntimeConfig,
+};
 
 use crate::command::{CommandId, CommandTable};
 use crate::session::ClientRegistry;
@@ -162,11 +164,19 @@ impl PluginHost {
 
     /// The plugins in force.
     pub fn loaded(&self) -> Vec<LoadedPlugin> {
-        self.chain.load().plugins.iter().map(|g| describe(g)).collect()
+        self.chain
+            .load()
+            .plugins
+            .iter()
+            .map(|g| describe(g))
+            .collect()
     }
 
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Prometheus text of the runtime and every plugin's own metrics.
@@ -193,7 +203,12 @@ fn describe(g: &Generation) -> LoadedPlugin {
         sha256: g.sha256.clone(),
         generation: g.id,
         fail: g.spec.fail.as_str().into(),
-        hooks: g.hooks.command_names().into_iter().map(str::to_owned).collect(),
+        hooks: g
+            .hooks
+            .command_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
         hook_classes: classes,
         hooks_all: g.hooks.all,
         key_prefixes: g
@@ -203,7 +218,12 @@ fn describe(g: &Generation) -> LoadedPlugin {
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect(),
         calls: g.shared.calls.load(Ordering::Relaxed),
-        faults: g.shared.faults.iter().map(|f| f.load(Ordering::Relaxed)).sum(),
+        faults: g
+            .shared
+            .faults
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .sum(),
         instances_created: g.shared.instances.load(Ordering::Relaxed),
     }
 }
@@ -250,8 +270,12 @@ impl PluginFile {
         };
         let mut spec = PluginSpec::new(name, wasm, config);
         if let Some(f) = &self.fail {
-            spec.fail = FailPolicy::parse(f)
-                .with_context(|| format!("plugin {}: fail must be \"open\" or \"closed\", not {f:?}", spec.name))?;
+            spec.fail = FailPolicy::parse(f).with_context(|| {
+                format!(
+                    "plugin {}: fail must be \"open\" or \"closed\", not {f:?}",
+                    spec.name
+                )
+            })?;
         }
         if let Some(ms) = self.cpu_budget_ms {
             spec.cpu_budget = Duration::from_millis(ms.max(1));

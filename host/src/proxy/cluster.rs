@@ -105,6 +105,20 @@ pub async fn run(
             model::topology(meta.epoch, &groups, &slots, &Default::default())
         }
     };
+    let _ = admin.catalog_source.set((store.clone(), paths.clone()));
+    let (catalog, _) = crate::plugins::catalog::read(&*store, &paths)
+        .await
+        .context("reading the plugin catalog")?;
+    if !catalog.plugins.is_empty() {
+        crate::api::plugins_apply(&admin, &catalog)
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the cluster's plugins: {e}"))?;
+        info!(
+            version = catalog.version,
+            plugins = catalog.plugins.iter().filter(|p| p.enabled).count(),
+            "plugins loaded from the catalog"
+        );
+    }
     let meta_epoch = topo.epoch;
     match admin.apply(topo).await {
         Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),

@@ -131,7 +131,11 @@ impl ClientInfo {
 
     /// What plugins may learn about this client (the `client_info` import).
     pub fn facts(&self) -> tessera_wasm::ClientFacts {
-        let n = self.names.lock().expect("client names lock poisoned").clone();
+        let n = self
+            .names
+            .lock()
+            .expect("client names lock poisoned")
+            .clone();
         let text = |b: &Bytes| (!b.is_empty()).then(|| String::from_utf8_lossy(b).into_owned());
         tessera_wasm::ClientFacts {
             addr: self.addr.to_string(),

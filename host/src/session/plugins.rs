@@ -10,7 +10,9 @@
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
-use tessera_wasm::{ChainStep, CmdOutcome, FailPolicy, Fault, InstanceRef, ReplyOutcome, WorkerChain};
+use tessera_wasm::{
+    ChainStep, CmdOutcome, FailPolicy, Fault, InstanceRef, ReplyOutcome, WorkerChain,
+};
 
 use super::Session;
 use super::gather::Pending;
@@ -66,7 +68,10 @@ impl Session {
         let shared = self.worker.shared.clone();
         let chain = shared.plugins.chain();
         if chain.is_empty()
-            || matches!(cmd.kind, Kind::Local(Local::Auth | Local::Hello | Local::Quit))
+            || matches!(
+                cmd.kind,
+                Kind::Local(Local::Auth | Local::Hello | Local::Quit)
+            )
         {
             return Decision::Continue(SmallVec::new());
         }
@@ -79,7 +84,9 @@ impl Session {
             Some(wc) => wc,
             None => match shared.plugins.runtime() {
                 Ok(rt) => slot.insert(WorkerChain::new(rt.clone())),
-                Err(e) => return Decision::Done(self.error(format!("ERR plugins unavailable: {e}"))),
+                Err(e) => {
+                    return Decision::Done(self.error(format!("ERR plugins unavailable: {e}")));
+                }
             },
         };
         wc.sync(&chain);
@@ -91,7 +98,10 @@ impl Session {
             let Some(values) = g.hooks.wants(id, class) else {
                 continue;
             };
-            if !g.hooks.keys_match(keys.iter().map(|&k| req.arg(k as usize))) {
+            if !g
+                .hooks
+                .keys_match(keys.iter().map(|&k| req.arg(k as usize)))
+            {
                 continue;
             }
             let inst = match wc.step(i) {
@@ -156,7 +166,8 @@ impl Session {
                     block,
                 } => {
                     drop(slot);
-                    let pending = self.rewrite(req, &block, count, merge, ctx, inst, g.name(), conn);
+                    let pending =
+                        self.rewrite(req, &block, count, merge, ctx, inst, g.name(), conn);
                     return Decision::Done(observe(pending, observers, conn));
                 }
             }
@@ -255,7 +266,11 @@ impl Observed {
                 Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => reply = b.into(),
                 Ok(ReplyOutcome::Replace(_)) => {
                     if o.fail == FailPolicy::Closed {
-                        reply = Frame::error(format!("ERR plugin {} failed: its reply is not one complete RESP reply", o.name)).to_bytes(Proto::Resp2);
+                        reply = Frame::error(format!(
+                            "ERR plugin {} failed: its reply is not one complete RESP reply",
+                            o.name
+                        ))
+                        .to_bytes(Proto::Resp2);
                     }
                 }
                 Ok(ReplyOutcome::Error(t)) => reply = error_bytes(&t),
@@ -283,11 +298,13 @@ impl Rewritten {
             let r = self.inst.borrow_mut().on_reply(self.conn, self.ctx, &refs);
             match r {
                 Ok(ReplyOutcome::Pass) if replies.len() == 1 => out.extend_from_slice(&replies[0]),
-                Ok(ReplyOutcome::Pass) => failed(&self.name, "passed a merge of several replies")
-                    .encode(self.proto, out),
+                Ok(ReplyOutcome::Pass) => {
+                    failed(&self.name, "passed a merge of several replies").encode(self.proto, out)
+                }
                 Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => out.extend_from_slice(&b),
                 Ok(ReplyOutcome::Replace(_)) => {
-                    failed(&self.name, "its reply is not one complete RESP reply").encode(self.proto, out)
+                    failed(&self.name, "its reply is not one complete RESP reply")
+                        .encode(self.proto, out)
                 }
                 Ok(ReplyOutcome::Error(t)) => out.extend_from_slice(&error_bytes(&t)),
                 // A rewrite cannot fail open: the original command was never sent.
@@ -295,7 +312,10 @@ impl Rewritten {
             }
             return;
         }
-        if let Some(err) = replies.iter().find(|r| matches!(r.first(), Some(b'-' | b'!'))) {
+        if let Some(err) = replies
+            .iter()
+            .find(|r| matches!(r.first(), Some(b'-' | b'!')))
+        {
             out.extend_from_slice(err);
             return;
         }
@@ -310,12 +330,20 @@ fn is_nil(r: &[u8]) -> bool {
 }
 
 /// The merges the host does without calling the plugin again.
-fn host_merge(merge: u32, replies: &[Bytes], proto: Proto, out: &mut BytesMut) -> Result<(), Frame> {
+fn host_merge(
+    merge: u32,
+    replies: &[Bytes],
+    proto: Proto,
+    out: &mut BytesMut,
+) -> Result<(), Frame> {
     let unexpected = || Frame::error("ERR unexpected reply to a command a plugin rewrote");
     match merge {
         abi::merge::CONCAT => {
             // Arrays, sets and maps (a map's elements come in key/value pairs).
-            let kind = replies.iter().map(|r| r[0]).find(|&k| k != b'_' && !is_nil(&[k]));
+            let kind = replies
+                .iter()
+                .map(|r| r[0])
+                .find(|&k| k != b'_' && !is_nil(&[k]));
             let mut elems: Vec<&[u8]> = Vec::new();
             for r in replies {
                 if is_nil(r) {

@@ -28,13 +28,21 @@ mod tests {
         let a = thread_cpu_time();
         std::thread::sleep(Duration::from_millis(20));
         let b = thread_cpu_time();
-        assert!(b - a < Duration::from_millis(15), "sleeping used {:?}", b - a);
+        assert!(
+            b - a < Duration::from_millis(15),
+            "sleeping used {:?}",
+            b - a
+        );
         let mut x = 0u64;
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_millis(20) {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         let c = thread_cpu_time();
-        assert!(c - b >= Duration::from_millis(5), "spinning used {:?} ({x})", c - b);
+        assert!(
+            c - b >= Duration::from_millis(5),
+            "spinning used {:?} ({x})",
+            c - b
+        );
     }
 }

@@ -49,32 +49,44 @@ fn copy_out(data: &mut [u8], dst: i32, cap: i32, value: &[u8]) -> i64 {
 
 pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     let m = abi::IMPORT_MODULE;
-    linker.func_wrap(m, import::LOG, |mut c: Caller<'_, HostState>, level: i32, ptr: i32, len: i32| {
-        let Some((data, st)) = split(&mut c) else { return };
-        let Some(r) = range(data, ptr, len) else { return };
-        if !st.plugin.log_allowed() {
-            return;
-        }
-        let msg = String::from_utf8_lossy(&data[r]);
-        let plugin = st.plugin.name.as_str();
-        match level {
-            abi::level::TRACE => tracing::trace!(plugin, "{msg}"),
-            abi::level::DEBUG => tracing::debug!(plugin, "{msg}"),
-            abi::level::INFO => tracing::info!(plugin, "{msg}"),
-            abi::level::WARN => tracing::warn!(plugin, "{msg}"),
-            _ => tracing::error!(plugin, "{msg}"),
-        }
-    })?;
-    linker.func_wrap(m, import::LOG_ENABLED, |_c: Caller<'_, HostState>, level: i32| -> i32 {
-        let enabled = match level {
-            abi::level::TRACE => tracing::enabled!(tracing::Level::TRACE),
-            abi::level::DEBUG => tracing::enabled!(tracing::Level::DEBUG),
-            abi::level::INFO => tracing::enabled!(tracing::Level::INFO),
-            abi::level::WARN => tracing::enabled!(tracing::Level::WARN),
-            _ => tracing::enabled!(tracing::Level::ERROR),
-        };
-        enabled as i32
-    })?;
+    linker.func_wrap(
+        m,
+        import::LOG,
+        |mut c: Caller<'_, HostState>, level: i32, ptr: i32, len: i32| {
+            let Some((data, st)) = split(&mut c) else {
+                return;
+            };
+            let Some(r) = range(data, ptr, len) else {
+                return;
+            };
+            if !st.plugin.log_allowed() {
+                return;
+            }
+            let msg = String::from_utf8_lossy(&data[r]);
+            let plugin = st.plugin.name.as_str();
+            match level {
+                abi::level::TRACE => tracing::trace!(plugin, "{msg}"),
+                abi::level::DEBUG => tracing::debug!(plugin, "{msg}"),
+                abi::level::INFO => tracing::info!(plugin, "{msg}"),
+                abi::level::WARN => tracing::warn!(plugin, "{msg}"),
+                _ => tracing::error!(plugin, "{msg}"),
+            }
+        },
+    )?;
+    linker.func_wrap(
+        m,
+        import::LOG_ENABLED,
+        |_c: Caller<'_, HostState>, level: i32| -> i32 {
+            let enabled = match level {
+                abi::level::TRACE => tracing::enabled!(tracing::Level::TRACE),
+                abi::level::DEBUG => tracing::enabled!(tracing::Level::DEBUG),
+                abi::level::INFO => tracing::enabled!(tracing::Level::INFO),
+                abi::level::WARN => tracing::enabled!(tracing::Level::WARN),
+                _ => tracing::enabled!(tracing::Level::ERROR),
+            };
+            enabled as i32
+        },
+    )?;
     linker.func_wrap(
         m,
         import::METRIC_DEFINE,
@@ -89,7 +101,9 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          buckets_ptr: i32,
          nbuckets: i32|
          -> i64 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY;
+            };
             if !st.in_init {
                 return status::NOT_ALLOWED;
             }
@@ -109,14 +123,20 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(b) = range(data, buckets_ptr, nbuckets.max(0).saturating_mul(8)) else {
                 return status::INVALID_MEMORY;
             };
-            let Some(labels) = strings(&data[l]) else { return status::BAD_ARGUMENT };
+            let Some(labels) = strings(&data[l]) else {
+                return status::BAD_ARGUMENT;
+            };
             let buckets = data[b]
                 .chunks_exact(8)
                 .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
                 .collect();
             let name = String::from_utf8_lossy(&data[n]).into_owned();
             let help = String::from_utf8_lossy(&data[h]).into_owned();
-            match st.plugin.metrics.define(kind, &name, &help, labels, buckets) {
+            match st
+                .plugin
+                .metrics
+                .define(kind, &name, &help, labels, buckets)
+            {
                 Ok(id) => id as i64,
                 Err(e) => metric_err(e),
             }
@@ -126,16 +146,25 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         m,
         import::METRIC_SERIES,
         |mut c: Caller<'_, HostState>, metric: i32, ptr: i32, len: i32| -> i64 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY };
-            let Some(r) = range(data, ptr, len) else { return status::INVALID_MEMORY };
-            let Some(values) = strings(&data[r]) else { return status::BAD_ARGUMENT };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY;
+            };
+            let Some(r) = range(data, ptr, len) else {
+                return status::INVALID_MEMORY;
+            };
+            let Some(values) = strings(&data[r]) else {
+                return status::BAD_ARGUMENT;
+            };
             match st.plugin.metrics.series(metric.max(0) as u32, values) {
                 Ok(id) => id as i64,
                 Err(e) => metric_err(e),
             }
         },
     )?;
-    fn series(st: &mut HostState, id: i32) -> Option<(std::sync::Arc<crate::metrics::Series>, Kind)> {
+    fn series(
+        st: &mut HostState,
+        id: i32,
+    ) -> Option<(std::sync::Arc<crate::metrics::Series>, Kind)> {
         let i = usize::try_from(id).ok()?;
         if let Some(Some(cached)) = st.series.get(i) {
             return Some(cached.clone());
@@ -147,36 +176,58 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         st.series[i] = Some(found.clone());
         Some(found)
     }
-    linker.func_wrap(m, import::COUNTER_ADD, |mut c: Caller<'_, HostState>, id: i32, v: i64| {
-        if let Some((s, Kind::Counter)) = series(c.data_mut(), id) {
-            s.counter_add(v.max(0) as u64);
-        }
-    })?;
-    linker.func_wrap(m, import::GAUGE_SET, |mut c: Caller<'_, HostState>, id: i32, v: i64| {
-        if let Some((s, Kind::Gauge)) = series(c.data_mut(), id) {
-            s.gauge_set(v);
-        }
-    })?;
-    linker.func_wrap(m, import::GAUGE_ADD, |mut c: Caller<'_, HostState>, id: i32, v: i64| {
-        if let Some((s, Kind::Gauge)) = series(c.data_mut(), id) {
-            s.gauge_add(v);
-        }
-    })?;
-    linker.func_wrap(m, import::HISTOGRAM_OBSERVE, |mut c: Caller<'_, HostState>, id: i32, v: f64| {
-        let st = c.data_mut();
-        if let Some((s, Kind::Histogram)) = series(st, id) {
-            st.plugin.metrics.observe(&s, v);
-        }
-    })?;
+    linker.func_wrap(
+        m,
+        import::COUNTER_ADD,
+        |mut c: Caller<'_, HostState>, id: i32, v: i64| {
+            if let Some((s, Kind::Counter)) = series(c.data_mut(), id) {
+                s.counter_add(v.max(0) as u64);
+            }
+        },
+    )?;
+    linker.func_wrap(
+        m,
+        import::GAUGE_SET,
+        |mut c: Caller<'_, HostState>, id: i32, v: i64| {
+            if let Some((s, Kind::Gauge)) = series(c.data_mut(), id) {
+                s.gauge_set(v);
+            }
+        },
+    )?;
+    linker.func_wrap(
+        m,
+        import::GAUGE_ADD,
+        |mut c: Caller<'_, HostState>, id: i32, v: i64| {
+            if let Some((s, Kind::Gauge)) = series(c.data_mut(), id) {
+                s.gauge_add(v);
+            }
+        },
+    )?;
+    linker.func_wrap(
+        m,
+        import::HISTOGRAM_OBSERVE,
+        |mut c: Caller<'_, HostState>, id: i32, v: f64| {
+            let st = c.data_mut();
+            if let Some((s, Kind::Histogram)) = series(st, id) {
+                st.plugin.metrics.observe(&s, v);
+            }
+        },
+    )?;
     linker.func_wrap(
         m,
         import::STATE_GET,
         |mut c: Caller<'_, HostState>, kp: i32, kl: i32, dst: i32, cap: i32| -> i64 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY };
-            let Some(k) = range(data, kp, kl) else { return status::INVALID_MEMORY };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY;
+            };
+            let Some(k) = range(data, kp, kl) else {
+                return status::INVALID_MEMORY;
+            };
             let key = data[k].to_vec();
             let mut result = status::NOT_FOUND;
-            st.plugin.state.get_versioned(&key, |v, _| result = copy_out(data, dst, cap, v));
+            st.plugin
+                .state
+                .get_versioned(&key, |v, _| result = copy_out(data, dst, cap, v));
             result
         },
     )?;
@@ -184,7 +235,9 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         m,
         import::STATE_GET_VERSIONED,
         |mut c: Caller<'_, HostState>, kp: i32, kl: i32, dst: i32, cap: i32, vp: i32| -> i64 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY;
+            };
             let (Some(k), Some(vr)) = (range(data, kp, kl), range(data, vp, 8)) else {
                 return status::INVALID_MEMORY;
             };
@@ -203,24 +256,42 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         m,
         import::STATE_SET,
         |mut c: Caller<'_, HostState>, kp: i32, kl: i32, vp: i32, vl: i32, ttl: i64| -> i32 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY as i32 };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY as i32;
+            };
             let (Some(k), Some(v)) = (range(data, kp, kl), range(data, vp, vl)) else {
                 return status::INVALID_MEMORY as i32;
             };
-            if st.plugin.state.set(&data[k], &data[v], ttl) { 0 } else { status::NOT_ALLOWED as i32 }
+            if st.plugin.state.set(&data[k], &data[v], ttl) {
+                0
+            } else {
+                status::NOT_ALLOWED as i32
+            }
         },
     )?;
-    linker.func_wrap(m, import::STATE_DELETE, |mut c: Caller<'_, HostState>, kp: i32, kl: i32| -> i32 {
-        let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY as i32 };
-        let Some(k) = range(data, kp, kl) else { return status::INVALID_MEMORY as i32 };
-        st.plugin.state.delete(&data[k]) as i32
-    })?;
+    linker.func_wrap(
+        m,
+        import::STATE_DELETE,
+        |mut c: Caller<'_, HostState>, kp: i32, kl: i32| -> i32 {
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY as i32;
+            };
+            let Some(k) = range(data, kp, kl) else {
+                return status::INVALID_MEMORY as i32;
+            };
+            st.plugin.state.delete(&data[k]) as i32
+        },
+    )?;
     linker.func_wrap(
         m,
         import::STATE_INCR,
         |mut c: Caller<'_, HostState>, kp: i32, kl: i32, delta: i64, ttl: i64| -> i64 {
-            let Some((data, st)) = split(&mut c) else { return 0 };
-            let Some(k) = range(data, kp, kl) else { return 0 };
+            let Some((data, st)) = split(&mut c) else {
+                return 0;
+            };
+            let Some(k) = range(data, kp, kl) else {
+                return 0;
+            };
             st.plugin.state.incr(&data[k], delta, ttl)
         },
     )?;
@@ -228,31 +299,51 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         m,
         import::STATE_SET_IF_VERSION,
         |mut c: Caller<'_, HostState>, kp: i32, kl: i32, vp: i32, vl: i32, version: i64| -> i32 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY as i32 };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY as i32;
+            };
             let (Some(k), Some(v)) = (range(data, kp, kl), range(data, vp, vl)) else {
                 return status::INVALID_MEMORY as i32;
             };
-            st.plugin.state.set_if_version(&data[k], &data[v], version as u64) as i32
+            st.plugin
+                .state
+                .set_if_version(&data[k], &data[v], version as u64) as i32
         },
     )?;
     linker.func_wrap(
         m,
         import::RATELIMIT_ACQUIRE,
-        |mut c: Caller<'_, HostState>, bp: i32, bl: i32, cost: i32, per_sec: i32, burst: i32| -> i32 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY as i32 };
-            let Some(b) = range(data, bp, bl) else { return status::INVALID_MEMORY as i32 };
+        |mut c: Caller<'_, HostState>,
+         bp: i32,
+         bl: i32,
+         cost: i32,
+         per_sec: i32,
+         burst: i32|
+         -> i32 {
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY as i32;
+            };
+            let Some(b) = range(data, bp, bl) else {
+                return status::INVALID_MEMORY as i32;
+            };
             if cost < 0 || per_sec < 0 || burst <= 0 {
                 return status::BAD_ARGUMENT as i32;
             }
-            st.plugin.state.acquire(&data[b], cost as u32, per_sec as u32, burst as u32) as i32
+            st.plugin
+                .state
+                .acquire(&data[b], cost as u32, per_sec as u32, burst as u32) as i32
         },
     )?;
     linker.func_wrap(
         m,
         import::CLIENT_INFO,
         |mut c: Caller<'_, HostState>, conn: i64, dst: i32, cap: i32| -> i32 {
-            let Some((data, st)) = split(&mut c) else { return status::INVALID_MEMORY as i32 };
-            let Some(f) = st.clients.client(conn as u64) else { return status::NOT_FOUND as i32 };
+            let Some((data, st)) = split(&mut c) else {
+                return status::INVALID_MEMORY as i32;
+            };
+            let Some(f) = st.clients.client(conn as u64) else {
+                return status::NOT_FOUND as i32;
+            };
             let mut buf = Vec::with_capacity(64);
             let flags = (f.user.is_some() as u32) * abi::client_info::HAS_USER
                 | (f.name.is_some() as u32) * abi::client_info::HAS_NAME;

@@ -206,18 +206,18 @@ impl Instance {
         let init = func!(abi::export::INIT);
         let on_command = func!(abi::export::ON_COMMAND);
         let on_reply = func!(abi::export::ON_REPLY);
-        let on_close = inst
-            .get_typed_func(&mut store, abi::export::ON_CLOSE)
-            .ok();
+        let on_close = inst.get_typed_func(&mut store, abi::export::ON_CLOSE).ok();
         let on_tick = inst.get_typed_func(&mut store, abi::export::ON_TICK).ok();
         let clock_budget = cpu_budget;
         let _ = clock_budget;
         store.data_mut().clock.reset();
         store.set_epoch_deadline(1);
-        let arena_ptr = arena_fn
-            .call(&mut store, ())
-            .map_err(|e| format!("tp_arena failed: {}", trap_fault(e, &store.data().clock, memory_limit)))?
-            as u32;
+        let arena_ptr = arena_fn.call(&mut store, ()).map_err(|e| {
+            format!(
+                "tp_arena failed: {}",
+                trap_fault(e, &store.data().clock, memory_limit)
+            )
+        })? as u32;
         let mut me = Self {
             store,
             memory,
@@ -249,7 +249,11 @@ impl Instance {
             .get(p..p + Arena::SIZE)
             .and_then(Arena::decode)
             .ok_or_else(|| Fault::bad_output("arena descriptor outside memory"))?;
-        let inside = |off: u32, cap: u32| (off as usize).checked_add(cap as usize).is_some_and(|e| e <= data.len());
+        let inside = |off: u32, cap: u32| {
+            (off as usize)
+                .checked_add(cap as usize)
+                .is_some_and(|e| e <= data.len())
+        };
         if !inside(a.in_off, a.in_cap) || !inside(a.out_off, a.out_cap) {
             return Err(Fault::bad_output("arena buffers outside memory"));
         }
@@ -305,7 +309,9 @@ impl Instance {
         }
         self.read_arena().map_err(|f| self.fail(f))?;
         if (self.arena.in_cap as usize) < len {
-            return Err(self.fail(Fault::bad_output("tp_reserve did not grow the input buffer")));
+            return Err(self.fail(Fault::bad_output(
+                "tp_reserve did not grow the input buffer",
+            )));
         }
         Ok(())
     }
@@ -339,7 +345,9 @@ impl Instance {
                 Ok(Hooks::from_manifest(&m).map_err(|e| self.fail(Fault::bad_output(e)).reason))
             }
             abi::INIT_ERROR => Ok(Err(String::from_utf8_lossy(&out).into_owned())),
-            other => Err(self.fail(Fault::bad_output(format!("tp_init returned action {other}")))),
+            other => Err(self.fail(Fault::bad_output(format!(
+                "tp_init returned action {other}"
+            )))),
         }
     }
 
@@ -360,7 +368,11 @@ impl Instance {
         }
         let nargs = args.len() as i32;
         let r = self.guarded(|s, e| e.on_command.call(s, (conn as i64, cmd as i32, nargs)))?;
-        self.store.data().plugin.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.store
+            .data()
+            .plugin
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if r == 0 {
             return Ok(CmdOutcome::Pass);
         }
@@ -371,8 +383,9 @@ impl Instance {
             abi::action::REPLY => Ok(CmdOutcome::Reply(self.out(out_len)?)),
             abi::action::REWRITE => {
                 let block = self.out(out_len)?;
-                let view = abi::RewriteView::parse(&block, count)
-                    .map_err(|e| self.fail(Fault::bad_output(format!("malformed rewrite: {e:?}"))))?;
+                let view = abi::RewriteView::parse(&block, count).map_err(|e| {
+                    self.fail(Fault::bad_output(format!("malformed rewrite: {e:?}")))
+                })?;
                 for c in view.commands() {
                     let c = c.map_err(|e| self.fail(Fault::bad_output(format!("{e:?}"))))?;
                     for a in c {
@@ -406,7 +419,12 @@ impl Instance {
     }
 
     /// Calls `tp_on_reply` with raw RESP replies.
-    pub fn on_reply(&mut self, conn: u64, ctx: u64, replies: &[&[u8]]) -> Result<ReplyOutcome, Fault> {
+    pub fn on_reply(
+        &mut self,
+        conn: u64,
+        ctx: u64,
+        replies: &[&[u8]],
+    ) -> Result<ReplyOutcome, Fault> {
         let size = abi::replies_size(replies.iter().copied());
         self.ensure_in(size)?;
         let start = self.arena.in_off as usize;

@@ -24,6 +24,8 @@ pub mod state;
 
 pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
 pub use instance::{CmdOutcome, Fault, Instance, ReplyOutcome};
-pub use plugin::{FAULT_REASONS, FailPolicy, Generation, Hooks, PluginShared, PluginSpec, valid_plugin_name};
+pub use plugin::{
+    FAULT_REASONS, FailPolicy, Generation, Hooks, PluginShared, PluginSpec, valid_plugin_name,
+};
 pub use runtime::{ClientFacts, ClientLookup, LoadError, Runtime, RuntimeConfig};
 pub use tessera_plugin_abi as abi;

@@ -15,8 +15,8 @@ pub const MAX_SERIES: usize = 10_000;
 pub const MAX_METRICS: usize = 256;
 
 const DEFAULT_BUCKETS: &[f64] = &[
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0,
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,8 +98,7 @@ struct SeriesTable {
 fn valid_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 100
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         && !s.as_bytes()[0].is_ascii_digit()
 }
 
@@ -324,7 +323,10 @@ mod tests {
             Ok(c)
         );
         assert!(m.define(Kind::Gauge, "hits", "", vec![], vec![]).is_err());
-        assert!(m.define(Kind::Gauge, "bad-name", "", vec![], vec![]).is_err());
+        assert!(
+            m.define(Kind::Gauge, "bad-name", "", vec![], vec![])
+                .is_err()
+        );
         let s = m.series(c, vec!["GET".into()]).unwrap();
         assert_eq!(m.series(c, vec!["GET".into()]), Ok(s));
         assert!(m.series(c, vec![]).is_err());
@@ -338,9 +340,21 @@ mod tests {
         m.observe(&series, 5.0);
         let mut out = String::new();
         m.render("my-plugin", &mut out);
-        assert!(out.contains("tessera_plugin_my_plugin_hits{cmd=\"GET\"} 3\n"), "{out}");
-        assert!(out.contains("tessera_plugin_my_plugin_lat_bucket{le=\"0.1\"} 1\n"), "{out}");
-        assert!(out.contains("tessera_plugin_my_plugin_lat_bucket{le=\"+Inf\"} 2\n"), "{out}");
-        assert!(out.contains("tessera_plugin_my_plugin_lat_count 2\n"), "{out}");
+        assert!(
+            out.contains("tessera_plugin_my_plugin_hits{cmd=\"GET\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("tessera_plugin_my_plugin_lat_bucket{le=\"0.1\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("tessera_plugin_my_plugin_lat_bucket{le=\"+Inf\"} 2\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("tessera_plugin_my_plugin_lat_count 2\n"),
+            "{out}"
+        );
     }
 }

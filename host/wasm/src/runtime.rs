@@ -74,7 +74,9 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("config", &self.config).finish()
+        f.debug_struct("Runtime")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -89,7 +91,10 @@ impl Runtime {
     ///
     /// # Errors
     /// The engine configuration was refused (e.g. no virtual memory for the pool).
-    pub fn new(config: RuntimeConfig, clients: Option<Arc<dyn ClientLookup>>) -> anyhow::Result<Arc<Self>> {
+    pub fn new(
+        config: RuntimeConfig,
+        clients: Option<Arc<dyn ClientLookup>>,
+    ) -> anyhow::Result<Arc<Self>> {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_core_instances(config.max_instances)
             .total_memories(config.max_instances)
@@ -145,11 +150,18 @@ impl Runtime {
 
     fn compile(&self, wasm: &[u8]) -> Result<([u8; 32], Module), LoadError> {
         let sha: [u8; 32] = Sha256::digest(wasm).into();
-        if let Some(m) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&sha) {
+        if let Some(m) = self
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sha)
+        {
             return Ok((sha, m.clone()));
         }
         if !wasm.starts_with(b"\0asm") {
-            return Err(LoadError("not a WebAssembly module (no \\0asm header)".into()));
+            return Err(LoadError(
+                "not a WebAssembly module (no \\0asm header)".into(),
+            ));
         }
         let module = Module::new(&self.engine, wasm)
             .map_err(|e| LoadError(format!("invalid WebAssembly module: {e:#}")))?;
@@ -183,8 +195,13 @@ impl Runtime {
         }
         if !marker {
             return Err(LoadError(match other_version {
-                Some(v) => format!("plugin ABI v{v} is not supported by this proxy (it supports v1)"),
-                None => format!("not a Tessera plugin: the module does not export {}", abi::ABI_MARKER),
+                Some(v) => {
+                    format!("plugin ABI v{v} is not supported by this proxy (it supports v1)")
+                }
+                None => format!(
+                    "not a Tessera plugin: the module does not export {}",
+                    abi::ABI_MARKER
+                ),
             }));
         }
         use ValType::{I32, I64};
@@ -218,6 +235,20 @@ impl Runtime {
             }
         }
         Ok((has_close, has_tick))
+    }
+
+    /// Checks that `wasm` is a module this runtime can load (compiles it and checks the ABI
+    /// marker, exports and imports) without running it. Returns its sha256.
+    ///
+    /// # Errors
+    /// Worded for the operator.
+    pub fn check_module(&self, wasm: &[u8]) -> Result<String, LoadError> {
+        let (sha, module) = self.compile(wasm)?;
+        Self::check_abi(&module)?;
+        self.linker
+            .instantiate_pre(&module)
+            .map_err(|e| LoadError(format!("cannot link the module: {e:#}")))?;
+        Ok(hex::encode(sha))
     }
 
     /// Loads one version of a plugin: compiles (or reuses) the module, checks the ABI, and
@@ -266,7 +297,12 @@ impl Runtime {
                     spec.name
                 )));
             }
-            Err(f) => return Err(LoadError(format!("plugin {} failed in init: {f}", spec.name))),
+            Err(f) => {
+                return Err(LoadError(format!(
+                    "plugin {} failed in init: {f}",
+                    spec.name
+                )));
+            }
         };
         Ok(Arc::new(Generation {
             id,
@@ -298,7 +334,10 @@ impl Runtime {
         if shared.is_empty() {
             return;
         }
-        let _ = writeln!(out, "# HELP tessera_plugin_calls_total Calls into plugins (on_command).");
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_calls_total Calls into plugins (on_command)."
+        );
         let _ = writeln!(out, "# TYPE tessera_plugin_calls_total counter");
         for s in &shared {
             let _ = writeln!(
@@ -308,7 +347,10 @@ impl Runtime {
                 s.calls.load(Ordering::Relaxed)
             );
         }
-        let _ = writeln!(out, "# HELP tessera_plugin_faults_total Plugin calls that failed, by reason; the instance was replaced.");
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_faults_total Plugin calls that failed, by reason; the instance was replaced."
+        );
         let _ = writeln!(out, "# TYPE tessera_plugin_faults_total counter");
         for s in &shared {
             for (i, r) in FAULT_REASONS.iter().enumerate() {
@@ -320,7 +362,10 @@ impl Runtime {
                 );
             }
         }
-        let _ = writeln!(out, "# HELP tessera_plugin_instances_created_total Plugin instances created on worker threads.");
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_instances_created_total Plugin instances created on worker threads."
+        );
         let _ = writeln!(out, "# TYPE tessera_plugin_instances_created_total counter");
         for s in &shared {
             let _ = writeln!(
