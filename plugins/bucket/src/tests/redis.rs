@@ -1,0 +1,119 @@
+//! A throwaway `redis-server` on a free loopback port (killed on drop) and a blocking RESP
+//! client, so the plugin's merged replies are compared with what Redis answers for one key.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tessera_plugin_sdk::resp;
+
+/// A redis-server for one test.
+pub(crate) struct RedisServer {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl RedisServer {
+    /// Starts one, or `None` (the test is skipped) when `redis-server` is not installed.
+    pub(crate) fn start() -> Option<Self> {
+        let bin = std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "redis-server".into());
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("free port");
+            let dir =
+                std::env::temp_dir().join(format!("tessera-bucket-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let child = Command::new(&bin)
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--save", "", "--appendonly", "no"])
+                .current_dir(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            let Ok(child) = child else {
+                eprintln!("redis-server not found: skipping (set REDIS_SERVER_BIN)");
+                return None;
+            };
+            let mut server = RedisServer {
+                child,
+                port,
+                _dir: TempDir(dir),
+            };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Some(mut c) = server.try_client()
+                    && c.call_str(&["PING"]) == b"+PONG\r\n"
+                {
+                    return Some(server);
+                }
+                if server.child.try_wait().ok().flatten().is_some() {
+                    break; // port taken: try another
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("redis-server did not start");
+    }
+
+    fn try_client(&self) -> Option<Client> {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        Some(Client { s, buf: Vec::new() })
+    }
+
+    pub(crate) fn client(&self) -> Client {
+        self.try_client().expect("connect to redis-server")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One connection, one command at a time.
+pub(crate) struct Client {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    /// Sends a command and returns its raw RESP2 reply.
+    pub(crate) fn call(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.s.write_all(&req).expect("write");
+        loop {
+            if let Ok(end) = resp::value_end(&self.buf, 0) {
+                return self.buf.drain(..end).collect();
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self.s.read(&mut chunk).expect("read");
+            assert!(n > 0, "redis closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    pub(crate) fn call_str(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        self.call(&args)
+    }
+}
