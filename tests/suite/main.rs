@@ -42,3 +42,5 @@ mod dashboard_api;
 mod failover;
 // Slot migration under load: the checker, an abort, crashes; a big key moved in chunks.
 mod migration;
+// WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
+mod plugins;

@@ -5,6 +5,7 @@
 mod cluster;
 mod cluster_mode;
 mod etcd;
+mod plugins;
 mod proxy;
 mod redis_server;
 mod resp;
@@ -20,6 +21,7 @@ pub(crate) use cluster_mode::{
     two_consecutive_free_ports,
 };
 pub(crate) use etcd::Etcd;
+pub(crate) use plugins::{metric, plugin_toml, plugin_wasm};
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
 pub(crate) use redis_server::RedisServer;
 pub(crate) use resp::{Frame, RawClient, encode, read_frame};

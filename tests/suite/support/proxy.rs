@@ -19,6 +19,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 pub(crate) struct Proxy {
     child: Child,
     addr: SocketAddr,
+    admin: Option<SocketAddr>,
     dir: TempDir,
     command_line: String,
 }
@@ -31,6 +32,7 @@ pub(crate) struct ProxyBuilder {
     config: Option<String>,
     threads: Option<usize>,
     addresses_in_config: bool,
+    admin: bool,
 }
 
 impl ProxyBuilder {
@@ -43,6 +45,12 @@ impl ProxyBuilder {
     /// Passes `--threads n`.
     pub(crate) fn threads(mut self, n: usize) -> ProxyBuilder {
         self.threads = Some(n);
+        self
+    }
+
+    /// Serves the admin API (`/metrics`, plugin routes) on a free port ([`Proxy::admin`]).
+    pub(crate) fn admin(mut self) -> ProxyBuilder {
+        self.admin = true;
         self
     }
 
@@ -63,12 +71,17 @@ impl ProxyBuilder {
         let mut last_command_line = String::new();
         for _attempt in 0..3 {
             let addr = loopback(free_port());
-            let cmd = self.command(&bin, addr, &dir);
+            let admin = self.admin.then(|| loopback(free_port()));
+            let mut cmd = self.command(&bin, addr, &dir);
+            if let Some(a) = admin {
+                cmd.args(["--admin-listen", &a.to_string()]);
+            }
             last_command_line = format!("{cmd:?}");
             if let Some(child) = spawn_ready(cmd, addr, &dir) {
                 return Proxy {
                     child,
                     addr,
+                    admin,
                     dir,
                     command_line: last_command_line,
                 };
@@ -150,6 +163,21 @@ impl Proxy {
     }
 
     /// The listening address.
+    /// The admin API's address (the builder's [`ProxyBuilder::admin`]).
+    pub(crate) fn admin(&self) -> SocketAddr {
+        self.admin
+            .expect("start the proxy with .admin() to use its admin API")
+    }
+
+    /// `GET /metrics` of the admin API.
+    pub(crate) fn metrics(&self) -> String {
+        let url = format!("http://{}/metrics", self.admin());
+        ureq::get(&url)
+            .call()
+            .and_then(|mut r| r.body_mut().read_to_string())
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+    }
+
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }

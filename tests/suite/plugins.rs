@@ -1,0 +1,461 @@
+//! WebAssembly plugins in the proxy, with the real `.wasm` builds of plugins/ and
+//! tests/plugins/faulty: the filter denies and rate-limits; a trapping, a looping and a
+//! memory-hungry plugin each cost one command; the catalog refuses bad modules and configs
+//! with the plugin's own message; a hot reload under redis-benchmark load fails nothing.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{ControlPlane, Frame, Proxy, RedisServer, metric, plugin_toml, plugin_wasm};
+
+fn error_of(f: &Frame) -> String {
+    f.error()
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("expected an error reply, got {f:?}"))
+}
+
+#[test]
+fn filter_denies_by_name_read_only_keys_and_value_size_and_hooks_nothing_else() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let config = json!({
+        "deny_commands": ["FLUSHALL", "KEYS"],
+        "read_only_keys": ["frozen:*"],
+        "max_value_bytes": 100,
+    });
+    let proxy = Proxy::builder(&[&a, &b])
+        .config(&plugin_toml("filter", &config, ""))
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    let e = error_of(&c.cmd(&["FLUSHALL"]));
+    assert!(e.contains("FLUSHALL"), "{e}");
+    let e = error_of(&c.cmd(&["KEYS", "*"]));
+    assert!(e.contains("KEYS"), "{e}");
+    let e = error_of(&c.cmd(&["SET", "frozen:1", "x"]));
+    assert!(e.to_lowercase().contains("read"), "{e}");
+    assert_eq!(
+        c.cmd(&["GET", "frozen:1"]),
+        Frame::NullBulk,
+        "reads of read-only keys pass"
+    );
+    let big = "v".repeat(200);
+    let e = error_of(&c.cmd(&["SET", "k", &big]));
+    assert!(e.contains("100"), "{e}");
+    assert_eq!(c.cmd(&["SET", "k", "small"]), Frame::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("small"));
+    // The refused commands never reached Redis.
+    assert!(!a.has("frozen:1") && !b.has("frozen:1"));
+    assert_eq!(a.dbsize() + b.dbsize(), 1);
+
+    // Reads are not hooked: 200 GETs make no plugin call.
+    let before = metric(
+        &proxy.metrics(),
+        "tessera_plugin_calls_total{plugin=\"filter\"}",
+    )
+    .expect("plugin call counter on /metrics");
+    for _ in 0..200 {
+        assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("small"));
+    }
+    let after = metric(
+        &proxy.metrics(),
+        "tessera_plugin_calls_total{plugin=\"filter\"}",
+    )
+    .unwrap();
+    assert_eq!(
+        before, after,
+        "GET entered the plugin although no rule needs it"
+    );
+}
+
+#[test]
+fn filter_rate_limits_per_client_address() {
+    let a = RedisServer::start();
+    let config = json!({ "rate_limit": { "per_second": 20, "burst": 20 } });
+    let proxy = Proxy::builder(&[&a])
+        .config(&plugin_toml("filter", &config, ""))
+        .start();
+    let mut c = proxy.raw();
+    // The start-up PINGs took tokens too: let the bucket fill up again.
+    std::thread::sleep(Duration::from_millis(1200));
+    // One pipeline of 60: the burst of 20 passes, the rest is refused (a token or two can
+    // refill while they are read).
+    let mut pipeline = Vec::new();
+    for i in 0..60 {
+        pipeline.extend(crate::support::encode(&["SET", &format!("k{i}"), "v"]));
+    }
+    c.send(&pipeline);
+    let replies: Vec<Frame> = (0..60).map(|_| c.read_frame()).collect();
+    let ok = replies
+        .iter()
+        .filter(|r| **r == Frame::Simple("OK".into()))
+        .count();
+    let limited: Vec<String> = replies
+        .iter()
+        .filter_map(|r| r.error().map(str::to_owned))
+        .collect();
+    assert!((20..=22).contains(&ok), "{ok} commands passed: {replies:?}");
+    assert_eq!(ok + limited.len(), 60);
+    assert!(limited[0].to_lowercase().contains("rate"), "{}", limited[0]);
+    assert_eq!(a.dbsize() as usize, ok, "refused commands reached Redis");
+}
+
+/// A static proxy with the faulty plugin in `mode` on keys starting with `boom`.
+fn faulty_proxy(server: &RedisServer, mode: &str, fail: &str, extra: &str) -> Proxy {
+    let config = json!({ "mode": mode, "key_prefix": "boom" });
+    Proxy::builder(&[server])
+        .config(&plugin_toml(
+            "faulty",
+            &config,
+            &format!("fail = \"{fail}\"\n{extra}"),
+        ))
+        .threads(2)
+        .admin()
+        .start()
+}
+
+fn contained(mode: &str, reason: &str, extra: &str) {
+    let server = RedisServer::start();
+    let proxy = faulty_proxy(&server, mode, "closed", extra);
+    let mut bystander = proxy.raw();
+    let mut victim = proxy.raw();
+    assert_eq!(
+        bystander.cmd(&["SET", "calm", "1"]),
+        Frame::Simple("OK".into())
+    );
+    for round in 0..2 {
+        let started = Instant::now();
+        let e = error_of(&victim.cmd(&["SET", "boom:1", "x"]));
+        assert!(
+            e.starts_with("ERR plugin faulty failed:") && e.contains(reason),
+            "round {round}: {e}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "containment took {:?}",
+            started.elapsed()
+        );
+        // The same connection and every other one go on; the instance was replaced.
+        assert_eq!(victim.cmd(&["GET", "calm"]), Frame::bulk("1"));
+        assert_eq!(bystander.cmd(&["GET", "calm"]), Frame::bulk("1"));
+    }
+    assert!(
+        !server.has("boom:1"),
+        "a fail-closed plugin let the command through"
+    );
+    let m = proxy.metrics();
+    let faults: f64 = ["trap", "cpu_budget", "memory", "bad_output"]
+        .iter()
+        .filter_map(|r| {
+            metric(
+                &m,
+                &format!("tessera_plugin_faults_total{{plugin=\"faulty\",reason=\"{r}\"}}"),
+            )
+        })
+        .sum();
+    assert!(faults >= 2.0, "faults not counted:\n{m}");
+}
+
+#[test]
+fn a_trapping_plugin_costs_only_that_command() {
+    contained("trap", "unreachable", "");
+}
+
+#[test]
+fn a_looping_plugin_is_stopped_by_its_cpu_budget() {
+    contained("loop", "CPU budget", "cpu_budget_ms = 20");
+}
+
+#[test]
+fn a_memory_hungry_plugin_hits_its_memory_cap() {
+    contained("oom", "memory limit of 16 MiB", "memory_mb = 16");
+}
+
+#[test]
+fn a_fail_open_plugin_lets_the_command_through_when_it_traps() {
+    let server = RedisServer::start();
+    let proxy = faulty_proxy(&server, "trap", "open", "");
+    let mut c = proxy.raw();
+    assert_eq!(c.cmd(&["SET", "boom:1", "x"]), Frame::Simple("OK".into()));
+    assert_eq!(c.cmd(&["GET", "boom:1"]), Frame::bulk("x"));
+    assert!(server.has("boom:1"));
+}
+
+#[test]
+fn a_module_that_is_not_a_tessera_plugin_stops_a_static_proxy_with_the_reason() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.wasm");
+    // A valid, empty WebAssembly module: no ABI marker.
+    std::fs::write(&path, b"\0asm\x01\0\0\0").unwrap();
+    let out = Command::new(crate::support::tessera_bin())
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--backends",
+            &server.addr().to_string(),
+        ])
+        .arg("--plugin")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("not a Tessera plugin"), "{stderr}");
+}
+
+/// A cluster: 2 groups, 2 proxies; returns the control plane.
+fn cluster() -> ControlPlane {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    cp
+}
+
+fn upload(cp: &ControlPlane, name: &str, wasm: &[u8]) -> crate::support::Reply {
+    cp.api()
+        .request("PUT", &format!("/api/plugins/{name}/module"), Some(wasm))
+}
+
+#[test]
+fn the_catalog_checks_modules_and_configs_before_rollout() {
+    let cp = cluster();
+    let api = cp.api();
+    let msg = upload(&cp, "junk", b"not wasm at all").expect_error(400, "bad_request");
+    assert!(msg.contains("WebAssembly"), "{msg}");
+    let msg = upload(&cp, "empty", b"\0asm\x01\0\0\0").expect_error(400, "bad_request");
+    assert!(msg.contains("not a Tessera plugin"), "{msg}");
+    let msg = upload(&cp, "bad name!", b"\0asm").expect_error(400, "bad_request");
+    assert!(msg.contains("invalid plugin name"), "{msg}");
+
+    let wasm = std::fs::read(plugin_wasm("faulty")).unwrap();
+    let e = upload(&cp, "faulty", &wasm).ok();
+    assert_eq!(e["enabled"], json!(false));
+    // The plugin's own refusal, before anything reaches a proxy.
+    let msg = api
+        .request(
+            "PUT",
+            "/api/plugins/faulty/config",
+            Some(br#"{"config": {"mode": "refuse"}}"#),
+        )
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("faulty: refusing this config"), "{msg}");
+    let listed = api.get("/api/plugins").ok();
+    assert_eq!(listed[0]["config"], json!({}), "a refused config was saved");
+
+    api.request(
+        "PUT",
+        "/api/plugins/faulty/config",
+        Some(br#"{"config": {"mode": "echo", "tag": "one", "key_prefix": "tag:"}, "fail": "closed"}"#),
+    )
+    .ok();
+    api.post("/api/plugins/faulty/enable", &json!({})).ok();
+    // The barrier: both proxies answer with the plugin as soon as the call returned.
+    for p in &cp.proxies {
+        assert_eq!(p.raw().cmd(&["GET", "tag:x"]), Frame::Simple("one".into()));
+        assert_eq!(p.raw().cmd(&["GET", "other"]), Frame::NullBulk);
+        let loaded = p.admin().get("/api/proxy/plugins").ok();
+        assert_eq!(loaded["plugins"][0]["name"], json!("faulty"), "{loaded}");
+    }
+    let msg = api
+        .request("PUT", "/api/plugins/order", Some(br#"{"order": []}"#))
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("faulty"), "{msg}");
+
+    // Disabled: gone from every proxy; deleted: gone from the catalog.
+    api.post("/api/plugins/faulty/disable", &json!({})).ok();
+    for p in &cp.proxies {
+        assert_eq!(p.raw().cmd(&["GET", "tag:x"]), Frame::NullBulk);
+    }
+    api.delete("/api/plugins/faulty").ok();
+    assert_eq!(api.get("/api/plugins").ok(), json!([]));
+    api.delete("/api/plugins/faulty")
+        .expect_error(404, "not_found");
+
+    // A restarted proxy loads the catalog from the store.
+    upload(&cp, "faulty", &wasm).ok();
+    api.request(
+        "PUT",
+        "/api/plugins/faulty/config",
+        Some(br#"{"config": {"mode": "echo", "tag": "again", "key_prefix": "tag:"}}"#),
+    )
+    .ok();
+    api.post("/api/plugins/faulty/enable", &json!({})).ok();
+    let mut cp = cp;
+    let i = cp.start_proxy();
+    assert_eq!(
+        cp.proxies[i].raw().cmd(&["GET", "tag:x"]),
+        Frame::Simple("again".into())
+    );
+}
+
+#[test]
+fn the_admin_cli_manages_plugins() {
+    let cp = cluster();
+    let run = |args: &[&str]| {
+        let out = Command::new(crate::support::tessera_bin())
+            .args([
+                "admin",
+                "--dashboard",
+                &cp.dashboard.addr().to_string(),
+                "--token",
+                crate::support::TOKEN,
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let wasm = plugin_wasm("faulty");
+    let (ok, out) = run(&["plugin", "upload", "faulty", wasm.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&[
+        "plugin",
+        "config",
+        "faulty",
+        "--json",
+        r#"{"mode":"refuse"}"#,
+    ]);
+    assert!(!ok && out.contains("faulty: refusing this config"), "{out}");
+    let (ok, out) = run(&[
+        "plugin",
+        "config",
+        "faulty",
+        "--json",
+        r#"{"mode":"echo","tag":"cli","key_prefix":"tag:"}"#,
+        "--fail",
+        "open",
+    ]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["plugin", "enable", "faulty"]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["plugin", "list"]);
+    assert!(
+        ok && out.contains("faulty") && out.contains("open"),
+        "{out}"
+    );
+    assert_eq!(
+        cp.proxies[0].raw().cmd(&["GET", "tag:1"]),
+        Frame::Simple("cli".into())
+    );
+}
+
+#[test]
+fn a_hot_reload_under_load_fails_no_command_and_drops_no_connection() {
+    let cp = cluster();
+    let api = cp.api();
+    let wasm = std::fs::read(plugin_wasm("faulty")).unwrap();
+    upload(&cp, "faulty", &wasm).ok();
+    let config = |tag: &str| {
+        serde_json::to_vec(&json!({"config": {"mode": "echo", "tag": tag, "key_prefix": "tag:"}}))
+            .unwrap()
+    };
+    api.request("PUT", "/api/plugins/faulty/config", Some(&config("v0")))
+        .ok();
+    api.post("/api/plugins/faulty/enable", &json!({})).ok();
+
+    let proxy = cp.proxies[0].addr();
+    // Load: redis-benchmark on both command kinds the plugin sees (every GET and SET enters it).
+    let mut bench = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &proxy.port().to_string()])
+        .args([
+            "-t", "set,get", "-n", "300000", "-c", "20", "-P", "4", "-r", "10000", "-e", "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("redis-benchmark (apt install redis-tools)");
+    // A checker on one long-lived connection: every reply must be the expected one.
+    let stop = Arc::new(AtomicBool::new(false));
+    let checked = Arc::new(AtomicU64::new(0));
+    let checker = {
+        let stop = stop.clone();
+        let checked = checked.clone();
+        std::thread::spawn(move || -> Result<(), String> {
+            let mut c = crate::support::RawClient::connect(proxy);
+            let mut i = 0u64;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let key = format!("chk:{}", i % 100);
+                let v = i.to_string();
+                match c.cmd(&["SET", key.as_str(), v.as_str()]) {
+                    Frame::Simple(s) if s == "OK" => {}
+                    other => return Err(format!("SET {key}: {other:?}")),
+                }
+                match c.cmd(&["GET", key.as_str()]) {
+                    Frame::Bulk(b) if b == v.as_bytes() => {}
+                    other => return Err(format!("GET {key}: {other:?}")),
+                }
+                let tag = c.cmd(&["GET", "tag:probe"]);
+                if !matches!(&tag, Frame::Simple(t) if t.starts_with('v')) {
+                    return Err(format!("GET tag:probe: {tag:?}"));
+                }
+                i += 1;
+                checked.store(i, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 1..=4 {
+        let tag = format!("v{n}");
+        api.request("PUT", "/api/plugins/faulty/config", Some(&config(&tag)))
+            .ok();
+        // Acknowledged by every proxy when the call returns.
+        for p in &cp.proxies {
+            assert_eq!(p.raw().cmd(&["GET", "tag:x"]), Frame::Simple(tag.clone()));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = bench.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-benchmark did not finish in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    stop.store(true, Ordering::Relaxed);
+    let checker = checker.join().unwrap();
+    let mut out = String::new();
+    bench
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    bench
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "redis-benchmark failed: {out}{err}");
+    // -e prints every error reply; there must be none.
+    assert!(
+        !out.contains("ERR") && !err.contains("ERR"),
+        "errors under reload:\n{out}{err}"
+    );
+    assert!(out.contains("SET") && out.contains("GET"), "{out}");
+    checker.expect("the checker saw a wrong reply");
+    assert!(
+        checked.load(Ordering::Relaxed) > 50,
+        "the checker barely ran"
+    );
+}
