@@ -22,5 +22,11 @@ fi
 # rustup does not add a missing target to an installed toolchain by itself.
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 
+# The plugins as the proxy loads them (wasm32, release): the tests run the real modules. A
+# separate target triple, so this does not rebuild the workspace.
+cargo build --locked --release --target wasm32-unknown-unknown \
+  -p tessera-plugin-filter -p tessera-plugin-bucket -p tessera-plugin-metrics \
+  -p tessera-plugin-faulty -p tessera-plugin-template
+
 # One build of everything (lib, bin, tests, benches in test mode), then every test.
 cargo test --workspace --all-targets --locked

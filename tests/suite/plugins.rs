@@ -459,3 +459,276 @@ fn a_hot_reload_under_load_fails_no_command_and_drops_no_connection() {
         "the checker barely ran"
     );
 }
+
+/// A small deterministic generator (no dependency): xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Replies whose element order Redis does not define, compared as multisets.
+fn normalize(cmd: &str, f: Frame) -> Frame {
+    let sort = |mut v: Vec<Frame>| {
+        v.sort_by_key(|x| format!("{x:?}"));
+        v
+    };
+    match (cmd, f) {
+        ("HGETALL", Frame::Array(v)) => {
+            let pairs: Vec<Frame> = v.chunks(2).map(|p| Frame::Array(p.to_vec())).collect();
+            Frame::Array(sort(pairs))
+        }
+        ("HKEYS" | "HVALS" | "SMEMBERS", Frame::Array(v)) => Frame::Array(sort(v)),
+        (_, f) => f,
+    }
+}
+
+/// One random command of the bucket plugin's repertoire on `key` (of `kind` h, s or z).
+fn random_command(rng: &mut Rng, kind: char, key: &str) -> Vec<String> {
+    let fields: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+    let f = |rng: &mut Rng| fields[rng.below(40) as usize].clone();
+    let n = |rng: &mut Rng| rng.below(20).to_string();
+    let k = key.to_owned();
+    let mut c: Vec<String> = match kind {
+        'h' => match rng.pick(&[
+            "HSET",
+            "HSET",
+            "HSETNX",
+            "HGET",
+            "HMGET",
+            "HDEL",
+            "HEXISTS",
+            "HINCRBY",
+            "HINCRBYFLOAT",
+            "HSTRLEN",
+            "HLEN",
+            "HGETALL",
+            "HKEYS",
+            "HVALS",
+        ]) {
+            "HSET" => {
+                let mut c = vec!["HSET".into(), k];
+                for _ in 0..1 + rng.below(3) {
+                    c.push(f(rng));
+                    c.push(n(rng));
+                }
+                c
+            }
+            "HMGET" => {
+                let mut c = vec!["HMGET".into(), k];
+                c.extend((0..1 + rng.below(5)).map(|_| f(rng)));
+                c
+            }
+            "HDEL" => vec!["HDEL".into(), k, f(rng), f(rng)],
+            "HINCRBY" | "HINCRBYFLOAT" => {
+                // Their own fields: incrementing a field another command set to text is an
+                // error on both sides alike, but keep most of them succeeding.
+                let cmd = if rng.below(2) == 0 {
+                    "HINCRBY"
+                } else {
+                    "HINCRBYFLOAT"
+                };
+                vec![cmd.into(), k, format!("n{}", rng.below(5)), n(rng)]
+            }
+            "HSETNX" => vec!["HSETNX".into(), k, f(rng), n(rng)],
+            c @ ("HGET" | "HEXISTS" | "HSTRLEN") => vec![c.into(), k, f(rng)],
+            c => vec![c.into(), k],
+        },
+        's' => match rng.pick(&[
+            "SADD",
+            "SADD",
+            "SREM",
+            "SISMEMBER",
+            "SMISMEMBER",
+            "SMEMBERS",
+            "SCARD",
+        ]) {
+            c @ ("SADD" | "SREM" | "SMISMEMBER") => {
+                let mut v = vec![c.into(), k];
+                v.extend((0..1 + rng.below(4)).map(|_| f(rng)));
+                v
+            }
+            "SISMEMBER" => vec!["SISMEMBER".into(), k, f(rng)],
+            c => vec![c.into(), k],
+        },
+        _ => match rng.pick(&[
+            "ZADD",
+            "ZADD",
+            "ZREM",
+            "ZSCORE",
+            "ZMSCORE",
+            "ZINCRBY",
+            "ZCARD",
+            "ZCOUNT",
+            "ZRANGE",
+            "ZRANGE",
+            "ZREVRANGE",
+            "ZRANGEBYSCORE",
+        ]) {
+            "ZADD" => {
+                let mut v = vec!["ZADD".into(), k];
+                for _ in 0..1 + rng.below(3) {
+                    v.push(n(rng));
+                    v.push(f(rng));
+                }
+                v
+            }
+            "ZREM" => vec!["ZREM".into(), k, f(rng), f(rng)],
+            "ZSCORE" => vec!["ZSCORE".into(), k, f(rng)],
+            "ZMSCORE" => vec!["ZMSCORE".into(), k, f(rng), f(rng), f(rng)],
+            "ZINCRBY" => vec!["ZINCRBY".into(), k, n(rng), f(rng)],
+            "ZCOUNT" => vec!["ZCOUNT".into(), k, n(rng), "+inf".into()],
+            c @ ("ZRANGE" | "ZREVRANGE") => {
+                let start = rng.below(6) as i64 - 2;
+                let stop = rng.below(12) as i64 - 3;
+                let mut v = vec![c.into(), k, start.to_string(), stop.to_string()];
+                if rng.below(2) == 0 {
+                    v.push("WITHSCORES".into());
+                }
+                v
+            }
+            "ZRANGEBYSCORE" => {
+                let lo = rng.below(10);
+                let mut v = vec![
+                    "ZRANGEBYSCORE".into(),
+                    k,
+                    lo.to_string(),
+                    (lo + rng.below(10)).to_string(),
+                ];
+                if rng.below(2) == 0 {
+                    v.push("WITHSCORES".into());
+                }
+                if rng.below(2) == 0 {
+                    v.extend([
+                        "LIMIT".into(),
+                        rng.below(4).to_string(),
+                        (1 + rng.below(5)).to_string(),
+                    ]);
+                }
+                v
+            }
+            c => vec![c.into(), k],
+        },
+    };
+    // Now and then a whole-key command.
+    if rng.below(40) == 0 {
+        c = vec![
+            rng.pick(&["EXISTS", "TYPE", "DEL", "UNLINK"]).into(),
+            key.to_owned(),
+        ];
+    }
+    c
+}
+
+/// Every element a full SCAN-family iteration returns, sorted.
+fn full_scan(c: &mut crate::support::RawClient, cmd: &str, key: &str) -> Vec<String> {
+    let mut cursor = "0".to_owned();
+    let mut all = Vec::new();
+    for _ in 0..10_000 {
+        let Frame::Array(v) = c.cmd(&[cmd, key, &cursor, "COUNT", "7"]) else {
+            panic!("{cmd} {key} {cursor}: not an array");
+        };
+        cursor = v[0].text().expect("cursor");
+        let Frame::Array(items) = &v[1] else {
+            panic!("{cmd}: no items")
+        };
+        all.extend(items.iter().map(|i| i.text().unwrap_or_default()));
+        if cursor == "0" {
+            all.sort();
+            return all;
+        }
+    }
+    panic!("{cmd} {key} never finished");
+}
+
+#[test]
+fn bucketed_keys_answer_like_plain_keys_and_spread_over_groups() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let plain = RedisServer::start();
+    let config = json!({ "patterns": [{ "prefix": "big:", "buckets": 8 }] });
+    let proxy = Proxy::builder(&[&a, &b])
+        .config(&plugin_toml("bucket", &config, ""))
+        .start();
+    let mut via = proxy.raw();
+    let mut direct = plain.raw();
+    let keys = [
+        ('h', "big:h"),
+        ('s', "big:s"),
+        ('z', "big:z"),
+        ('h', "big:{user:7}:h"),
+    ];
+    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    for i in 0..3000 {
+        let (kind, key) = keys[rng.below(keys.len() as u64) as usize];
+        let cmd = random_command(&mut rng, kind, key);
+        let expected = normalize(&cmd[0], direct.cmd(&cmd));
+        let got = normalize(&cmd[0], via.cmd(&cmd));
+        assert_eq!(got, expected, "command #{i}: {cmd:?}");
+    }
+    for (cmd, key) in [
+        ("HSCAN", "big:h"),
+        ("SSCAN", "big:s"),
+        ("ZSCAN", "big:z"),
+        ("HSCAN", "big:{user:7}:h"),
+    ] {
+        assert_eq!(
+            full_scan(&mut via, cmd, key),
+            full_scan(&mut direct, cmd, key),
+            "{cmd} {key}"
+        );
+    }
+    // The data really is in buckets, on both servers, and the logical keys do not exist.
+    via.cmd(&[
+        "HSET", "big:h", "f1", "1", "f2", "2", "f3", "3", "f4", "4", "f5", "5", "f6", "6",
+    ]);
+    let stored: Vec<(usize, String)> = [&a, &b]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.keys().into_iter().map(move |k| (i, k)))
+        .collect();
+    for (_, key) in keys {
+        assert!(
+            !stored.iter().any(|(_, k)| k == key),
+            "the logical key {key} exists in Redis"
+        );
+    }
+    let buckets: Vec<&(usize, String)> = stored
+        .iter()
+        .filter(|(_, k)| k.ends_with("}big:h"))
+        .collect();
+    assert!(
+        buckets.len() >= 4,
+        "big:h in {} buckets: {buckets:?}",
+        buckets.len()
+    );
+    assert!(
+        buckets.iter().all(|(_, k)| k.starts_with("{tb")),
+        "{buckets:?}"
+    );
+    assert!(
+        buckets.iter().any(|(i, _)| *i == 0) && buckets.iter().any(|(i, _)| *i == 1),
+        "big:h's buckets are all on one server: {buckets:?}"
+    );
+    let tagged = stored
+        .iter()
+        .filter(|(_, k)| k.ends_with("}big:{user:7}:h"))
+        .count();
+    assert!(tagged >= 2, "a hash-tagged key was not spread: {stored:?}");
+    // Something the plugin cannot keep correct is refused, not answered wrongly.
+    let e = error_of(&via.cmd(&["HRANDFIELD", "big:h"]));
+    assert!(e.starts_with("ERR bucket:"), "{e}");
+}
