@@ -65,9 +65,10 @@ struct ProxyArgs {
     /// the file name without `.wasm`.
     #[arg(long = "plugin", conflicts_with = "cluster")]
     plugins: Vec<PathBuf>,
-    /// The JSON config of the plugin given at the same position.
+    /// The config of the plugin given at the same position: a JSON file, or inline JSON
+    /// (starting with `{`).
     #[arg(long = "plugin-config")]
-    plugin_configs: Vec<PathBuf>,
+    plugin_configs: Vec<String>,
     /// NAME=open|closed: what a plugin's failure does to a command (default closed).
     #[arg(long = "plugin-fail")]
     plugin_fail: Vec<String>,
@@ -184,9 +185,12 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         );
     }
     for (i, path) in args.plugins.iter().enumerate() {
+        let given = args.plugin_configs.get(i);
+        let inline = given.filter(|c| c.trim_start().starts_with('{'));
         config.plugins.push(tessera::plugins::PluginFile {
             path: path.clone(),
-            config: args.plugin_configs.get(i).cloned(),
+            config: given.filter(|_| inline.is_none()).map(PathBuf::from),
+            config_json: inline.cloned(),
             ..Default::default()
         });
     }

@@ -65,7 +65,9 @@ fn one_reply(b: &[u8]) -> bool {
 impl Session {
     /// Runs the plugin chain on a command (after the auth gate).
     pub(super) fn run_plugins(&mut self, cmd: &'static Command, req: &Request) -> Decision {
-        let shared = self.worker.shared.clone();
+        // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
+        let worker = self.worker.clone();
+        let shared = &worker.shared;
         let chain = shared.plugins.chain();
         if chain.is_empty()
             || matches!(
@@ -79,7 +81,7 @@ impl Session {
         if !chain.hooks_any(id, class) {
             return Decision::Continue(SmallVec::new());
         }
-        let mut slot = self.worker.plugins.borrow_mut();
+        let mut slot = worker.plugins.borrow_mut();
         let wc = match &mut *slot {
             Some(wc) => wc,
             None => match shared.plugins.runtime() {
