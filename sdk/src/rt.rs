@@ -237,6 +237,13 @@ pub struct Global<P>(std::cell::UnsafeCell<Runtime<P>>);
 unsafe impl<P> Sync for Global<P> {}
 
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+impl<P> Default for Global<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 impl<P> Global<P> {
     /// An empty runtime, usable in a `static`.
     pub const fn new() -> Self {
