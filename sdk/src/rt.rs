@@ -1,6 +1,6 @@
 //! The ABI glue behind [`crate::export_plugin!`]: the arena (descriptor, `in` and `out`
 //! buffers) and the plugin instance, and one function per export. Target-independent, so the
-//! `testing` harness drives exactly this code natively; only [`Global`] is wasm-specific.
+//! `testing` harness drives exactly this code natively; only `Global` is wasm-specific.
 //! Not a public API.
 
 use tessera_plugin_abi::{

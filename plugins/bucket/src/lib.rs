@@ -59,6 +59,7 @@ pub struct Bucket {
     of: Vec<u32>,
     order: Vec<u32>,
     starts: Vec<u32>,
+    next: Vec<u32>,
     /// ZRANGE-family queries waiting for their replies.
     pending: Pending,
 }
@@ -132,6 +133,7 @@ impl Plugin for Bucket {
             of: Vec::new(),
             order: Vec::new(),
             starts: Vec::new(),
+            next: Vec::new(),
             pending: Pending::default(),
         };
         Ok((plugin, m))

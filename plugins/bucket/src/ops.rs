@@ -166,10 +166,11 @@ impl Bucket {
         }
         self.order.clear();
         self.order.resize(count, 0);
-        let mut next = self.starts.clone();
+        self.next.clear();
+        self.next.extend_from_slice(&self.starts);
         for (e, &b) in self.of.iter().enumerate() {
-            self.order[next[b as usize] as usize] = e as u32;
-            next[b as usize] += 1;
+            self.order[self.next[b as usize] as usize] = e as u32;
+            self.next[b as usize] += 1;
         }
         Some(())
     }
