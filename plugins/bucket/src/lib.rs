@@ -153,7 +153,14 @@ impl Plugin for Bucket {
         let Some((at, name, n)) = found else {
             return Action::PASS;
         };
-        if nkeys > 1 || at != 1 {
+        if at != 1 && nkeys == 1 {
+            return out.deny_fmt(format_args!(
+                "ERR bucket: {} is not supported on bucketed key '{}'",
+                Upper(c.name()),
+                String::from_utf8_lossy(name)
+            ));
+        }
+        if nkeys > 1 {
             return out.deny_fmt(format_args!(
                 "ERR bucket: {} naming several keys is not supported with bucketed key '{}'",
                 Upper(c.name()),

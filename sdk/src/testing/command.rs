@@ -175,7 +175,7 @@ fn is_multi_key(name: &str) -> bool {
 
 /// The key positions the fake uses: keyless admin/connection commands have none; DEL, EXISTS,
 /// MGET … take every argument; MSET every other one; RENAME-like commands two; EVAL / EVALSHA /
-/// FCALL `numkeys`; BLPOP / BRPOP all but the timeout; ZUNIONSTORE-like the destination and
+/// FCALL `numkeys`; BLPOP / BRPOP all but the timeout; OBJECT / MEMORY argument 2; ZUNIONSTORE-like the destination and
 /// `numkeys`; anything else argument 1.
 pub fn key_positions(name: &str, args: &[Vec<u8>]) -> Vec<usize> {
     let n = args.len();
@@ -193,6 +193,7 @@ pub fn key_positions(name: &str, args: &[Vec<u8>]) -> Vec<usize> {
             (3..(3 + numkeys(2)).min(n)).collect()
         }
         "BLPOP" | "BRPOP" | "BZPOPMIN" | "BZPOPMAX" => (1..n - 1).collect(),
+        "OBJECT" | "MEMORY" => (2..n.min(3)).collect(),
         "ZUNIONSTORE" | "ZINTERSTORE" | "ZDIFFSTORE" => std::iter::once(1)
             .chain(3..(3 + numkeys(2)).min(n))
             .collect(),
