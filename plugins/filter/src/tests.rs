@@ -258,3 +258,24 @@ fn bad_configs_are_refused_with_a_precise_message() {
     // An empty config is valid and hooks nothing.
     assert!(Harness::<Filter>::try_new("").is_ok());
 }
+
+#[global_allocator]
+static ALLOC: testing::CountingAlloc = testing::CountingAlloc;
+
+#[test]
+fn passing_a_command_allocates_nothing() {
+    let mut h = filter(
+        r#"{"read_only_keys": ["ro:*", "*:frozen"], "max_value_bytes": 100, "deny_classes": ["admin"]}"#,
+    );
+    let set = command(&["SET", "user:1", "value"]);
+    assert_eq!(h.on_command(1, &set), Outcome::Pass); // warm up (arena sizes)
+    let before = testing::allocations();
+    for _ in 0..100 {
+        assert_eq!(h.on_command(1, &set), Outcome::Pass);
+    }
+    assert_eq!(testing::allocations() - before, 0);
+    // The counter does count.
+    let v = std::hint::black_box(vec![1u8; 10]);
+    assert_eq!(testing::allocations() - before, 1);
+    drop(v);
+}

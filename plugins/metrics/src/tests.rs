@@ -120,3 +120,20 @@ fn bad_configs_are_refused() {
     );
     assert!(err(r#"{"tenants": 3}"#).starts_with("metrics: bad config: unknown field `tenants`"));
 }
+
+#[global_allocator]
+static ALLOC: testing::CountingAlloc = testing::CountingAlloc;
+
+#[test]
+fn observing_a_known_command_allocates_nothing() {
+    testing::reset();
+    let mut h = Harness::<Metrics>::new("{}");
+    testing::set_client(1, ClientInfo::new("10.0.0.1:1").name("web"));
+    let get = command(&["GET", "acme:user:1"]);
+    run(&mut h, 1, &["GET", "acme:user:1"], b"$-1\r\n", 1); // first: resolves the series
+    let before = testing::allocations();
+    for _ in 0..100 {
+        assert!(matches!(h.on_command(1, &get), Outcome::Observe(_)));
+    }
+    assert_eq!(testing::allocations() - before, 0);
+}

@@ -26,11 +26,13 @@
 //! assert_eq!(h.on_command(1, &command(&["GET", "k"])), Outcome::NotHooked);
 //! ```
 
+mod alloc;
 mod command;
 pub(crate) mod fake;
 mod harness;
 mod merge;
 
+pub use alloc::{CountingAlloc, allocations};
 pub use command::{TestCommand, classes, command, command_bytes, key_positions};
 pub use fake::MetricDef;
 pub use harness::{Harness, ManifestInfo, Outcome, ReplyOutcome, RewriteOut};
