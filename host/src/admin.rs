@@ -166,11 +166,11 @@ pub enum PluginCmd {
     Config {
         name: String,
         /// A JSON file with the config.
-        #[arg(long, conflicts_with = "json")]
+        #[arg(long, conflicts_with = "inline")]
         file: Option<std::path::PathBuf>,
         /// The config as inline JSON.
         #[arg(long)]
-        json: Option<String>,
+        inline: Option<String>,
         /// What the plugin's failure does to a command: open (let it through) or closed (error).
         #[arg(long)]
         fail: Option<String>,
@@ -1219,12 +1219,12 @@ async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
         PluginCmd::Config {
             name,
             file,
-            json,
+            inline,
             fail,
             cpu_budget_ms,
             memory_mb,
         } => {
-            let config: Option<Value> = match (file, json) {
+            let config: Option<Value> = match (file, inline) {
                 (Some(f), _) => {
                     let text =
                         std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -1233,7 +1233,7 @@ async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
                             .with_context(|| format!("{} is not JSON", f.display()))?,
                     )
                 }
-                (None, Some(j)) => Some(serde_json::from_str(&j).context("--json is not JSON")?),
+                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
                 (None, None) => None,
             };
             let mut body = json!({});

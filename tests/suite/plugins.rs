@@ -173,7 +173,12 @@ fn a_looping_plugin_is_stopped_by_its_cpu_budget() {
 
 #[test]
 fn a_memory_hungry_plugin_hits_its_memory_cap() {
-    contained("oom", "memory limit of 16 MiB", "memory_mb = 16");
+    // A generous CPU budget: filling 16 MiB page by page must end at the memory cap.
+    contained(
+        "oom",
+        "memory limit of 16 MiB",
+        "memory_mb = 16\ncpu_budget_ms = 2000",
+    );
 }
 
 #[test]
@@ -233,7 +238,7 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
     assert!(msg.contains("WebAssembly"), "{msg}");
     let msg = upload(&cp, "empty", b"\0asm\x01\0\0\0").expect_error(400, "bad_request");
     assert!(msg.contains("not a Tessera plugin"), "{msg}");
-    let msg = upload(&cp, "bad name!", b"\0asm").expect_error(400, "bad_request");
+    let msg = upload(&cp, "bad%20name", b"\0asm").expect_error(400, "bad_request");
     assert!(msg.contains("invalid plugin name"), "{msg}");
 
     let wasm = std::fs::read(plugin_wasm("faulty")).unwrap();
@@ -325,7 +330,7 @@ fn the_admin_cli_manages_plugins() {
         "plugin",
         "config",
         "faulty",
-        "--json",
+        "--inline",
         r#"{"mode":"refuse"}"#,
     ]);
     assert!(!ok && out.contains("faulty: refusing this config"), "{out}");
@@ -333,7 +338,7 @@ fn the_admin_cli_manages_plugins() {
         "plugin",
         "config",
         "faulty",
-        "--json",
+        "--inline",
         r#"{"mode":"echo","tag":"cli","key_prefix":"tag:"}"#,
         "--fail",
         "open",
@@ -731,4 +736,72 @@ fn bucketed_keys_answer_like_plain_keys_and_spread_over_groups() {
     // Something the plugin cannot keep correct is refused, not answered wrongly.
     let e = error_of(&via.cmd(&["HRANDFIELD", "big:h"]));
     assert!(e.starts_with("ERR bucket:"), "{e}");
+}
+
+#[test]
+fn the_metrics_plugin_counts_by_command_tenant_and_client_on_the_proxy_metrics() {
+    let a = RedisServer::start();
+    let config = json!({ "tenant_delimiter": ":" });
+    let proxy = Proxy::builder(&[&a])
+        .config(&plugin_toml("metrics", &config, "fail = \"open\""))
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    assert_eq!(
+        c.cmd(&["CLIENT", "SETNAME", "billing"]),
+        Frame::Simple("OK".into())
+    );
+    for i in 0..7 {
+        assert_eq!(
+            c.cmd(&["SET", &format!("acme:user:{i}"), "v"]),
+            Frame::Simple("OK".into())
+        );
+    }
+    for i in 0..3 {
+        assert_eq!(
+            c.cmd(&["GET", &format!("globex:item:{i}")]),
+            Frame::NullBulk
+        );
+    }
+    // An error reply, counted as one.
+    error_of(&c.cmd(&["INCR", "acme:user:1"]));
+    let m = proxy.metrics();
+    let series = |name: &str, labels: &str| {
+        metric(&m, &format!("tessera_plugin_metrics_{name}{{{labels}}}"))
+            .unwrap_or_else(|| panic!("no {name}{{{labels}}} in\n{m}"))
+    };
+    assert_eq!(
+        series(
+            "commands_total",
+            r#"command="set",tenant="acme",client="billing""#
+        ),
+        7.0
+    );
+    assert_eq!(
+        series(
+            "commands_total",
+            r#"command="get",tenant="globex",client="billing""#
+        ),
+        3.0
+    );
+    assert_eq!(
+        series(
+            "command_errors_total",
+            r#"command="incr",tenant="acme",client="billing""#
+        ),
+        1.0
+    );
+    assert_eq!(
+        series(
+            "command_duration_seconds_count",
+            r#"command="set",tenant="acme""#
+        ),
+        7.0
+    );
+    assert!(
+        series(
+            "command_duration_seconds_sum",
+            r#"command="set",tenant="acme""#
+        ) > 0.0
+    );
 }

@@ -17,7 +17,10 @@ use tessera_wasm::{Chain, ChainStep, CmdOutcome, PluginSpec, Runtime, RuntimeCon
 fn wasm(name: &str) -> Option<Vec<u8>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = std::env::var("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
-    std::fs::read(dir.join(format!("wasm32-unknown-unknown/release/tessera_plugin_{name}.wasm"))).ok()
+    std::fs::read(dir.join(format!(
+        "wasm32-unknown-unknown/release/tessera_plugin_{name}.wasm"
+    )))
+    .ok()
 }
 
 fn worker(rt: &Arc<Runtime>, name: &str, config: &str) -> Option<WorkerChain> {
@@ -31,9 +34,21 @@ fn worker(rt: &Arc<Runtime>, name: &str, config: &str) -> Option<WorkerChain> {
 fn bench(c: &mut Criterion) {
     let rt = Runtime::new(RuntimeConfig::default(), None).expect("runtime");
     let set = [
-        ArgIn { bytes: b"SET", key: false, elide: false },
-        ArgIn { bytes: b"user:1000:name", key: true, elide: false },
-        ArgIn { bytes: b"some value of 24 bytes!!", key: false, elide: true },
+        ArgIn {
+            bytes: b"SET",
+            key: false,
+            elide: false,
+        },
+        ArgIn {
+            bytes: b"user:1000:name",
+            key: true,
+            elide: false,
+        },
+        ArgIn {
+            bytes: b"some value of 24 bytes!!",
+            key: false,
+            elide: true,
+        },
     ];
     let Some(mut filter) = worker(
         &rt,
@@ -43,30 +58,84 @@ fn bench(c: &mut Criterion) {
         eprintln!("plugin_call: build the plugins for wasm32 first (see the file's header)");
         return;
     };
-    let ChainStep::Call(inst) = filter.step(0) else { panic!("instance") };
+    let ChainStep::Call(inst) = filter.step(0) else {
+        panic!("instance")
+    };
     let mut inst = inst.borrow_mut();
-    assert_eq!(inst.on_command(1, cmd::SET, class::WRITE, &set).unwrap(), CmdOutcome::Pass);
+    assert_eq!(
+        inst.on_command(1, cmd::SET, class::WRITE, &set).unwrap(),
+        CmdOutcome::Pass
+    );
     c.bench_function("filter: SET passes (arena copy + call + unpack)", |b| {
         b.iter(|| inst.on_command(1, cmd::SET, class::WRITE, std::hint::black_box(&set)))
     });
-    let flushall = [ArgIn { bytes: b"FLUSHALL", key: false, elide: false }];
+    let flushall = [ArgIn {
+        bytes: b"FLUSHALL",
+        key: false,
+        elide: false,
+    }];
     c.bench_function("filter: FLUSHALL denied (error text read back)", |b| {
-        b.iter(|| inst.on_command(1, cmd::FLUSHALL, class::WRITE | class::DANGEROUS, std::hint::black_box(&flushall)))
+        b.iter(|| {
+            inst.on_command(
+                1,
+                cmd::FLUSHALL,
+                class::WRITE | class::DANGEROUS,
+                std::hint::black_box(&flushall),
+            )
+        })
     });
     drop(inst);
 
-    if let Some(mut bucket) = worker(&rt, "bucket", r#"{"patterns":[{"prefix":"big:","buckets":8}]}"#) {
-        let ChainStep::Call(inst) = bucket.step(0) else { panic!("instance") };
+    if let Some(mut bucket) = worker(
+        &rt,
+        "bucket",
+        r#"{"patterns":[{"prefix":"big:","buckets":8}]}"#,
+    ) {
+        let ChainStep::Call(inst) = bucket.step(0) else {
+            panic!("instance")
+        };
         let mut inst = inst.borrow_mut();
         let hset = [
-            ArgIn { bytes: b"HSET", key: false, elide: false },
-            ArgIn { bytes: b"big:user:1", key: true, elide: false },
-            ArgIn { bytes: b"f1", key: false, elide: false },
-            ArgIn { bytes: b"v1", key: false, elide: false },
-            ArgIn { bytes: b"f2", key: false, elide: false },
-            ArgIn { bytes: b"v2", key: false, elide: false },
-            ArgIn { bytes: b"f3", key: false, elide: false },
-            ArgIn { bytes: b"v3", key: false, elide: false },
+            ArgIn {
+                bytes: b"HSET",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"big:user:1",
+                key: true,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"f1",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"v1",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"f2",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"v2",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"f3",
+                key: false,
+                elide: false,
+            },
+            ArgIn {
+                bytes: b"v3",
+                key: false,
+                elide: false,
+            },
         ];
         let first = inst.on_command(1, cmd::HSET, class::WRITE, &hset).unwrap();
         assert!(matches!(first, CmdOutcome::Rewrite { .. }), "{first:?}");

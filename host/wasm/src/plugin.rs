@@ -177,9 +177,10 @@ impl Hooks {
     /// Whether the plugin wants this command, and whether with values.
     #[inline]
     pub fn wants(&self, id: u16, class: u32) -> Option<bool> {
+        let by_class = self.all || self.classes & class != 0;
         if bit(&self.commands, id) {
-            Some(bit(&self.values, id) || (self.class_values && self.classes & class != 0))
-        } else if self.all || self.classes & class != 0 {
+            Some(bit(&self.values, id) || (self.class_values && by_class))
+        } else if by_class {
             Some(self.class_values)
         } else {
             None
