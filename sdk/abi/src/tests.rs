@@ -23,9 +23,21 @@ fn results_pack_and_unpack() {
 #[test]
 fn command_tables_round_trip_with_elided_values() {
     let args = [
-        ArgIn { bytes: b"SET", key: false, elide: false },
-        ArgIn { bytes: b"k1", key: true, elide: false },
-        ArgIn { bytes: b"a big value", key: false, elide: true },
+        ArgIn {
+            bytes: b"SET",
+            key: false,
+            elide: false,
+        },
+        ArgIn {
+            bytes: b"k1",
+            key: true,
+            elide: false,
+        },
+        ArgIn {
+            bytes: b"a big value",
+            key: false,
+            elide: true,
+        },
     ];
     let size = command_size(args.iter().copied());
     assert_eq!(size, CMD_HEADER + 3 * ARG_ENTRY + 5);
@@ -83,9 +95,15 @@ fn rewrite_blocks_round_trip() {
         ]
     );
     // Claiming more commands than written, or truncating, is an error.
-    assert_eq!(RewriteView::parse(&out, 3).unwrap_err(), RewriteError::Truncated);
+    assert_eq!(
+        RewriteView::parse(&out, 3).unwrap_err(),
+        RewriteError::Truncated
+    );
     assert!(RewriteView::parse(&out[..out.len() - 1], 2).is_err());
-    assert_eq!(RewriteView::parse(&out, 0).unwrap_err(), RewriteError::NoCommands);
+    assert_eq!(
+        RewriteView::parse(&out, 0).unwrap_err(),
+        RewriteError::NoCommands
+    );
 }
 
 #[test]
@@ -100,8 +118,14 @@ fn manifests_round_trip() {
     let mut out = Vec::new();
     m.encode(&mut out);
     let v = ManifestView::parse(&out).unwrap();
-    assert_eq!((v.version, v.flags, v.classes, v.tick_ms), (1, MF_WANT_CLOSE, class::ADMIN, 1000));
-    assert_eq!(v.commands().collect::<Vec<_>>(), std::vec![(cmd::SET, HOOK_VALUES), (cmd::GET, 0)]);
+    assert_eq!(
+        (v.version, v.flags, v.classes, v.tick_ms),
+        (1, MF_WANT_CLOSE, class::ADMIN, 1000)
+    );
+    assert_eq!(
+        v.commands().collect::<Vec<_>>(),
+        std::vec![(cmd::SET, HOOK_VALUES), (cmd::GET, 0)]
+    );
     assert_eq!(v.prefixes().collect::<Vec<_>>(), std::vec![&b"big:"[..]]);
     assert!(ManifestView::parse(&out[..out.len() - 1]).is_none());
 }
@@ -112,7 +136,10 @@ fn replies_and_string_lists_round_trip() {
     let mut buf = std::vec![0u8; replies_size(replies.iter().copied())];
     encode_replies(&mut buf, 2, replies.iter().copied()).unwrap();
     let v = RepliesView::parse(&buf).unwrap();
-    assert_eq!((v.get(0), v.get(1), v.get(2)), (Some(&b":1\r\n"[..]), Some(&b"$-1\r\n"[..]), None));
+    assert_eq!(
+        (v.get(0), v.get(1), v.get(2)),
+        (Some(&b":1\r\n"[..]), Some(&b"$-1\r\n"[..]), None)
+    );
     let mut l = Vec::new();
     encode_string_list([&b"cmd"[..], b"tenant"], &mut l);
     let items: Vec<_> = string_list(&l).collect();
