@@ -122,18 +122,28 @@ struct UpArgs {
     /// Number of groups (a master and a replica each).
     #[arg(long, default_value_t = 2)]
     groups: usize,
-    /// Port of the first proxy (the second gets the next one).
+    /// Port of the first proxy (every further proxy gets the next one).
     #[arg(long, default_value_t = 19000)]
     port: u16,
-    /// Dashboard port.
+    /// Dashboard port (of the first cluster; each further cluster's gets the next one).
     #[arg(long, default_value_t = 18080)]
     dashboard_port: u16,
-    /// Admin API port of the first proxy (the second gets the next one).
+    /// Admin API port of the first proxy (every further proxy gets the next one).
     #[arg(long, default_value_t = 11080)]
     admin_port: u16,
     /// The redis-server binary.
     #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
     redis_server: String,
+    /// Clusters to run: `local`, `local2`, … Each further one takes the next dashboard port
+    /// and the next two proxy and admin ports.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+    clusters: u16,
+    /// The web console's port.
+    #[arg(long, default_value_t = 9090)]
+    console_port: u16,
+    /// Give the console user `admin` a new password and print it.
+    #[arg(long)]
+    reset_password: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -152,6 +162,9 @@ fn main() -> anyhow::Result<()> {
             admin_port: args.admin_port,
             redis_server: args.redis_server,
             exe: std::env::current_exe().context("locating the tessera binary")?,
+            clusters: usize::from(args.clusters),
+            console_port: args.console_port,
+            reset_password: args.reset_password,
         }),
     }
 }
