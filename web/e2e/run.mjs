@@ -62,18 +62,29 @@ function freePort() {
   });
 }
 
-/** Two consecutive free ports (proxies and their admin APIs take N and N+1). */
-async function freePortPair() {
-  for (let i = 0; i < 50; i++) {
+const reserved = new Set();
+
+function bindable(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** `n` consecutive free ports (a flag of `up` whose further clusters take the next ones). */
+async function freePortRun(n) {
+  for (let i = 0; i < 100; i++) {
     const p = await freePort();
-    const ok = await new Promise((resolve) => {
-      const s = net.createServer();
-      s.once('error', () => resolve(false));
-      s.listen(p + 1, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
+    if (p + n > 65535) continue;
+    let ok = true;
+    for (let k = 0; k < n && ok; k++) ok = !reserved.has(p + k) && (k === 0 || (await bindable(p + k)));
+    if (ok) {
+      for (let k = 0; k < n; k++) reserved.add(p + k);
+      return p;
+    }
   }
-  throw new Error('no two consecutive free ports');
+  throw new Error(`no ${n} consecutive free ports`);
 }
 
 // --- processes ---
@@ -186,14 +197,10 @@ async function startFederation() {
   createdDataDir = dataDir;
   const args = ['up', '--clusters', '2', '--data-dir', dataDir];
   // Free ports for every flag this build of `up` has (the others pick their own).
-  const flags = {
-    '--port': freePortPair,
-    '--admin-port': freePortPair,
-    '--dashboard-port': freePortPair,
-    '--console-port': freePort,
-  };
-  for (const [flag, pick] of Object.entries(flags)) {
-    if (new RegExp(`${flag}[ =<]`).test(help)) args.push(flag, String(await pick()));
+  // Two clusters of two proxies: 4 proxy ports, 4 admin ports, 2 dashboard ports, 1 console.
+  const flags = { '--port': 4, '--admin-port': 4, '--dashboard-port': 2, '--console-port': 1 };
+  for (const [flag, n] of Object.entries(flags)) {
+    if (new RegExp(`${flag}[ =<]`).test(help)) args.push(flag, String(await freePortRun(n)));
   }
   log(`starting ${BIN} ${args.join(' ')}`);
   const up = start('tessera up', BIN, args);
@@ -213,7 +220,7 @@ async function startFederation() {
       const url = /(https?:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+)\/?\S*/.exec(
         out.split('\n').find((l) => /console/i.test(l) && /https?:\/\//.test(l)) ?? '',
       );
-      const pw = /password\S*\s*[:=]?\s*(?:is\s+)?["'`]?([A-Za-z0-9_\-+/=.]{6,})["'`]?/i.exec(out);
+      const pw = /password:\s*(\S{6,})/i.exec(out) ?? /password\S*\s*[:=]?\s*(?:is\s+)?["'`]?([A-Za-z0-9_\-+/=.]{6,})["'`]?/i.exec(out);
       const user = /user(?:name)?\s*[:=]?\s*["'`]?([a-z][a-z0-9_-]*)["'`]?/i.exec(
         out.split('\n').find((l) => /console|password|login/i.test(l) && /user/i.test(l)) ?? '',
       );
@@ -316,7 +323,7 @@ async function main() {
     if (!Array.isArray(proxies) || !proxies.length) throw new Error(`cluster ${name} has no proxy: ${JSON.stringify(proxies)}`);
     const [host, port] = proxies[0].addr.split(':');
     log(`load: ${BENCH} against proxy ${proxies[0].addr}`);
-    bench = start('redis-benchmark', BENCH, ['-h', host, '-p', port, '-t', 'set,get', '-n', '200000', '-r', '100000', '-c', '10', '-q']);
+    bench = start('redis-benchmark', BENCH, ['-h', host, '-p', port, '-t', 'set,get', '-n', '100000', '-r', '50000', '-c', '10', '-q']);
     let benchOut = '';
     bench.stdout.on('data', (d) => (benchOut += d));
     bench.stderr.on('data', (d) => (benchOut += d));
@@ -372,7 +379,7 @@ async function main() {
     await tid('target-group').selectOption(String(dst));
     log(`migrating slots ${small.from}-${small.to}: group ${src} → ${dst}`);
     await tid('migrate-selection').click();
-    await tid('notice-ok').filter({ hasText: 'queued' }).first().waitFor();
+    await tid('notice-ok').filter({ hasText: '20 slot(s) queued' }).first().waitFor({ timeout: 60_000 });
     await page.locator('.slot-cell.migrating').first().waitFor({ timeout: 10_000 }).then(
       () => shot('06-slotmap-migrating'),
       () => log('the move was too quick to see a migrating cell'),
@@ -405,13 +412,14 @@ async function main() {
     await tid('migrate-target').selectOption(String(dst));
     log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst}, to abort`);
     await tid('migrate-start').click();
-    await tid('notice-ok').filter({ hasText: 'queued' }).first().waitFor();
+    await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
     await waitFor('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);
     await shot('08-migrations-running');
     await tid('abort-all').click();
     await tid('confirm-dialog').waitFor();
     await tid('confirm-ok').click();
-    const aborted = await tid('notice-ok').filter({ hasText: 'aborted' }).first().textContent({ timeout: 30_000 });
+    await waitFor('the abort button to show the call in progress or done', async () => (await text('abort-all')) !== 'Abort' || (await tid('notice-ok').filter({ hasText: 'aborted' }).count()) > 0, 10_000, 100);
+    const aborted = await tid('notice-ok').filter({ hasText: 'aborted' }).first().textContent({ timeout: 90_000 });
     log(`abort: ${aborted}`);
     const n = Number(/(\d+) slot migration/.exec(aborted ?? '')?.[1] ?? 0);
     if (!(n > 0)) throw new Error(`the abort aborted no slot ("${aborted}"): the move finished before it`);

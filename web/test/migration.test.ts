@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts } from '../src/lib/migration';
+import { eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
 
 describe('keys per second', () => {
   it('is the slope over the window', () => {
@@ -69,5 +69,27 @@ describe('progress', () => {
         ],
       }),
     ).toEqual({ migrating: 2, 'preparing (aborting)': 1 });
+  });
+});
+
+
+describe('slots in flight as ranges', () => {
+  it('groups consecutive slots of the same state and direction, summing keys', () => {
+    const mk = (slot: number, state: 'pending' | 'migrating', aborting = false, keys = 1) => ({
+      slot,
+      state,
+      source: 1,
+      target: 2,
+      aborting,
+      keys_moved: keys,
+    });
+    expect(
+      summarizeFlight([mk(12, 'pending'), mk(10, 'migrating'), mk(11, 'migrating', false, 5), mk(13, 'pending', true), mk(20, 'pending')]),
+    ).toEqual([
+      { from: 10, to: 11, state: 'migrating', source: 1, target: 2, aborting: false, keys_moved: 6 },
+      { from: 12, to: 12, state: 'pending', source: 1, target: 2, aborting: false, keys_moved: 1 },
+      { from: 13, to: 13, state: 'pending', source: 1, target: 2, aborting: true, keys_moved: 1 },
+      { from: 20, to: 20, state: 'pending', source: 1, target: 2, aborting: false, keys_moved: 1 },
+    ]);
   });
 });

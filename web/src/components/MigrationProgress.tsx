@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { ClusterApi } from '../api';
 import { usePoll } from '../hooks';
 import { eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
@@ -45,13 +45,14 @@ export function MigrationProgress({
   const { run } = useNotices();
   const confirm = useConfirm();
   const tracker = trackerFor(c.name);
+  const [aborting, setAborting] = useState(false);
   if (!status) return <ErrorBox error={error} />;
   const active = status.slots.length;
   const p = tracker.observe(active);
   const rate = status.keys_per_sec > 0 ? status.keys_per_sec : keysPerSecond(samples);
   const etaSecs = status.eta_secs ?? (active ? eta(active, tracker.slotRate(active)) : 0);
   const counts = stateCounts(status);
-  const aborting = status.slots.some((s) => s.aborting);
+  const turning = status.slots.some((s) => s.aborting);
 
   const abortAll = async () => {
     const ok = await confirm(
@@ -60,11 +61,16 @@ export function MigrationProgress({
       'Abort migrations',
     );
     if (!ok) return;
-    await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
+    setAborting(true);
+    try {
+      await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
+    } finally {
+      setAborting(false);
+    }
     refresh();
   };
 
-  const state = active === 0 ? (p.total ? 'complete' : 'idle') : aborting ? 'aborting' : 'running';
+  const state = active === 0 ? (p.total ? 'complete' : 'idle') : turning ? 'aborting' : 'running';
   return (
     <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={p.percent}>
       <ErrorBox error={error} />
@@ -74,8 +80,8 @@ export function MigrationProgress({
           {state}
         </span>
         <span className="spacer" />
-        <button className="danger" onClick={abortAll} disabled={active === 0} data-testid="abort-all">
-          Abort
+        <button className="danger" onClick={abortAll} disabled={active === 0 || aborting} data-testid="abort-all">
+          {aborting ? 'Aborting…' : 'Abort'}
         </button>
       </div>
       <div className="progress-bar" aria-label="migration progress">

@@ -1,7 +1,7 @@
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import { formatShort } from '../lib/format';
-import type { QpsSeries } from '../lib/ring';
+import { QPS_WINDOW, type QpsSeries } from '../lib/ring';
 
 const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948'];
 
@@ -26,7 +26,10 @@ export function QpsChart({ series, version, height = 260 }: { series: QpsSeries;
           width,
           height,
           legend: { show: true },
-          scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] } },
+          scales: {
+            // Always the last five minutes, the newest sample at the right edge.
+            x: { time: true, range: (_u, _min, max) => [max - QPS_WINDOW, max] },
+            y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] } },
           axes: [
             {},
             { size: 60, values: (_u, ticks) => ticks.map((t) => formatShort(t)) },

@@ -97,3 +97,36 @@ export class ProgressTracker {
     return dt > 0 && done > 0 ? done / dt : 0;
   }
 }
+
+/** Slots in flight in ranges: consecutive slots in the same state between the same groups. */
+export interface FlightRange {
+  from: number;
+  to: number;
+  state: string;
+  source: number;
+  target: number;
+  aborting: boolean;
+  keys_moved: number;
+}
+
+export function summarizeFlight(slots: MigrationStatus['slots']): FlightRange[] {
+  const sorted = [...slots].sort((a, b) => a.slot - b.slot);
+  const out: FlightRange[] = [];
+  for (const s of sorted) {
+    const last = out[out.length - 1];
+    if (
+      last &&
+      last.to === s.slot - 1 &&
+      last.state === s.state &&
+      last.source === s.source &&
+      last.target === s.target &&
+      last.aborting === s.aborting
+    ) {
+      last.to = s.slot;
+      last.keys_moved += s.keys_moved;
+    } else {
+      out.push({ from: s.slot, to: s.slot, state: s.state, source: s.source, target: s.target, aborting: s.aborting, keys_moved: s.keys_moved });
+    }
+  }
+  return out;
+}

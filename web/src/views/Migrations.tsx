@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { ClusterApi } from '../api';
 import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
+import { summarizeFlight } from '../lib/migration';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import { usePoll } from '../hooks';
 import { formatNumber } from '../lib/format';
@@ -75,10 +76,11 @@ export function Migrations({ c }: { c: ClusterApi }) {
     }
     mig.refresh();
   };
-  const abortOne = async (slot: number) => {
-    const ok = await confirm(`Abort the migration of slot ${slot}?`, 'Its keys already moved go back.', 'Abort');
+  const abortRange = async (from: number, to: number) => {
+    const ok = await confirm(`Abort the migration of slots ${rangeLabel(from, to)}?`, 'Keys already moved go back.', 'Abort');
     if (!ok) return;
-    await run('Abort', () => c.abort([slot]), (r) => `${r.aborted} slot migration(s) aborted`);
+    const slots = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    await run('Abort', () => c.abort(slots), (r) => `${r.aborted} slot migration(s) aborted`);
     mig.refresh();
   };
 
@@ -192,7 +194,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
           <table className="table compact" data-testid="migration-slots">
             <thead>
               <tr>
-                <th>Slot</th>
+                <th>Slots</th>
                 <th>State</th>
                 <th>From → to</th>
                 <th className="num">Keys moved</th>
@@ -200,32 +202,35 @@ export function Migrations({ c }: { c: ClusterApi }) {
               </tr>
             </thead>
             <tbody>
-              {mig.data.slots.slice(0, 200).map((s) => (
-                <tr key={s.slot}>
-                  <td>{s.slot}</td>
-                  <td>
-                    {s.state}
-                    {s.aborting && <span className="badge badge-warn">aborting</span>}
-                  </td>
-                  <td>
-                    group {s.source} → group {s.target}
-                  </td>
-                  <td className="num">{formatNumber(s.keys_moved)}</td>
-                  <td>
-                    {!s.aborting && s.state !== 'finished' && (
-                      <button className="link" onClick={() => abortOne(s.slot)}>
-                        abort
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
+              {summarizeFlight(mig.data.slots)
+                .slice(0, 100)
+                .map((r) => (
+                  <tr key={r.from}>
+                    <td>
+                      {rangeLabel(r.from, r.to)} <span className="muted small">({r.to - r.from + 1})</span>
+                    </td>
+                    <td>
+                      {r.state}
+                      {r.aborting && <span className="badge badge-warn">aborting</span>}
+                    </td>
+                    <td>
+                      group {r.source} → group {r.target}
+                    </td>
+                    <td className="num">{formatNumber(r.keys_moved)}</td>
+                    <td>
+                      {!r.aborting && r.state !== 'finished' && (
+                        <button className="link" onClick={() => abortRange(r.from, r.to)}>
+                          abort
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
             </tbody>
           </table>
         ) : (
           <p className="muted">No slot is moving.</p>
         )}
-        {mig.data && mig.data.slots.length > 200 && <p className="muted small">… {mig.data.slots.length - 200} more</p>}
       </div>
     </section>
   );
