@@ -42,3 +42,6 @@ mod dashboard_api;
 mod failover;
 // Slot migration under load: the checker, an abort, crashes; a big key moved in chunks.
 mod migration;
+// The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
+// stores; the audit log; `tessera up --clusters 2`.
+mod console;
