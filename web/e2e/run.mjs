@@ -347,6 +347,18 @@ async function main() {
     // Groups and proxies views.
     await tid('tab-groups').click();
     await page.locator('[data-testid^="group-"][data-testid$="-state"]').first().waitFor();
+    // A destructive action asks first; cancelling changes nothing.
+    const promote = page.locator('[data-testid^="promote-"]').first();
+    await promote.waitFor();
+    const groupsBefore = await (await ctx.request.get(`${capi}/groups`)).json();
+    await promote.click();
+    await tid('confirm-dialog').waitFor();
+    await shot('04-groups-confirm');
+    await tid('confirm-cancel').click();
+    await tid('confirm-dialog').waitFor({ state: 'detached' });
+    const groupsAfter = await (await ctx.request.get(`${capi}/groups`)).json();
+    const masters = (gs) => gs.map((g) => g.servers[0]?.addr).join(',');
+    if (masters(groupsBefore) !== masters(groupsAfter)) throw new Error('cancelling the promote dialog changed a master');
     await shot('04-groups');
     await tid('tab-proxies').click();
     await tid('proxies-table').waitFor();
@@ -371,6 +383,19 @@ async function main() {
     const first = slots.findIndex((s) => s.group === src);
     const small = { from: first, to: first + 19 };
     await waitFor('slot cells coloured by group', async () => (await tid(`slot-${small.from}`).getAttribute('data-group')) === String(src), 15_000);
+    // Drag selects a range …
+    const box = async (id) => {
+      const b = await tid(`slot-${id}`).boundingBox();
+      return { x: b.x + b.width / 2, y: b.y + b.height / 2 };
+    };
+    const a = await box(first + 40);
+    const b = await box(first + 49);
+    await page.mouse.move(a.x, a.y);
+    await page.mouse.down();
+    await page.mouse.move(b.x, b.y, { steps: 10 });
+    await page.mouse.up();
+    if ((await text('selection-size')) !== '10 slot(s)') throw new Error(`dragging over 10 slots selected "${await text('selection-size')}"`);
+    // … and so do click + shift-click.
     await tid(`slot-${small.from}`).click();
     await tid(`slot-${small.to}`).click({ modifiers: ['Shift'] });
     const size = await text('selection-size');

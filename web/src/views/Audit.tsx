@@ -24,16 +24,26 @@ export function auditDetail(e: AuditEntry): string {
 
 export function Audit() {
   const [filter, setFilter] = useState('');
+  const [cluster, setCluster] = useState('');
   const { data, error, refresh } = usePoll((s) => api.audit(500, s), 5000);
   const f = filter.trim().toLowerCase();
+  const clusters = [...new Set((data ?? []).map((e) => e.cluster ?? ''))].sort();
   const rows = (data ?? []).filter(
-    (e) => !f || `${e.cluster ?? ''} ${auditWho(e)} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f),
+    (e) => (!cluster || (e.cluster ?? '') === (cluster === '(console)' ? '' : cluster)) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
   );
   return (
     <section>
       <div className="toolbar">
         <h2>Audit log</h2>
         <span className="spacer" />
+        <select value={cluster} onChange={(e) => setCluster(e.target.value)} data-testid="audit-cluster">
+          <option value="">every cluster</option>
+          {clusters.map((c) => (
+            <option key={c || '(console)'} value={c || '(console)'}>
+              {c || 'console'}
+            </option>
+          ))}
+        </select>
         <input placeholder="filter" value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="audit-filter" />
         <button onClick={refresh}>Refresh</button>
       </div>
