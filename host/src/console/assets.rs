@@ -18,9 +18,10 @@ const NOT_BUILT: &str = "<!doctype html>
 <html lang=\"en\"><head><meta charset=\"utf-8\"><title>Tessera console</title></head>
 <body style=\"font-family: sans-serif; max-width: 40em; margin: 4em auto\">
 <h1>Tessera console</h1>
-<p>The console's front end is not built into this binary. Build it, then the binary again:</p>
-<pre>cd web &amp;&amp; npm ci &amp;&amp; npm run build
-cargo build --release -p tessera</pre>
+<p>The console's front end is not built. Build it (Node.js 20.19 or later):</p>
+<pre>cd web &amp;&amp; npm ci &amp;&amp; npm run build</pre>
+<p>A debug build serves it at once; a release build embeds it when built again
+(<code>cargo build --release -p tessera</code>).</p>
 <p>The API answers meanwhile: <code>POST /auth/login</code>, <code>GET /api/clusters</code>.</p>
 </body></html>
 ";

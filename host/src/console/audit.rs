@@ -104,7 +104,7 @@ pub async fn merged(
             entry,
         }));
     }
-    all.sort_by(|a, b| b.entry.time_ms.cmp(&a.entry.time_ms));
+    all.sort_by_key(|e| std::cmp::Reverse(e.entry.time_ms));
     all.truncate(limit);
     Ok(Json(all))
 }
