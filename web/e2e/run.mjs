@@ -31,6 +31,9 @@ const T0 = Date.now();
 const log = (...a) => console.log(`[e2e +${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Thrown by a probe to stop waiting at once (e.g. the process being waited on exited). */
+class Fatal extends Error {}
+
 /** Polls `probe` until it returns a truthy value; fails after `ms` naming what it waited for. */
 async function waitFor(what, probe, ms, every = 250) {
   const deadline = Date.now() + ms;
@@ -41,6 +44,7 @@ async function waitFor(what, probe, ms, every = 250) {
       if (v) return v;
       last = v;
     } catch (e) {
+      if (e instanceof Fatal) throw e;
       last = e instanceof Error ? e.message.split('\n')[0] : e;
     }
     if (Date.now() > deadline) {
@@ -48,18 +52,6 @@ async function waitFor(what, probe, ms, every = 250) {
     }
     await sleep(every);
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const reserved = new Set();
@@ -72,19 +64,29 @@ function bindable(port) {
   });
 }
 
-/** `n` consecutive free ports (a flag of `up` whose further clusters take the next ones). */
+/**
+ * `n` consecutive free ports (a flag of `up` whose further clusters take the next ones),
+ * below the kernel's ephemeral range: `up` gives its redis-servers ports the kernel picks
+ * (port 0), which could otherwise land in a range chosen here before the proxies bind it.
+ */
 async function freePortRun(n) {
-  for (let i = 0; i < 100; i++) {
-    const p = await freePort();
-    if (p + n > 65535) continue;
+  const [lo] = fs
+    .readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const top = Math.min(lo || 32768, 65535) - n;
+  const bottom = Math.min(20000, top - 1000);
+  for (let i = 0; i < 200; i++) {
+    const p = bottom + Math.floor(Math.random() * (top - bottom));
     let ok = true;
-    for (let k = 0; k < n && ok; k++) ok = !reserved.has(p + k) && (k === 0 || (await bindable(p + k)));
+    for (let k = 0; k < n && ok; k++) ok = !reserved.has(p + k) && (await bindable(p + k));
     if (ok) {
       for (let k = 0; k < n; k++) reserved.add(p + k);
       return p;
     }
   }
-  throw new Error(`no ${n} consecutive free ports`);
+  throw new Error(`no ${n} consecutive free ports below ${top + n}`);
 }
 
 // --- processes ---
@@ -216,7 +218,7 @@ async function startFederation() {
   const found = await waitFor(
     'tessera up to print the console URL and the admin password',
     () => {
-      if (exited) throw new Error(`tessera up exited (${JSON.stringify(exited)}): ${err.slice(-2000)}`);
+      if (exited) throw new Fatal(`tessera up exited (${JSON.stringify(exited)}) before the console was up: ${err.slice(-3000)}`);
       const url = /(https?:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+)\/?\S*/.exec(
         out.split('\n').find((l) => /console/i.test(l) && /https?:\/\//.test(l)) ?? '',
       );
@@ -462,8 +464,33 @@ async function main() {
     // Rebalance preview (dry run) shows a plan.
     await tid('rebalance-preview').click();
     await tid('rebalance-plan').waitFor();
-    log(`rebalance preview: ${(await tid('rebalance-plan').textContent())?.slice(0, 120)}`);
+    const planText = (await tid('rebalance-plan').textContent()) ?? '';
+    const planned = Number(/(\d+) slot\(s\) would move/.exec(planText)?.[1] ?? NaN);
+    log(`rebalance preview: ${planned} slot(s) would move`);
     await shot('09-migrations-rebalance-preview');
+    if (!(planned > 0)) throw new Error(`the rebalance preview planned no move after the 20-slot migration: "${planText.slice(0, 200)}"`);
+    // Execute the plan (confirmed) and watch it to the end: the groups are even again.
+    await tid('rebalance-execute').click();
+    await tid('confirm-dialog').waitFor();
+    await tid('confirm-ok').click();
+    await tid('notice-ok').filter({ hasText: `${planned} slot(s) queued by the rebalance` }).first().waitFor({ timeout: 60_000 });
+    await waitFor(
+      'the rebalance to complete',
+      async () => (await tid('migration-progress').getAttribute('data-state')) === 'complete' && (await text('migration-percent')) === '100%',
+      180_000,
+      500,
+    );
+    const even = await waitFor(
+      'the slots to be split evenly again',
+      async () => {
+        const s = await (await ctx.request.get(`${capi}/slots`)).json();
+        const per = {};
+        for (const x of s) per[x.group] = (per[x.group] ?? 0) + 1;
+        return Object.values(per).every((n) => n === 1024 / Object.keys(per).length) ? per : null;
+      },
+      15_000,
+    );
+    log(`rebalanced: ${JSON.stringify(even)}`);
 
     // Plugins (the catalog may not be on the dashboard yet: then the page says so).
     await tid('tab-plugins').click();
@@ -477,6 +504,7 @@ async function main() {
     const wanted = [
       ['POST', '/api/migrations'],
       ['POST', '/api/migrations/abort'],
+      ['POST', '/api/rebalance'],
     ];
     await waitFor(
       `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
