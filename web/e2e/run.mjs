@@ -452,7 +452,7 @@ async function main() {
     if (!(n > 0)) throw new Error(`the abort aborted no slot ("${aborted}"): the move finished before it`);
     await waitFor(
       'the aborted migration to settle (every slot moved back or finished)',
-      async () => ['complete', 'idle'].includes(await tid('migration-progress').getAttribute('data-state')),
+      async () => (await tid('migration-progress').getAttribute('data-state')) === 'aborted',
       240_000,
       500,
     );

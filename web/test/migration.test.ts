@@ -53,6 +53,20 @@ describe('progress', () => {
     expect(t.slotRate(10, 5000)).toBe(2);
     expect(t.observe(0).percent).toBe(100);
   });
+  it('names the state: idle, running, aborting, complete, aborted', () => {
+    const t = new ProgressTracker();
+    expect(t.state(0, false)).toBe('idle');
+    t.start(20, 0);
+    expect(t.state(20, false)).toBe('running');
+    expect(t.state(0, false)).toBe('complete');
+    t.abortedSome(0);
+    expect(t.state(0, false)).toBe('complete');
+    t.abortedSome(5);
+    expect(t.state(5, true)).toBe('aborting');
+    expect(t.state(0, false)).toBe('aborted');
+    t.start(3, 0);
+    expect(t.state(0, false)).toBe('complete');
+  });
   it('a migration started elsewhere: the most slots seen in flight is the total', () => {
     const t = new ProgressTracker();
     expect(t.observe(8)).toMatchObject({ total: 8, percent: 0 });

@@ -63,20 +63,21 @@ export function MigrationProgress({
     if (!ok) return;
     setAborting(true);
     try {
-      await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
+      const r = await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
+      if (r) tracker.abortedSome(r.aborted);
     } finally {
       setAborting(false);
     }
     refresh();
   };
 
-  const state = active === 0 ? (p.total ? 'complete' : 'idle') : turning ? 'aborting' : 'running';
+  const state = tracker.state(active, turning);
   return (
     <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={p.percent}>
       <ErrorBox error={error} />
       <div className="progress-head">
         <h3>Migration progress</h3>
-        <span className={`badge ${state === 'complete' ? 'badge-ok' : state === 'idle' ? 'badge-muted' : 'badge-warn'}`} data-testid="migration-state">
+        <span className={`badge ${state === 'complete' ? 'badge-ok' : state === 'idle' ? 'badge-muted' : state === 'aborted' ? 'badge-bad' : 'badge-warn'}`} data-testid="migration-state">
           {state}
         </span>
         <span className="spacer" />

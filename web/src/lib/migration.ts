@@ -81,9 +81,21 @@ export function stateCounts(st: Pick<MigrationStatus, 'slots'>): Record<string, 
 export class ProgressTracker {
   total = 0;
   startedAt: number | null = null;
+  /** Some of the watched slots were aborted (they move back, and count as done then). */
+  aborted = false;
   start(queued: number, activeNow: number, now = Date.now()) {
     this.total = queued + activeNow;
     this.startedAt = now;
+    this.aborted = false;
+  }
+  abortedSome(n: number) {
+    if (n > 0) this.aborted = true;
+  }
+  /** idle (nothing watched), running, aborting (slots moving back), complete or aborted. */
+  state(active: number, anyMovingBack: boolean): 'idle' | 'running' | 'aborting' | 'complete' | 'aborted' {
+    if (active > 0) return anyMovingBack ? 'aborting' : 'running';
+    if (!this.total) return 'idle';
+    return this.aborted ? 'aborted' : 'complete';
   }
   observe(active: number): Progress {
     if (active > this.total) this.total = active;

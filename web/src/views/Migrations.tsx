@@ -80,7 +80,8 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const ok = await confirm(`Abort the migration of slots ${rangeLabel(from, to)}?`, 'Keys already moved go back.', 'Abort');
     if (!ok) return;
     const slots = Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    await run('Abort', () => c.abort(slots), (r) => `${r.aborted} slot migration(s) aborted`);
+    const r = await run('Abort', () => c.abort(slots), (r) => `${r.aborted} slot migration(s) aborted`);
+    if (r) trackerFor(c.name).abortedSome(r.aborted);
     mig.refresh();
   };
 

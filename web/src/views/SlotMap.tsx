@@ -156,7 +156,8 @@ export function SlotMap({ c }: { c: ClusterApi }) {
       'Abort',
     );
     if (!ok) return;
-    await run('Abort', () => c.abort(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
+    const r = await run('Abort', () => c.abort(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
+    if (r) trackerFor(c.name).abortedSome(r.aborted);
     slots.refresh();
     mig.refresh();
   };
