@@ -535,6 +535,33 @@ async function main() {
   return fed;
 }
 
+// Interrupted (Ctrl-C, a CI timeout): stop what was started, then exit.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, async () => {
+    console.error(`[e2e] ${sig}: stopping what was started`);
+    for (const p of await stopAll()) console.error(`[e2e] cleanup: ${p}`);
+    console.log('e2e: 0 passed, 1 failed');
+    process.exit(1);
+  });
+}
+
+/** The last lines of the federation's error logs, to say why it failed. */
+function logTails(dir) {
+  const logs = path.join(dir, 'logs');
+  if (!fs.existsSync(logs)) return;
+  for (const f of fs.readdirSync(logs).filter((f) => f.endsWith('.err.log')).sort()) {
+    // Warnings, errors and an error's cause chain; not the INFO lines nor backtraces.
+    const all = fs.readFileSync(path.join(logs, f), 'utf8').split('\n');
+    const lines = all.filter(
+      (l, i) =>
+        /\b(WARN|ERROR)\b|^Error|^Caused by|panicked/.test(l) || (/^\s{4}\S/.test(l) && /^Caused by/.test(all[i - 1] ?? '')),
+    );
+    if (!lines.length) continue;
+    console.error(`[e2e] ${f} (last lines):`);
+    for (const l of lines.slice(-6)) console.error(`    ${l.slice(0, 300)}`);
+  }
+}
+
 let failed = false;
 try {
   await main();
@@ -546,6 +573,7 @@ const problems = await stopAll();
 for (const p of problems) console.error(`[e2e] cleanup: ${p}`);
 if (problems.length) failed = true;
 if (createdDataDir) {
+  if (failed) logTails(createdDataDir);
   if (failed || process.env.E2E_KEEP) console.error(`[e2e] data and logs kept in ${createdDataDir}`);
   else fs.rmSync(createdDataDir, { recursive: true, force: true });
 }
