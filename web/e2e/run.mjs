@@ -497,6 +497,15 @@ async function main() {
     await page.locator('[data-testid="plugins-table"], [data-testid="plugins-unavailable"], [data-testid="error"]').first().waitFor();
     await shot('10-plugins');
 
+    // The other cluster, through the switcher: its own overview and slot map.
+    const other = clusterNames.find((n) => n !== name);
+    await tid('cluster-switch').selectOption(other);
+    await waitFor(`the page to show cluster ${other}`, async () => (await text('cluster-name')) === other, 10_000);
+    await tid('tab-overview').click();
+    await page.locator('[data-testid="qps-chart"] canvas').first().waitFor({ timeout: 20_000 });
+    await waitFor(`${other}'s overview to load`, async () => /\d/.test(await text('keys-total')), 20_000);
+    await shot('11-other-cluster');
+
     // Audit: the migrations and the abort, with the user who made them.
     await tid('nav-audit').click();
     await tid('audit-table').waitFor();
@@ -518,7 +527,7 @@ async function main() {
       1000,
     );
     await waitFor('a login in the audit log', async () => (await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0, 10_000);
-    await shot('11-audit');
+    await shot('12-audit');
 
     // Log out: back to the login form, and the data routes answer 401 again.
     await tid('logout').click();

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api } from './api';
 import { ConfirmProvider, NoticesProvider } from './components/ui';
-import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './hooks';
+import { CLUSTER_TABS, hrefFor, navigate, usePoll, useRoute, type ClusterTab } from './hooks';
 import { Audit } from './views/Audit';
 import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
@@ -104,10 +104,26 @@ function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
 
 function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
   const c = api.cluster(name);
+  const all = usePoll((s) => api.clusters(s), 15000);
+  const names = all.data?.map((x) => x.name) ?? [name];
   return (
     <div className="cluster-page">
       <div className="cluster-head">
         <h2 data-testid="cluster-name">{name}</h2>
+        {names.length > 1 && (
+          <select
+            value={name}
+            onChange={(e) => navigate({ page: 'cluster', name: e.target.value, tab })}
+            aria-label="switch cluster"
+            data-testid="cluster-switch"
+          >
+            {names.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        )}
         <nav className="tabs" role="tablist">
           {CLUSTER_TABS.map((t) => (
             <a
