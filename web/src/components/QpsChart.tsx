@@ -29,7 +29,7 @@ export function QpsChart({ series, version, height = 260 }: { series: QpsSeries;
           scales: {
             // Always the last five minutes, the newest sample at the right edge.
             x: { time: true, range: (_u, _min, max) => [max - QPS_WINDOW, max] },
-            y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] } },
+            y: { range: (_u, _min, max) => [0, Number.isFinite(max) ? Math.max(10, max * 1.1) : 10] } },
           axes: [
             {},
             { size: 60, values: (_u, ticks) => ticks.map((t) => formatShort(t)) },

@@ -11,7 +11,7 @@ import type { RebalanceReply } from '../types';
 export function Migrations({ c }: { c: ClusterApi }) {
   const mig = useMigrations(c);
   const groups = usePoll((s) => c.groups(s), 5000, [c.name]);
-  const { run } = useNotices();
+  const { run, notify } = useNotices();
   const confirm = useConfirm();
   const [range, setRange] = useState('');
   const [target, setTarget] = useState<number | ''>('');
@@ -72,6 +72,8 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const rep = await run('Rebalance', () => c.rebalance(false, planWeights), (x) => `${x.slots} slot(s) queued by the rebalance`);
     if (rep) {
       trackerFor(c.name).start(rep.slots, before);
+      if (rep.slots !== plan.slots)
+        notify('error', `The cluster changed since the preview: the rebalance queued ${rep.slots} slot(s), not the ${plan.slots} previewed.`);
       setPlan(null);
     }
     mig.refresh();
