@@ -238,6 +238,7 @@ async function startFederation() {
 
 async function main() {
   fs.mkdirSync(SHOTS, { recursive: true });
+  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png')) fs.rmSync(path.join(SHOTS, f)); // this run's only
   let fed;
   if (process.env.E2E_CONSOLE_URL) {
     fed = { url: process.env.E2E_CONSOLE_URL, user: process.env.E2E_USER ?? 'admin', password: process.env.E2E_PASSWORD };
@@ -446,7 +447,7 @@ async function main() {
     await tid('confirm-dialog').waitFor();
     await tid('confirm-ok').click();
     await waitFor('the abort button to show the call in progress or done', async () => (await text('abort-all')) !== 'Abort' || (await tid('notice-ok').filter({ hasText: 'aborted' }).count()) > 0, 10_000, 100);
-    const aborted = await tid('notice-ok').filter({ hasText: 'aborted' }).first().textContent({ timeout: 90_000 });
+    const aborted = await tid('notice-ok').filter({ hasText: 'aborted' }).first().locator('span').textContent({ timeout: 90_000 });
     log(`abort: ${aborted}`);
     const n = Number(/(\d+) slot migration/.exec(aborted ?? '')?.[1] ?? 0);
     if (!(n > 0)) throw new Error(`the abort aborted no slot ("${aborted}"): the move finished before it`);
