@@ -41,6 +41,8 @@ pub struct AuditLog {
     store: Arc<dyn Store>,
     prefix: String,
     seq: AtomicU64,
+    /// Set once the dashboard lost its cluster lock.
+    lost: tokio::sync::watch::Receiver<bool>,
     /// Keys in the store, oldest first; loaded on first use. A tokio Mutex: held across the
     /// store calls so that appends and trims do not interleave.
     keys: tokio::sync::Mutex<Option<VecDeque<String>>>,
@@ -54,6 +56,7 @@ impl AuditLog {
             store: d.store.clone(),
             prefix: format!("{}audit/", d.paths.cluster_prefix()),
             seq: AtomicU64::new(0),
+            lost: d.lost.clone(),
             keys: tokio::sync::Mutex::new(None),
         })
     }
@@ -63,6 +66,13 @@ impl AuditLog {
     /// # Errors
     /// The store fails (or the lock is lost); the entry may then be missing.
     pub async fn append(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        if *self.lost.borrow() {
+            // The store would refuse the write, and the process is stopping: the caller's
+            // answer (a 503 saying so) must not wait for a store round trip that cannot work.
+            return Err(StoreError::LockLost(
+                "not recording: this dashboard stops".into(),
+            ));
+        }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000;
         let key = format!("{}{:016}-{seq:06}", self.prefix, entry.time_ms);
         let mut keys = self.keys.lock().await;
