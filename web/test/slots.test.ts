@@ -10,6 +10,7 @@ import {
   selectOne,
   selectionProblem,
   selectionSize,
+  slotsPerGroup,
   summarizeMoves,
   summarizeSlots,
 } from '../src/lib/slots';
@@ -45,6 +46,9 @@ describe('summarizeSlots', () => {
       { from: 0, to: 0, group: 1 },
       { from: 2, to: 2, group: 1 },
     ]);
+  });
+  it('counts slots per group, unassigned apart', () => {
+    expect(Object.fromEntries(slotsPerGroup([{ group: 1 }, { group: 2 }, { group: 1 }, { group: null }]))).toEqual({ 1: 2, 2: 1, none: 1 });
   });
   it('gives nothing for no slot', () => {
     expect(summarizeSlots([])).toEqual([]);

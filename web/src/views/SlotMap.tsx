@@ -13,6 +13,7 @@ import {
   selectionProblem,
   selectionSize,
   SLOT_COUNT,
+  slotsPerGroup,
   summarizeSlots,
   type Selection,
 } from '../lib/slots';
@@ -76,6 +77,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
     return out;
   }, [slots.data]);
   const ranges = useMemo(() => summarizeSlots(list), [list]);
+  const counts = useMemo(() => slotsPerGroup(list), [list]);
   const groupIds = (groups.data ?? []).filter((g) => g.servers.length > 0).map((g) => g.id);
   const progressBySlot = useMemo(() => {
     const m = new Map<number, SlotProgress>();
@@ -186,11 +188,11 @@ export function SlotMap({ c }: { c: ClusterApi }) {
           <div className="legend">
             {(groups.data ?? []).map((g) => (
               <span key={g.id} className="legend-item">
-                <span className="swatch" style={{ background: groupColor(g.id) }} /> group {g.id} ({g.slots})
+                <span className="swatch" style={{ background: groupColor(g.id) }} /> group {g.id} ({counts.get(g.id) ?? 0})
               </span>
             ))}
             <span className="legend-item">
-              <span className="swatch" style={{ background: groupColor(null) }} /> unassigned
+              <span className="swatch" style={{ background: groupColor(null) }} /> unassigned ({counts.get('none') ?? 0})
             </span>
             <span className="legend-item">
               <span className="swatch migrating-swatch" /> migrating
