@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up a local Tessera cluster on a Debian 12 machine:
 #   tools/up.sh [tessera up options]
-# Installs redis-server if it is missing (apt), builds the release binary, runs `tessera up`.
+# Installs redis-server if it is missing (apt), builds the web console's front end (npm) and
+# then the release binary, which embeds it, and runs `tessera up`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null 2>&1; then
@@ -15,6 +16,18 @@ if ! command -v redis-server >/dev/null 2>&1; then
     echo "up.sh: redis-server is missing: install Redis 7 (or Valkey) so that redis-server is on PATH" >&2
     exit 1
   fi
+fi
+if [ -f web/package.json ]; then
+  node_version=$(node -p 'process.versions.node' 2>/dev/null || true)
+  IFS=. read -r major minor _ <<<"${node_version:-0.0.0}"
+  if ! command -v npm >/dev/null 2>&1 || [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 19 ]; }; then
+    echo "up.sh: the web console needs Node.js >= 20.19 with npm to build (found: ${node_version:-no node})." >&2
+    echo "up.sh: install a Node.js 20.19+ nodejs package (Debian 12's own is 18), or skip the console's" >&2
+    echo "up.sh: pages with: cargo build --release -p tessera && target/release/tessera up" >&2
+    exit 1
+  fi
+  echo "up.sh: building the web console (web/: npm ci, npm run build)"
+  (cd web && npm ci --no-audit --no-fund && npm run build)
 fi
 cargo build --release --locked -p tessera
 exec target/release/tessera up "$@"
