@@ -7,5 +7,7 @@ export default defineConfig({
     environment: 'jsdom',
     setupFiles: ['./test/setup.ts'],
     include: ['test/**/*.test.{ts,tsx}'],
+    // Two shared cores, often busy with cargo: generous limits, so only real failures fail.
+    testTimeout: 30_000,
   },
 });

@@ -1,3 +1,8 @@
+import { configure } from '@testing-library/react';
+
+// findBy…/waitFor give up after 1 s by default: too short on a loaded two-core machine.
+configure({ asyncUtilTimeout: 10_000 });
+
 // uPlot calls window.matchMedia when it is imported; jsdom has none.
 if (typeof window !== 'undefined' && !window.matchMedia) {
   window.matchMedia = ((query: string) => ({
