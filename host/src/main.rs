@@ -155,6 +155,11 @@ struct UpArgs {
     /// Give the console user `admin` a new password and print it.
     #[arg(long)]
     reset_password: bool,
+    /// Where the example plugins' .wasm files are (tessera_plugin_metrics.wasm,
+    /// tessera_plugin_filter.wasm) [default: <target>/wasm32-unknown-unknown/release next to
+    /// the binary's target directory]. Loaded on a cluster's first start when found.
+    #[arg(long)]
+    plugins_dir: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -176,6 +181,7 @@ fn main() -> anyhow::Result<()> {
             clusters: usize::from(args.clusters),
             console_port: args.console_port,
             reset_password: args.reset_password,
+            plugins_dir: args.plugins_dir,
         }),
     }
 }

@@ -3,8 +3,9 @@
 //! it starts, as child processes: two `redis-server`s per group (master + replica), a
 //! dashboard, and two proxies per cluster (`--clusters 2` adds `local2` on the next ports), and
 //! the console over them all. The first run creates the groups and splits the slots evenly,
-//! and makes the console user `admin` with a password printed once; later runs resume the
-//! same clusters and user. Ctrl-C (or SIGTERM) stops every child.
+//! loads the example plugins (`metrics`, `filter`) when their wasm32 builds are found, and
+//! makes the console user `admin` with a password printed once; later runs resume the same
+//! clusters, plugins and user. Ctrl-C (or SIGTERM) stops every child.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -40,6 +41,35 @@ pub struct UpOptions {
     pub console_port: u16,
     /// Give the console's user `admin` a new password (printed).
     pub reset_password: bool,
+    /// Where the example plugins' `.wasm` files are; `None`: `<target>/wasm32-unknown-unknown/
+    /// release` of the binary's target directory.
+    pub plugins_dir: Option<PathBuf>,
+}
+
+/// The example plugins loaded on a cluster's first start, in chain order: name, file in the
+/// plugins directory, config, fail policy. The metrics plugin observes, so it fails open; the
+/// filter refuses what it must, so it fails closed.
+const EXAMPLE_PLUGINS: &[(&str, &str, &str, &str)] = &[
+    ("metrics", "tessera_plugin_metrics.wasm", "{}", "open"),
+    (
+        "filter",
+        "tessera_plugin_filter.wasm",
+        r#"{"deny_commands": ["FLUSHALL", "FLUSHDB"]}"#,
+        "closed",
+    ),
+];
+
+/// How to build example plugins (`-p tessera-plugin-<name>` follows), for the output.
+const BUILD_PLUGINS: &str = "cargo build --release --target wasm32-unknown-unknown";
+
+/// `<target>/wasm32-unknown-unknown/release` for a binary in `<target>/{debug,release}/`.
+fn default_plugins_dir(exe: &Path) -> Option<PathBuf> {
+    Some(
+        exe.parent()?
+            .parent()?
+            .join("wasm32-unknown-unknown")
+            .join("release"),
+    )
 }
 
 /// A child process stopped (SIGTERM, then SIGKILL after 5 s) when dropped.
@@ -241,6 +271,11 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         )?;
     }
 
+    let plugins_dir = opts
+        .plugins_dir
+        .clone()
+        .or_else(|| default_plugins_dir(&opts.exe));
+    let mut plugin_lines = Vec::new();
     let mut tokens = std::collections::BTreeMap::new();
     for (plan, pairs) in plans.iter().zip(&servers) {
         let token = remembered(&plan.dir.join("admin-token"), || {
@@ -258,20 +293,28 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
             name: format!("dashboard of {}", plan.name),
             child: dashboard,
         });
-        rt.block_on(set_up(
-            &plan.name,
+        let first = rt
+            .block_on(set_up(
+                &plan.name,
+                &plan.dashboard_addr,
+                &token,
+                pairs,
+                &store_url,
+            ))
+            .with_context(|| {
+                format!(
+                    "setting up cluster {} (logs in {})",
+                    plan.name,
+                    logs.display()
+                )
+            })?;
+        // Loaded before the proxies start: they read the catalog before accepting clients.
+        plugin_lines.push(rt.block_on(plugins(
             &plan.dashboard_addr,
             &token,
-            pairs,
-            &store_url,
-        ))
-        .with_context(|| {
-            format!(
-                "setting up cluster {} (logs in {})",
-                plan.name,
-                logs.display()
-            )
-        })?;
+            plugins_dir.as_deref(),
+            first,
+        )));
         tokens.insert(plan.name.clone(), token);
     }
 
@@ -291,7 +334,9 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         }
     }
     for (listen, _) in plans.iter().flat_map(|p| &p.proxies) {
-        wait_until(&format!("proxy {listen}"), Duration::from_secs(15), || {
+        // Each proxy compiles the catalog's plugins before it accepts clients: seconds in a
+        // debug build, more when several start at once on a small machine.
+        wait_until(&format!("proxy {listen}"), Duration::from_secs(90), || {
             answers_ping(listen)
         })?;
     }
@@ -327,7 +372,12 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         if opts.groups == 1 { "" } else { "s" },
         data_dir.display()
     );
-    for ((plan, pairs), token) in plans.iter().zip(&servers).zip(tokens.values()) {
+    for (((plan, pairs), token), plugins) in plans
+        .iter()
+        .zip(&servers)
+        .zip(tokens.values())
+        .zip(&plugin_lines)
+    {
         println!("cluster {}:", plan.name);
         for (g, (m, r)) in pairs.iter().enumerate() {
             println!("  group {}: master {m}, replica {r}", g + 1);
@@ -343,6 +393,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
             "  admin:     tessera admin --dashboard {} --token {token} overview",
             plan.dashboard_addr
         );
+        println!("  plugins:   {plugins}");
     }
     match &password {
         Some(pw) => println!(
@@ -429,7 +480,7 @@ async fn set_up(
     token: &str,
     servers: &[(String, String)],
     store_url: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;
@@ -495,7 +546,7 @@ async fn set_up(
             )
             .await?;
         }
-        return Ok(());
+        return Ok(true);
     }
     let store = crate::coordinator::open(store_url).await?;
     let (groups, _) = model::load_layout(&*store, &Paths::new(cluster)).await?;
@@ -508,5 +559,116 @@ async fn set_up(
             }
         }
     }
-    Ok(())
+    Ok(false)
+}
+
+/// On a cluster's first start, uploads, configures and enables the example plugins found in
+/// `dir`; later, lists the catalog. Returns the `plugins:` line of the output. Never fails:
+/// a missing build or a refused plugin is only reported (the cluster works without them).
+async fn plugins(dashboard: &str, token: &str, dir: Option<&Path>, first: bool) -> String {
+    let http = match reqwest::Client::builder()
+        // A debug build compiles a module in seconds, and more on a busy machine.
+        .timeout(Duration::from_secs(120))
+        .build()
+    {
+        Ok(h) => h,
+        Err(e) => return format!("none loaded: {e}"),
+    };
+    let base = format!("http://{dashboard}/api/plugins");
+    if !first {
+        let list: Value = match http.get(&base).bearer_auth(token).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(e) => return format!("catalog not read: {e}"),
+        };
+        let names: Vec<String> = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let state = if p["enabled"].as_bool() == Some(true) {
+                    "enabled"
+                } else {
+                    "disabled"
+                };
+                format!("{} ({state})", p["name"].as_str().unwrap_or("?"))
+            })
+            .collect();
+        return if names.is_empty() {
+            "none in the catalog".into()
+        } else {
+            names.join(", ")
+        };
+    }
+    let Some(dir) = dir.filter(|d| d.is_dir()) else {
+        let looked = dir.map_or_else(String::new, |d| format!(" (no directory {})", d.display()));
+        return format!(
+            "none loaded{looked}; build them with `{BUILD_PLUGINS} \
+             -p tessera-plugin-metrics -p tessera-plugin-filter` or give --plugins-dir"
+        );
+    };
+    let mut loaded = Vec::new();
+    let mut missing = Vec::new();
+    for (name, file, config, fail) in EXAMPLE_PLUGINS {
+        let Ok(wasm) = std::fs::read(dir.join(file)) else {
+            missing.push(*name);
+            continue;
+        };
+        let call = |req: reqwest::RequestBuilder| async {
+            let resp = req
+                .bearer_auth(token)
+                .header(crate::api::ACTOR_HEADER, "cli:tessera-up")
+                .send()
+                .await?;
+            let status = resp.status();
+            if !status.is_success() {
+                let v: Value = resp.json().await.unwrap_or(Value::Null);
+                bail!(
+                    "HTTP {status}: {}",
+                    v["error"]["message"].as_str().unwrap_or("")
+                );
+            }
+            anyhow::Ok(())
+        };
+        let config: Value = serde_json::from_str(config).unwrap_or_else(|_| json!({}));
+        let result = async {
+            call(
+                http.put(format!("{base}/{name}/module"))
+                    .header("content-type", "application/wasm")
+                    .body(wasm),
+            )
+            .await?;
+            call(
+                http.put(format!("{base}/{name}/config"))
+                    .json(&json!({"config": config, "fail": fail})),
+            )
+            .await?;
+            call(http.post(format!("{base}/{name}/enable"))).await
+        }
+        .await;
+        match result {
+            Ok(()) => loaded.push(format!(
+                "{name} (enabled, fail {fail}, config {})",
+                serde_json::to_string(&config).unwrap_or_default()
+            )),
+            Err(e) => loaded.push(format!("{name} NOT loaded ({e})")),
+        }
+    }
+    let mut line = if loaded.is_empty() {
+        "none loaded".to_string()
+    } else {
+        loaded.join("; ")
+    };
+    if !missing.is_empty() {
+        let packages: Vec<String> = missing
+            .iter()
+            .map(|n| format!(" -p tessera-plugin-{n}"))
+            .collect();
+        line.push_str(&format!(
+            "; not found in {}: {} (build: `{BUILD_PLUGINS}{}`)",
+            dir.display(),
+            missing.join(", "),
+            packages.concat()
+        ));
+    }
+    line
 }

@@ -661,6 +661,8 @@ impl Up {
             .arg("up")
             .arg("--data-dir")
             .arg(data_dir)
+            .arg("--plugins-dir")
+            .arg(super::plugin_dir())
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -23,7 +23,7 @@ pub(crate) use cluster_mode::{
 };
 pub(crate) use console::{Console, ConsoleClient, ConsoleSetup};
 pub(crate) use etcd::Etcd;
-pub(crate) use plugins::{metric, plugin_toml, plugin_wasm};
+pub(crate) use plugins::{metric, plugin_dir, plugin_toml, plugin_wasm};
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
 pub(crate) use redis_server::RedisServer;
 pub(crate) use resp::{Frame, RawClient, encode, read_frame};
