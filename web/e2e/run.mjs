@@ -1,12 +1,16 @@
 // End-to-end test of the console against a real local federation:
 //   `tessera up --clusters 2` (two clusters: redis-servers, dashboards, proxies, and the
 //   console), then headless Chromium logs in, watches QPS under redis-benchmark load, moves
-//   20 slots in the slot map to 100%, starts a larger move and aborts it, and finds those
-//   changes with the user in the audit log. A screenshot of every view goes to
-//   e2e/screenshots/.
+//   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
+//   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
+//   through a proxy, disable), and finds those changes with the user in the audit log. A
+//   screenshot of every view goes to e2e/screenshots/.
 //
-// Env: TESSERA_BIN (default ../target/debug/tessera), CHROMIUM (default /usr/bin/chromium),
-// REDIS_BENCHMARK (default redis-benchmark), E2E_KEEP=1 keeps the data directory.
+// Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
+// TESSERA_PLUGIN_DIR (the plugins' wasm32 builds, default
+// ../target/wasm32-unknown-unknown/release, or under CARGO_TARGET_DIR), CHROMIUM (default
+// /usr/bin/chromium), REDIS_BENCHMARK (default redis-benchmark), E2E_KEEP=1 keeps the data
+// directory.
 // For a development loop against a console already running: E2E_CONSOLE_URL, E2E_USER,
 // E2E_PASSWORD (nothing is started or stopped then).
 //
@@ -22,7 +26,11 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = process.env.TESSERA_BIN ?? path.resolve(WEB, '../target/debug/tessera');
+// The cargo target directory: CARGO_TARGET_DIR when cargo was told to build elsewhere.
+const TARGET = process.env.CARGO_TARGET_DIR ? path.resolve(WEB, '..', process.env.CARGO_TARGET_DIR) : path.resolve(WEB, '../target');
+const BIN = process.env.TESSERA_BIN ?? path.join(TARGET, 'debug/tessera');
+const PLUGIN_DIR = process.env.TESSERA_PLUGIN_DIR ?? path.join(TARGET, 'wasm32-unknown-unknown/release');
+const FILTER_WASM = path.join(PLUGIN_DIR, 'tessera_plugin_filter.wasm');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const BENCH = process.env.REDIS_BENCHMARK ?? 'redis-benchmark';
 const SHOTS = path.join(WEB, 'e2e', 'screenshots');
@@ -52,6 +60,50 @@ async function waitFor(what, probe, ms, every = 250) {
     }
     await sleep(every);
   }
+}
+
+/** One RESP command to `addr` (host:port); resolves to the reply: a string, or {error} for an error reply. */
+function resp(addr, ...args) {
+  const [host, port] = addr.split(':');
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), host);
+    let buf = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no reply from ${addr} to ${args[0]} within 10 s`));
+    }, 10_000);
+    const done = (v) => {
+      clearTimeout(timer);
+      sock.end();
+      resolve(v);
+    };
+    sock.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      const nl = buf.indexOf('\r\n');
+      if (nl < 0) return;
+      const line = buf.subarray(1, nl).toString();
+      switch (String.fromCharCode(buf[0])) {
+        case '-':
+          return done({ error: line });
+        case '+':
+        case ':':
+          return done(line);
+        case '$': {
+          const n = Number(line);
+          if (n < 0) return done(null);
+          if (buf.length < nl + 2 + n + 2) return; // the rest is still coming
+          return done(buf.subarray(nl + 2, nl + 2 + n).toString());
+        }
+        default:
+          return done({ error: `unexpected reply ${JSON.stringify(buf.toString().slice(0, 80))}` });
+      }
+    });
+    sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+  });
 }
 
 const reserved = new Set();
@@ -204,6 +256,8 @@ async function startFederation() {
   for (const [flag, n] of Object.entries(flags)) {
     if (new RegExp(`${flag}[ =<]`).test(help)) args.push(flag, String(await freePortRun(n)));
   }
+  // The example plugins `up` loads come from the same builds as the plugin step's.
+  if (/--plugins-dir[ =<]/.test(help)) args.push('--plugins-dir', PLUGIN_DIR);
   log(`starting ${BIN} ${args.join(' ')}`);
   const up = start('tessera up', BIN, args);
   let out = '';
@@ -493,10 +547,8 @@ async function main() {
     );
     log(`rebalanced: ${JSON.stringify(even)}`);
 
-    // Plugins (the catalog may not be on the dashboard yet: then the page says so).
-    await tid('tab-plugins').click();
-    await page.locator('[data-testid="plugins-table"], [data-testid="plugins-unavailable"], [data-testid="error"]').first().waitFor();
-    await shot('10-plugins');
+    // Plugins: the filter through the view, checked through a proxy.
+    const pluginAudit = await pluginsStep({ page, tid, text, shot, capi, ctx, proxy: proxies[0].addr });
 
     // The other cluster, through the switcher: its own overview and slot map.
     const other = clusterNames.find((n) => n !== name);
@@ -505,7 +557,7 @@ async function main() {
     await tid('tab-overview').click();
     await page.locator('[data-testid="qps-chart"] canvas').first().waitFor({ timeout: 20_000 });
     await waitFor(`${other}'s overview to load`, async () => /\d/.test(await text('keys-total')), 20_000);
-    await shot('11-other-cluster');
+    await shot('13-other-cluster');
 
     // Audit: the migrations and the abort, with the user who made them.
     await tid('nav-audit').click();
@@ -515,6 +567,7 @@ async function main() {
       ['POST', '/api/migrations'],
       ['POST', '/api/migrations/abort'],
       ['POST', '/api/rebalance'],
+      ...pluginAudit,
     ];
     await waitFor(
       `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
@@ -528,7 +581,7 @@ async function main() {
       1000,
     );
     await waitFor('a login in the audit log', async () => (await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0, 10_000);
-    await shot('12-audit');
+    await shot('14-audit');
 
     // Log out: back to the login form, and the data routes answer 401 again.
     await tid('logout').click();
@@ -543,6 +596,108 @@ async function main() {
     fs.rmSync(profile, { recursive: true, force: true });
   }
   return fed;
+}
+
+/**
+ * The plugins view on the first cluster: the filter uploaded, an invalid config (inline
+ * error), a config the plugin refuses (the server's 400), a valid one, enabled (FLUSHALL
+ * refused by it through a proxy, GET still served), its metrics panel, disabled. Returns the
+ * audit rows the changes must leave, as [method, path].
+ */
+async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
+  if (!fs.existsSync(FILTER_WASM)) {
+    throw new Error(`${FILTER_WASM} is missing: cargo build --release --target wasm32-unknown-unknown -p tessera-plugin-filter (or set TESSERA_PLUGIN_DIR)`);
+  }
+  const audit = [];
+  // Without the filter the proxy refuses FLUSHALL itself (admin commands are off); the filter's
+  // refusal says "is not allowed".
+  const byFilter = (r) => typeof r === 'object' && r !== null && /is not allowed/.test(r.error ?? '');
+  const flushall = () => resp(proxy, 'FLUSHALL');
+  await tid('tab-plugins').click();
+  await tid('plugins-table').waitFor({ timeout: 20_000 });
+  const catalog = await (await ctx.request.get(`${capi}/plugins`)).json();
+  log(`plugin catalog at start: ${catalog.map((p) => `${p.name} (${p.enabled ? 'enabled' : 'disabled'})`).join(', ') || 'empty'}`);
+  if (catalog.some((p) => p.name === 'filter')) {
+    // `tessera up` loaded the example filter (FLUSHALL, FLUSHDB): it is listed, it works, and
+    // the view deletes it, so that what follows starts from no filter.
+    await tid('plugin-filter').waitFor();
+    const r = await flushall();
+    if (!byFilter(r)) throw new Error(`with up's filter FLUSHALL answered ${JSON.stringify(r)}`);
+    await tid('plugin-delete-filter').click();
+    await tid('confirm-dialog').waitFor();
+    await tid('confirm-ok').click();
+    await tid('plugin-filter').waitFor({ state: 'detached', timeout: 60_000 });
+    audit.push(['DELETE', '/api/plugins/filter']);
+    log("deleted up's example filter through the view");
+  }
+  const before = await flushall();
+  if (byFilter(before) || !before?.error) throw new Error(`without the filter FLUSHALL answered ${JSON.stringify(before)}, not the proxy's own refusal`);
+  log(`without the filter: FLUSHALL → ${before.error}`);
+
+  // Upload: the name comes from the file name.
+  await tid('plugin-file').setInputFiles(FILTER_WASM);
+  if ((await tid('plugin-name').inputValue()) !== 'filter') throw new Error(`the name taken from the file is "${await tid('plugin-name').inputValue()}"`);
+  await tid('plugin-upload').click();
+  await tid('plugin-filter').waitFor({ timeout: 60_000 });
+  await waitFor('the uploaded filter to show as disabled', async () => (await tid('plugin-filter').textContent()).includes('disabled'), 15_000);
+  audit.push(['PUT', '/api/plugins/filter/module']);
+  log('filter uploaded');
+
+  // Config: invalid JSON is caught in the page, a config the plugin refuses gets the server's message.
+  await tid('plugin-open-filter').click();
+  const editor = tid('plugin-config-text');
+  await editor.fill('{"deny_commands": ["FLUSHALL",]}');
+  const parseError = await text('plugin-config-parse-error');
+  if (!/line 1, column \d+/.test(parseError)) throw new Error(`the inline JSON error is "${parseError}"`);
+  if (!(await tid('plugin-config-save').isDisabled())) throw new Error('Save is enabled with invalid JSON');
+  log(`invalid JSON: ${parseError}`);
+  await shot('10-plugins-invalid-json');
+  await editor.fill('{"deny_classes": ["admn"]}');
+  await tid('plugin-config-parse-error').waitFor({ state: 'detached' });
+  await tid('plugin-config-save').click();
+  await tid('plugin-config-server-error').waitFor({ timeout: 60_000 });
+  const refused = await text('plugin-config-server-error');
+  if (!/unknown class "admn"/.test(refused)) throw new Error(`the refused config shows "${refused}"`);
+  log(`refused config: ${refused}`);
+  await shot('11-plugins-refused-config');
+  await editor.fill('{"deny_commands": ["FLUSHALL"]}');
+  await tid('plugin-config-save').click();
+  await tid('notice-ok').filter({ hasText: 'filter: config saved' }).first().waitFor({ timeout: 60_000 });
+  const saved = (await (await ctx.request.get(`${capi}/plugins`)).json()).find((p) => p.name === 'filter');
+  if (JSON.stringify(saved?.config) !== JSON.stringify({ deny_commands: ['FLUSHALL'] })) throw new Error(`the catalog has config ${JSON.stringify(saved?.config)}`);
+  audit.push(['PUT', '/api/plugins/filter/config']);
+
+  // Enable: FLUSHALL is refused by the filter through the proxy, GET is still served.
+  await tid('plugin-toggle-filter').click();
+  await tid('notice-ok').filter({ hasText: 'filter enabled' }).first().waitFor({ timeout: 60_000 });
+  await waitFor('the filter to show as enabled', async () => (await tid('plugin-filter').textContent()).includes('enabled'), 15_000);
+  audit.push(['POST', '/api/plugins/filter/enable']);
+  const denied = await flushall();
+  if (!byFilter(denied)) throw new Error(`with the filter enabled FLUSHALL answered ${JSON.stringify(denied)}`);
+  log(`filter enabled: FLUSHALL → ${denied.error}`);
+  const set = await resp(proxy, 'SET', 'e2e:plugin', 'still-served');
+  const got = await resp(proxy, 'GET', 'e2e:plugin');
+  if (set !== 'OK' || got !== 'still-served') throw new Error(`with the filter SET/GET answered ${JSON.stringify(set)} / ${JSON.stringify(got)}`);
+  // Its metrics panel: the proxies running it.
+  if (!(await tid('plugin-metrics').count())) await tid('plugin-open-filter').click();
+  await waitFor(
+    'the metrics panel to show the proxies running the filter',
+    async () => /Summed over [1-9]\d* prox/.test(await text('plugin-metrics-proxies')),
+    20_000,
+    500,
+  );
+  log(`metrics panel: ${await text('plugin-metrics-proxies')}`);
+  await shot('12-plugins-enabled');
+
+  // Disable: the proxy is back to its own refusal.
+  await tid('plugin-toggle-filter').click();
+  await tid('notice-ok').filter({ hasText: 'filter disabled' }).first().waitFor({ timeout: 60_000 });
+  audit.push(['POST', '/api/plugins/filter/disable']);
+  const after = await flushall();
+  if (byFilter(after) || !after?.error) throw new Error(`with the filter disabled FLUSHALL answered ${JSON.stringify(after)}`);
+  await waitFor('the filter to show as disabled', async () => (await tid('plugin-filter').textContent()).includes('disabled'), 15_000);
+  log('filter disabled');
+  return audit;
 }
 
 // Interrupted (Ctrl-C, a CI timeout): stop what was started, then exit.

@@ -12,6 +12,7 @@ import type {
   MigrationStatus,
   Overview,
   Plugin,
+  PluginCatalog,
   PluginMetrics,
   Proxy,
   RebalanceReply,
@@ -235,7 +236,7 @@ export class ClusterApi {
     return this.c.post<Plugin>(`${this.base}/plugins/${enc(name)}/${enabled ? 'enable' : 'disable'}`);
   }
   orderPlugins(order: string[]) {
-    return this.c.put<Plugin[]>(`${this.base}/plugins/order`, { order });
+    return this.c.put<PluginCatalog>(`${this.base}/plugins/order`, { order });
   }
   deletePlugin(name: string) {
     return this.c.del<object>(`${this.base}/plugins/${enc(name)}`);

@@ -153,18 +153,29 @@ export interface RebalanceReply {
   slots: number;
 }
 
+/** A catalog entry (GET /plugins adds `order`; the mutating routes return it without). */
 export interface Plugin {
   name: string;
   sha256: string;
   size: number;
   config: unknown;
   enabled: boolean;
-  order: number;
+  order?: number;
   fail: 'open' | 'closed';
+  cpu_budget_ms?: number;
+  memory_mb?: number;
   updated_unix: number;
 }
 
+/** PUT /plugins/order: the whole catalog, in its new order. */
+export interface PluginCatalog {
+  version: number;
+  plugins: Plugin[];
+}
+
+/** Samples summed over the `proxies` that answered (a disabled plugin has none). */
 export interface PluginMetrics {
+  proxies: number;
   samples: { name: string; labels: Record<string, string>; value: number }[];
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatConfig, lineCol, validateConfig } from '../src/lib/config';
-import { moveInOrder } from '../src/views/Plugins';
+import { moveInOrder, nameFromFile } from '../src/views/Plugins';
 
 describe('plugin config validation', () => {
   it('accepts any JSON value', () => {
@@ -70,5 +70,14 @@ describe('plugin order', () => {
     expect(moveInOrder(['a', 'b', 'c'], 'a', -1)).toEqual(['a', 'b', 'c']);
     expect(moveInOrder(['a', 'b', 'c'], 'c', 1)).toEqual(['a', 'b', 'c']);
     expect(moveInOrder(['a'], 'x', 1)).toEqual(['a']);
+  });
+});
+
+describe('plugin name from a file name', () => {
+  it('drops .wasm and the crate prefix, and keeps what the dashboard accepts', () => {
+    expect(nameFromFile('tessera_plugin_filter.wasm')).toBe('filter');
+    expect(nameFromFile('libtessera_plugin_bucket.wasm')).toBe('bucket');
+    expect(nameFromFile('My Guard.WASM')).toBe('My-Guard');
+    expect(nameFromFile(`${'x'.repeat(80)}.wasm`)).toHaveLength(64);
   });
 });

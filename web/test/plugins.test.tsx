@@ -59,7 +59,7 @@ describe('Plugins view', () => {
         if (!Array.isArray(cfg.deny)) return [400, { error: { code: 'bad_request', message: 'filter: "deny" must be a list' } }];
         return [200, plugin('filter', 0, { config: cfg })];
       }
-      if (method === 'PUT' && url === '/api/clusters/local/plugins/order') return [200, [plugin('metrics', 0), plugin('filter', 1)]];
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/order') return [200, { version: 7, plugins: [plugin('metrics', 0), plugin('filter', 1)] }];
       return undefined;
     });
     renderPlugins(c);
@@ -93,6 +93,29 @@ describe('Plugins view', () => {
 
     // Metrics 404 is tolerated.
     await screen.findByText(/does not serve plugin metrics yet/);
+  });
+
+  it('uploads a module under the name taken from its file, and shows its metrics and the proxies running it', async () => {
+    const { c, calls } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0)]];
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/filter/module') return [200, plugin('filter', 0, { enabled: false })];
+      if (method === 'GET' && url === '/api/clusters/local/plugins/filter/metrics')
+        return [200, { proxies: 2, samples: [{ name: 'filter_denied_total', labels: { command: 'FLUSHALL' }, value: 3 }] }];
+      return undefined;
+    });
+    renderPlugins(c);
+    const input = (await screen.findByTestId('plugin-file')) as HTMLInputElement;
+    const file = new File([new Uint8Array([0, 0x61, 0x73, 0x6d])], 'tessera_plugin_filter.wasm', { type: 'application/wasm' });
+    fireEvent.change(input, { target: { files: [file] } });
+    expect((screen.getByTestId('plugin-name') as HTMLInputElement).value).toBe('filter');
+    fireEvent.click(screen.getByTestId('plugin-upload'));
+    await waitFor(() => expect(calls.some((x) => x.method === 'PUT' && x.url.endsWith('/plugins/filter/module'))).toBe(true));
+    expect(screen.queryByTestId('plugin-upload-error')).toBeNull();
+
+    fireEvent.click(screen.getByTestId('plugin-open-filter'));
+    expect((await screen.findByTestId('plugin-metrics-proxies')).textContent).toContain('Summed over 2 proxies');
+    expect(screen.getByTestId('plugin-metrics').textContent).toContain('filter_denied_total');
+    expect(screen.getByTestId('plugin-metrics').textContent).toContain('command=FLUSHALL');
   });
 
   it('asks before deleting a plugin', async () => {

@@ -6,7 +6,17 @@ import { formatConfig, validateConfig } from '../lib/config';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
 import type { Plugin } from '../types';
 
-const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** The dashboard's rule for plugin names. */
+const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A plugin name from a file name: `tessera_plugin_filter.wasm` → `filter`. */
+export function nameFromFile(file: string): string {
+  return file
+    .replace(/\.wasm$/i, '')
+    .replace(/^(lib)?tessera[_-]plugin[_-]/i, '')
+    .replace(/[^A-Za-z0-9_-]/g, '-')
+    .slice(0, 64);
+}
 
 /** The order after moving `name` one place up (-1) or down (+1). */
 export function moveInOrder(names: string[], name: string, dir: -1 | 1): string[] {
@@ -24,7 +34,7 @@ export function Plugins({ c }: { c: ClusterApi }) {
   const confirm = useConfirm();
   const [selected, setSelected] = useState<string | null>(null);
   const unavailable = list.error instanceof ApiError && list.error.status === 404;
-  const plugins = [...(list.data ?? [])].sort((a, b) => a.order - b.order);
+  const plugins = [...(list.data ?? [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
   const sel = plugins.find((p) => p.name === selected) ?? null;
 
   const move = async (p: Plugin, dir: -1 | 1) => {
@@ -135,7 +145,7 @@ function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
   const upload = async () => {
     setErr(null);
     if (!file) return setErr(new Error('choose a .wasm file'));
-    if (!NAME_RE.test(name)) return setErr(new Error('a plugin name is lowercase letters, digits, - and _ (up to 63)'));
+    if (!NAME_RE.test(name)) return setErr(new Error('a plugin name is letters, digits, - and _ (up to 64)'));
     try {
       const bytes = await file.arrayBuffer();
       const p = await c.uploadPlugin(name, bytes);
@@ -159,7 +169,7 @@ function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
           onChange={(e) => {
             const f = e.target.files?.[0] ?? null;
             setFile(f);
-            if (f && !name) setName(f.name.replace(/\.wasm$/i, '').toLowerCase().replace(/[^a-z0-9_-]/g, '-'));
+            if (f && !name) setName(nameFromFile(f.name));
           }}
           data-testid="plugin-file"
         />
@@ -245,6 +255,13 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
         <p className="muted">No metrics: this dashboard does not serve plugin metrics yet.</p>
       ) : (
         <ErrorBox error={m.error} />
+      )}
+      {m.data && (
+        <p className="muted small" data-testid="plugin-metrics-proxies">
+          {m.data.proxies === 0
+            ? 'No proxy runs it (a disabled plugin is not loaded).'
+            : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
+        </p>
       )}
       {m.data && m.data.samples.length > 0 ? (
         <table className="table compact">
