@@ -493,6 +493,15 @@ fn emit(out: &str) -> anyhow::Result<()> {
 
 // === HTTP ===
 
+/// Who this is, for the dashboard's audit log: `cli:<unix user>`.
+fn cli_actor() -> String {
+    let user = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    format!("cli:{user}")
+}
+
 /// A dashboard's API at one base URL.
 struct Client {
     http: reqwest::Client,
@@ -522,7 +531,10 @@ impl Client {
         body: Option<Value>,
     ) -> anyhow::Result<Value> {
         let url = endpoint(&self.base, segments);
-        let mut req = self.http.request(method.clone(), url.clone());
+        let mut req = self
+            .http
+            .request(method.clone(), url.clone())
+            .header(crate::api::ACTOR_HEADER, cli_actor());
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);
         }
@@ -555,6 +567,7 @@ impl Client {
             .http
             .request(method.clone(), url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/wasm")
+            .header(crate::api::ACTOR_HEADER, cli_actor())
             .body(body);
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);

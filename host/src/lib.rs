@@ -18,6 +18,7 @@
 //! - [`dashboard`] — the topology owner: lock, operations, barrier pushes, health, migrations.
 //! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning.
 //! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
+//! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
 //! - [`telemetry`] — per-command counters and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
@@ -27,6 +28,7 @@ pub mod api;
 pub mod backend;
 pub mod command;
 pub mod config;
+pub mod console;
 pub mod coordinator;
 pub mod dashboard;
 pub mod migrate;

@@ -34,8 +34,32 @@ enum Cmd {
     Dashboard(DashboardArgs),
     /// Manage a cluster through its dashboard's API.
     Admin(tessera::admin::AdminArgs),
-    /// Start a local cluster: store, redis-server groups, dashboard and proxies.
+    /// Run the federation web console over the clusters of one or more stores.
+    Console(ConsoleArgs),
+    /// Start a local cluster: store, redis-server groups, dashboard, proxies and the console.
     Up(UpArgs),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct ConsoleArgs {
+    /// console.toml: users, admin tokens per cluster, stores, lockout.
+    #[arg(long, env = "TESSERA_CONSOLE_CONFIG")]
+    config: Option<PathBuf>,
+    /// A store to search for clusters (repeat for more): fs:///path or etcd://host:port.
+    #[arg(long = "store")]
+    stores: Vec<String>,
+    /// Listen address [default: the config's, else 127.0.0.1:9090].
+    #[arg(long)]
+    listen: Option<String>,
+    #[command(subcommand)]
+    command: Option<ConsoleCmd>,
+}
+
+#[derive(Subcommand)]
+enum ConsoleCmd {
+    /// Read a password from stdin and print its argon2id hash for console.toml.
+    HashPassword,
 }
 
 #[derive(clap::Args)]
@@ -109,18 +133,33 @@ struct UpArgs {
     /// Number of groups (a master and a replica each).
     #[arg(long, default_value_t = 2)]
     groups: usize,
-    /// Port of the first proxy (the second gets the next one).
+    /// Port of the first proxy (every further proxy gets the next one).
     #[arg(long, default_value_t = 19000)]
     port: u16,
-    /// Dashboard port.
+    /// Dashboard port (of the first cluster; each further cluster's gets the next one).
     #[arg(long, default_value_t = 18080)]
     dashboard_port: u16,
-    /// Admin API port of the first proxy (the second gets the next one).
+    /// Admin API port of the first proxy (every further proxy gets the next one).
     #[arg(long, default_value_t = 11080)]
     admin_port: u16,
     /// The redis-server binary.
     #[arg(long, env = "REDIS_SERVER_BIN", default_value = "redis-server")]
     redis_server: String,
+    /// Clusters to run: `local`, `local2`, … Each further one takes the next dashboard port
+    /// and the next two proxy and admin ports.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+    clusters: u16,
+    /// The web console's port.
+    #[arg(long, default_value_t = 9090)]
+    console_port: u16,
+    /// Give the console user `admin` a new password and print it.
+    #[arg(long)]
+    reset_password: bool,
+    /// Where the example plugins' .wasm files are (tessera_plugin_metrics.wasm,
+    /// tessera_plugin_filter.wasm) [default: <target>/wasm32-unknown-unknown/release next to
+    /// the binary's target directory]. Loaded on a cluster's first start when found.
+    #[arg(long)]
+    plugins_dir: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -130,6 +169,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Proxy(args) => run_proxy(args),
         Cmd::Dashboard(args) => run_dashboard(args),
         Cmd::Admin(args) => tessera::admin::run(args),
+        Cmd::Console(args) => run_console(args),
         Cmd::Up(args) => tessera::up::run(tessera::up::UpOptions {
             data_dir: args.data_dir,
             groups: args.groups,
@@ -138,6 +178,10 @@ fn main() -> anyhow::Result<()> {
             admin_port: args.admin_port,
             redis_server: args.redis_server,
             exe: std::env::current_exe().context("locating the tessera binary")?,
+            clusters: usize::from(args.clusters),
+            console_port: args.console_port,
+            reset_password: args.reset_password,
+            plugins_dir: args.plugins_dir,
         }),
     }
 }
@@ -265,6 +309,58 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         }
         proxy.run(shutdown_signal()).await
     })
+}
+
+fn run_console(args: ConsoleArgs) -> anyhow::Result<()> {
+    if let Some(ConsoleCmd::HashPassword) = args.command {
+        let password = read_password()?;
+        println!("{}", tessera::console::hash_password(&password)?);
+        return Ok(());
+    }
+    let config = match &args.config {
+        Some(path) => tessera::console::ConsoleConfig::from_file(path)?,
+        None => tessera::console::ConsoleConfig::default(),
+    };
+    let opts = tessera::console::ConsoleOptions {
+        config,
+        stores: args.stores,
+        listen: args.listen,
+    };
+    runtime()?.block_on(tessera::console::run(opts, shutdown_signal()))
+}
+
+/// One line from stdin, without its line ending. On a terminal it prompts and turns echo
+/// off (with `stty`) while the password is typed.
+fn read_password() -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal};
+    let tty = std::io::stdin().is_terminal();
+    let stty = |arg: &str| {
+        std::process::Command::new("stty")
+            .arg(arg)
+            .stdin(std::process::Stdio::inherit())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let mut line = String::new();
+    if tty {
+        eprint!("Password: ");
+        let hidden = stty("-echo");
+        let read = std::io::stdin().lock().read_line(&mut line);
+        if hidden {
+            stty("echo");
+            eprintln!();
+        }
+        read?;
+    } else {
+        std::io::stdin().lock().read_line(&mut line)?;
+    }
+    let password = line.trim_end_matches(['\n', '\r']).to_string();
+    if password.is_empty() {
+        bail!(
+            "empty password: give it on stdin, e.g. `printf '%s' \"$PW\" | tessera console hash-password`"
+        );
+    }
+    Ok(password)
 }
 
 fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {

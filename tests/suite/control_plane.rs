@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::support::{
     Api, ClusterProxy, ControlPlane, Dashboard, Etcd, Frame, RedisServer, Up, answers_on, connect,
-    free_port, keys_on, loopback, run_with_timeout, slot, two_consecutive_free_ports, wait_until,
+    free_port, keys_on, loopback, plugin_dir, run_with_timeout, slot, two_consecutive_free_ports,
+    wait_until,
 };
 
 /// SETs `key` to `value` through `proxy`, asserting `+OK`.
@@ -432,6 +433,28 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
             "{key} through the second proxy"
         );
     }
+    // The example plugins: the filter is loaded when its wasm32 build is there (tools/test.sh
+    // builds it); without it `up` still runs and says how to build it.
+    let filter_built = plugin_dir().join("tessera_plugin_filter.wasm").exists();
+    let plugins_line = |up: &Up| {
+        up.line(Duration::from_secs(5), |l| {
+            l.trim_start().starts_with("plugins:")
+        })
+        .unwrap_or_else(|| panic!("no plugins line\n{}", up.output()))
+    };
+    let line = plugins_line(&up);
+    if filter_built {
+        assert!(line.contains("filter (enabled"), "{line}");
+        let refused = redis::cmd("FLUSHALL")
+            .query::<()>(&mut first)
+            .expect_err("FLUSHALL through the filter");
+        assert!(
+            refused.to_string().contains("is not allowed"),
+            "the filter's refusal: {refused}"
+        );
+    } else {
+        assert!(line.contains("cargo build"), "{line}");
+    }
     drop((first, second));
 
     let redis = redis_ports(data.path());
@@ -447,6 +470,10 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
 
     let mut up = Up::start(data.path(), port, dashboard_port, admin_port);
     assert_eq!(layout(&dashboard), groups, "the same groups and servers");
+    if filter_built {
+        let line = plugins_line(&up);
+        assert!(line.contains("filter (enabled)"), "kept on resume: {line}");
+    }
     let mut second = connect(&format!("redis://127.0.0.1:{}/", port + 1));
     for key in &keys {
         let value: Option<String> = redis::cmd("GET")

@@ -44,3 +44,6 @@ mod failover;
 mod migration;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
+// The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
+// stores; the audit log; `tessera up --clusters 2`.
+mod console;

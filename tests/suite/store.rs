@@ -47,6 +47,7 @@ contract_tests!(
     gets_puts_and_deletes_arbitrary_bytes,
     compare_and_swap_writes_only_at_the_expected_version,
     lists_a_prefix_sorted_by_key,
+    children_are_the_names_right_below_a_prefix,
     watch_sees_puts_and_deletes_in_order,
     second_ephemeral_create_is_held_until_release,
     ephemeral_node_outlives_its_ttl_while_its_handle_lives,
@@ -171,6 +172,16 @@ async fn lists_a_prefix_sorted_by_key(url: &str) {
         assert_eq!(store.get(key).await.unwrap().as_ref(), Some(versioned));
     }
     assert!(store.list("/t/none/").await.unwrap().is_empty());
+}
+
+async fn children_are_the_names_right_below_a_prefix(url: &str) {
+    let store = open(url).await;
+    for key in ["/t/kids/b/deep", "/t/kids/a", "/t/kids/b/x", "/t/kidsnot/y"] {
+        store.put(key, b("v")).await.unwrap();
+    }
+    assert_eq!(store.children("/t/kids/").await.unwrap(), ["a", "b"]);
+    assert_eq!(store.children("/t/").await.unwrap(), ["kids", "kidsnot"]);
+    assert!(store.children("/t/none/").await.unwrap().is_empty());
 }
 
 async fn watch_sees_puts_and_deletes_in_order(url: &str) {

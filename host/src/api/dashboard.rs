@@ -22,6 +22,7 @@ use crate::router::GroupId;
 type Body<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
 
 pub fn router(d: Arc<Dashboard>) -> Router {
+    let audit = crate::dashboard::audit::AuditLog::new(&d);
     Router::new()
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
@@ -41,8 +42,11 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/migrations", get(migrations).post(migrate))
         .route("/api/migrations/abort", post(abort))
         .route("/api/rebalance", post(rebalance))
+        .route("/api/audit", super::audit::list_route(audit.clone()))
         .merge(super::plugins::dashboard_routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
+        // Inside the token check: only calls that passed it are recorded.
+        .layer(middleware::from_fn_with_state(audit, super::audit::record))
         .layer(middleware::from_fn_with_state(d.clone(), auth))
         .with_state(d)
 }

@@ -1,12 +1,14 @@
 //! HTTP APIs (axum): the proxy's admin API and the dashboard's REST API. Routes, DTOs and the
 //! error → HTTP mapping only; the logic lives in `proxy`, `dashboard` and `coordinator`.
 
+mod audit;
 pub mod dashboard;
 mod plugins;
 pub use plugins::apply_catalog as plugins_apply;
 mod error;
 pub mod proxy;
 
+pub use audit::ACTOR_HEADER;
 pub use error::{ApiError, bearer_matches, optional_json, sha256_hex};
 
 /// Serves `router` on `listener` until `shutdown` completes.

@@ -179,6 +179,24 @@ impl Store for EtcdStore {
             .collect())
     }
 
+    async fn children(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let options = GetOptions::new().with_prefix().with_keys_only();
+        let mut client = self.client.clone();
+        let resp = bounded(prefix, client.get(prefix, Some(options))).await?;
+        let mut names: Vec<String> = resp
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let key = String::from_utf8_lossy(kv.key());
+                let name = key.strip_prefix(prefix)?.split('/').next()?;
+                (!name.is_empty()).then(|| name.to_owned())
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     async fn watch(&self, prefix: &str) -> Result<WatchStream, StoreError> {
         let mut client = self.client.clone();
         let mut watch = bounded(

@@ -137,6 +137,11 @@ impl Store for FsStore {
         self.blocking(move |root| root.list(&prefix)).await
     }
 
+    async fn children(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_owned();
+        self.blocking(move |root| root.children(&prefix)).await
+    }
+
     async fn watch(&self, prefix: &str) -> Result<WatchStream, StoreError> {
         let first = self.list(prefix).await?;
         let (tx, rx) = mpsc::channel(256);
@@ -362,6 +367,27 @@ impl Root {
         self.walk(&dir, base, prefix, &mut out)?;
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// The entries of the directory of `prefix` (`/a/b/`), without reading any file.
+    fn children(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let base = prefix.trim_end_matches('/');
+        let dir = if base.is_empty() {
+            self.dir.clone()
+        } else {
+            self.path_of(base)?
+        };
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(prefix, e)),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     fn walk(

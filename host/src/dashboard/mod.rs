@@ -3,6 +3,7 @@
 //! in the store, health-checks every server and proxy, and pushes every routing change to
 //! every online proxy, waiting for all acknowledgements (the barrier migrations build on).
 
+pub mod audit;
 mod guard;
 mod health;
 mod migration;

@@ -630,20 +630,40 @@ pub(crate) struct Up {
 }
 
 impl Up {
-    /// Runs `tessera up` on `data_dir` and waits (up to 90 s) for it to print `tessera is up`.
+    /// Runs `tessera up` on `data_dir` (its console on a free port) and waits (up to 90 s)
+    /// for it to print `tessera is up`.
     ///
     /// # Panics
     /// If it exits first or never says so.
     pub(crate) fn start(data_dir: &Path, port: u16, dashboard_port: u16, admin_port: u16) -> Up {
+        let args = [
+            "--port".to_owned(),
+            port.to_string(),
+            "--dashboard-port".to_owned(),
+            dashboard_port.to_string(),
+            "--admin-port".to_owned(),
+            admin_port.to_string(),
+            "--console-port".to_owned(),
+            free_port().to_string(),
+        ];
+        Up::start_with(data_dir, &args)
+    }
+
+    /// Runs `tessera up --data-dir data_dir` with `args` (ports and all: the defaults are
+    /// fixed ports) and waits (up to 90 s) for it to print `tessera is up`.
+    ///
+    /// # Panics
+    /// If it exits first or never says so.
+    pub(crate) fn start_with(data_dir: &Path, args: &[String]) -> Up {
         let log_dir = tempfile::tempdir().expect("creating temp dir");
         let err = File::create(log_dir.path().join("up.err")).expect("creating up.err");
         let mut child = Command::new(tessera_bin())
             .arg("up")
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--port", &port.to_string()])
-            .args(["--dashboard-port", &dashboard_port.to_string()])
-            .args(["--admin-port", &admin_port.to_string()])
+            .arg("--plugins-dir")
+            .arg(super::plugin_dir())
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(err)
@@ -688,6 +708,23 @@ impl Up {
         }
     }
 
+    /// Waits up to `within` for a line of its stdout matching `pred` (seen before or after
+    /// this call) and returns it.
+    pub(crate) fn line(&self, within: Duration, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let mut found = None;
+        wait_until(within, || {
+            found = self
+                .stdout
+                .lock()
+                .expect("stdout lock")
+                .iter()
+                .find(|l| pred(l))
+                .cloned();
+            found.is_some()
+        });
+        found
+    }
+
     /// Its stdout so far and its stderr.
     pub(crate) fn output(&self) -> String {
         format!(
@@ -730,14 +767,25 @@ impl Drop for Up {
 
 /// Two free loopback ports `p` and `p + 1` (`tessera up --port p` takes both).
 pub(crate) fn two_consecutive_free_ports() -> u16 {
+    consecutive_free_ports(2)
+}
+
+/// `n` free loopback ports `p`, `p + 1`, … (`tessera up --clusters 2 --port p` takes four).
+pub(crate) fn consecutive_free_ports(n: u16) -> u16 {
     for _ in 0..100 {
         let first = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
         let port = first.local_addr().expect("local_addr").port();
-        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+        let rest: Option<Vec<TcpListener>> = (1..n)
+            .map(|k| {
+                port.checked_add(k)
+                    .and_then(|p| TcpListener::bind(("127.0.0.1", p)).ok())
+            })
+            .collect();
+        if rest.is_some() {
             return port;
         }
     }
-    panic!("no two consecutive free loopback ports found");
+    panic!("no {n} consecutive free loopback ports found");
 }
 
 /// Whether something on loopback `port` answers PING with `+PONG` now.
@@ -768,13 +816,17 @@ fn log_path(dir: &TempDir) -> PathBuf {
     dir.path().join("tessera.log")
 }
 
-fn read_log(dir: &TempDir) -> String {
+pub(super) fn read_log(dir: &TempDir) -> String {
     std::fs::read_to_string(log_path(dir)).unwrap_or_default()
 }
 
 /// Spawns `cmd` with stdout and stderr appended to the log in `dir`, and waits for `ready`;
 /// `None` (child reaped) if it exits or never becomes ready, e.g. because a port was taken.
-fn spawn_logged(mut cmd: Command, dir: &TempDir, mut ready: impl FnMut() -> bool) -> Option<Child> {
+pub(super) fn spawn_logged(
+    mut cmd: Command,
+    dir: &TempDir,
+    mut ready: impl FnMut() -> bool,
+) -> Option<Child> {
     let log = File::options()
         .create(true)
         .append(true)

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod cluster_mode;
+mod console;
 mod etcd;
 mod plugins;
 mod proxy;
@@ -17,11 +18,12 @@ use std::time::{Duration, Instant};
 
 pub(crate) use cluster::{Cluster, tag_on};
 pub(crate) use cluster_mode::{
-    Api, ClusterProxy, ControlPlane, Dashboard, Reply, TOKEN, Up, answers_on, tessera_bin,
-    two_consecutive_free_ports,
+    Api, ClusterProxy, ControlPlane, Dashboard, DashboardOptions, Reply, TOKEN, Up, answers_on,
+    consecutive_free_ports, tessera_bin, two_consecutive_free_ports,
 };
+pub(crate) use console::{Console, ConsoleClient, ConsoleSetup};
 pub(crate) use etcd::Etcd;
-pub(crate) use plugins::{metric, plugin_toml, plugin_wasm};
+pub(crate) use plugins::{metric, plugin_dir, plugin_toml, plugin_wasm};
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
 pub(crate) use redis_server::RedisServer;
 pub(crate) use resp::{Frame, RawClient, encode, read_frame};

@@ -5,13 +5,10 @@ use std::path::PathBuf;
 
 use super::proxy::tessera_bin;
 
-/// `target/wasm32-unknown-unknown/release/tessera_plugin_<name>.wasm` (or under
-/// `TESSERA_PLUGIN_DIR`).
-///
-/// # Panics
-/// If it was not built.
-pub(crate) fn plugin_wasm(name: &str) -> PathBuf {
-    let dir = match std::env::var("TESSERA_PLUGIN_DIR") {
+/// `target/wasm32-unknown-unknown/release` (or `TESSERA_PLUGIN_DIR`): where the plugins'
+/// wasm32 builds are.
+pub(crate) fn plugin_dir() -> PathBuf {
+    match std::env::var("TESSERA_PLUGIN_DIR") {
         Ok(d) => PathBuf::from(d),
         Err(_) => {
             // tessera_bin is target/<profile>/tessera.
@@ -22,8 +19,16 @@ pub(crate) fn plugin_wasm(name: &str) -> PathBuf {
                 .expect("the binary lives in target/<profile>");
             target.join("wasm32-unknown-unknown").join("release")
         }
-    };
-    let path = dir.join(format!("tessera_plugin_{name}.wasm"));
+    }
+}
+
+/// `target/wasm32-unknown-unknown/release/tessera_plugin_<name>.wasm` (or under
+/// `TESSERA_PLUGIN_DIR`).
+///
+/// # Panics
+/// If it was not built.
+pub(crate) fn plugin_wasm(name: &str) -> PathBuf {
+    let path = plugin_dir().join(format!("tessera_plugin_{name}.wasm"));
     assert!(
         path.exists(),
         "{} is not built: run tools/test.sh, or cargo build --release --target wasm32-unknown-unknown -p tessera-plugin-{name}",

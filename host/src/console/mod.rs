@@ -1,0 +1,168 @@
+//! `tessera console`: the federation web console. It finds every cluster in its stores
+//! ([`discovery`]), relays the browser's calls to each cluster's dashboard ([`relay`]), merges
+//! their audit logs with its own login events ([`audit`]), and serves the single-page app
+//! ([`assets`]) to logged-in users ([`auth`]). It keeps no cluster state of its own; the
+//! dashboards own their clusters. Routes and shapes: docs/console.md.
+
+mod assets;
+pub mod audit;
+pub mod auth;
+pub mod config;
+pub mod discovery;
+pub mod relay;
+
+pub use config::{ConsoleConfig, User, hash_password, verify_password};
+
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+
+use crate::api::ApiError;
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9090";
+
+/// Settings of `tessera console`.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    pub config: ConsoleConfig,
+    /// Added to the config's stores.
+    pub stores: Vec<String>,
+    /// Wins over the config's.
+    pub listen: Option<String>,
+}
+
+/// A running console's state, shared by its handlers.
+pub struct Console {
+    pub(crate) config: ConsoleConfig,
+    pub(crate) auth: auth::Auth,
+    pub(crate) discovery: discovery::Discovery,
+    pub(crate) events: audit::Events,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Console {
+    /// # Errors
+    /// No users, no stores, or an invalid config.
+    pub fn new(opts: ConsoleOptions) -> anyhow::Result<Arc<Self>> {
+        let mut config = opts.config;
+        config.check()?;
+        if config.users.is_empty() {
+            bail!(
+                "no users: add a [[users]] entry to console.toml with a password_hash from \
+                 `tessera console hash-password`"
+            );
+        }
+        for s in opts.stores {
+            if !config.stores.contains(&s) {
+                config.stores.push(s);
+            }
+        }
+        if config.stores.is_empty() {
+            bail!(
+                "no store to search for clusters: give --store URL (or stores = [...] in console.toml)"
+            );
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(2))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Arc::new(Self {
+            auth: auth::Auth::new(&config)?,
+            discovery: discovery::Discovery::new(config.stores.clone()),
+            events: audit::Events::default(),
+            http,
+            config,
+        }))
+    }
+
+    /// The stores searched.
+    pub fn stores(&self) -> &[String] {
+        &self.config.stores
+    }
+}
+
+/// The console's routes (docs/console.md).
+pub fn router(c: Arc<Console>) -> Router {
+    // Everything here needs a session (and CSRF on mutations); route_layer leaves the
+    // public routes below alone.
+    let private = Router::new()
+        .route("/auth/logout", post(auth::logout))
+        .route("/auth/me", get(auth::me))
+        .route("/api/clusters", get(relay::clusters))
+        .route("/api/clusters/{name}/{*rest}", any(relay::relay))
+        .route("/api/stores", get(relay::stores))
+        .route("/api/audit", get(audit::merged))
+        .route("/api", any(api_not_found))
+        .route("/api/{*rest}", any(api_not_found))
+        .route_layer(middleware::from_fn_with_state(
+            c.clone(),
+            auth::require_session,
+        ));
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route("/auth/login", post(auth::login))
+        .merge(private)
+        .fallback(assets::serve)
+        .layer(middleware::map_response(security_headers))
+        .with_state(c)
+}
+
+async fn api_not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no console route {}", uri.path()))
+}
+
+/// Headers for every answer: no framing, no sniffing, scripts and data from this origin only.
+async fn security_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r.into_response()
+}
+
+/// Runs the console until `shutdown` completes.
+///
+/// # Errors
+/// The address cannot be bound, or the config is invalid.
+pub async fn run(
+    opts: ConsoleOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let listen = opts
+        .listen
+        .clone()
+        .or_else(|| opts.config.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.into());
+    let console = Console::new(opts)?;
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("binding {listen}"))?;
+    let addr = listener.local_addr()?;
+    if !assets::built() {
+        tracing::warn!(
+            "the front end is not built: / shows how (cd web && npm ci && npm run build); the API works"
+        );
+    }
+    tracing::info!(%addr, stores = ?console.stores(), "console listening");
+    crate::api::serve(listener, router(console), shutdown).await?;
+    Ok(())
+}

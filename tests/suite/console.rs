@@ -1,0 +1,464 @@
+//! The web console's API (docs/console.md) against real dashboards: login and what needs a
+//! session, CSRF, the lockout, relaying reads and changes, the audit log with who made each
+//! change, clusters in fs and etcd stores, a dead dashboard failing only its own cluster, and
+//! `tessera up --clusters 2`.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    Console, ConsoleClient, ConsoleSetup, ControlPlane, Dashboard, DashboardOptions, Etcd, TOKEN,
+    Up, consecutive_free_ports, free_port, run_with_timeout, tessera_bin, wait_until,
+};
+
+fn user(name: &str, password: &str) -> (String, String) {
+    (name.to_owned(), password.to_owned())
+}
+
+/// A console over one empty fs store, users `admin`/`right` and `ops`/`other`.
+fn console_without_clusters(lockout_failures: u32) -> (Console, tempfile::TempDir) {
+    let store = tempfile::tempdir().expect("temp dir");
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![format!("fs://{}", store.path().display())],
+        users: vec![user("admin", "right"), user("ops", "other")],
+        lockout_failures: Some(lockout_failures),
+        ..ConsoleSetup::default()
+    });
+    (console, store)
+}
+
+#[test]
+fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
+    let (console, _store) = console_without_clusters(5);
+    let anon = console.client();
+    assert_eq!(anon.get("/health").status, 200, "/health needs no session");
+    for path in ["/api/clusters", "/api/audit", "/api/nothing", "/auth/me"] {
+        anon.get(path).expect_error(401, "unauthorized");
+    }
+    anon.post("/api/clusters/x/groups", &json!({}))
+        .expect_error(401, "unauthorized");
+
+    let mut c = console.client();
+    c.login("admin", "wrong")
+        .reply
+        .expect_error(401, "unauthorized");
+    c.login("nobody", "right")
+        .reply
+        .expect_error(401, "unauthorized");
+    assert!(c.cookie.is_none(), "no cookie after a failed login");
+    let raw = c.request("POST", "/auth/login", None).reply;
+    raw.expect_error(400, "bad_request");
+
+    let ok = c.login("admin", "right");
+    let body = ok.reply.ok();
+    assert_eq!(body["user"], "admin");
+    let cookie = ok.header("set-cookie").expect("a session cookie");
+    for flag in ["tessera_session=", "HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(flag), "cookie lacks {flag}: {cookie}");
+    }
+    let csrf = body["csrf"].as_str().expect("a csrf token").to_owned();
+    assert_eq!(csrf.len(), 64, "256-bit token in hex: {csrf}");
+    let me = c.get("/auth/me").ok();
+    assert_eq!(me, json!({"user": "admin", "csrf": csrf}));
+    assert_eq!(c.get("/api/clusters").ok(), json!([]));
+    c.get("/api/nothing").expect_error(404, "not_found");
+
+    // A forged or stale cookie is no session.
+    let mut forged = c.clone();
+    forged.cookie = Some(format!("tessera_session={}", "0".repeat(64)));
+    forged.get("/auth/me").expect_error(401, "unauthorized");
+
+    // Mutations need the CSRF token; a wrong one is as bad as none.
+    let no_csrf = c.without_csrf();
+    no_csrf
+        .post("/auth/logout", &json!({}))
+        .expect_error(403, "csrf");
+    no_csrf
+        .post("/api/clusters/x/groups", &json!({}))
+        .expect_error(403, "csrf");
+    let mut wrong = c.clone();
+    wrong.csrf = Some("0".repeat(64));
+    wrong
+        .post("/auth/logout", &json!({}))
+        .expect_error(403, "csrf");
+
+    let out = c.request("POST", "/auth/logout", None);
+    assert_eq!(out.reply.ok(), json!({}));
+    let cleared = out.header("set-cookie").expect("logout clears the cookie");
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    c.get("/auth/me").expect_error(401, "unauthorized");
+
+    // The single-page app (or the page saying how to build it) is served without a session.
+    let page = console.client().get("/clusters/some/view");
+    assert!(
+        page.content_type.starts_with("text/html"),
+        "an HTML page for a browser path: {} {}",
+        page.status,
+        page.content_type
+    );
+}
+
+#[test]
+fn repeated_failures_lock_the_user_out_with_429_and_are_audited() {
+    let (console, _store) = console_without_clusters(3);
+    let mut c = console.client();
+    c.login("admin", "bad1")
+        .reply
+        .expect_error(401, "unauthorized");
+    c.login("admin", "bad2")
+        .reply
+        .expect_error(401, "unauthorized");
+    let locked = c.login("admin", "bad3");
+    let message = locked.reply.expect_error(429, "locked_out");
+    assert!(message.contains("try again in"), "{message}");
+    let retry: u64 = locked
+        .header("retry-after")
+        .expect("a Retry-After header")
+        .parse()
+        .expect("seconds");
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    // Locked out even with the right password; other users are not.
+    c.login("admin", "right")
+        .reply
+        .expect_error(429, "locked_out");
+    let ops = console.login("ops", "other");
+
+    let audit = ops.get("/api/audit?limit=50").ok();
+    let events: Vec<(String, String, u64)> = audit
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            assert!(
+                e["cluster"].is_null(),
+                "console events have no cluster: {e}"
+            );
+            assert!(e["time_ms"].as_u64().is_some(), "{e}");
+            (
+                e["actor"].as_str().unwrap().to_owned(),
+                e["detail"].as_str().unwrap().to_owned(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Newest first: ops's login, the two lockouts, then the failures.
+    assert_eq!(events[0], ("console:ops".into(), "login".into(), 200));
+    assert_eq!(events[1].0, "console:admin");
+    assert_eq!(events[1].2, 429);
+    assert_eq!(
+        events.iter().filter(|e| e.1 == "login failed").count(),
+        2,
+        "{events:?}"
+    );
+}
+
+#[test]
+fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
+    let cp = ControlPlane::builder().servers(1).start();
+    let cluster = cp.options().cluster.clone();
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![cp.options().store.clone()],
+        users: vec![user("ada", "pw")],
+        tokens: vec![(cluster.clone(), TOKEN.to_owned())],
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    let base = format!("/api/clusters/{cluster}");
+
+    let clusters = c.get("/api/clusters").ok();
+    let list = clusters.as_array().expect("a list");
+    assert_eq!(list.len(), 1, "{clusters}");
+    assert_eq!(list[0]["name"], cluster.as_str());
+    assert_eq!(list[0]["reachable"], true, "{clusters}");
+    assert_eq!(list[0]["has_token"], true);
+    assert_eq!(list[0]["overview"]["cluster"], cluster.as_str());
+    assert_eq!(
+        list[0]["dashboard"]["admin_addr"],
+        cp.dashboard.addr().to_string()
+    );
+
+    assert_eq!(c.get(&format!("{base}/groups")).ok(), json!([]));
+    let created = c.post(&format!("{base}/groups"), &json!({"id": 1}));
+    assert_eq!(created.status, 201, "{}", created.body);
+    let server = cp.server_addr(0);
+    c.post(
+        &format!("{base}/groups/1/servers"),
+        &json!({"addr": server}),
+    )
+    .ok();
+    // The address travels percent-encoded in the path, as a browser sends it.
+    let encoded = server.replace(':', "%3A");
+    c.delete(&format!("{base}/groups/1/servers/{encoded}")).ok();
+    let groups = cp.api().get("/api/groups").ok();
+    assert_eq!(groups[0]["id"], 1, "the dashboard has the group: {groups}");
+    assert_eq!(groups[0]["servers"], json!([]), "{groups}");
+
+    // The dashboard's errors and 404s pass through; unknown clusters are the console's 404.
+    c.post(&format!("{base}/groups"), &json!({"id": "x"}))
+        .expect_error(400, "bad_request");
+    c.get(&format!("{base}/nothing"))
+        .expect_error(404, "not_found");
+    c.get("/api/clusters/nosuch/groups")
+        .expect_error(404, "not_found");
+    c.get(&format!("{base}/%2e%2e/health"))
+        .expect_error(400, "bad_request");
+
+    // The dashboard recorded the changes with who made them.
+    let log = cp.api().get("/api/audit").ok();
+    let mine: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["actor"] == "console:ada")
+        .collect();
+    assert_eq!(mine.len(), 4, "three changes and one bad request: {log}");
+    assert_eq!(mine[3]["method"], "POST");
+    assert_eq!(mine[3]["path"], "/api/groups");
+    assert_eq!(mine[3]["detail"], r#"{"id":1}"#);
+    assert_eq!(mine[3]["status"], 201);
+    assert_eq!(mine[0]["status"], 400, "the newest first");
+    assert_eq!(mine[1]["method"], "DELETE");
+
+    // The console merges them with its own events, newest first.
+    let merged = c.get("/api/audit").ok();
+    let merged = merged.as_array().unwrap();
+    assert_eq!(merged[0]["cluster"], cluster.as_str());
+    assert_eq!(merged[0]["status"], 400);
+    assert!(
+        merged.iter().any(|e| e["cluster"].is_null()
+            && e["actor"] == "console:ada"
+            && e["detail"] == "login"),
+        "the login is there too: {merged:?}"
+    );
+    let times: Vec<u64> = merged
+        .iter()
+        .map(|e| e["time_ms"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+
+    // `tessera admin` says who runs it; a direct API call is `api`.
+    let out = run_with_timeout(
+        Command::new(tessera_bin())
+            .args(["admin", "--dashboard", &cp.dashboard.addr().to_string()])
+            .args(["--token", TOKEN, "group", "create", "--id", "2"])
+            .env("USER", "grace"),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    cp.api().post("/api/groups", &json!({"id": 3})).ok();
+    let log = cp.api().get("/api/audit?limit=2").ok();
+    assert_eq!(log[0]["actor"], "api", "{log}");
+    assert_eq!(log[1]["actor"], "cli:grace", "{log}");
+    assert_eq!(log.as_array().unwrap().len(), 2, "limit");
+    // Calls refused for want of a token are not recorded.
+    cp.api()
+        .without_token()
+        .post("/api/groups", &json!({"id": 4}))
+        .expect_error(401, "unauthorized");
+    assert_eq!(
+        cp.api().get("/api/audit?limit=1").ok()[0]["path"],
+        "/api/groups"
+    );
+    assert_eq!(cp.api().get("/api/audit?limit=1").ok()[0]["actor"], "api");
+
+    // A console without the cluster's token reads, but says why a change cannot go through.
+    let tokenless = Console::start(&ConsoleSetup {
+        stores: vec![cp.options().store.clone()],
+        users: vec![user("ada", "pw")],
+        ..ConsoleSetup::default()
+    });
+    let t = tokenless.login("ada", "pw");
+    t.get(&format!("{base}/groups")).ok();
+    let message = t
+        .post(&format!("{base}/groups"), &json!({"id": 9}))
+        .expect_error(403, "cluster_token");
+    assert!(message.contains("[tokens]"), "{message}");
+}
+
+/// Every cluster's `(name, store, reachable, error)` as `/api/clusters` lists them.
+fn listed(c: &ConsoleClient) -> Vec<(String, String, bool, Value)> {
+    c.get("/api/clusters")
+        .ok()
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|cl| {
+            (
+                cl["name"].as_str().unwrap().to_owned(),
+                cl["store"].as_str().unwrap().to_owned(),
+                cl["reachable"].as_bool().unwrap(),
+                cl["error"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let etcd = rt.block_on(Etcd::start());
+    let fs_dir = tempfile::tempdir().expect("temp dir");
+    let fs = format!("fs://{}", fs_dir.path().join("store").display());
+    let start = |name: &str, store: &str| {
+        let mut o = DashboardOptions::new(store);
+        o.cluster = name.to_owned();
+        Dashboard::start(&o)
+    };
+    let mut east = start("east", &fs);
+    let _west = start("west", &fs);
+    let _north = start("north", &etcd.url());
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![fs.clone(), etcd.url()],
+        users: vec![user("ada", "pw")],
+        tokens: ["east", "west", "north"]
+            .iter()
+            .map(|n| ((*n).to_owned(), TOKEN.to_owned()))
+            .collect(),
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    let all = listed(&c);
+    let names: Vec<(&str, &str, bool)> = all
+        .iter()
+        .map(|(n, s, r, _)| (n.as_str(), s.as_str(), *r))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("east", fs.as_str(), true),
+            ("west", fs.as_str(), true),
+            ("north", etcd.url().as_str(), true)
+        ],
+        "{all:?}"
+    );
+    c.post("/api/clusters/north/groups", &json!({"id": 7})).ok();
+
+    east.kill();
+    let mut seen = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            seen = listed(&c);
+            seen.iter().any(|(n, _, r, _)| n == "east" && !r)
+        }),
+        "east never showed as unreachable: {seen:?}"
+    );
+    let (_, _, _, error) = seen.iter().find(|(n, ..)| n == "east").unwrap();
+    assert!(
+        error.as_str().is_some_and(|e| !e.is_empty()),
+        "an unreachable cluster says why: {seen:?}"
+    );
+    let r = c.get("/api/clusters/east/groups");
+    assert!(
+        r.status == 502 || r.status == 503,
+        "a dead dashboard's cluster is 502 or 503, got {}: {}",
+        r.status,
+        r.body
+    );
+    let code = if r.status == 502 {
+        "bad_gateway"
+    } else {
+        "unavailable"
+    };
+    let message = r.expect_error(r.status, code);
+    assert!(message.contains("east"), "{message}");
+    for other in ["west", "north"] {
+        assert!(
+            seen.iter().any(|(n, _, r, _)| n == other && *r),
+            "{other}: {seen:?}"
+        );
+        c.get(&format!("/api/clusters/{other}/groups")).ok();
+    }
+    let north = c.get("/api/clusters/north/groups").ok();
+    assert_eq!(north[0]["id"], 7, "{north}");
+    // The merged audit log still answers, with what the live clusters recorded.
+    let merged = c.get("/api/audit").ok();
+    assert!(
+        merged
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["cluster"] == "north" && e["actor"] == "console:ada"),
+        "{merged}"
+    );
+}
+
+#[test]
+fn tessera_up_with_two_clusters_shows_both_in_the_console() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let console_port = free_port();
+    let args: Vec<String> = [
+        "--clusters".to_owned(),
+        "2".to_owned(),
+        "--groups".to_owned(),
+        "1".to_owned(),
+        "--port".to_owned(),
+        consecutive_free_ports(4).to_string(),
+        "--dashboard-port".to_owned(),
+        consecutive_free_ports(2).to_string(),
+        "--admin-port".to_owned(),
+        consecutive_free_ports(4).to_string(),
+        "--console-port".to_owned(),
+        console_port.to_string(),
+    ]
+    .into();
+    let console_line = |up: &Up| {
+        up.line(Duration::from_secs(10), |l| l.starts_with("console:"))
+            .unwrap_or_else(|| panic!("no console line\n{}", up.output()))
+    };
+    let mut up = Up::start_with(data.path(), &args);
+    let line = console_line(&up);
+    let password = line
+        .split("password: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no password in {line:?}"))
+        .to_owned();
+    let console = ConsoleClient::for_port(console_port);
+    let mut c = console.clone();
+    c.login("admin", &password).reply.ok();
+    let all = listed(&c);
+    let names: Vec<(&str, bool)> = all.iter().map(|(n, _, r, _)| (n.as_str(), *r)).collect();
+    assert_eq!(names, vec![("local", true), ("local2", true)], "{all:?}");
+    for name in ["local", "local2"] {
+        let groups = c.get(&format!("/api/clusters/{name}/groups")).ok();
+        assert_eq!(groups.as_array().map(Vec::len), Some(1), "{name}: {groups}");
+        // The console has each cluster's token: changes go through.
+        c.post(&format!("/api/clusters/{name}/groups"), &json!({"id": 2}))
+            .ok();
+    }
+    stop(&mut up);
+    drop(up);
+
+    // A resume keeps the user and its password, and says so instead of printing it.
+    let mut up = Up::start_with(data.path(), &args);
+    let line = console_line(&up);
+    assert!(!line.contains("password:"), "{line}");
+    assert!(
+        up.line(Duration::from_secs(10), |l| l.contains("--reset-password"))
+            .is_some(),
+        "a resume says how to get a new password\n{}",
+        up.output()
+    );
+    let mut c = console.clone();
+    c.login("admin", &password).reply.ok();
+    assert_eq!(listed(&c).len(), 2);
+    stop(&mut up);
+}
+
+/// SIGINT, then asserts a clean exit within 30 s.
+fn stop(up: &mut Up) {
+    match up.interrupt(Duration::from_secs(30)) {
+        Some(status) => assert!(
+            status.success(),
+            "tessera up exited with {status}\n{}",
+            up.output()
+        ),
+        None => panic!("tessera up still runs 30 s after SIGINT\n{}", up.output()),
+    }
+}

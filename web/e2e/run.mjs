@@ -1,0 +1,753 @@
+// End-to-end test of the console against a real local federation:
+//   `tessera up --clusters 2` (two clusters: redis-servers, dashboards, proxies, and the
+//   console), then headless Chromium logs in, watches QPS under redis-benchmark load, moves
+//   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
+//   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
+//   through a proxy, disable), and finds those changes with the user in the audit log. A
+//   screenshot of every view goes to e2e/screenshots/.
+//
+// Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
+// TESSERA_PLUGIN_DIR (the plugins' wasm32 builds, default
+// ../target/wasm32-unknown-unknown/release, or under CARGO_TARGET_DIR), CHROMIUM (default
+// /usr/bin/chromium), REDIS_BENCHMARK (default redis-benchmark), E2E_KEEP=1 keeps the data
+// directory.
+// For a development loop against a console already running: E2E_CONSOLE_URL, E2E_USER,
+// E2E_PASSWORD (nothing is started or stopped then).
+//
+// Every wait is bounded and says what it waited for; every process started here is stopped
+// (SIGTERM to `tessera up`, which stops its children; checked) even on failure.
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// The cargo target directory: CARGO_TARGET_DIR when cargo was told to build elsewhere.
+const TARGET = process.env.CARGO_TARGET_DIR ? path.resolve(WEB, '..', process.env.CARGO_TARGET_DIR) : path.resolve(WEB, '../target');
+const BIN = process.env.TESSERA_BIN ?? path.join(TARGET, 'debug/tessera');
+const PLUGIN_DIR = process.env.TESSERA_PLUGIN_DIR ?? path.join(TARGET, 'wasm32-unknown-unknown/release');
+const FILTER_WASM = path.join(PLUGIN_DIR, 'tessera_plugin_filter.wasm');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const BENCH = process.env.REDIS_BENCHMARK ?? 'redis-benchmark';
+const SHOTS = path.join(WEB, 'e2e', 'screenshots');
+const T0 = Date.now();
+
+const log = (...a) => console.log(`[e2e +${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Thrown by a probe to stop waiting at once (e.g. the process being waited on exited). */
+class Fatal extends Error {}
+
+/** Polls `probe` until it returns a truthy value; fails after `ms` naming what it waited for. */
+async function waitFor(what, probe, ms, every = 250) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+      last = v;
+    } catch (e) {
+      if (e instanceof Fatal) throw e;
+      last = e instanceof Error ? e.message.split('\n')[0] : e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${Math.round(ms / 1000)}s waiting for ${what} (last: ${JSON.stringify(last)})`);
+    }
+    await sleep(every);
+  }
+}
+
+/** One RESP command to `addr` (host:port); resolves to the reply: a string, or {error} for an error reply. */
+function resp(addr, ...args) {
+  const [host, port] = addr.split(':');
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), host);
+    let buf = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no reply from ${addr} to ${args[0]} within 10 s`));
+    }, 10_000);
+    const done = (v) => {
+      clearTimeout(timer);
+      sock.end();
+      resolve(v);
+    };
+    sock.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      const nl = buf.indexOf('\r\n');
+      if (nl < 0) return;
+      const line = buf.subarray(1, nl).toString();
+      switch (String.fromCharCode(buf[0])) {
+        case '-':
+          return done({ error: line });
+        case '+':
+        case ':':
+          return done(line);
+        case '$': {
+          const n = Number(line);
+          if (n < 0) return done(null);
+          if (buf.length < nl + 2 + n + 2) return; // the rest is still coming
+          return done(buf.subarray(nl + 2, nl + 2 + n).toString());
+        }
+        default:
+          return done({ error: `unexpected reply ${JSON.stringify(buf.toString().slice(0, 80))}` });
+      }
+    });
+    sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+  });
+}
+
+const reserved = new Set();
+
+function bindable(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * `n` consecutive free ports (a flag of `up` whose further clusters take the next ones),
+ * below the kernel's ephemeral range: `up` gives its redis-servers ports the kernel picks
+ * (port 0), which could otherwise land in a range chosen here before the proxies bind it.
+ */
+async function freePortRun(n) {
+  const [lo] = fs
+    .readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const top = Math.min(lo || 32768, 65535) - n;
+  const bottom = Math.min(20000, top - 1000);
+  for (let i = 0; i < 200; i++) {
+    const p = bottom + Math.floor(Math.random() * (top - bottom));
+    let ok = true;
+    for (let k = 0; k < n && ok; k++) ok = !reserved.has(p + k) && (await bindable(p + k));
+    if (ok) {
+      for (let k = 0; k < n; k++) reserved.add(p + k);
+      return p;
+    }
+  }
+  throw new Error(`no ${n} consecutive free ports below ${top + n}`);
+}
+
+// --- processes ---
+
+/** Every descendant pid of `pid` (from /proc), children before grandchildren. */
+function descendants(pid) {
+  const kids = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid).push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [];
+  const walk = (p) => {
+    for (const k of kids.get(p) ?? []) {
+      out.push(k);
+      walk(k);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    // A zombie has exited; it only waits for its parent to reap it.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+const started = []; // { name, child }
+let createdDataDir = null;
+
+function start(name, cmd, args, opts = {}) {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...opts });
+  started.push({ name, child });
+  child.exited = new Promise((resolve) => child.once('exit', (code, sig) => resolve({ code, sig })));
+  child.on('error', (e) => log(`${name}: ${e.message}`));
+  return child;
+}
+
+/** Stops `tessera up` with SIGTERM (it stops its children), then checks none is left. */
+async function stopAll() {
+  const problems = [];
+  for (const { name, child } of started.reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const family = descendants(child.pid);
+    log(`stopping ${name} (pid ${child.pid}, ${family.length} descendant(s)) with SIGTERM`);
+    try {
+      process.kill(child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    const done = await Promise.race([child.exited, sleep(30_000).then(() => null)]);
+    if (!done) {
+      problems.push(`${name} did not exit within 30 s of SIGTERM`);
+      try {
+        process.kill(-child.pid, 'SIGKILL'); // its own process group (detached)
+      } catch {
+        // gone
+      }
+    }
+    const left = await waitFor(
+      `the children of ${name} to exit`,
+      () => family.every((p) => !alive(p)),
+      15_000,
+    ).catch(() => false);
+    if (!left) {
+      const still = family.filter(alive);
+      problems.push(`${name} left ${still.length} process(es) running: ${still.join(', ')}`);
+      for (const p of still) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    } else if (family.length) {
+      log(`${name} and its ${family.length} descendant(s) are gone`);
+    }
+  }
+  return problems;
+}
+
+// --- the federation ---
+
+function upHelp() {
+  const r = spawnSync(BIN, ['up', '--help'], { encoding: 'utf8' });
+  if (r.error) throw new Error(`cannot run ${BIN}: ${r.error.message} (build it: cargo build -p tessera)`);
+  return r.stdout + r.stderr;
+}
+
+async function startFederation() {
+  if (!fs.existsSync(path.join(WEB, 'dist', 'index.html'))) {
+    throw new Error('web/dist is missing: run `npm run build` first (the console serves it)');
+  }
+  const help = upHelp();
+  if (!help.includes('--clusters')) throw new Error(`${BIN} up has no --clusters flag: the binary is older than the console`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-e2e-'));
+  createdDataDir = dataDir;
+  const args = ['up', '--clusters', '2', '--data-dir', dataDir];
+  // Free ports for every flag this build of `up` has (the others pick their own).
+  // Two clusters of two proxies: 4 proxy ports, 4 admin ports, 2 dashboard ports, 1 console.
+  const flags = { '--port': 4, '--admin-port': 4, '--dashboard-port': 2, '--console-port': 1 };
+  for (const [flag, n] of Object.entries(flags)) {
+    if (new RegExp(`${flag}[ =<]`).test(help)) args.push(flag, String(await freePortRun(n)));
+  }
+  // The example plugins `up` loads come from the same builds as the plugin step's.
+  if (/--plugins-dir[ =<]/.test(help)) args.push('--plugins-dir', PLUGIN_DIR);
+  log(`starting ${BIN} ${args.join(' ')}`);
+  const up = start('tessera up', BIN, args);
+  let out = '';
+  let err = '';
+  up.stdout.on('data', (d) => {
+    out += d;
+    process.stdout.write(`  [up] ${d}`.replace(/\n(?=.)/g, '\n  [up] '));
+  });
+  up.stderr.on('data', (d) => (err += d));
+  let exited = null;
+  up.exited.then((e) => (exited = e));
+  const found = await waitFor(
+    'tessera up to print the console URL and the admin password',
+    () => {
+      if (exited) throw new Fatal(`tessera up exited (${JSON.stringify(exited)}) before the console was up: ${err.slice(-3000)}`);
+      const url = /(https?:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+)\/?\S*/.exec(
+        out.split('\n').find((l) => /console/i.test(l) && /https?:\/\//.test(l)) ?? '',
+      );
+      const pw = /password:\s*(\S{6,})/i.exec(out) ?? /password\S*\s*[:=]?\s*(?:is\s+)?["'`]?([A-Za-z0-9_\-+/=.]{6,})["'`]?/i.exec(out);
+      const user = /user(?:name)?\s*[:=]?\s*["'`]?([a-z][a-z0-9_-]*)["'`]?/i.exec(
+        out.split('\n').find((l) => /console|password|login/i.test(l) && /user/i.test(l)) ?? '',
+      );
+      return url && pw ? { url: url[1], password: pw[1], user: user?.[1] ?? 'admin' } : null;
+    },
+    180_000,
+    200,
+  );
+  return { ...found, dataDir };
+}
+
+// --- the test ---
+
+async function main() {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png')) fs.rmSync(path.join(SHOTS, f)); // this run's only
+  let fed;
+  if (process.env.E2E_CONSOLE_URL) {
+    fed = { url: process.env.E2E_CONSOLE_URL, user: process.env.E2E_USER ?? 'admin', password: process.env.E2E_PASSWORD };
+  } else {
+    fed = await startFederation();
+  }
+  const base = fed.url.replace(/\/$/, '');
+  log(`console ${base}, user ${fed.user}`);
+  await waitFor('the console to answer /health', async () => (await fetch(`${base}/health`)).ok, 60_000);
+
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-e2e-chromium-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1440, height: 1000 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const pageErrors = [];
+  let bench;
+  try {
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    const shot = async (name) => {
+      await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+      log(`screenshot ${name}.png`);
+    };
+    const tid = (id) => page.getByTestId(id);
+    const text = async (id) => (await tid(id).textContent())?.trim() ?? '';
+
+    // Without a session: the data routes answer 401 and the app shows only the login form.
+    const anon = await ctx.request.get(`${base}/api/clusters`);
+    if (anon.status() !== 401) throw new Error(`GET /api/clusters without a session answered ${anon.status()}, not 401`);
+    await page.goto(`${base}/#/clusters`);
+    await tid('login-form').waitFor({ timeout: 30_000 });
+    if (await tid('clusters-table').count()) throw new Error('the clusters table shows without a session');
+
+    // A wrong password is refused with the API's message.
+    await tid('login-user').fill(fed.user);
+    await tid('login-password').fill('not-the-password');
+    await tid('login-submit').click();
+    await tid('login-error').waitFor();
+    log(`wrong password refused: ${await text('login-error')}`);
+    await shot('01-login');
+
+    // Log in.
+    await tid('login-password').fill(fed.password);
+    await tid('login-submit').click();
+    await tid('clusters-table').waitFor({ timeout: 30_000 });
+    const minClusters = Number(process.env.E2E_MIN_CLUSTERS ?? 2);
+    const clusterNames = await waitFor(
+      `${minClusters} clusters listed, all reachable`,
+      async () => {
+        const rows = await page.locator('[data-testid^="cluster-row-"]').evaluateAll((els) =>
+          els.map((e) => e.getAttribute('data-testid').slice('cluster-row-'.length)),
+        );
+        if (rows.length < minClusters) return null;
+        for (const n of rows) {
+          const h = await text(`cluster-health-${n}`);
+          if (['no dashboard', 'unreachable', 'unknown'].includes(h)) return null;
+        }
+        return rows;
+      },
+      90_000,
+      500,
+    );
+    log(`clusters: ${clusterNames.join(', ')}`);
+    await shot('02-clusters');
+    const name = clusterNames[0];
+    const capi = `${base}/api/clusters/${encodeURIComponent(name)}`;
+
+    // Overview: QPS chart; load through one proxy moves its latest value above zero.
+    await tid(`cluster-link-${name}`).click();
+    await page.locator('[data-testid="qps-chart"] canvas').first().waitFor({ timeout: 20_000 });
+    const proxies = await (await ctx.request.get(`${capi}/proxies`)).json();
+    if (!Array.isArray(proxies) || !proxies.length) throw new Error(`cluster ${name} has no proxy: ${JSON.stringify(proxies)}`);
+    const [host, port] = proxies[0].addr.split(':');
+    log(`load: ${BENCH} against proxy ${proxies[0].addr}`);
+    bench = start('redis-benchmark', BENCH, ['-h', host, '-p', port, '-t', 'set,get', '-n', '100000', '-r', '50000', '-c', '10', '-q']);
+    let benchOut = '';
+    bench.stdout.on('data', (d) => (benchOut += d));
+    bench.stderr.on('data', (d) => (benchOut += d));
+    const qps = await waitFor(
+      'the QPS chart latest value to rise above 0 under load',
+      async () => {
+        const v = Number((await text('qps-latest')).replace(/[^0-9.]/g, ''));
+        return v > 0 ? v : null;
+      },
+      60_000,
+      500,
+    );
+    log(`QPS now ${qps}`);
+    await sleep(3000); // a few more points on the chart
+    await shot('03-overview-under-load');
+    const benchDone = await Promise.race([bench.exited, sleep(180_000).then(() => null)]);
+    if (!benchDone) throw new Error(`redis-benchmark did not finish within 180 s: ${benchOut.slice(-500)}`);
+    if (benchDone.code !== 0) throw new Error(`redis-benchmark failed (${JSON.stringify(benchDone)}): ${benchOut.slice(-500)}`);
+    log(`benchmark: ${benchOut.trim().split(/\r|\n/).filter((l) => /requests per second/.test(l)).join('; ')}`);
+
+    // Groups and proxies views.
+    await tid('tab-groups').click();
+    await page.locator('[data-testid^="group-"][data-testid$="-state"]').first().waitFor();
+    // A destructive action asks first; cancelling changes nothing.
+    const promote = page.locator('[data-testid^="promote-"]').first();
+    await promote.waitFor();
+    const groupsBefore = await (await ctx.request.get(`${capi}/groups`)).json();
+    await promote.click();
+    await tid('confirm-dialog').waitFor();
+    await shot('04-groups-confirm');
+    await tid('confirm-cancel').click();
+    await tid('confirm-dialog').waitFor({ state: 'detached' });
+    const groupsAfter = await (await ctx.request.get(`${capi}/groups`)).json();
+    const masters = (gs) => gs.map((g) => g.servers[0]?.addr).join(',');
+    if (masters(groupsBefore) !== masters(groupsAfter)) throw new Error('cancelling the promote dialog changed a master');
+    await shot('04-groups');
+    await tid('tab-proxies').click();
+    await tid('proxies-table').waitFor();
+    await waitFor('the proxies table to list the proxies', async () => (await page.locator('[data-testid^="proxy-state-"]').count()) >= proxies.length, 15_000);
+    await shot('05-proxies');
+
+    // Slot map: select 20 slots of one group (click + shift-click) and move them to another.
+    await tid('tab-slots').click();
+    await tid('slot-0').waitFor();
+    const slots = await waitFor(
+      'the slot map to load',
+      async () => {
+        const s = await (await ctx.request.get(`${capi}/slots`)).json();
+        return Array.isArray(s) && s.length === 1024 && s.every((x) => x.group != null) ? s : null;
+      },
+      30_000,
+    );
+    const groups = [...new Set(slots.map((s) => s.group))];
+    if (groups.length < 2) throw new Error(`cluster ${name} has ${groups.length} group(s) with slots; the test needs 2`);
+    const src = slots[0].group;
+    const dst = groups.find((g) => g !== src);
+    const first = slots.findIndex((s) => s.group === src);
+    const small = { from: first, to: first + 19 };
+    await waitFor('slot cells coloured by group', async () => (await tid(`slot-${small.from}`).getAttribute('data-group')) === String(src), 15_000);
+    // Drag selects a range …
+    const box = async (id) => {
+      const b = await tid(`slot-${id}`).boundingBox();
+      return { x: b.x + b.width / 2, y: b.y + b.height / 2 };
+    };
+    const a = await box(first + 40);
+    const b = await box(first + 49);
+    await page.mouse.move(a.x, a.y);
+    await page.mouse.down();
+    await page.mouse.move(b.x, b.y, { steps: 10 });
+    await page.mouse.up();
+    if ((await text('selection-size')) !== '10 slot(s)') throw new Error(`dragging over 10 slots selected "${await text('selection-size')}"`);
+    // … and so do click + shift-click.
+    await tid(`slot-${small.from}`).click();
+    await tid(`slot-${small.to}`).click({ modifiers: ['Shift'] });
+    const size = await text('selection-size');
+    if (!size.startsWith('20 ')) throw new Error(`click + shift-click selected "${size}", not 20 slots`);
+    if (!(await text('slot-detail-group')).includes(`group ${src}`)) throw new Error('the slot detail does not show the owner');
+    await tid('target-group').selectOption(String(dst));
+    log(`migrating slots ${small.from}-${small.to}: group ${src} → ${dst}`);
+    await tid('migrate-selection').click();
+    await tid('notice-ok').filter({ hasText: '20 slot(s) queued' }).first().waitFor({ timeout: 60_000 });
+    await page.locator('.slot-cell.migrating').first().waitFor({ timeout: 10_000 }).then(
+      () => shot('06-slotmap-migrating'),
+      () => log('the move was too quick to see a migrating cell'),
+    );
+    await waitFor(
+      'the 20-slot migration to reach 100%',
+      async () => {
+        const st = await tid('migration-progress').getAttribute('data-state');
+        const pct = await text('migration-percent');
+        return st === 'complete' && pct === '100%';
+      },
+      180_000,
+      500,
+    );
+    await waitFor(
+      `slots ${small.from}-${small.to} to show group ${dst} in the map`,
+      async () => (await tid(`slot-${small.from}`).getAttribute('data-group')) === String(dst) && (await tid(`slot-${small.to}`).getAttribute('data-group')) === String(dst),
+      15_000,
+    );
+    log('20-slot migration complete');
+    await shot('07-slotmap-done');
+
+    // A larger move, started from the migrations view, then aborted.
+    await tid('tab-migrations').click();
+    const big = slots.filter((s, i) => s.group === src && i > small.to).map((s) => s.id);
+    const bigFrom = big[0];
+    let bigTo = bigFrom;
+    while (big.includes(bigTo + 1)) bigTo++;
+    await tid('migrate-range').fill(`${bigFrom}-${bigTo}`);
+    await tid('migrate-target').selectOption(String(dst));
+    log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst}, to abort`);
+    await tid('migrate-start').click();
+    await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
+    await waitFor('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);
+    await shot('08-migrations-running');
+    await tid('abort-all').click();
+    await tid('confirm-dialog').waitFor();
+    await tid('confirm-ok').click();
+    await waitFor('the abort button to show the call in progress or done', async () => (await text('abort-all')) !== 'Abort' || (await tid('notice-ok').filter({ hasText: 'aborted' }).count()) > 0, 10_000, 100);
+    const aborted = await tid('notice-ok').filter({ hasText: 'aborted' }).first().locator('span').textContent({ timeout: 90_000 });
+    log(`abort: ${aborted}`);
+    const n = Number(/(\d+) slot migration/.exec(aborted ?? '')?.[1] ?? 0);
+    if (!(n > 0)) throw new Error(`the abort aborted no slot ("${aborted}"): the move finished before it`);
+    await waitFor(
+      'the aborted migration to settle (every slot moved back or finished)',
+      async () => (await tid('migration-progress').getAttribute('data-state')) === 'aborted',
+      240_000,
+      500,
+    );
+    const after = await (await ctx.request.get(`${capi}/slots`)).json();
+    const backHome = after.filter((s) => s.id >= bigFrom && s.id <= bigTo && s.group === src).length;
+    log(`after the abort ${backHome} of ${bigTo - bigFrom + 1} slots are (back) in group ${src}`);
+    if (backHome === 0) throw new Error('after the abort no slot of the large range is in its source group');
+
+    // Rebalance preview (dry run) shows a plan.
+    await tid('rebalance-preview').click();
+    await tid('rebalance-plan').waitFor();
+    const planText = (await tid('rebalance-plan').textContent()) ?? '';
+    const planned = Number(/(\d+) slot\(s\) would move/.exec(planText)?.[1] ?? NaN);
+    log(`rebalance preview: ${planned} slot(s) would move`);
+    await shot('09-migrations-rebalance-preview');
+    if (!(planned > 0)) throw new Error(`the rebalance preview planned no move after the 20-slot migration: "${planText.slice(0, 200)}"`);
+    // Execute the plan (confirmed) and watch it to the end: the groups are even again.
+    await tid('rebalance-execute').click();
+    await tid('confirm-dialog').waitFor();
+    await tid('confirm-ok').click();
+    await tid('notice-ok').filter({ hasText: `${planned} slot(s) queued by the rebalance` }).first().waitFor({ timeout: 60_000 });
+    await waitFor(
+      'the rebalance to complete',
+      async () => (await tid('migration-progress').getAttribute('data-state')) === 'complete' && (await text('migration-percent')) === '100%',
+      180_000,
+      500,
+    );
+    const even = await waitFor(
+      'the slots to be split evenly again',
+      async () => {
+        const s = await (await ctx.request.get(`${capi}/slots`)).json();
+        const per = {};
+        for (const x of s) per[x.group] = (per[x.group] ?? 0) + 1;
+        return Object.values(per).every((n) => n === 1024 / Object.keys(per).length) ? per : null;
+      },
+      15_000,
+    );
+    log(`rebalanced: ${JSON.stringify(even)}`);
+
+    // Plugins: the filter through the view, checked through a proxy.
+    const pluginAudit = await pluginsStep({ page, tid, text, shot, capi, ctx, proxy: proxies[0].addr });
+
+    // The other cluster, through the switcher: its own overview and slot map.
+    const other = clusterNames.find((n) => n !== name);
+    await tid('cluster-switch').selectOption(other);
+    await waitFor(`the page to show cluster ${other}`, async () => (await text('cluster-name')) === other, 10_000);
+    await tid('tab-overview').click();
+    await page.locator('[data-testid="qps-chart"] canvas').first().waitFor({ timeout: 20_000 });
+    await waitFor(`${other}'s overview to load`, async () => /\d/.test(await text('keys-total')), 20_000);
+    await shot('13-other-cluster');
+
+    // Audit: the migrations and the abort, with the user who made them.
+    await tid('nav-audit').click();
+    await tid('audit-table').waitFor();
+    const actor = `console:${fed.user}`;
+    const wanted = [
+      ['POST', '/api/migrations'],
+      ['POST', '/api/migrations/abort'],
+      ['POST', '/api/rebalance'],
+      ...pluginAudit,
+    ];
+    await waitFor(
+      `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
+      async () => {
+        const rows = await page.locator('[data-testid="audit-row"]').evaluateAll((els) =>
+          els.map((e) => [...e.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')),
+        );
+        return wanted.every(([m, p]) => rows.some((r) => r[1] === name && r[2] === actor && r[3] === `${m} ${p}`));
+      },
+      30_000,
+      1000,
+    );
+    await waitFor('a login in the audit log', async () => (await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0, 10_000);
+    await shot('14-audit');
+
+    // Log out: back to the login form, and the data routes answer 401 again.
+    await tid('logout').click();
+    await tid('login-form').waitFor();
+    const gone = await ctx.request.get(`${base}/api/clusters`);
+    if (gone.status() !== 401) throw new Error(`after logout GET /api/clusters answered ${gone.status()}`);
+
+    if (pageErrors.length) throw new Error(`uncaught errors in the page: ${pageErrors.join(' | ')}`);
+    log('all checks passed');
+  } finally {
+    await ctx.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  return fed;
+}
+
+/**
+ * The plugins view on the first cluster: the filter uploaded, an invalid config (inline
+ * error), a config the plugin refuses (the server's 400), a valid one, enabled (FLUSHALL
+ * refused by it through a proxy, GET still served), its metrics panel, disabled. Returns the
+ * audit rows the changes must leave, as [method, path].
+ */
+async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
+  if (!fs.existsSync(FILTER_WASM)) {
+    throw new Error(`${FILTER_WASM} is missing: cargo build --release --target wasm32-unknown-unknown -p tessera-plugin-filter (or set TESSERA_PLUGIN_DIR)`);
+  }
+  const audit = [];
+  // Without the filter the proxy refuses FLUSHALL itself (admin commands are off); the filter's
+  // refusal says "is not allowed".
+  const byFilter = (r) => typeof r === 'object' && r !== null && /is not allowed/.test(r.error ?? '');
+  const flushall = () => resp(proxy, 'FLUSHALL');
+  // FLUSHALL without the filter is sent only to the federation started here, whose proxies
+  // refuse it themselves; a console given by E2E_CONSOLE_URL might run with admin commands on.
+  const own = !process.env.E2E_CONSOLE_URL;
+  await tid('tab-plugins').click();
+  await tid('plugins-table').waitFor({ timeout: 20_000 });
+  const catalog = await (await ctx.request.get(`${capi}/plugins`)).json();
+  log(`plugin catalog at start: ${catalog.map((p) => `${p.name} (${p.enabled ? 'enabled' : 'disabled'})`).join(', ') || 'empty'}`);
+  if (catalog.some((p) => p.name === 'filter')) {
+    // `tessera up` loaded the example filter (FLUSHALL, FLUSHDB): it is listed, it works, and
+    // the view deletes it, so that what follows starts from no filter.
+    await tid('plugin-filter').waitFor();
+    const r = await flushall();
+    if (!byFilter(r)) throw new Error(`with up's filter FLUSHALL answered ${JSON.stringify(r)}`);
+    await tid('plugin-delete-filter').click();
+    await tid('confirm-dialog').waitFor();
+    await tid('confirm-ok').click();
+    await tid('plugin-filter').waitFor({ state: 'detached', timeout: 60_000 });
+    audit.push(['DELETE', '/api/plugins/filter']);
+    log("deleted up's example filter through the view");
+  }
+  if (own) {
+    const before = await flushall();
+    if (byFilter(before) || !before?.error) throw new Error(`without the filter FLUSHALL answered ${JSON.stringify(before)}, not the proxy's own refusal`);
+    log(`without the filter: FLUSHALL → ${before.error}`);
+  }
+
+  // Upload: the name comes from the file name.
+  await tid('plugin-file').setInputFiles(FILTER_WASM);
+  if ((await tid('plugin-name').inputValue()) !== 'filter') throw new Error(`the name taken from the file is "${await tid('plugin-name').inputValue()}"`);
+  await tid('plugin-upload').click();
+  await tid('plugin-filter').waitFor({ timeout: 60_000 });
+  await waitFor('the uploaded filter to show as disabled', async () => (await tid('plugin-filter').textContent()).includes('disabled'), 15_000);
+  audit.push(['PUT', '/api/plugins/filter/module']);
+  log('filter uploaded');
+
+  // Config: invalid JSON is caught in the page, a config the plugin refuses gets the server's message.
+  await tid('plugin-open-filter').click();
+  const editor = tid('plugin-config-text');
+  await editor.fill('{"deny_commands": ["FLUSHALL",]}');
+  const parseError = await text('plugin-config-parse-error');
+  if (!/line 1, column \d+/.test(parseError)) throw new Error(`the inline JSON error is "${parseError}"`);
+  if (!(await tid('plugin-config-save').isDisabled())) throw new Error('Save is enabled with invalid JSON');
+  log(`invalid JSON: ${parseError}`);
+  await shot('10-plugins-invalid-json');
+  await editor.fill('{"deny_classes": ["admn"]}');
+  await tid('plugin-config-parse-error').waitFor({ state: 'detached' });
+  await tid('plugin-config-save').click();
+  await tid('plugin-config-server-error').waitFor({ timeout: 60_000 });
+  const refused = await text('plugin-config-server-error');
+  if (!/unknown class "admn"/.test(refused)) throw new Error(`the refused config shows "${refused}"`);
+  log(`refused config: ${refused}`);
+  await shot('11-plugins-refused-config');
+  await editor.fill('{"deny_commands": ["FLUSHALL"]}');
+  await tid('plugin-config-save').click();
+  await tid('notice-ok').filter({ hasText: 'filter: config saved' }).first().waitFor({ timeout: 60_000 });
+  const saved = (await (await ctx.request.get(`${capi}/plugins`)).json()).find((p) => p.name === 'filter');
+  if (JSON.stringify(saved?.config) !== JSON.stringify({ deny_commands: ['FLUSHALL'] })) throw new Error(`the catalog has config ${JSON.stringify(saved?.config)}`);
+  audit.push(['PUT', '/api/plugins/filter/config']);
+
+  // Enable: FLUSHALL is refused by the filter through the proxy, GET is still served.
+  await tid('plugin-toggle-filter').click();
+  await tid('notice-ok').filter({ hasText: 'filter enabled' }).first().waitFor({ timeout: 60_000 });
+  await waitFor('the filter to show as enabled', async () => (await tid('plugin-filter').textContent()).includes('enabled'), 15_000);
+  audit.push(['POST', '/api/plugins/filter/enable']);
+  const denied = await flushall();
+  if (!byFilter(denied)) throw new Error(`with the filter enabled FLUSHALL answered ${JSON.stringify(denied)}`);
+  log(`filter enabled: FLUSHALL → ${denied.error}`);
+  const set = await resp(proxy, 'SET', 'e2e:plugin', 'still-served');
+  const got = await resp(proxy, 'GET', 'e2e:plugin');
+  if (set !== 'OK' || got !== 'still-served') throw new Error(`with the filter SET/GET answered ${JSON.stringify(set)} / ${JSON.stringify(got)}`);
+  // Its metrics panel: the proxies running it.
+  if (!(await tid('plugin-metrics').count())) await tid('plugin-open-filter').click();
+  await waitFor(
+    'the metrics panel to show the proxies running the filter',
+    async () => /Summed over [1-9]\d* prox/.test(await text('plugin-metrics-proxies')),
+    20_000,
+    500,
+  );
+  log(`metrics panel: ${await text('plugin-metrics-proxies')}`);
+  await shot('12-plugins-enabled');
+
+  // Disable: the proxy is back to its own refusal.
+  await tid('plugin-toggle-filter').click();
+  await tid('notice-ok').filter({ hasText: 'filter disabled' }).first().waitFor({ timeout: 60_000 });
+  audit.push(['POST', '/api/plugins/filter/disable']);
+  if (own) {
+    const after = await flushall();
+    if (byFilter(after) || !after?.error) throw new Error(`with the filter disabled FLUSHALL answered ${JSON.stringify(after)}`);
+  }
+  await waitFor('the filter to show as disabled', async () => (await tid('plugin-filter').textContent()).includes('disabled'), 15_000);
+  log('filter disabled');
+  return audit;
+}
+
+// Interrupted (Ctrl-C, a CI timeout): stop what was started, then exit.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, async () => {
+    console.error(`[e2e] ${sig}: stopping what was started`);
+    for (const p of await stopAll()) console.error(`[e2e] cleanup: ${p}`);
+    console.log('e2e: 0 passed, 1 failed');
+    process.exit(1);
+  });
+}
+
+/** The last lines of the federation's error logs, to say why it failed. */
+function logTails(dir) {
+  const logs = path.join(dir, 'logs');
+  if (!fs.existsSync(logs)) return;
+  for (const f of fs.readdirSync(logs).filter((f) => f.endsWith('.err.log')).sort()) {
+    // Warnings, errors and an error's cause chain; not the INFO lines nor backtraces.
+    const all = fs.readFileSync(path.join(logs, f), 'utf8').split('\n');
+    const lines = all.filter(
+      (l, i) =>
+        /\b(WARN|ERROR)\b|^Error|^Caused by|panicked/.test(l) || (/^\s{4}\S/.test(l) && /^Caused by/.test(all[i - 1] ?? '')),
+    );
+    if (!lines.length) continue;
+    console.error(`[e2e] ${f} (last lines):`);
+    for (const l of lines.slice(-6)) console.error(`    ${l.slice(0, 300)}`);
+  }
+}
+
+let failed = false;
+try {
+  await main();
+} catch (e) {
+  failed = true;
+  console.error(`[e2e] FAILED: ${e instanceof Error ? e.stack : e}`);
+}
+const problems = await stopAll();
+for (const p of problems) console.error(`[e2e] cleanup: ${p}`);
+if (problems.length) failed = true;
+if (createdDataDir) {
+  if (failed) logTails(createdDataDir);
+  if (failed || process.env.E2E_KEEP) console.error(`[e2e] data and logs kept in ${createdDataDir}`);
+  else fs.rmSync(createdDataDir, { recursive: true, force: true });
+}
+console.log(failed ? 'e2e: 0 passed, 1 failed' : 'e2e: 1 passed, 0 failed');
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,150 @@
+import { useEffect, useState } from 'react';
+import { api } from './api';
+import { ConfirmProvider, NoticesProvider } from './components/ui';
+import { CLUSTER_TABS, hrefFor, navigate, usePoll, useRoute, type ClusterTab } from './hooks';
+import { Audit } from './views/Audit';
+import { Clusters } from './views/Clusters';
+import { Groups } from './views/Groups';
+import { Login } from './views/Login';
+import { Migrations } from './views/Migrations';
+import { OverviewView } from './views/Overview';
+import { Plugins } from './views/Plugins';
+import { Proxies } from './views/Proxies';
+import { SlotMap } from './views/SlotMap';
+
+type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: string };
+
+export function App() {
+  const [session, setSession] = useState<Session>({ state: 'checking' });
+  const route = useRoute();
+
+  useEffect(() => {
+    api.onUnauthorized = () => setSession({ state: 'out' });
+    api
+      .me()
+      .then((r) => setSession({ state: 'in', user: r.user }))
+      .catch(() => setSession({ state: 'out' }));
+    return () => {
+      api.onUnauthorized = null;
+    };
+  }, []);
+
+  if (session.state === 'checking') return <div className="loading">Loading…</div>;
+
+  return (
+    <NoticesProvider>
+      <ConfirmProvider>
+        {session.state === 'out' ? (
+          <Login
+            onLogin={(user) => {
+              setSession({ state: 'in', user });
+              if (route.page === 'login') navigate({ page: 'clusters' });
+            }}
+          />
+        ) : (
+          <Shell
+            user={session.user}
+            onLogout={async () => {
+              await api.logout().catch(() => {});
+              setSession({ state: 'out' });
+              navigate({ page: 'login' });
+            }}
+          />
+        )}
+      </ConfirmProvider>
+    </NoticesProvider>
+  );
+}
+
+const TAB_LABELS: Record<ClusterTab, string> = {
+  overview: 'Overview',
+  groups: 'Groups & servers',
+  slots: 'Slot map',
+  migrations: 'Migrations',
+  proxies: 'Proxies',
+  plugins: 'Plugins',
+};
+
+function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
+  const route = useRoute();
+  return (
+    <div className="shell">
+      <header className="topbar">
+        <a className="brand" href="#/clusters">
+          Tessera console
+        </a>
+        <nav>
+          <a href="#/clusters" className={route.page === 'clusters' || route.page === 'cluster' ? 'active' : ''} data-testid="nav-clusters">
+            Clusters
+          </a>
+          <a href="#/audit" className={route.page === 'audit' ? 'active' : ''} data-testid="nav-audit">
+            Audit log
+          </a>
+        </nav>
+        <span className="spacer" />
+        <span className="user" data-testid="current-user">
+          {user}
+        </span>
+        <button onClick={onLogout} data-testid="logout">
+          Log out
+        </button>
+      </header>
+      <main>
+        {route.page === 'audit' ? (
+          <Audit />
+        ) : route.page === 'cluster' ? (
+          <ClusterPage name={route.name} tab={route.tab} />
+        ) : (
+          <Clusters />
+        )}
+      </main>
+    </div>
+  );
+}
+
+function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
+  const c = api.cluster(name);
+  const all = usePoll((s) => api.clusters(s), 15000);
+  const names = all.data?.map((x) => x.name) ?? [name];
+  return (
+    <div className="cluster-page">
+      <div className="cluster-head">
+        <h2 data-testid="cluster-name">{name}</h2>
+        {names.length > 1 && (
+          <select
+            value={name}
+            onChange={(e) => navigate({ page: 'cluster', name: e.target.value, tab })}
+            aria-label="switch cluster"
+            data-testid="cluster-switch"
+          >
+            {names.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        )}
+        <nav className="tabs" role="tablist">
+          {CLUSTER_TABS.map((t) => (
+            <a
+              key={t}
+              role="tab"
+              aria-selected={t === tab}
+              className={t === tab ? 'tab active' : 'tab'}
+              href={hrefFor({ page: 'cluster', name, tab: t })}
+              data-testid={`tab-${t}`}
+            >
+              {TAB_LABELS[t]}
+            </a>
+          ))}
+        </nav>
+      </div>
+      {tab === 'overview' && <OverviewView key={name} c={c} />}
+      {tab === 'groups' && <Groups key={name} c={c} />}
+      {tab === 'slots' && <SlotMap key={name} c={c} />}
+      {tab === 'migrations' && <Migrations key={name} c={c} />}
+      {tab === 'proxies' && <Proxies key={name} c={c} />}
+      {tab === 'plugins' && <Plugins key={name} c={c} />}
+    </div>
+  );
+}

@@ -1,0 +1,136 @@
+import { useEffect, useRef, useState } from 'react';
+import type { ClusterApi } from '../api';
+import { usePoll } from '../hooks';
+import { eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
+import { formatNumber } from '../lib/format';
+import { ErrorBox, useConfirm, useNotices } from './ui';
+import type { MigrationStatus } from '../types';
+
+// One tracker per cluster for the page's life: the total of the migration being watched.
+const trackers = new Map<string, ProgressTracker>();
+export function trackerFor(name: string): ProgressTracker {
+  let t = trackers.get(name);
+  if (!t) {
+    t = new ProgressTracker();
+    trackers.set(name, t);
+  }
+  return t;
+}
+
+/** Polls the migration status every second; the samples give a client-side keys/s. */
+export function useMigrations(c: ClusterApi, intervalMs = 1000) {
+  const poll = usePoll((s) => c.migrations(s), intervalMs, [c.name]);
+  const samples = useRef<KeySample[]>([]);
+  useEffect(() => {
+    if (!poll.data) return;
+    samples.current.push({ t: Date.now(), keys: poll.data.keys_moved });
+    if (samples.current.length > 60) samples.current.shift();
+  }, [poll.data]);
+  return { ...poll, samples: samples.current };
+}
+
+export function MigrationProgress({
+  c,
+  status,
+  samples,
+  error,
+  refresh,
+}: {
+  c: ClusterApi;
+  status: MigrationStatus | null;
+  samples: KeySample[];
+  error: unknown;
+  refresh: () => void;
+}) {
+  const { run } = useNotices();
+  const confirm = useConfirm();
+  const tracker = trackerFor(c.name);
+  const [aborting, setAborting] = useState(false);
+  if (!status) return <ErrorBox error={error} />;
+  const active = status.slots.length;
+  const p = tracker.observe(active);
+  const rate = status.keys_per_sec > 0 ? status.keys_per_sec : keysPerSecond(samples);
+  const etaSecs = status.eta_secs ?? (active ? eta(active, tracker.slotRate(active)) : 0);
+  const counts = stateCounts(status);
+  const turning = status.slots.some((s) => s.aborting);
+
+  const abortAll = async () => {
+    const ok = await confirm(
+      'Abort every migration?',
+      `${active} slot(s) are moving. Pending ones are dropped; started ones turn around and move their keys back.`,
+      'Abort migrations',
+    );
+    if (!ok) return;
+    setAborting(true);
+    try {
+      const r = await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
+      if (r) tracker.abortedSome(r.aborted);
+    } finally {
+      setAborting(false);
+    }
+    refresh();
+  };
+
+  const state = tracker.state(active, turning);
+  return (
+    <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={p.percent}>
+      <ErrorBox error={error} />
+      <div className="progress-head">
+        <h3>Migration progress</h3>
+        <span className={`badge ${state === 'complete' ? 'badge-ok' : state === 'idle' ? 'badge-muted' : state === 'aborted' ? 'badge-bad' : 'badge-warn'}`} data-testid="migration-state">
+          {state}
+        </span>
+        <span className="spacer" />
+        <button className="danger" onClick={abortAll} disabled={active === 0 || aborting} data-testid="abort-all">
+          {aborting ? 'Aborting…' : 'Abort'}
+        </button>
+      </div>
+      <div className="progress-bar" aria-label="migration progress">
+        <div className="progress-fill" style={{ width: `${p.percent}%` }} />
+      </div>
+      <div className="stats-row">
+        <div className="stat">
+          <div className="stat-label">Done</div>
+          <div className="stat-value" data-testid="migration-percent">
+            {p.total ? `${p.percent}%` : '—'}
+          </div>
+        </div>
+        <div className="stat">
+          <div className="stat-label">Slots left</div>
+          <div className="stat-value" data-testid="migration-remaining">
+            {active}
+            {p.total ? <span className="muted small"> / {p.total}</span> : null}
+          </div>
+        </div>
+        <div className="stat">
+          <div className="stat-label">Keys/s</div>
+          <div className="stat-value" data-testid="migration-rate">
+            {formatNumber(rate)}
+          </div>
+        </div>
+        <div className="stat">
+          <div className="stat-label">ETA</div>
+          <div className="stat-value" data-testid="migration-eta">
+            {active ? formatDuration(etaSecs) : '—'}
+          </div>
+        </div>
+        <div className="stat">
+          <div className="stat-label">Keys moved</div>
+          <div className="stat-value">{formatNumber(status.keys_moved)}</div>
+        </div>
+      </div>
+      <div className="muted small">
+        {Object.entries(counts)
+          .map(([k, n]) => `${n} ${k}`)
+          .join(' · ') || 'no slot moving'}
+        {' · '}
+        {status.in_flight} in flight, {status.pending} pending (cap {status.max_slots_in_flight} per group)
+      </div>
+      {status.blocked && (
+        <div className="error-box" data-testid="migration-blocked">
+          Held: {status.blocked}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,144 @@
+// Migration progress maths: keys per second from samples, ETA, and a progress percentage
+// that survives slots leaving the status list as they finish.
+
+import type { MigrationStatus } from '../types';
+
+export interface KeySample {
+  /** ms */
+  t: number;
+  keys: number;
+}
+
+/** Keys per second over the samples within `windowMs` of the newest; 0 with too few. */
+export function keysPerSecond(samples: KeySample[], windowMs = 10_000): number {
+  if (samples.length < 2) return 0;
+  const last = samples[samples.length - 1];
+  const inWindow = samples.filter((s) => last.t - s.t <= windowMs);
+  const first = inWindow[0];
+  const dt = (last.t - first.t) / 1000;
+  if (dt <= 0) return 0;
+  // A counter that went down (a dashboard restarted) restarts the rate.
+  const dk = last.keys - first.keys;
+  return dk > 0 ? dk / dt : 0;
+}
+
+/** Seconds left for `remaining` units at `rate` per second; null when nothing moves. */
+export function eta(remaining: number, rate: number): number | null {
+  if (remaining <= 0) return 0;
+  if (!(rate > 0) || !Number.isFinite(rate)) return null;
+  return remaining / rate;
+}
+
+/** "42s", "3m 05s", "1h 02m"; "—" when unknown. */
+export function formatDuration(secs: number | null | undefined): string {
+  if (secs == null || !Number.isFinite(secs) || secs < 0) return '—';
+  const s = Math.round(secs);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+/**
+ * Progress of the migration the operator is watching. The status lists only slots still
+ * moving, so the total is remembered: the slots queued when it started (or the most ever
+ * seen in flight, for a migration started elsewhere).
+ */
+export interface Progress {
+  total: number;
+  remaining: number;
+  done: number;
+  percent: number;
+}
+
+export function progress(total: number, remaining: number): Progress {
+  const t = Math.max(total, remaining);
+  if (t === 0) return { total: 0, remaining: 0, done: 0, percent: 100 };
+  const done = t - remaining;
+  return { total: t, remaining, done, percent: Math.floor((done / t) * 1000) / 10 };
+}
+
+/** Slots of the status still to move (every listed slot; finished ones await their push). */
+export function activeSlots(st: Pick<MigrationStatus, 'slots'>): number {
+  return st.slots.length;
+}
+
+/** Counts by state, for the status line. */
+export function stateCounts(st: Pick<MigrationStatus, 'slots'>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of st.slots) {
+    const k = s.aborting ? `${s.state} (aborting)` : s.state;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/**
+ * Tracks one migration's total across polls: `start(n)` when the operator queues n slots on
+ * top of those already moving; `observe(active)` on every poll.
+ */
+export class ProgressTracker {
+  total = 0;
+  startedAt: number | null = null;
+  /** Some of the watched slots were aborted (they move back, and count as done then). */
+  aborted = false;
+  start(queued: number, activeNow: number, now = Date.now()) {
+    this.total = queued + activeNow;
+    this.startedAt = now;
+    this.aborted = false;
+  }
+  abortedSome(n: number) {
+    if (n > 0) this.aborted = true;
+  }
+  /** idle (nothing watched), running, aborting (slots moving back), complete or aborted. */
+  state(active: number, anyMovingBack: boolean): 'idle' | 'running' | 'aborting' | 'complete' | 'aborted' {
+    if (active > 0) return anyMovingBack ? 'aborting' : 'running';
+    if (!this.total) return 'idle';
+    return this.aborted ? 'aborted' : 'complete';
+  }
+  observe(active: number): Progress {
+    if (active > this.total) this.total = active;
+    return progress(this.total, active);
+  }
+  /** Slots per second since start, for an ETA when the key counts say nothing. */
+  slotRate(active: number, now = Date.now()): number {
+    if (this.startedAt == null) return 0;
+    const dt = (now - this.startedAt) / 1000;
+    const done = this.total - active;
+    return dt > 0 && done > 0 ? done / dt : 0;
+  }
+}
+
+/** Slots in flight in ranges: consecutive slots in the same state between the same groups. */
+export interface FlightRange {
+  from: number;
+  to: number;
+  state: string;
+  source: number;
+  target: number;
+  aborting: boolean;
+  keys_moved: number;
+}
+
+export function summarizeFlight(slots: MigrationStatus['slots']): FlightRange[] {
+  const sorted = [...slots].sort((a, b) => a.slot - b.slot);
+  const out: FlightRange[] = [];
+  for (const s of sorted) {
+    const last = out[out.length - 1];
+    if (
+      last &&
+      last.to === s.slot - 1 &&
+      last.state === s.state &&
+      last.source === s.source &&
+      last.target === s.target &&
+      last.aborting === s.aborting
+    ) {
+      last.to = s.slot;
+      last.keys_moved += s.keys_moved;
+    } else {
+      out.push({ from: s.slot, to: s.slot, state: s.state, source: s.source, target: s.target, aborting: s.aborting, keys_moved: s.keys_moved });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,195 @@
+// Shapes of the console and dashboard replies (docs/console-contract.md, docs/api.md,
+// host/src/api/dashboard.rs). Fields the servers may leave out are optional here.
+
+export interface DashboardInfo {
+  admin_addr: string;
+  pid: number;
+  host: string;
+  version: string;
+  start_unix: number;
+}
+
+export interface Overview {
+  cluster: string;
+  epoch: number;
+  dashboard: DashboardInfo;
+  groups: number;
+  groups_down?: number;
+  servers: number;
+  servers_down: number;
+  proxies: number;
+  proxies_online: number;
+  slots_assigned: number;
+  slots_unassigned: number;
+  ops_per_sec: number;
+  memory_bytes: number;
+  keys: number;
+}
+
+export interface ClusterSummary {
+  name: string;
+  store: string;
+  dashboard: DashboardInfo | null;
+  reachable: boolean;
+  overview: Overview | null;
+  error: string | null;
+}
+
+export interface Server {
+  addr: string;
+  role: 'master' | 'replica';
+  up: boolean;
+  role_reported?: string | null;
+  master_link?: string | null;
+  repl_offset?: number | null;
+  lag_bytes?: number | null;
+  memory_bytes?: number | null;
+  keys?: number | null;
+  error?: string | null;
+}
+
+export interface Group {
+  id: number;
+  slots: number;
+  down: boolean;
+  servers: Server[];
+}
+
+export type ActionState = 'pending' | 'preparing' | 'prepared' | 'migrating' | 'finished';
+
+export interface SlotAction {
+  state: ActionState;
+  source: number;
+  target: number;
+  aborting?: boolean;
+}
+
+export interface Slot {
+  id: number;
+  group: number | null;
+  action?: SlotAction | null;
+}
+
+export interface Proxy {
+  token: string;
+  addr: string;
+  admin_addr: string;
+  pid: number;
+  host: string;
+  start_unix: number;
+  state: 'online' | 'offline';
+  up: boolean;
+  epoch?: number | null;
+  version: string;
+  error?: string;
+}
+
+export interface CommandCount {
+  command: string;
+  calls: number;
+  errors: number;
+}
+
+export interface ProxyStats {
+  token: string;
+  epoch?: number;
+  sessions?: number;
+  ops_total?: number;
+  errors_total?: number;
+  ops_per_sec?: number;
+  commands?: CommandCount[];
+  uptime_secs?: number;
+  error?: string;
+}
+
+export interface Stats {
+  ops_per_sec: number;
+  ops_total: number;
+  errors_total: number;
+  sessions: number;
+  commands: CommandCount[];
+  proxies: ProxyStats[];
+}
+
+export interface SlotProgress {
+  slot: number;
+  state: ActionState;
+  source: number;
+  target: number;
+  aborting: boolean;
+  keys_moved: number;
+}
+
+export interface MigrationStatus {
+  slots: SlotProgress[];
+  pending: number;
+  in_flight: number;
+  keys_moved: number;
+  keys_per_sec: number;
+  eta_secs: number | null;
+  blocked: string | null;
+  max_slots_in_flight: number;
+}
+
+export interface Move {
+  slot: number;
+  from: number;
+  to: number;
+}
+
+export interface MigrateReply {
+  queued: number;
+}
+export interface AbortReply {
+  aborted: number;
+}
+export interface AssignReply {
+  epoch: number;
+  assigned: number;
+}
+export interface RebalanceReply {
+  dry_run: boolean;
+  moves: Move[];
+  slots: number;
+}
+
+/** A catalog entry (GET /plugins adds `order`; the mutating routes return it without). */
+export interface Plugin {
+  name: string;
+  sha256: string;
+  size: number;
+  config: unknown;
+  enabled: boolean;
+  order?: number;
+  fail: 'open' | 'closed';
+  cpu_budget_ms?: number;
+  memory_mb?: number;
+  updated_unix: number;
+}
+
+/** PUT /plugins/order: the whole catalog, in its new order. */
+export interface PluginCatalog {
+  version: number;
+  plugins: Plugin[];
+}
+
+/** Samples summed over the `proxies` that answered (a disabled plugin has none). */
+export interface PluginMetrics {
+  proxies: number;
+  samples: { name: string; labels: Record<string, string>; value: number }[];
+}
+
+/** A dashboard audit entry (cluster set by the console) or a console event (login, …). */
+export interface AuditEntry {
+  time_ms: number;
+  actor?: string;
+  user?: string;
+  method?: string;
+  path?: string;
+  detail?: unknown;
+  status?: number;
+  cluster?: string | null;
+  event?: string;
+  kind?: string;
+  [k: string]: unknown;
+}

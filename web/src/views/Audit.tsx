@@ -1,0 +1,86 @@
+import { useState } from 'react';
+import { api } from '../api';
+import { ErrorBox } from '../components/ui';
+import { usePoll } from '../hooks';
+import { formatTime } from '../lib/format';
+import type { AuditEntry } from '../types';
+
+/** Who did it: the dashboard's actor ("console:admin"), or a console event's user. */
+export function auditWho(e: AuditEntry): string {
+  return String(e.actor ?? e.user ?? '—');
+}
+
+/** What was done, in one line. */
+export function auditWhat(e: AuditEntry): string {
+  if (e.method || e.path) return `${e.method ?? ''} ${e.path ?? ''}`.trim();
+  return String(e.event ?? e.kind ?? e.action ?? '—');
+}
+
+export function auditDetail(e: AuditEntry): string {
+  const d = e.detail ?? e.message ?? e.reason;
+  if (d == null || d === '') return '';
+  return typeof d === 'string' ? d : JSON.stringify(d);
+}
+
+export function Audit() {
+  const [filter, setFilter] = useState('');
+  const [cluster, setCluster] = useState('');
+  const { data, error, refresh } = usePoll((s) => api.audit(500, s), 5000);
+  const f = filter.trim().toLowerCase();
+  const clusters = [...new Set((data ?? []).map((e) => e.cluster ?? ''))].sort();
+  const rows = (data ?? []).filter(
+    (e) => (!cluster || (e.cluster ?? '') === (cluster === '(console)' ? '' : cluster)) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
+  );
+  return (
+    <section>
+      <div className="toolbar">
+        <h2>Audit log</h2>
+        <span className="spacer" />
+        <select value={cluster} onChange={(e) => setCluster(e.target.value)} data-testid="audit-cluster">
+          <option value="">every cluster</option>
+          {clusters.map((c) => (
+            <option key={c || '(console)'} value={c || '(console)'}>
+              {c || 'console'}
+            </option>
+          ))}
+        </select>
+        <input placeholder="filter" value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="audit-filter" />
+        <button onClick={refresh}>Refresh</button>
+      </div>
+      <ErrorBox error={error} />
+      {data && (
+        <table className="table compact" data-testid="audit-table">
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Cluster</th>
+              <th>Who</th>
+              <th>What</th>
+              <th className="num">Status</th>
+              <th>Detail</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((e, i) => (
+              <tr key={`${e.time_ms}-${i}`} data-testid="audit-row" className={typeof e.status === 'number' && e.status >= 400 ? 'row-error' : ''}>
+                <td className="nowrap">{formatTime(e.time_ms)}</td>
+                <td>{e.cluster ?? <span className="muted">console</span>}</td>
+                <td>{auditWho(e)}</td>
+                <td className="mono">{auditWhat(e)}</td>
+                <td className="num">{e.status ?? ''}</td>
+                <td className="mono small detail">{auditDetail(e)}</td>
+              </tr>
+            ))}
+            {rows.length === 0 && (
+              <tr>
+                <td colSpan={6} className="muted">
+                  Nothing recorded{f ? ' matches the filter' : ''}.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,294 @@
+import { useEffect, useRef, useState } from 'react';
+import { ApiError, type ClusterApi } from '../api';
+import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
+import { usePoll } from '../hooks';
+import { formatConfig, validateConfig } from '../lib/config';
+import { formatBytes, formatNumber, formatTime } from '../lib/format';
+import type { Plugin } from '../types';
+
+/** The dashboard's rule for plugin names. */
+const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A plugin name from a file name: `tessera_plugin_filter.wasm` → `filter`. */
+export function nameFromFile(file: string): string {
+  return file
+    .replace(/\.wasm$/i, '')
+    .replace(/^(lib)?tessera[_-]plugin[_-]/i, '')
+    .replace(/[^A-Za-z0-9_-]/g, '-')
+    .slice(0, 64);
+}
+
+/** The order after moving `name` one place up (-1) or down (+1). */
+export function moveInOrder(names: string[], name: string, dir: -1 | 1): string[] {
+  const i = names.indexOf(name);
+  const j = i + dir;
+  if (i < 0 || j < 0 || j >= names.length) return names;
+  const out = [...names];
+  [out[i], out[j]] = [out[j], out[i]];
+  return out;
+}
+
+export function Plugins({ c }: { c: ClusterApi }) {
+  const list = usePoll((s) => c.plugins(s), 5000, [c.name]);
+  const { run } = useNotices();
+  const confirm = useConfirm();
+  const [selected, setSelected] = useState<string | null>(null);
+  const unavailable = list.error instanceof ApiError && list.error.status === 404;
+  const plugins = [...(list.data ?? [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
+  const sel = plugins.find((p) => p.name === selected) ?? null;
+
+  const move = async (p: Plugin, dir: -1 | 1) => {
+    const order = moveInOrder(
+      plugins.map((x) => x.name),
+      p.name,
+      dir,
+    );
+    await run('Reorder plugins', () => c.orderPlugins(order), () => `order: ${order.join(', ')}`);
+    list.refresh();
+  };
+  const toggle = async (p: Plugin) => {
+    await run(`${p.enabled ? 'Disable' : 'Enable'} ${p.name}`, () => c.setPluginEnabled(p.name, !p.enabled), (x) => `${x.name} ${x.enabled ? 'enabled' : 'disabled'}`);
+    list.refresh();
+  };
+  const remove = async (p: Plugin) => {
+    const ok = await confirm(`Delete plugin ${p.name}?`, 'Every proxy of the cluster unloads it; its module and config are removed from the catalog.', 'Delete plugin');
+    if (!ok) return;
+    await run(`Delete ${p.name}`, () => c.deletePlugin(p.name), () => `${p.name} deleted`);
+    if (selected === p.name) setSelected(null);
+    list.refresh();
+  };
+
+  return (
+    <section>
+      {unavailable ? (
+        <div className="panel" data-testid="plugins-unavailable">
+          <p>This cluster's dashboard has no plugin catalog yet ({errorText(list.error)}).</p>
+        </div>
+      ) : (
+        <ErrorBox error={list.error} />
+      )}
+      {!unavailable && <Upload c={c} onDone={list.refresh} />}
+      {list.data && (
+        <table className="table" data-testid="plugins-table">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>Plugin</th>
+              <th>State</th>
+              <th>On failure</th>
+              <th className="num">Size</th>
+              <th>sha256</th>
+              <th>Updated</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {plugins.map((p, i) => (
+              <tr key={p.name} data-testid={`plugin-${p.name}`} className={selected === p.name ? 'row-selected' : ''}>
+                <td>{i + 1}</td>
+                <td>
+                  <button className="link" onClick={() => setSelected(p.name)} data-testid={`plugin-open-${p.name}`}>
+                    {p.name}
+                  </button>
+                </td>
+                <td>
+                  <Badge ok={p.enabled ? true : null}>{p.enabled ? 'enabled' : 'disabled'}</Badge>
+                </td>
+                <td>fail {p.fail}</td>
+                <td className="num">{formatBytes(p.size)}</td>
+                <td className="mono small" title={p.sha256}>
+                  {p.sha256.slice(0, 12)}
+                </td>
+                <td className="small">{p.updated_unix ? formatTime(p.updated_unix * 1000) : '—'}</td>
+                <td className="actions">
+                  <button onClick={() => move(p, -1)} disabled={i === 0} aria-label="move up" data-testid={`plugin-up-${p.name}`}>
+                    ↑
+                  </button>
+                  <button onClick={() => move(p, 1)} disabled={i === plugins.length - 1} aria-label="move down" data-testid={`plugin-down-${p.name}`}>
+                    ↓
+                  </button>
+                  <button onClick={() => toggle(p)} data-testid={`plugin-toggle-${p.name}`}>
+                    {p.enabled ? 'Disable' : 'Enable'}
+                  </button>
+                  <button className="danger-outline" onClick={() => remove(p)} data-testid={`plugin-delete-${p.name}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+            {plugins.length === 0 && (
+              <tr>
+                <td colSpan={8} className="muted">
+                  No plugin in the catalog.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+      {sel && (
+        <div className="columns">
+          <ConfigEditor key={`${sel.name}-${sel.updated_unix}`} c={c} plugin={sel} onSaved={list.refresh} />
+          <Metrics c={c} name={sel.name} />
+        </div>
+      )}
+    </section>
+  );
+}
+
+function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
+  const { run } = useNotices();
+  const [name, setName] = useState('');
+  const [file, setFile] = useState<File | null>(null);
+  const [err, setErr] = useState<unknown>(null);
+  const fileRef = useRef<HTMLInputElement>(null);
+  const upload = async () => {
+    setErr(null);
+    if (!file) return setErr(new Error('choose a .wasm file'));
+    if (!NAME_RE.test(name)) return setErr(new Error('a plugin name is letters, digits, - and _ (up to 64)'));
+    try {
+      const bytes = await file.arrayBuffer();
+      const p = await c.uploadPlugin(name, bytes);
+      setFile(null);
+      setName('');
+      if (fileRef.current) fileRef.current.value = '';
+      await run('Upload', async () => p, (x) => `${x.name} uploaded (${formatBytes(x.size)})`);
+      onDone();
+    } catch (e) {
+      setErr(e);
+    }
+  };
+  return (
+    <div className="panel">
+      <h3>Upload a plugin</h3>
+      <div className="toolbar">
+        <input
+          ref={fileRef}
+          type="file"
+          accept=".wasm,application/wasm"
+          onChange={(e) => {
+            const f = e.target.files?.[0] ?? null;
+            setFile(f);
+            if (f && !name) setName(nameFromFile(f.name));
+          }}
+          data-testid="plugin-file"
+        />
+        <label>
+          Name <input value={name} onChange={(e) => setName(e.target.value)} size={16} data-testid="plugin-name" />
+        </label>
+        <button className="primary" onClick={upload} disabled={!file} data-testid="plugin-upload">
+          Upload
+        </button>
+      </div>
+      <ErrorBox error={err} testid="plugin-upload-error" />
+    </div>
+  );
+}
+
+function ConfigEditor({ c, plugin, onSaved }: { c: ClusterApi; plugin: Plugin; onSaved: () => void }) {
+  const { notify } = useNotices();
+  const [text, setText] = useState(() => formatConfig(plugin.config));
+  const [fail, setFail] = useState<'open' | 'closed'>(plugin.fail);
+  const [serverErr, setServerErr] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const check = validateConfig(text);
+  const save = async () => {
+    if (!check.ok) return;
+    setBusy(true);
+    setServerErr(null);
+    try {
+      await c.configurePlugin(plugin.name, check.value, fail);
+      notify('ok', `${plugin.name}: config saved`);
+      onSaved();
+    } catch (e) {
+      setServerErr(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="panel" data-testid="plugin-config">
+      <h3>Config of {plugin.name}</h3>
+      <textarea
+        className={check.ok ? 'code' : 'code invalid'}
+        rows={14}
+        spellCheck={false}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        data-testid="plugin-config-text"
+        aria-invalid={!check.ok}
+      />
+      {!check.ok && (
+        <div className="error-text small" data-testid="plugin-config-parse-error">
+          {check.line ? `line ${check.line}, column ${check.column}: ` : ''}
+          {check.message}
+        </div>
+      )}
+      <div className="toolbar">
+        <label>
+          On failure{' '}
+          <select value={fail} onChange={(e) => setFail(e.target.value as 'open' | 'closed')} data-testid="plugin-fail">
+            <option value="open">open (let commands through)</option>
+            <option value="closed">closed (refuse commands)</option>
+          </select>
+        </label>
+        <button className="primary" disabled={!check.ok || busy} onClick={save} data-testid="plugin-config-save">
+          Save config
+        </button>
+        <button onClick={() => setText(formatConfig(plugin.config))}>Revert</button>
+      </div>
+      <ErrorBox error={serverErr} testid="plugin-config-server-error" />
+    </div>
+  );
+}
+
+function Metrics({ c, name }: { c: ClusterApi; name: string }) {
+  const m = usePoll((s) => c.pluginMetrics(name, s), 3000, [c.name, name]);
+  const [missing, setMissing] = useState(false);
+  useEffect(() => {
+    setMissing(m.error instanceof ApiError && m.error.status === 404);
+  }, [m.error]);
+  return (
+    <div className="panel" data-testid="plugin-metrics">
+      <h3>Metrics of {name}</h3>
+      {missing ? (
+        <p className="muted">No metrics: this dashboard does not serve plugin metrics yet.</p>
+      ) : (
+        <ErrorBox error={m.error} />
+      )}
+      {m.data && (
+        <p className="muted small" data-testid="plugin-metrics-proxies">
+          {m.data.proxies === 0
+            ? 'No proxy runs it (a disabled plugin is not loaded).'
+            : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
+        </p>
+      )}
+      {m.data && m.data.samples.length > 0 ? (
+        <table className="table compact">
+          <thead>
+            <tr>
+              <th>Metric</th>
+              <th>Labels</th>
+              <th className="num">Value</th>
+            </tr>
+          </thead>
+          <tbody>
+            {m.data.samples.map((s, i) => (
+              <tr key={i}>
+                <td className="mono">{s.name}</td>
+                <td className="mono small">
+                  {Object.entries(s.labels ?? {})
+                    .map(([k, v]) => `${k}=${v}`)
+                    .join(', ')}
+                </td>
+                <td className="num">{formatNumber(s.value)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        !missing && !m.error && <p className="muted">No sample yet.</p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,100 @@
+import type { ClusterApi } from '../api';
+import { Badge, ErrorBox, useConfirm, useNotices } from '../components/ui';
+import { usePoll } from '../hooks';
+import { formatAge, formatNumber } from '../lib/format';
+import type { Proxy, ProxyStats } from '../types';
+
+export function Proxies({ c }: { c: ClusterApi }) {
+  const proxies = usePoll((s) => c.proxies(s), 2000, [c.name]);
+  const stats = usePoll((s) => c.stats(s), 2000, [c.name]);
+  const { run } = useNotices();
+  const confirm = useConfirm();
+  const byToken = new Map<string, ProxyStats>();
+  for (const p of stats.data?.proxies ?? []) byToken.set(p.token, p);
+
+  const setOnline = async (p: Proxy, online: boolean) => {
+    if (!online) {
+      const ok = await confirm(
+        `Take proxy ${p.addr} offline?`,
+        'It stays registered but is left out of topology pushes; clients should stop using it.',
+        'Take offline',
+      );
+      if (!ok) return;
+    }
+    await run(`Proxy ${p.addr} ${online ? 'online' : 'offline'}`, () => c.setProxyOnline(p.token, online), () => `proxy ${p.addr} is ${online ? 'online' : 'offline'}`);
+    proxies.refresh();
+  };
+
+  return (
+    <section>
+      <ErrorBox error={proxies.error} />
+      {proxies.data && (
+        <table className="table" data-testid="proxies-table">
+          <thead>
+            <tr>
+              <th>Proxy</th>
+              <th>State</th>
+              <th className="num">QPS</th>
+              <th className="num">Errors</th>
+              <th className="num">Sessions</th>
+              <th>Version</th>
+              <th className="num">Epoch</th>
+              <th>Host / pid</th>
+              <th>Up for</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {proxies.data.map((p) => {
+              const s = byToken.get(p.token);
+              return (
+                <tr key={p.token} data-testid={`proxy-${p.token}`}>
+                  <td>
+                    {p.addr}
+                    <div className="muted small">
+                      admin {p.admin_addr} · {p.token.slice(0, 12)}
+                    </div>
+                  </td>
+                  <td>
+                    <Badge ok={p.state === 'online' ? p.up : null} testid={`proxy-state-${p.token}`}>
+                      {p.state}
+                      {p.state === 'online' && !p.up ? ' (down)' : ''}
+                    </Badge>
+                    {(p.error || s?.error) && <div className="error-text small">{p.error ?? s?.error}</div>}
+                  </td>
+                  <td className="num">{formatNumber(s?.ops_per_sec)}</td>
+                  <td className="num">{formatNumber(s?.errors_total)}</td>
+                  <td className="num">{formatNumber(s?.sessions)}</td>
+                  <td>{p.version}</td>
+                  <td className="num">{p.epoch ?? '—'}</td>
+                  <td className="small">
+                    {p.host} / {p.pid}
+                  </td>
+                  <td>{formatAge(p.start_unix)}</td>
+                  <td>
+                    {p.state === 'online' ? (
+                      <button className="danger-outline" onClick={() => setOnline(p, false)} data-testid={`proxy-offline-${p.token}`}>
+                        Offline
+                      </button>
+                    ) : (
+                      <button onClick={() => setOnline(p, true)} data-testid={`proxy-online-${p.token}`}>
+                        Online
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+            {proxies.data.length === 0 && (
+              <tr>
+                <td colSpan={10} className="muted">
+                  No proxy registered.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,296 @@
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import type { ClusterApi } from '../api';
+import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
+import { ErrorBox, useConfirm, useNotices } from '../components/ui';
+import { usePoll } from '../hooks';
+import {
+  clickSlot,
+  extendTo,
+  groupColor,
+  inSelection,
+  parseRange,
+  rangeLabel,
+  selectionProblem,
+  selectionSize,
+  SLOT_COUNT,
+  slotsPerGroup,
+  summarizeSlots,
+  type Selection,
+} from '../lib/slots';
+import type { Slot, SlotProgress } from '../types';
+
+const COLS = 32;
+
+interface CellProps {
+  slot: Slot;
+  selected: boolean;
+  focused: boolean;
+}
+
+const Cell = memo(function Cell({ slot, selected, focused }: CellProps) {
+  const a = slot.action;
+  const cls = ['slot-cell'];
+  if (a) cls.push('migrating');
+  if (a?.aborting) cls.push('aborting');
+  if (selected) cls.push('selected');
+  if (focused) cls.push('focused');
+  const style: React.CSSProperties = { background: groupColor(slot.group) };
+  if (a) style.background = `linear-gradient(135deg, ${groupColor(a.source)} 50%, ${groupColor(a.target)} 50%)`;
+  return (
+    <div
+      className={cls.join(' ')}
+      style={style}
+      data-slot={slot.id}
+      data-testid={`slot-${slot.id}`}
+      data-group={slot.group ?? ''}
+      data-state={a ? a.state : ''}
+      title={`slot ${slot.id}: ${slot.group == null ? 'unassigned' : `group ${slot.group}`}${a ? ` — ${a.state} ${a.source}→${a.target}${a.aborting ? ' (aborting)' : ''}` : ''}`}
+    />
+  );
+});
+
+export function SlotMap({ c }: { c: ClusterApi }) {
+  const slots = usePoll((s) => c.slots(s), 1000, [c.name]);
+  const groups = usePoll((s) => c.groups(s), 5000, [c.name]);
+  const mig = useMigrations(c);
+  const { run, notify } = useNotices();
+  const confirm = useConfirm();
+  const [sel, setSel] = useState<Selection | null>(null);
+  const [focus, setFocus] = useState<number | null>(null);
+  const [target, setTarget] = useState<number | ''>('');
+  const [rangeText, setRangeText] = useState('');
+  const dragging = useRef(false);
+
+  useEffect(() => {
+    const up = () => (dragging.current = false);
+    window.addEventListener('mouseup', up);
+    return () => window.removeEventListener('mouseup', up);
+  }, []);
+  useEffect(() => {
+    setRangeText(sel ? rangeLabel(sel.from, sel.to) : '');
+  }, [sel]);
+
+  const list: Slot[] = useMemo(() => {
+    const d = slots.data ?? [];
+    const out: Slot[] = new Array(SLOT_COUNT);
+    for (let i = 0; i < SLOT_COUNT; i++) out[i] = d[i]?.id === i ? d[i] : (d.find((s) => s.id === i) ?? { id: i, group: null });
+    return out;
+  }, [slots.data]);
+  const ranges = useMemo(() => summarizeSlots(list), [list]);
+  const counts = useMemo(() => slotsPerGroup(list), [list]);
+  const groupIds = (groups.data ?? []).filter((g) => g.servers.length > 0).map((g) => g.id);
+  const progressBySlot = useMemo(() => {
+    const m = new Map<number, SlotProgress>();
+    for (const p of mig.data?.slots ?? []) m.set(p.slot, p);
+    return m;
+  }, [mig.data]);
+
+  // Default target: a group other than the selection's first owner.
+  useEffect(() => {
+    if (!sel || !groupIds.length) return;
+    const owner = list[sel.from]?.group;
+    if (target === '' || target === owner) {
+      const other = groupIds.find((g) => g !== owner);
+      if (other !== undefined) setTarget(other);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [sel, groups.data]);
+
+  const slotFromEvent = (e: React.MouseEvent): number | null => {
+    const el = (e.target as HTMLElement).closest('[data-slot]') as HTMLElement | null;
+    return el ? Number(el.dataset.slot) : null;
+  };
+  const onMouseDown = (e: React.MouseEvent) => {
+    const id = slotFromEvent(e);
+    if (id == null || e.button !== 0) return;
+    e.preventDefault();
+    setSel((s) => clickSlot(s, id, e.shiftKey));
+    setFocus(id);
+    dragging.current = true;
+  };
+  const onMouseOver = (e: React.MouseEvent) => {
+    if (!dragging.current) return;
+    const id = slotFromEvent(e);
+    if (id == null) return;
+    setSel((s) => extendTo(s, id));
+  };
+
+  const applyRangeText = () => {
+    const r = parseRange(rangeText);
+    if (typeof r === 'string') {
+      notify('error', r);
+      return;
+    }
+    setSel({ anchor: r.from, from: r.from, to: r.to });
+    setFocus(r.from);
+  };
+
+  const allUnassigned = !!sel && list.slice(sel.from, sel.to + 1).every((s) => s.group == null);
+  const migratingInSel = sel ? list.slice(sel.from, sel.to + 1).filter((s) => s.action).map((s) => s.id) : [];
+  const problem = sel && target !== '' && !allUnassigned ? selectionProblem(list, sel, target) : null;
+
+  const migrate = async () => {
+    if (!sel || target === '') return;
+    const before = mig.data?.slots.length ?? 0;
+    const r = await run(
+      `Migrate slots ${rangeLabel(sel.from, sel.to)}`,
+      () => c.migrate(sel.from, sel.to, target),
+      (r) => `${r.queued} slot(s) queued to move to group ${target}`,
+    );
+    if (r) trackerFor(c.name).start(r.queued, before);
+    slots.refresh();
+    mig.refresh();
+  };
+  const assign = async () => {
+    if (!sel || target === '') return;
+    await run(
+      `Assign slots ${rangeLabel(sel.from, sel.to)}`,
+      () => c.assign(sel.from, sel.to, target),
+      (r) => `${r.assigned} slot(s) assigned to group ${target} (epoch ${r.epoch})`,
+    );
+    slots.refresh();
+  };
+  const abortSel = async () => {
+    if (!migratingInSel.length) return;
+    const ok = await confirm(
+      `Abort the migration of ${migratingInSel.length} selected slot(s)?`,
+      'Pending ones are dropped; started ones turn around and move their keys back.',
+      'Abort',
+    );
+    if (!ok) return;
+    const r = await run('Abort', () => c.abort(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
+    if (r) trackerFor(c.name).abortedSome(r.aborted);
+    slots.refresh();
+    mig.refresh();
+  };
+
+  const focused = focus == null ? null : list[focus];
+  const fp = focus == null ? undefined : progressBySlot.get(focus);
+
+  return (
+    <section className="slotmap-page">
+      <ErrorBox error={slots.error} />
+      <div className="slotmap-layout">
+        <div>
+          <div
+            className="slot-grid"
+            style={{ gridTemplateColumns: `repeat(${COLS}, 1fr)` }}
+            onMouseDown={onMouseDown}
+            onMouseOver={onMouseOver}
+            data-testid="slot-grid"
+            role="grid"
+            aria-label="slot map: click, shift-click or drag to select a range"
+          >
+            {list.map((s) => (
+              <Cell key={s.id} slot={s} selected={inSelection(sel, s.id)} focused={focus === s.id} />
+            ))}
+          </div>
+          <div className="legend">
+            {(groups.data ?? []).map((g) => (
+              <span key={g.id} className="legend-item">
+                <span className="swatch" style={{ background: groupColor(g.id) }} /> group {g.id} ({counts.get(g.id) ?? 0})
+              </span>
+            ))}
+            <span className="legend-item">
+              <span className="swatch" style={{ background: groupColor(null) }} /> unassigned ({counts.get('none') ?? 0})
+            </span>
+            <span className="legend-item">
+              <span className="swatch migrating-swatch" /> migrating
+            </span>
+          </div>
+          <div className="muted small" data-testid="slot-ranges">
+            {ranges.map((r) => `${rangeLabel(r.from, r.to)} → ${r.group == null ? 'none' : `g${r.group}`}`).join(', ')}
+          </div>
+        </div>
+        <aside className="slot-side">
+          <div className="panel">
+            <h3>Selection</h3>
+            <div className="toolbar">
+              <input
+                value={rangeText}
+                onChange={(e) => setRangeText(e.target.value)}
+                onKeyDown={(e) => e.key === 'Enter' && applyRangeText()}
+                onBlur={() => rangeText && applyRangeText()}
+                placeholder="from-to"
+                size={10}
+                data-testid="selection-range"
+              />
+              <span className="muted" data-testid="selection-size">
+                {selectionSize(sel)} slot(s)
+              </span>
+              {sel && (
+                <button className="link" onClick={() => setSel(null)}>
+                  clear
+                </button>
+              )}
+            </div>
+            <div className="toolbar">
+              <label>
+                to group{' '}
+                <select
+                  value={target}
+                  onChange={(e) => setTarget(e.target.value === '' ? '' : Number(e.target.value))}
+                  data-testid="target-group"
+                >
+                  <option value="">—</option>
+                  {groupIds.map((g) => (
+                    <option key={g} value={g}>
+                      group {g}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            </div>
+            <div className="toolbar">
+              {allUnassigned ? (
+                <button className="primary" disabled={!sel || target === ''} onClick={assign} data-testid="assign-selection">
+                  Assign {selectionSize(sel)} slot(s)
+                </button>
+              ) : (
+                <button
+                  className="primary"
+                  disabled={!sel || target === '' || !!problem}
+                  onClick={migrate}
+                  data-testid="migrate-selection"
+                >
+                  Migrate {selectionSize(sel)} slot(s)
+                </button>
+              )}
+              {migratingInSel.length > 0 && (
+                <button className="danger" onClick={abortSel} data-testid="abort-selection">
+                  Abort {migratingInSel.length}
+                </button>
+              )}
+            </div>
+            {problem && <div className="error-text small">{problem}</div>}
+            <p className="muted small">Click a slot, shift-click another (or drag) to select a range.</p>
+          </div>
+          <div className="panel" data-testid="slot-detail">
+            <h3>Slot {focused ? focused.id : '—'}</h3>
+            {focused ? (
+              <dl className="kv">
+                <dt>Owner</dt>
+                <dd data-testid="slot-detail-group">{focused.group == null ? 'unassigned' : `group ${focused.group}`}</dd>
+                <dt>Migration</dt>
+                <dd data-testid="slot-detail-action">
+                  {focused.action
+                    ? `${focused.action.state}: group ${focused.action.source} → ${focused.action.target}${focused.action.aborting ? ' (aborting)' : ''}`
+                    : 'none'}
+                </dd>
+                {fp && (
+                  <>
+                    <dt>Keys moved</dt>
+                    <dd>{fp.keys_moved}</dd>
+                  </>
+                )}
+              </dl>
+            ) : (
+              <p className="muted">Click a slot for its detail.</p>
+            )}
+          </div>
+        </aside>
+      </div>
+      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} refresh={mig.refresh} />
+    </section>
+  );
+}

@@ -1,0 +1,103 @@
+import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QpsChart } from '../src/components/QpsChart';
+import { ConfirmProvider, NoticesProvider, useConfirm } from '../src/components/ui';
+import { QpsSeries } from '../src/lib/ring';
+import { auditWhat, auditWho } from '../src/views/Audit';
+import { clusterHealth, ClustersTable } from '../src/views/Clusters';
+import type { ClusterSummary } from '../src/types';
+
+afterEach(cleanup);
+
+const overview = {
+  cluster: 'alpha',
+  epoch: 7,
+  dashboard: { admin_addr: '127.0.0.1:18080', pid: 1, host: 'h', version: '0.1.0', start_unix: 0 },
+  groups: 2,
+  groups_down: 0,
+  servers: 4,
+  servers_down: 0,
+  proxies: 2,
+  proxies_online: 2,
+  slots_assigned: 1024,
+  slots_unassigned: 0,
+  ops_per_sec: 12345,
+  memory_bytes: 2 * 1024 * 1024,
+  keys: 1000,
+};
+
+describe('ClustersTable', () => {
+  it('renders every cluster with health, proxies, groups, QPS, memory and keys', () => {
+    const clusters: ClusterSummary[] = [
+      { name: 'alpha', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview, error: null },
+      { name: 'beta', store: 'fs:///b', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock' },
+    ];
+    render(<ClustersTable clusters={clusters} />);
+    expect(screen.getByTestId('cluster-link-alpha').getAttribute('href')).toBe('#/clusters/alpha/overview');
+    expect(screen.getByTestId('cluster-health-alpha').textContent).toBe('healthy');
+    expect(screen.getByTestId('cluster-qps-alpha').textContent).toBe('12,345');
+    expect(screen.getByTestId('cluster-row-alpha').textContent).toContain('2.0 MiB');
+    expect(screen.getByTestId('cluster-row-alpha').textContent).toContain('2/2');
+    expect(screen.getByTestId('cluster-health-beta').textContent).toBe('no dashboard');
+    expect(screen.getByTestId('cluster-row-beta').textContent).toContain('no dashboard holds the lock');
+  });
+  it('health names the problems', () => {
+    const c: ClusterSummary = {
+      name: 'x',
+      store: '',
+      dashboard: overview.dashboard,
+      reachable: true,
+      overview: { ...overview, servers_down: 1, proxies_online: 1 },
+      error: null,
+    };
+    expect(clusterHealth(c)).toEqual({ ok: false, text: '1 server(s) down, 1 proxy(ies) out' });
+  });
+});
+
+describe('QpsChart', () => {
+  it('mounts a uPlot chart in jsdom (matchMedia stubbed) with a series per proxy', () => {
+    const s = new QpsSeries();
+    s.add({ t: 1, total: 10, perProxy: { aaaaaaaa1: 4, bbbbbbbb2: 6 } });
+    s.add({ t: 2, total: 12, perProxy: { aaaaaaaa1: 5, bbbbbbbb2: 7 } });
+    const { container } = render(<QpsChart series={s} version={1} />);
+    expect(container.querySelector('.uplot')).not.toBeNull();
+    const legend = container.textContent ?? '';
+    expect(legend).toContain('total');
+    expect(legend).toContain('proxy aaaaaaaa');
+    expect(legend).toContain('proxy bbbbbbbb');
+  });
+});
+
+function Destroyer({ onResult }: { onResult: (ok: boolean) => void }) {
+  const confirm = useConfirm();
+  return <button onClick={async () => onResult(await confirm('Remove server?', 'sure?', 'Remove'))}>go</button>;
+}
+
+describe('ConfirmDialog', () => {
+  it('resolves true on confirm and false on cancel', async () => {
+    const results: boolean[] = [];
+    render(
+      <NoticesProvider>
+        <ConfirmProvider>
+          <Destroyer onResult={(r) => results.push(r)} />
+        </ConfirmProvider>
+      </NoticesProvider>,
+    );
+    fireEvent.click(screen.getByText('go'));
+    expect(screen.getByTestId('confirm-dialog').textContent).toContain('Remove server?');
+    await act(async () => fireEvent.click(screen.getByTestId('confirm-ok')));
+    fireEvent.click(screen.getByText('go'));
+    await act(async () => fireEvent.click(screen.getByTestId('confirm-cancel')));
+    expect(results).toEqual([true, false]);
+    expect(screen.queryByTestId('confirm-dialog')).toBeNull();
+  });
+});
+
+describe('audit rows', () => {
+  it('who and what for dashboard entries and console events', () => {
+    expect(auditWho({ time_ms: 0, actor: 'console:admin', method: 'POST', path: '/api/migrations' })).toBe('console:admin');
+    expect(auditWhat({ time_ms: 0, actor: 'console:admin', method: 'POST', path: '/api/migrations' })).toBe('POST /api/migrations');
+    expect(auditWho({ time_ms: 0, user: 'admin', event: 'login' })).toBe('admin');
+    expect(auditWhat({ time_ms: 0, user: 'admin', event: 'login' })).toBe('login');
+  });
+});

@@ -1,0 +1,136 @@
+import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '../src/api';
+import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
+import { Plugins } from '../src/views/Plugins';
+
+afterEach(cleanup);
+
+const plugin = (name: string, order: number, extra = {}) => ({
+  name,
+  sha256: 'ab'.repeat(32),
+  size: 2048,
+  config: { deny: ['FLUSHALL'] },
+  enabled: true,
+  order,
+  fail: 'open',
+  updated_unix: 1_700_000_000,
+  ...extra,
+});
+
+type Route = (method: string, url: string, body: unknown) => [number, unknown] | undefined;
+
+function server(route: Route) {
+  const calls: { method: string; url: string; body: unknown; csrf?: string }[] = [];
+  const f = async (url: string, init?: RequestInit) => {
+    const method = init?.method ?? 'GET';
+    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : init?.body;
+    calls.push({ method, url, body, csrf: (init?.headers as Record<string, string>)['X-CSRF-Token'] });
+    const r = route(method, url, body) ?? [404, { error: { code: 'not_found', message: `no route ${method} ${url}` } }];
+    return new Response(JSON.stringify(r[1]), { status: r[0] });
+  };
+  const client = new Client(f);
+  client.csrf = 'csrf-1';
+  return { c: client.cluster('local'), calls };
+}
+
+function renderPlugins(c: ReturnType<typeof server>['c']) {
+  return render(
+    <NoticesProvider>
+      <ConfirmProvider>
+        <Plugins c={c} />
+      </ConfirmProvider>
+    </NoticesProvider>,
+  );
+}
+
+describe('Plugins view', () => {
+  it('says so when the dashboard has no plugin catalog (404)', async () => {
+    const { c } = server(() => undefined);
+    renderPlugins(c);
+    await screen.findByTestId('plugins-unavailable');
+  });
+
+  it('lists plugins in order, validates the config inline, shows the server 400, and reorders', async () => {
+    const { c, calls } = server((method, url, body) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('metrics', 1), plugin('filter', 0)]];
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/filter/config') {
+        const cfg = (body as { config: { deny?: unknown } }).config;
+        if (!Array.isArray(cfg.deny)) return [400, { error: { code: 'bad_request', message: 'filter: "deny" must be a list' } }];
+        return [200, plugin('filter', 0, { config: cfg })];
+      }
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/order') return [200, { version: 7, plugins: [plugin('metrics', 0), plugin('filter', 1)] }];
+      return undefined;
+    });
+    renderPlugins(c);
+    const table = await screen.findByTestId('plugins-table');
+    const rows = [...table.querySelectorAll('tbody tr')].map((r) => r.getAttribute('data-testid'));
+    expect(rows).toEqual(['plugin-filter', 'plugin-metrics']);
+
+    fireEvent.click(screen.getByTestId('plugin-open-filter'));
+    const text = (await screen.findByTestId('plugin-config-text')) as HTMLTextAreaElement;
+    expect(JSON.parse(text.value)).toEqual({ deny: ['FLUSHALL'] });
+
+    // A parse error is shown inline with its place, and saving is disabled.
+    fireEvent.change(text, { target: { value: '{\n  "deny": ["FLUSHALL",]\n}' } });
+    expect(screen.getByTestId('plugin-config-parse-error').textContent).toMatch(/line 2, column \d+: trailing comma/);
+    expect((screen.getByTestId('plugin-config-save') as HTMLButtonElement).disabled).toBe(true);
+
+    // Valid JSON the plugin refuses: the server's 400 message is shown.
+    fireEvent.change(text, { target: { value: '{"deny": "FLUSHALL"}' } });
+    expect(screen.queryByTestId('plugin-config-parse-error')).toBeNull();
+    fireEvent.click(screen.getByTestId('plugin-config-save'));
+    const err = await screen.findByTestId('plugin-config-server-error');
+    expect(err.textContent).toContain('filter: "deny" must be a list');
+    const put = calls.find((x) => x.method === 'PUT' && x.url.endsWith('/filter/config'));
+    expect(put?.body).toEqual({ config: { deny: 'FLUSHALL' }, fail: 'open' });
+    expect(put?.csrf).toBe('csrf-1');
+
+    // Move filter down: the whole order is sent.
+    fireEvent.click(screen.getByTestId('plugin-down-filter'));
+    await waitFor(() => expect(calls.some((x) => x.url.endsWith('/plugins/order'))).toBe(true));
+    expect(calls.find((x) => x.url.endsWith('/plugins/order'))?.body).toEqual({ order: ['metrics', 'filter'] });
+
+    // Metrics 404 is tolerated.
+    await screen.findByText(/does not serve plugin metrics yet/);
+  });
+
+  it('uploads a module under the name taken from its file, and shows its metrics and the proxies running it', async () => {
+    const { c, calls } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0)]];
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/filter/module') return [200, plugin('filter', 0, { enabled: false })];
+      if (method === 'GET' && url === '/api/clusters/local/plugins/filter/metrics')
+        return [200, { proxies: 2, samples: [{ name: 'filter_denied_total', labels: { command: 'FLUSHALL' }, value: 3 }] }];
+      return undefined;
+    });
+    renderPlugins(c);
+    const input = (await screen.findByTestId('plugin-file')) as HTMLInputElement;
+    const file = new File([new Uint8Array([0, 0x61, 0x73, 0x6d])], 'tessera_plugin_filter.wasm', { type: 'application/wasm' });
+    fireEvent.change(input, { target: { files: [file] } });
+    expect((screen.getByTestId('plugin-name') as HTMLInputElement).value).toBe('filter');
+    fireEvent.click(screen.getByTestId('plugin-upload'));
+    await waitFor(() => expect(calls.some((x) => x.method === 'PUT' && x.url.endsWith('/plugins/filter/module'))).toBe(true));
+    expect(screen.queryByTestId('plugin-upload-error')).toBeNull();
+
+    fireEvent.click(screen.getByTestId('plugin-open-filter'));
+    expect((await screen.findByTestId('plugin-metrics-proxies')).textContent).toContain('Summed over 2 proxies');
+    expect(screen.getByTestId('plugin-metrics').textContent).toContain('filter_denied_total');
+    expect(screen.getByTestId('plugin-metrics').textContent).toContain('command=FLUSHALL');
+  });
+
+  it('asks before deleting a plugin', async () => {
+    const { c, calls } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0)]];
+      if (method === 'DELETE') return [200, {}];
+      return undefined;
+    });
+    renderPlugins(c);
+    fireEvent.click(await screen.findByTestId('plugin-delete-filter'));
+    expect(screen.getByTestId('confirm-dialog').textContent).toContain('Delete plugin filter?');
+    fireEvent.click(screen.getByTestId('confirm-cancel'));
+    expect(calls.some((x) => x.method === 'DELETE')).toBe(false);
+    fireEvent.click(screen.getByTestId('plugin-delete-filter'));
+    fireEvent.click(screen.getByTestId('confirm-ok'));
+    await waitFor(() => expect(calls.some((x) => x.method === 'DELETE' && x.url === '/api/clusters/local/plugins/filter')).toBe(true));
+  });
+});

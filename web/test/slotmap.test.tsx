@@ -1,0 +1,109 @@
+import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '../src/api';
+import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
+import { SlotMap } from '../src/views/SlotMap';
+
+afterEach(cleanup);
+
+const slots = Array.from({ length: 1024 }, (_, id) => ({
+  id,
+  group: id < 512 ? 1 : 2,
+  ...(id === 700 ? { action: { state: 'migrating', source: 2, target: 1, aborting: false } } : {}),
+}));
+const groups = [1, 2].map((id) => ({ id, slots: 512, down: false, servers: [{ addr: `127.0.0.1:700${id}`, role: 'master', up: true }] }));
+const status = {
+  slots: [{ slot: 700, state: 'migrating', source: 2, target: 1, aborting: false, keys_moved: 42 }],
+  pending: 0,
+  in_flight: 1,
+  keys_moved: 42,
+  keys_per_sec: 10,
+  eta_secs: 3,
+  blocked: null,
+  max_slots_in_flight: 512,
+};
+
+function setup() {
+  const calls: { method: string; url: string; body: unknown }[] = [];
+  const f = async (url: string, init?: RequestInit) => {
+    const method = init?.method ?? 'GET';
+    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    calls.push({ method, url, body });
+    const base = '/api/clusters/local';
+    const reply =
+      method === 'GET' && url === `${base}/slots`
+        ? slots
+        : method === 'GET' && url === `${base}/groups`
+          ? groups
+          : method === 'GET' && url === `${base}/migrations`
+            ? status
+            : method === 'POST' && url === `${base}/migrations`
+              ? { queued: 6 }
+              : method === 'POST' && url === `${base}/migrations/abort`
+                ? { aborted: 1 }
+                : null;
+    return new Response(JSON.stringify(reply ?? { error: { code: 'not_found', message: url } }), { status: reply ? 200 : 404 });
+  };
+  const client = new Client(f);
+  client.csrf = 't';
+  render(
+    <NoticesProvider>
+      <ConfirmProvider>
+        <SlotMap c={client.cluster('local')} />
+      </ConfirmProvider>
+    </NoticesProvider>,
+  );
+  return calls;
+}
+
+describe('SlotMap', () => {
+  it('draws 1024 cells coloured by group, marks migrating slots, and shows a slot on click', async () => {
+    setup();
+    await waitFor(() => expect(screen.getByTestId('slot-1023').getAttribute('data-group')).toBe('2'));
+    expect(document.querySelectorAll('.slot-cell').length).toBe(1024);
+    expect(screen.getByTestId('slot-700').className).toContain('migrating');
+    expect(screen.getByTestId('slot-ranges').textContent).toBe('0-511 → g1, 512-1023 → g2');
+    await waitFor(() => expect(screen.getByTestId('migration-rate').textContent).toBe('10'));
+    fireEvent.mouseDown(screen.getByTestId('slot-700'), { button: 0 });
+    fireEvent.mouseUp(window);
+    expect(screen.getByTestId('slot-detail-action').textContent).toBe('migrating: group 2 → 1');
+    expect(screen.getByTestId('slot-detail').textContent).toContain('42');
+  });
+
+  it('drag selects a range, which migrates to the chosen group', async () => {
+    const calls = setup();
+    await waitFor(() => expect(screen.getByTestId('slot-10').getAttribute('data-group')).toBe('1'));
+    fireEvent.mouseDown(screen.getByTestId('slot-10'), { button: 0 });
+    for (const s of [11, 13, 15]) fireEvent.mouseOver(screen.getByTestId(`slot-${s}`));
+    fireEvent.mouseUp(window);
+    fireEvent.mouseOver(screen.getByTestId('slot-40')); // not dragging any more
+    expect(screen.getByTestId('selection-size').textContent).toBe('6 slot(s)');
+    expect((screen.getByTestId('selection-range') as HTMLInputElement).value).toBe('10-15');
+    // The target defaults to a group other than the owner.
+    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('2'));
+    await act(async () => fireEvent.click(screen.getByTestId('migrate-selection')));
+    await waitFor(() => expect(calls.some((c) => c.method === 'POST')).toBe(true));
+    expect(calls.find((c) => c.method === 'POST')).toMatchObject({
+      url: '/api/clusters/local/migrations',
+      body: { from: 10, to: 15, group: 2 },
+    });
+    await screen.findByText('6 slot(s) queued to move to group 2');
+  });
+
+  it('shift-click extends; a range containing a moving slot cannot be migrated but can be aborted after a confirm', async () => {
+    const calls = setup();
+    await waitFor(() => expect(screen.getByTestId('slot-700').className).toContain('migrating'));
+    fireEvent.mouseDown(screen.getByTestId('slot-698'), { button: 0 });
+    fireEvent.mouseUp(window);
+    fireEvent.mouseDown(screen.getByTestId('slot-702'), { button: 0, shiftKey: true });
+    fireEvent.mouseUp(window);
+    expect(screen.getByTestId('selection-size').textContent).toBe('5 slot(s)');
+    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('1'));
+    expect((screen.getByTestId('migrate-selection') as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.click(screen.getByTestId('abort-selection'));
+    expect(screen.getByTestId('confirm-dialog').textContent).toContain('Abort the migration of 1 selected slot(s)?');
+    await act(async () => fireEvent.click(screen.getByTestId('confirm-ok')));
+    await waitFor(() => expect(calls.some((c) => c.url.endsWith('/migrations/abort'))).toBe(true));
+    expect(calls.find((c) => c.url.endsWith('/migrations/abort'))?.body).toEqual({ slots: [700] });
+  });
+});
