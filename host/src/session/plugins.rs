@@ -23,8 +23,7 @@ use crate::resp::{Frame, Proto, ReplyScanner, Request, parse_integer, split_aggr
 pub(crate) struct Observer {
     inst: InstanceRef,
     ctx: u64,
-    name: String,
-    fail: FailPolicy,
+    generation: std::sync::Arc<tessera_wasm::Generation>,
 }
 
 /// The replies of a rewrite, merged by the host or by the plugin's `on_reply`.
@@ -96,7 +95,8 @@ impl Session {
         let conn = self.reg.info.id;
         let mut observers: SmallVec<[Observer; 2]> = SmallVec::new();
         for i in 0..wc.len() {
-            let g = wc.generation(i).clone();
+            // The chain just synced: its i-th generation is the worker's i-th (no Arc clone).
+            let g = &chain.plugins[i];
             let Some(values) = g.hooks.wants(id, class) else {
                 continue;
             };
@@ -143,8 +143,7 @@ impl Session {
                 CmdOutcome::Observe(ctx) => observers.push(Observer {
                     inst,
                     ctx,
-                    name: g.name().to_owned(),
-                    fail: g.spec.fail,
+                    generation: g.clone(),
                 }),
                 CmdOutcome::Deny(text) => {
                     let mut b = BytesMut::with_capacity(text.len() + 3);
@@ -257,33 +256,41 @@ fn error_bytes(text: &[u8]) -> Bytes {
 }
 
 impl Observed {
+    /// The inner reply is written straight into `out`; observers read it there, and only a
+    /// replacement copies anything.
     pub(crate) async fn write_into(self, out: &mut BytesMut) {
-        let mut reply = BytesMut::new();
-        Box::pin(self.inner.write_into(&mut reply)).await;
-        let mut reply = reply.freeze();
-        for o in self.observers.into_iter().rev() {
-            let r = o.inst.borrow_mut().on_reply(self.conn, o.ctx, &[&reply]);
-            match r {
-                Ok(ReplyOutcome::Pass) => {}
-                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => reply = b.into(),
-                Ok(ReplyOutcome::Replace(_)) => {
-                    if o.fail == FailPolicy::Closed {
-                        reply = Frame::error(format!(
-                            "ERR plugin {} failed: its reply is not one complete RESP reply",
-                            o.name
-                        ))
-                        .to_bytes(Proto::Resp2);
-                    }
-                }
-                Ok(ReplyOutcome::Error(t)) => reply = error_bytes(&t),
-                Err(f) => {
-                    if o.fail == FailPolicy::Closed {
-                        reply = failed(&o.name, &f.reason).to_bytes(Proto::Resp2);
-                    }
-                }
-            }
+        let at = out.len();
+        match self.inner {
+            // The common cases without boxing a recursive future.
+            Pending::Ready(b) => out.extend_from_slice(&b),
+            Pending::One(rx) => match super::gather::flatten(rx.await) {
+                Ok(b) => out.extend_from_slice(&b),
+                Err(f) => f.encode(Proto::Resp2, out),
+            },
+            inner => Box::pin(inner.write_into(out)).await,
         }
-        out.extend_from_slice(&reply);
+        for o in self.observers.into_iter().rev() {
+            let fail = o.generation.spec.fail;
+            let name = o.generation.name();
+            let r = o
+                .inst
+                .borrow_mut()
+                .on_reply(self.conn, o.ctx, &[&out[at..]]);
+            let replacement = match r {
+                Ok(ReplyOutcome::Pass) => continue,
+                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
+                Ok(ReplyOutcome::Replace(_)) if fail == FailPolicy::Closed => {
+                    failed(name, "its reply is not one complete RESP reply").to_bytes(Proto::Resp2)
+                }
+                Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
+                Err(f) if fail == FailPolicy::Closed => {
+                    failed(name, &f.reason).to_bytes(Proto::Resp2)
+                }
+                Ok(ReplyOutcome::Replace(_)) | Err(_) => continue,
+            };
+            out.truncate(at);
+            out.extend_from_slice(&replacement);
+        }
     }
 }
 

@@ -207,9 +207,8 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         m,
         import::HISTOGRAM_OBSERVE,
         |mut c: Caller<'_, HostState>, id: i32, v: f64| {
-            let st = c.data_mut();
-            if let Some((s, Kind::Histogram)) = series(st, id) {
-                st.plugin.metrics.observe(&s, v);
+            if let Some((s, Kind::Histogram)) = series(c.data_mut(), id) {
+                s.observe(v);
             }
         },
     )?;

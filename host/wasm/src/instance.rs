@@ -407,12 +407,16 @@ impl Instance {
                 })
             }
             abi::action::OBSERVE => {
-                let out = self.out(out_len)?;
-                let ctx = out
-                    .get(..8)
-                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-                    .unwrap_or(0);
-                Ok(CmdOutcome::Observe(ctx))
+                // Eight bytes read in place: no allocation on the path of every observed command.
+                if out_len < 8 {
+                    return Ok(CmdOutcome::Observe(0));
+                }
+                self.read_arena().map_err(|f| self.fail(f))?;
+                let at = self.arena.out_off as usize;
+                let data = self.memory.data(&self.store);
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&data[at..at + 8]);
+                Ok(CmdOutcome::Observe(u64::from_le_bytes(b)))
             }
             other => Err(self.fail(Fault::bad_output(format!("unknown action {other}")))),
         }

@@ -44,6 +44,8 @@ pub struct Series {
     /// Histogram: sum as f64 bits, and one count per bucket.
     sum: AtomicU64,
     buckets: Box<[AtomicU64]>,
+    /// The histogram's upper bounds (a copy: observing takes no lock).
+    bounds: Box<[f64]>,
 }
 
 impl Series {
@@ -59,8 +61,8 @@ impl Series {
         self.value.fetch_add(v, Relaxed);
     }
 
-    fn observe(&self, bounds: &[f64], v: f64) {
-        if let Some(i) = bounds.iter().position(|&b| v <= b) {
+    pub fn observe(&self, v: f64) {
+        if let Some(i) = self.bounds.iter().position(|&b| v <= b) {
             self.buckets[i].fetch_add(1, Relaxed);
         }
         self.value.fetch_add(1, Relaxed);
@@ -148,14 +150,15 @@ impl PluginMetrics {
 
     /// The series of `metric` with these label values (created on first use).
     pub fn series(&self, metric: u32, values: Vec<String>) -> Result<u32, MetricError> {
-        let nbuckets = {
+        let bounds: Box<[f64]> = {
             let defs = self.defs.read().unwrap_or_else(|p| p.into_inner());
             let d = defs.get(metric as usize).ok_or(MetricError::BadArgument)?;
             if d.labels.len() != values.len() {
                 return Err(MetricError::BadArgument);
             }
-            d.buckets.len()
+            d.buckets.clone().into()
         };
+        let nbuckets = bounds.len();
         let key = (metric, values);
         if let Some(&i) = self
             .series
@@ -180,6 +183,7 @@ impl PluginMetrics {
             value: AtomicI64::new(0),
             sum: AtomicU64::new(0f64.to_bits()),
             buckets: (0..nbuckets).map(|_| AtomicU64::new(0)).collect(),
+            bounds,
         }));
         t.index.insert(key, i);
         Ok(i)
@@ -196,13 +200,6 @@ impl PluginMetrics {
             .cloned()?;
         let kind = self.defs.read().unwrap_or_else(|p| p.into_inner())[s.metric as usize].kind;
         Some((s, kind))
-    }
-
-    pub fn observe(&self, s: &Series, v: f64) {
-        let defs = self.defs.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = defs.get(s.metric as usize) {
-            s.observe(&d.buckets, v);
-        }
     }
 
     /// Appends the Prometheus text of every metric, named `tessera_plugin_<plugin>_<name>`.
@@ -336,8 +333,8 @@ mod tests {
             .unwrap();
         let hs = m.series(h, vec![]).unwrap();
         let (series, _) = m.get(hs).unwrap();
-        m.observe(&series, 0.05);
-        m.observe(&series, 5.0);
+        series.observe(0.05);
+        series.observe(5.0);
         let mut out = String::new();
         m.render("my-plugin", &mut out);
         assert!(
