@@ -280,38 +280,10 @@ impl Dashboard {
 
     /// Pushes the catalog to every online proxy; all must load it.
     pub(crate) async fn push_plugins(&self, cat: &Catalog) -> Result<usize, PushError> {
-        let proxies = self.registered_proxies().await.map_err(|e| PushError {
-            epoch: cat.version,
-            failed: vec![("*".into(), "store".into(), e.to_string())],
-        })?;
-        let online: Vec<ProxyModel> = {
-            let st = self.state.lock().expect("state lock poisoned");
-            proxies
-                .into_iter()
-                .filter(|p| !st.offline.contains(&p.token))
-                .collect()
-        };
+        const WHAT: &str = "plugin catalog version";
+        let online = self.online_proxies(WHAT, cat.version).await?;
         let results = join_all(online.iter().map(|p| self.push_plugins_one(p, cat))).await;
-        let failed: Vec<_> = online
-            .iter()
-            .zip(results)
-            .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
-            .collect();
-        if failed.is_empty() {
-            info!(
-                version = cat.version,
-                proxies = online.len(),
-                "plugin catalog pushed to every online proxy"
-            );
-            Ok(online.len())
-        } else {
-            let e = PushError {
-                epoch: cat.version,
-                failed,
-            };
-            warn!(error = %e, "plugin push incomplete");
-            Err(e)
-        }
+        super::push::settle(WHAT, cat.version, &online, results)
     }
 
     pub(crate) async fn push_plugins_one(

@@ -12,8 +12,10 @@ use crate::router::Topology;
 
 /// Proxies that did not acknowledge a pushed epoch.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("topology epoch {epoch} is persisted but not acknowledged by {}", describe(.failed))]
+#[error("{what} {epoch} is persisted but not acknowledged by {}", describe(.failed))]
 pub struct PushError {
+    /// What was pushed: "topology epoch" or "plugin catalog version".
+    pub what: &'static str,
     pub epoch: u64,
     /// (token, admin address, reason)
     pub failed: Vec<(String, String, String)>,
@@ -64,41 +66,28 @@ impl Dashboard {
 
     /// Pushes the topology at `epoch` to every online proxy and waits for all.
     pub(crate) async fn push_all(&self, topo: &Topology) -> Result<usize, PushError> {
-        let epoch = topo.epoch;
-        let proxies = match self.registered_proxies().await {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(PushError {
-                    epoch,
-                    failed: vec![("*".into(), "store".into(), e.to_string())],
-                });
-            }
-        };
-        let online: Vec<ProxyModel> = {
-            let st = self.state.lock().expect("state lock poisoned");
-            proxies
-                .into_iter()
-                .filter(|p| !st.offline.contains(&p.token))
-                .collect()
-        };
+        const WHAT: &str = "topology epoch";
+        let online = self.online_proxies(WHAT, topo.epoch).await?;
         let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
-        let failed: Vec<_> = online
-            .iter()
-            .zip(results)
-            .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
-            .collect();
-        if failed.is_empty() {
-            info!(
-                epoch,
-                proxies = online.len(),
-                "topology pushed to every online proxy"
-            );
-            Ok(online.len())
-        } else {
-            let e = PushError { epoch, failed };
-            warn!(error = %e, "topology push incomplete");
-            Err(e)
-        }
+        settle(WHAT, topo.epoch, &online, results)
+    }
+
+    /// The registered proxies not set offline: the ones every push must reach.
+    pub(crate) async fn online_proxies(
+        &self,
+        what: &'static str,
+        epoch: u64,
+    ) -> Result<Vec<ProxyModel>, PushError> {
+        let proxies = self.registered_proxies().await.map_err(|e| PushError {
+            what,
+            epoch,
+            failed: vec![("*".into(), "store".into(), e.to_string())],
+        })?;
+        let st = self.state.lock().expect("state lock poisoned");
+        Ok(proxies
+            .into_iter()
+            .filter(|p| !st.offline.contains(&p.token))
+            .collect())
     }
 
     /// The topology last committed (for catch-up pushes), or, before the first commit, the
@@ -152,5 +141,36 @@ impl Dashboard {
             ));
         }
         Ok(())
+    }
+}
+
+/// The outcome of a push to `online`: how many acknowledged, or which did not and why.
+pub(crate) fn settle(
+    what: &'static str,
+    epoch: u64,
+    online: &[ProxyModel],
+    results: Vec<Result<(), String>>,
+) -> Result<usize, PushError> {
+    let failed: Vec<_> = online
+        .iter()
+        .zip(results)
+        .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
+        .collect();
+    if failed.is_empty() {
+        info!(
+            what,
+            epoch,
+            proxies = online.len(),
+            "pushed to every online proxy"
+        );
+        Ok(online.len())
+    } else {
+        let e = PushError {
+            what,
+            epoch,
+            failed,
+        };
+        warn!(error = %e, "push incomplete");
+        Err(e)
     }
 }

@@ -9,7 +9,6 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
@@ -161,13 +160,7 @@ impl PluginEntry {
         spec.fail = FailPolicy::parse(&self.fail).with_context(|| {
             format!("plugin {}: fail must be \"open\" or \"closed\"", self.name)
         })?;
-        if let Some(ms) = self.cpu_budget_ms {
-            spec.cpu_budget = Duration::from_millis(ms.max(1));
-        }
-        if let Some(mb) = self.memory_mb {
-            spec.memory_limit = mb.max(1) << 20;
-        }
-        Ok(spec)
+        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
     }
 }
 

@@ -8,7 +8,6 @@ pub mod catalog;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
@@ -187,7 +186,7 @@ impl PluginHost {
     }
 
     /// A plugin's metric samples, for the admin API.
-    pub fn samples(&self, name: &str) -> Option<Vec<(String, Vec<(String, String)>, f64)>> {
+    pub fn samples(&self, name: &str) -> Option<Vec<tessera_wasm::metrics::Sample>> {
         Some(self.runtime.get()?.plugin(name)?.metrics.samples())
     }
 }
@@ -277,12 +276,6 @@ impl PluginFile {
                 )
             })?;
         }
-        if let Some(ms) = self.cpu_budget_ms {
-            spec.cpu_budget = Duration::from_millis(ms.max(1));
-        }
-        if let Some(mb) = self.memory_mb {
-            spec.memory_limit = mb.max(1) << 20;
-        }
-        Ok(spec)
+        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
     }
 }

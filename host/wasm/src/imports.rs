@@ -344,8 +344,8 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 return status::NOT_FOUND as i32;
             };
             let mut buf = Vec::with_capacity(64);
-            let flags = (f.user.is_some() as u32) * abi::client_info::HAS_USER
-                | (f.name.is_some() as u32) * abi::client_info::HAS_NAME;
+            let flags = ((f.user.is_some() as u32) * abi::client_info::HAS_USER)
+                | ((f.name.is_some() as u32) * abi::client_info::HAS_NAME);
             buf.extend_from_slice(&f.db.to_le_bytes());
             buf.extend_from_slice(&flags.to_le_bytes());
             for s in [Some(&f.addr), f.user.as_ref(), f.name.as_ref()] {

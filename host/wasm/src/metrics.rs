@@ -19,6 +19,9 @@ const DEFAULT_BUCKETS: &[f64] = &[
     2.5, 5.0, 10.0,
 ];
 
+/// One sample: metric name, label pairs, value.
+pub type Sample = (String, Vec<(String, String)>, f64);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Counter,
@@ -246,7 +249,7 @@ impl PluginMetrics {
     }
 
     /// Samples as `(name, labels, value)`, for the admin API.
-    pub fn samples(&self) -> Vec<(String, Vec<(String, String)>, f64)> {
+    pub fn samples(&self) -> Vec<Sample> {
         let defs = self.defs.read().unwrap_or_else(|p| p.into_inner());
         let series = self.series.read().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();

@@ -56,6 +56,17 @@ impl PluginSpec {
     pub const DEFAULT_CPU_BUDGET: Duration = Duration::from_millis(5);
     pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
 
+    /// Applies optional limits from a config (CPU budget in ms, memory in MiB; at least 1 each).
+    pub fn with_limits(mut self, cpu_budget_ms: Option<u64>, memory_mb: Option<usize>) -> Self {
+        if let Some(ms) = cpu_budget_ms {
+            self.cpu_budget = Duration::from_millis(ms.max(1));
+        }
+        if let Some(mb) = memory_mb {
+            self.memory_limit = mb.max(1) << 20;
+        }
+        self
+    }
+
     pub fn new(name: impl Into<String>, wasm: Vec<u8>, config: Vec<u8>) -> Self {
         Self {
             name: name.into(),
