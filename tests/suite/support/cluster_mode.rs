@@ -749,16 +749,21 @@ impl Up {
 
 impl Drop for Up {
     fn drop(&mut self) {
+        let pgid = self.child.id();
         if self.child.try_wait().ok().flatten().is_none() {
             // Give it the chance to stop its children itself.
             if self.interrupt(Duration::from_secs(20)).is_none() {
                 // Still running, so its pid (the group's id) is still its own: take the
                 // whole group down.
-                signal_group(self.child.id(), "-KILL");
+                signal_group(pgid, "-KILL");
                 let _ = self.child.kill();
                 let _ = self.child.wait();
             }
         }
+        // Interrupted before its signal handler was installed (still starting), `tessera up`
+        // dies without stopping its children; they are in its process group (a group id is
+        // not reused while the group has members), so sweep it.
+        signal_group(pgid, "-KILL");
         if std::thread::panicking() {
             eprintln!("--- tessera up\n{}\n--- end of tessera up", self.output());
         }
