@@ -58,6 +58,13 @@ fn not_found(name: &str) -> ApiError {
     ApiError::not_found(format!("no plugin named {name} in this cluster"))
 }
 
+fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, ApiError> {
+    cat.plugins
+        .iter_mut()
+        .find(|e| e.name == name)
+        .ok_or_else(|| not_found(name))
+}
+
 impl Dashboard {
     pub async fn plugins(&self) -> Result<Catalog, ApiError> {
         Ok(catalog::read(&*self.store, &self.paths)
@@ -78,11 +85,13 @@ impl Dashboard {
             .map_err(|err| ApiError::bad_request(err.0))
     }
 
-    async fn module(&self, e: &PluginEntry) -> Result<Arc<Vec<u8>>, ApiError> {
-        catalog::get_blob(&*self.store, &self.paths, &e.sha256)
+    /// Probes an entry whose module is already in the store.
+    async fn probe_stored(&self, e: &PluginEntry) -> Result<(), ApiError> {
+        let wasm = catalog::get_blob(&*self.store, &self.paths, &e.sha256)
             .await
             .map(Arc::new)
-            .map_err(|err| ApiError::unavailable(err.to_string()))
+            .map_err(|err| ApiError::unavailable(err.to_string()))?;
+        self.probe(e, wasm).await
     }
 
     /// Persists the catalog with the next version and pushes it to every online proxy.
@@ -163,11 +172,7 @@ impl Dashboard {
     ) -> Result<PluginEntry, ApiError> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
-        let e = cat
-            .plugins
-            .iter_mut()
-            .find(|e| e.name == name)
-            .ok_or_else(|| not_found(name))?;
+        let e = entry_mut(&mut cat, name)?;
         let mut next = e.clone();
         if let Some(c) = change.config.clone() {
             next.config = c;
@@ -188,8 +193,7 @@ impl Dashboard {
         }
         next.updated_unix = model::now_unix();
         if next.enabled || change.config.is_some() {
-            let wasm = self.module(&next).await?;
-            self.probe(&next, wasm).await?;
+            self.probe_stored(&next).await?;
         }
         *e = next.clone();
         self.save_catalog(cat).await?;
@@ -204,15 +208,10 @@ impl Dashboard {
     pub async fn enable_plugin(&self, name: &str, enabled: bool) -> Result<PluginEntry, ApiError> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
-        let e = cat
-            .plugins
-            .iter_mut()
-            .find(|e| e.name == name)
-            .ok_or_else(|| not_found(name))?;
+        let e = entry_mut(&mut cat, name)?;
         if enabled && !e.enabled {
             let probe = e.clone();
-            let wasm = self.module(&probe).await?;
-            self.probe(&probe, wasm).await?;
+            self.probe_stored(&probe).await?;
         }
         e.enabled = enabled;
         e.updated_unix = model::now_unix();
