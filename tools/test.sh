@@ -1,27 +1,24 @@
 #!/usr/bin/env bash
 # Runs every Tessera test on a Debian 12 machine, installing what the tests need first:
 #   tools/test.sh
-# (CI runs exactly this through .ci/run.) Set TESSERA_SKIP_INSTALL=1 to skip the apt step.
+# (CI runs exactly this through .ci/run.) Set TESSERA_SKIP_INSTALL=1 to skip the apt step
+# (tools/apt-install.sh).
 # Order: the web console's front end is built first (the Rust tests serve its files), then one
 # cargo build and test of everything, then the front end's unit tests and its end-to-end
 # tests in headless Chromium, which drive the target/debug/tessera that cargo test built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-for pair in redis-server:redis-server redis-cli:redis-tools etcd:etcd-server protoc:protobuf-compiler \
-            nutcracker:nutcracker promtool:prometheus chromium:chromium; do
-  cmd=${pair%%:*} pkg=${pair#*:}
-  command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
-done
-if [ ${#need_apt[@]} -gt 0 ] && [ -z "${TESSERA_SKIP_INSTALL:-}" ]; then
-  echo "test.sh: installing ${need_apt[*]}"
-  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-  # Debian starts these as services on install; the tests start their own on free ports.
-  for svc in redis-server etcd prometheus; do $sudo_cmd service "$svc" stop >/dev/null 2>&1 || true; done
-fi
+. tools/apt-install.sh
+test_packages=(
+  redis-server:redis-server  # the backends every cross-process test starts
+  redis-cli:redis-tools      # redis-cli and redis-benchmark drive the proxy in tests
+  etcd:etcd-server           # the etcd store's contract suite and clusters on etcd
+  nutcracker:nutcracker      # twemproxy, for the side-by-side tests
+  promtool:prometheus        # checks that /metrics is valid Prometheus text
+  chromium:chromium          # the console's end-to-end test in headless Chromium
+)
+apt_install "${TESSERA_BUILD_PACKAGES[@]}" "${test_packages[@]}"
 # rustup does not add a missing target to an installed toolchain by itself.
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 

@@ -1,23 +1,15 @@
 #!/usr/bin/env bash
 # Brings up a local Tessera cluster on a Debian 12 machine:
 #   tools/up.sh [tessera up options]
-# Installs redis-server if it is missing (apt), builds the web console's front end (npm), the
-# example plugins (wasm32, release), then the release binary, which embeds the front end, and
-# runs `tessera up` (which loads the plugins into each new cluster).
+# Installs redis-server and the build's protoc if they are missing (apt, tools/apt-install.sh),
+# builds the web console's front end (npm), the example plugins (wasm32, release), then the
+# release binary, which embeds the front end, and runs `tessera up` (which loads the plugins
+# into each new cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v redis-server >/dev/null 2>&1; then
-  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  if command -v apt-get >/dev/null 2>&1; then
-    echo "up.sh: installing redis-server (apt)"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-    $sudo_cmd service redis-server stop >/dev/null 2>&1 || true
-  else
-    echo "up.sh: redis-server is missing: install Redis 7 (or Valkey) so that redis-server is on PATH" >&2
-    exit 1
-  fi
-fi
+. tools/apt-install.sh
+# redis-server: the cluster's backends; the rest is what building the binary needs.
+apt_install redis-server:redis-server "${TESSERA_BUILD_PACKAGES[@]}"
 if [ -f web/package.json ]; then
   node_version=$(node -p 'process.versions.node' 2>/dev/null || true)
   IFS=. read -r major minor _ <<<"${node_version:-0.0.0}"
