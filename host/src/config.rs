@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::resp::Limits;
 
@@ -36,7 +36,7 @@ pub struct ProxyConfig {
     /// How long SIGTERM waits for sessions to finish their in-flight commands.
     pub shutdown_grace_ms: u64,
     /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
-    pub plugins: Vec<crate::plugins::PluginFile>,
+    pub plugins: Vec<PluginFile>,
 }
 
 impl Default for ProxyConfig {
@@ -135,5 +135,58 @@ impl ProxyConfig {
     pub fn idle_timeout(&self) -> Option<Duration> {
         (self.client_idle_timeout_ms > 0)
             .then(|| Duration::from_millis(self.client_idle_timeout_ms))
+    }
+}
+
+/// A plugin given on the command line or in proxy.toml (static mode).
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PluginFile {
+    /// Defaults to the file name without `.wasm`.
+    pub name: Option<String>,
+    pub path: std::path::PathBuf,
+    /// A JSON file with the plugin's config.
+    pub config: Option<std::path::PathBuf>,
+    /// Inline JSON config (instead of `config`).
+    pub config_json: Option<String>,
+    /// "closed" (default) or "open".
+    pub fail: Option<String>,
+    pub cpu_budget_ms: Option<u64>,
+    pub memory_mb: Option<usize>,
+}
+
+impl PluginFile {
+    /// Reads the module and config.
+    ///
+    /// # Errors
+    /// Unreadable files, a bad name or policy.
+    pub fn to_spec(&self) -> anyhow::Result<tessera_wasm::PluginSpec> {
+        use anyhow::Context;
+        let name = match &self.name {
+            Some(n) => n.clone(),
+            None => self
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().replace("tessera_plugin_", ""))
+                .unwrap_or_default(),
+        };
+        let wasm = std::fs::read(&self.path)
+            .with_context(|| format!("reading plugin {}", self.path.display()))?;
+        let config = match (&self.config, &self.config_json) {
+            (Some(p), _) => std::fs::read(p)
+                .with_context(|| format!("reading plugin config {}", p.display()))?,
+            (None, Some(j)) => j.clone().into_bytes(),
+            (None, None) => b"{}".to_vec(),
+        };
+        let mut spec = tessera_wasm::PluginSpec::new(name, wasm, config);
+        if let Some(f) = &self.fail {
+            spec.fail = tessera_wasm::FailPolicy::parse(f).with_context(|| {
+                format!(
+                    "plugin {}: fail must be \"open\" or \"closed\", not {f:?}",
+                    spec.name
+                )
+            })?;
+        }
+        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
     }
 }

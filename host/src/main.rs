@@ -231,7 +231,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     for (i, path) in args.plugins.iter().enumerate() {
         let given = args.plugin_configs.get(i);
         let inline = given.filter(|c| c.trim_start().starts_with('{'));
-        config.plugins.push(tessera::plugins::PluginFile {
+        config.plugins.push(tessera::config::PluginFile {
             path: path.clone(),
             config: given.filter(|_| inline.is_none()).map(PathBuf::from),
             config_json: inline.cloned(),
@@ -276,7 +276,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         let specs = config
             .plugins
             .iter()
-            .map(tessera::plugins::PluginFile::to_spec)
+            .map(tessera::config::PluginFile::to_spec)
             .collect::<anyhow::Result<Vec<_>>>()?;
         let proxy = Proxy::bind(config)?;
         if !specs.is_empty() {

@@ -279,7 +279,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     let mut tokens = std::collections::BTreeMap::new();
     for (plan, pairs) in plans.iter().zip(&servers) {
         let token = remembered(&plan.dir.join("admin-token"), || {
-            Ok(crate::proxy::cluster::random_token())
+            Ok(crate::secret::random_token())
         })?;
         let dashboard = Command::new(&opts.exe)
             .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
@@ -440,7 +440,7 @@ fn console_user(
         crate::console::ConsoleConfig::default()
     };
     let has_admin = config.users.iter().any(|u| u.name == "admin");
-    let password = (reset || !has_admin).then(crate::proxy::cluster::random_token);
+    let password = (reset || !has_admin).then(crate::secret::random_token);
     if let Some(pw) = &password {
         let hash = crate::console::hash_password(pw)?;
         config.users.retain(|u| u.name != "admin");

@@ -13,10 +13,10 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::error::{ApiError, bearer_matches, optional_json};
 use super::proxy::ProxyStats;
 use crate::coordinator::model::{ProxyState, SlotAction};
 use crate::dashboard::{Dashboard, ServerHealth};
+use crate::http_error::{ApiError, bearer_matches, optional_json};
 use crate::router::GroupId;
 
 type Body<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
@@ -73,7 +73,7 @@ async fn openapi() -> impl IntoResponse {
 }
 
 async fn metrics(State(d): State<Arc<Dashboard>>) -> String {
-    crate::telemetry::render_dashboard(&d)
+    crate::dashboard::metrics::render(&d)
 }
 
 fn parse_group(id: &str) -> Result<GroupId, ApiError> {

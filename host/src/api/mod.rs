@@ -4,12 +4,11 @@
 mod audit;
 pub mod dashboard;
 mod plugins;
-pub use plugins::apply_catalog as plugins_apply;
-mod error;
 pub mod proxy;
+pub use proxy::apply_catalog as plugins_apply;
 
+pub use crate::http_error::{ApiError, bearer_matches, optional_json};
 pub use audit::ACTOR_HEADER;
-pub use error::{ApiError, bearer_matches, optional_json, sha256_hex};
 
 /// Serves `router` on `listener` until `shutdown` completes.
 ///

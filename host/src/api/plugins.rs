@@ -1,33 +1,27 @@
-//! Plugin routes: the dashboard's catalog API and the proxy's side of the catalog push.
+//! The dashboard's plugin catalog routes (the proxy's side of a catalog push is in `proxy.rs`).
 //!
 //! ```text
-//! dashboard: GET    /api/plugins                      the catalog (chain order)
-//!            PUT    /api/plugins/order                {"order": [names]}
-//!            PUT    /api/plugins/{name}/module        raw .wasm bytes
-//!            PUT    /api/plugins/{name}/config        {"config"?, "fail"?, "cpu_budget_ms"?, "memory_mb"?}
-//!            POST   /api/plugins/{name}/enable|disable
-//!            DELETE /api/plugins/{name}
-//!            GET    /api/plugins/{name}/metrics       samples summed over proxies
-//! proxy:     GET    /api/proxy/plugins                plugins in force
-//!            PUT    /api/proxy/plugins                load a catalog (Bearer: proxy secret)
-//!            GET    /api/proxy/plugins/{name}/metrics samples
+//! GET    /api/plugins                      the catalog (chain order)
+//! PUT    /api/plugins/order                {"order": [names]}
+//! PUT    /api/plugins/{name}/module        raw .wasm bytes
+//! PUT    /api/plugins/{name}/config        {"config"?, "fail"?, "cpu_budget_ms"?, "memory_mb"?}
+//! POST   /api/plugins/{name}/enable|disable
+//! DELETE /api/plugins/{name}
+//! GET    /api/plugins/{name}/metrics       samples summed over proxies
 //! ```
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::HeaderMap;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::{ApiError, bearer_matches, optional_json};
-use super::proxy::ProxyAdmin;
 use crate::dashboard::Dashboard;
-use crate::dashboard::plugins::{ConfigChange, Sample};
+use crate::dashboard::plugins::ConfigChange;
+use crate::http_error::{ApiError, optional_json};
 use crate::plugins::catalog::{Catalog, MAX_MODULE};
 
 pub(super) fn dashboard_routes() -> Router<Arc<Dashboard>> {
@@ -127,93 +121,4 @@ async fn plugin_metrics(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(d.plugin_metrics(&name).await?))
-}
-
-// === proxy side ===
-
-pub(super) fn proxy_routes() -> Router<Arc<ProxyAdmin>> {
-    Router::new()
-        .route("/api/proxy/plugins", get(proxy_list).put(proxy_apply))
-        .route("/api/proxy/plugins/{name}/metrics", get(proxy_samples))
-}
-
-async fn proxy_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
-    let p = &a.shared.plugins;
-    Json(json!({
-        "catalog_version": p.catalog_version.load(Ordering::Relaxed),
-        "chain_version": p.chain().version,
-        "plugins": p.loaded(),
-        "last_error": p.last_error(),
-    }))
-}
-
-async fn proxy_apply(
-    State(a): State<Arc<ProxyAdmin>>,
-    headers: HeaderMap,
-    body: Result<Json<Catalog>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    match &a.secret_sha256 {
-        Some(h) if bearer_matches(&headers, h) => {}
-        Some(_) => return Err(ApiError::unauthorized()),
-        None => {
-            return Err(ApiError::conflict(
-                "this proxy runs in static mode: its plugins come from its command line or proxy.toml",
-            ));
-        }
-    }
-    let Json(cat) = body?;
-    apply_catalog(&a, &cat).await?;
-    Ok(Json(json!({
-        "catalog_version": cat.version,
-        "plugins": a.shared.plugins.loaded(),
-    })))
-}
-
-/// Loads a catalog's enabled plugins into this proxy (modules from the store, cached).
-///
-/// # Errors
-/// 409 for a catalog older than the one in force, 400 for one that does not load.
-pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError> {
-    let plugins = &a.shared.plugins;
-    let current = plugins.catalog_version.load(Ordering::Relaxed);
-    if cat.version < current {
-        return Err(ApiError::conflict(format!(
-            "catalog version {} is older than the one in force ({current})",
-            cat.version
-        )));
-    }
-    let Some((store, paths)) = a.catalog_source.get() else {
-        return Err(ApiError::conflict(
-            "this proxy has no store to read plugin modules from",
-        ));
-    };
-    let specs = a
-        .blobs
-        .specs(&**store, paths, cat)
-        .await
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    plugins.apply(specs).await.map_err(ApiError::bad_request)?;
-    plugins
-        .catalog_version
-        .fetch_max(cat.version, Ordering::Relaxed);
-    Ok(())
-}
-
-async fn proxy_samples(
-    State(a): State<Arc<ProxyAdmin>>,
-    Path(name): Path<String>,
-) -> Result<Json<Vec<Sample>>, ApiError> {
-    let samples = a.shared.plugins.samples(&name).ok_or_else(|| {
-        ApiError::not_found(format!("no plugin named {name} was loaded in this proxy"))
-    })?;
-    Ok(Json(
-        samples
-            .into_iter()
-            .map(|(name, labels, value)| Sample {
-                name,
-                labels: labels.into_iter().collect(),
-                value,
-            })
-            .collect(),
-    ))
 }

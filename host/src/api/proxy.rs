@@ -8,21 +8,27 @@
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
 //! GET  /api/proxy/topology  the topology last applied
 //! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
+//! GET  /api/proxy/plugins   plugins in force
+//! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
+//! GET  /api/proxy/plugins/{name}/metrics  samples
 //! ```
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{self, Relaxed};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::error::{ApiError, bearer_matches};
-use crate::proxy::Shared;
-use crate::router::Topology;
+use crate::http_error::{ApiError, bearer_matches};
+use crate::plugins::Sample;
+use crate::plugins::catalog::Catalog;
+use crate::router::{PushAck, Topology};
 use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
+use crate::worker::Shared;
 
 /// How long a push waits for commands routed with the previous table to finish.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
@@ -82,13 +88,6 @@ pub struct ProxyStats {
     pub uptime_secs: u64,
 }
 
-/// The acknowledgement of a push.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PushAck {
-    pub token: String,
-    pub epoch: u64,
-}
-
 impl ProxyAdmin {
     pub fn new(
         shared: Arc<Shared>,
@@ -116,7 +115,8 @@ impl ProxyAdmin {
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
             .route("/api/proxy/topology", get(topology).put(push_topology))
-            .merge(super::plugins::proxy_routes())
+            .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
+            .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .with_state(self)
     }
 
@@ -249,4 +249,87 @@ async fn push_topology(
     }
     let Json(topo) = body?;
     a.apply(topo).await.map(Json)
+}
+
+// === plugins ===
+
+async fn plugins_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
+    let p = &a.shared.plugins;
+    Json(json!({
+        "catalog_version": p.catalog_version.load(Ordering::Relaxed),
+        "chain_version": p.chain().version,
+        "plugins": p.loaded(),
+        "last_error": p.last_error(),
+    }))
+}
+
+async fn plugins_apply(
+    State(a): State<Arc<ProxyAdmin>>,
+    headers: HeaderMap,
+    body: Result<Json<Catalog>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    match &a.secret_sha256 {
+        Some(h) if bearer_matches(&headers, h) => {}
+        Some(_) => return Err(ApiError::unauthorized()),
+        None => {
+            return Err(ApiError::conflict(
+                "this proxy runs in static mode: its plugins come from its command line or proxy.toml",
+            ));
+        }
+    }
+    let Json(cat) = body?;
+    apply_catalog(&a, &cat).await?;
+    Ok(Json(json!({
+        "catalog_version": cat.version,
+        "plugins": a.shared.plugins.loaded(),
+    })))
+}
+
+/// Loads a catalog's enabled plugins into this proxy (modules from the store, cached).
+///
+/// # Errors
+/// 409 for a catalog older than the one in force, 400 for one that does not load.
+pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError> {
+    let plugins = &a.shared.plugins;
+    let current = plugins.catalog_version.load(Ordering::Relaxed);
+    if cat.version < current {
+        return Err(ApiError::conflict(format!(
+            "catalog version {} is older than the one in force ({current})",
+            cat.version
+        )));
+    }
+    let Some((store, paths)) = a.catalog_source.get() else {
+        return Err(ApiError::conflict(
+            "this proxy has no store to read plugin modules from",
+        ));
+    };
+    let specs = a
+        .blobs
+        .specs(&**store, paths, cat)
+        .await
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    plugins.apply(specs).await.map_err(ApiError::bad_request)?;
+    plugins
+        .catalog_version
+        .fetch_max(cat.version, Ordering::Relaxed);
+    Ok(())
+}
+
+async fn plugin_samples(
+    State(a): State<Arc<ProxyAdmin>>,
+    Path(name): Path<String>,
+) -> Result<Json<Vec<Sample>>, ApiError> {
+    let samples = a.shared.plugins.samples(&name).ok_or_else(|| {
+        ApiError::not_found(format!("no plugin named {name} was loaded in this proxy"))
+    })?;
+    Ok(Json(
+        samples
+            .into_iter()
+            .map(|(name, labels, value)| Sample {
+                name,
+                labels: labels.into_iter().collect(),
+                value,
+            })
+            .collect(),
+    ))
 }

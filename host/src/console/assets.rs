@@ -6,7 +6,7 @@
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 
-use crate::api::ApiError;
+use crate::http_error::ApiError;
 
 #[derive(rust_embed::RustEmbed)]
 #[folder = "../web/dist"]

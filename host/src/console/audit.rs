@@ -12,8 +12,8 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 
 use super::Console;
-use crate::api::ApiError;
 use crate::dashboard::audit::AuditEntry;
+use crate::http_error::ApiError;
 
 /// Console events kept.
 const KEEP: usize = 1000;

@@ -5,7 +5,7 @@
 //!
 //! Secrets are compared in constant time: the session id is looked up by its sha256 (a
 //! timing difference in the map reveals nothing about the id), the CSRF token with
-//! [`ct_eq`], passwords by argon2. An unknown user name costs the same argon2 verification
+//! [`crate::secret::same`], passwords by argon2. An unknown user name costs the same argon2 verification
 //! as a known one, so response times do not tell which names exist.
 
 use std::collections::HashMap;
@@ -22,7 +22,8 @@ use serde_json::json;
 
 use super::Console;
 use super::config::{ConsoleConfig, verify_password};
-use crate::api::{ApiError, sha256_hex};
+use crate::http_error::ApiError;
+use crate::secret::sha256_hex;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "tessera_session";
@@ -216,11 +217,6 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|(_, v)| v.trim().to_owned())
 }
 
-/// Constant-time equality of two byte strings (the length is not secret).
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn is_mutation(m: &Method) -> bool {
     matches!(
         *m,
@@ -253,7 +249,7 @@ pub async fn require_session(
             .get(CSRF_HEADER)
             .map(HeaderValue::as_bytes)
             .unwrap_or_default();
-        if !ct_eq(sent, user.csrf.as_bytes()) {
+        if !crate::secret::same(sent, user.csrf.as_bytes()) {
             return ApiError::new(
                 StatusCode::FORBIDDEN,
                 "csrf",
@@ -402,13 +398,5 @@ mod tests {
         let cookie = a.set_cookie(&id, 5);
         let cookie = cookie.to_str().unwrap();
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
-    }
-
-    #[test]
-    fn ct_eq_compares_whole_strings() {
-        assert!(ct_eq(b"abc", b"abc"));
-        assert!(!ct_eq(b"abc", b"abd"));
-        assert!(!ct_eq(b"abc", b"ab"));
-        assert!(!ct_eq(b"", b"a"));
     }
 }

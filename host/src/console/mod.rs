@@ -22,7 +22,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 
-use crate::api::ApiError;
+use crate::http_error::ApiError;
 
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9090";

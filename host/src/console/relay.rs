@@ -19,7 +19,8 @@ use serde_json::Value;
 use super::Console;
 use super::auth::SessionUser;
 use super::discovery::{Cluster, DashboardView, StoreView};
-use crate::api::{ACTOR_HEADER, ApiError};
+use crate::api::ACTOR_HEADER;
+use crate::http_error::ApiError;
 
 /// How long a cluster's overview may take in `/api/clusters`.
 const OVERVIEW_TIMEOUT: Duration = Duration::from_secs(2);

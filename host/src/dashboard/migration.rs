@@ -12,8 +12,8 @@ use serde::Serialize;
 use tracing::{info, warn};
 
 use super::Dashboard;
-use crate::api::ApiError;
 use crate::coordinator::model::{self, ActionState, SlotAction, SlotModel};
+use crate::http_error::ApiError;
 use crate::migrate::mover::{Mover, MoverConfig, Progress};
 use crate::migrate::plan::{self, Move};
 use crate::router::{GroupId, SLOTS};

@@ -6,6 +6,7 @@
 pub mod audit;
 mod guard;
 mod health;
+pub mod metrics;
 mod migration;
 mod ops;
 pub mod plugins;
@@ -22,12 +23,12 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tracing::{info, warn};
 
-use crate::api::sha256_hex;
 use crate::coordinator::model::{
     self, ClusterMeta, DashboardInfo, GroupModel, Paths, ProxyModel, SCHEMA_VERSION, SlotModel,
 };
 use crate::coordinator::{self, Ephemeral, Holder, Store};
 use crate::router::{GroupId, Topology};
+use crate::secret::{random_token, sha256_hex};
 
 /// How long a crashed dashboard's lock outlives it (a successor on the same host takes it
 /// over at once when the holder's pid is gone).
@@ -247,7 +248,7 @@ async fn init_meta(
 ) -> anyhow::Result<(ClusterMeta, Option<String>)> {
     if let Some((meta, _)) = model::read::<ClusterMeta>(store, &paths.meta()).await? {
         if let Some(t) = &opts.admin_token
-            && sha256_hex(t) != meta.admin_token_sha256
+            && !crate::secret::matches_sha256_hex(t, &meta.admin_token_sha256)
         {
             bail!(
                 "--admin-token does not match the token cluster {} was created with",
@@ -256,10 +257,7 @@ async fn init_meta(
         }
         return Ok((meta, None));
     }
-    let generated = opts
-        .admin_token
-        .is_none()
-        .then(crate::proxy::cluster::random_token);
+    let generated = opts.admin_token.is_none().then(random_token);
     let token = opts
         .admin_token
         .clone()
@@ -269,7 +267,7 @@ async fn init_meta(
         schema: SCHEMA_VERSION,
         name: opts.cluster.clone(),
         admin_token_sha256: sha256_hex(&token),
-        proxy_secret: crate::proxy::cluster::random_token(),
+        proxy_secret: random_token(),
         epoch: 1,
         created_unix: model::now_unix(),
     };

@@ -7,10 +7,10 @@ use std::time::Duration;
 use tracing::info;
 
 use super::Dashboard;
-use crate::api::ApiError;
 use crate::coordinator::model::{
     self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerModel, SlotModel,
 };
+use crate::http_error::ApiError;
 use crate::redis_client::{RedisClient, Value};
 use crate::router::{GroupId, SLOTS};
 

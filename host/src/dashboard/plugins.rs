@@ -12,8 +12,9 @@ use tracing::{info, warn};
 
 use super::Dashboard;
 use super::push::PushError;
-use crate::api::ApiError;
 use crate::coordinator::model::{self, ProxyModel};
+use crate::http_error::ApiError;
+use crate::plugins::Sample;
 use crate::plugins::catalog::{self, Catalog, PluginEntry};
 
 /// The dashboard's runtime for probing plugins (created on first use).
@@ -352,12 +353,4 @@ impl Dashboard {
             .collect();
         Ok(serde_json::json!({ "proxies": reached, "samples": samples }))
     }
-}
-
-/// One metric sample of a plugin.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Sample {
-    pub name: String,
-    pub labels: std::collections::BTreeMap<String, String>,
-    pub value: f64,
 }

@@ -5,10 +5,9 @@ use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use super::Dashboard;
-use crate::api::ApiError;
-use crate::api::proxy::PushAck;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel};
-use crate::router::Topology;
+use crate::http_error::ApiError;
+use crate::router::{PushAck, Topology};
 
 /// Proxies that did not acknowledge a pushed epoch.
 #[derive(Debug, Clone, thiserror::Error)]

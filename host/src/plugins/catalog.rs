@@ -13,11 +13,11 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tessera_wasm::{FailPolicy, PluginSpec};
 
 use crate::coordinator::Store;
 use crate::coordinator::model::{self, Paths};
+use crate::secret::sha256_hex;
 
 /// Chunk size of stored modules (etcd refuses requests over 1.5 MiB by default).
 pub const CHUNK: usize = 512 * 1024;
@@ -61,10 +61,6 @@ pub fn catalog_key(paths: &Paths) -> String {
 
 fn blob_key(paths: &Paths, sha: &str, part: &str) -> String {
     format!("{}{sha}/{part}", paths.blob_prefix())
-}
-
-pub fn sha256_hex(b: &[u8]) -> String {
-    hex::encode(Sha256::digest(b))
 }
 
 /// Reads the catalog (empty if there is none yet) and its store version.

@@ -12,11 +12,11 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use tessera_wasm::{
-    Chain, ClientFacts, ClientLookup, FailPolicy, Generation, PluginSpec, Runtime, RuntimeConfig,
+    Chain, ClientFacts, ClientLookup, Generation, PluginSpec, Runtime, RuntimeConfig,
 };
 
+use crate::clients::ClientRegistry;
 use crate::command::{CommandId, CommandTable};
-use crate::session::ClientRegistry;
 
 pub use catalog::{Catalog, PluginEntry};
 
@@ -227,55 +227,10 @@ fn describe(g: &Generation) -> LoadedPlugin {
     }
 }
 
-/// A plugin given on the command line or in proxy.toml (static mode).
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct PluginFile {
-    /// Defaults to the file name without `.wasm`.
-    pub name: Option<String>,
-    pub path: std::path::PathBuf,
-    /// A JSON file with the plugin's config.
-    pub config: Option<std::path::PathBuf>,
-    /// Inline JSON config (instead of `config`).
-    pub config_json: Option<String>,
-    /// "closed" (default) or "open".
-    pub fail: Option<String>,
-    pub cpu_budget_ms: Option<u64>,
-    pub memory_mb: Option<usize>,
-}
-
-impl PluginFile {
-    /// Reads the module and config.
-    ///
-    /// # Errors
-    /// Unreadable files, a bad name or policy.
-    pub fn to_spec(&self) -> anyhow::Result<PluginSpec> {
-        use anyhow::Context;
-        let name = match &self.name {
-            Some(n) => n.clone(),
-            None => self
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().replace("tessera_plugin_", ""))
-                .unwrap_or_default(),
-        };
-        let wasm = std::fs::read(&self.path)
-            .with_context(|| format!("reading plugin {}", self.path.display()))?;
-        let config = match (&self.config, &self.config_json) {
-            (Some(p), _) => std::fs::read(p)
-                .with_context(|| format!("reading plugin config {}", p.display()))?,
-            (None, Some(j)) => j.clone().into_bytes(),
-            (None, None) => b"{}".to_vec(),
-        };
-        let mut spec = PluginSpec::new(name, wasm, config);
-        if let Some(f) = &self.fail {
-            spec.fail = FailPolicy::parse(f).with_context(|| {
-                format!(
-                    "plugin {}: fail must be \"open\" or \"closed\", not {f:?}",
-                    spec.name
-                )
-            })?;
-        }
-        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
-    }
+/// One metric sample of a plugin, as a proxy reports it and the dashboard sums it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    pub name: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub value: f64,
 }

@@ -14,11 +14,11 @@ use tracing::{info, warn};
 
 use super::Proxy;
 use crate::api::proxy::ProxyAdmin;
-use crate::api::sha256_hex;
 use crate::config::ProxyConfig;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
 use crate::coordinator::{self, Holder};
 use crate::router::{Router, SlotTableBuilder, Topology};
+use crate::secret::{random_token, sha256_hex};
 
 /// How long a crashed proxy's node outlives it.
 pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
@@ -133,9 +133,4 @@ pub async fn run(
     node.release();
     let _ = stop_admin.send(());
     result
-}
-
-/// 16 random bytes, hex.
-pub fn random_token() -> String {
-    hex::encode(rand::random::<[u8; 16]>())
 }

@@ -5,7 +5,7 @@ mod table;
 mod topology;
 
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
-pub use topology::{GroupRoute, SlotRoute, Topology, TopologyError};
+pub use topology::{GroupRoute, PushAck, SlotRoute, Topology, TopologyError};
 
 use crate::command::hash_key;
 

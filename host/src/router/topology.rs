@@ -32,6 +32,14 @@ pub struct SlotRoute {
     pub blocked: bool,
 }
 
+/// A proxy's acknowledgement of a pushed topology: its registration token and the epoch it
+/// now routes with (and for which no command routed the old way is still in flight).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushAck {
+    pub token: String,
+    pub epoch: u64,
+}
+
 /// A whole routing state. `slots[i]` is slot `i`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {

@@ -26,11 +26,6 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Compares without an early exit, so response time does not reveal a password prefix.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 impl Session {
     /// Routes or answers one command; also returns which command it was (for the stats).
     pub(super) fn dispatch(&mut self, req: Request) -> (Option<CommandId>, Pending) {
@@ -348,7 +343,7 @@ impl Session {
     fn password_ok(&self, user: &[u8], pass: &[u8]) -> bool {
         match &self.worker.shared.config.session_password {
             None => true,
-            Some(p) => user == b"default" && same_secret(pass, p.as_bytes()),
+            Some(p) => user == b"default" && crate::secret::same(pass, p),
         }
     }
 

@@ -18,8 +18,8 @@ use smallvec::SmallVec;
 use super::gather::flatten;
 use crate::backend::ReplyRx;
 use crate::migrate::{MoveOutcome, marker_key, move_keys_request};
-use crate::proxy::Worker;
 use crate::resp::{Frame, Proto, encode_request, parse_integer};
+use crate::worker::Worker;
 
 /// How long a command waits for a big key's copy to finish before `-TRYAGAIN`.
 const MARKER_WAIT: Duration = Duration::from_secs(3);

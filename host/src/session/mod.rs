@@ -4,14 +4,11 @@
 //! A pipeline read in one go is dispatched as a whole before any reply is awaited, so its
 //! commands run concurrently on every backend they touch; replies still leave in order.
 
-mod clients;
 mod dispatch;
 mod gather;
 mod info;
 mod migrate;
 mod plugins;
-
-pub use clients::{ClientInfo, ClientRegistry};
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -22,10 +19,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::clients::Registration;
 use crate::command::CommandId;
-use crate::proxy::Worker;
 use crate::resp::{Frame, Proto, RequestDecoder};
-use clients::Registration;
+use crate::worker::Worker;
 use gather::Pending;
 
 /// Read buffer size; a pipeline larger than this is handled over several rounds.

@@ -1,4 +1,5 @@
-//! The proxy's own client list: what `CLIENT LIST`, `CLIENT INFO` and `INFO clients` show.
+//! The proxy's own client list: what `CLIENT LIST`, `CLIENT INFO` and `INFO clients` show, and
+//! what plugins may learn about a client. Written by sessions, read by anyone above them.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -1,4 +1,5 @@
-//! The one error type of every HTTP API: `{"error": {"code", "message"}}` with a status code.
+//! The one error type of every HTTP API (dashboard, proxy admin, console): `{"error": {"code",
+//! "message"}}` with a status code. Below `api`, `dashboard` and `console`, which all return it.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -109,25 +110,9 @@ impl From<axum::extract::rejection::PathRejection> for ApiError {
 
 /// Checks `Authorization: Bearer <token>` against a sha256 hex digest.
 pub fn bearer_matches(headers: &axum::http::HeaderMap, sha256_hex: &str) -> bool {
-    use sha2::Digest;
-    let Some(token) = headers
+    headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let digest = hex::encode(sha2::Sha256::digest(token.trim().as_bytes()));
-    digest.len() == sha256_hex.len()
-        && digest
-            .bytes()
-            .zip(sha256_hex.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
-
-/// sha256 hex of a secret.
-pub fn sha256_hex(secret: &str) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+        .is_some_and(|token| crate::secret::matches_sha256_hex(token.trim(), sha256_hex))
 }

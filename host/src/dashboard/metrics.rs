@@ -1,0 +1,30 @@
+//! The dashboard's Prometheus text: per-group and per-server health, the topology epoch and
+//! the slots assigned, on the process-wide recorder `telemetry` owns.
+
+use metrics::gauge;
+
+use super::Dashboard;
+use crate::telemetry::prometheus;
+
+/// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
+pub fn render(d: &Dashboard) -> String {
+    let handle = prometheus();
+    let cluster = d.cluster.clone();
+    if let Ok(epoch) = d.ops.try_lock() {
+        gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
+    }
+    let st = d.state.lock().expect("state lock poisoned");
+    for g in st.groups.values() {
+        let up = !st.down.contains(&g.id);
+        gauge!("tessera_group_up", "cluster" => cluster.clone(), "group" => g.id.to_string())
+            .set(up as u8 as f64);
+        for s in &g.servers {
+            let h = st.servers.get(&s.addr);
+            gauge!("tessera_server_up", "cluster" => cluster.clone(), "group" => g.id.to_string(), "addr" => s.addr.clone())
+                .set(h.is_some_and(|h| h.up) as u8 as f64);
+        }
+    }
+    let assigned = st.slots.iter().filter(|s| s.group.is_some()).count();
+    gauge!("tessera_slots_assigned", "cluster" => cluster).set(assigned as f64);
+    handle.render()
+}
