@@ -23,6 +23,24 @@ pub struct ProxyConfig {
     pub max_multibulk_len: usize,
     /// A client silent for this long is disconnected (0 = never).
     pub client_idle_timeout_ms: u64,
+    /// A client that has not authenticated this long after connecting is disconnected, when
+    /// the proxy requires AUTH (0 = never). Idle unauthenticated sockets cannot fill
+    /// `max_clients`.
+    pub client_auth_timeout_ms: u64,
+    /// Bytes a client may have sent of requests not yet complete (Redis's
+    /// `client-query-buffer-limit`); over it, the client is closed.
+    pub query_buffer_limit: usize,
+    /// Bytes the whole proxy may hold for unfinished requests, all clients together; a client
+    /// whose request would pass it is closed.
+    pub query_buffer_total: usize,
+    /// Bytes of replies held for a client that it has not read: over this it is closed at
+    /// once (Redis's `client-output-buffer-limit` hard limit).
+    pub output_buffer_hard: usize,
+    /// … or over this for longer than `output_buffer_soft_seconds` (the soft limit).
+    pub output_buffer_soft: usize,
+    pub output_buffer_soft_seconds: u64,
+    /// Bytes of unread replies the whole proxy may hold; the client that passes it is closed.
+    pub output_buffer_total: usize,
     /// A backend with requests outstanding and no reply for this long is dropped and its
     /// in-flight requests fail.
     pub backend_timeout_ms: u64,
@@ -31,8 +49,19 @@ pub struct ProxyConfig {
     pub backend_connections: usize,
     /// When set, clients must `AUTH` with it (or `HELLO … AUTH default <password>`).
     pub session_password: Option<String>,
-    /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …).
+    /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …) and the
+    /// keyed commands Redis marks `@dangerous` (RESTORE, SORT with BY/GET …).
     pub admin_commands: bool,
+    /// Clients' commands run on the backends as a Redis ACL user confined to the proxy's
+    /// policy (set up by the proxy at connect), so scripts cannot do what their callers may
+    /// not. `false`: connections act as the backend admin user, and scripts and functions are
+    /// refused.
+    pub backend_acl: bool,
+    /// Static mode: the backend user with full rights the proxy sets the confined user up
+    /// with and runs its own requests as (cluster mode takes the cluster's). Unset: Redis's
+    /// `default` user, without a password.
+    pub backend_admin_user: Option<String>,
+    pub backend_admin_password: Option<String>,
     /// How long SIGTERM waits for sessions to finish their in-flight commands.
     pub shutdown_grace_ms: u64,
     /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
@@ -50,11 +79,21 @@ impl Default for ProxyConfig {
             max_bulk_len: limits.max_bulk_len,
             max_multibulk_len: limits.max_multibulk_len,
             client_idle_timeout_ms: 0,
+            client_auth_timeout_ms: 10_000,
+            query_buffer_limit: 1 << 30,
+            query_buffer_total: 1 << 30,
+            output_buffer_hard: 256 << 20,
+            output_buffer_soft: 64 << 20,
+            output_buffer_soft_seconds: 60,
+            output_buffer_total: 1 << 30,
             backend_timeout_ms: 30_000,
             backend_connect_timeout_ms: 3_000,
             backend_connections: 1,
             session_password: None,
             admin_commands: false,
+            backend_acl: true,
+            backend_admin_user: None,
+            backend_admin_password: None,
             shutdown_grace_ms: 10_000,
             plugins: Vec::new(),
         }
@@ -110,6 +149,17 @@ impl ProxyConfig {
                 "max_clients, max_bulk_len and max_multibulk_len must be > 0".into(),
             ));
         }
+        if self.query_buffer_limit == 0 || self.query_buffer_total == 0 {
+            return Err(ConfigError::Invalid(
+                "query_buffer_limit and query_buffer_total must be > 0".into(),
+            ));
+        }
+        if self.output_buffer_soft > self.output_buffer_hard || self.output_buffer_total == 0 {
+            return Err(ConfigError::Invalid(
+                "output_buffer_soft must not exceed output_buffer_hard, and output_buffer_total must be > 0"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
@@ -118,6 +168,41 @@ impl ProxyConfig {
             max_bulk_len: self.max_bulk_len,
             max_multibulk_len: self.max_multibulk_len,
         }
+    }
+
+    /// What a client may send before it authenticates: Redis's caps for unauthenticated
+    /// clients (10 arguments, 16 KiB per argument; its fix for CVE-2021-32675).
+    pub fn pre_auth_limits(&self) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len.min(16 * 1024),
+            max_multibulk_len: self.max_multibulk_len.min(10),
+        }
+    }
+
+    pub fn output_limits(&self) -> crate::limits::OutputLimits {
+        crate::limits::OutputLimits {
+            hard: self.output_buffer_hard,
+            soft: self.output_buffer_soft,
+            soft_for: Duration::from_secs(self.output_buffer_soft_seconds),
+        }
+    }
+
+    pub fn auth_timeout(&self) -> Option<Duration> {
+        (self.client_auth_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.client_auth_timeout_ms))
+    }
+
+    /// The static-mode backend admin user, if configured.
+    pub fn backend_admin(&self) -> Option<crate::acl::Credentials> {
+        self.backend_admin_password
+            .as_ref()
+            .map(|password| crate::acl::Credentials {
+                user: self
+                    .backend_admin_user
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+                password: password.clone(),
+            })
     }
 
     /// Worker threads: as configured, or one per two CPUs. Measured on 2 cores shared with

@@ -23,6 +23,7 @@
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 
+pub mod acl;
 pub mod admin;
 pub mod api;
 pub mod backend;
@@ -32,8 +33,11 @@ pub mod config;
 pub mod console;
 pub mod coordinator;
 pub mod dashboard;
+pub mod error;
 pub mod http_error;
+pub mod limits;
 pub mod migrate;
+pub mod pipeline;
 pub mod plugins;
 pub mod proxy;
 pub mod redis_client;

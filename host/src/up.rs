@@ -59,6 +59,14 @@ const EXAMPLE_PLUGINS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// The proxies' config, written on the first start (edit it and restart to change them).
+const PROXY_CONFIG: &str = "\
+# The proxies of `tessera up` (flags on their command line override this file).
+# Cluster-wide admin commands (KEYS, SCAN, CONFIG GET, FLUSHALL …) are allowed; the example
+# filter plugin refuses FLUSHALL and FLUSHDB.
+admin_commands = true
+";
+
 /// How to build example plugins (`-p tessera-plugin-<name>` follows), for the output.
 const BUILD_PLUGINS: &str = "cargo build --release --target wasm32-unknown-unknown";
 
@@ -318,10 +326,19 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         tokens.insert(plan.name.clone(), token);
     }
 
+    // A local cluster is a development cluster: the cluster-wide admin commands (KEYS, SCAN,
+    // CONFIG GET …) are on, and the example filter keeps FLUSHALL and FLUSHDB off.
+    let proxy_config = data_dir.join("proxy.toml");
+    if !proxy_config.exists() {
+        std::fs::write(&proxy_config, PROXY_CONFIG)
+            .with_context(|| format!("writing {}", proxy_config.display()))?;
+    }
     for plan in &plans {
         for (i, (listen, admin)) in plan.proxies.iter().enumerate() {
             let child = Command::new(&opts.exe)
                 .args(["proxy", "--cluster", &plan.name, "--store", &store_url])
+                .arg("--config")
+                .arg(&proxy_config)
                 .args(["--listen", listen, "--admin-listen", admin])
                 .stdout(log_file(&logs, &plan.log_name(&format!("proxy-{i}")))?)
                 .stderr(log_file(&logs, &plan.log_name(&format!("proxy-{i}.err")))?)

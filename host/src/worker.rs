@@ -3,14 +3,22 @@
 //! worker owns (`Worker`: its backend connections, its warm plugin instances). Sessions run
 //! on a worker; the listener in `proxy` and the admin API in `api` sit above this module.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::backend::{BackendStats, Pool};
+use bytes::Bytes;
+use rustc_hash::FxHashMap;
+
+use crate::acl::{self, Credentials, PolicyInputs};
+use crate::backend::{BackendStats, Login, Pool};
 use crate::clients::ClientRegistry;
 use crate::config::ProxyConfig;
+use crate::limits::MemoryPool;
+use crate::pipeline::classify::{Policy, Rights};
+use crate::pipeline::plan::MovedKeys;
 use crate::plugins::PluginHost;
 use crate::router::Router;
 use crate::telemetry::CommandStats;
@@ -26,6 +34,15 @@ pub struct Shared {
     pub plugins: PluginHost,
     pub started: Instant,
     pub listen_addr: SocketAddr,
+    /// Memory held for unfinished requests, all clients together.
+    pub requests: Arc<MemoryPool>,
+    /// Memory held for replies clients have not read yet.
+    pub replies: Arc<MemoryPool>,
+    /// The backend user with full rights (cluster mode: the cluster's; static mode: the
+    /// config's); `None`: Redis's `default` user.
+    backend_admin: RwLock<Option<Credentials>>,
+    /// Bumped when what the backend logins derive from changes (admin user, plugin chain).
+    logins_version: AtomicU64,
     /// Sessions open (admitted against `max_clients`).
     pub(crate) active: AtomicUsize,
     /// Command batches in flight, counted in two alternating phases so a table swap can wait
@@ -38,7 +55,14 @@ impl Shared {
     pub fn new(config: ProxyConfig, router: Arc<Router>, listen_addr: SocketAddr) -> Self {
         let clients = Arc::new(ClientRegistry::default());
         let plugins = PluginHost::new(clients.clone(), config.threads());
+        let requests = Arc::new(MemoryPool::new(config.query_buffer_total));
+        let replies = Arc::new(MemoryPool::new(config.output_buffer_total));
+        let backend_admin = RwLock::new(config.backend_admin());
         Self {
+            requests,
+            replies,
+            backend_admin,
+            logins_version: AtomicU64::new(1),
             config,
             router,
             clients,
@@ -52,6 +76,24 @@ impl Shared {
             inflight: Default::default(),
             phase: AtomicUsize::new(0),
         }
+    }
+
+    /// The rules every command is classified by.
+    #[inline]
+    pub fn policy(&self) -> Policy {
+        Policy {
+            admin_commands: self.config.admin_commands,
+            scripts_confined: self.config.backend_acl,
+        }
+    }
+
+    /// Sets the backend admin user (cluster mode: read from the cluster's meta).
+    pub fn set_backend_admin(&self, c: Option<Credentials>) {
+        *self
+            .backend_admin
+            .write()
+            .expect("backend admin lock poisoned") = c;
+        self.logins_version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A session starts a batch of commands (it will route them with the table in force now).
@@ -106,44 +148,112 @@ pub struct Worker {
     /// Keys found gone from their migrating slot's source under the table in force.
     pub moved: MovedKeys,
     /// This thread's warm plugin instances (created with the first plugin).
-    pub plugins: std::cell::RefCell<Option<tessera_wasm::WorkerChain>>,
+    pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
+    logins: RefCell<Logins>,
 }
 
-/// Keys of migrating slots this worker has seen moved off their source (or never there),
-/// valid for one table epoch. Within an epoch nothing writes to a migrating slot's source,
-/// so a key gone from it stays gone: its next commands go straight to the target instead of
-/// running the move script on the source again. A new table (another step, an abort)
-/// starts afresh.
+/// The backend logins in use on a worker, for one `Shared::logins_version`.
 #[derive(Default)]
-pub struct MovedKeys {
-    epoch: std::cell::Cell<u64>,
-    keys: std::cell::RefCell<rustc_hash::FxHashSet<bytes::Bytes>>,
+struct Logins {
+    version: u64,
+    control: Option<Login>,
+    /// The data login of sessions with every right.
+    base: Option<Login>,
+    /// Data logins of users with confined rights, by user name.
+    confined: FxHashMap<Bytes, Login>,
 }
 
-/// Beyond this many keys the set starts again (memory bound; it only saves work).
-const MOVED_KEYS_LIMIT: usize = 200_000;
+/// Confined users with their own data logins, per worker, at most; beyond it the cache starts
+/// again (it only saves recomputing a login).
+const CONFINED_LOGINS: usize = 1024;
 
-impl MovedKeys {
-    /// Whether every key is known moved under table `epoch`.
-    pub fn contains_all<'k>(&self, epoch: u64, mut keys: impl Iterator<Item = &'k [u8]>) -> bool {
-        if self.epoch.get() != epoch {
-            self.keys.borrow_mut().clear();
-            self.epoch.set(epoch);
-            return false;
+impl Worker {
+    pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
+        Self {
+            shared,
+            pool,
+            moved: MovedKeys::default(),
+            plugins: RefCell::new(None),
+            logins: RefCell::new(Logins::default()),
         }
-        let set = self.keys.borrow();
-        keys.all(|k| set.contains(k))
     }
 
-    /// Records keys found moved by a move made under table `epoch`.
-    pub fn insert(&self, epoch: u64, keys: &[bytes::Bytes]) {
-        if self.epoch.get() != epoch {
-            return;
+    /// Which logins are current (both counters only grow); a session re-reads its login when
+    /// this changes.
+    #[inline]
+    pub fn logins_version(&self) -> u64 {
+        self.shared.logins_version.load(Ordering::Relaxed) + self.shared.plugins.chain().version
+    }
+
+    fn logins(&self) -> std::cell::RefMut<'_, Logins> {
+        let mut l = self.logins.borrow_mut();
+        let v = self.logins_version();
+        if l.version != v {
+            *l = Logins {
+                version: v,
+                ..Logins::default()
+            };
+            drop(l);
+            // Connections of logins no longer derived are let go once they are idle.
+            self.pool.retain_logins(|_| false);
+            l = self.logins.borrow_mut();
         }
-        let mut set = self.keys.borrow_mut();
-        if set.len() + keys.len() > MOVED_KEYS_LIMIT {
-            set.clear();
+        l
+    }
+
+    /// The proxy's own login (INFO, moving keys, SCRIPT KILL).
+    pub fn control_login(&self) -> Login {
+        let mut l = self.logins();
+        if let Some(c) = &l.control {
+            return c.clone();
         }
-        set.extend(keys.iter().map(|k| bytes::Bytes::copy_from_slice(k)));
+        let c = acl::control_login(self.backend_admin().as_ref());
+        l.control = Some(c.clone());
+        c
+    }
+
+    /// The login for the commands of a session with `rights`.
+    pub fn data_login(&self, rights: &Rights) -> Login {
+        let confined = rights.classes.is_some() || rights.key_prefix.is_some();
+        if !self.shared.config.backend_acl {
+            return self.control_login();
+        }
+        {
+            let l = self.logins();
+            let cached = if confined {
+                l.confined.get(&rights.user)
+            } else {
+                l.base.as_ref()
+            };
+            if let Some(c) = cached {
+                return c.clone();
+            }
+        }
+        let admin = self.backend_admin();
+        let denied = self.shared.plugins.denied_to_all();
+        let inputs = PolicyInputs {
+            admin_commands: self.shared.config.admin_commands,
+            denied: &denied,
+            rights: confined.then_some(rights),
+        };
+        let login = acl::data_login(&acl::data_user(&inputs, admin.as_ref()), admin.as_ref());
+        let mut l = self.logins();
+        if confined {
+            if l.confined.len() >= CONFINED_LOGINS {
+                l.confined.clear();
+            }
+            l.confined.insert(rights.user.clone(), login.clone());
+        } else {
+            l.base = Some(login.clone());
+        }
+        login
+    }
+
+    fn backend_admin(&self) -> Option<Credentials> {
+        self.shared
+            .backend_admin
+            .read()
+            .expect("backend admin lock poisoned")
+            .clone()
     }
 }

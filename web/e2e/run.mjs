@@ -98,6 +98,23 @@ function resp(addr, ...args) {
           if (buf.length < nl + 2 + n + 2) return; // the rest is still coming
           return done(buf.subarray(nl + 2, nl + 2 + n).toString());
         }
+        case '*': {
+          // A flat array of bulk strings (KEYS); anything else is reported as unexpected.
+          const n = Number(line);
+          if (n <= 0) return done([]);
+          const items = [];
+          let at = nl + 2;
+          for (let i = 0; i < n; i++) {
+            const end = buf.indexOf('\r\n', at);
+            if (end < 0) return;
+            if (buf[at] !== 0x24) return done({ error: `unexpected array element ${JSON.stringify(buf.toString().slice(at, at + 20))}` });
+            const len = Number(buf.subarray(at + 1, end).toString());
+            if (buf.length < end + 2 + len + 2) return;
+            items.push(buf.subarray(end + 2, end + 2 + len).toString());
+            at = end + 2 + len + 2;
+          }
+          return done(items);
+        }
         default:
           return done({ error: `unexpected reply ${JSON.stringify(buf.toString().slice(0, 80))}` });
       }
@@ -600,7 +617,7 @@ async function main() {
 
 /**
  * The plugins view on the first cluster: the filter uploaded, an invalid config (inline
- * error), a config the plugin refuses (the server's 400), a valid one, enabled (FLUSHALL
+ * error), a config the plugin refuses (the server's 400), a valid one, enabled (KEYS
  * refused by it through a proxy, GET still served), its metrics panel, disabled. Returns the
  * audit rows the changes must leave, as [method, path].
  */
@@ -609,12 +626,14 @@ async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
     throw new Error(`${FILTER_WASM} is missing: cargo build --release --target wasm32-unknown-unknown -p tessera-plugin-filter (or set TESSERA_PLUGIN_DIR)`);
   }
   const audit = [];
-  // Without the filter the proxy refuses FLUSHALL itself (admin commands are off); the filter's
-  // refusal says "is not allowed".
+  // The filter's refusal says "is not allowed". `tessera up`'s proxies allow the cluster-wide
+  // admin commands, so its example filter (FLUSHALL, FLUSHDB) is what refuses FLUSHALL; the
+  // filter configured below refuses KEYS, which the proxies otherwise answer.
   const byFilter = (r) => typeof r === 'object' && r !== null && /is not allowed/.test(r.error ?? '');
   const flushall = () => resp(proxy, 'FLUSHALL');
-  // FLUSHALL without the filter is sent only to the federation started here, whose proxies
-  // refuse it themselves; a console given by E2E_CONSOLE_URL might run with admin commands on.
+  const keys = () => resp(proxy, 'KEYS', 'e2e:nothing:*');
+  // Without a filter KEYS is answered only by the federation started here (admin commands on);
+  // a console given by E2E_CONSOLE_URL might run with them off.
   const own = !process.env.E2E_CONSOLE_URL;
   await tid('tab-plugins').click();
   await tid('plugins-table').waitFor({ timeout: 20_000 });
@@ -634,9 +653,9 @@ async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
     log("deleted up's example filter through the view");
   }
   if (own) {
-    const before = await flushall();
-    if (byFilter(before) || !before?.error) throw new Error(`without the filter FLUSHALL answered ${JSON.stringify(before)}, not the proxy's own refusal`);
-    log(`without the filter: FLUSHALL → ${before.error}`);
+    const before = await keys();
+    if (!Array.isArray(before)) throw new Error(`without the filter KEYS answered ${JSON.stringify(before)}, not a list of keys`);
+    log(`without the filter: KEYS → ${JSON.stringify(before)}`);
   }
 
   // Upload: the name comes from the file name.
@@ -665,21 +684,21 @@ async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
   if (!/unknown class "admn"/.test(refused)) throw new Error(`the refused config shows "${refused}"`);
   log(`refused config: ${refused}`);
   await shot('11-plugins-refused-config');
-  await editor.fill('{"deny_commands": ["FLUSHALL"]}');
+  await editor.fill('{"deny_commands": ["KEYS"]}');
   await tid('plugin-config-save').click();
   await tid('notice-ok').filter({ hasText: 'filter: config saved' }).first().waitFor({ timeout: 60_000 });
   const saved = (await (await ctx.request.get(`${capi}/plugins`)).json()).find((p) => p.name === 'filter');
-  if (JSON.stringify(saved?.config) !== JSON.stringify({ deny_commands: ['FLUSHALL'] })) throw new Error(`the catalog has config ${JSON.stringify(saved?.config)}`);
+  if (JSON.stringify(saved?.config) !== JSON.stringify({ deny_commands: ['KEYS'] })) throw new Error(`the catalog has config ${JSON.stringify(saved?.config)}`);
   audit.push(['PUT', '/api/plugins/filter/config']);
 
-  // Enable: FLUSHALL is refused by the filter through the proxy, GET is still served.
+  // Enable: KEYS is refused by the filter through the proxy, GET is still served.
   await tid('plugin-toggle-filter').click();
   await tid('notice-ok').filter({ hasText: 'filter enabled' }).first().waitFor({ timeout: 60_000 });
   await waitFor('the filter to show as enabled', async () => (await tid('plugin-filter').textContent()).includes('enabled'), 15_000);
   audit.push(['POST', '/api/plugins/filter/enable']);
-  const denied = await flushall();
-  if (!byFilter(denied)) throw new Error(`with the filter enabled FLUSHALL answered ${JSON.stringify(denied)}`);
-  log(`filter enabled: FLUSHALL → ${denied.error}`);
+  const denied = await keys();
+  if (!byFilter(denied)) throw new Error(`with the filter enabled KEYS answered ${JSON.stringify(denied)}`);
+  log(`filter enabled: KEYS → ${denied.error}`);
   const set = await resp(proxy, 'SET', 'e2e:plugin', 'still-served');
   const got = await resp(proxy, 'GET', 'e2e:plugin');
   if (set !== 'OK' || got !== 'still-served') throw new Error(`with the filter SET/GET answered ${JSON.stringify(set)} / ${JSON.stringify(got)}`);
@@ -694,13 +713,13 @@ async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
   log(`metrics panel: ${await text('plugin-metrics-proxies')}`);
   await shot('12-plugins-enabled');
 
-  // Disable: the proxy is back to its own refusal.
+  // Disable: the proxy answers KEYS again.
   await tid('plugin-toggle-filter').click();
   await tid('notice-ok').filter({ hasText: 'filter disabled' }).first().waitFor({ timeout: 60_000 });
   audit.push(['POST', '/api/plugins/filter/disable']);
   if (own) {
-    const after = await flushall();
-    if (byFilter(after) || !after?.error) throw new Error(`with the filter disabled FLUSHALL answered ${JSON.stringify(after)}`);
+    const after = await keys();
+    if (!Array.isArray(after)) throw new Error(`with the filter disabled KEYS answered ${JSON.stringify(after)}`);
   }
   await waitFor('the filter to show as disabled', async () => (await tid('plugin-filter').textContent()).includes('disabled'), 15_000);
   log('filter disabled');

@@ -1,10 +1,12 @@
 //! One backend connection: a task owning the socket, fed by a channel. It connects lazily on
-//! the first request, writes every queued request in one syscall, and hands each reply to the
-//! oldest waiting request.
+//! the first request, logs in (see [`Login`]), writes every queued request in one syscall, and
+//! hands each reply to the oldest waiting request, charging it to that request's client.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -14,7 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::{BackendError, ReplyResult};
+use super::{Login, ReplyResult};
+use crate::error::DataError;
+use crate::limits::OutputAccount;
 use crate::resp::{Proto, ReplyScanner};
 
 /// Settings shared by every connection of a proxy.
@@ -38,32 +42,64 @@ pub struct BackendStats {
     pub connection_losses: AtomicU64,
 }
 
-struct Pending {
-    req: Bytes,
+struct Request {
+    bytes: Bytes,
     tx: oneshot::Sender<ReplyResult>,
+    /// The client the reply is held for, until it takes it.
+    account: Option<Rc<OutputAccount>>,
 }
 
-/// Receives one reply.
-pub type ReplyRx = oneshot::Receiver<ReplyResult>;
+/// Where one reply will arrive. Its bytes are charged to the client's output account from
+/// the moment they arrive; taking the reply (or dropping this) releases them.
+pub struct ReplyRx {
+    rx: oneshot::Receiver<ReplyResult>,
+    account: Option<Rc<OutputAccount>>,
+}
+
+impl Future for ReplyRx {
+    type Output = Result<ReplyResult, oneshot::error::RecvError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
+        if let (Ok(Ok(b)), Some(a)) = (&r, &self.account) {
+            a.release(b.len());
+        }
+        self.account = None;
+        Poll::Ready(r)
+    }
+}
+
+impl Drop for ReplyRx {
+    fn drop(&mut self) {
+        if let Some(a) = self.account.take()
+            && let Ok(Ok(b)) = self.rx.try_recv()
+        {
+            a.release(b.len());
+        }
+    }
+}
 
 /// Handle to a connection task; cheap to clone.
 #[derive(Clone)]
 pub struct BackendConn {
-    tx: mpsc::UnboundedSender<Pending>,
+    tx: mpsc::UnboundedSender<Request>,
     addr: Arc<str>,
 }
 
 /// Requests larger than this are written straight from their own buffer, not copied.
 const COPY_LIMIT: usize = 8 * 1024;
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Read buffer size; it doubles while a large reply arrives.
+const READ_CHUNK: usize = 16 * 1024;
 
 impl BackendConn {
     /// Starts the connection task on the current thread's `LocalSet`.
-    pub fn spawn(addr: Arc<str>, proto: Proto, opts: BackendOptions) -> Self {
+    pub fn spawn(addr: Arc<str>, proto: Proto, login: Login, opts: BackendOptions) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let task = ConnTask {
             addr: addr.clone(),
             proto,
+            login,
             opts,
             rx,
         };
@@ -71,14 +107,21 @@ impl BackendConn {
         Self { tx, addr }
     }
 
-    /// Queues `req` (exact RESP bytes) and returns where its reply will arrive.
-    pub fn send(&self, req: Bytes) -> ReplyRx {
+    /// Queues `bytes` (exact RESP) and returns where its reply will arrive; the reply is held
+    /// on `account`'s behalf until taken.
+    pub fn send(&self, bytes: Bytes, account: Option<&Rc<OutputAccount>>) -> ReplyRx {
         let (tx, rx) = oneshot::channel();
-        if let Err(mpsc::error::SendError(p)) = self.tx.send(Pending { req, tx }) {
+        let account = account.cloned();
+        let req = Request {
+            bytes,
+            tx,
+            account: account.clone(),
+        };
+        if let Err(mpsc::error::SendError(r)) = self.tx.send(req) {
             let _ =
-                p.tx.send(Err(unavailable(&self.addr, "connection task stopped")));
+                r.tx.send(Err(unavailable(&self.addr, "connection task stopped")));
         }
-        rx
+        ReplyRx { rx, account }
     }
 
     pub fn addr(&self) -> &Arc<str> {
@@ -86,8 +129,8 @@ impl BackendConn {
     }
 }
 
-fn unavailable(addr: &Arc<str>, reason: &str) -> BackendError {
-    BackendError::Unavailable {
+fn unavailable(addr: &Arc<str>, reason: &str) -> DataError {
+    DataError::BackendUnavailable {
         addr: addr.clone(),
         reason: reason.into(),
     }
@@ -96,8 +139,31 @@ fn unavailable(addr: &Arc<str>, reason: &str) -> BackendError {
 struct ConnTask {
     addr: Arc<str>,
     proto: Proto,
+    login: Login,
     opts: BackendOptions,
-    rx: mpsc::UnboundedReceiver<Pending>,
+    rx: mpsc::UnboundedReceiver<Request>,
+}
+
+/// A request written and waiting for its reply.
+struct InFlight {
+    at: Instant,
+    tx: oneshot::Sender<ReplyResult>,
+    account: Option<Rc<OutputAccount>>,
+}
+
+impl InFlight {
+    fn deliver(self, r: ReplyResult) {
+        let len = r.as_ref().map_or(0, Bytes::len);
+        if let Some(a) = &self.account {
+            a.charge(len);
+        }
+        if self.tx.send(r).is_err()
+            && let Some(a) = &self.account
+        {
+            // The client is gone: nobody holds the reply.
+            a.release(len);
+        }
+    }
 }
 
 impl ConnTask {
@@ -138,8 +204,8 @@ impl ConnTask {
                     loop {
                         tokio::select! {
                             _ = tokio::time::sleep_until(until) => break,
-                            p = self.rx.recv() => match p {
-                                Some(p) => { let _ = p.tx.send(Err(err.clone())); }
+                            r = self.rx.recv() => match r {
+                                Some(r) => { let _ = r.tx.send(Err(err.clone())); }
                                 None => return,
                             },
                         }
@@ -155,6 +221,19 @@ impl ConnTask {
                 .await
                 .map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
+            for step in self.login.steps.iter() {
+                s.write_all(&step.request)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let reply = read_one(&mut s).await?;
+                if !(step.accept)(&reply) {
+                    return Err(format!(
+                        "{} refused: {}",
+                        step.what,
+                        String::from_utf8_lossy(&reply).trim_end()
+                    ));
+                }
+            }
             if self.proto == Proto::Resp3 {
                 s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
                     .await
@@ -178,12 +257,15 @@ impl ConnTask {
         }
     }
 
-    /// Runs the connection until it breaks; returns why. Requests in flight are failed here;
-    /// requests still queued stay queued for the next connection.
-    async fn serve(&mut self, stream: TcpStream, first: Pending) -> String {
+    /// Runs the connection until it breaks, or until every handle is gone and the requests
+    /// in flight have their replies; returns why. Requests in flight when it breaks are failed
+    /// here; requests still queued stay queued for the next connection.
+    async fn serve(&mut self, stream: TcpStream, first: Request) -> String {
         let (mut r, mut w) = stream.into_split();
-        let inflight: std::cell::RefCell<VecDeque<(Instant, oneshot::Sender<ReplyResult>)>> =
-            Default::default();
+        let inflight: std::cell::RefCell<VecDeque<InFlight>> = Default::default();
+        // Set when no handle is left: the reader ends once nothing is in flight.
+        let closed = std::cell::Cell::new(false);
+        let wake = tokio::sync::Notify::new();
         let timeout = self.opts.timeout;
         let rx = &mut self.rx;
         let stats = &self.opts.stats;
@@ -196,16 +278,20 @@ impl ConnTask {
                     .requests
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
-                for p in batch.drain(..) {
-                    inflight.borrow_mut().push_back((now, p.tx));
-                    if p.req.len() >= COPY_LIMIT {
+                for req in batch.drain(..) {
+                    inflight.borrow_mut().push_back(InFlight {
+                        at: now,
+                        tx: req.tx,
+                        account: req.account,
+                    });
+                    if req.bytes.len() >= COPY_LIMIT {
                         if !wbuf.is_empty() {
                             w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
                             wbuf.clear();
                         }
-                        w.write_all(&p.req).await.map_err(|e| e.to_string())?;
+                        w.write_all(&req.bytes).await.map_err(|e| e.to_string())?;
                     } else {
-                        wbuf.extend_from_slice(&p.req);
+                        wbuf.extend_from_slice(&req.bytes);
                     }
                 }
                 if !wbuf.is_empty() {
@@ -213,12 +299,14 @@ impl ConnTask {
                     wbuf.clear();
                 }
                 if rx.recv_many(&mut batch, 512).await == 0 {
-                    return Err::<(), String>("proxy worker stopped".into());
+                    closed.set(true);
+                    wake.notify_one();
+                    return std::future::pending::<Result<(), String>>().await;
                 }
             }
         };
         let reader = async {
-            let mut rbuf = BytesMut::with_capacity(16 * 1024);
+            let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
             let mut scanner = ReplyScanner::default();
             loop {
                 loop {
@@ -229,9 +317,7 @@ impl ConnTask {
                                 continue; // out-of-band push; never requested, never routed
                             }
                             match inflight.borrow_mut().pop_front() {
-                                Some((_, tx)) => {
-                                    let _ = tx.send(Ok(reply));
-                                }
+                                Some(f) => f.deliver(Ok(reply)),
                                 None => return Err::<(), String>("reply without a request".into()),
                             }
                         }
@@ -239,10 +325,15 @@ impl ConnTask {
                         Err(e) => return Err(format!("protocol error from server: {e}")),
                     }
                 }
-                if rbuf.capacity() - rbuf.len() < 4096 {
-                    rbuf.reserve(16 * 1024);
+                if closed.get() && inflight.borrow().is_empty() {
+                    return Err("no longer used".into());
                 }
-                match tokio::time::timeout(timeout, r.read_buf(&mut rbuf)).await {
+                grow(&mut rbuf);
+                let read = tokio::select! {
+                    r = tokio::time::timeout(timeout, r.read_buf(&mut rbuf)) => r,
+                    _ = wake.notified() => continue,
+                };
+                match read {
                     Ok(Ok(0)) => return Err("connection closed by server".into()),
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => return Err(e.to_string()),
@@ -250,7 +341,7 @@ impl ConnTask {
                         let stuck = inflight
                             .borrow()
                             .front()
-                            .is_some_and(|(at, _)| at.elapsed() >= timeout);
+                            .is_some_and(|f| f.at.elapsed() >= timeout);
                         if stuck {
                             return Err(format!("no reply for {} ms", timeout.as_millis()));
                         }
@@ -263,10 +354,19 @@ impl ConnTask {
             r = reader => r.err().unwrap_or_default(),
         };
         let err = unavailable(&self.addr, &reason);
-        for (_, tx) in inflight.into_inner() {
-            let _ = tx.send(Err(err.clone()));
+        for f in inflight.into_inner() {
+            f.deliver(Err(err.clone()));
         }
         reason
+    }
+}
+
+/// Makes room to read more. An unfinished reply that fills the buffer doubles it: growing a
+/// shared `BytesMut` by a fixed step copies the whole reply each time (quadratic in a large
+/// reply's size; a 10 MB reply stalled every client of the worker).
+fn grow(rbuf: &mut BytesMut) {
+    if rbuf.capacity() - rbuf.len() < 4096 {
+        rbuf.reserve(rbuf.len().max(READ_CHUNK));
     }
 }
 
@@ -278,6 +378,7 @@ async fn read_one(s: &mut TcpStream) -> Result<Bytes, String> {
         if let Some(n) = scanner.next_len(&buf).map_err(|e| e.to_string())? {
             return Ok(buf.split_to(n).freeze());
         }
+        grow(&mut buf);
         if s.read_buf(&mut buf).await.map_err(|e| e.to_string())? == 0 {
             return Err("connection closed during handshake".into());
         }

@@ -1,23 +1,25 @@
-//! A worker thread's connections, by (address, protocol), created on first use.
+//! A worker thread's connections, by (address, protocol, login), created on first use.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use super::{BackendConn, BackendOptions, ReplyRx};
+use super::{BackendConn, BackendOptions, Login, ReplyRx};
+use crate::limits::OutputAccount;
 use crate::resp::Proto;
 
-/// Index 0: RESP2 connections, 1: RESP3.
-type ByProto = [Option<Box<[BackendConn]>>; 2];
+/// Connection sets of one address, by (protocol, login id): a handful at most.
+type Sets = Vec<(Proto, u64, Box<[BackendConn]>)>;
 
 /// Connections of one worker thread. Not `Sync`: each thread has its own, so requests and
 /// replies never cross threads.
 pub struct Pool {
     opts: BackendOptions,
     per_backend: usize,
-    conns: RefCell<FxHashMap<Arc<str>, ByProto>>,
+    conns: RefCell<FxHashMap<Arc<str>, Sets>>,
     next: Cell<usize>,
 }
 
@@ -31,19 +33,42 @@ impl Pool {
         }
     }
 
-    /// Sends `req` to `addr` over a connection speaking `proto` (round-robin over the set).
-    pub fn send(&self, addr: &Arc<str>, proto: Proto, req: Bytes) -> ReplyRx {
+    /// Sends `req` to `addr` over a connection speaking `proto` logged in as `login`
+    /// (round-robin over the set); the reply is held on `account`'s behalf until taken.
+    pub fn send(
+        &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
         let mut conns = self.conns.borrow_mut();
-        let v = proto as usize;
-        if let Some(Some(set)) = conns.get(&**addr).map(|s| &s[v]) {
-            return self.pick(set).send(req);
+        // Looked up by `&str`: no Arc clone on the hot path.
+        let sets = match conns.get_mut(&**addr) {
+            Some(s) => s,
+            None => conns.entry(addr.clone()).or_default(),
+        };
+        if let Some((_, _, set)) = sets
+            .iter()
+            .find(|(p, id, _)| *p == proto && *id == login.id)
+        {
+            return self.pick(set).send(req, account);
         }
         let set: Box<[BackendConn]> = (0..self.per_backend)
-            .map(|_| BackendConn::spawn(addr.clone(), proto, self.opts.clone()))
+            .map(|_| BackendConn::spawn(addr.clone(), proto, login.clone(), self.opts.clone()))
             .collect();
-        let rx = self.pick(&set).send(req);
-        conns.entry(addr.clone()).or_default()[v] = Some(set);
+        let rx = self.pick(&set).send(req, account);
+        sets.push((proto, login.id, set));
         rx
+    }
+
+    /// Drops the connections of logins no longer in use (their tasks finish what is in flight,
+    /// then exit).
+    pub fn retain_logins(&self, live: impl Fn(u64) -> bool) {
+        for sets in self.conns.borrow_mut().values_mut() {
+            sets.retain(|(_, id, _)| live(*id));
+        }
     }
 
     fn pick<'a>(&self, set: &'a [BackendConn]) -> &'a BackendConn {

@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 
 use super::generated::COMMANDS;
 use super::spec::*;
+use crate::error::DataError;
 use crate::resp::{Request, parse_i64};
 
 /// Dense index of a command in the table, stable for one build: per-command counters and
@@ -26,8 +27,12 @@ pub enum Kind {
     Local(Local),
     /// Sent to every backend; allowed only with `admin_commands = true`.
     Admin(Admin),
-    /// Routed by key, but allowed only with `admin_commands = true` (MEMORY USAGE).
+    /// Routed by key, but allowed only with `admin_commands = true`: MEMORY USAGE, and the
+    /// keyed commands Redis marks `@dangerous` (RESTORE, PFDEBUG; SORT with BY or GET).
     AdminKeyed,
+    /// SCRIPT KILL, FUNCTION KILL: sent to every master on the proxy's own connections, not
+    /// behind the busy script on the shared ones.
+    ScriptKill,
     /// A Redis feature Tessera does not offer yet (transactions, blocking, pub/sub).
     Unsupported,
     /// Never passed through a shared proxy (server administration, replication, cluster).
@@ -87,17 +92,9 @@ pub struct Command {
     pub write: bool,
     /// Has a `BLOCK` option that makes it blocking (XREAD, XREADGROUP).
     pub block_option: bool,
+    /// Redis puts it in `@dangerous`.
+    pub dangerous: bool,
     raw: &'static RawCommand,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LookupError {
-    #[error("ERR unknown command '{0}'")]
-    UnknownCommand(String),
-    #[error("ERR unknown subcommand '{sub}'. Try {container} HELP.")]
-    UnknownSubcommand { container: String, sub: String },
-    #[error("ERR wrong number of arguments for '{0}' command")]
-    WrongArity(String),
 }
 
 /// The whole table, built once.
@@ -157,18 +154,18 @@ impl CommandTable {
     ///
     /// # Errors
     /// Unknown command or subcommand, or a wrong number of arguments, worded as Redis words them.
-    pub fn lookup(&self, req: &Request) -> Result<&Command, LookupError> {
+    pub fn lookup(&self, req: &Request) -> Result<&Command, DataError> {
         let name = req.arg(0);
         let mut buf = [0u8; MAX_NAME * 2 + 1];
         if name.len() > MAX_NAME {
-            return Err(LookupError::UnknownCommand(
+            return Err(DataError::UnknownCommand(
                 String::from_utf8_lossy(name).into_owned(),
             ));
         }
         buf[..name.len()].copy_from_slice(name);
         buf[..name.len()].make_ascii_uppercase();
         let Some(&i) = self.by_name.get(&buf[..name.len()]) else {
-            return Err(LookupError::UnknownCommand(
+            return Err(DataError::UnknownCommand(
                 String::from_utf8_lossy(name).into_owned(),
             ));
         };
@@ -187,7 +184,7 @@ impl CommandTable {
             match found {
                 Some(&j) => cmd = &self.commands[j as usize],
                 None => {
-                    return Err(LookupError::UnknownSubcommand {
+                    return Err(DataError::UnknownSubcommand {
                         container: cmd.name.to_string(),
                         sub: String::from_utf8_lossy(sub).into_owned(),
                     });
@@ -197,7 +194,7 @@ impl CommandTable {
         let arity = cmd.raw.arity;
         let argc = req.argc() as i32;
         if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
-            return Err(LookupError::WrongArity(
+            return Err(DataError::WrongArity(
                 cmd.name.to_ascii_lowercase().replace('|', " "),
             ));
         }
@@ -215,6 +212,7 @@ impl Command {
             kind,
             write: raw.flags & F_WRITE != 0,
             block_option,
+            dangerous: raw.acl & A_DANGEROUS != 0,
             raw,
         }
     }
@@ -377,6 +375,7 @@ fn classify(raw: &RawCommand) -> Kind {
         "SCAN" => Kind::Admin(Admin::Scan),
         "RANDOMKEY" => Kind::Admin(Admin::RandomKey),
         "MEMORY|USAGE" => Kind::AdminKeyed,
+        "SCRIPT|KILL" | "FUNCTION|KILL" => Kind::ScriptKill,
         "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" | "WAIT" | "RESET" => Kind::Unsupported,
         // The mover's own tools, and commands meaningless with one logical database.
         "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
@@ -386,6 +385,11 @@ fn classify(raw: &RawCommand) -> Kind {
         _ if raw.flags & F_PUBSUB != 0 || raw.acl & A_PUBSUB != 0 => Kind::Unsupported,
         "XREAD" | "XREADGROUP" => Kind::Keyed,
         _ if raw.flags & F_BLOCKING != 0 || raw.acl & A_BLOCKING != 0 => Kind::Unsupported,
+        // SORT is dangerous for its BY and GET patterns only (they read keys by pattern, in
+        // any slot); without them it is a keyed read or write like any other (the policy stage
+        // looks at the options).
+        "SORT" | "SORT_RO" => Kind::Keyed,
+        _ if !raw.keys.is_empty() && raw.acl & A_DANGEROUS != 0 => Kind::AdminKeyed,
         _ if !raw.keys.is_empty() => Kind::Keyed,
         _ if raw.flags & F_ADMIN != 0 || raw.acl & (A_ADMIN | A_DANGEROUS) != 0 => Kind::Refused,
         _ => Kind::Unsupported,
@@ -514,6 +518,10 @@ mod tests {
         assert_eq!(kind("CLIENT|KILL"), Kind::Refused);
         assert_eq!(kind("XREAD"), Kind::Keyed);
         assert_eq!(kind("EVAL"), Kind::Keyed);
+        assert_eq!(kind("RESTORE"), Kind::AdminKeyed);
+        assert_eq!(kind("PFDEBUG"), Kind::AdminKeyed);
+        assert_eq!(kind("SORT"), Kind::Keyed);
+        assert_eq!(kind("SCRIPT|KILL"), Kind::ScriptKill);
         assert_eq!(kind("COMMAND|DOCS"), Kind::Local(Local::Command));
         assert!(t.len() > 300, "{} commands", t.len());
     }
@@ -532,11 +540,11 @@ mod tests {
         );
         assert!(matches!(
             t.lookup(&req(&["nosuch"])),
-            Err(LookupError::UnknownCommand(_))
+            Err(DataError::UnknownCommand(_))
         ));
         assert!(matches!(
             t.lookup(&req(&["config", "nope"])),
-            Err(LookupError::UnknownSubcommand { .. })
+            Err(DataError::UnknownSubcommand { .. })
         ));
     }
 }

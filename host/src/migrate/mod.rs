@@ -95,6 +95,15 @@ fn script_request<K: AsRef<[u8]>>(
     crate::resp::encode_request(args.len(), args.iter().copied(), size)
 }
 
+/// The request that answers (an integer) how many of `keys` have a marker: are being copied
+/// as big keys.
+pub fn markers_exist_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
+    let markers: Vec<Vec<u8>> = keys.iter().map(|k| marker_key(k.as_ref())).collect();
+    let args = std::iter::once(&b"EXISTS"[..]).chain(markers.iter().map(|m| &m[..]));
+    let size = markers.iter().map(Vec::len).sum();
+    crate::resp::encode_request(markers.len() + 1, args, size)
+}
+
 /// What `MOVE_KEYS_SCRIPT` answered.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct MoveOutcome {

@@ -88,6 +88,14 @@ impl PluginHost {
         }
     }
 
+    /// Commands some plugin of the chain in force denies to every client (`NAME` or
+    /// `CONTAINER|SUB`): the backends' confined user is not given them, so no script runs
+    /// them either.
+    pub fn denied_to_all(&self) -> Vec<String> {
+        // TODO(#10): from each generation's manifest, once the runtime reports it.
+        Vec::new()
+    }
+
     /// The chain in force (one atomic load).
     #[inline]
     pub fn chain(&self) -> arc_swap::Guard<Arc<Chain>> {

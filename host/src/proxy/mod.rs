@@ -22,7 +22,7 @@ use crate::backend::{BackendOptions, Pool};
 use crate::config::ProxyConfig;
 use crate::router::{Router, SlotTable};
 use crate::session::Session;
-use crate::worker::{MovedKeys, Shared, Worker};
+use crate::worker::{Shared, Worker};
 
 /// A bound proxy, not yet serving.
 pub struct Proxy {
@@ -162,12 +162,10 @@ fn worker_main(
             connect_timeout: Duration::from_millis(shared.config.backend_connect_timeout_ms.max(1)),
             stats: shared.backend_stats.clone(),
         };
-        let worker = Rc::new(Worker {
-            pool: Pool::new(opts, shared.config.backend_connections),
-            shared: shared.clone(),
-            moved: MovedKeys::default(),
-            plugins: std::cell::RefCell::new(None),
-        });
+        let worker = Rc::new(Worker::new(
+            shared.clone(),
+            Pool::new(opts, shared.config.backend_connections),
+        ));
         tokio::task::spawn_local(plugin_ticks(worker.clone()));
         let mut sessions = tokio::task::JoinSet::new();
         loop {

@@ -147,6 +147,12 @@ impl RequestDecoder {
         }
     }
 
+    /// Applies `limits` from the next header on (e.g. the full limits once a client
+    /// authenticates).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     /// Takes one complete request off the front of `buf`.
     ///
     /// Returns `Ok(None)` when more bytes are needed: a partial frame is normal operation.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::{GroupId, SLOTS, SlotId};
+use crate::error::DataError;
 
 /// Index into `SlotTable::backends`.
 pub type BackendIdx = u16;
@@ -64,6 +65,25 @@ impl SlotTable {
 
     pub fn backend_addr(&self, idx: BackendIdx) -> &Arc<str> {
         &self.backends[idx as usize]
+    }
+
+    /// The backend serving `slot` now.
+    ///
+    /// # Errors
+    /// The slot has no owner, is held for a migration's barrier (`TRYAGAIN`), or its group's
+    /// master is down.
+    #[inline]
+    pub fn route(&self, slot: SlotId) -> Result<BackendIdx, DataError> {
+        let entry = self.slot(slot);
+        match entry.master {
+            Some(_) if entry.blocked => Err(DataError::SlotBlocked(slot.0)),
+            Some(b) if !entry.down => Ok(b),
+            Some(b) => Err(DataError::MasterDown {
+                group: entry.group.0,
+                addr: self.backend_addr(b).clone(),
+            }),
+            None => Err(DataError::SlotNotServed(slot.0)),
+        }
     }
 
     /// Whether any slot is migrating (the data path then takes the slower, careful route).

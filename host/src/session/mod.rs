@@ -1,32 +1,56 @@
-//! One client connection: read → decode every complete request → dispatch each (proxy
-//! answer, one backend, or split/fan-out) → write the replies in request order.
+//! One client connection, driving each command through the data path's stages in one
+//! direction:
 //!
-//! A pipeline read in one go is dispatched as a whole before any reply is awaited, so its
-//! commands run concurrently on every backend they touch; replies still leave in order.
+//! ```text
+//! read → decode (resp) → classify (pipeline::classify) → plugin layer (plugins)
+//!      → plan (pipeline::plan) → send (send) → resolve + merge (reply, pipeline::merge)
+//!      → observers (plugins) → output buffer → write
+//! ```
+//!
+//! A pipeline read in one go is dispatched as a whole (up to `MAX_BATCH` commands) before any
+//! reply is awaited, so its commands run concurrently on every backend they touch; replies
+//! still leave in order. What the session holds for its client is bounded: the bytes of an
+//! unfinished request (`query_buffer_limit`, and the proxy-wide `query_buffer_total`), the
+//! replies it has not read (`output_buffer_*`, see `limits`), and the commands in flight.
 
-mod dispatch;
-mod gather;
-mod info;
+mod local;
 mod migrate;
 mod plugins;
+mod reply;
+mod send;
 
 use std::rc::Rc;
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, warn};
 
+use crate::backend::Login;
 use crate::clients::Registration;
 use crate::command::CommandId;
-use crate::resp::{Frame, Proto, RequestDecoder};
+use crate::error::{DataError, Side};
+use crate::limits::{OutputAccount, Overflow};
+use crate::pipeline::classify::{Rights, classify};
+use crate::pipeline::merge::Merge;
+use crate::pipeline::plan::{Plan, plan};
+use crate::resp::{Proto, Request, RequestDecoder};
+use crate::router::SlotTable;
 use crate::worker::Worker;
-use gather::Pending;
+use plugins::{Decision, Observers, PluginMerge, RewriteMerge};
+use reply::{Gather, Pending};
+use send::Sender;
 
 /// Read buffer size; a pipeline larger than this is handled over several rounds.
 const READ_CHUNK: usize = 16 * 1024;
+/// Commands of one client dispatched before their replies are awaited; more wait in the read
+/// buffer (bounds the replies and bookkeeping one client has in flight).
+const MAX_BATCH: usize = 1024;
+/// Replies accumulated past this are written out (without waiting) while later ones are
+/// still being resolved.
+const FLUSH_AT: usize = 64 * 1024;
 
 pub struct Session {
     worker: Rc<Worker>,
@@ -35,20 +59,57 @@ pub struct Session {
     reg: Registration,
     decoder: RequestDecoder,
     proto: Proto,
-    authed: bool,
+    /// Whose rights the session has; `None` until it authenticates (when AUTH is required).
+    rights: Option<Rights>,
+    /// The backend login for its commands, and the logins version it was made for.
+    login: Login,
+    login_version: u64,
+    /// Bytes held for this client's replies.
+    account: Rc<OutputAccount>,
+    /// Bytes of the read buffer counted against the proxy's request memory.
+    input_held: usize,
+    auth_failures: u32,
+    /// After a failed AUTH: nothing more is read before then.
+    pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
 }
 
-/// Why a session ended (logged at debug level).
+/// Why a session ended (logged at debug level, or warn for limits).
 #[derive(Debug)]
 enum End {
     ClientClosed,
     Quit,
     Idle,
+    AuthTimeout,
     Shutdown,
-    Protocol,
-    Io(#[allow(dead_code)] std::io::Error), // read by the debug log through `Debug`
+    /// The stream broke a rule (protocol error, or a limit of the request side).
+    Refused(#[allow(dead_code)] DataError), // read by the log through `Debug`
+    Output(#[allow(dead_code)] Overflow),
+    Io(#[allow(dead_code)] std::io::Error),
+}
+
+/// One command's place in the reply order.
+struct Queued {
+    reply: QueuedReply,
+    observers: Observers,
+    id: Option<CommandId>,
+}
+
+enum QueuedReply {
+    One(Pending),
+    /// A rewrite whose replies the plugin merges.
+    PluginMerged(Vec<Pending>, PluginMerge),
+}
+
+impl Queued {
+    fn error(id: Option<CommandId>, e: &DataError) -> Self {
+        Self {
+            reply: QueuedReply::One(Pending::error(e)),
+            observers: Observers::default(),
+            id,
+        }
+    }
 }
 
 impl Session {
@@ -62,16 +123,33 @@ impl Session {
             .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
         let shared = &worker.shared;
         let reg = shared.clients.register(peer, local);
-        let decoder = RequestDecoder::new(shared.config.limits());
-        let authed = shared.config.session_password.is_none();
+        let rights = shared.config.session_password.is_none().then(|| Rights {
+            user: bytes::Bytes::from_static(b"default"),
+            ..Rights::default()
+        });
+        let limits = match rights {
+            Some(_) => shared.config.limits(),
+            None => shared.config.pre_auth_limits(),
+        };
+        let account = OutputAccount::new(shared.config.output_limits(), shared.replies.clone());
+        let login = match &rights {
+            Some(r) => worker.data_login(r),
+            None => Login::none(),
+        };
         Self {
+            login_version: worker.logins_version(),
             worker,
             stream,
             stop,
             reg,
-            decoder,
+            decoder: RequestDecoder::new(limits),
             proto: Proto::Resp2,
-            authed,
+            rights,
+            login,
+            account,
+            input_held: 0,
+            auth_failures: 0,
+            pause_until: None,
             closing: false,
         }
     }
@@ -79,85 +157,338 @@ impl Session {
     pub async fn run(mut self) {
         let end = self.serve().await;
         self.plugins_close();
-        debug!(client = self.reg.info.id, addr = %self.reg.info.addr, ?end, "session closed");
+        let (client, addr) = (self.reg.info.id, self.reg.info.addr);
+        match &end {
+            End::Refused(e) if e.side() == Side::Limit => {
+                warn!(client, %addr, error = %e, "closing a client over a limit")
+            }
+            End::Output(o) => warn!(
+                client, %addr, held = self.account.held(), overflow = ?o,
+                "closing a client over its output buffer limit"
+            ),
+            _ => debug!(client, %addr, ?end, "session closed"),
+        }
+        self.release_input(0);
     }
 
     async fn serve(&mut self) -> End {
-        let idle = self.worker.shared.config.idle_timeout();
         let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
         let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
-        let mut pending: Vec<(Option<CommandId>, Pending)> = Vec::new();
+        let mut queue: Vec<Queued> = Vec::new();
+        let connected = tokio::time::Instant::now();
+        // Complete requests left in the buffer by a batch that reached MAX_BATCH.
+        let mut buffered = false;
         loop {
-            let want = self.decoder.wanted(&rbuf).max(READ_CHUNK / 4);
-            if rbuf.capacity() - rbuf.len() < want {
-                rbuf.reserve(want.max(READ_CHUNK));
-            }
-            let read = async {
-                match idle {
-                    Some(t) => tokio::time::timeout(t, self.stream.read_buf(&mut rbuf))
-                        .await
-                        .ok(),
-                    None => Some(self.stream.read_buf(&mut rbuf).await),
+            if let Some(at) = self.pause_until.take() {
+                tokio::select! {
+                    biased;
+                    _ = self.stop.changed() => return End::Shutdown,
+                    _ = tokio::time::sleep_until(at) => {}
                 }
-            };
-            tokio::select! {
-                biased;
-                _ = self.stop.changed() => return End::Shutdown,
-                r = read => match r {
-                    None => return End::Idle,
-                    Some(Ok(0)) => return End::ClientClosed,
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return End::Io(e),
-                },
             }
+            if !buffered {
+                if let Err(e) = self.make_room(&mut rbuf) {
+                    return self.refuse(e, &mut wbuf).await;
+                }
+                match self.read(&mut rbuf, connected).await {
+                    Ok(()) => {}
+                    Err(end) => return end,
+                }
+            }
+            self.refresh_login();
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
-            let mut protocol_error = false;
+            let mut refused = None;
+            buffered = false;
             loop {
+                if queue.len() >= MAX_BATCH {
+                    buffered = true;
+                    break;
+                }
                 match self.decoder.decode(&mut rbuf) {
                     Ok(Some(req)) => {
-                        pending.push(self.dispatch(req));
-                        if self.closing {
+                        queue.push(self.dispatch(req));
+                        if self.closing || self.pause_until.is_some() {
+                            buffered = !rbuf.is_empty();
                             break;
                         }
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        let reply = Frame::error(format!("ERR Protocol error: {e}"));
-                        pending.push((None, Pending::frame(reply, self.proto)));
-                        protocol_error = true;
+                        let e = DataError::from(e);
+                        queue.push(Queued::error(None, &e));
+                        refused = Some(e);
                         break;
                     }
                 }
             }
-            if !pending.is_empty() {
-                let stats = &self.worker.shared.command_stats;
-                for (id, p) in pending.drain(..) {
-                    let at = wbuf.len();
-                    p.write_into(&mut wbuf).await;
-                    if let Some(id) = id {
-                        let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
-                        stats.record(id, error, started.elapsed());
-                    }
-                }
-                // Every reply is in: this batch no longer holds back a table swap.
-                drop(batch);
-                if let Err(e) = self.stream.write_all(&wbuf).await {
-                    return End::Io(e);
-                }
-                wbuf.clear();
-                if wbuf.capacity() > 4 * 1024 * 1024 {
-                    wbuf = BytesMut::with_capacity(READ_CHUNK);
-                }
-                self.reg.info.touch();
+            if refused.is_none()
+                && let Err(e) = self.check_query_buffer(&rbuf)
+            {
+                queue.push(Queued::error(None, &e));
+                refused = Some(e);
             }
-            if protocol_error {
-                return End::Protocol;
+            if let Err(end) = self
+                .write_replies(&mut queue, &mut wbuf, started, batch)
+                .await
+            {
+                return end;
+            }
+            if let Some(e) = refused {
+                return End::Refused(e);
             }
             if self.closing {
                 return End::Quit;
             }
+            if rbuf.is_empty() && rbuf.capacity() > 4 * READ_CHUNK {
+                rbuf = BytesMut::with_capacity(READ_CHUNK);
+                self.release_input(0);
+            }
         }
+    }
+
+    /// Reads more of the client's bytes, within the idle and pre-auth timeouts.
+    async fn read(
+        &mut self,
+        rbuf: &mut BytesMut,
+        connected: tokio::time::Instant,
+    ) -> Result<(), End> {
+        let config = &self.worker.shared.config;
+        let idle = config
+            .idle_timeout()
+            .map(|t| (tokio::time::Instant::now() + t, End::Idle));
+        let auth = match self.rights {
+            None => config
+                .auth_timeout()
+                .map(|t| (connected + t, End::AuthTimeout)),
+            Some(_) => None,
+        };
+        let deadline = match (idle, auth) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let read = async {
+            match &deadline {
+                Some((at, _)) => tokio::time::timeout_at(*at, self.stream.read_buf(rbuf))
+                    .await
+                    .ok(),
+                None => Some(self.stream.read_buf(rbuf).await),
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = self.stop.changed() => Err(End::Shutdown),
+            r = read => match r {
+                None => Err(deadline.map_or(End::Idle, |(_, end)| end)),
+                Some(Ok(0)) => Err(End::ClientClosed),
+                Some(Ok(_)) => Ok(()),
+                Some(Err(e)) => Err(End::Io(e)),
+            },
+        }
+    }
+
+    /// Makes room in the read buffer for the next read. An unfinished request larger than the
+    /// buffer grows it at most twofold per step (never to a length the client only announced),
+    /// and what grows past `READ_CHUNK` is taken from the proxy's request memory first.
+    fn make_room(&mut self, rbuf: &mut BytesMut) -> Result<(), DataError> {
+        if rbuf.capacity() - rbuf.len() >= READ_CHUNK / 4 {
+            return Ok(());
+        }
+        let want = self.decoder.wanted(rbuf);
+        let grow = want.clamp(READ_CHUNK, rbuf.len().max(READ_CHUNK));
+        let counted = (rbuf.len() + grow).saturating_sub(READ_CHUNK);
+        if counted > self.input_held {
+            let pool = &self.worker.shared.requests;
+            if !pool.try_acquire(counted - self.input_held) {
+                return Err(DataError::ProxyRequestMemory {
+                    limit: pool.limit(),
+                });
+            }
+            self.input_held = counted;
+        }
+        rbuf.reserve(grow);
+        Ok(())
+    }
+
+    /// Gives back the read buffer's share of the proxy's request memory, down to `keep`.
+    fn release_input(&mut self, keep: usize) {
+        if self.input_held > keep {
+            self.worker.shared.requests.release(self.input_held - keep);
+            self.input_held = keep;
+        }
+    }
+
+    /// An unfinished request over the client's query buffer limit, counting what its header
+    /// announced as well as what arrived.
+    fn check_query_buffer(&self, rbuf: &BytesMut) -> Result<(), DataError> {
+        let limit = self.worker.shared.config.query_buffer_limit;
+        if rbuf.len() + self.decoder.wanted(rbuf) > limit {
+            return Err(DataError::QueryBufferLimit { limit });
+        }
+        Ok(())
+    }
+
+    /// Answers `e` and ends the session.
+    async fn refuse(&mut self, e: DataError, wbuf: &mut BytesMut) -> End {
+        wbuf.extend_from_slice(&e.reply());
+        let _ = self.stream.write_all(wbuf).await;
+        End::Refused(e)
+    }
+
+    /// A new plugin chain or backend admin user changes the data login.
+    fn refresh_login(&mut self) {
+        let v = self.worker.logins_version();
+        if v != self.login_version {
+            self.login_version = v;
+            if let Some(r) = &self.rights {
+                self.login = self.worker.data_login(r);
+            }
+        }
+    }
+
+    /// One request through classify, the plugin layer, plan and send.
+    fn dispatch(&mut self, req: Request) -> Queued {
+        let policy = self.worker.shared.policy();
+        let c = match classify(req, &policy, self.rights.as_ref()) {
+            Ok(c) => c,
+            Err(e) => return Queued::error(None, &e),
+        };
+        let id = Some(c.cmd.id);
+        let (reply, observers) = match self.run_plugins(&c) {
+            Decision::Continue(obs) => (QueuedReply::One(self.execute(&c)), obs),
+            Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
+            Decision::Fail(e) => return Queued::error(id, &e),
+            Decision::Rewrite {
+                name,
+                commands,
+                merge,
+                observers,
+            } => {
+                let parts = commands
+                    .into_iter()
+                    .map(|r| self.execute_rewritten(&name, r))
+                    .collect();
+                let reply = match merge {
+                    RewriteMerge::Host(code) => {
+                        QueuedReply::One(Pending::Gather(Box::new(Gather {
+                            parts,
+                            merge: Merge::Abi(code),
+                            proto: self.proto,
+                        })))
+                    }
+                    RewriteMerge::Plugin(pm) => QueuedReply::PluginMerged(parts, pm),
+                };
+                (reply, observers)
+            }
+        };
+        Queued {
+            reply,
+            observers,
+            id,
+        }
+    }
+
+    /// Plans and sends a classified command (or answers it, if it is the session's own).
+    fn execute(&mut self, c: &crate::pipeline::classify::Classified) -> Pending {
+        let table = self.worker.shared.router.load();
+        match plan(c, &table, &self.worker.moved) {
+            Ok(Plan::Local(l)) => self.local(l, c),
+            Ok(p) => self.sender(&table).send(p, self.proto),
+            Err(e) => Pending::error(&e),
+        }
+    }
+
+    /// One command of a plugin's rewrite: classified like any (so a rewrite gets no rights
+    /// its client lacks), not shown to plugins again.
+    fn execute_rewritten(&mut self, plugin: &str, req: Request) -> Pending {
+        let policy = self.worker.shared.policy();
+        match classify(req, &policy, self.rights.as_ref()) {
+            Ok(c) => self.execute(&c),
+            Err(e) if e.side() == Side::Client => Pending::error(&DataError::PluginBadRewrite {
+                name: plugin.to_owned(),
+                reason: e.to_string(),
+            }),
+            Err(e) => Pending::error(&e),
+        }
+    }
+
+    fn sender<'a>(&'a self, table: &'a SlotTable) -> Sender<'a> {
+        Sender {
+            worker: &self.worker,
+            table,
+            proto: self.proto,
+            login: &self.login,
+            account: &self.account,
+        }
+    }
+
+    /// Resolves the queued replies in order into `wbuf` and writes them, closing the client if
+    /// it goes over its output limits meanwhile.
+    async fn write_replies(
+        &mut self,
+        queue: &mut Vec<Queued>,
+        wbuf: &mut BytesMut,
+        started: Instant,
+        batch: Batch,
+    ) -> Result<(), End> {
+        if queue.is_empty() {
+            return Ok(());
+        }
+        let stats = &self.worker.shared.command_stats;
+        let conn = self.reg.info.id;
+        let account = self.account.clone();
+        for q in queue.drain(..) {
+            let at = wbuf.len();
+            let resolve = async {
+                match q.reply {
+                    QueuedReply::One(p) => p.write_into(wbuf).await,
+                    QueuedReply::PluginMerged(parts, pm) => match reply::resolve_all(parts).await {
+                        Ok(replies) => pm.merge(&replies, wbuf),
+                        Err(e) => wbuf.extend_from_slice(&e.reply()),
+                    },
+                }
+            };
+            tokio::select! {
+                biased;
+                o = account.overflowed() => return Err(End::Output(o)),
+                _ = resolve => {}
+            }
+            if !q.observers.is_empty() {
+                q.observers.apply(conn, wbuf, at);
+            }
+            account.charge(wbuf.len() - at);
+            if let Some(id) = q.id {
+                let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
+                stats.record(id, error, started.elapsed());
+            }
+            if wbuf.len() >= FLUSH_AT {
+                // Without waiting: a slow reader must not hold the batch (and a table swap
+                // waiting for it) while the later replies are still being resolved.
+                match self.stream.try_write(wbuf) {
+                    Ok(n) => {
+                        wbuf.advance(n);
+                        account.release(n);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(End::Io(e)),
+                }
+            }
+        }
+        // Every reply is in: this batch no longer holds back a table swap.
+        drop(batch);
+        let write = self.stream.write_all(wbuf);
+        tokio::select! {
+            biased;
+            o = account.overflowed() => return Err(End::Output(o)),
+            r = write => r.map_err(End::Io)?,
+        }
+        account.release(wbuf.len());
+        wbuf.clear();
+        if wbuf.capacity() > 4 * 1024 * 1024 {
+            *wbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        self.reg.info.touch();
+        Ok(())
     }
 }
 

@@ -1,11 +1,12 @@
-//! The plugin chain on the command path: which plugins see a command, what they decide, and
-//! how rewritten commands and observed replies come back together.
+//! Stage 3 of the data path, the plugin layer: which plugins see a command, and what they
+//! decide. It returns a [`Decision`] and never dispatches anything itself: a rewrite is handed
+//! back as the commands to plan (each classified on its own, unseen by plugins), and observers
+//! are applied by the session to the reply once it is resolved.
 //!
 //! A command no plugin hooks costs one atomic load and one bitmap test. A hooked command is
 //! copied into each hooking plugin's arena (values left out for plugins that asked only for
-//! keys). PASS goes on to the next plugin; DENY and REPLY answer at once; REWRITE dispatches
-//! the new commands (each routed by its own slot) and merges their replies; OBSERVE lets the
-//! command through and shows the plugin its reply.
+//! keys). PASS goes on to the next plugin; DENY and REPLY answer at once; REWRITE hands back
+//! new commands; OBSERVE lets the command through and shows the plugin its reply.
 
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
@@ -15,45 +16,62 @@ use tessera_wasm::{
 };
 
 use super::Session;
-use super::gather::Pending;
-use crate::command::{Command, CommandTable, Kind, Local};
-use crate::resp::{Frame, Proto, ReplyScanner, Request, parse_integer, split_aggregate};
+use crate::command::{Kind, Local};
+use crate::error::DataError;
+use crate::pipeline::classify::Classified;
+use crate::resp::{ReplyScanner, Request};
 
 /// A plugin that asked to see the reply of the command it passed.
-pub(crate) struct Observer {
+struct Observer {
     inst: InstanceRef,
     ctx: u64,
     generation: std::sync::Arc<tessera_wasm::Generation>,
 }
 
-/// The replies of a rewrite, merged by the host or by the plugin's `on_reply`.
-pub(crate) struct Rewritten {
-    parts: Vec<Pending>,
-    merge: u32,
-    ctx: u64,
-    /// The instance that made the rewrite (for `merge = plugin`): it stays alive across a
-    /// reload until this command is answered.
+/// The plugins that watch one command's reply, in chain order.
+#[derive(Default)]
+pub(super) struct Observers(SmallVec<[Observer; 2]>);
+
+/// What the plugin layer decided for a command.
+pub(super) enum Decision {
+    /// Plan and send it as usual; the observers see its reply.
+    Continue(Observers),
+    /// A plugin answered (its reply or its denial); earlier plugins observe it.
+    Reply(Bytes, Observers),
+    /// A plugin rewrote it into these commands, whose replies `merge` joins.
+    Rewrite {
+        /// The plugin that rewrote it.
+        name: String,
+        commands: Vec<Request>,
+        merge: RewriteMerge,
+        observers: Observers,
+    },
+    /// The chain failed closed: the command gets this error.
+    Fail(DataError),
+}
+
+/// How a rewrite's replies become one.
+pub(super) enum RewriteMerge {
+    /// A merge code of the ABI, done by the host.
+    Host(u32),
+    /// The plugin's own `on_reply` merges them.
+    Plugin(PluginMerge),
+}
+
+/// A rewrite whose replies go back to the plugin that made it. The instance stays alive
+/// across a reload until this command is answered.
+pub(super) struct PluginMerge {
     inst: InstanceRef,
+    ctx: u64,
     name: String,
     conn: u64,
-    proto: Proto,
 }
 
-/// A command's reply seen by observers before it reaches the client.
-pub(crate) struct Observed {
-    inner: Pending,
-    observers: SmallVec<[Observer; 2]>,
-    conn: u64,
-}
-
-pub(super) enum Decision {
-    /// Dispatch the command as usual (the observers, if any, see its reply).
-    Continue(SmallVec<[Observer; 2]>),
-    Done(Pending),
-}
-
-fn failed(name: &str, reason: &str) -> Frame {
-    Frame::error(format!("ERR plugin {name} failed: {reason}"))
+fn failed(name: &str, reason: &str) -> DataError {
+    DataError::PluginFailed {
+        name: name.to_owned(),
+        reason: reason.to_owned(),
+    }
 }
 
 /// Exactly one complete RESP reply?
@@ -61,63 +79,64 @@ fn one_reply(b: &[u8]) -> bool {
     matches!(ReplyScanner::default().next_len(b), Ok(Some(n)) if n == b.len())
 }
 
+fn error_bytes(text: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(text.len() + 3);
+    b.extend_from_slice(b"-");
+    b.extend_from_slice(text);
+    b.extend_from_slice(b"\r\n");
+    b.freeze()
+}
+
 impl Session {
-    /// Runs the plugin chain on a command (after the auth gate).
-    pub(super) fn run_plugins(&mut self, cmd: &'static Command, req: &Request) -> Decision {
+    /// Runs the plugin chain on a classified command.
+    pub(super) fn run_plugins(&mut self, c: &Classified) -> Decision {
         // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
         let worker = self.worker.clone();
         let shared = &worker.shared;
         let chain = shared.plugins.chain();
         if chain.is_empty()
             || matches!(
-                cmd.kind,
+                c.cmd.kind,
                 Kind::Local(Local::Auth | Local::Hello | Local::Quit)
             )
         {
-            return Decision::Continue(SmallVec::new());
+            return Decision::Continue(Observers::default());
         }
-        let (id, class) = crate::plugins::abi_of(cmd.id);
+        let (id, class) = crate::plugins::abi_of(c.cmd.id);
         if !chain.hooks_any(id, class) {
-            return Decision::Continue(SmallVec::new());
+            return Decision::Continue(Observers::default());
         }
         let mut slot = worker.plugins.borrow_mut();
         let wc = match &mut *slot {
             Some(wc) => wc,
             None => match shared.plugins.runtime() {
                 Ok(rt) => slot.insert(WorkerChain::new(rt.clone())),
-                Err(e) => {
-                    return Decision::Done(self.error(format!("ERR plugins unavailable: {e}")));
-                }
+                Err(e) => return Decision::Fail(DataError::PluginsUnavailable(e.to_string())),
             },
         };
         wc.sync(&chain);
-        let keys = cmd.key_indices(req);
+        let req = &c.req;
         let conn = self.reg.info.id;
-        let mut observers: SmallVec<[Observer; 2]> = SmallVec::new();
+        let mut observers = Observers::default();
         for i in 0..wc.len() {
             // The chain just synced: its i-th generation is the worker's i-th (no Arc clone).
             let g = &chain.plugins[i];
             let Some(values) = g.hooks.wants(id, class) else {
                 continue;
             };
-            if !g
-                .hooks
-                .keys_match(keys.iter().map(|&k| req.arg(k as usize)))
-            {
+            if !g.hooks.keys_match(c.key_args()) {
                 continue;
             }
             let inst = match wc.step(i) {
                 ChainStep::Call(inst) => inst,
                 ChainStep::Unavailable(reason) => match g.spec.fail {
                     FailPolicy::Open => continue,
-                    FailPolicy::Closed => {
-                        return Decision::Done(self.reply(failed(g.name(), &reason)));
-                    }
+                    FailPolicy::Closed => return Decision::Fail(failed(g.name(), &reason)),
                 },
             };
             let args: SmallVec<[ArgIn<'_>; 8]> = (0..req.argc())
                 .map(|a| {
-                    let key = keys.contains(&(a as u32));
+                    let key = c.keys.contains(&(a as u32));
                     ArgIn {
                         bytes: req.arg(a),
                         key,
@@ -132,33 +151,25 @@ impl Session {
                     wc.report_fault(i, &f);
                     match g.spec.fail {
                         FailPolicy::Open => continue,
-                        FailPolicy::Closed => {
-                            return Decision::Done(self.reply(failed(g.name(), &f.reason)));
-                        }
+                        FailPolicy::Closed => return Decision::Fail(failed(g.name(), &f.reason)),
                     }
                 }
             };
             match outcome {
                 CmdOutcome::Pass => {}
-                CmdOutcome::Observe(ctx) => observers.push(Observer {
+                CmdOutcome::Observe(ctx) => observers.0.push(Observer {
                     inst,
                     ctx,
                     generation: g.clone(),
                 }),
-                CmdOutcome::Deny(text) => {
-                    let mut b = BytesMut::with_capacity(text.len() + 3);
-                    b.extend_from_slice(b"-");
-                    b.extend_from_slice(&text);
-                    b.extend_from_slice(b"\r\n");
-                    return Decision::Done(observe(Pending::Ready(b.freeze()), observers, conn));
-                }
+                CmdOutcome::Deny(text) => return Decision::Reply(error_bytes(&text), observers),
                 CmdOutcome::Reply(bytes) => {
                     if !one_reply(&bytes) {
                         let f = Fault::bad_output("its reply is not one complete RESP reply");
                         wc.report_fault(i, &f);
-                        return Decision::Done(self.reply(failed(g.name(), &f.reason)));
+                        return Decision::Fail(failed(g.name(), &f.reason));
                     }
-                    return Decision::Done(observe(Pending::Ready(bytes.into()), observers, conn));
+                    return Decision::Reply(bytes.into(), observers);
                 }
                 CmdOutcome::Rewrite {
                     merge,
@@ -166,61 +177,30 @@ impl Session {
                     count,
                     block,
                 } => {
-                    drop(slot);
-                    let pending =
-                        self.rewrite(req, &block, count, merge, ctx, inst, g.name(), conn);
-                    return Decision::Done(observe(pending, observers, conn));
+                    let Some(commands) = rewritten(req, &block, count) else {
+                        // Validated by the runtime already; a failure here is a bug.
+                        return Decision::Fail(failed(g.name(), "malformed rewrite"));
+                    };
+                    let merge = if merge == abi::merge::PLUGIN {
+                        RewriteMerge::Plugin(PluginMerge {
+                            inst,
+                            ctx,
+                            name: g.name().to_owned(),
+                            conn,
+                        })
+                    } else {
+                        RewriteMerge::Host(merge)
+                    };
+                    return Decision::Rewrite {
+                        name: g.name().to_owned(),
+                        commands,
+                        merge,
+                        observers,
+                    };
                 }
             }
         }
         Decision::Continue(observers)
-    }
-
-    /// Dispatches a rewrite's commands (each routed on its own; plugins do not see them).
-    #[allow(clippy::too_many_arguments)]
-    fn rewrite(
-        &mut self,
-        req: &Request,
-        block: &[u8],
-        count: u32,
-        merge: u32,
-        ctx: u64,
-        inst: InstanceRef,
-        name: &str,
-        conn: u64,
-    ) -> Pending {
-        // Validated by the runtime already; a failure here is a bug, answered as an error.
-        let Ok(view) = RewriteView::parse(block, count) else {
-            return self.reply(failed(name, "malformed rewrite"));
-        };
-        let mut parts = Vec::with_capacity(count as usize);
-        for c in view.commands() {
-            let Ok(c) = c else {
-                return self.reply(failed(name, "malformed rewrite"));
-            };
-            let args: Vec<&[u8]> = c
-                .map(|a| match a {
-                    Ok(RewriteArg::Bytes(b)) => b,
-                    Ok(RewriteArg::Input(i)) => req.get(i as usize).unwrap_or_default(),
-                    Err(_) => &[],
-                })
-                .collect();
-            let sub = Request::from_args(&args);
-            let part = match CommandTable::get().lookup(&sub) {
-                Ok(cmd) => self.dispatch_command(cmd, sub),
-                Err(e) => self.error(format!("ERR plugin {name} rewrote into a bad command: {e}")),
-            };
-            parts.push(part);
-        }
-        Pending::Plugin(Box::new(Rewritten {
-            parts,
-            merge,
-            ctx,
-            inst,
-            name: name.to_owned(),
-            conn,
-            proto: self.proto,
-        }))
     }
 
     /// Tells the plugins that asked that this connection closed.
@@ -234,58 +214,45 @@ impl Session {
     }
 }
 
-/// Wraps a reply so observers see it (in reverse order: the first plugin sees it last).
-pub(super) fn observe(inner: Pending, observers: SmallVec<[Observer; 2]>, conn: u64) -> Pending {
-    if observers.is_empty() {
-        inner
-    } else {
-        Pending::Observed(Box::new(Observed {
-            inner,
-            observers,
-            conn,
-        }))
+/// The commands of a rewrite block (arguments may refer back to the original request's).
+fn rewritten(req: &Request, block: &[u8], count: u32) -> Option<Vec<Request>> {
+    let view = RewriteView::parse(block, count).ok()?;
+    let mut out = Vec::with_capacity(count as usize);
+    for c in view.commands() {
+        let args: Vec<&[u8]> = c
+            .ok()?
+            .map(|a| match a {
+                Ok(RewriteArg::Bytes(b)) => Some(b),
+                Ok(RewriteArg::Input(i)) => Some(req.get(i as usize).unwrap_or_default()),
+                Err(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        out.push(Request::from_args(&args));
     }
+    Some(out)
 }
 
-fn error_bytes(text: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(text.len() + 3);
-    b.extend_from_slice(b"-");
-    b.extend_from_slice(text);
-    b.extend_from_slice(b"\r\n");
-    b.freeze()
-}
+impl Observers {
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 
-impl Observed {
-    /// The inner reply is written straight into `out`; observers read it there, and only a
-    /// replacement copies anything.
-    pub(crate) async fn write_into(self, out: &mut BytesMut) {
-        let at = out.len();
-        match self.inner {
-            // The common cases without boxing a recursive future.
-            Pending::Ready(b) => out.extend_from_slice(&b),
-            Pending::One(rx) => match super::gather::flatten(rx.await) {
-                Ok(b) => out.extend_from_slice(&b),
-                Err(f) => f.encode(Proto::Resp2, out),
-            },
-            inner => Box::pin(inner.write_into(out)).await,
-        }
-        for o in self.observers.into_iter().rev() {
+    /// Shows the reply at `out[at..]` to each observer, last plugin first (the first plugin
+    /// of the chain sees the reply last, as it would wrap the others). An observer may replace
+    /// it; only a replacement copies anything.
+    pub(super) fn apply(self, conn: u64, out: &mut BytesMut, at: usize) {
+        for o in self.0.into_iter().rev() {
             let fail = o.generation.spec.fail;
             let name = o.generation.name();
-            let r = o
-                .inst
-                .borrow_mut()
-                .on_reply(self.conn, o.ctx, &[&out[at..]]);
+            let r = o.inst.borrow_mut().on_reply(conn, o.ctx, &[&out[at..]]);
             let replacement = match r {
                 Ok(ReplyOutcome::Pass) => continue,
                 Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
                 Ok(ReplyOutcome::Replace(_)) if fail == FailPolicy::Closed => {
-                    failed(name, "its reply is not one complete RESP reply").to_bytes(Proto::Resp2)
+                    failed(name, "its reply is not one complete RESP reply").reply()
                 }
                 Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
-                Err(f) if fail == FailPolicy::Closed => {
-                    failed(name, &f.reason).to_bytes(Proto::Resp2)
-                }
+                Err(f) if fail == FailPolicy::Closed => failed(name, &f.reason).reply(),
                 Ok(ReplyOutcome::Replace(_)) | Err(_) => continue,
             };
             out.truncate(at);
@@ -294,112 +261,24 @@ impl Observed {
     }
 }
 
-impl Rewritten {
-    pub(crate) async fn write_into(self, out: &mut BytesMut) {
-        let mut replies: Vec<Bytes> = Vec::with_capacity(self.parts.len());
-        for p in self.parts {
-            let mut b = BytesMut::new();
-            Box::pin(p.write_into(&mut b)).await;
-            replies.push(b.freeze());
-        }
-        if self.merge == abi::merge::PLUGIN {
-            let refs: Vec<&[u8]> = replies.iter().map(|r| &r[..]).collect();
-            let r = self.inst.borrow_mut().on_reply(self.conn, self.ctx, &refs);
-            match r {
-                Ok(ReplyOutcome::Pass) if replies.len() == 1 => out.extend_from_slice(&replies[0]),
-                Ok(ReplyOutcome::Pass) => {
-                    failed(&self.name, "passed a merge of several replies").encode(self.proto, out)
-                }
-                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => out.extend_from_slice(&b),
-                Ok(ReplyOutcome::Replace(_)) => {
-                    failed(&self.name, "its reply is not one complete RESP reply")
-                        .encode(self.proto, out)
-                }
-                Ok(ReplyOutcome::Error(t)) => out.extend_from_slice(&error_bytes(&t)),
-                // A rewrite cannot fail open: the original command was never sent.
-                Err(f) => failed(&self.name, &f.reason).encode(self.proto, out),
+impl PluginMerge {
+    /// The plugin's merge of a rewrite's replies.
+    pub(super) fn merge(self, replies: &[Bytes], out: &mut BytesMut) {
+        let refs: Vec<&[u8]> = replies.iter().map(|r| &r[..]).collect();
+        let r = self.inst.borrow_mut().on_reply(self.conn, self.ctx, &refs);
+        let reply = match r {
+            Ok(ReplyOutcome::Pass) if replies.len() == 1 => replies[0].clone(),
+            Ok(ReplyOutcome::Pass) => {
+                failed(&self.name, "passed a merge of several replies").reply()
             }
-            return;
-        }
-        if let Some(err) = replies
-            .iter()
-            .find(|r| matches!(r.first(), Some(b'-' | b'!')))
-        {
-            out.extend_from_slice(err);
-            return;
-        }
-        if let Err(f) = host_merge(self.merge, &replies, self.proto, out) {
-            f.encode(self.proto, out);
-        }
+            Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
+            Ok(ReplyOutcome::Replace(_)) => {
+                failed(&self.name, "its reply is not one complete RESP reply").reply()
+            }
+            Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
+            // A rewrite cannot fail open: the original command was never sent.
+            Err(f) => failed(&self.name, &f.reason).reply(),
+        };
+        out.extend_from_slice(&reply);
     }
-}
-
-fn is_nil(r: &[u8]) -> bool {
-    matches!(r, b"$-1\r\n" | b"_\r\n" | b"*-1\r\n")
-}
-
-/// The merges the host does without calling the plugin again.
-fn host_merge(
-    merge: u32,
-    replies: &[Bytes],
-    proto: Proto,
-    out: &mut BytesMut,
-) -> Result<(), Frame> {
-    let unexpected = || Frame::error("ERR unexpected reply to a command a plugin rewrote");
-    match merge {
-        abi::merge::CONCAT => {
-            // Arrays, sets and maps (a map's elements come in key/value pairs).
-            let kind = replies
-                .iter()
-                .map(|r| r[0])
-                .find(|&k| k != b'_' && !is_nil(&[k]));
-            let mut elems: Vec<&[u8]> = Vec::new();
-            for r in replies {
-                if is_nil(r) {
-                    continue;
-                }
-                elems.extend(split_aggregate(r).ok_or_else(unexpected)?);
-            }
-            match kind.unwrap_or(b'*') {
-                b'%' => {
-                    out.extend_from_slice(b"%");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len() / 2).as_bytes());
-                }
-                b'~' => {
-                    out.extend_from_slice(b"~");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
-                }
-                _ => {
-                    out.extend_from_slice(b"*");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
-                }
-            }
-            out.extend_from_slice(b"\r\n");
-            for e in elems {
-                out.extend_from_slice(e);
-            }
-        }
-        abi::merge::SUM => {
-            let mut sum = 0i64;
-            for r in replies {
-                sum = sum.wrapping_add(parse_integer(r).ok_or_else(unexpected)?);
-            }
-            Frame::Integer(sum).encode(proto, out);
-        }
-        abi::merge::ALL_OK => {
-            if replies.iter().all(|r| &r[..] == b"+OK\r\n") {
-                out.extend_from_slice(b"+OK\r\n");
-            } else {
-                return Err(unexpected());
-            }
-        }
-        abi::merge::FIRST_NON_NIL => match replies.iter().find(|r| !is_nil(r)) {
-            Some(r) => out.extend_from_slice(r),
-            None => Frame::Null.encode(proto, out),
-        },
-        abi::merge::LAST => out.extend_from_slice(replies.last().ok_or_else(unexpected)?),
-        abi::merge::FIRST => out.extend_from_slice(replies.first().ok_or_else(unexpected)?),
-        _ => return Err(unexpected()),
-    }
-    Ok(())
 }

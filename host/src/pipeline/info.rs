@@ -3,11 +3,12 @@
 //! cluster as one server.
 
 /// What the proxy adds to the merged reply, captured when the command is dispatched.
-pub(crate) struct InfoRequest {
+#[derive(Debug)]
+pub struct InfoRequest {
     /// Sections asked for, lower-case; empty means the default set.
-    pub(crate) sections: Vec<String>,
-    pub(crate) server: Vec<(String, String)>,
-    pub(crate) clients: Vec<(String, String)>,
+    pub sections: Vec<String>,
+    pub server: Vec<(String, String)>,
+    pub clients: Vec<(String, String)>,
 }
 
 /// Sections that describe one server and would mislead when summed.

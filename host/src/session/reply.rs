@@ -1,0 +1,107 @@
+//! Replies that are not ready yet, and their resolution into bytes: one backend's reply as it
+//! came, a command moved off a migrating slot first, or several replies merged. Resolution
+//! happens here only; what plugins do with a reply afterwards is the plugin layer's, applied
+//! by the session to the bytes this module wrote.
+
+use bytes::{Bytes, BytesMut};
+use tokio::time::Instant;
+
+use super::migrate::Moved;
+use crate::backend::ReplyRx;
+use crate::error::DataError;
+use crate::pipeline::merge::Merge;
+use crate::resp::Proto;
+
+/// A reply in a session's ordered queue.
+pub(crate) enum Pending {
+    /// Encoded already (proxy-answered commands, errors).
+    Ready(Bytes),
+    /// Encoded already, but not to be sent before `Instant` (a failed AUTH is slowed down).
+    After(Instant, Bytes),
+    /// One backend's reply, forwarded as is.
+    One(ReplyRx),
+    /// A command on a migrating slot: its keys are moved first, then it runs on the target.
+    Moved(Box<Moved>),
+    /// Several replies, merged.
+    Gather(Box<Gather>),
+}
+
+pub(crate) struct Gather {
+    pub(crate) parts: Vec<Pending>,
+    pub(crate) merge: Merge,
+    /// The session's protocol when the command was read (a later HELLO must not change it).
+    pub(crate) proto: Proto,
+}
+
+impl Pending {
+    pub(crate) fn error(e: &DataError) -> Self {
+        Pending::Ready(e.reply())
+    }
+
+    /// Waits for the reply and appends it to `out`.
+    pub(crate) async fn write_into(self, out: &mut BytesMut) {
+        match self.resolve().await {
+            Ok(b) => out.extend_from_slice(&b),
+            Err(e) => out.extend_from_slice(&e.reply()),
+        }
+    }
+
+    /// The reply's bytes (a backend reply is returned as received, without a copy).
+    ///
+    /// # Errors
+    /// The backend failed, or the parts could not be merged.
+    pub(crate) async fn resolve(self) -> Result<Bytes, DataError> {
+        match self {
+            Pending::Ready(b) => Ok(b),
+            Pending::After(at, b) => {
+                tokio::time::sleep_until(at).await;
+                Ok(b)
+            }
+            Pending::One(rx) => flatten(rx.await),
+            Pending::Moved(m) => m.reply().await,
+            Pending::Gather(g) => {
+                let Gather {
+                    parts,
+                    merge,
+                    proto,
+                } = *g;
+                let replies = Box::pin(resolve_all(parts)).await?;
+                let mut out = BytesMut::new();
+                merge.finish(&replies, proto, &mut out)?;
+                Ok(out.freeze())
+            }
+        }
+    }
+}
+
+/// Every part's reply, in order. A failed part (no reply at all) fails the whole: merging the
+/// others would give the client a partial answer.
+///
+/// # Errors
+/// The first part that has no reply.
+pub(crate) async fn resolve_all(parts: Vec<Pending>) -> Result<Vec<Bytes>, DataError> {
+    let mut replies = Vec::with_capacity(parts.len());
+    let mut failed = None;
+    for p in parts {
+        match p.resolve().await {
+            Ok(b) => replies.push(b),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(replies),
+    }
+}
+
+/// A backend's reply, or why there is none.
+pub(crate) fn flatten(
+    r: Result<crate::backend::ReplyResult, tokio::sync::oneshot::error::RecvError>,
+) -> Result<Bytes, DataError> {
+    match r {
+        Ok(r) => r,
+        Err(_) => Err(DataError::BackendDropped),
+    }
+}

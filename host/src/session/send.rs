@@ -1,0 +1,81 @@
+//! Stage 5 of the data path: a plan's requests go to the backends, on the worker's shared,
+//! pipelined connections (the client's login for its commands, the proxy's control login for
+//! its own), and the plan becomes the replies it waits for.
+
+use std::rc::Rc;
+
+use crate::backend::{Login, ReplyRx};
+use crate::limits::OutputAccount;
+use crate::pipeline::plan::{Channel, Part, Plan, Send};
+use crate::resp::Proto;
+use crate::router::SlotTable;
+use crate::worker::Worker;
+
+use super::migrate::Moved;
+use super::reply::{Gather, Pending};
+
+/// What sending needs from the session: its worker, protocol, login and output account, and
+/// the table the plan was made with.
+pub(crate) struct Sender<'a> {
+    pub(crate) worker: &'a Rc<Worker>,
+    pub(crate) table: &'a SlotTable,
+    pub(crate) proto: Proto,
+    pub(crate) login: &'a Login,
+    pub(crate) account: &'a Rc<OutputAccount>,
+}
+
+impl Sender<'_> {
+    /// Sends a backend plan's requests. `Plan::Local` is the session's, never given here.
+    pub(crate) fn send(&self, plan: Plan, merge_proto: Proto) -> Pending {
+        match plan {
+            Plan::One(part) => self.part(part),
+            Plan::Gather { parts, merge } => Pending::Gather(Box::new(Gather {
+                parts: parts.into_iter().map(|p| self.part(p)).collect(),
+                merge,
+                proto: merge_proto,
+            })),
+            Plan::Local(l) => unreachable!("the session answers {l:?} itself"),
+        }
+    }
+
+    fn part(&self, part: Part) -> Pending {
+        match part {
+            Part::Send(s) => Pending::One(self.request(s)),
+            Part::Move(m) => {
+                let moved = Moved {
+                    worker: self.worker.clone(),
+                    source: self.table.backend_addr(m.source).clone(),
+                    target: self.table.backend_addr(m.target).clone(),
+                    proto: self.proto,
+                    login: self.login.clone(),
+                    account: self.account.clone(),
+                    keys: m.keys,
+                    req: m.bytes,
+                    aborting: m.aborting,
+                    epoch: m.epoch,
+                    first: None,
+                };
+                Pending::Moved(Box::new(moved.start()))
+            }
+        }
+    }
+
+    fn request(&self, s: Send) -> ReplyRx {
+        let addr = self.table.backend_addr(s.to);
+        let w = &self.worker;
+        match s.channel {
+            Channel::Data => w
+                .pool
+                .send(addr, self.proto, self.login, s.bytes, Some(self.account)),
+            // The proxy reads the control channel's replies itself (INFO, COMMAND …), in the
+            // client's protocol so that forwarded ones (COMMAND, TIME) need no conversion.
+            Channel::Control => w.pool.send(
+                addr,
+                self.proto,
+                &w.control_login(),
+                s.bytes,
+                Some(self.account),
+            ),
+        }
+    }
+}
