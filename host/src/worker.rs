@@ -44,7 +44,7 @@ pub struct Shared {
     /// Bumped when what the backend logins derive from changes (admin user, plugin chain).
     logins_version: AtomicU64,
     /// Sessions open (admitted against `max_clients`).
-    pub(crate) active: AtomicUsize,
+    active: AtomicUsize,
     /// Command batches in flight, counted in two alternating phases so a table swap can wait
     /// for every batch routed under the old table (see `drain`).
     inflight: [AtomicUsize; 2],
@@ -76,6 +76,23 @@ impl Shared {
             inflight: Default::default(),
             phase: AtomicUsize::new(0),
         }
+    }
+
+    /// Admits one more session if fewer than `max_clients` are open. The slot is the guard's
+    /// until it is dropped, however its session ends (a panicking session task included).
+    pub fn admit(self: &Arc<Self>) -> Option<Admission> {
+        let max = self.config.max_clients;
+        self.active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Admission(self.clone()))
+    }
+
+    /// Sessions open now.
+    pub fn sessions(&self) -> usize {
+        self.active.load(Ordering::Acquire)
     }
 
     /// The rules every command is classified by.
@@ -131,6 +148,15 @@ impl Shared {
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+}
+
+/// One admitted session's `max_clients` slot, released on drop.
+pub struct Admission(Arc<Shared>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -255,5 +281,30 @@ impl Worker {
             .read()
             .expect("backend admin lock poisoned")
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::router::SlotTable;
+
+    #[test]
+    fn a_panicking_session_gives_its_max_clients_slot_back() {
+        let config = ProxyConfig {
+            max_clients: 1,
+            ..ProxyConfig::default()
+        };
+        let router = Arc::new(Router::new(SlotTable::split_evenly(&[])));
+        let shared = Arc::new(Shared::new(config, router, "127.0.0.1:0".parse().unwrap()));
+        let admitted = shared.admit().expect("the first session is admitted");
+        assert!(shared.admit().is_none(), "max_clients = 1");
+        let task = std::thread::spawn(move || {
+            let _held = admitted;
+            panic!("a session task panics");
+        });
+        assert!(task.join().is_err());
+        assert_eq!(shared.sessions(), 0);
+        assert!(shared.admit().is_some(), "the slot came back");
     }
 }

@@ -17,6 +17,9 @@ mod multikey;
 mod same_slot;
 // Malformed and partial frames over a raw socket.
 mod malformed;
+// Hostile clients (scripts past the policy, memory announced or never read, busy scripts,
+// idle sockets before AUTH, the reserved namespace), each beside a well-behaved client.
+mod hostile;
 // Error replies that keep the session; commands the proxy answers itself.
 mod local_commands;
 // Cluster-wide admin commands: refused by default, fanned out when enabled.

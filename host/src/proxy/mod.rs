@@ -20,9 +20,10 @@ use tracing::{info, warn};
 
 use crate::backend::{BackendOptions, Pool};
 use crate::config::ProxyConfig;
+use crate::error::DataError;
 use crate::router::{Router, SlotTable};
 use crate::session::Session;
-use crate::worker::{Shared, Worker};
+use crate::worker::{Admission, Shared, Worker};
 
 /// A bound proxy, not yet serving.
 pub struct Proxy {
@@ -73,7 +74,7 @@ impl Proxy {
         let mut workers = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
-            let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
+            let (tx, rx) = mpsc::unbounded_channel::<(std::net::TcpStream, Admission)>();
             let shared = shared.clone();
             let stop = stop_rx.clone();
             let handle = std::thread::Builder::new()
@@ -101,17 +102,14 @@ impl Proxy {
                         }
                     };
                     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    if shared.active.load(Ordering::Relaxed) >= shared.config.max_clients {
+                    let Some(admission) = shared.admit() else {
                         shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-                        let _ = stream.try_write(b"-ERR max number of clients reached\r\n");
+                        let _ = stream.try_write(&DataError::MaxClients.reply());
                         warn!(%peer, "connection refused: max_clients reached");
                         continue;
-                    }
-                    shared.active.fetch_add(1, Ordering::Relaxed);
-                    let std_stream = stream.into_std()?;
-                    if workers[next % threads].send(std_stream).is_err() {
-                        shared.active.fetch_sub(1, Ordering::Relaxed);
-                    }
+                    };
+                    // A failed send drops the admission with the socket: the slot is free again.
+                    let _ = workers[next % threads].send((stream.into_std()?, admission));
                     next = next.wrapping_add(1);
                 }
             }
@@ -148,7 +146,7 @@ async fn plugin_ticks(worker: Rc<Worker>) {
 
 fn worker_main(
     shared: Arc<Shared>,
-    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut rx: mpsc::UnboundedReceiver<(std::net::TcpStream, Admission)>,
     mut stop: watch::Receiver<bool>,
 ) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -174,13 +172,14 @@ fn worker_main(
                     let Some(s) = s else { break };
                     let worker = worker.clone();
                     let stop = stop.clone();
+                    let (s, admission) = s;
                     sessions.spawn_local(async move {
-                        let shared = worker.shared.clone();
+                        // Held until the task ends, however it ends.
+                        let _admission = admission;
                         match tokio::net::TcpStream::from_std(s) {
                             Ok(stream) => Session::new(worker, stream, stop).run().await,
                             Err(e) => warn!(error = %e, "registering an accepted socket failed"),
                         }
-                        shared.active.fetch_sub(1, Ordering::Relaxed);
                     });
                 }
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}

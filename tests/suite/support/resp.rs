@@ -176,6 +176,11 @@ impl RawClient {
         self.writer.write_all(bytes).expect("writing to socket");
     }
 
+    /// Writes `bytes`, reporting a closed or stuck connection instead of panicking.
+    pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.writer.write_all(bytes)
+    }
+
     /// Sends one command and reads its reply.
     pub(crate) fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Frame {
         self.send(&encode(args));

@@ -1,0 +1,402 @@
+//! Hostile clients, each through a real socket doing the hostile thing, with a well-behaved
+//! client on the same proxy (one worker thread, so they share its backend connections)
+//! checking that it is unaffected: scripts that try what their caller may not, memory
+//! announced and never sent, replies never read, busy scripts, idle unauthenticated sockets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{Cluster, Frame, Proxy, RawClient, encode, keys_on, wait_until};
+
+/// A well-behaved client pipelining INCRs (16 at a time) on its own connection until stopped.
+/// Its report: successful INCRs, and every error it saw.
+struct Bystander {
+    stop: Arc<AtomicBool>,
+    thread: thread::JoinHandle<(u64, Vec<String>)>,
+}
+
+impl Bystander {
+    fn start(proxy: &Proxy, key: &str) -> Bystander {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut c = proxy.raw();
+        let key = key.to_owned();
+        let flag = stop.clone();
+        let thread = thread::spawn(move || {
+            let (mut ok, mut errors) = (0u64, Vec::new());
+            let batch: Vec<u8> = (0..16).flat_map(|_| encode(&["INCR", &key])).collect();
+            while !flag.load(Ordering::Relaxed) && errors.len() < 20 {
+                c.send(&batch);
+                for _ in 0..16 {
+                    match c.try_read_frame() {
+                        Ok(Frame::Integer(_)) => ok += 1,
+                        Ok(other) => errors.push(format!("{other:?}")),
+                        Err(e) => {
+                            errors.push(format!("read: {e}"));
+                            return (ok, errors);
+                        }
+                    }
+                }
+            }
+            (ok, errors)
+        });
+        Bystander { stop, thread }
+    }
+
+    /// Stops it and asserts it never saw an error and got real work done.
+    fn assert_unaffected(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let (ok, errors) = self.thread.join().expect("bystander panicked");
+        assert!(
+            errors.is_empty(),
+            "the well-behaved client got errors: {errors:?}"
+        );
+        assert!(ok >= 16, "the well-behaved client barely ran: {ok} INCRs");
+    }
+}
+
+fn error_of(f: &Frame) -> String {
+    f.error()
+        .unwrap_or_else(|| panic!("expected an error reply, got {f:?}"))
+        .to_owned()
+}
+
+/// The proxy process's resident memory, in bytes.
+fn rss(proxy: &Proxy) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.pid()))
+        .expect("reading the proxy's /proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .expect("VmRSS in /proc status");
+    kb * 1024
+}
+
+// === defect 1: scripts cannot do what their caller may not ===
+
+#[test]
+fn scripts_and_functions_cannot_run_what_the_policy_refuses() {
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    let mut c = cluster.proxy.raw();
+    let bystander = Bystander::start(&cluster.proxy, "hostile:scripts:counter");
+    assert_eq!(c.cmd(&["SET", "kept", "1"]), Frame::Simple("OK".into()));
+
+    let refused = error_of(&c.cmd(&["FLUSHALL"]));
+    assert!(refused.contains("disabled"), "{refused}");
+    for script in [
+        "return redis.call('FLUSHALL')",
+        "return redis.call('FLUSHDB')",
+        "return redis.call('SWAPDB', 0, 1)",
+        "return redis.call('KEYS', '*')",
+        "return redis.call('SELECT', 1)",
+        "return redis.call('CONFIG', 'SET', 'maxmemory', '1')",
+        "return redis.call('DEBUG', 'SLEEP', 0)",
+    ] {
+        let e = error_of(&c.cmd(&["EVAL", script, "0"]));
+        // Redis refuses some commands in any script (CONFIG, DEBUG: "not allowed from
+        // script"); the confined user refuses the others.
+        assert!(
+            e.contains("can't run this command") || e.contains("not allowed from script"),
+            "{script}: {e}"
+        );
+    }
+    // MIGRATE would make the backend connect to any host the script names.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let e = error_of(&c.cmd(&[
+        "EVAL",
+        "return redis.call('MIGRATE', '127.0.0.1', ARGV[1], KEYS[1], 0, 1000)",
+        "1",
+        "kept",
+        &port,
+    ]));
+    assert!(e.contains("can't run this command"), "MIGRATE: {e}");
+    assert!(
+        listener.accept().is_err(),
+        "the backend connected out for MIGRATE"
+    );
+    // RESTORE of a crafted payload, directly and from a script.
+    let dump: Vec<u8> = redis::cmd("DUMP")
+        .arg("kept")
+        .query(&mut cluster.owner_of("kept").client())
+        .unwrap();
+    let e = error_of(&c.cmd(&[&b"RESTORE"[..], b"copy", b"0", &dump]));
+    assert!(e.contains("dangerous"), "RESTORE: {e}");
+    let e = error_of(&c.cmd(&[
+        &b"EVAL"[..],
+        b"return redis.call('RESTORE', KEYS[1], 0, ARGV[1])",
+        b"1",
+        b"copy",
+        &dump,
+    ]));
+    assert!(
+        e.contains("can't run this command"),
+        "RESTORE in a script: {e}"
+    );
+
+    // A function an operator loaded on the backend runs with the caller's rights.
+    let owner = cluster.owner_of("kept");
+    let lib = "#!lua name=hostile\nredis.register_function('wipe', function(keys, args) return redis.call('FLUSHALL') end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut owner.client())
+        .unwrap();
+    let e = error_of(&c.cmd(&["FCALL", "wipe", "1", "kept"]));
+    assert!(e.contains("can't run this command"), "FCALL: {e}");
+
+    // What the caller may do, a script may do.
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('GET', KEYS[1])", "1", "kept"]),
+        Frame::bulk("1")
+    );
+    assert!(owner.has("kept"), "the data survived");
+    bystander.assert_unaffected();
+}
+
+// === defect 3: limits before AUTH, query buffer limits ===
+
+#[test]
+fn unauthenticated_clients_get_redis_pre_auth_caps() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("session_password = \"s3cret\"\n"));
+    let mut many = cluster.proxy.raw();
+    let args: Vec<String> = (0..11).map(|i| format!("a{i}")).collect();
+    many.send(&encode(&args));
+    let e = error_of(&many.read_frame());
+    assert!(e.starts_with("ERR Protocol error"), "{e}");
+    many.expect_closed(Duration::from_secs(2));
+
+    let mut big = cluster.proxy.raw();
+    big.send(b"*2\r\n$4\r\nAUTH\r\n$16385\r\n");
+    let e = error_of(&big.read_frame());
+    assert!(e.starts_with("ERR Protocol error"), "{e}");
+    big.expect_closed(Duration::from_secs(2));
+
+    // Once authenticated, the full limits apply.
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["AUTH", "s3cret"]), Frame::Simple("OK".into()));
+    let value = "v".repeat(20_000);
+    assert_eq!(c.cmd(&["SET", "k", &value]), Frame::Simple("OK".into()));
+}
+
+#[test]
+fn unauthenticated_sockets_announcing_100_mb_are_refused_before_the_proxy_grows() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("session_password = \"s3cret\"\n"));
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["AUTH", "s3cret"]), Frame::Simple("OK".into()));
+    let before = rss(&cluster.proxy);
+    // The reported attack: four sockets that never authenticate, each announcing a 100 MB
+    // bulk and sending as much of it as the proxy takes.
+    let hogs: Vec<_> = (0..4)
+        .map(|_| {
+            let mut h = cluster.proxy.raw();
+            thread::spawn(move || {
+                h.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$104857600\r\n");
+                let chunk = vec![b'x'; 1 << 20];
+                let sent = (0..16).take_while(|_| h.try_send(&chunk).is_ok()).count();
+                (sent, h.try_read_frame())
+            })
+        })
+        .collect();
+    for hog in hogs {
+        let (sent, reply) = hog.join().expect("hog thread");
+        let e = reply
+            .map(|f| error_of(&f))
+            .unwrap_or_else(|e| format!("closed: {e}"));
+        assert!(
+            e.contains("Protocol error") || e.starts_with("closed"),
+            "an unauthenticated 100 MB bulk was not refused (sent {sent} MB): {e}"
+        );
+    }
+    let after = rss(&cluster.proxy);
+    assert!(
+        after < before + 16 * 1024 * 1024,
+        "4 unauthenticated sockets took the proxy from {before} to {after} bytes"
+    );
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn a_request_over_the_query_buffer_limit_closes_only_its_client() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("query_buffer_limit = 1048576\n"));
+    let bystander = Bystander::start(&cluster.proxy, "hostile:qbuf:counter");
+    let mut c = cluster.proxy.raw();
+    // Announced over the limit: refused before the data arrives.
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+    let e = error_of(&c.read_frame());
+    assert!(e.contains("query buffer limit"), "{e}");
+    c.expect_closed(Duration::from_secs(2));
+    // Many arguments, each under the limit, adding up to more.
+    let mut c = cluster.proxy.raw();
+    c.send(b"*5\r\n$4\r\nMSET\r\n");
+    let chunk = format!("$600000\r\n{}\r\n", "x".repeat(600_000));
+    c.send(chunk.as_bytes());
+    c.send(chunk.as_bytes());
+    let e = error_of(&c.read_frame());
+    assert!(e.contains("query buffer limit"), "{e}");
+    c.expect_closed(Duration::from_secs(2));
+    // Under the limit is fine.
+    let mut ok = cluster.proxy.raw();
+    assert_eq!(
+        ok.cmd(&["SET", "k", &"y".repeat(900_000)]),
+        Frame::Simple("OK".into())
+    );
+    bystander.assert_unaffected();
+}
+
+#[test]
+fn the_proxy_wide_request_memory_bound_holds() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("query_buffer_total = 4194304\n"));
+    // Three clients each half way through a 3 MB value: together over the 4 MB bound.
+    let mut hogs = Vec::new();
+    let mut refused = 0;
+    for _ in 0..3 {
+        let mut h = cluster.proxy.raw();
+        h.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n");
+        h.send(&vec![b'x'; 1_600_000]);
+        thread::sleep(Duration::from_millis(200));
+        h.set_read_timeout(Duration::from_millis(300));
+        if let Ok(f) = h.try_read_frame() {
+            let e = error_of(&f);
+            assert!(e.contains("too much memory"), "{e}");
+            refused += 1;
+        }
+        hogs.push(h);
+    }
+    assert!(
+        refused >= 1,
+        "three 1.6 MB partial requests all fit a 4 MB bound"
+    );
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["SET", "small", "1"]), Frame::Simple("OK".into()));
+}
+
+// === defect 4: replies a client never reads ===
+
+#[test]
+fn a_client_that_never_reads_is_closed_at_its_output_limit_without_stalling_others() {
+    let cluster = Cluster::start_with(|b| {
+        b.threads(1)
+            .config("output_buffer_hard = 33554432\noutput_buffer_soft = 16777216\n")
+    });
+    let key = format!("{{{}}}:big", keys_on(0, "big", 1).remove(0));
+    let mut setup = cluster.proxy.client();
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(vec![b'v'; 10 * 1024 * 1024])
+        .query(&mut setup)
+        .unwrap();
+    let before = rss(&cluster.proxy);
+    let bystander = Bystander::start(&cluster.proxy, &key.replace(":big", ":counter"));
+    let mut greedy = RawClient::connect(cluster.proxy.addr());
+    let gets: Vec<u8> = (0..100).flat_map(|_| encode(&["GET", &key])).collect();
+    greedy.send(&gets);
+    // Never read; the proxy must close it once 32 MB are held for it.
+    assert!(
+        wait_until(Duration::from_secs(10), || cluster
+            .proxy
+            .log()
+            .contains("closing a client over its output buffer limit")),
+        "the proxy never closed the client that does not read:\n{}",
+        cluster.proxy.log()
+    );
+    let peak = rss(&cluster.proxy);
+    assert!(
+        peak < before + 160 * 1024 * 1024,
+        "100 unread 10 MB replies grew the proxy from {before} to {peak} bytes"
+    );
+    bystander.assert_unaffected();
+}
+
+// === defect 8: idle sockets before AUTH, busy scripts ===
+
+#[test]
+fn an_unauthenticated_socket_is_closed_after_the_auth_timeout() {
+    let cluster = Cluster::start_with(|b| {
+        b.config("session_password = \"s3cret\"\nclient_auth_timeout_ms = 300\n")
+    });
+    let mut idle = cluster.proxy.raw();
+    idle.expect_closed(Duration::from_secs(3));
+    // An authenticated one stays.
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["AUTH", "s3cret"]), Frame::Simple("OK".into()));
+    thread::sleep(Duration::from_millis(600));
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn script_kill_reaches_a_backend_blocked_by_a_busy_script() {
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    for b in &cluster.backends {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-reply-threshold")
+            .arg("100")
+            .query(&mut b.client())
+            .unwrap();
+    }
+    let mut busy = cluster.proxy.raw();
+    busy.send(&encode(&["EVAL", "while true do end", "0"]));
+    thread::sleep(Duration::from_millis(300));
+    let mut killer = cluster.proxy.raw();
+    let started = Instant::now();
+    assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let e = error_of(&busy.read_frame());
+    assert!(e.contains("killed"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The backend serves again, through the same shared connection.
+    assert_eq!(busy.cmd(&["SET", "after", "1"]), Frame::Simple("OK".into()));
+    assert_eq!(killer.cmd(&["GET", "after"]), Frame::bulk("1"));
+}
+
+#[test]
+fn dangerous_keyed_commands_need_admin_commands() {
+    let cluster = Cluster::start();
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["RPUSH", "l", "b", "a"]), Frame::Integer(2));
+    let e = error_of(&c.cmd(&["SORT", "l", "BY", "w_*"]));
+    assert!(e.contains("dangerous"), "{e}");
+    let e = error_of(&c.cmd(&["SORT", "l", "GET", "#"]));
+    assert!(e.contains("dangerous"), "{e}");
+    assert_eq!(
+        c.cmd(&["SORT", "l", "ALPHA"]),
+        Frame::Array(vec![Frame::bulk("a"), Frame::bulk("b")])
+    );
+    let e = error_of(&c.cmd(&["PFDEBUG", "GETREG", "l"]));
+    assert!(e.contains("dangerous"), "{e}");
+    let e = error_of(&c.cmd(&["COPY", "l", "l2", "DB", "1"]));
+    assert!(e.contains("DB index"), "{e}");
+}
+
+// === defect 7: the reserved namespace ===
+
+#[test]
+fn clients_can_neither_write_nor_read_the_reserved_namespace() {
+    let cluster = Cluster::start();
+    let mut c = cluster.proxy.raw();
+    for cmd in [
+        vec!["SET", "__tessera:marker:k", "1"],
+        vec!["GET", "__tessera:staging:k"],
+        vec!["RENAME", "{x}a", "__tessera:marker:{x}a"],
+        vec!["EVAL", "return 1", "1", "__tessera:temp:k"],
+    ] {
+        let e = error_of(&c.cmd(&cmd));
+        assert!(e.contains("reserved"), "{cmd:?}: {e}");
+    }
+    let e = error_of(&c.cmd(&[
+        "EVAL",
+        "return redis.call('SET', '__tessera:marker:k', 1)",
+        "0",
+    ]));
+    assert!(e.contains("can't access"), "{e}");
+    assert!(
+        cluster
+            .backends
+            .iter()
+            .all(|b| !b.has("__tessera:marker:k")),
+        "a marker was planted"
+    );
+}
