@@ -37,6 +37,8 @@ pub struct ProxyConfig {
     pub shutdown_grace_ms: u64,
     /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
     pub plugins: Vec<PluginFile>,
+    /// Static mode: the users clients may AUTH as (`[[users]]` tables; docs/users.md).
+    pub users: Vec<crate::users::UserEntry>,
 }
 
 impl Default for ProxyConfig {
@@ -57,6 +59,7 @@ impl Default for ProxyConfig {
             admin_commands: false,
             shutdown_grace_ms: 10_000,
             plugins: Vec::new(),
+            users: Vec::new(),
         }
     }
 }

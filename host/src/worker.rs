@@ -24,6 +24,8 @@ pub struct Shared {
     pub command_stats: CommandStats,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
+    /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
+    pub users: arc_swap::ArcSwap<crate::users::Users>,
     pub started: Instant,
     pub listen_addr: SocketAddr,
     /// Sessions open (admitted against `max_clients`).
@@ -38,7 +40,14 @@ impl Shared {
     pub fn new(config: ProxyConfig, router: Arc<Router>, listen_addr: SocketAddr) -> Self {
         let clients = Arc::new(ClientRegistry::default());
         let plugins = PluginHost::new(clients.clone(), config.threads());
+        // Start-up checks the table first (`tessera proxy` fails with the reason); should an
+        // invalid one get here anyway, no one logs in rather than everyone.
+        let users = crate::users::Users::from_config(&config).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "invalid users table: every AUTH will fail");
+            crate::users::Users::refuse_all(0)
+        });
         Self {
+            users: arc_swap::ArcSwap::from_pointee(users),
             config,
             router,
             clients,
