@@ -9,12 +9,10 @@
 //! entry whose password hash verifies.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use serde::Serialize;
 use tessera_plugin_abi::class;
 
 /// The implicit user every connection starts as (Redis's name for it).
@@ -109,218 +107,14 @@ fn class_names() -> String {
         .join(", ")
 }
 
-// === entries (as configured and stored) ===
+mod entry;
+mod password;
 
-/// One user as proxy.toml's `[[users]]` and the cluster's users document hold it.
-///
-/// ```text
-/// {"name": "alice", "password": "sha256$<salt hex>$<digest hex>",
-///  "commands": ["read", "write"], "key_prefix": "tenant1:", "enabled": true}
-/// ```
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UserEntry {
-    pub name: String,
-    /// The password hash ([`hash_password`]); never a clear password. Required except for
-    /// `default`, whose password may come from `session_password` or be absent (nopass).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
-    /// Class names from [`CLASSES`]; absent: every class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands: Option<Vec<String>>,
-    /// Every key the user names must start with this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_prefix: Option<String>,
-    #[serde(default = "enabled_by_default")]
-    pub enabled: bool,
-}
-
-fn enabled_by_default() -> bool {
-    true
-}
-
-impl std::fmt::Debug for UserEntry {
-    // The hash is a fast hash: leaked, it can be attacked offline. Never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserEntry")
-            .field("name", &self.name)
-            .field("password", &self.password.as_ref().map(|_| "<hash>"))
-            .field("commands", &self.commands)
-            .field("key_prefix", &self.key_prefix)
-            .field("enabled", &self.enabled)
-            .finish()
-    }
-}
-
-/// What the APIs show of an entry: never the hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserView {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_prefix: Option<String>,
-    pub enabled: bool,
-    /// Whether the entry carries a password hash.
-    pub password_set: bool,
-}
-
-impl UserEntry {
-    pub fn view(&self) -> UserView {
-        UserView {
-            name: self.name.clone(),
-            commands: self.commands.clone(),
-            key_prefix: self.key_prefix.clone(),
-            enabled: self.enabled,
-            password_set: self.password.is_some(),
-        }
-    }
-}
-
-/// The cluster's users document, `/tessera/<cluster>/users` (JSON), and the body of a push
-/// to a proxy. `version` grows by one with every change; a proxy refuses an older one.
-///
-/// ```text
-/// {"schema": 1, "version": 7, "users": [UserEntry, …]}
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UsersDoc {
-    #[serde(default)]
-    pub schema: u32,
-    pub version: u64,
-    pub users: Vec<UserEntry>,
-}
-
-/// Checks a user name: 1 to [`MAX_NAME_LEN`] printable ASCII characters, no spaces (Redis
-/// refuses spaces; control characters and non-ASCII would garble logs and RESP replies).
-///
-/// # Errors
-/// [`UsersError::BadName`].
-pub fn check_name(name: &str) -> Result<(), UsersError> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_graphic());
-    if ok {
-        Ok(())
-    } else {
-        Err(UsersError::BadName(
-            name.chars().take(MAX_NAME_LEN).collect(),
-        ))
-    }
-}
-
-/// The class bits of `names` (case-insensitive), normalized to lower case.
-///
-/// # Errors
-/// An unknown name, or an absurdly long list.
-pub fn parse_classes(user: &str, names: &[String]) -> Result<(u32, Vec<String>), UsersError> {
-    if names.len() > CLASSES.len() * 2 {
-        return Err(UsersError::TooManyClasses {
-            user: user.into(),
-            count: names.len(),
-        });
-    }
-    let mut bits = 0;
-    let mut normalized = Vec::with_capacity(names.len());
-    for n in names {
-        let Some(&(canonical, bit)) = CLASSES.iter().find(|(c, _)| c.eq_ignore_ascii_case(n))
-        else {
-            return Err(UsersError::UnknownClass {
-                user: user.into(),
-                class: n.chars().take(32).collect(),
-            });
-        };
-        bits |= bit;
-        if !normalized.iter().any(|c| c == canonical) {
-            normalized.push(canonical.to_owned());
-        }
-    }
-    Ok((bits, normalized))
-}
-
-/// Checks a key prefix: 1 to [`MAX_KEY_PREFIX_LEN`] bytes, no control characters.
-///
-/// # Errors
-/// [`UsersError::BadKeyPrefix`].
-pub fn check_key_prefix(user: &str, prefix: &str) -> Result<(), UsersError> {
-    if prefix.is_empty()
-        || prefix.len() > MAX_KEY_PREFIX_LEN
-        || prefix.chars().any(char::is_control)
-    {
-        return Err(UsersError::BadKeyPrefix { user: user.into() });
-    }
-    Ok(())
-}
-
-// === password hashes ===
-
-/// A parsed `sha256$<salt hex>$<digest hex>`: digest = SHA-256(salt bytes ‖ password bytes).
-///
-/// One SHA-256 per check, like Redis ACL's: AUTH runs for every connection, so a slow hash
-/// (argon2, as the console uses for its few logins) would hand clients a CPU lever. The salt
-/// defeats precomputed tables; the cost of a leaked store is an offline attack on a fast
-/// hash, so use long random passwords.
-#[derive(Clone)]
-struct PasswordHash {
-    salt: Vec<u8>,
-    digest: [u8; 32],
-}
-
-impl PasswordHash {
-    fn parse(s: &str) -> Option<PasswordHash> {
-        let mut parts = s.split('$');
-        let (Some("sha256"), Some(salt), Some(digest), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return None;
-        };
-        let salt = hex::decode(salt)
-            .ok()
-            .filter(|s| (1..=64).contains(&s.len()))?;
-        let digest: [u8; 32] = hex::decode(digest).ok()?.try_into().ok()?;
-        Some(PasswordHash { salt, digest })
-    }
-
-    fn new(password: &[u8]) -> PasswordHash {
-        let salt = rand::random::<[u8; SALT_LEN]>().to_vec();
-        let digest = digest(&salt, password);
-        PasswordHash { salt, digest }
-    }
-
-    fn verify(&self, password: &[u8]) -> bool {
-        digest(&self.salt, password).ct_eq(&self.digest).into()
-    }
-
-    fn encode(&self) -> String {
-        format!(
-            "sha256${}${}",
-            hex::encode(&self.salt),
-            hex::encode(self.digest)
-        )
-    }
-}
-
-fn digest(salt: &[u8], password: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(salt);
-    h.update(password);
-    h.finalize().into()
-}
-
-/// Hashes a password for `[[users]]` or the users document: `sha256$<salt hex>$<digest hex>`
-/// with a fresh random 16-byte salt.
-pub fn hash_password(password: &str) -> String {
-    PasswordHash::new(password.as_bytes()).encode()
-}
-
-/// Whether `s` is a hash [`hash_password`] could have made (any salt of 1 to 64 bytes).
-pub fn is_password_hash(s: &str) -> bool {
-    PasswordHash::parse(s).is_some()
-}
-
-/// Verified against for unknown names, so a failure costs the same whether the name exists.
-static DUMMY: LazyLock<PasswordHash> =
-    LazyLock::new(|| PasswordHash::new(&rand::random::<[u8; 16]>()));
+pub use entry::{
+    UserEntry, UserView, UsersDoc, check_key_prefix, check_name, check_password, parse_classes,
+};
+use password::{DUMMY, PasswordHash};
+pub use password::{hash_password, is_password_hash};
 
 // === the compiled table ===
 
@@ -589,17 +383,6 @@ fn compile(
         enabled: e.enabled,
     };
     Ok((e.name.as_bytes().into(), account))
-}
-
-/// Checks a clear password before it is hashed.
-///
-/// # Errors
-/// [`UsersError::BadPassword`] for an empty or overlong one.
-pub fn check_password(password: &str) -> Result<(), UsersError> {
-    if password.is_empty() || password.len() > MAX_PASSWORD_LEN {
-        return Err(UsersError::BadPassword);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
