@@ -477,6 +477,7 @@ impl Dashboard {
                 progress: &self.migrations.progress,
                 aborting,
                 stop: &self.migrations.stop,
+                credential: Some(&self.backend_admin),
             };
             match mover.pass().await {
                 Ok(found) => {
