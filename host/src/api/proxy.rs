@@ -239,12 +239,12 @@ impl ProxyAdmin {
 
     /// Fails closed: no one can AUTH until a usable table arrives (a cluster's document
     /// that cannot be read or compiled at start-up, where there is no last good table).
-    pub fn refuse_users(&self, version: u64, reason: String) {
+    /// Version 0, whatever the bad document claims: its version must not hold back the
+    /// good tables that follow.
+    pub fn refuse_users(&self, reason: String) {
         let _serial = self.users_applying.lock().expect("users lock poisoned");
         tracing::error!(%reason, "no usable users table: every AUTH fails until the dashboard pushes one");
-        self.shared
-            .users
-            .store(Arc::new(Users::refuse_all(version)));
+        self.shared.users.store(Arc::new(Users::refuse_all(0)));
         *self.users_error.lock().expect("users lock poisoned") = Some(reason);
     }
 }

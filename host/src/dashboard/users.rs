@@ -167,7 +167,12 @@ impl Dashboard {
     async fn save_users(&self, mut doc: UsersDoc) -> Result<(), ApiError> {
         Users::from_document(&doc, None).map_err(bad)?;
         doc.schema = SCHEMA_VERSION;
-        doc.version += 1;
+        // Past any version this dashboard saw: a document removed from the store to repair
+        // it starts again at 0, and proxies would refuse the lower versions as stale.
+        let seen = self
+            .users_version
+            .load(std::sync::atomic::Ordering::Relaxed);
+        doc.version = doc.version.max(seen).saturating_add(1);
         model::write(&*self.store, &self.paths.users(), &doc).await?;
         self.users_version
             .fetch_max(doc.version, std::sync::atomic::Ordering::Relaxed);

@@ -167,10 +167,9 @@ async fn load_users(
     let doc: crate::users::UsersDoc = match serde_json::from_slice(&raw.value) {
         Ok(d) => d,
         Err(e) => {
-            admin.refuse_users(
-                0,
-                format!("the users document {key} is not valid JSON for a users table: {e}"),
-            );
+            admin.refuse_users(format!(
+                "the users document {key} is not valid JSON for a users table: {e}"
+            ));
             return Ok(());
         }
     };
@@ -183,7 +182,7 @@ async fn load_users(
         Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
             info!(reason = %e, "kept the newer users table the dashboard pushed during start-up")
         }
-        Err(e) => admin.refuse_users(doc.version, e.message),
+        Err(e) => admin.refuse_users(e.message),
     }
     Ok(())
 }
