@@ -1165,6 +1165,125 @@ fn render_stats(v: &Value) -> String {
     )
 }
 
+async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
+    let v = match cmd {
+        PluginCmd::List => c.call(Method::GET, &["api", "plugins"], None).await?,
+        PluginCmd::Upload { name, file } => {
+            let wasm =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            c.call_bytes(Method::PUT, &["api", "plugins", &name, "module"], wasm)
+                .await?
+        }
+        PluginCmd::Config {
+            name,
+            file,
+            inline,
+            fail,
+            cpu_budget_ms,
+            memory_mb,
+        } => {
+            let config: Option<Value> = match (file, inline) {
+                (Some(f), _) => {
+                    let text =
+                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+                    Some(
+                        serde_json::from_slice(&text)
+                            .with_context(|| format!("{} is not JSON", f.display()))?,
+                    )
+                }
+                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
+                (None, None) => None,
+            };
+            let mut body = json!({});
+            if let Some(cfg) = config {
+                body["config"] = cfg;
+            }
+            if let Some(f) = fail {
+                body["fail"] = json!(f);
+            }
+            if let Some(ms) = cpu_budget_ms {
+                body["cpu_budget_ms"] = json!(ms);
+            }
+            if let Some(mb) = memory_mb {
+                body["memory_mb"] = json!(mb);
+            }
+            c.call(
+                Method::PUT,
+                &["api", "plugins", &name, "config"],
+                Some(body),
+            )
+            .await?
+        }
+        PluginCmd::Enable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "enable"], None)
+                .await?
+        }
+        PluginCmd::Disable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "disable"], None)
+                .await?
+        }
+        PluginCmd::Order { names } => {
+            c.call(
+                Method::PUT,
+                &["api", "plugins", "order"],
+                Some(json!({ "order": names })),
+            )
+            .await?
+        }
+        PluginCmd::Remove { name } => {
+            c.call(Method::DELETE, &["api", "plugins", &name], None)
+                .await?
+        }
+        PluginCmd::Metrics { name } => {
+            let v = c
+                .call(Method::GET, &["api", "plugins", &name, "metrics"], None)
+                .await?;
+            let mut human = String::new();
+            for s in v["samples"].as_array().map_or(&[][..], Vec::as_slice) {
+                let labels: Vec<String> = s["labels"]
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
+                    .unwrap_or_default();
+                human.push_str(&format!(
+                    "{}{{{}}} {}\n",
+                    text(&s["name"]),
+                    labels.join(","),
+                    text(&s["value"])
+                ));
+            }
+            return Ok(Reply { json: v, human });
+        }
+    };
+    let list = match &v {
+        Value::Array(a) => a.clone(),
+        Value::Object(o) if o.contains_key("plugins") => {
+            o["plugins"].as_array().cloned().unwrap_or_default()
+        }
+        Value::Object(o) if o.contains_key("name") => vec![v.clone()],
+        _ => vec![],
+    };
+    let mut human = format!(
+        "{:<16} {:<8} {:<7} {:<14} {:>9}  CONFIG\n",
+        "NAME", "ENABLED", "FAIL", "SHA256", "SIZE"
+    );
+    for p in &list {
+        let sha = text(&p["sha256"]);
+        human.push_str(&format!(
+            "{:<16} {:<8} {:<7} {:<14} {:>9}  {}\n",
+            text(&p["name"]),
+            text(&p["enabled"]),
+            text(&p["fail"]),
+            &sha[..sha.len().min(12)],
+            text(&p["size"]),
+            p["config"]
+        ));
+    }
+    if list.is_empty() {
+        human = "ok\n".into();
+    }
+    Ok(Reply { json: v, human })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1424,123 +1543,4 @@ mod tests {
         assert!(lines[4].ends_with("connection refused"));
         assert_eq!(lines[5], "2 (down)  0      (no servers)");
     }
-}
-
-async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
-    let v = match cmd {
-        PluginCmd::List => c.call(Method::GET, &["api", "plugins"], None).await?,
-        PluginCmd::Upload { name, file } => {
-            let wasm =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            c.call_bytes(Method::PUT, &["api", "plugins", &name, "module"], wasm)
-                .await?
-        }
-        PluginCmd::Config {
-            name,
-            file,
-            inline,
-            fail,
-            cpu_budget_ms,
-            memory_mb,
-        } => {
-            let config: Option<Value> = match (file, inline) {
-                (Some(f), _) => {
-                    let text =
-                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
-                    Some(
-                        serde_json::from_slice(&text)
-                            .with_context(|| format!("{} is not JSON", f.display()))?,
-                    )
-                }
-                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
-                (None, None) => None,
-            };
-            let mut body = json!({});
-            if let Some(cfg) = config {
-                body["config"] = cfg;
-            }
-            if let Some(f) = fail {
-                body["fail"] = json!(f);
-            }
-            if let Some(ms) = cpu_budget_ms {
-                body["cpu_budget_ms"] = json!(ms);
-            }
-            if let Some(mb) = memory_mb {
-                body["memory_mb"] = json!(mb);
-            }
-            c.call(
-                Method::PUT,
-                &["api", "plugins", &name, "config"],
-                Some(body),
-            )
-            .await?
-        }
-        PluginCmd::Enable { name } => {
-            c.call(Method::POST, &["api", "plugins", &name, "enable"], None)
-                .await?
-        }
-        PluginCmd::Disable { name } => {
-            c.call(Method::POST, &["api", "plugins", &name, "disable"], None)
-                .await?
-        }
-        PluginCmd::Order { names } => {
-            c.call(
-                Method::PUT,
-                &["api", "plugins", "order"],
-                Some(json!({ "order": names })),
-            )
-            .await?
-        }
-        PluginCmd::Remove { name } => {
-            c.call(Method::DELETE, &["api", "plugins", &name], None)
-                .await?
-        }
-        PluginCmd::Metrics { name } => {
-            let v = c
-                .call(Method::GET, &["api", "plugins", &name, "metrics"], None)
-                .await?;
-            let mut human = String::new();
-            for s in v["samples"].as_array().map_or(&[][..], Vec::as_slice) {
-                let labels: Vec<String> = s["labels"]
-                    .as_object()
-                    .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
-                    .unwrap_or_default();
-                human.push_str(&format!(
-                    "{}{{{}}} {}\n",
-                    text(&s["name"]),
-                    labels.join(","),
-                    text(&s["value"])
-                ));
-            }
-            return Ok(Reply { json: v, human });
-        }
-    };
-    let list = match &v {
-        Value::Array(a) => a.clone(),
-        Value::Object(o) if o.contains_key("plugins") => {
-            o["plugins"].as_array().cloned().unwrap_or_default()
-        }
-        Value::Object(o) if o.contains_key("name") => vec![v.clone()],
-        _ => vec![],
-    };
-    let mut human = format!(
-        "{:<16} {:<8} {:<7} {:<14} {:>9}  CONFIG\n",
-        "NAME", "ENABLED", "FAIL", "SHA256", "SIZE"
-    );
-    for p in &list {
-        let sha = text(&p["sha256"]);
-        human.push_str(&format!(
-            "{:<16} {:<8} {:<7} {:<14} {:>9}  {}\n",
-            text(&p["name"]),
-            text(&p["enabled"]),
-            text(&p["fail"]),
-            &sha[..sha.len().min(12)],
-            text(&p["size"]),
-            p["config"]
-        ));
-    }
-    if list.is_empty() {
-        human = "ok\n".into();
-    }
-    Ok(Reply { json: v, human })
 }
