@@ -237,7 +237,6 @@ pub(super) async fn run(d: Arc<Dashboard>) {
 /// Proxies whose users table is older than the store's (unreachable during a push, or
 /// started with an unusable document) get the current one.
 async fn catch_up_users(d: &Dashboard) {
-    let _ops = d.ops.lock().await;
     let version = d.users_version.load(std::sync::atomic::Ordering::Relaxed);
     let behind: Vec<String> = {
         let st = d.state.lock().expect("state lock poisoned");
@@ -250,6 +249,8 @@ async fn catch_up_users(d: &Dashboard) {
             .collect()
     };
     if !behind.is_empty() {
+        // Under `ops`: no change of the table is pushed meanwhile.
+        let _ops = d.ops.lock().await;
         d.catch_up_users(&behind).await;
     }
 }

@@ -223,7 +223,8 @@ impl Dashboard {
         let doc = match self.users_doc().await {
             Ok(d) => d,
             Err(e) => {
-                warn!(error = %e.message, "cannot bring proxies' users up to date");
+                // Every second while it lasts; the API's answers and the start-up log say it.
+                tracing::debug!(error = %e.message, "cannot bring proxies' users up to date");
                 return;
             }
         };
