@@ -24,16 +24,10 @@ use sha2::{Digest, Sha256};
 use crate::backend::{Login, LoginStep, is_ok};
 use crate::command::{CommandTable, Kind, Local};
 use crate::migrate::INTERNAL_PREFIX;
-use crate::pipeline::classify::{KEYSPACE, Rights, classes_of};
+use crate::redis_client::Credential;
 use crate::resp::encode_request;
+use crate::users::{KEYSPACE, User, command_classes};
 use tessera_plugin_abi::class;
-
-/// A backend user and password the proxy logs in with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub user: String,
-    pub password: String,
-}
 
 /// What the data user's rules are derived from.
 #[derive(Debug, Clone, Default)]
@@ -42,7 +36,7 @@ pub struct PolicyInputs<'a> {
     /// Commands (`NAME` or `CONTAINER|SUB`, upper case) some plugin denies to every client.
     pub denied: &'a [String],
     /// A confined user's rights; `None` for users with every right.
-    pub rights: Option<&'a Rights>,
+    pub rights: Option<&'a User>,
 }
 
 /// A data user: its name, password and `ACL SETUSER` rules.
@@ -55,7 +49,7 @@ pub struct DataUser {
 
 /// The data user for `policy`. `control` keys its password (so it is not guessable where the
 /// backends have a secret at all).
-pub fn data_user(policy: &PolicyInputs<'_>, control: Option<&Credentials>) -> DataUser {
+pub fn data_user(policy: &PolicyInputs<'_>, control: Option<&Credential>) -> DataUser {
     let mut rules = key_rules(policy.rights);
     rules.push("resetchannels".into());
     rules.push("-@all".into());
@@ -74,7 +68,7 @@ pub fn data_user(policy: &PolicyInputs<'_>, control: Option<&Credentials>) -> Da
 }
 
 /// The key patterns: a confined user's prefix, or every key but the reserved namespace.
-fn key_rules(rights: Option<&Rights>) -> Vec<String> {
+fn key_rules(rights: Option<&User>) -> Vec<String> {
     if let Some(prefix) = rights.and_then(|r| r.key_prefix.as_ref()) {
         return vec![format!("~{}*", glob_escape(prefix))];
     }
@@ -120,10 +114,8 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
             continue;
         }
         if let Some(r) = policy.rights {
-            let needs = classes_of(cmd);
-            if let Some(allowed) = r.classes
-                && needs & !allowed & GATED != 0
-            {
+            let needs = command_classes(cmd.abi_class(), cmd.name);
+            if !r.allows(needs) {
                 continue;
             }
             if r.key_prefix.is_some() && needs & (KEYSPACE | class::SCRIPTING) != 0 {
@@ -135,25 +127,14 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
     out
 }
 
-/// The classes rights are checked against (as in `classify`).
-const GATED: u32 = class::READ
-    | class::WRITE
-    | class::ADMIN
-    | class::PUBSUB
-    | class::BLOCKING
-    | class::SCRIPTING
-    | class::TRANSACTION
-    | class::DANGEROUS
-    | KEYSPACE;
-
 /// The control login: AUTH as `control`, or nothing (Redis's `default` user).
-pub fn control_login(control: Option<&Credentials>) -> Login {
+pub fn control_login(control: Option<&Credential>) -> Login {
     let steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
     login(steps)
 }
 
 /// A data connection's login: as the control user, set the data user up, then become it.
-pub fn data_login(user: &DataUser, control: Option<&Credentials>) -> Login {
+pub fn data_login(user: &DataUser, control: Option<&Credential>) -> Login {
     let mut steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
     let mut args: Vec<&[u8]> = vec![b"ACL", b"SETUSER", user.name.as_bytes(), b"reset", b"on"];
     let pass = format!(">{}", user.password);
@@ -164,14 +145,14 @@ pub fn data_login(user: &DataUser, control: Option<&Credentials>) -> Login {
         what: "setting up the confined backend user (ACL SETUSER)",
         accept: is_ok,
     });
-    steps.push(auth_step(&Credentials {
+    steps.push(auth_step(&Credential {
         user: user.name.clone(),
         password: user.password.clone(),
     }));
     login(steps)
 }
 
-fn auth_step(c: &Credentials) -> LoginStep {
+fn auth_step(c: &Credential) -> LoginStep {
     LoginStep {
         request: request(&[b"AUTH", c.user.as_bytes(), c.password.as_bytes()]),
         what: "AUTH",
@@ -273,7 +254,7 @@ mod tests {
         );
         let keyed = data_user(
             &PolicyInputs::default(),
-            Some(&Credentials {
+            Some(&Credential {
                 user: "a".into(),
                 password: "secret".into(),
             }),
@@ -287,9 +268,9 @@ mod tests {
 
     #[test]
     fn a_confined_user_gets_its_prefix_and_no_scripts() {
-        let r = Rights {
-            user: Bytes::from_static(b"t"),
-            classes: None,
+        let r = User {
+            name: "t".into(),
+            allowed_classes: None,
             key_prefix: Some(Bytes::from_static(b"t1*:")),
         };
         let u = data_user(

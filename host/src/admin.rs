@@ -60,6 +60,9 @@ pub enum AdminCmd {
     /// WebAssembly plugins of the cluster (loaded into every proxy).
     #[command(subcommand)]
     Plugin(PluginCmd),
+    /// Users clients AUTH to the cluster's proxies as (docs/users.md).
+    #[command(subcommand)]
+    User(UserCmd),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -196,6 +199,39 @@ pub enum PluginCmd {
     Metrics { name: String },
 }
 
+/// `tessera admin user ...`
+#[derive(Subcommand, Debug)]
+pub enum UserCmd {
+    /// The users, with their classes, key prefix and state (never a password).
+    List,
+    /// Create or change a user; what is left out keeps its value. A new user needs a password.
+    Set {
+        /// User name (printable ASCII, no spaces); `default` configures the default user.
+        name: String,
+        /// The password. Shells and `ps` can show it: prefer --password-stdin.
+        #[arg(long, conflicts_with = "password_stdin")]
+        password: Option<String>,
+        /// Read the password from the first line of stdin.
+        #[arg(long)]
+        password_stdin: bool,
+        /// Command classes the user may use, comma-separated: read, write, admin, pubsub,
+        /// scripting, transaction, blocking, dangerous, keyspace; `all` for every command.
+        #[arg(long, value_delimiter = ',')]
+        commands: Option<Vec<String>>,
+        /// Every key the user names must start with this; "" for any key.
+        #[arg(long)]
+        key_prefix: Option<String>,
+        /// Refuse the user's AUTH (the entry stays).
+        #[arg(long, conflicts_with = "enable")]
+        disable: bool,
+        /// Accept the user's AUTH again.
+        #[arg(long)]
+        enable: bool,
+    },
+    /// Remove a user from the cluster.
+    Remove { name: String },
+}
+
 /// `tessera admin proxy ...`
 #[derive(Subcommand, Debug)]
 pub enum ProxyCmd {
@@ -294,6 +330,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
                 })
             }
             AdminCmd::Plugin(cmd) => plugin(&client, cmd).await,
+            AdminCmd::User(cmd) => user(&client, cmd).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {
@@ -407,6 +444,115 @@ async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
         render_proxies(std::slice::from_ref(&v))
     );
     Ok(Reply { json: v, human })
+}
+
+/// The body of `PUT /api/users/{name}` for `user set`'s options.
+fn user_change(
+    password: Option<String>,
+    commands: Option<Vec<String>>,
+    key_prefix: Option<String>,
+    enabled: Option<bool>,
+) -> Value {
+    let mut body = json!({});
+    if let Some(p) = password {
+        body["password"] = json!(p);
+    }
+    if let Some(c) = commands {
+        let c: Vec<String> = c.into_iter().filter(|c| !c.trim().is_empty()).collect();
+        body["commands"] = if c.len() == 1 && c[0].eq_ignore_ascii_case("all") {
+            Value::Null
+        } else {
+            json!(c)
+        };
+    }
+    if let Some(k) = key_prefix {
+        body["key_prefix"] = if k.is_empty() { Value::Null } else { json!(k) };
+    }
+    if let Some(on) = enabled {
+        body["enabled"] = json!(on);
+    }
+    body
+}
+
+async fn user(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
+    match cmd {
+        UserCmd::List => {
+            let v = c.call(Method::GET, &["api", "users"], None).await?;
+            let human = render_users(v.as_array().map_or(&[], Vec::as_slice));
+            Ok(Reply { json: v, human })
+        }
+        UserCmd::Set {
+            name,
+            password,
+            password_stdin,
+            commands,
+            key_prefix,
+            disable,
+            enable,
+        } => {
+            let password = match (password, password_stdin) {
+                (Some(p), _) => Some(p),
+                (None, true) => Some(password_from_stdin()?),
+                (None, false) => None,
+            };
+            let enabled = (disable || enable).then_some(enable);
+            let body = user_change(password, commands, key_prefix, enabled);
+            let v = c
+                .call(Method::PUT, &["api", "users", &name], Some(body))
+                .await?;
+            let human = format!(
+                "user {name} set\n\n{}",
+                render_users(std::slice::from_ref(&v))
+            );
+            Ok(Reply { json: v, human })
+        }
+        UserCmd::Remove { name } => {
+            let v = c
+                .call(Method::DELETE, &["api", "users", &name], None)
+                .await?;
+            Ok(Reply {
+                json: v,
+                human: format!("removed user {name}\n"),
+            })
+        }
+    }
+}
+
+/// The first line of stdin, without its line ending.
+fn password_from_stdin() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("reading the password from stdin")?;
+    let p = line.trim_end_matches(['\n', '\r']).to_owned();
+    if p.is_empty() {
+        bail!("--password-stdin: stdin gave an empty password");
+    }
+    Ok(p)
+}
+
+fn render_users(users: &[Value]) -> String {
+    let mut t = Table::new(&["NAME", "ENABLED", "PASSWORD", "COMMANDS", "KEY PREFIX"]);
+    for u in users {
+        let commands = match &u["commands"] {
+            Value::Array(c) if c.is_empty() => "(none)".to_owned(),
+            Value::Array(c) => c.iter().map(text).collect::<Vec<_>>().join(","),
+            _ => "all".to_owned(),
+        };
+        t.row(vec![
+            text(&u["name"]),
+            text(&u["enabled"]),
+            if u["password_set"] == true {
+                "set"
+            } else {
+                "-"
+            }
+            .to_owned(),
+            commands,
+            text(&u["key_prefix"]),
+        ]);
+    }
+    t.render()
 }
 
 /// A rebalance plan: moves collapsed per (from, to).
@@ -1019,6 +1165,125 @@ fn render_stats(v: &Value) -> String {
     )
 }
 
+async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
+    let v = match cmd {
+        PluginCmd::List => c.call(Method::GET, &["api", "plugins"], None).await?,
+        PluginCmd::Upload { name, file } => {
+            let wasm =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            c.call_bytes(Method::PUT, &["api", "plugins", &name, "module"], wasm)
+                .await?
+        }
+        PluginCmd::Config {
+            name,
+            file,
+            inline,
+            fail,
+            cpu_budget_ms,
+            memory_mb,
+        } => {
+            let config: Option<Value> = match (file, inline) {
+                (Some(f), _) => {
+                    let text =
+                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+                    Some(
+                        serde_json::from_slice(&text)
+                            .with_context(|| format!("{} is not JSON", f.display()))?,
+                    )
+                }
+                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
+                (None, None) => None,
+            };
+            let mut body = json!({});
+            if let Some(cfg) = config {
+                body["config"] = cfg;
+            }
+            if let Some(f) = fail {
+                body["fail"] = json!(f);
+            }
+            if let Some(ms) = cpu_budget_ms {
+                body["cpu_budget_ms"] = json!(ms);
+            }
+            if let Some(mb) = memory_mb {
+                body["memory_mb"] = json!(mb);
+            }
+            c.call(
+                Method::PUT,
+                &["api", "plugins", &name, "config"],
+                Some(body),
+            )
+            .await?
+        }
+        PluginCmd::Enable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "enable"], None)
+                .await?
+        }
+        PluginCmd::Disable { name } => {
+            c.call(Method::POST, &["api", "plugins", &name, "disable"], None)
+                .await?
+        }
+        PluginCmd::Order { names } => {
+            c.call(
+                Method::PUT,
+                &["api", "plugins", "order"],
+                Some(json!({ "order": names })),
+            )
+            .await?
+        }
+        PluginCmd::Remove { name } => {
+            c.call(Method::DELETE, &["api", "plugins", &name], None)
+                .await?
+        }
+        PluginCmd::Metrics { name } => {
+            let v = c
+                .call(Method::GET, &["api", "plugins", &name, "metrics"], None)
+                .await?;
+            let mut human = String::new();
+            for s in v["samples"].as_array().map_or(&[][..], Vec::as_slice) {
+                let labels: Vec<String> = s["labels"]
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
+                    .unwrap_or_default();
+                human.push_str(&format!(
+                    "{}{{{}}} {}\n",
+                    text(&s["name"]),
+                    labels.join(","),
+                    text(&s["value"])
+                ));
+            }
+            return Ok(Reply { json: v, human });
+        }
+    };
+    let list = match &v {
+        Value::Array(a) => a.clone(),
+        Value::Object(o) if o.contains_key("plugins") => {
+            o["plugins"].as_array().cloned().unwrap_or_default()
+        }
+        Value::Object(o) if o.contains_key("name") => vec![v.clone()],
+        _ => vec![],
+    };
+    let mut human = format!(
+        "{:<16} {:<8} {:<7} {:<14} {:>9}  CONFIG\n",
+        "NAME", "ENABLED", "FAIL", "SHA256", "SIZE"
+    );
+    for p in &list {
+        let sha = text(&p["sha256"]);
+        human.push_str(&format!(
+            "{:<16} {:<8} {:<7} {:<14} {:>9}  {}\n",
+            text(&p["name"]),
+            text(&p["enabled"]),
+            text(&p["fail"]),
+            &sha[..sha.len().min(12)],
+            text(&p["size"]),
+            p["config"]
+        ));
+    }
+    if list.is_empty() {
+        human = "ok\n".into();
+    }
+    Ok(Reply { json: v, human })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1051,6 +1316,66 @@ mod tests {
             .unwrap();
         assert!(cli.admin.json);
         assert_eq!(cli.admin.dashboard, "h:1");
+    }
+
+    #[test]
+    fn user_set_sends_only_what_was_given() {
+        assert_eq!(user_change(None, None, None, None), json!({}));
+        assert_eq!(
+            user_change(
+                Some("pw".into()),
+                Some(vec!["read".into(), "write".into()]),
+                Some("t:".into()),
+                Some(false)
+            ),
+            json!({"password": "pw", "commands": ["read", "write"], "key_prefix": "t:", "enabled": false})
+        );
+        assert_eq!(
+            user_change(None, Some(vec!["all".into()]), Some(String::new()), None),
+            json!({"commands": null, "key_prefix": null})
+        );
+        assert_eq!(
+            user_change(None, Some(vec![String::new()]), None, None),
+            json!({"commands": []})
+        );
+        let cli = Cli::try_parse_from([
+            "admin",
+            "user",
+            "set",
+            "alice",
+            "--commands",
+            "read,write",
+            "--disable",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.admin.command,
+            AdminCmd::User(UserCmd::Set { disable: true, enable: false, commands: Some(c), .. }) if c == ["read", "write"]
+        ));
+        assert!(
+            Cli::try_parse_from(["admin", "user", "set", "a", "--disable", "--enable"]).is_err()
+        );
+    }
+
+    #[test]
+    fn users_render_without_passwords() {
+        let out = render_users(&[
+            json!({"name": "alice", "enabled": true, "password_set": true, "commands": ["read"], "key_prefix": "t:"}),
+            json!({"name": "default", "enabled": false, "password_set": false}),
+        ]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["NAME", "ENABLED", "PASSWORD", "COMMANDS", "KEY", "PREFIX"]
+        );
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["alice", "yes", "set", "read", "t:"]
+        );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["default", "no", "-", "all", "-"]
+        );
     }
 
     #[test]
@@ -1218,123 +1543,4 @@ mod tests {
         assert!(lines[4].ends_with("connection refused"));
         assert_eq!(lines[5], "2 (down)  0      (no servers)");
     }
-}
-
-async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
-    let v = match cmd {
-        PluginCmd::List => c.call(Method::GET, &["api", "plugins"], None).await?,
-        PluginCmd::Upload { name, file } => {
-            let wasm =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            c.call_bytes(Method::PUT, &["api", "plugins", &name, "module"], wasm)
-                .await?
-        }
-        PluginCmd::Config {
-            name,
-            file,
-            inline,
-            fail,
-            cpu_budget_ms,
-            memory_mb,
-        } => {
-            let config: Option<Value> = match (file, inline) {
-                (Some(f), _) => {
-                    let text =
-                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
-                    Some(
-                        serde_json::from_slice(&text)
-                            .with_context(|| format!("{} is not JSON", f.display()))?,
-                    )
-                }
-                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
-                (None, None) => None,
-            };
-            let mut body = json!({});
-            if let Some(cfg) = config {
-                body["config"] = cfg;
-            }
-            if let Some(f) = fail {
-                body["fail"] = json!(f);
-            }
-            if let Some(ms) = cpu_budget_ms {
-                body["cpu_budget_ms"] = json!(ms);
-            }
-            if let Some(mb) = memory_mb {
-                body["memory_mb"] = json!(mb);
-            }
-            c.call(
-                Method::PUT,
-                &["api", "plugins", &name, "config"],
-                Some(body),
-            )
-            .await?
-        }
-        PluginCmd::Enable { name } => {
-            c.call(Method::POST, &["api", "plugins", &name, "enable"], None)
-                .await?
-        }
-        PluginCmd::Disable { name } => {
-            c.call(Method::POST, &["api", "plugins", &name, "disable"], None)
-                .await?
-        }
-        PluginCmd::Order { names } => {
-            c.call(
-                Method::PUT,
-                &["api", "plugins", "order"],
-                Some(json!({ "order": names })),
-            )
-            .await?
-        }
-        PluginCmd::Remove { name } => {
-            c.call(Method::DELETE, &["api", "plugins", &name], None)
-                .await?
-        }
-        PluginCmd::Metrics { name } => {
-            let v = c
-                .call(Method::GET, &["api", "plugins", &name, "metrics"], None)
-                .await?;
-            let mut human = String::new();
-            for s in v["samples"].as_array().map_or(&[][..], Vec::as_slice) {
-                let labels: Vec<String> = s["labels"]
-                    .as_object()
-                    .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
-                    .unwrap_or_default();
-                human.push_str(&format!(
-                    "{}{{{}}} {}\n",
-                    text(&s["name"]),
-                    labels.join(","),
-                    text(&s["value"])
-                ));
-            }
-            return Ok(Reply { json: v, human });
-        }
-    };
-    let list = match &v {
-        Value::Array(a) => a.clone(),
-        Value::Object(o) if o.contains_key("plugins") => {
-            o["plugins"].as_array().cloned().unwrap_or_default()
-        }
-        Value::Object(o) if o.contains_key("name") => vec![v.clone()],
-        _ => vec![],
-    };
-    let mut human = format!(
-        "{:<16} {:<8} {:<7} {:<14} {:>9}  CONFIG\n",
-        "NAME", "ENABLED", "FAIL", "SHA256", "SIZE"
-    );
-    for p in &list {
-        let sha = text(&p["sha256"]);
-        human.push_str(&format!(
-            "{:<16} {:<8} {:<7} {:<14} {:>9}  {}\n",
-            text(&p["name"]),
-            text(&p["enabled"]),
-            text(&p["fail"]),
-            &sha[..sha.len().min(12)],
-            text(&p["size"]),
-            p["config"]
-        ));
-    }
-    if list.is_empty() {
-        human = "ok\n".into();
-    }
-    Ok(Reply { json: v, human })
 }

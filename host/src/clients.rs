@@ -167,13 +167,18 @@ impl ClientInfo {
         let idle_ms =
             (age.as_millis() as u64).saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
         format!(
-            "id={} addr={} laddr={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 user=default resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 user={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
             String::from_utf8_lossy(&n.name),
             age.as_secs(),
             idle_ms / 1000,
+            if n.user.is_empty() {
+                "default".into()
+            } else {
+                String::from_utf8_lossy(&n.user)
+            },
             self.proto.load(Ordering::Relaxed),
             String::from_utf8_lossy(&n.lib_name),
             String::from_utf8_lossy(&n.lib_ver),

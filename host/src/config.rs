@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::resp::Limits;
+use crate::users::{self, Users, UsersError};
 
 /// Settings of one proxy process.
 #[derive(Debug, Clone, Deserialize)]
@@ -66,6 +67,8 @@ pub struct ProxyConfig {
     pub shutdown_grace_ms: u64,
     /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
     pub plugins: Vec<PluginFile>,
+    /// Static mode: the users clients may AUTH as (`[[users]]` tables; docs/users.md).
+    pub users: Vec<crate::users::UserEntry>,
 }
 
 impl Default for ProxyConfig {
@@ -96,6 +99,7 @@ impl Default for ProxyConfig {
             backend_admin_password: None,
             shutdown_grace_ms: 10_000,
             plugins: Vec::new(),
+            users: Vec::new(),
         }
     }
 }
@@ -192,11 +196,27 @@ impl ProxyConfig {
             .then(|| Duration::from_millis(self.client_auth_timeout_ms))
     }
 
+    /// The static table of a proxy: its `[[users]]` and `session_password`.
+    ///
+    /// # Errors
+    /// As `Users::new`; also a default password set both ways.
+    pub fn users_table(&self) -> Result<Users, UsersError> {
+        let session = self.session_password.as_deref();
+        let default_hashed = self
+            .users
+            .iter()
+            .any(|u| u.name == users::DEFAULT_USER && u.password.is_some());
+        if session.is_some() && default_hashed {
+            return Err(UsersError::TwoDefaultPasswords);
+        }
+        Users::new(&self.users, session, 0, users::Source::Config)
+    }
+
     /// The static-mode backend admin user, if configured.
-    pub fn backend_admin(&self) -> Option<crate::acl::Credentials> {
+    pub fn backend_admin(&self) -> Option<crate::redis_client::Credential> {
         self.backend_admin_password
             .as_ref()
-            .map(|password| crate::acl::Credentials {
+            .map(|password| crate::redis_client::Credential {
                 user: self
                     .backend_admin_user
                     .clone()

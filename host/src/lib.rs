@@ -21,6 +21,7 @@
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
 //! - [`telemetry`] — per-command counters and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
+//! - [`users`] — the users clients AUTH as: table, password hashes, lookup.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 
 pub mod acl;
@@ -47,4 +48,5 @@ pub mod secret;
 pub mod session;
 pub mod telemetry;
 pub mod up;
+pub mod users;
 pub mod worker;

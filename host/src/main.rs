@@ -38,6 +38,8 @@ enum Cmd {
     Console(ConsoleArgs),
     /// Start a local cluster: store, redis-server groups, dashboard, proxies and the console.
     Up(UpArgs),
+    /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
+    HashPassword,
 }
 
 #[derive(clap::Args)]
@@ -183,6 +185,12 @@ fn main() -> anyhow::Result<()> {
             reset_password: args.reset_password,
             plugins_dir: args.plugins_dir,
         }),
+        Cmd::HashPassword => {
+            let password = read_password("tessera hash-password")?;
+            tessera::users::check_password(&password)?;
+            println!("{}", tessera::users::hash_password(&password));
+            Ok(())
+        }
     }
 }
 
@@ -254,6 +262,8 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             bail!("--plugin-fail {f:?}: no plugin named {name}");
         }
     }
+    // A bad users table stops the proxy here, with the reason, before it listens.
+    config.users_table().context("proxy.toml's [[users]]")?;
     runtime()?.block_on(async {
         if let Some(cluster) = args.cluster {
             if !config.plugins.is_empty() {
@@ -313,7 +323,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
 
 fn run_console(args: ConsoleArgs) -> anyhow::Result<()> {
     if let Some(ConsoleCmd::HashPassword) = args.command {
-        let password = read_password()?;
+        let password = read_password("tessera console hash-password")?;
         println!("{}", tessera::console::hash_password(&password)?);
         return Ok(());
     }
@@ -331,7 +341,7 @@ fn run_console(args: ConsoleArgs) -> anyhow::Result<()> {
 
 /// One line from stdin, without its line ending. On a terminal it prompts and turns echo
 /// off (with `stty`) while the password is typed.
-fn read_password() -> anyhow::Result<String> {
+fn read_password(command: &str) -> anyhow::Result<String> {
     use std::io::{BufRead, IsTerminal};
     let tty = std::io::stdin().is_terminal();
     let stty = |arg: &str| {
@@ -356,9 +366,7 @@ fn read_password() -> anyhow::Result<String> {
     }
     let password = line.trim_end_matches(['\n', '\r']).to_string();
     if password.is_empty() {
-        bail!(
-            "empty password: give it on stdin, e.g. `printf '%s' \"$PW\" | tessera console hash-password`"
-        );
+        bail!("empty password: give it on stdin, e.g. `printf '%s' \"$PW\" | {command}`");
     }
     Ok(password)
 }

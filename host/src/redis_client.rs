@@ -1,10 +1,12 @@
 //! A minimal async Redis client for the control plane (health checks, REPLICAOF on promote,
-//! and later the migration mover). One connection, one command at a time or pipelined; every
-//! call bounded by a timeout. Not used on the proxy's data path.
+//! the migration mover). One connection, one command at a time or pipelined; every call
+//! bounded by a timeout; optionally `AUTH user password` right after connecting. Not used on
+//! the proxy's data path.
 
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -52,6 +54,30 @@ pub enum ClientError {
     Timeout { addr: String, ms: u128 },
     #[error("{addr}: {message}")]
     Server { addr: String, message: String },
+    /// The server refused `AUTH user …` (no such user, wrong password, user off).
+    #[error("{addr}: AUTH as {user} refused: {message}")]
+    AuthRefused {
+        addr: String,
+        user: String,
+        message: String,
+    },
+}
+
+/// A Redis ACL user and its password, e.g. the control plane's own `tessera-admin`
+/// (stored in the cluster meta as `backend_admin`). `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credential {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// One connection to a Redis server.
@@ -83,6 +109,44 @@ impl RedisClient {
             rbuf: BytesMut::with_capacity(4096),
             timeout,
         })
+    }
+
+    /// Connects, then authenticates as `credential` when one is given.
+    ///
+    /// # Errors
+    /// As [`RedisClient::connect`], or [`ClientError::AuthRefused`].
+    pub async fn connect_as(
+        addr: &str,
+        timeout: Duration,
+        credential: Option<&Credential>,
+    ) -> Result<Self, ClientError> {
+        let mut c = Self::connect(addr, timeout).await?;
+        if let Some(cred) = credential {
+            c.auth(cred).await?;
+        }
+        Ok(c)
+    }
+
+    /// `AUTH user password`. A refused AUTH leaves the connection as it was (Redis keeps
+    /// the user it was authenticated as).
+    ///
+    /// # Errors
+    /// [`ClientError::AuthRefused`], or I/O failure and timeout.
+    pub async fn auth(&mut self, cred: &Credential) -> Result<(), ClientError> {
+        match self
+            .cmd(&[b"AUTH", cred.user.as_bytes(), cred.password.as_bytes()])
+            .await?
+        {
+            Value::Ok(_) => Ok(()),
+            other => Err(ClientError::AuthRefused {
+                addr: self.addr.clone(),
+                user: cred.user.clone(),
+                message: match other {
+                    Value::Error(e) => e,
+                    v => format!("unexpected reply {v:?}"),
+                },
+            }),
+        }
     }
 
     pub fn addr(&self) -> &str {

@@ -9,19 +9,20 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use crate::acl::{self, Credentials, PolicyInputs};
+use crate::acl::{self, PolicyInputs};
 use crate::backend::{BackendStats, Login, Pool};
 use crate::clients::ClientRegistry;
 use crate::config::ProxyConfig;
 use crate::limits::MemoryPool;
-use crate::pipeline::classify::{Policy, Rights};
+use crate::pipeline::classify::Policy;
 use crate::pipeline::plan::MovedKeys;
 use crate::plugins::PluginHost;
+use crate::redis_client::Credential;
 use crate::router::Router;
 use crate::telemetry::CommandStats;
+use crate::users::User;
 
 /// State every worker shares.
 pub struct Shared {
@@ -32,6 +33,8 @@ pub struct Shared {
     pub command_stats: CommandStats,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
+    /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
+    pub users: arc_swap::ArcSwap<crate::users::Users>,
     pub started: Instant,
     pub listen_addr: SocketAddr,
     /// Memory held for unfinished requests, all clients together.
@@ -40,7 +43,7 @@ pub struct Shared {
     pub replies: Arc<MemoryPool>,
     /// The backend user with full rights (cluster mode: the cluster's; static mode: the
     /// config's); `None`: Redis's `default` user.
-    backend_admin: RwLock<Option<Credentials>>,
+    backend_admin: RwLock<Option<Credential>>,
     /// Bumped when what the backend logins derive from changes (admin user, plugin chain).
     logins_version: AtomicU64,
     /// Sessions open (admitted against `max_clients`).
@@ -58,7 +61,14 @@ impl Shared {
         let requests = Arc::new(MemoryPool::new(config.query_buffer_total));
         let replies = Arc::new(MemoryPool::new(config.output_buffer_total));
         let backend_admin = RwLock::new(config.backend_admin());
+        // Start-up checks the table first (`tessera proxy` fails with the reason); should an
+        // invalid one get here anyway, no one logs in rather than everyone.
+        let users = config.users_table().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "invalid users table: every AUTH will fail");
+            crate::users::Users::refuse_all(0)
+        });
         Self {
+            users: arc_swap::ArcSwap::from_pointee(users),
             requests,
             replies,
             backend_admin,
@@ -105,7 +115,7 @@ impl Shared {
     }
 
     /// Sets the backend admin user (cluster mode: read from the cluster's meta).
-    pub fn set_backend_admin(&self, c: Option<Credentials>) {
+    pub fn set_backend_admin(&self, c: Option<Credential>) {
         *self
             .backend_admin
             .write()
@@ -186,7 +196,7 @@ struct Logins {
     /// The data login of sessions with every right.
     base: Option<Login>,
     /// Data logins of users with confined rights, by user name.
-    confined: FxHashMap<Bytes, Login>,
+    confined: FxHashMap<String, Login>,
 }
 
 /// Confined users with their own data logins, per worker, at most; beyond it the cache starts
@@ -238,16 +248,16 @@ impl Worker {
         c
     }
 
-    /// The login for the commands of a session with `rights`.
-    pub fn data_login(&self, rights: &Rights) -> Login {
-        let confined = rights.classes.is_some() || rights.key_prefix.is_some();
+    /// The login for the commands of a session authenticated as `user`.
+    pub fn data_login(&self, user: &User) -> Login {
+        let confined = user.allowed_classes.is_some() || user.key_prefix.is_some();
         if !self.shared.config.backend_acl {
             return self.control_login();
         }
         {
             let l = self.logins();
             let cached = if confined {
-                l.confined.get(&rights.user)
+                l.confined.get(&user.name)
             } else {
                 l.base.as_ref()
             };
@@ -260,7 +270,7 @@ impl Worker {
         let inputs = PolicyInputs {
             admin_commands: self.shared.config.admin_commands,
             denied: &denied,
-            rights: confined.then_some(rights),
+            rights: confined.then_some(user),
         };
         let login = acl::data_login(&acl::data_user(&inputs, admin.as_ref()), admin.as_ref());
         let mut l = self.logins();
@@ -268,14 +278,14 @@ impl Worker {
             if l.confined.len() >= CONFINED_LOGINS {
                 l.confined.clear();
             }
-            l.confined.insert(rights.user.clone(), login.clone());
+            l.confined.insert(user.name.clone(), login.clone());
         } else {
             l.base = Some(login.clone());
         }
         login
     }
 
-    fn backend_admin(&self) -> Option<Credentials> {
+    fn backend_admin(&self) -> Option<Credential> {
         self.shared
             .backend_admin
             .read()

@@ -119,3 +119,140 @@ fn redis_crate_with_a_wrong_password_fails_to_connect() {
             .is_err()
     );
 }
+
+/// `tessera hash-password` for `password`: the hash a `[[users]]` entry holds.
+fn hash(password: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(crate::support::tessera_bin())
+        .arg("hash-password")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("running tessera hash-password");
+    writeln!(child.stdin.take().expect("stdin"), "{password}").expect("writing the password");
+    let out = child.wait_with_output().expect("tessera hash-password");
+    assert!(out.status.success(), "tessera hash-password failed");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+fn error_of(f: &Frame) -> String {
+    f.error()
+        .unwrap_or_else(|| panic!("expected an error, got {f:?}"))
+        .to_owned()
+}
+
+#[test]
+fn only_users_the_proxy_knows_authenticate() {
+    // No password and no table: the default user is nopass, as in Redis; no one else exists.
+    let open = Cluster::start();
+    let mut c = open.proxy.raw();
+    assert_eq!(c.cmd(&["AUTH", "default", "anything"]), ok());
+    let e = error_of(&c.cmd(&["AUTH", "alice", "whatever"]));
+    assert!(e.starts_with("WRONGPASS"), "{e}");
+    let e = error_of(&c.cmd(&["HELLO", "3", "AUTH", "alice", "whatever"]));
+    assert!(e.starts_with("WRONGPASS"), "{e}");
+
+    let config = format!(
+        "[[users]]\nname = \"alice\"\npassword = \"{}\"\n",
+        hash("alice-pw")
+    );
+    let cluster = Cluster::with_config(&config);
+    let mut c = cluster.proxy.raw();
+    let e = error_of(&c.cmd(&["AUTH", "alice", "wrong"]));
+    assert!(e.starts_with("WRONGPASS"), "{e}");
+    assert_eq!(c.cmd(&["AUTH", "alice", "alice-pw"]), ok());
+    let info = c.cmd(&["CLIENT", "INFO"]).text().unwrap_or_default();
+    assert!(info.contains(" user=alice "), "{info}");
+    assert_serves(&mut c);
+}
+
+#[test]
+fn failed_auth_attempts_are_slowed_down_per_connection() {
+    let cluster = Cluster::with_config(PASSWORD_CONFIG);
+    let mut guesser = cluster.proxy.raw();
+    let mut times = Vec::new();
+    for _ in 0..4 {
+        let t = std::time::Instant::now();
+        let e = error_of(&guesser.cmd(&["AUTH", "guess"]));
+        assert!(e.starts_with("WRONGPASS"), "{e}");
+        times.push(t.elapsed());
+    }
+    // 100 ms, 200, 400, 800: each failure waits longer than the one before.
+    assert!(
+        times[0] >= std::time::Duration::from_millis(90),
+        "{times:?}"
+    );
+    assert!(
+        times[3] >= std::time::Duration::from_millis(700),
+        "{times:?}"
+    );
+    // Another connection is not slowed by the guesser's failures.
+    let mut other = cluster.proxy.raw();
+    let t = std::time::Instant::now();
+    assert_eq!(other.cmd(&["AUTH", "s3cret"]), ok());
+    assert!(
+        t.elapsed() < std::time::Duration::from_millis(90),
+        "{:?}",
+        t.elapsed()
+    );
+    // Pipelined guesses wait too: the second AUTH is not even read before the first's delay.
+    let t = std::time::Instant::now();
+    guesser.send(&crate::support::encode(&["AUTH", "g1"]));
+    guesser.send(&crate::support::encode(&["AUTH", "g2"]));
+    guesser.read_frame();
+    guesser.read_frame();
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn confined_users_keep_to_their_classes_and_prefix_even_in_scripts() {
+    let config = format!(
+        "[[users]]\nname = \"reader\"\npassword = \"{}\"\ncommands = [\"read\", \"scripting\"]\n\
+         [[users]]\nname = \"tenant\"\npassword = \"{}\"\nkey_prefix = \"t1:\"\n",
+        hash("r-pw"),
+        hash("t-pw")
+    );
+    let cluster = Cluster::with_config(&config);
+    let mut admin = cluster.proxy.raw();
+    assert_eq!(admin.cmd(&["SET", "shared", "v"]), ok());
+
+    let mut reader = cluster.proxy.raw();
+    assert_eq!(reader.cmd(&["AUTH", "reader", "r-pw"]), ok());
+    assert_eq!(reader.cmd(&["GET", "shared"]), Frame::bulk("v"));
+    let e = error_of(&reader.cmd(&["SET", "shared", "x"]));
+    assert!(e.starts_with("NOPERM"), "{e}");
+    // A script is the reader's too: it may read, and the backend refuses its writes.
+    assert_eq!(
+        reader.cmd(&["EVAL", "return redis.call('GET', KEYS[1])", "1", "shared"]),
+        Frame::bulk("v")
+    );
+    let e = error_of(&reader.cmd(&[
+        "EVAL",
+        "return redis.call('SET', KEYS[1], 'x')",
+        "1",
+        "shared",
+    ]));
+    assert!(e.contains("can't run this command"), "{e}");
+
+    let mut tenant = cluster.proxy.raw();
+    assert_eq!(tenant.cmd(&["AUTH", "tenant", "t-pw"]), ok());
+    assert_eq!(tenant.cmd(&["SET", "t1:a", "1"]), ok());
+    let e = error_of(&tenant.cmd(&["GET", "shared"]));
+    assert!(e.starts_with("NOPERM"), "{e}");
+    let e = error_of(&tenant.cmd(&["MGET", "t1:a", "shared"]));
+    assert!(e.starts_with("NOPERM"), "{e}");
+    let e = error_of(&tenant.cmd(&["KEYS", "*"]));
+    assert!(e.starts_with("NOPERM") || e.contains("disabled"), "{e}");
+    let e = error_of(&tenant.cmd(&["EVAL", "return 1", "0"]));
+    assert!(e.starts_with("NOPERM"), "{e}");
+    assert_eq!(admin.cmd(&["GET", "shared"]), Frame::bulk("v"));
+}

@@ -50,3 +50,8 @@ mod plugins;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;
+// The cluster's users table: managed on the dashboard, pushed to and loaded by proxies,
+// hashes only, hostile bodies and a corrupt document.
+mod users;
+// The control plane's own Redis user (tessera-admin) on every server.
+mod backend_admin;

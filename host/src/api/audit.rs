@@ -111,6 +111,7 @@ fn actor(headers: &HeaderMap) -> String {
 }
 
 /// The body as the log shows it: UTF-8 text (JSON) cut to [`DETAIL_CHARS`], else its size.
+/// Passwords never reach the log (`PUT /api/users/{name}` carries one in clear).
 fn detail(headers: &HeaderMap, body: &[u8]) -> String {
     if body.is_empty() {
         return String::new();
@@ -122,6 +123,9 @@ fn detail(headers: &HeaderMap, body: &[u8]) -> String {
             ct.starts_with("application/wasm") || ct.starts_with("application/octet-stream")
         });
     match std::str::from_utf8(body) {
+        Ok(text) if !binary && text.to_ascii_lowercase().contains("password") => {
+            redacted(text).unwrap_or_else(|| format!("<{} bytes, not JSON>", body.len()))
+        }
         Ok(text) if !binary => {
             let mut cut: String = text.chars().take(DETAIL_CHARS).collect();
             if cut.len() < text.len() {
@@ -131,6 +135,34 @@ fn detail(headers: &HeaderMap, body: &[u8]) -> String {
         }
         _ => format!("<{} bytes>", body.len()),
     }
+}
+
+/// A JSON body with the value of every `password` field replaced, cut like any detail;
+/// `None` when it is not JSON (then nothing of it is shown).
+fn redacted(text: &str) -> Option<String> {
+    fn scrub(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    if k.eq_ignore_ascii_case("password") {
+                        *v = serde_json::Value::String("<redacted>".into());
+                    } else {
+                        scrub(v);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    scrub(&mut v);
+    let text = v.to_string();
+    let mut cut: String = text.chars().take(DETAIL_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    Some(cut)
 }
 
 fn now_ms() -> u64 {
@@ -157,6 +189,17 @@ mod tests {
         let mut wasm = HeaderMap::new();
         wasm.insert(header::CONTENT_TYPE, "application/wasm".parse().unwrap());
         assert_eq!(detail(&wasm, b"\0asm"), "<4 bytes>");
+    }
+
+    #[test]
+    fn passwords_never_reach_the_log() {
+        let h = HeaderMap::new();
+        let d = detail(&h, br#"{"password":"hunter2","enabled":true}"#);
+        assert_eq!(d, r#"{"enabled":true,"password":"<redacted>"}"#);
+        let d = detail(&h, br#"{"password":"hunter2",}"#);
+        assert_eq!(d, "<23 bytes, not JSON>");
+        let d = detail(&h, br#"{"a":[{"Password":"hunter2"}]}"#);
+        assert!(!d.contains("hunter2"), "{d}");
     }
 
     #[test]

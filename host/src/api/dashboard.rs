@@ -7,7 +7,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,8 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/migrations", get(migrations).post(migrate))
         .route("/api/migrations/abort", post(abort))
         .route("/api/rebalance", post(rebalance))
+        .route("/api/users", get(list_users))
+        .route("/api/users/{name}", put(set_user).delete(delete_user))
         .route("/api/audit", super::audit::list_route(audit.clone()))
         .merge(super::plugins::dashboard_routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
@@ -447,4 +449,43 @@ async fn rebalance(
     Ok(Json(
         json!({"dry_run": b.dry_run, "moves": moves, "slots": moves.len()}),
     ))
+}
+
+// === users ===
+
+/// A user change is a few fields; anything bigger is not one.
+const MAX_USER_BODY: usize = 16 * 1024;
+
+async fn list_users(
+    State(d): State<Arc<Dashboard>>,
+) -> Result<Json<Vec<crate::users::UserView>>, ApiError> {
+    d.list_users().await.map(Json)
+}
+
+async fn set_user(
+    State(d): State<Arc<Dashboard>>,
+    Path(name): Path<String>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<crate::users::UserView>, ApiError> {
+    let body = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if body.len() > MAX_USER_BODY {
+        return Err(ApiError::bad_request(format!(
+            "a body of {} bytes is not a user change (at most {MAX_USER_BODY})",
+            body.len()
+        )));
+    }
+    let change: crate::dashboard::users::UserChange = optional_json(&body)?.ok_or_else(|| {
+        ApiError::bad_request(
+            "body must be {\"password\"?, \"commands\"?: [classes], \"key_prefix\"?, \"enabled\"?}",
+        )
+    })?;
+    d.set_user(&name, change).await.map(Json)
+}
+
+async fn delete_user(
+    State(d): State<Arc<Dashboard>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    d.delete_user(&name).await?;
+    Ok(Json(json!({})))
 }

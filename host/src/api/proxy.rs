@@ -11,6 +11,8 @@
 //! GET  /api/proxy/plugins   plugins in force
 //! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
 //! GET  /api/proxy/plugins/{name}/metrics  samples
+//! GET  /api/proxy/users     the users table in force (never a hash)
+//! PUT  /api/proxy/users     apply a newer users table (Bearer: the proxy secret)
 //! ```
 
 use std::sync::atomic::Ordering::{self, Relaxed};
@@ -28,6 +30,7 @@ use crate::plugins::Sample;
 use crate::plugins::catalog::Catalog;
 use crate::router::{PushAck, Topology};
 use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
+use crate::users::{Users, UsersDoc};
 use crate::worker::Shared;
 
 /// How long a push waits for commands routed with the previous table to finish.
@@ -52,6 +55,10 @@ pub struct ProxyAdmin {
         crate::coordinator::model::Paths,
     )>,
     pub blobs: crate::plugins::catalog::BlobCache,
+    /// Serializes users table applies (a version check, then a swap).
+    users_applying: Mutex<()>,
+    /// Why the last users table offered (pushed or read at start) was not applied.
+    users_error: Mutex<Option<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -64,6 +71,9 @@ pub struct ProxyInfo {
     pub version: String,
     pub pid: u32,
     pub uptime_secs: u64,
+    /// Version of the users table in force (0: proxy.toml's).
+    #[serde(default)]
+    pub users_version: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -105,6 +115,8 @@ impl ProxyAdmin {
             ops_per_sec: Default::default(),
             catalog_source: std::sync::OnceLock::new(),
             blobs: Default::default(),
+            users_applying: Mutex::new(()),
+            users_error: Mutex::new(None),
         })
     }
 
@@ -117,6 +129,7 @@ impl ProxyAdmin {
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
+            .route("/api/proxy/users", get(users_list).put(users_apply))
             .with_state(self)
     }
 
@@ -134,6 +147,7 @@ impl ProxyAdmin {
             version: env!("CARGO_PKG_VERSION").into(),
             pid: std::process::id(),
             uptime_secs: self.shared.started.elapsed().as_secs(),
+            users_version: self.shared.users.load().version(),
         }
     }
 
@@ -180,6 +194,53 @@ impl ProxyAdmin {
             token: self.token.clone(),
             epoch: topo.epoch,
         })
+    }
+}
+
+// === impl ProxyAdmin: users ===
+
+impl ProxyAdmin {
+    /// Applies a cluster's users table unless it is older than the one in force. The
+    /// proxy's own `session_password` stays the default user's password unless the table
+    /// gives `default` one.
+    ///
+    /// # Errors
+    /// 409 for an older version; 400 for a table that does not compile (the one in force
+    /// stays, and `GET /api/proxy/users` shows why in `last_error`).
+    pub fn apply_users(&self, doc: &UsersDoc) -> Result<u64, ApiError> {
+        let _serial = self.users_applying.lock().expect("users lock poisoned");
+        let current = self.shared.users.load().version();
+        if doc.version < current {
+            return Err(ApiError::conflict(format!(
+                "stale users table: version {} is older than the version in force, {current}",
+                doc.version
+            )));
+        }
+        let session = self.shared.config.session_password.as_deref();
+        let users = Users::from_document(doc, session).map_err(|e| {
+            let msg = format!("users table version {} not applied: {e}", doc.version);
+            *self.users_error.lock().expect("users lock poisoned") = Some(msg.clone());
+            ApiError::bad_request(msg)
+        })?;
+        self.shared.users.store(Arc::new(users));
+        *self.users_error.lock().expect("users lock poisoned") = None;
+        tracing::info!(
+            version = doc.version,
+            users = doc.users.len(),
+            "users table applied"
+        );
+        Ok(doc.version)
+    }
+
+    /// Fails closed: no one can AUTH until a usable table arrives (a cluster's document
+    /// that cannot be read or compiled at start-up, where there is no last good table).
+    /// Version 0, whatever the bad document claims: its version must not hold back the
+    /// good tables that follow.
+    pub fn refuse_users(&self, reason: String) {
+        let _serial = self.users_applying.lock().expect("users lock poisoned");
+        tracing::error!(%reason, "no usable users table: every AUTH fails until the dashboard pushes one");
+        self.shared.users.store(Arc::new(Users::refuse_all(0)));
+        *self.users_error.lock().expect("users lock poisoned") = Some(reason);
     }
 }
 
@@ -332,4 +393,39 @@ async fn plugin_samples(
             })
             .collect(),
     ))
+}
+
+// === users ===
+
+/// The table in force: version, where it came from, whether a fresh connection must AUTH,
+/// the entries without their hashes, and why the last table offered was not applied.
+async fn users_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
+    let users = a.shared.users.load();
+    Json(json!({
+        "version": users.version(),
+        "source": users.source(),
+        "auth_required": users.auth_required(),
+        "default_nopass": users.default_is_nopass(),
+        "users": users.views(),
+        "last_error": *a.users_error.lock().expect("users lock poisoned"),
+    }))
+}
+
+async fn users_apply(
+    State(a): State<Arc<ProxyAdmin>>,
+    headers: HeaderMap,
+    body: Result<Json<UsersDoc>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    match &a.secret_sha256 {
+        Some(h) if bearer_matches(&headers, h) => {}
+        Some(_) => return Err(ApiError::unauthorized()),
+        None => {
+            return Err(ApiError::conflict(
+                "this proxy runs in static mode: its users come from proxy.toml",
+            ));
+        }
+    }
+    let Json(doc) = body?;
+    let version = a.apply_users(&doc)?;
+    Ok(Json(json!({ "version": version })))
 }

@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! topom                the dashboard lock (ephemeral): who runs this cluster's dashboard
-//! meta                 cluster settings: admin token hash, proxy secret, topology epoch
+//! meta                 cluster settings: admin token hash, proxy secret, topology epoch,
+//!                      the control plane's own Redis user (backend_admin)
+//! users                the users clients AUTH as (`users::UsersDoc`)
 //! topology             the topology last committed (and pushed) with its epoch
 //! slots/slot-NNNN      1024 slots: owning group and migration action
 //! group/group-NNNN     groups: servers, the first being the master
@@ -77,6 +79,11 @@ impl Paths {
         format!("{}/proxy/{token}", self.base)
     }
 
+    /// The users document (`users::UsersDoc`): who may AUTH to the cluster's proxies.
+    pub fn users(&self) -> String {
+        format!("{}/users", self.base)
+    }
+
     pub fn plugins_prefix(&self) -> String {
         format!("{}/plugin/", self.base)
     }
@@ -107,6 +114,13 @@ pub struct ClusterMeta {
     /// Last topology epoch pushed; every change increments it.
     pub epoch: u64,
     pub created_unix: u64,
+    /// The Redis ACL user the dashboard (health checks, REPLICAOF, the mover) and anything
+    /// else of the control plane use on every server: `tessera-admin` with a random
+    /// password, full rights, provisioned by the dashboard on each server it adds. Proxies
+    /// read it from here. Absent in stores written before it existed: the dashboard adds
+    /// one at its next start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_admin: Option<crate::redis_client::Credential>,
 }
 
 /// What the dashboard lock's holder payload carries.

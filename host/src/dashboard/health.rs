@@ -1,5 +1,6 @@
 //! Health: every interval, each server gets PING, ROLE and INFO (replication, memory,
-//! keyspace), each proxy a GET /health. A master that fails `down_after` checks in a row
+//! keyspace) over a connection authenticated as the control plane's user (`admin_user`),
+//! each proxy a GET /health. A master that fails `down_after` checks in a row
 //! marks its group down, which is pushed to the proxies so its slots answer a clear error
 //! at once; when it answers again (or a replica is promoted) the group is up again.
 //! A proxy that registered since the last push is brought up to date here.
@@ -12,8 +13,8 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use super::Dashboard;
-use crate::redis_client::{RedisClient, Value, info_fields};
+use super::{Dashboard, admin_user};
+use crate::redis_client::{Credential, Value, info_fields};
 use crate::router::GroupId;
 
 /// What the last check of a server found.
@@ -36,14 +37,18 @@ pub struct ServerHealth {
 pub struct ProxyHealth {
     pub up: bool,
     pub epoch: Option<u64>,
+    /// Version of the users table in force there.
+    #[serde(skip)]
+    pub users_version: Option<u64>,
     pub error: Option<String>,
 }
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
-async fn check_server(addr: String) -> ServerHealth {
+/// Checks one server as the admin user (creating the user again on a server that lost it).
+async fn check_server(addr: String, cred: &Credential) -> ServerHealth {
     let probe = async {
-        let mut c = RedisClient::connect(&addr, CHECK_TIMEOUT)
+        let mut c = admin_user::connect(&addr, cred, CHECK_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let replies = c
@@ -112,7 +117,12 @@ impl Dashboard {
                 .collect();
             (servers, masters)
         };
-        let results = join_all(servers.iter().cloned().map(check_server)).await;
+        let results = join_all(
+            servers
+                .iter()
+                .map(|a| check_server(a.clone(), &self.backend_admin)),
+        )
+        .await;
         let proxies = self.registered_proxies().await.unwrap_or_default();
         let proxy_results = join_all(proxies.iter().map(|p| self.check_proxy(&p.admin_addr))).await;
 
@@ -156,26 +166,21 @@ impl Dashboard {
         let url = format!("http://{admin_addr}/api/proxy/info");
         match self.http.get(&url).timeout(CHECK_TIMEOUT).send().await {
             Ok(r) if r.status().is_success() => {
-                let epoch = r
-                    .json::<serde_json::Value>()
-                    .await
-                    .ok()
-                    .and_then(|v| v["epoch"].as_u64());
+                let info = r.json::<serde_json::Value>().await.unwrap_or_default();
                 ProxyHealth {
                     up: true,
-                    epoch,
+                    epoch: info["epoch"].as_u64(),
+                    users_version: info["users_version"].as_u64(),
                     error: None,
                 }
             }
             Ok(r) => ProxyHealth {
-                up: false,
-                epoch: None,
                 error: Some(format!("HTTP {}", r.status())),
+                ..ProxyHealth::default()
             },
             Err(e) => ProxyHealth {
-                up: false,
-                epoch: None,
                 error: Some(e.to_string()),
+                ..ProxyHealth::default()
             },
         }
     }
@@ -188,6 +193,7 @@ pub(super) async fn run(d: Arc<Dashboard>) {
     loop {
         tick.tick().await;
         let changed = d.check_once().await;
+        catch_up_users(&d).await;
         let mut epoch = d.ops.lock().await;
         if changed {
             if let Err(e) = d.commit(&mut epoch).await {
@@ -225,5 +231,26 @@ pub(super) async fn run(d: Arc<Dashboard>) {
                 Err(e) => warn!(token = %p.token, error = %e, "could not bring a proxy up to date"),
             }
         }
+    }
+}
+
+/// Proxies whose users table is older than the store's (unreachable during a push, or
+/// started with an unusable document) get the current one.
+async fn catch_up_users(d: &Dashboard) {
+    let version = d.users_version.load(std::sync::atomic::Ordering::Relaxed);
+    let behind: Vec<String> = {
+        let st = d.state.lock().expect("state lock poisoned");
+        st.proxies
+            .iter()
+            .filter(|(t, h)| {
+                h.up && h.users_version.is_some_and(|v| v < version) && !st.offline.contains(*t)
+            })
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    if !behind.is_empty() {
+        // Under `ops`: no change of the table is pushed meanwhile.
+        let _ops = d.ops.lock().await;
+        d.catch_up_users(&behind).await;
     }
 }

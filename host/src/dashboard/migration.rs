@@ -382,28 +382,26 @@ impl Dashboard {
         // preparing (the slot is blocked on every proxy) → prepared (owner = target, moving
         // from source) → migrating. While one proxy may still route the old way no proxy
         // serves the slot, so no write can land on a copy that another proxy moves away.
-        if prepared_any {
-            if let Err(e) = self
+        if prepared_any
+            && let Err(e) = self
                 .advance(&mut epoch, ActionState::Preparing, ActionState::Prepared)
                 .await
-            {
-                self.set_blocked(Some(e));
-                return true;
-            }
+        {
+            self.set_blocked(Some(e));
+            return true;
         }
         let routed_any = self.slot_models().iter().any(|s| {
             s.action
                 .as_ref()
                 .is_some_and(|a| a.state == ActionState::Prepared)
         });
-        if routed_any {
-            if let Err(e) = self
+        if routed_any
+            && let Err(e) = self
                 .advance(&mut epoch, ActionState::Prepared, ActionState::Migrating)
                 .await
-            {
-                self.set_blocked(Some(e));
-                return true;
-            }
+        {
+            self.set_blocked(Some(e));
+            return true;
         }
         // finished → done: push "owner = target" and clear the action.
         let finished: Vec<SlotModel> = self
@@ -477,6 +475,7 @@ impl Dashboard {
                 progress: &self.migrations.progress,
                 aborting,
                 stop: &self.migrations.stop,
+                credential: Some(&self.backend_admin),
             };
             match mover.pass().await {
                 Ok(found) => {

@@ -3,6 +3,7 @@
 //! in the store, health-checks every server and proxy, and pushes every routing change to
 //! every online proxy, waiting for all acknowledgements (the barrier migrations build on).
 
+pub mod admin_user;
 pub mod audit;
 mod guard;
 mod health;
@@ -11,6 +12,7 @@ mod migration;
 mod ops;
 pub mod plugins;
 mod push;
+pub mod users;
 
 pub use health::{ProxyHealth, ServerHealth};
 pub use migration::{MigrationStatus, SlotProgress};
@@ -88,6 +90,11 @@ pub struct Dashboard {
     pub(crate) info: DashboardInfo,
     pub(crate) admin_token_sha256: String,
     pub(crate) proxy_secret: String,
+    /// The Redis user every connection to a server authenticates as (`admin_user`).
+    pub(crate) backend_admin: crate::redis_client::Credential,
+    /// Version of the users document in the store, as last read or written: proxies
+    /// reporting an older one are brought up to date.
+    pub(crate) users_version: std::sync::atomic::AtomicU64,
     pub(crate) state: Mutex<State>,
     /// Serializes topology changes: one at a time, persisted then pushed.
     pub(crate) ops: tokio::sync::Mutex<u64>,
@@ -166,6 +173,15 @@ impl Dashboard {
             offline,
             ..State::default()
         };
+        let users_version = match model::read::<crate::users::UsersDoc>(&*store, &paths.users())
+            .await
+        {
+            Ok(doc) => doc.map_or(0, |(d, _)| d.version),
+            Err(e) => {
+                warn!(error = %e, "the users document is unreadable: user changes are refused until it is repaired");
+                0
+            }
+        };
         info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
         let http = reqwest::Client::builder()
             .timeout(opts.push_timeout)
@@ -178,6 +194,11 @@ impl Dashboard {
             info,
             admin_token_sha256: meta.admin_token_sha256.clone(),
             proxy_secret: meta.proxy_secret.clone(),
+            backend_admin: meta
+                .backend_admin
+                .clone()
+                .expect("init_meta gives every cluster a backend admin"),
+            users_version: users_version.into(),
             state: Mutex::new(state),
             ops: tokio::sync::Mutex::new(meta.epoch),
             http,
@@ -192,9 +213,35 @@ impl Dashboard {
         })
     }
 
-    /// Background work: health checks and catching up new proxies. Runs until dropped.
+    /// Background work: the admin user on servers that lack it, then health checks and
+    /// catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
+        self.provision_servers().await;
         tokio::join!(health::run(self.clone()), migration::run(self));
+    }
+
+    /// Creates the admin user on every server in the store that lacks it (servers added
+    /// before it existed, or restarted without an ACL file). A failure is logged and shows
+    /// in the server's health, which keeps trying.
+    async fn provision_servers(&self) {
+        let servers: Vec<String> = {
+            let st = self.state.lock().expect("state lock poisoned");
+            st.groups
+                .values()
+                .flat_map(|g| g.servers.iter().map(|s| s.addr.clone()))
+                .collect()
+        };
+        let results = futures_util::future::join_all(
+            servers
+                .iter()
+                .map(|addr| admin_user::provision(addr, &self.backend_admin, ops::REDIS_TIMEOUT)),
+        )
+        .await;
+        for (addr, r) in servers.iter().zip(results) {
+            if let Err(e) = r {
+                warn!(server = %addr, error = %e, "could not provision the control plane's user");
+            }
+        }
     }
 
     /// Completes when this dashboard has lost its cluster lock: it must stop.
@@ -246,7 +293,7 @@ async fn init_meta(
     paths: &Paths,
     opts: &DashboardOptions,
 ) -> anyhow::Result<(ClusterMeta, Option<String>)> {
-    if let Some((meta, _)) = model::read::<ClusterMeta>(store, &paths.meta()).await? {
+    if let Some((mut meta, version)) = model::read::<ClusterMeta>(store, &paths.meta()).await? {
         if let Some(t) = &opts.admin_token
             && !crate::secret::matches_sha256_hex(t, &meta.admin_token_sha256)
         {
@@ -254,6 +301,23 @@ async fn init_meta(
                 "--admin-token does not match the token cluster {} was created with",
                 opts.cluster
             );
+        }
+        if meta.backend_admin.is_none() {
+            // A cluster created before the control plane had its own Redis user.
+            meta.backend_admin = Some(admin_user::new_credential());
+            let bytes = serde_json::to_vec(&meta)?;
+            match store
+                .compare_and_swap(&paths.meta(), Some(version), bytes.into())
+                .await?
+            {
+                coordinator::Cas::Written(_) => {
+                    info!(cluster = %opts.cluster, "gave the cluster its control-plane Redis user")
+                }
+                coordinator::Cas::Conflict(_) => bail!(
+                    "the meta of cluster {} changed while this dashboard started; start again",
+                    opts.cluster
+                ),
+            }
         }
         return Ok((meta, None));
     }
@@ -270,6 +334,7 @@ async fn init_meta(
         proxy_secret: random_token(),
         epoch: 1,
         created_unix: model::now_unix(),
+        backend_admin: Some(admin_user::new_credential()),
     };
     let bytes = serde_json::to_vec(&meta)?;
     match store

@@ -7,14 +7,15 @@ use std::time::Duration;
 use tracing::info;
 
 use super::Dashboard;
+use super::admin_user;
 use crate::coordinator::model::{
     self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerModel, SlotModel,
 };
 use crate::http_error::ApiError;
-use crate::redis_client::{RedisClient, Value};
+use crate::redis_client::Value;
 use crate::router::{GroupId, SLOTS};
 
-const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Splits `host:port` for REPLICAOF.
 fn host_port(addr: &str) -> Result<(&str, &str), ApiError> {
@@ -23,25 +24,44 @@ fn host_port(addr: &str) -> Result<(&str, &str), ApiError> {
         .ok_or_else(|| ApiError::bad_request(format!("server address {addr:?} is not host:port")))
 }
 
-/// Runs one command on a server; a Redis error reply becomes a 409 naming the server.
-async fn redis_cmd(addr: &str, args: &[&str]) -> Result<Value, ApiError> {
-    let mut c = RedisClient::connect(addr, REDIS_TIMEOUT)
-        .await
-        .map_err(|e| ApiError::conflict(format!("cannot reach server {addr}: {e}")))?;
-    match c
-        .cmd(args)
-        .await
-        .map_err(|e| ApiError::conflict(format!("server {addr}: {e}")))?
-    {
-        Value::Error(e) => Err(ApiError::conflict(format!(
-            "server {addr} refused {}: {e}",
-            args.join(" ")
-        ))),
-        v => Ok(v),
+/// A server that cannot be worked on: 409 naming it and why.
+fn server_error(addr: &str, e: admin_user::AdminUserError) -> ApiError {
+    match e {
+        admin_user::AdminUserError::Client(e) => {
+            ApiError::conflict(format!("cannot reach server {addr}: {e}"))
+        }
+        refused => ApiError::conflict(refused.to_string()),
     }
 }
 
 impl Dashboard {
+    /// Runs one command on a server as the admin user; a Redis error reply becomes a 409
+    /// naming the server.
+    async fn redis_cmd(&self, addr: &str, args: &[&str]) -> Result<Value, ApiError> {
+        let mut c = admin_user::connect(addr, &self.backend_admin, REDIS_TIMEOUT)
+            .await
+            .map_err(|e| server_error(addr, e))?;
+        match c
+            .cmd(args)
+            .await
+            .map_err(|e| ApiError::conflict(format!("server {addr}: {e}")))?
+        {
+            Value::Error(e) => Err(ApiError::conflict(format!(
+                "server {addr} refused {}: {e}",
+                args.join(" ")
+            ))),
+            v => Ok(v),
+        }
+    }
+
+    /// Makes `addr` replicate from `master` (authenticating to it as the admin user).
+    async fn replicate(&self, addr: &str, master: &str) -> Result<(), ApiError> {
+        let master = host_port(master)?;
+        admin_user::replicate(addr, master, &self.backend_admin, REDIS_TIMEOUT)
+            .await
+            .map_err(ApiError::conflict)
+    }
+
     fn group(&self, id: GroupId) -> Result<GroupModel, ApiError> {
         let st = self.state.lock().expect("state lock poisoned");
         st.groups
@@ -139,19 +159,20 @@ impl Dashboard {
                 other.id
             )));
         }
+        // Before anything else: from here on the dashboard works on it as its own user.
+        let created = admin_user::provision(addr, &self.backend_admin, REDIS_TIMEOUT)
+            .await
+            .map_err(|e| server_error(addr, e))?;
         match g.master() {
-            Some(master) => {
-                let (mh, mp) = host_port(master)?;
-                redis_cmd(addr, &["REPLICAOF", mh, mp]).await?;
-            }
+            Some(master) => self.replicate(addr, master).await?,
             None => {
-                redis_cmd(addr, &["REPLICAOF", "NO", "ONE"]).await?;
+                self.redis_cmd(addr, &["REPLICAOF", "NO", "ONE"]).await?;
             }
         }
         let becomes_master = g.servers.is_empty();
         g.servers.push(ServerModel { addr: addr.into() });
         self.save_group(&g).await?;
-        info!(group = %id, %addr, master = becomes_master, "server added");
+        info!(group = %id, %addr, master = becomes_master, admin_user = ?created, "server added");
         if becomes_master && self.slots_of(id) > 0 {
             self.commit(&mut epoch).await?;
         }
@@ -206,12 +227,12 @@ impl Dashboard {
                 "{addr} is already the master of group {id}"
             )));
         }
-        redis_cmd(addr, &["REPLICAOF", "NO", "ONE"]).await?;
-        let (h, p) = host_port(addr)?;
+        self.redis_cmd(addr, &["REPLICAOF", "NO", "ONE"]).await?;
+        host_port(addr)?;
         let server = g.servers.remove(pos);
         g.servers.insert(0, server);
         for s in g.servers.iter().skip(1) {
-            if let Err(e) = redis_cmd(&s.addr, &["REPLICAOF", h, p]).await {
+            if let Err(e) = self.replicate(&s.addr, addr).await {
                 tracing::warn!(server = %s.addr, error = %e, "could not point a server at the new master");
             }
         }

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use tracing::{debug, info};
 
 use super::{INTERNAL_PREFIX, marker_key, stage_big_keys_request, staging_key, temp_key};
-use crate::redis_client::{ClientError, RedisClient, Value};
+use crate::redis_client::{ClientError, Credential, RedisClient, Value};
 use crate::router::SlotId;
 
 /// Tunables of the mover.
@@ -95,6 +95,9 @@ pub struct Mover<'a> {
     pub aborting: bool,
     /// Set when the pass should stop at the next batch (an abort turns these slots around).
     pub stop: &'a std::sync::atomic::AtomicBool,
+    /// The user the mover authenticates as on both servers, and that MIGRATE presents to the
+    /// target (`AUTH2`): the control plane's, which keeps every right.
+    pub credential: Option<&'a Credential>,
 }
 
 /// Puts a staged big key back: staging → key (unless a newer key exists), marker removed.
@@ -142,7 +145,8 @@ impl Mover<'_> {
     /// # Errors
     /// A server unreachable or refusing a command; nothing is lost, pass again.
     pub async fn pass(&self) -> Result<BTreeSet<u16>, MoverError> {
-        let mut src = RedisClient::connect(self.source, self.config.timeout).await?;
+        let mut src =
+            RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
         if self.aborting {
             self.unstage_on_target(&mut src).await?;
         }
@@ -235,8 +239,12 @@ impl Mover<'_> {
                 b"0",
                 timeout.as_bytes(),
                 b"REPLACE",
-                b"KEYS",
             ];
+            if let Some(c) = self.credential {
+                // Redis leaves AUTH2's arguments out of SLOWLOG and MONITOR.
+                args.extend([&b"AUTH2"[..], c.user.as_bytes(), c.password.as_bytes()]);
+            }
+            args.push(b"KEYS");
             args.extend(group.iter().map(|(k, _)| &k[..]));
             match src.cmd(&args).await? {
                 Value::Ok(s) if s == "OK" || s == "NOKEY" => {}
@@ -253,7 +261,8 @@ impl Mover<'_> {
     /// For an abort going back: big keys the forward move had staged on this mover's target
     /// (its source then) are renamed back in place, and their partial copies here dropped.
     async fn unstage_on_target(&self, src: &mut RedisClient) -> Result<(), MoverError> {
-        let mut dst = RedisClient::connect(self.target, self.config.timeout).await?;
+        let mut dst =
+            RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
         let mut cursor = b"0".to_vec();
         loop {
             let reply = dst
@@ -296,7 +305,8 @@ impl Mover<'_> {
     /// Copies a staged big key (renamed to its staging key, marker set) to the target.
     async fn copy_big(&self, src: &mut RedisClient, key: &[u8]) -> Result<(), MoverError> {
         let (staging, marker, temp) = (staging_key(key), marker_key(key), temp_key(key));
-        let mut dst = RedisClient::connect(self.target, self.config.timeout).await?;
+        let mut dst =
+            RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let kind = src.cmd(&[&b"TYPE"[..], &staging]).await?;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();

@@ -5,14 +5,14 @@
 //! rights allow it (command classes, key prefix); no key is in Tessera's reserved namespace.
 //! Pure: no I/O, no session state, testable in-process.
 
-use bytes::Bytes;
 use smallvec::SmallVec;
 use tessera_plugin_abi::class;
 
-use crate::command::{Admin, Command, CommandTable, Kind, Local};
+use crate::command::{Command, CommandTable, Kind, Local};
 use crate::error::{DataError, display_name};
 use crate::migrate::INTERNAL_PREFIX;
 use crate::resp::Request;
+use crate::users::{KEYSPACE, User, command_classes};
 
 /// The proxy-wide rules, from the proxy's config and what its backends allow.
 #[derive(Debug, Clone, Copy)]
@@ -23,34 +23,6 @@ pub struct Policy {
     /// caller may (see `acl`). Without that, scripts and functions are refused.
     pub scripts_confined: bool,
 }
-
-/// What an authenticated session's user may do.
-#[derive(Debug, Clone, Default)]
-pub struct Rights {
-    /// The user name (for error texts).
-    pub user: Bytes,
-    /// Command classes the user may use (bits of `tessera_plugin_abi::class` and
-    /// [`KEYSPACE`]); `None`: every class.
-    pub classes: Option<u32>,
-    /// Every key the user names must start with this; `None`: any key.
-    pub key_prefix: Option<Bytes>,
-}
-
-/// Class bit of the commands that read or change the whole keyspace rather than named keys
-/// (KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, FLUSHDB). Outside the plugin ABI's bits.
-pub const KEYSPACE: u32 = 1 << 31;
-
-/// The classes a user's rights are checked against; the others (fast, keyless, multi-key,
-/// connection) describe a command rather than what it may do.
-const GATED: u32 = class::READ
-    | class::WRITE
-    | class::ADMIN
-    | class::PUBSUB
-    | class::BLOCKING
-    | class::SCRIPTING
-    | class::TRANSACTION
-    | class::DANGEROUS
-    | KEYSPACE;
 
 /// A command that may run: its table entry, the request, and where its keys are.
 #[derive(Debug)]
@@ -71,7 +43,7 @@ impl Classified {
     }
 }
 
-/// Classifies `req` for a session authenticated with `rights` (`None`: not authenticated).
+/// Classifies `req` for a session authenticated as `user` (`None`: not authenticated).
 ///
 /// # Errors
 /// The `DataError` the client gets: unknown command or arity, `NOAUTH`, a policy refusal,
@@ -79,10 +51,10 @@ impl Classified {
 pub fn classify(
     req: Request,
     policy: &Policy,
-    rights: Option<&Rights>,
+    user: Option<&User>,
 ) -> Result<Classified, DataError> {
     let cmd = CommandTable::get().lookup(&req)?;
-    let Some(rights) = rights else {
+    let Some(user) = user else {
         return match cmd.kind {
             Kind::Local(Local::Auth | Local::Hello | Local::Quit) => Ok(Classified {
                 cmd,
@@ -95,7 +67,7 @@ pub fn classify(
     check_policy(cmd, &req, policy)?;
     let keys = cmd.key_indices(&req);
     let c = Classified { cmd, req, keys };
-    check_rights(&c, rights)?;
+    check_rights(&c, user)?;
     if let Some(k) = c.key_args().find(|k| k.starts_with(INTERNAL_PREFIX)) {
         return Err(DataError::ReservedKey(lossy(k)));
     }
@@ -137,41 +109,30 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
 /// What the user's rights forbid: a command class, a key outside the user's prefix, or a
 /// command that reaches keys the proxy cannot check (the whole keyspace, or a script's
 /// undeclared keys) for a user confined to a prefix.
-fn check_rights(c: &Classified, rights: &Rights) -> Result<(), DataError> {
-    if rights.classes.is_none() && rights.key_prefix.is_none() {
+fn check_rights(c: &Classified, user: &User) -> Result<(), DataError> {
+    if user.allowed_classes.is_none() && user.key_prefix.is_none() {
         return Ok(());
     }
     let no_perm = || DataError::NoPermCommand {
-        user: lossy(&rights.user),
+        user: user.name.clone(),
         command: display_name(c.cmd.name).to_lowercase(),
     };
-    let needs = classes_of(c.cmd) & GATED;
-    if let Some(allowed) = rights.classes
-        && needs & !allowed != 0
-    {
+    let classes = command_classes(c.cmd.abi_class(), c.cmd.name);
+    if !user.allows(classes) {
         return Err(no_perm());
     }
-    if let Some(prefix) = &rights.key_prefix {
-        if needs & (KEYSPACE | class::SCRIPTING) != 0 {
+    if user.key_prefix.is_some() {
+        if classes & (KEYSPACE | class::SCRIPTING) != 0 {
             return Err(no_perm());
         }
-        if let Some(k) = c.key_args().find(|k| !k.starts_with(prefix)) {
+        if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {
             return Err(DataError::NoPermKey {
-                user: lossy(&rights.user),
+                user: user.name.clone(),
                 key: lossy(k),
             });
         }
     }
     Ok(())
-}
-
-/// The ABI class bits of `cmd`, plus [`KEYSPACE`] for keyspace-wide commands.
-pub fn classes_of(cmd: &Command) -> u32 {
-    let keyspace = matches!(
-        cmd.kind,
-        Kind::Admin(Admin::Concat | Admin::Scan | Admin::RandomKey) | Kind::Local(Local::Dbsize)
-    ) || matches!(cmd.name, "FLUSHALL" | "FLUSHDB");
-    cmd.abi_class() | if keyspace { KEYSPACE } else { 0 }
 }
 
 /// XREAD/XREADGROUP with `BLOCK` before `STREAMS`.
@@ -226,19 +187,20 @@ mod tests {
         scripts_confined: true,
     };
 
-    fn run(
-        args: &[&str],
-        policy: &Policy,
-        rights: Option<&Rights>,
-    ) -> Result<&'static str, DataError> {
-        classify(Request::from_args(args), policy, rights).map(|c| c.cmd.name)
+    fn run(args: &[&str], policy: &Policy, user: Option<&User>) -> Result<&'static str, DataError> {
+        classify(Request::from_args(args), policy, user).map(|c| c.cmd.name)
     }
 
-    fn anyone() -> Rights {
-        Rights {
-            user: Bytes::from_static(b"default"),
-            ..Rights::default()
+    fn user(name: &str, allowed_classes: Option<u32>, key_prefix: Option<&'static [u8]>) -> User {
+        User {
+            name: name.into(),
+            allowed_classes,
+            key_prefix: key_prefix.map(bytes::Bytes::from_static),
         }
+    }
+
+    fn anyone() -> User {
+        user("default", None, None)
     }
 
     #[test]
@@ -335,22 +297,14 @@ mod tests {
 
     #[test]
     fn rights_confine_classes_and_keys() {
-        let reader = Rights {
-            user: Bytes::from_static(b"ro"),
-            classes: Some(class::READ),
-            key_prefix: None,
-        };
+        let reader = user("ro", Some(class::READ), None);
         assert_eq!(run(&["GET", "k"], &OPEN, Some(&reader)), Ok("GET"));
         assert_eq!(run(&["PING"], &OPEN, Some(&reader)), Ok("PING"));
         assert!(matches!(
             run(&["SET", "k", "v"], &OPEN, Some(&reader)),
             Err(DataError::NoPermCommand { .. })
         ));
-        let tenant = Rights {
-            user: Bytes::from_static(b"t1"),
-            classes: None,
-            key_prefix: Some(Bytes::from_static(b"t1:")),
-        };
+        let tenant = user("t1", None, Some(b"t1:"));
         assert_eq!(run(&["SET", "t1:k", "v"], &OPEN, Some(&tenant)), Ok("SET"));
         assert!(matches!(
             run(&["MGET", "t1:a", "t2:b"], &OPEN, Some(&tenant)),

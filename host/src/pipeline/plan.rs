@@ -328,15 +328,25 @@ impl MovedKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::classify::{Policy, Rights, classify};
+    use crate::pipeline::classify::{Policy, classify};
     use crate::router::{GroupId, SlotTableBuilder};
+    use crate::users::User;
 
     fn classified(args: &[&str]) -> Classified {
         let policy = Policy {
             admin_commands: true,
             scripts_confined: true,
         };
-        classify(Request::from_args(args), &policy, Some(&Rights::default())).unwrap()
+        classify(
+            Request::from_args(args),
+            &policy,
+            Some(&User {
+                name: "default".into(),
+                allowed_classes: None,
+                key_prefix: None,
+            }),
+        )
+        .unwrap()
     }
 
     fn two_backends() -> SlotTable {

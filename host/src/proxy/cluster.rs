@@ -40,6 +40,11 @@ pub async fn run(
     opts: ClusterOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    if !config.users.is_empty() {
+        bail!(
+            "a cluster-mode proxy takes its users from the cluster (tessera admin user …), not from [[users]]"
+        );
+    }
     let (store, paths) = coordinator::open_cluster(&opts.cluster, &opts.store_url).await?;
     let Some((meta, _)) = model::read::<ClusterMeta>(&*store, &paths.meta()).await? else {
         bail!(
@@ -119,6 +124,15 @@ pub async fn run(
             "plugins loaded from the catalog"
         );
     }
+    load_users(&admin, &*store, &paths).await?;
+    // Before a client is served: the data connections' confined user is set up with it, and
+    // the proxy's own requests (moving keys, INFO) run as it.
+    match &meta.backend_admin {
+        Some(cred) => admin.shared.set_backend_admin(Some(cred.clone())),
+        None => warn!(
+            "the cluster meta has no backend admin user yet (its dashboard adds one at its next start)"
+        ),
+    }
     let meta_epoch = topo.epoch;
     match admin.apply(topo).await {
         Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
@@ -133,4 +147,42 @@ pub async fn run(
     node.release();
     let _ = stop_admin.send(());
     result
+}
+
+/// Loads the cluster's users table before any client is accepted. A document that cannot
+/// be read as a table fails closed (no one can AUTH) until the dashboard pushes a good one:
+/// hostile or broken store contents must neither stop the proxy nor open it.
+///
+/// # Errors
+/// The store cannot be read at all.
+async fn load_users(
+    admin: &ProxyAdmin,
+    store: &dyn coordinator::Store,
+    paths: &model::Paths,
+) -> anyhow::Result<()> {
+    let key = paths.users();
+    let Some(raw) = store.get(&key).await.context("reading the users table")? else {
+        return Ok(()); // no table yet: proxy.toml's default user (session_password)
+    };
+    let doc: crate::users::UsersDoc = match serde_json::from_slice(&raw.value) {
+        Ok(d) => d,
+        Err(e) => {
+            admin.refuse_users(format!(
+                "the users document {key} is not valid JSON for a users table: {e}"
+            ));
+            return Ok(());
+        }
+    };
+    match admin.apply_users(&doc) {
+        Ok(v) => info!(
+            version = v,
+            users = doc.users.len(),
+            "users loaded from the store"
+        ),
+        Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
+            info!(reason = %e, "kept the newer users table the dashboard pushed during start-up")
+        }
+        Err(e) => admin.refuse_users(e.message),
+    }
+    Ok(())
 }

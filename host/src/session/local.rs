@@ -6,6 +6,7 @@
 //! delay that doubles with each failure on the connection, so guessing passwords over one
 //! connection is slow.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
@@ -15,11 +16,12 @@ use super::Session;
 use super::reply::Pending;
 use crate::command::Local;
 use crate::error::DataError;
-use crate::pipeline::classify::{Classified, Rights};
+use crate::pipeline::classify::Classified;
 use crate::pipeline::info::InfoRequest;
 use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{self, Channel};
 use crate::resp::{Frame, Proto, Request};
+use crate::users::User;
 
 /// Redis version the proxy reports in HELLO: the command set it implements.
 const REDIS_COMPAT_VERSION: &str = "7.0.0";
@@ -73,23 +75,11 @@ impl Session {
         }
     }
 
-    /// Who `user`/`pass` authenticate as, if anyone.
-    fn authenticate(&self, user: &[u8], pass: &[u8]) -> Option<Rights> {
-        let ok = match &self.worker.shared.config.session_password {
-            // The default user without a password ("nopass") takes any password, as in Redis.
-            None => user == b"default",
-            Some(p) => user == b"default" && crate::secret::same(pass, p),
-        };
-        ok.then(|| Rights {
-            user: Bytes::copy_from_slice(user),
-            ..Rights::default()
-        })
-    }
-
-    /// Becomes `rights`' user: AUTH or HELLO AUTH succeeded.
-    fn authenticated(&mut self, rights: Rights) {
-        self.reg.info.set_user(rights.user.clone());
-        self.rights = Some(rights);
+    /// Becomes `user`: AUTH or HELLO AUTH succeeded.
+    fn authenticated(&mut self, user: Arc<User>) {
+        self.reg.info.set_user(Bytes::from(user.name.clone()));
+        self.login = self.worker.data_login(&user);
+        self.rights = Some(user);
         self.decoder.set_limits(self.worker.shared.config.limits());
     }
 
@@ -111,12 +101,13 @@ impl Session {
             3 => (req.arg(1), req.arg(2)),
             _ => return Pending::error(&DataError::Syntax),
         };
-        if self.worker.shared.config.session_password.is_none() && req.argc() == 2 {
+        let users = self.worker.shared.users.load();
+        if users.default_is_nopass() && req.argc() == 2 {
             return Pending::error(&DataError::NoPasswordConfigured);
         }
-        match self.authenticate(user, pass) {
-            Some(rights) => {
-                self.authenticated(rights);
+        match users.authenticate(user, pass) {
+            Some(user) => {
+                self.authenticated(user);
                 Pending::Ready(Frame::ok().to_bytes(self.proto))
             }
             None => self.auth_failed(),
@@ -153,8 +144,8 @@ impl Session {
             }
         }
         match auth {
-            Some((user, pass)) => match self.authenticate(user, pass) {
-                Some(rights) => self.authenticated(rights),
+            Some((user, pass)) => match self.worker.shared.users.load().authenticate(user, pass) {
+                Some(user) => self.authenticated(user),
                 None => return self.auth_failed(),
             },
             None if self.rights.is_none() => return Pending::error(&DataError::NoAuthHello),

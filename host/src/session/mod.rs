@@ -33,11 +33,12 @@ use crate::clients::Registration;
 use crate::command::CommandId;
 use crate::error::{DataError, Side};
 use crate::limits::{OutputAccount, Overflow};
-use crate::pipeline::classify::{Rights, classify};
+use crate::pipeline::classify::classify;
 use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
 use crate::resp::{Proto, Request, RequestDecoder};
 use crate::router::SlotTable;
+use crate::users::User;
 use crate::worker::Worker;
 use plugins::{Decision, Observers, PluginMerge, RewriteMerge};
 use reply::{Gather, Pending};
@@ -60,7 +61,7 @@ pub struct Session {
     decoder: RequestDecoder,
     proto: Proto,
     /// Whose rights the session has; `None` until it authenticates (when AUTH is required).
-    rights: Option<Rights>,
+    rights: Option<std::sync::Arc<User>>,
     /// The backend login for its commands, and the logins version it was made for.
     login: Login,
     login_version: u64,
@@ -123,10 +124,7 @@ impl Session {
             .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
         let shared = &worker.shared;
         let reg = shared.clients.register(peer, local);
-        let rights = shared.config.session_password.is_none().then(|| Rights {
-            user: bytes::Bytes::from_static(b"default"),
-            ..Rights::default()
-        });
+        let rights = shared.users.load().connect_as();
         let limits = match rights {
             Some(_) => shared.config.limits(),
             None => shared.config.pre_auth_limits(),
@@ -349,7 +347,7 @@ impl Session {
     /// One request through classify, the plugin layer, plan and send.
     fn dispatch(&mut self, req: Request) -> Queued {
         let policy = self.worker.shared.policy();
-        let c = match classify(req, &policy, self.rights.as_ref()) {
+        let c = match classify(req, &policy, self.rights.as_deref()) {
             Ok(c) => c,
             Err(e) => return Queued::error(None, &e),
         };
@@ -402,7 +400,7 @@ impl Session {
     /// its client lacks), not shown to plugins again.
     fn execute_rewritten(&mut self, plugin: &str, req: Request) -> Pending {
         let policy = self.worker.shared.policy();
-        match classify(req, &policy, self.rights.as_ref()) {
+        match classify(req, &policy, self.rights.as_deref()) {
             Ok(c) => self.execute(&c),
             Err(e) if e.side() == Side::Client => Pending::error(&DataError::PluginBadRewrite {
                 name: plugin.to_owned(),

@@ -394,7 +394,9 @@ impl ClusterProxy {
                 .args(["--listen", &addr.to_string()])
                 .args(["--admin-listen", &admin_addr.to_string()]);
             command_line = format!("{cmd:?}");
-            if let Some(child) = spawn_logged(cmd, &dir, || answers_ping(addr, &[b"+PONG"])) {
+            // A proxy that requires AUTH (or refuses everyone) is up when it answers NOAUTH.
+            let ready = || answers_ping(addr, &[b"+PONG", b"-NOAUTH"]);
+            if let Some(child) = spawn_logged(cmd, &dir, ready) {
                 return ClusterProxy {
                     child,
                     addr,
