@@ -573,7 +573,9 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
     cp.api()
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
+    // Tessera's internal keys live in database 1 (never visible in database 0).
     let mut source = cp.servers[0].client();
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut source).unwrap();
     wait_for("the big key to be staged", Duration::from_secs(60), || {
         redis::cmd("EXISTS")
             .arg(format!("__tessera:marker:{key}"))
@@ -581,6 +583,22 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
             .unwrap_or(0)
             == 1
     });
+    // While it is staged, clients see none of Tessera's internal keys: database 0 (all that
+    // KEYS, SCAN, RANDOMKEY and DBSIZE look at) holds none, and DBSIZE counts client keys.
+    let visible: Vec<String> = redis::cmd("KEYS")
+        .arg("__tessera:*")
+        .query(&mut cp.servers[0].client())
+        .unwrap();
+    assert!(
+        visible.is_empty(),
+        "internal keys in database 0: {visible:?}"
+    );
+    // The one client key is in transit (0 or 1); its staging key and marker are not counted.
+    let dbsize: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert!(
+        dbsize <= 1,
+        "DBSIZE through the proxy counts internal keys: {dbsize}"
+    );
     cp.api().post("/api/migrations/abort", &json!({})).ok();
     wait_for("the abort to finish", Duration::from_secs(120), || {
         idle(&cp)
@@ -606,14 +624,16 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
     let n: i64 = c.hlen(key).unwrap();
     assert_eq!(n, 100_000);
     for server in &cp.servers {
-        let internal: Vec<String> = redis::cmd("KEYS")
-            .arg("__tessera:*")
-            .query(&mut server.client())
-            .unwrap();
-        assert!(
-            internal.is_empty(),
-            "internal keys left on {}: {internal:?}",
-            server.addr()
-        );
+        for db in [0, 1] {
+            let mut c = server.client();
+            let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
+            let internal: Vec<String> =
+                redis::cmd("KEYS").arg("__tessera:*").query(&mut c).unwrap();
+            assert!(
+                internal.is_empty(),
+                "internal keys left on {} in db {db}: {internal:?}",
+                server.addr()
+            );
+        }
     }
 }

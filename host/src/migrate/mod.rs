@@ -7,9 +7,17 @@
 //! source it is renamed to its staging key and a marker key is set, atomically; the mover
 //! copies it to a temp key on the target in chunks, renames temp → key, and only then
 //! deletes staging and marker. A proxy whose MIGRATE finds no key but sees the marker waits.
+//!
+//! Staging, marker and temp keys live in [`INTERNAL_DB`], not in the database clients use:
+//! KEYS, SCAN, RANDOMKEY and DBSIZE never see them, and no client can reach them (the proxy
+//! serves database 0 only, and its backend user may neither SELECT nor name a key under
+//! [`INTERNAL_PREFIX`]).
 
 pub mod mover;
 pub mod plan;
+
+/// The database of Tessera's internal keys on every backend (clients use database 0).
+pub const INTERNAL_DB: u32 = 1;
 
 /// A collection with more elements than this is moved in chunks, never by one MIGRATE.
 pub const BIG_KEY_ELEMENTS: u64 = 5_000;
@@ -18,13 +26,21 @@ pub const BIG_KEY_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Moves keys off the source, atomically per call, run there by proxies and by the mover:
 /// each of KEYS that exists is either staged (too big for one MIGRATE: renamed to its
-/// staging key, its marker set to its TTL) or moved with one `MIGRATE … REPLACE KEYS`.
-/// ARGV: target host, target port, MIGRATE timeout (ms), element limit, byte limit, and
-/// `stage-only` to stage big keys without moving the others (the mover moves those itself).
-/// Returns `{moved, markers, staged…}`: keys moved, keys of KEYS whose marker is present
-/// (being copied in chunks: wait), and the keys this call staged.
+/// staging key in the internal database, its marker set there to its TTL) or moved with one
+/// `MIGRATE … REPLACE KEYS`. ARGV: target host, target port, MIGRATE timeout (ms), element
+/// limit, byte limit, `stage-only` to stage big keys without moving the others (the mover
+/// moves those itself), and the internal database. Returns `{moved, markers, staged…}`: keys
+/// moved, keys of KEYS whose marker is present (being copied in chunks: wait), and the keys
+/// this call staged.
 pub const MOVE_KEYS_SCRIPT: &str = r#"
 local move, staged, markers = {}, {}, 0
+local db = tonumber(ARGV[7])
+local function marked(k)
+  redis.call('SELECT', db)
+  local m = redis.call('EXISTS', '__tessera:marker:' .. k)
+  redis.call('SELECT', 0)
+  return m == 1
+end
 for _, k in ipairs(KEYS) do
   if redis.call('EXISTS', k) == 1 then
     local t = redis.call('TYPE', k)['ok']
@@ -37,14 +53,23 @@ for _, k in ipairs(KEYS) do
     end
     if n > limit then
       local ttl = redis.call('PTTL', k)
-      redis.call('RENAME', k, '__tessera:staging:' .. k)
+      local staging = '__tessera:staging:' .. k
+      -- Renamed first (no client can hold that name), then moved; a staging key left by an
+      -- interrupted run is replaced, as RENAME would.
+      redis.call('RENAME', k, staging)
+      redis.call('SELECT', db)
+      redis.call('DEL', staging)
+      redis.call('SELECT', 0)
+      redis.call('MOVE', staging, db)
+      redis.call('SELECT', db)
       redis.call('SET', '__tessera:marker:' .. k, ttl)
+      redis.call('SELECT', 0)
       staged[#staged + 1] = k
       markers = markers + 1
     else
       move[#move + 1] = k
     end
-  elseif redis.call('EXISTS', '__tessera:marker:' .. k) == 1 then
+  elseif marked(k) then
     markers = markers + 1
   end
 end
@@ -81,6 +106,7 @@ fn script_request<K: AsRef<[u8]>>(
     let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
     let (n, timeout) = (keys.len().to_string(), timeout_ms.to_string());
     let (elements, bytes) = (BIG_KEY_ELEMENTS.to_string(), BIG_KEY_BYTES.to_string());
+    let db = INTERNAL_DB.to_string();
     let mut args: Vec<&[u8]> = vec![b"EVAL", MOVE_KEYS_SCRIPT.as_bytes(), n.as_bytes()];
     args.extend(keys.iter().map(AsRef::as_ref));
     args.extend([
@@ -90,6 +116,7 @@ fn script_request<K: AsRef<[u8]>>(
         elements.as_bytes(),
         bytes.as_bytes(),
         mode,
+        db.as_bytes(),
     ]);
     let size = args.iter().map(|a| a.len()).sum();
     crate::resp::encode_request(args.len(), args.iter().copied(), size)
@@ -98,11 +125,47 @@ fn script_request<K: AsRef<[u8]>>(
 /// The request that answers (an integer) how many of `keys` have a marker: are being copied
 /// as big keys.
 pub fn markers_exist_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
+    const SCRIPT: &[u8] =
+        b"redis.call('SELECT', ARGV[1]) return redis.call('EXISTS', unpack(KEYS))";
     let markers: Vec<Vec<u8>> = keys.iter().map(|k| marker_key(k.as_ref())).collect();
-    let args = std::iter::once(&b"EXISTS"[..]).chain(markers.iter().map(|m| &m[..]));
-    let size = markers.iter().map(Vec::len).sum();
-    crate::resp::encode_request(markers.len() + 1, args, size)
+    let (n, db) = (markers.len().to_string(), INTERNAL_DB.to_string());
+    let mut args: Vec<&[u8]> = vec![b"EVAL", SCRIPT, n.as_bytes()];
+    args.extend(markers.iter().map(|m| &m[..]));
+    args.push(db.as_bytes());
+    let size = args.iter().map(|a| a.len()).sum();
+    crate::resp::encode_request(args.len(), args.iter().copied(), size)
 }
+
+/// Puts a big key assembled in the internal database on the target into place, atomically:
+/// KEYS[1] the temp key (internal database), KEYS[2] the key; ARGV[1] the internal database.
+pub const PUBLISH_BIG_KEY_SCRIPT: &str = "\
+redis.call('SELECT', ARGV[1]) \
+if redis.call('MOVE', KEYS[1], 0) == 0 then \
+  return redis.error_reply('ERR the copy of ' .. KEYS[2] .. ' is missing from the internal database') \
+end \
+redis.call('SELECT', 0) \
+redis.call('RENAME', KEYS[1], KEYS[2]) \
+return 1";
+
+/// For an abort going back: puts a staged big key back in place (unless a newer key exists)
+/// and removes its marker. KEYS[1] the key, KEYS[2] its staging key, KEYS[3] its marker (both
+/// in the internal database); ARGV[1] the internal database.
+pub const UNSTAGE_SCRIPT: &str = "\
+redis.call('SELECT', ARGV[1]) \
+if redis.call('EXISTS', KEYS[2]) == 1 then \
+  redis.call('SELECT', 0) \
+  local newer = redis.call('EXISTS', KEYS[1]) == 1 \
+  redis.call('SELECT', ARGV[1]) \
+  if newer then redis.call('UNLINK', KEYS[2]) \
+  else \
+    redis.call('MOVE', KEYS[2], 0) \
+    redis.call('SELECT', 0) \
+    redis.call('RENAME', KEYS[2], KEYS[1]) \
+    redis.call('SELECT', ARGV[1]) \
+  end \
+end \
+redis.call('DEL', KEYS[3]) \
+return 1";
 
 /// What `MOVE_KEYS_SCRIPT` answered.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -15,7 +15,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use tracing::{debug, info};
 
-use super::{INTERNAL_PREFIX, marker_key, stage_big_keys_request, staging_key, temp_key};
+use super::{
+    INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNSTAGE_SCRIPT, marker_key, stage_big_keys_request,
+    staging_key, temp_key,
+};
 use crate::redis_client::{ClientError, Credential, RedisClient, Value};
 use crate::router::SlotId;
 
@@ -100,15 +103,6 @@ pub struct Mover<'a> {
     pub credential: Option<&'a Credential>,
 }
 
-/// Puts a staged big key back: staging → key (unless a newer key exists), marker removed.
-const UNSTAGE_SCRIPT: &str = "\
-if redis.call('EXISTS', KEYS[2]) == 1 then \
-  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('RENAME', KEYS[2], KEYS[1]) \
-  else redis.call('UNLINK', KEYS[2]) end \
-end \
-redis.call('DEL', KEYS[3]) \
-return 1";
-
 /// One page of a SCAN-family reply: advances `cursor` and returns the page's items.
 fn scan_page<'v>(
     server: &str,
@@ -148,9 +142,9 @@ impl Mover<'_> {
         let mut src =
             RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
         if self.aborting {
-            self.unstage_on_target(&mut src).await?;
+            self.unstage_on_target().await?;
         }
-        let mut found = BTreeSet::new();
+        let mut found = self.resume_staged().await?;
         let mut cursor = b"0".to_vec();
         let count = self.config.scan_count.to_string();
         loop {
@@ -162,26 +156,11 @@ impl Mover<'_> {
                 .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
                 .await?;
             let keys = scan_page(self.source, "SCAN", &reply, &mut cursor)?;
-            let mut small: Vec<(Bytes, u16)> = Vec::new();
-            let mut resume: Vec<(Bytes, u16)> = Vec::new();
-            for k in keys.iter().filter_map(Value::as_bytes) {
-                if let Some(orig) = k.strip_prefix(&b"__tessera:marker:"[..]) {
-                    if let Some(slot) = self.wanted(orig) {
-                        resume.push((Bytes::copy_from_slice(orig), slot));
-                    }
-                } else if !k.starts_with(INTERNAL_PREFIX)
-                    && let Some(slot) = self.wanted(k)
-                {
-                    small.push((Bytes::copy_from_slice(k), slot));
-                }
-            }
-            for (key, slot) in resume {
-                info!(key = %String::from_utf8_lossy(&key), slot, "resuming the copy of a staged big key");
-                self.copy_big(&mut src, &key).await?;
-                self.progress.add(slot, 1);
-                self.progress.add_total(1);
-                found.insert(slot);
-            }
+            let small: Vec<(Bytes, u16)> = keys
+                .iter()
+                .filter_map(Value::as_bytes)
+                .filter_map(|k| Some((Bytes::copy_from_slice(k), self.wanted(k)?)))
+                .collect();
             for chunk in small.chunks(self.config.batch) {
                 for (_, slot) in chunk {
                     found.insert(*slot);
@@ -195,6 +174,60 @@ impl Mover<'_> {
         }
         debug!(source = self.source, found = found.len(), "mover pass done");
         Ok(found)
+    }
+
+    /// Copies again the big keys an interrupted pass left staged (their markers are in the
+    /// internal database). Returns their slots.
+    async fn resume_staged(&self) -> Result<BTreeSet<u16>, MoverError> {
+        let mut found = BTreeSet::new();
+        for key in self.marked_keys(self.source).await? {
+            let Some(slot) = self.wanted(&key) else {
+                continue;
+            };
+            info!(key = %String::from_utf8_lossy(&key), slot, "resuming the copy of a staged big key");
+            self.copy_big(&key).await?;
+            self.progress.add(slot, 1);
+            self.progress.add_total(1);
+            found.insert(slot);
+        }
+        Ok(found)
+    }
+
+    /// The keys with a marker on `server`: staged there, being copied.
+    async fn marked_keys(&self, server: &str) -> Result<Vec<Bytes>, MoverError> {
+        let mut c = self.internal(server).await?;
+        let mut cursor = b"0".to_vec();
+        let mut out = Vec::new();
+        loop {
+            let reply = c
+                .cmd(&[
+                    &b"SCAN"[..],
+                    &cursor,
+                    b"MATCH",
+                    b"__tessera:marker:*",
+                    b"COUNT",
+                    b"2000",
+                ])
+                .await?;
+            let keys = scan_page(server, "SCAN", &reply, &mut cursor)?;
+            out.extend(
+                keys.iter()
+                    .filter_map(Value::as_bytes)
+                    .filter_map(|m| m.strip_prefix(&b"__tessera:marker:"[..]))
+                    .map(Bytes::copy_from_slice),
+            );
+            if cursor == b"0" {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// A connection to `server`'s internal database.
+    async fn internal(&self, server: &str) -> Result<RedisClient, MoverError> {
+        let mut c = RedisClient::connect_as(server, self.config.timeout, self.credential).await?;
+        let db = INTERNAL_DB.to_string();
+        expect_ok(&mut c, server, &[b"SELECT", db.as_bytes()]).await?;
+        Ok(c)
     }
 
     /// Moves a batch of keys: big keys are staged (one script) and copied in chunks, the
@@ -220,7 +253,7 @@ impl Mover<'_> {
             .collect();
         let mut moved = 0;
         for (key, slot) in keys.iter().filter(|(k, _)| staged.contains(k)) {
-            self.copy_big(src, key).await?;
+            self.copy_big(key).await?;
             self.progress.add(*slot, 1);
             moved += 1;
         }
@@ -260,53 +293,39 @@ impl Mover<'_> {
 
     /// For an abort going back: big keys the forward move had staged on this mover's target
     /// (its source then) are renamed back in place, and their partial copies here dropped.
-    async fn unstage_on_target(&self, src: &mut RedisClient) -> Result<(), MoverError> {
+    async fn unstage_on_target(&self) -> Result<(), MoverError> {
         let mut dst =
             RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
-        let mut cursor = b"0".to_vec();
-        loop {
-            let reply = dst
-                .cmd(&[
-                    &b"SCAN"[..],
-                    &cursor,
-                    b"MATCH",
-                    b"__tessera:marker:*",
-                    b"COUNT",
-                    b"2000",
-                ])
-                .await?;
-            let keys = scan_page(self.target, "SCAN", &reply, &mut cursor)?;
-            for m in keys.iter().filter_map(Value::as_bytes) {
-                let Some(key) = m.strip_prefix(&b"__tessera:marker:"[..]) else {
-                    continue;
-                };
-                if !self.slots.contains(&SlotId::of_key(key).0) {
-                    continue;
-                }
-                let (staging, temp) = (staging_key(key), temp_key(key));
-                dst.cmd(&[
-                    &b"EVAL"[..],
-                    UNSTAGE_SCRIPT.as_bytes(),
-                    b"3",
-                    key,
-                    &staging,
-                    m,
-                ])
-                .await?;
-                src.cmd(&[&b"UNLINK"[..], &temp]).await?;
-                info!(key = %String::from_utf8_lossy(key), "abort: a staged big key is back in place");
+        let mut src = self.internal(self.source).await?;
+        let db = INTERNAL_DB.to_string();
+        for key in self.marked_keys(self.target).await? {
+            if !self.slots.contains(&SlotId::of_key(&key).0) {
+                continue;
             }
-            if cursor == b"0" {
-                return Ok(());
-            }
+            let (staging, marker, temp) = (staging_key(&key), marker_key(&key), temp_key(&key));
+            let args: [&[u8]; 7] = [
+                b"EVAL",
+                UNSTAGE_SCRIPT.as_bytes(),
+                b"3",
+                &key,
+                &staging,
+                &marker,
+                db.as_bytes(),
+            ];
+            expect_ok(&mut dst, self.target, &args).await?;
+            src.cmd(&[&b"UNLINK"[..], &temp]).await?;
+            info!(key = %String::from_utf8_lossy(&key), "abort: a staged big key is back in place");
         }
+        Ok(())
     }
 
-    /// Copies a staged big key (renamed to its staging key, marker set) to the target.
-    async fn copy_big(&self, src: &mut RedisClient, key: &[u8]) -> Result<(), MoverError> {
+    /// Copies a staged big key (renamed to its staging key, marker set, both in the internal
+    /// database) to a temp key in the target's internal database, then puts it in place.
+    async fn copy_big(&self, key: &[u8]) -> Result<(), MoverError> {
         let (staging, marker, temp) = (staging_key(key), marker_key(key), temp_key(key));
-        let mut dst =
-            RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
+        let mut src = self.internal(self.source).await?;
+        let src = &mut src;
+        let mut dst = self.internal(self.target).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let kind = src.cmd(&[&b"TYPE"[..], &staging]).await?;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();
@@ -408,7 +427,16 @@ impl Mover<'_> {
             )
             .await?;
         }
-        expect_ok(&mut dst, self.target, &[b"RENAME", &temp, key]).await?;
+        let db = INTERNAL_DB.to_string();
+        let publish: [&[u8]; 6] = [
+            b"EVAL",
+            PUBLISH_BIG_KEY_SCRIPT.as_bytes(),
+            b"2",
+            &temp,
+            key,
+            db.as_bytes(),
+        ];
+        expect_ok(&mut dst, self.target, &publish).await?;
         // Only now is the key complete on the target: release the waiting proxies.
         src.cmd(&[&b"UNLINK"[..], &staging, &marker]).await?;
         info!(key = %String::from_utf8_lossy(key), "big key copied in chunks");
