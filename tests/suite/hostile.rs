@@ -157,6 +157,36 @@ fn scripts_and_functions_cannot_run_what_the_policy_refuses() {
     bystander.assert_unaffected();
 }
 
+// === defect 2: bytes that would end a shared backend connection ===
+
+#[test]
+fn lengths_redis_would_refuse_never_reach_the_shared_connection() {
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    let bystander = Bystander::start(&cluster.proxy, "hostile:lengths:counter");
+    for bad in [
+        &b"*2\r\n$3\r\nGET\r\n$01\r\nk\r\n"[..],
+        b"*02\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+        b"*1\r\n$-0\r\n",
+        b"*2\r\n$3\r\nGET\r\n$+1\r\nk\r\n",
+        b"*-0\r\n",
+    ] {
+        for _ in 0..20 {
+            let mut c = cluster.proxy.raw();
+            c.send(bad);
+            let reply = c.try_read_frame();
+            // Refused with a protocol error and closed, as Redis does; never forwarded.
+            match reply {
+                Ok(f) => {
+                    let e = error_of(&f);
+                    assert!(e.starts_with("ERR Protocol error"), "{:?}: {e}", String::from_utf8_lossy(bad));
+                }
+                Err(e) => panic!("{:?}: no reply ({e})", String::from_utf8_lossy(bad)),
+            }
+        }
+    }
+    bystander.assert_unaffected();
+}
+
 // === defect 3: limits before AUTH, query buffer limits ===
 
 #[test]

@@ -57,11 +57,13 @@ pub struct ReplyRx {
 }
 
 impl Future for ReplyRx {
-    type Output = Result<ReplyResult, oneshot::error::RecvError>;
+    /// The reply; a connection task gone without answering is `BackendDropped`.
+    type Output = ReplyResult;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
-        if let (Ok(Ok(b)), Some(a)) = (&r, &self.account) {
+        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx))
+            .unwrap_or(Err(DataError::BackendDropped));
+        if let (Ok(b), Some(a)) = (&r, &self.account) {
             a.release(b.len());
         }
         self.account = None;

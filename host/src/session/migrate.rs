@@ -19,7 +19,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::reply::flatten;
 use crate::backend::{Login, ReplyRx};
 use crate::error::DataError;
 use crate::limits::OutputAccount;
@@ -72,7 +71,7 @@ impl Moved {
 
     async fn target_has_markers(&self) -> Result<bool, DataError> {
         let req = markers_exist_request(&self.keys);
-        let reply = flatten(self.control(&self.target, req).await)?;
+        let reply = self.control(&self.target, req).await?;
         Ok(parse_integer(&reply).is_some_and(|n| n > 0))
     }
 
@@ -80,7 +79,7 @@ impl Moved {
         let deadline = tokio::time::Instant::now() + MARKER_WAIT;
         let mut pending = self.first.take().expect("Moved::start sent the first move");
         loop {
-            let reply = flatten(pending.await)?;
+            let reply = pending.await?;
             let Some(outcome) = MoveOutcome::parse(&reply) else {
                 let text = String::from_utf8_lossy(&reply);
                 return Err(DataError::MoveFailed {
@@ -106,6 +105,6 @@ impl Moved {
             self.req,
             Some(&self.account),
         );
-        flatten(rx.await)
+        rx.await
     }
 }

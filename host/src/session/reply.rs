@@ -57,7 +57,7 @@ impl Pending {
                 tokio::time::sleep_until(at).await;
                 Ok(b)
             }
-            Pending::One(rx) => flatten(rx.await),
+            Pending::One(rx) => rx.await,
             Pending::Moved(m) => m.reply().await,
             Pending::Gather(g) => {
                 let Gather {
@@ -93,15 +93,5 @@ pub(crate) async fn resolve_all(parts: Vec<Pending>) -> Result<Vec<Bytes>, DataE
     match failed {
         Some(e) => Err(e),
         None => Ok(replies),
-    }
-}
-
-/// A backend's reply, or why there is none.
-pub(crate) fn flatten(
-    r: Result<crate::backend::ReplyResult, tokio::sync::oneshot::error::RecvError>,
-) -> Result<Bytes, DataError> {
-    match r {
-        Ok(r) => r,
-        Err(_) => Err(DataError::BackendDropped),
     }
 }
