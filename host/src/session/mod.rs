@@ -20,6 +20,7 @@ mod reply;
 mod send;
 
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
@@ -437,19 +438,33 @@ impl Session {
         let account = self.account.clone();
         for q in queue.drain(..) {
             let at = wbuf.len();
-            let resolve = async {
-                match q.reply {
-                    QueuedReply::One(p) => p.write_into(wbuf).await,
-                    QueuedReply::PluginMerged(parts, pm) => match reply::resolve_all(parts).await {
-                        Ok(replies) => pm.merge(&replies, wbuf),
-                        Err(e) => wbuf.extend_from_slice(&e.reply()),
-                    },
+            {
+                let resolve = async {
+                    match q.reply {
+                        QueuedReply::One(p) => p.write_into(wbuf).await,
+                        QueuedReply::PluginMerged(parts, pm) => {
+                            match reply::resolve_all(parts).await {
+                                Ok(replies) => pm.merge(&replies, wbuf),
+                                Err(e) => wbuf.extend_from_slice(&e.reply()),
+                            }
+                        }
+                    }
+                };
+                // Most replies are ready by the time they are reached: poll once, and race
+                // the client's output account only for a reply that must be waited for.
+                let mut resolve = std::pin::pin!(resolve);
+                let ready =
+                    std::future::poll_fn(|cx| Poll::Ready(resolve.as_mut().poll(cx))).await;
+                if ready.is_pending() {
+                    tokio::select! {
+                        biased;
+                        o = account.overflowed() => return Err(End::Output(o)),
+                        _ = &mut resolve => {}
+                    }
                 }
-            };
-            tokio::select! {
-                biased;
-                o = account.overflowed() => return Err(End::Output(o)),
-                _ = resolve => {}
+            }
+            if let Some(o) = account.overflow() {
+                return Err(End::Output(o));
             }
             if !q.observers.is_empty() {
                 q.observers.apply(conn, wbuf, at);
