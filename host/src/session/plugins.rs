@@ -17,7 +17,7 @@ use tessera_wasm::{
 use super::Session;
 use super::gather::Pending;
 use crate::command::{Command, CommandTable, Kind, Local};
-use crate::resp::{Frame, Proto, ReplyScanner, Request, parse_integer, split_aggregate};
+use crate::resp::{Frame, Proto, ReplyScanner, Request};
 
 /// A plugin that asked to see the reply of the command it passed.
 pub(crate) struct Observer {
@@ -321,85 +321,10 @@ impl Rewritten {
             }
             return;
         }
-        if let Some(err) = replies
-            .iter()
-            .find(|r| matches!(r.first(), Some(b'-' | b'!')))
-        {
-            out.extend_from_slice(err);
-            return;
-        }
-        if let Err(f) = host_merge(self.merge, &replies, self.proto, out) {
-            f.encode(self.proto, out);
+        // One implementation with the SDK's fake host (first error reply wins, SUM overflow
+        // is an error): a plugin tested natively merges the same here.
+        if let Err(e) = abi::merge::merge(self.merge, &replies, self.proto.into(), out) {
+            Frame::error(format!("ERR {e}")).encode(self.proto, out);
         }
     }
-}
-
-fn is_nil(r: &[u8]) -> bool {
-    matches!(r, b"$-1\r\n" | b"_\r\n" | b"*-1\r\n")
-}
-
-/// The merges the host does without calling the plugin again.
-fn host_merge(
-    merge: u32,
-    replies: &[Bytes],
-    proto: Proto,
-    out: &mut BytesMut,
-) -> Result<(), Frame> {
-    let unexpected = || Frame::error("ERR unexpected reply to a command a plugin rewrote");
-    match merge {
-        abi::merge::CONCAT => {
-            // Arrays, sets and maps (a map's elements come in key/value pairs).
-            let kind = replies
-                .iter()
-                .map(|r| r[0])
-                .find(|&k| k != b'_' && !is_nil(&[k]));
-            let mut elems: Vec<&[u8]> = Vec::new();
-            for r in replies {
-                if is_nil(r) {
-                    continue;
-                }
-                elems.extend(split_aggregate(r).ok_or_else(unexpected)?);
-            }
-            match kind.unwrap_or(b'*') {
-                b'%' => {
-                    out.extend_from_slice(b"%");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len() / 2).as_bytes());
-                }
-                b'~' => {
-                    out.extend_from_slice(b"~");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
-                }
-                _ => {
-                    out.extend_from_slice(b"*");
-                    out.extend_from_slice(itoa::Buffer::new().format(elems.len()).as_bytes());
-                }
-            }
-            out.extend_from_slice(b"\r\n");
-            for e in elems {
-                out.extend_from_slice(e);
-            }
-        }
-        abi::merge::SUM => {
-            let mut sum = 0i64;
-            for r in replies {
-                sum = sum.wrapping_add(parse_integer(r).ok_or_else(unexpected)?);
-            }
-            Frame::Integer(sum).encode(proto, out);
-        }
-        abi::merge::ALL_OK => {
-            if replies.iter().all(|r| &r[..] == b"+OK\r\n") {
-                out.extend_from_slice(b"+OK\r\n");
-            } else {
-                return Err(unexpected());
-            }
-        }
-        abi::merge::FIRST_NON_NIL => match replies.iter().find(|r| !is_nil(r)) {
-            Some(r) => out.extend_from_slice(r),
-            None => Frame::Null.encode(proto, out),
-        },
-        abi::merge::LAST => out.extend_from_slice(replies.last().ok_or_else(unexpected)?),
-        abi::merge::FIRST => out.extend_from_slice(replies.first().ok_or_else(unexpected)?),
-        _ => return Err(unexpected()),
-    }
-    Ok(())
 }

@@ -190,24 +190,7 @@ pub mod reply_action {
 pub const INIT_OK: u8 = 0;
 pub const INIT_ERROR: u8 = 1;
 
-/// How the host combines the replies of a rewrite's commands.
-pub mod merge {
-    /// Call `on_reply` with every reply.
-    pub const PLUGIN: u32 = 0;
-    /// Concatenate arrays (or sets, or maps).
-    pub const CONCAT: u32 = 1;
-    /// Sum integers.
-    pub const SUM: u32 = 2;
-    /// `+OK` when every reply is `+OK`.
-    pub const ALL_OK: u32 = 3;
-    /// The first reply that is not nil (nil if all are).
-    pub const FIRST_NON_NIL: u32 = 4;
-    /// The last command's reply.
-    pub const LAST: u32 = 5;
-    /// The first command's reply.
-    pub const FIRST: u32 = 6;
-    pub const MAX: u32 = 6;
-}
+pub mod merge;
 
 /// Packs a result: `action:8 | count:24 | out_len:32`.
 pub const fn pack(action: u8, count: u32, out_len: u32) -> i64 {
@@ -775,6 +758,11 @@ impl<'a> ManifestView<'a> {
         })
     }
 }
+
+#[cfg(feature = "alloc")]
+pub mod reply;
+#[cfg(feature = "alloc")]
+pub use reply::{ReplyError, ReplyScanner, is_error_reply, is_nil, is_one_reply, parse_integer, split_aggregate};
 
 #[cfg(feature = "alloc")]
 mod write;

@@ -7,9 +7,13 @@ use tessera_plugin_abi::{
     unpack,
 };
 
-use super::TestCommand;
+use super::command::TestCommand;
+use super::fake::set_in_init;
+use super::merge::error_reply;
 use crate::rt::Runtime;
-use crate::{Merge, Plugin, resp};
+use crate::hooks::Plugin;
+use crate::out::Merge;
+use crate::resp;
 
 /// The manifest a plugin returned, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -146,17 +150,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `-<text>\r\n` with CR/LF replaced, as the host sends a DENY or ERROR.
-pub(crate) fn error_reply(text: &str) -> Vec<u8> {
-    let mut v = b"-".to_vec();
-    v.extend(
-        text.bytes()
-            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
-    );
-    v.extend_from_slice(b"\r\n");
-    v
-}
-
 fn check_one_reply(bytes: &[u8]) {
     match resp::value_end(bytes, 0) {
         Ok(end) if end == bytes.len() => {}
@@ -183,9 +176,9 @@ impl<P: Plugin> Harness<P> {
         rt.arena();
         assert_eq!(rt.reserve(config.len() as i32, 0), 0);
         rt.input_mut()[..config.len()].copy_from_slice(config);
-        super::set_in_init(true);
+        set_in_init(true);
         let r = rt.init(config.len() as i32);
-        super::set_in_init(false);
+        set_in_init(false);
         let (act, _, len) = unpack(r);
         let out = rt.output(len as usize);
         if act != INIT_OK {
@@ -342,7 +335,7 @@ impl<P: Plugin> Harness<P> {
                 let replies: Vec<Vec<u8>> = rw.commands.iter().map(|c| backend(c)).collect();
                 match rw.merge {
                     Merge::Plugin => self.finish_reply(conn, rw.ctx, &replies),
-                    m => super::merge(m, &replies),
+                    m => super::merge::merge(m, &replies),
                 }
             }
         }
