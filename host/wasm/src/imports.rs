@@ -6,8 +6,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tessera_plugin_abi::{self as abi, import, status};
 use wasmtime::{Caller, Linker};
 
-use crate::instance::HostState;
-use crate::metrics::{Kind, MetricError};
+use crate::host_state::HostState;
+use crate::metrics::{Kind, MetricError, Series};
 
 static START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
@@ -164,7 +164,7 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     fn series(
         st: &mut HostState,
         id: i32,
-    ) -> Option<(std::sync::Arc<crate::metrics::Series>, Kind)> {
+    ) -> Option<(std::sync::Arc<Series>, Kind)> {
         let i = usize::try_from(id).ok()?;
         if let Some(Some(cached)) = st.series.get(i) {
             return Some(cached.clone());

@@ -14,18 +14,29 @@
 //! actions back.
 
 mod chain;
+mod client;
 pub mod cputime;
+mod fault;
+mod generation;
+mod hooks;
+mod host_state;
 mod imports;
 mod instance;
 pub mod metrics;
 mod plugin;
 mod runtime;
+mod spec;
 pub mod state;
 
 pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
-pub use instance::{CmdOutcome, Fault, Instance, ReplyOutcome};
-pub use plugin::{
-    FAULT_REASONS, FailPolicy, Generation, Hooks, PluginShared, PluginSpec, valid_plugin_name,
+pub use client::{ClientFacts, ClientLookup};
+pub use fault::{
+    CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict,
 };
-pub use runtime::{ClientFacts, ClientLookup, LoadError, Runtime, RuntimeConfig};
+pub use generation::Generation;
+pub use hooks::{DeniedToAll, Hooks};
+pub use instance::{CmdOutcome, Instance, ReplyOutcome};
+pub use plugin::PluginShared;
+pub use runtime::{LoadError, Runtime, RuntimeConfig};
+pub use spec::{PluginSpec, valid_plugin_name};
 pub use tessera_plugin_abi as abi;
