@@ -130,6 +130,7 @@ impl PluginHost {
                         && g.spec.fail == spec.fail
                         && g.spec.cpu_budget == spec.cpu_budget
                         && g.spec.memory_limit == spec.memory_limit
+                        && g.spec.max_input == spec.max_input
                 });
                 match same {
                     Some(g) => gens.push(g.clone()),
@@ -242,6 +243,9 @@ pub struct PluginFile {
     pub fail: Option<String>,
     pub cpu_budget_ms: Option<u64>,
     pub memory_mb: Option<usize>,
+    /// The most bytes of one command (or observed reply) copied into the plugin, KiB
+    /// (default: a quarter of the memory limit).
+    pub max_input_kb: Option<usize>,
 }
 
 impl PluginFile {
@@ -276,6 +280,8 @@ impl PluginFile {
                 )
             })?;
         }
-        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
+        Ok(spec
+            .with_limits(self.cpu_budget_ms, self.memory_mb)
+            .with_input_limit(self.max_input_kb))
     }
 }

@@ -11,13 +11,13 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
 use tessera_wasm::{
-    ChainStep, CmdOutcome, FailPolicy, Fault, InstanceRef, ReplyOutcome, WorkerChain,
+    CallError, ChainStep, CmdOutcome, FailPolicy, InstanceRef, ReplyOutcome, Verdict, WorkerChain,
 };
 
 use super::Session;
 use super::gather::Pending;
 use crate::command::{Command, CommandTable, Kind, Local};
-use crate::resp::{Frame, Proto, ReplyScanner, Request};
+use crate::resp::{Frame, Proto, Request};
 
 /// A plugin that asked to see the reply of the command it passed.
 pub(crate) struct Observer {
@@ -56,9 +56,10 @@ fn failed(name: &str, reason: &str) -> Frame {
     Frame::error(format!("ERR plugin {name} failed: {reason}"))
 }
 
-/// Exactly one complete RESP reply?
-fn one_reply(b: &[u8]) -> bool {
-    matches!(ReplyScanner::default().next_len(b), Ok(Some(n)) if n == b.len())
+/// A plugin call that gave no verdict: `ERR plugin <name> failed: <reason>`, or `ERR plugin
+/// <name> cannot take this command: …` for an input over the plugin's limit.
+fn call_failed(name: &str, e: &CallError) -> Frame {
+    Frame::error(format!("ERR plugin {name} {e}"))
 }
 
 impl Session {
@@ -128,12 +129,16 @@ impl Session {
             let outcome = inst.borrow_mut().on_command(conn, id, class, &args);
             let outcome = match outcome {
                 Ok(o) => o,
-                Err(f) => {
-                    wc.report_fault(i, &f);
-                    match g.spec.fail {
-                        FailPolicy::Open => continue,
-                        FailPolicy::Closed => {
-                            return Decision::Done(self.reply(failed(g.name(), &f.reason)));
+                Err(e) => {
+                    if let Some(f) = e.fault() {
+                        wc.report_fault(i, f);
+                    }
+                    // Fail-open never passes a command that was too large for the plugin or
+                    // made it fault: any client could skip the plugin that way.
+                    match g.spec.fail.when_command_failed(&e) {
+                        Verdict::Skip => continue,
+                        Verdict::Fail => {
+                            return Decision::Done(self.reply(call_failed(g.name(), &e)));
                         }
                     }
                 }
@@ -153,11 +158,7 @@ impl Session {
                     return Decision::Done(observe(Pending::Ready(b.freeze()), observers, conn));
                 }
                 CmdOutcome::Reply(bytes) => {
-                    if !one_reply(&bytes) {
-                        let f = Fault::bad_output("its reply is not one complete RESP reply");
-                        wc.report_fault(i, &f);
-                        return Decision::Done(self.reply(failed(g.name(), &f.reason)));
-                    }
+                    // One complete RESP reply: checked by the runtime.
                     return Decision::Done(observe(Pending::Ready(bytes.into()), observers, conn));
                 }
                 CmdOutcome::Rewrite {
@@ -278,15 +279,15 @@ impl Observed {
                 .on_reply(self.conn, o.ctx, &[&out[at..]]);
             let replacement = match r {
                 Ok(ReplyOutcome::Pass) => continue,
-                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
-                Ok(ReplyOutcome::Replace(_)) if fail == FailPolicy::Closed => {
-                    failed(name, "its reply is not one complete RESP reply").to_bytes(Proto::Resp2)
-                }
+                // One complete RESP reply: checked by the runtime.
+                Ok(ReplyOutcome::Replace(b)) => Bytes::from(b),
                 Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
-                Err(f) if fail == FailPolicy::Closed => {
-                    failed(name, &f.reason).to_bytes(Proto::Resp2)
-                }
-                Ok(ReplyOutcome::Replace(_)) | Err(_) => continue,
+                // Too large to observe, a fault, a dead instance: the observer's policy
+                // decides (fail-open passes the reply unobserved).
+                Err(e) => match fail.when_reply_failed(&e) {
+                    Verdict::Skip => continue,
+                    Verdict::Fail => call_failed(name, &e).to_bytes(Proto::Resp2),
+                },
             };
             out.truncate(at);
             out.extend_from_slice(&replacement);
@@ -310,14 +311,10 @@ impl Rewritten {
                 Ok(ReplyOutcome::Pass) => {
                     failed(&self.name, "passed a merge of several replies").encode(self.proto, out)
                 }
-                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => out.extend_from_slice(&b),
-                Ok(ReplyOutcome::Replace(_)) => {
-                    failed(&self.name, "its reply is not one complete RESP reply")
-                        .encode(self.proto, out)
-                }
+                Ok(ReplyOutcome::Replace(b)) => out.extend_from_slice(&b),
                 Ok(ReplyOutcome::Error(t)) => out.extend_from_slice(&error_bytes(&t)),
                 // A rewrite cannot fail open: the original command was never sent.
-                Err(f) => failed(&self.name, &f.reason).encode(self.proto, out),
+                Err(e) => call_failed(&self.name, &e).encode(self.proto, out),
             }
             return;
         }

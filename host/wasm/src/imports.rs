@@ -7,7 +7,7 @@ use tessera_plugin_abi::{self as abi, import, status};
 use wasmtime::{Caller, Linker};
 
 use crate::host_state::HostState;
-use crate::metrics::{Kind, MetricError, Series};
+use crate::metrics::{Kind, MAX_HELP, MAX_LABEL_VALUE, MAX_LABELS, MetricError, Series};
 
 static START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
@@ -123,6 +123,11 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(b) = range(data, buckets_ptr, nbuckets.max(0).saturating_mul(8)) else {
                 return status::INVALID_MEMORY;
             };
+            // Bounded before anything is copied out of the guest (names are at most 100).
+            if n.len() > 100 || h.len() > MAX_HELP || l.len() > MAX_LABELS * 104 || b.len() > 8 * 256
+            {
+                return status::BAD_ARGUMENT;
+            }
             let Some(labels) = strings(&data[l]) else {
                 return status::BAD_ARGUMENT;
             };
@@ -152,6 +157,11 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(r) = range(data, ptr, len) else {
                 return status::INVALID_MEMORY;
             };
+            // Bounded before anything is copied out of the guest.
+            let max = MAX_LABELS * (MAX_LABEL_VALUE + 4);
+            if r.len() > max {
+                return status::BAD_ARGUMENT;
+            }
             let Some(values) = strings(&data[r]) else {
                 return status::BAD_ARGUMENT;
             };
