@@ -2,7 +2,7 @@
 //! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
 
 use tessera_plugin_abi::{
-    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_WANT_CLOSE, ManifestView, RewriteArg,
+    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_WANT_CLOSE, ManifestView, RewriteArg,
     RewriteView, action, command_size, encode_command, encode_replies, replies_size, reply_action,
     unpack,
 };
@@ -18,7 +18,8 @@ use crate::resp;
 /// The manifest a plugin returned, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ManifestInfo {
-    /// `MF_*` flags.
+    /// `MF_*` hook flags (`MF_WANT_CLOSE`, `MF_ALL`, `MF_CLASS_VALUES`); the section flag
+    /// `MF_DENIES` is decoded into [`ManifestInfo::denied`] instead.
     pub flags: u32,
     /// Hooked classes.
     pub classes: u32,
@@ -28,6 +29,11 @@ pub struct ManifestInfo {
     pub commands: Vec<(u16, u16)>,
     /// Key prefixes.
     pub prefixes: Vec<Vec<u8>>,
+    /// Commands declared denied to every client ([`crate::Manifest::deny_to_all`]), as
+    /// written.
+    pub denied: Vec<String>,
+    /// Classes declared denied to every client.
+    pub denied_classes: u32,
 }
 
 impl ManifestInfo {
@@ -187,11 +193,13 @@ impl<P: Plugin> Harness<P> {
         let view = ManifestView::parse(out).expect("the SDK wrote a malformed manifest");
         assert_eq!(view.version, 1);
         let manifest = ManifestInfo {
-            flags: view.flags,
+            flags: view.flags & !MF_DENIES,
             classes: view.classes,
             tick_ms: view.tick_ms,
             commands: view.commands().collect(),
             prefixes: view.prefixes().map(|p| p.to_vec()).collect(),
+            denied: view.denied_names().map(text).collect(),
+            denied_classes: view.denied_classes,
         };
         Ok(Self { rt, manifest })
     }
