@@ -7,8 +7,10 @@
 //!   all threads, and the hook manifest its `init` returned in a probe instance.
 //! - [`Chain`]: the ordered plugins in force, swapped atomically on reload.
 //! - [`WorkerChain`]: a worker thread's warm instances for the chain in force; an instance that
-//!   faulted is replaced (with backoff when it keeps failing); an instance still referenced by a
-//!   command in flight outlives a reload.
+//!   faulted is replaced at once for the next command (backoff only when instantiation keeps
+//!   failing); an instance still referenced by a command in flight outlives a reload.
+//! - [`CallError`] / [`FailPolicy`]: why a call gave no verdict (input over the plugin's input
+//!   limit, a fault, a dead instance) and what the policy makes of it ([`Verdict`]).
 //!
 //! This crate knows nothing of sessions or routing: the proxy hands it argument slices and gets
 //! actions back.
