@@ -199,7 +199,10 @@ fn a_fail_open_plugin_that_traps_fails_that_command_and_stays_on_for_the_others(
         );
         assert_eq!(other.cmd(&["SET", "calm", "1"]), Frame::Simple("OK".into()));
     }
-    assert!(!server.has("boom:1"), "the command that made the plugin trap reached Redis");
+    assert!(
+        !server.has("boom:1"),
+        "the command that made the plugin trap reached Redis"
+    );
     // Every fault was a fresh instance, never a backoff that skips the plugin.
     let m = proxy.metrics();
     let faults = metric(
@@ -223,7 +226,11 @@ fn issue_10_an_oversized_key_fails_only_that_command_even_past_a_fail_open_filte
     let server = RedisServer::start();
     let config = json!({ "deny_commands": ["FLUSHALL"], "read_only_keys": ["frozen:*"] });
     let proxy = Proxy::builder(&[&server])
-        .config(&plugin_toml("filter", &config, "fail = \"open\"\nmemory_mb = 64"))
+        .config(&plugin_toml(
+            "filter",
+            &config,
+            "fail = \"open\"\nmemory_mb = 64",
+        ))
         .threads(1)
         .admin()
         .start();
@@ -274,7 +281,11 @@ fn the_input_limit_is_set_per_plugin_in_the_config() {
     let mut c = proxy.raw();
     let key = format!("k:{}", "x".repeat(100 << 10));
     let e = error_of(&c.cmd(&["SET", &key, "v"]));
-    assert!(e.contains("input limit of 65536 bytes"), "{}", &e[..e.len().min(300)]);
+    assert!(
+        e.contains("input limit of 65536 bytes"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
     let key = format!("k:{}", "x".repeat(32 << 10));
     assert_eq!(c.cmd(&["SET", &key, "v"]), Frame::Simple("OK".into()));
 }

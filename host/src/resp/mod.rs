@@ -12,8 +12,8 @@ mod request;
 pub use frame::{Frame, Proto};
 // The reply scanner and helpers live in the plugin ABI crate, with the merges the proxy and
 // the plugin SDK share; re-exported here under their old names.
-pub use tessera_plugin_abi::reply::{ReplyError, ReplyScanner, parse_integer, split_aggregate};
 pub use request::{Limits, Request, RequestDecoder, encode_request};
+pub use tessera_plugin_abi::reply::{ReplyError, ReplyScanner, parse_integer, split_aggregate};
 
 /// A malformed byte stream. The session answers `-ERR Protocol error: …` and closes the
 /// connection, as Redis does.

@@ -208,14 +208,23 @@ mod tests {
             assert_eq!(FailPolicy::Closed.when_command_failed(&e), Verdict::Fail);
         }
         assert_eq!(FailPolicy::Open.when_unavailable(), Verdict::Skip);
-        assert_eq!(FailPolicy::Open.when_command_failed(&CallError::Dead), Verdict::Skip);
+        assert_eq!(
+            FailPolicy::Open.when_command_failed(&CallError::Dead),
+            Verdict::Skip
+        );
         assert_eq!(FailPolicy::Closed.when_unavailable(), Verdict::Fail);
     }
 
     #[test]
     fn observers_follow_their_policy_on_replies() {
-        assert_eq!(FailPolicy::Open.when_reply_failed(&too_large()), Verdict::Skip);
-        assert_eq!(FailPolicy::Closed.when_reply_failed(&too_large()), Verdict::Fail);
+        assert_eq!(
+            FailPolicy::Open.when_reply_failed(&too_large()),
+            Verdict::Skip
+        );
+        assert_eq!(
+            FailPolicy::Closed.when_reply_failed(&too_large()),
+            Verdict::Fail
+        );
     }
 
     #[test]

@@ -82,7 +82,10 @@ impl DeniedToAll {
 fn denied_name(raw: &[u8]) -> Result<String, String> {
     let shown = || String::from_utf8_lossy(raw).into_owned();
     if raw.is_empty() || !raw.iter().all(|b| b.is_ascii_graphic()) {
-        return Err(format!("manifest denies a malformed command name {:?}", shown()));
+        return Err(format!(
+            "manifest denies a malformed command name {:?}",
+            shown()
+        ));
     }
     let text = std::str::from_utf8(raw).map_err(|_| shown())?;
     let mut parts = text.split('|');
@@ -200,7 +203,12 @@ mod tests {
         let h = hooks(&m).unwrap();
         assert_eq!(h.denied.commands, ["CONFIG|SET", "FLUSHALL"]);
         assert_eq!(h.denied.classes, class::ADMIN | class::DANGEROUS);
-        assert!(hooks(&ManifestBuilder::default()).unwrap().denied.is_empty());
+        assert!(
+            hooks(&ManifestBuilder::default())
+                .unwrap()
+                .denied
+                .is_empty()
+        );
     }
 
     #[test]

@@ -124,7 +124,10 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 return status::INVALID_MEMORY;
             };
             // Bounded before anything is copied out of the guest (names are at most 100).
-            if n.len() > 100 || h.len() > MAX_HELP || l.len() > MAX_LABELS * 104 || b.len() > 8 * 256
+            if n.len() > 100
+                || h.len() > MAX_HELP
+                || l.len() > MAX_LABELS * 104
+                || b.len() > 8 * 256
             {
                 return status::BAD_ARGUMENT;
             }
@@ -171,10 +174,7 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             }
         },
     )?;
-    fn series(
-        st: &mut HostState,
-        id: i32,
-    ) -> Option<(std::sync::Arc<Series>, Kind)> {
+    fn series(st: &mut HostState, id: i32) -> Option<(std::sync::Arc<Series>, Kind)> {
         let i = usize::try_from(id).ok()?;
         if let Some(Some(cached)) = st.series.get(i) {
             return Some(cached.clone());

@@ -32,9 +32,7 @@ pub mod state;
 
 pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
 pub use client::{ClientFacts, ClientLookup};
-pub use fault::{
-    CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict,
-};
+pub use fault::{CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict};
 pub use generation::Generation;
 pub use hooks::{DeniedToAll, Hooks};
 pub use instance::{CmdOutcome, Instance, ReplyOutcome};

@@ -291,7 +291,9 @@ impl Runtime {
                 )));
             }
             Err(e) => {
-                let why = e.fault().map_or_else(|| e.to_string(), |f| f.reason.clone());
+                let why = e
+                    .fault()
+                    .map_or_else(|| e.to_string(), |f| f.reason.clone());
                 return Err(LoadError(format!(
                     "plugin {} failed in init: {why}",
                     spec.name

@@ -247,7 +247,14 @@ impl SharedState {
         self.acquire_at(bucket, cost, per_second, burst, Instant::now())
     }
 
-    fn acquire_at(&self, bucket: &[u8], cost: u32, per_second: u32, burst: u32, now: Instant) -> bool {
+    fn acquire_at(
+        &self,
+        bucket: &[u8],
+        cost: u32,
+        per_second: u32,
+        burst: u32,
+        now: Instant,
+    ) -> bool {
         let mut shard = self.shard(bucket);
         if !shard.buckets.contains_key(bucket) {
             self.bucket_room(&mut shard, now);
@@ -315,7 +322,11 @@ mod tests {
             s.acquire_at(key.as_bytes(), 1, 1, 1, now);
             // The victim stays in use (an active client sends all the time).
             let _ = s.acquire_at(b"victim", 1, 1, 1, now);
-            assert!(s.bucket_count() <= 64, "{} buckets after {i}", s.bucket_count());
+            assert!(
+                s.bucket_count() <= 64,
+                "{} buckets after {i}",
+                s.bucket_count()
+            );
         }
         // Still drained: it was never evicted (a fresh bucket would let it through).
         let late = t0 + Duration::from_micros(10_001);

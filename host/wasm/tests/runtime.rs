@@ -53,7 +53,9 @@ fn call(wc: &mut WorkerChain, key: &[u8]) -> Result<CmdOutcome, CallError> {
             elide: true,
         },
     ];
-    let r = inst.borrow_mut().on_command(1, cmd::SET, class::WRITE, &args);
+    let r = inst
+        .borrow_mut()
+        .on_command(1, cmd::SET, class::WRITE, &args);
     if let Err(CallError::Fault(f)) = &r {
         wc.report_fault(0, f);
     }
@@ -83,7 +85,8 @@ fn an_input_over_the_limit_fails_that_command_before_anything_is_copied() {
     assert_eq!((t.input, t.limit), (Input::Command, 512 << 10));
     assert!(t.size > 3 << 20);
     assert!(
-        e.to_string().contains("over the plugin's input limit of 524288 bytes"),
+        e.to_string()
+            .contains("over the plugin's input limit of 524288 bytes"),
         "{e}"
     );
     // Whatever the policy: the client's own input must not walk past a fail-open filter.
@@ -110,7 +113,10 @@ fn the_input_limit_is_configurable_and_checked_at_load() {
     let g = rt.load(spec).unwrap();
     let mut wc = worker(&rt, &g);
     let e = call(&mut wc, &[b'k'; 9 << 10]).unwrap_err();
-    assert!(matches!(e, CallError::TooLarge(t) if t.limit == 8 << 10), "{e:?}");
+    assert!(
+        matches!(e, CallError::TooLarge(t) if t.limit == 8 << 10),
+        "{e:?}"
+    );
 
     let spec = PluginSpec::new("hostile", wasm.clone(), b"{}".to_vec())
         .with_limits(None, Some(2))
@@ -119,23 +125,36 @@ fn the_input_limit_is_configurable_and_checked_at_load() {
     assert!(e.0.contains("above half the plugin's memory limit"), "{e}");
     let spec = PluginSpec::new("hostile", wasm, vec![b' '; 5000]).with_input_limit(Some(4));
     let e = rt.load(spec).unwrap_err();
-    assert!(e.0.contains("config of 5000 bytes is over its input limit"), "{e}");
+    assert!(
+        e.0.contains("config of 5000 bytes is over its input limit"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_call_time_fault_costs_that_command_and_the_next_one_gets_a_fresh_instance() {
     let rt = runtime();
-    let g = load(&rt, module(&hook_all(), OnCommand::TrapOnB, OnReply::Pass), 4);
+    let g = load(
+        &rt,
+        module(&hook_all(), OnCommand::TrapOnB, OnReply::Pass),
+        4,
+    );
     let mut wc = worker(&rt, &g);
     assert_eq!(call(&mut wc, b"calm").unwrap(), CmdOutcome::Pass);
     // A client that makes the plugin trap on every command it sends: each costs only itself.
     for round in 1..=5u64 {
         let e = call(&mut wc, b"boom").unwrap_err();
-        let f = e.fault().unwrap_or_else(|| panic!("expected a fault, got {e:?}"));
+        let f = e
+            .fault()
+            .unwrap_or_else(|| panic!("expected a fault, got {e:?}"));
         assert!(f.reason.contains("unreachable"), "{f}");
         assert_eq!(FailPolicy::Open.when_command_failed(&e), Verdict::Fail);
         // No backoff: the very next command (another client's) is served, on a new instance.
-        assert_eq!(call(&mut wc, b"calm").unwrap(), CmdOutcome::Pass, "round {round}");
+        assert_eq!(
+            call(&mut wc, b"calm").unwrap(),
+            CmdOutcome::Pass,
+            "round {round}"
+        );
         assert_eq!(created(&g), 1 + round);
     }
     assert_eq!(g.shared.faults[0].load(Relaxed), 5);
@@ -181,7 +200,9 @@ fn an_observe_with_an_out_of_bounds_ctx_is_a_fault_not_a_host_panic() {
     );
     let mut wc = worker(&rt, &g);
     let e = call(&mut wc, b"k").unwrap_err();
-    let f = e.fault().unwrap_or_else(|| panic!("expected a fault, got {e:?}"));
+    let f = e
+        .fault()
+        .unwrap_or_else(|| panic!("expected a fault, got {e:?}"));
     assert_eq!(f.kind(), "bad_output");
     assert!(f.reason.contains("out buffer"), "{f}");
     assert_eq!(g.shared.faults[3].load(Relaxed), 1);
@@ -197,10 +218,7 @@ fn a_reply_that_is_not_resp_is_a_fault_of_the_plugin() {
     );
     let mut wc = worker(&rt, &g);
     let e = call(&mut wc, b"k").unwrap_err();
-    assert!(
-        e.to_string().contains("not one complete RESP reply"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("not one complete RESP reply"), "{e}");
 }
 
 #[test]
@@ -230,7 +248,10 @@ fn an_observed_reply_over_the_limit_is_not_copied_and_the_policy_decides() {
     assert_eq!(FailPolicy::Open.when_reply_failed(&e), Verdict::Skip);
     assert_eq!(FailPolicy::Closed.when_reply_failed(&e), Verdict::Fail);
     // A reply it does see makes it trap: a fault, and the instance is dead.
-    let e = inst.borrow_mut().on_reply(1, 77, &[b"+OK\r\n"]).unwrap_err();
+    let e = inst
+        .borrow_mut()
+        .on_reply(1, 77, &[b"+OK\r\n"])
+        .unwrap_err();
     assert!(e.fault().is_some(), "{e:?}");
     assert_eq!(
         inst.borrow_mut().on_reply(1, 77, &[b"+OK\r\n"]),
@@ -264,7 +285,11 @@ fn denied_to_all_declarations_reach_the_generation() {
         denied: vec![b"NOSUCHCOMMAND".to_vec()],
         ..abi::ManifestBuilder::default()
     });
-    let spec = PluginSpec::new("hostile", module(&m, OnCommand::Pass, OnReply::Pass), vec![]);
+    let spec = PluginSpec::new(
+        "hostile",
+        module(&m, OnCommand::Pass, OnReply::Pass),
+        vec![],
+    );
     let e = rt.load(spec).unwrap_err();
     assert!(e.0.contains("unknown command"), "{e}");
 }

@@ -178,7 +178,11 @@ impl Rules {
         }
         for (id, sub) in &self.deny_subs {
             if !exempt(*id) {
-                names.push(format!("{}|{}", command_name(*id), String::from_utf8_lossy(sub)));
+                names.push(format!(
+                    "{}|{}",
+                    command_name(*id),
+                    String::from_utf8_lossy(sub)
+                ));
             }
         }
         let mut classes = self.deny_classes;

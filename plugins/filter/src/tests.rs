@@ -288,12 +288,22 @@ fn unconditional_denials_are_declared_to_the_proxy_and_really_denied() {
             "rate_limit": {"per_second": 1000}}"#,
     );
     let m = h.manifest().clone();
-    assert_eq!(m.denied, vec!["FLUSHALL".to_owned(), "CONFIG|SET".to_owned()]);
+    assert_eq!(
+        m.denied,
+        vec!["FLUSHALL".to_owned(), "CONFIG|SET".to_owned()]
+    );
     assert_eq!(m.denied_classes, class::ADMIN);
     testing::set_client(1, ClientInfo::new("10.0.0.1:5000"));
     // Every declaration holds for any client: the plugin denies them itself.
-    for c in [&["FLUSHALL"][..], &["CONFIG", "SET", "x", "y"], &["DEBUG", "SLEEP", "0"]] {
-        assert!(matches!(h.on_command(1, &command(c)), Outcome::Deny(_)), "{c:?}");
+    for c in [
+        &["FLUSHALL"][..],
+        &["CONFIG", "SET", "x", "y"],
+        &["DEBUG", "SLEEP", "0"],
+    ] {
+        assert!(
+            matches!(h.on_command(1, &command(c)), Outcome::Deny(_)),
+            "{c:?}"
+        );
     }
     // Key, size and rate rules depend on the command or the client: not declared.
     let m = filter(r#"{"read_only_keys": ["frozen:*"], "max_value_bytes": 10}"#)
@@ -315,5 +325,8 @@ fn with_a_user_allow_list_auth_and_hello_are_not_declared_denied() {
     assert_eq!(m.denied_classes, class::DANGEROUS);
     let mut h = filter(r#"{"allow_users": ["app"], "deny_commands": ["AUTH"]}"#);
     testing::set_client(1, ClientInfo::new("10.0.0.1:5000"));
-    assert_eq!(h.on_command(1, &command(&["AUTH", "app", "pw"])), Outcome::Pass);
+    assert_eq!(
+        h.on_command(1, &command(&["AUTH", "app", "pw"])),
+        Outcome::Pass
+    );
 }

@@ -818,7 +818,9 @@ impl<'a> ManifestView<'a> {
 #[cfg(feature = "alloc")]
 pub mod reply;
 #[cfg(feature = "alloc")]
-pub use reply::{ReplyError, ReplyScanner, is_error_reply, is_nil, is_one_reply, parse_integer, split_aggregate};
+pub use reply::{
+    ReplyError, ReplyScanner, is_error_reply, is_nil, is_one_reply, parse_integer, split_aggregate,
+};
 
 #[cfg(feature = "alloc")]
 mod write;

@@ -149,7 +149,11 @@ fn parse_i64(s: &[u8]) -> Option<i64> {
         }
         let d = (b - b'0') as i64;
         v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
     }
     Some(v)
 }

@@ -167,17 +167,26 @@ fn the_denied_to_all_section_is_optional_and_backward_compatible() {
     let mut out = Vec::new();
     m.encode(&mut out);
     let v = ManifestView::parse(&out).unwrap();
-    assert_eq!((v.flags & MF_DENIES, v.denied_classes), (MF_DENIES, class::ADMIN));
+    assert_eq!(
+        (v.flags & MF_DENIES, v.denied_classes),
+        (MF_DENIES, class::ADMIN)
+    );
     assert_eq!(
         v.denied_names().collect::<Vec<_>>(),
         std::vec![&b"FLUSHALL"[..], b"CONFIG|SET"]
     );
     // What a host without the section reads is unchanged: hooks and prefixes.
-    assert_eq!(v.commands().collect::<Vec<_>>(), std::vec![(cmd::FLUSHALL, 0)]);
+    assert_eq!(
+        v.commands().collect::<Vec<_>>(),
+        std::vec![(cmd::FLUSHALL, 0)]
+    );
     assert_eq!(v.prefixes().collect::<Vec<_>>(), std::vec![&b"p:"[..]]);
     // A flag without (all of) its section is malformed, never read past the end.
     for cut in 1..=out.len() - plain.len() {
-        assert!(ManifestView::parse(&out[..out.len() - cut]).is_none(), "cut {cut}");
+        assert!(
+            ManifestView::parse(&out[..out.len() - cut]).is_none(),
+            "cut {cut}"
+        );
     }
     // Too many or too long names are refused.
     let mut big = plain.clone();
@@ -185,8 +194,10 @@ fn the_denied_to_all_section_is_optional_and_backward_compatible() {
     big.extend_from_slice(&0u32.to_le_bytes());
     big.extend_from_slice(&((MAX_DENIED_NAMES + 1) as u32).to_le_bytes());
     assert!(ManifestView::parse(&big).is_none());
-    let mut long = ManifestBuilder::default();
-    long.denied = std::vec![std::vec![b'A'; MAX_DENIED_NAME_LEN + 1]];
+    let long = ManifestBuilder {
+        denied: std::vec![std::vec![b'A'; MAX_DENIED_NAME_LEN + 1]],
+        ..ManifestBuilder::default()
+    };
     let mut out = Vec::new();
     long.encode(&mut out);
     assert!(ManifestView::parse(&out).is_none());

@@ -2,18 +2,18 @@
 //! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
 
 use tessera_plugin_abi::{
-    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_WANT_CLOSE, ManifestView, RewriteArg,
-    RewriteView, action, command_size, encode_command, encode_replies, replies_size, reply_action,
-    unpack,
+    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_WANT_CLOSE, ManifestView,
+    RewriteArg, RewriteView, action, command_size, encode_command, encode_replies, replies_size,
+    reply_action, unpack,
 };
 
 use super::command::TestCommand;
 use super::fake::set_in_init;
 use super::merge::error_reply;
-use crate::rt::Runtime;
 use crate::hooks::Plugin;
 use crate::out::Merge;
 use crate::resp;
+use crate::rt::Runtime;
 
 /// The manifest a plugin returned, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -54,7 +54,9 @@ pub(crate) fn module(manifest: &[u8], on_command: OnCommand, on_reply: OnReply) 
     let mut types = TypeSection::new();
     types.ty().function([], []); // 0: marker
     types.ty().function([], [ValType::I32]); // 1: tp_arena
-    types.ty().function([ValType::I32, ValType::I32], [ValType::I32]); // 2: tp_reserve
+    types
+        .ty()
+        .function([ValType::I32, ValType::I32], [ValType::I32]); // 2: tp_reserve
     types.ty().function([ValType::I32], [ValType::I64]); // 3: tp_init
     types
         .ty()

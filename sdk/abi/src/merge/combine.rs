@@ -88,7 +88,10 @@ impl fmt::Display for MergeError {
                 write!(f, "merge CONCAT: reply {index} is not an array, set or map")
             }
             Self::MixedAggregates { index } => {
-                write!(f, "merge CONCAT: reply {index} is a different kind of aggregate")
+                write!(
+                    f,
+                    "merge CONCAT: reply {index} is a different kind of aggregate"
+                )
             }
             Self::NoReplies => f.write_str("merge of no replies"),
             Self::NotAHostMerge(code) => write!(f, "merge code {code} is not a host merge"),
@@ -162,12 +165,8 @@ pub fn all_ok<R: AsRef<[u8]>>(replies: &[R], out: &mut impl Sink) -> Result<(), 
     if replies.is_empty() {
         return Err(MergeError::NoReplies);
     }
-    let odd = first_error(replies).or_else(|| {
-        replies
-            .iter()
-            .map(AsRef::as_ref)
-            .find(|r| *r != b"+OK\r\n")
-    });
+    let odd = first_error(replies)
+        .or_else(|| replies.iter().map(AsRef::as_ref).find(|r| *r != b"+OK\r\n"));
     out.put(odd.unwrap_or(b"+OK\r\n"));
     Ok(())
 }
@@ -205,12 +204,8 @@ pub fn first_non_nil<R: AsRef<[u8]>>(
     if replies.is_empty() {
         return Err(MergeError::NoReplies);
     }
-    let found = first_error(replies).or_else(|| {
-        replies
-            .iter()
-            .map(AsRef::as_ref)
-            .find(|r| !is_nil(r))
-    });
+    let found =
+        first_error(replies).or_else(|| replies.iter().map(AsRef::as_ref).find(|r| !is_nil(r)));
     out.put(found.unwrap_or(match resp {
         Resp::V2 => b"$-1\r\n",
         Resp::V3 => b"_\r\n",
@@ -296,7 +291,11 @@ mod tests {
     #[test]
     fn concat_joins_arrays_sets_and_maps_and_skips_nils() {
         assert_eq!(
-            run(code::CONCAT, &[b"*1\r\n:1\r\n", b"*-1\r\n", b"*2\r\n:2\r\n:3\r\n"]).unwrap(),
+            run(
+                code::CONCAT,
+                &[b"*1\r\n:1\r\n", b"*-1\r\n", b"*2\r\n:2\r\n:3\r\n"]
+            )
+            .unwrap(),
             b"*3\r\n:1\r\n:2\r\n:3\r\n"
         );
         assert_eq!(
@@ -305,7 +304,11 @@ mod tests {
         );
         // Map pairs stay pairs: the header counts pairs, not elements.
         assert_eq!(
-            run(code::CONCAT, &[b"%1\r\n+a\r\n:1\r\n", b"%1\r\n+b\r\n:2\r\n"]).unwrap(),
+            run(
+                code::CONCAT,
+                &[b"%1\r\n+a\r\n:1\r\n", b"%1\r\n+b\r\n:2\r\n"]
+            )
+            .unwrap(),
             b"%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n"
         );
         // Nested elements are copied whole.
@@ -313,7 +316,10 @@ mod tests {
             run(code::CONCAT, &[b"*1\r\n*2\r\n:1\r\n:2\r\n", b"*0\r\n"]).unwrap(),
             b"*1\r\n*2\r\n:1\r\n:2\r\n"
         );
-        assert_eq!(run(code::CONCAT, &[b"*-1\r\n", b"$-1\r\n"]).unwrap(), b"*0\r\n");
+        assert_eq!(
+            run(code::CONCAT, &[b"*-1\r\n", b"$-1\r\n"]).unwrap(),
+            b"*0\r\n"
+        );
     }
 
     #[test]
@@ -342,8 +348,14 @@ mod tests {
 
     #[test]
     fn sum_adds_integers_and_reports_overflow_like_redis() {
-        assert_eq!(run(code::SUM, &[b":1\r\n", b":41\r\n"]).unwrap(), b":42\r\n");
-        assert_eq!(run(code::SUM, &[b":-5\r\n", b":2\r\n"]).unwrap(), b":-3\r\n");
+        assert_eq!(
+            run(code::SUM, &[b":1\r\n", b":41\r\n"]).unwrap(),
+            b":42\r\n"
+        );
+        assert_eq!(
+            run(code::SUM, &[b":-5\r\n", b":2\r\n"]).unwrap(),
+            b":-3\r\n"
+        );
         assert_eq!(
             run(code::SUM, &[b":-9223372036854775808\r\n"]).unwrap(),
             b":-9223372036854775808\r\n"
@@ -366,7 +378,10 @@ mod tests {
 
     #[test]
     fn all_ok_is_ok_only_when_every_reply_is_and_otherwise_the_odd_one_out() {
-        assert_eq!(run(code::ALL_OK, &[b"+OK\r\n", b"+OK\r\n"]).unwrap(), b"+OK\r\n");
+        assert_eq!(
+            run(code::ALL_OK, &[b"+OK\r\n", b"+OK\r\n"]).unwrap(),
+            b"+OK\r\n"
+        );
         // Disagreement 1: the proxy answered "unexpected reply", the fake host the reply
         // itself. The reply itself it is: a SET NX fan-out that did not set reports nil.
         assert_eq!(
@@ -378,7 +393,12 @@ mod tests {
     #[test]
     fn every_merge_answers_the_first_error_reply_including_resp3_blob_errors() {
         // Disagreement 2: the fake host saw only '-' as an error, the proxy '-' and '!'.
-        let replies: [&[u8]; 4] = [b":1\r\n", b"!7\r\nERR bad\r\n", b"-ERR later\r\n", b"*0\r\n"];
+        let replies: [&[u8]; 4] = [
+            b":1\r\n",
+            b"!7\r\nERR bad\r\n",
+            b"-ERR later\r\n",
+            b"*0\r\n",
+        ];
         for c in [
             code::CONCAT,
             code::SUM,
@@ -395,15 +415,25 @@ mod tests {
     #[test]
     fn first_non_nil_first_and_last_pick_one_reply() {
         assert_eq!(
-            run(code::FIRST_NON_NIL, &[b"$-1\r\n", b"$1\r\nx\r\n", b"$1\r\ny\r\n"]).unwrap(),
+            run(
+                code::FIRST_NON_NIL,
+                &[b"$-1\r\n", b"$1\r\nx\r\n", b"$1\r\ny\r\n"]
+            )
+            .unwrap(),
             b"$1\r\nx\r\n"
         );
-        assert_eq!(run(code::FIRST_NON_NIL, &[b"$-1\r\n", b"_\r\n"]).unwrap(), b"$-1\r\n");
+        assert_eq!(
+            run(code::FIRST_NON_NIL, &[b"$-1\r\n", b"_\r\n"]).unwrap(),
+            b"$-1\r\n"
+        );
         assert_eq!(
             run_in(code::FIRST_NON_NIL, &[b"$-1\r\n"], Resp::V3).unwrap(),
             b"_\r\n"
         );
-        assert_eq!(run(code::FIRST, &[b":1\r\n", b":2\r\n"]).unwrap(), b":1\r\n");
+        assert_eq!(
+            run(code::FIRST, &[b":1\r\n", b":2\r\n"]).unwrap(),
+            b":1\r\n"
+        );
         assert_eq!(run(code::LAST, &[b":1\r\n", b":2\r\n"]).unwrap(), b":2\r\n");
     }
 
