@@ -6,7 +6,7 @@ use std::fmt;
 
 use tessera_plugin_abi::{encode_string_list, metric_kind, status};
 
-use crate::Conn;
+use crate::hooks::Conn;
 
 pub(crate) mod sys;
 pub(crate) mod types;
