@@ -1,5 +1,5 @@
 //! Merge codes of a rewrite block: how the host combines the replies of a rewrite's commands.
-//! With `alloc`, also the one implementation of those merges ([`merge()`], [`concat`], [`sum`]
+//! With `alloc`, also the one implementation of those merges ([`merge()`], [`concat()`], [`sum`]
 //! …), shared by the proxy and the SDK's fake host.
 
 /// Call `on_reply` with every reply.

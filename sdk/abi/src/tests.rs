@@ -1,3 +1,5 @@
+//! Round trips of every ABI layout, and readers refusing malformed input.
+
 use super::*;
 use std::vec::Vec;
 

@@ -1,11 +1,11 @@
-//! How the host merges, for every code of [`super`] (`sdk/ABI.md`, "Rewrite block"): how the replies of a rewrite's
+//! The host merges of ABI v1 (`sdk/ABI.md`, "Rewrite block"): how the replies of a rewrite's
 //! commands become the one reply the client gets, without calling the plugin again. The one
 //! implementation, used by the proxy (plugin rewrites, and its own fan-outs: AllOk, Sum, First,
 //! Concat) and by the SDK's fake host, so a plugin tested natively merges as it will in the
 //! proxy.
 //!
 //! Rules, for every merge code:
-//! * If any reply is an error reply (`-…` or RESP3 `!…`, see [`is_error_reply`]), the first
+//! * If any reply is an error reply (`-…` or RESP3 `!…`, see [`crate::is_error_reply`]), the first
 //!   one, in command order, is the result. The other replies are dropped.
 //! * [`CONCAT`]: arrays, sets or maps concatenated (all of one kind; a map's pairs stay pairs);
 //!   nil replies count as empty; all nil: an empty array.
