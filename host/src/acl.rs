@@ -28,15 +28,34 @@ use crate::redis_client::Credential;
 use crate::resp::encode_request;
 use crate::users::{KEYSPACE, User, command_classes};
 use tessera_plugin_abi::class;
+use tessera_wasm::DeniedToAll;
 
 /// What the data user's rules are derived from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct PolicyInputs<'a> {
     pub admin_commands: bool,
-    /// Commands (`NAME` or `CONTAINER|SUB`, upper case) some plugin denies to every client.
-    pub denied: &'a [String],
+    /// Commands (`NAME` or `CONTAINER|SUB`, upper case) and classes some plugin of the chain
+    /// denies to every client.
+    pub denied: &'a DeniedToAll,
     /// A confined user's rights; `None` for users with every right.
     pub rights: Option<&'a User>,
+}
+
+/// No plugin denies anything.
+static NO_DENIALS: DeniedToAll = DeniedToAll {
+    commands: Vec::new(),
+    classes: 0,
+};
+
+impl Default for PolicyInputs<'_> {
+    /// No admin commands, no plugin denials, every right.
+    fn default() -> Self {
+        Self {
+            admin_commands: false,
+            denied: &NO_DENIALS,
+            rights: None,
+        }
+    }
 }
 
 /// A data user: its name, password and `ACL SETUSER` rules.
@@ -110,7 +129,9 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
             Kind::Local(Local::Ping | Local::Echo | Local::Time | Local::Dbsize) => true,
             Kind::Local(_) | Kind::ScriptKill | Kind::Unsupported | Kind::Refused => false,
         };
-        if !forwarded || policy.denied.iter().any(|d| d == cmd.name) {
+        let denied = policy.denied.commands.iter().any(|d| d == cmd.name)
+            || cmd.abi_class() & policy.denied.classes != 0;
+        if !forwarded || denied {
             continue;
         }
         if let Some(r) = policy.rights {
@@ -228,7 +249,10 @@ mod tests {
 
     #[test]
     fn data_user_follows_the_policy() {
-        let denied = vec!["DEL".to_string()];
+        let denied = DeniedToAll {
+            commands: vec!["DEL".to_string()],
+            classes: 0,
+        };
         let base = data_user(&PolicyInputs::default(), None);
         assert!(base.rules.contains(&"+get".to_string()));
         assert!(base.rules.contains(&"+eval".to_string()));

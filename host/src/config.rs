@@ -258,6 +258,9 @@ pub struct PluginFile {
     pub fail: Option<String>,
     pub cpu_budget_ms: Option<u64>,
     pub memory_mb: Option<usize>,
+    /// The most bytes of one command (or observed reply) copied into the plugin, KiB
+    /// (default: a quarter of the memory limit).
+    pub max_input_kb: Option<usize>,
 }
 
 impl PluginFile {
@@ -292,6 +295,8 @@ impl PluginFile {
                 )
             })?;
         }
-        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
+        Ok(spec
+            .with_limits(self.cpu_budget_ms, self.memory_mb)
+            .with_input_limit(self.max_input_kb))
     }
 }

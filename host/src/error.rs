@@ -125,12 +125,16 @@ pub enum DataError {
     UnexpectedReply(&'static str),
     #[error("ERR SCAN cursor out of range for this cluster")]
     CursorOutOfRange,
-    #[error("ERR increment or decrement would overflow")]
-    Overflow,
+    /// The parts' replies could not be merged (e.g. a SUM past i64: Redis's overflow text).
+    #[error("ERR {0}")]
+    Merge(#[from] tessera_plugin_abi::merge::MergeError),
 
     // === plugins ===
     #[error("ERR plugin {name} failed: {reason}")]
     PluginFailed { name: String, reason: String },
+    /// A plugin call that failed; `detail` says how ("cannot take this command: …").
+    #[error("ERR plugin {name} {detail}")]
+    PluginCall { name: String, detail: String },
     #[error("ERR plugins unavailable: {0}")]
     PluginsUnavailable(String),
     #[error("ERR plugin {name} rewrote into a bad command: {reason}")]
@@ -181,8 +185,11 @@ impl DataError {
             | BackendDropped
             | UnexpectedReply(_)
             | CursorOutOfRange
-            | Overflow => Side::Backend,
-            PluginFailed { .. } | PluginsUnavailable(_) | PluginBadRewrite { .. } => Side::Plugin,
+            | Merge(_) => Side::Backend,
+            PluginFailed { .. }
+            | PluginCall { .. }
+            | PluginsUnavailable(_)
+            | PluginBadRewrite { .. } => Side::Plugin,
             MoveFailed { .. } | KeyMoving => Side::Migration,
         }
     }

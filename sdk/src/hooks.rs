@@ -1,7 +1,10 @@
 //! The [`Plugin`] trait: one method per hook, each with a pass-through default, so a plugin
 //! implements only what it hooks.
 
-use crate::{Action, Command, Manifest, Out, Replies, ReplyAction, ReplyOut};
+use crate::command::Command;
+use crate::manifest::Manifest;
+use crate::out::{Action, Out, ReplyAction, ReplyOut};
+use crate::replies::Replies;
 
 /// A client connection, as the host numbers it (stable for the connection's life).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -83,6 +83,37 @@ impl Manifest {
         self
     }
 
+    /// Declares that the plugin refuses command `name` to every client, unconditionally:
+    /// `"FLUSHALL"`, or `"CONFIG|SET"` for one subcommand. The proxy then keeps backend
+    /// scripts (`EVAL`, `FCALL`) from running it too. A declaration, not a hook: hook and deny
+    /// the command as well. Declare only rules that hold for every client, user, address, key
+    /// and value; leaving one out is always safe, declaring a conditional one is not (scripts
+    /// would lose a command some clients may run). The host refuses unknown commands.
+    ///
+    /// ```
+    /// use tessera_plugin_sdk::{cmd, Manifest};
+    /// let m = Manifest::new()
+    ///     .hook(cmd::FLUSHALL)
+    ///     .deny_to_all("FLUSHALL")
+    ///     .hook_with_values(cmd::CONFIG)
+    ///     .deny_to_all("CONFIG|SET");
+    /// # let _ = m;
+    /// ```
+    pub fn deny_to_all(mut self, name: &str) -> Self {
+        let name = name.to_ascii_uppercase().into_bytes();
+        if !self.inner.denied.contains(&name) {
+            self.inner.denied.push(name);
+        }
+        self
+    }
+
+    /// Declares that the plugin refuses every command of these `class::*` bits to every
+    /// client, unconditionally (as [`Manifest::deny_to_all`]).
+    pub fn deny_classes_to_all(mut self, bits: u32) -> Self {
+        self.inner.denied_classes |= bits;
+        self
+    }
+
     /// Whether the manifest hooks no command at all.
     pub fn hooks_nothing(&self) -> bool {
         self.inner.commands.is_empty() && self.inner.classes == 0 && self.inner.flags & MF_ALL == 0

@@ -8,7 +8,10 @@ use tessera_plugin_abi::{
     unpack,
 };
 
-use crate::{Command, Conn, Out, Plugin, Replies, ReplyOut};
+use crate::command::Command;
+use crate::hooks::{Conn, Plugin};
+use crate::out::{Out, ReplyOut};
+use crate::replies::Replies;
 
 /// Initial sizes of the arena buffers; the host grows them with `tp_reserve`.
 const IN_INITIAL: usize = 16 * 1024;

@@ -157,6 +157,31 @@ fn scripts_and_functions_cannot_run_what_the_policy_refuses() {
     bystander.assert_unaffected();
 }
 
+#[test]
+fn a_filter_that_denies_a_command_to_everyone_denies_it_in_scripts_too() {
+    let config = crate::support::plugin_toml(
+        "filter",
+        &serde_json::json!({"deny_commands": ["DEL", "CONFIG SET"]}),
+        "",
+    );
+    let cluster = Cluster::start_with(|b| b.threads(1).config(&config));
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["SET", "kept", "1"]), Frame::Simple("OK".into()));
+    let e = error_of(&c.cmd(&["DEL", "kept"]));
+    assert!(e.contains("DEL"), "the filter refuses DEL: {e}");
+    let e = error_of(&c.cmd(&["EVAL", "return redis.call('DEL', KEYS[1])", "1", "kept"]));
+    assert!(
+        e.contains("can't run this command"),
+        "DEL from a script: {e}"
+    );
+    assert!(cluster.owner_of("kept").has("kept"), "the key survived");
+    // What the filter allows, scripts may do.
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('GET', KEYS[1])", "1", "kept"]),
+        Frame::bulk("1")
+    );
+}
+
 // === defect 2: bytes that would end a shared backend connection ===
 
 #[test]
@@ -178,7 +203,11 @@ fn lengths_redis_would_refuse_never_reach_the_shared_connection() {
             match reply {
                 Ok(f) => {
                     let e = error_of(&f);
-                    assert!(e.starts_with("ERR Protocol error"), "{:?}: {e}", String::from_utf8_lossy(bad));
+                    assert!(
+                        e.starts_with("ERR Protocol error"),
+                        "{:?}: {e}",
+                        String::from_utf8_lossy(bad)
+                    );
                 }
                 Err(e) => panic!("{:?}: no reply ({e})", String::from_utf8_lossy(bad)),
             }

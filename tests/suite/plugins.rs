@@ -181,14 +181,113 @@ fn a_memory_hungry_plugin_hits_its_memory_cap() {
     );
 }
 
+// Issue 10: a command that makes a fail-open plugin fault is not let through (otherwise any
+// client could walk past a fail-open filter by sending one); it costs that command alone, and
+// the plugin keeps running for everyone else. Before issue 10 this test asserted the opposite
+// (the trapping command reached Redis), which is exactly the open door the issue closes.
 #[test]
-fn a_fail_open_plugin_lets_the_command_through_when_it_traps() {
+fn a_fail_open_plugin_that_traps_fails_that_command_and_stays_on_for_the_others() {
     let server = RedisServer::start();
     let proxy = faulty_proxy(&server, "trap", "open", "");
     let mut c = proxy.raw();
-    assert_eq!(c.cmd(&["SET", "boom:1", "x"]), Frame::Simple("OK".into()));
-    assert_eq!(c.cmd(&["GET", "boom:1"]), Frame::bulk("x"));
-    assert!(server.has("boom:1"));
+    let mut other = proxy.raw();
+    for _ in 0..3 {
+        let e = error_of(&c.cmd(&["SET", "boom:1", "x"]));
+        assert!(
+            e.starts_with("ERR plugin faulty failed:") && e.contains("unreachable"),
+            "{e}"
+        );
+        assert_eq!(other.cmd(&["SET", "calm", "1"]), Frame::Simple("OK".into()));
+    }
+    assert!(
+        !server.has("boom:1"),
+        "the command that made the plugin trap reached Redis"
+    );
+    // Every fault was a fresh instance, never a backoff that skips the plugin.
+    let m = proxy.metrics();
+    let faults = metric(
+        &m,
+        "tessera_plugin_faults_total{plugin=\"faulty\",reason=\"trap\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(faults >= 3.0, "faults not counted:\n{m}");
+}
+
+/// A key of `mb` MiB.
+fn huge_key(mb: usize) -> String {
+    format!("big:{}", "k".repeat(mb << 20))
+}
+
+// Issue 10: a 70 MB key copied into the filter's arena used to exceed its memory cap; the
+// instance faulted and the filter backed off for every client of the worker (fail-open: the
+// security filter skipped for everyone).
+#[test]
+fn issue_10_an_oversized_key_fails_only_that_command_even_past_a_fail_open_filter() {
+    let server = RedisServer::start();
+    let config = json!({ "deny_commands": ["FLUSHALL"], "read_only_keys": ["frozen:*"] });
+    let proxy = Proxy::builder(&[&server])
+        .config(&plugin_toml(
+            "filter",
+            &config,
+            "fail = \"open\"\nmemory_mb = 64",
+        ))
+        .threads(1)
+        .admin()
+        .start();
+    let mut hostile = proxy.raw();
+    let mut bystander = proxy.raw();
+    let key = huge_key(70);
+    let e = error_of(&hostile.cmd(&["SET", &key, "x"]));
+    assert!(
+        e.starts_with("ERR plugin filter cannot take this command")
+            && e.contains("input limit of 16777216 bytes"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
+    assert_eq!(server.dbsize(), 0, "the oversized command reached Redis");
+    // The filter is on, for the hostile client and everyone else: no fault, no backoff.
+    for c in [&mut hostile, &mut bystander] {
+        let e = error_of(&c.cmd(&["SET", "frozen:1", "x"]));
+        assert!(e.to_lowercase().contains("read-only"), "{e}");
+        assert!(error_of(&c.cmd(&["FLUSHALL"])).contains("FLUSHALL"));
+        assert_eq!(c.cmd(&["SET", "k", "v"]), Frame::Simple("OK".into()));
+    }
+    let m = proxy.metrics();
+    let refused = metric(
+        &m,
+        "tessera_plugin_inputs_refused_total{plugin=\"filter\",input=\"command\"}",
+    );
+    assert_eq!(refused, Some(1.0), "{m}");
+    let faults: f64 = ["trap", "cpu_budget", "memory", "bad_output"]
+        .iter()
+        .filter_map(|r| {
+            metric(
+                &m,
+                &format!("tessera_plugin_faults_total{{plugin=\"filter\",reason=\"{r}\"}}"),
+            )
+        })
+        .sum();
+    assert_eq!(faults, 0.0, "the oversized key faulted the filter:\n{m}");
+}
+
+#[test]
+fn the_input_limit_is_set_per_plugin_in_the_config() {
+    let server = RedisServer::start();
+    // A size rule: every write is hooked (a prefix-only config would not see these keys).
+    let config = json!({ "max_value_bytes": 1000 });
+    let proxy = Proxy::builder(&[&server])
+        .config(&plugin_toml("filter", &config, "max_input_kb = 64"))
+        .start();
+    let mut c = proxy.raw();
+    let key = format!("k:{}", "x".repeat(100 << 10));
+    let e = error_of(&c.cmd(&["SET", &key, "v"]));
+    assert!(
+        e.contains("input limit of 65536 bytes"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
+    let key = format!("k:{}", "x".repeat(32 << 10));
+    assert_eq!(c.cmd(&["SET", &key, "v"]), Frame::Simple("OK".into()));
 }
 
 #[test]

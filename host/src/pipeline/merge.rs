@@ -8,6 +8,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use tessera_plugin_abi::reply::{is_error_reply, is_nil};
+
 use super::info::{self, InfoRequest};
 use crate::error::DataError;
 use crate::resp::{Frame, Proto, parse_integer, split_aggregate};
@@ -60,7 +62,7 @@ impl Merge {
                 None => Err(DataError::UnexpectedReply("SCRIPT KILL")),
             };
         }
-        if let Some(err) = replies.iter().find(|r| is_error(r)) {
+        if let Some(err) = replies.iter().find(|r| is_error_reply(r)) {
             out.extend_from_slice(err);
             return Ok(());
         }
@@ -77,7 +79,7 @@ impl Merge {
                 let n = replies.len();
                 match (0..n)
                     .map(|i| &replies[(start + i) % n])
-                    .find(|r| !is_null(r))
+                    .find(|r| !is_nil(r))
                 {
                     Some(r) => out.extend_from_slice(r),
                     None => Frame::Null.encode(proto, out),
@@ -160,54 +162,19 @@ fn scan(
     Ok(())
 }
 
-/// The plugin ABI's merges. TODO(#10): the shared `tessera_plugin_abi::merge` replaces this
-/// stand-in when the plugin-runtime branch lands.
+/// The plugin ABI's merges: one implementation, shared with the SDK's fake host.
 fn abi_merge(
     code: u32,
     replies: &[Bytes],
     proto: Proto,
     out: &mut BytesMut,
 ) -> Result<(), DataError> {
-    use tessera_plugin_abi::merge as m;
-    let unexpected = || DataError::UnexpectedReply("a command split over several backends");
-    match code {
-        m::CONCAT => {
-            let mut elems: Vec<&[u8]> = Vec::new();
-            for r in replies.iter().filter(|r| !is_null(r)) {
-                elems.extend(split_aggregate(r).ok_or_else(unexpected)?);
-            }
-            array_header(out, elems.len());
-            elems.iter().for_each(|e| out.extend_from_slice(e));
-        }
-        m::SUM => {
-            let mut sum = 0i64;
-            for r in replies {
-                let n = parse_integer(r).ok_or_else(unexpected)?;
-                sum = sum.checked_add(n).ok_or(DataError::Overflow)?;
-            }
-            Frame::Integer(sum).encode(proto, out);
-        }
-        m::ALL_OK if replies.iter().all(|r| &r[..] == b"+OK\r\n") => {
-            out.extend_from_slice(b"+OK\r\n")
-        }
-        m::FIRST_NON_NIL => match replies.iter().find(|r| !is_null(r)) {
-            Some(r) => out.extend_from_slice(r),
-            None => Frame::Null.encode(proto, out),
-        },
-        m::FIRST => out.extend_from_slice(replies.first().ok_or_else(unexpected)?),
-        m::LAST => out.extend_from_slice(replies.last().ok_or_else(unexpected)?),
-        _ => return Err(unexpected()),
-    }
-    Ok(())
-}
-
-/// An error reply, RESP2 `-` or RESP3 blob error `!`.
-pub fn is_error(r: &[u8]) -> bool {
-    matches!(r.first(), Some(b'-' | b'!'))
-}
-
-fn is_null(r: &[u8]) -> bool {
-    matches!(r, b"$-1\r\n" | b"_\r\n" | b"*-1\r\n")
+    Ok(tessera_plugin_abi::merge::merge(
+        code,
+        replies,
+        proto.into(),
+        out,
+    )?)
 }
 
 /// The text of a bulk or verbatim string reply.

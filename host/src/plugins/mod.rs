@@ -91,9 +91,8 @@ impl PluginHost {
     /// Commands some plugin of the chain in force denies to every client (`NAME` or
     /// `CONTAINER|SUB`): the backends' confined user is not given them, so no script runs
     /// them either.
-    pub fn denied_to_all(&self) -> Vec<String> {
-        // TODO(#10): from each generation's manifest, once the runtime reports it.
-        Vec::new()
+    pub fn denied_to_all(&self) -> tessera_wasm::DeniedToAll {
+        self.chain().denied_to_all()
     }
 
     /// The chain in force (one atomic load).
@@ -138,6 +137,7 @@ impl PluginHost {
                         && g.spec.fail == spec.fail
                         && g.spec.cpu_budget == spec.cpu_budget
                         && g.spec.memory_limit == spec.memory_limit
+                        && g.spec.max_input == spec.max_input
                 });
                 match same {
                     Some(g) => gens.push(g.clone()),

@@ -7,12 +7,13 @@
 //! re-encodes anything.
 
 mod frame;
-mod reply;
 mod request;
 
 pub use frame::{Frame, Proto};
-pub use reply::{ReplyScanner, parse_integer, split_aggregate};
+// The reply scanner and helpers live in the plugin ABI crate, with the merges the proxy and
+// the plugin SDK share; re-exported here under their old names.
 pub use request::{Limits, Request, RequestDecoder, encode_request};
+pub use tessera_plugin_abi::reply::{ReplyError, ReplyScanner, parse_integer, split_aggregate};
 
 /// A malformed byte stream. The session answers `-ERR Protocol error: …` and closes the
 /// connection, as Redis does.
@@ -32,6 +33,25 @@ pub enum ProtocolError {
     InvalidReplyType(u8),
     #[error("invalid {0} in reply")]
     InvalidReply(&'static str),
+}
+
+impl From<ReplyError> for ProtocolError {
+    fn from(e: ReplyError) -> Self {
+        match e {
+            ReplyError::InvalidType(b) => Self::InvalidReplyType(b),
+            ReplyError::Invalid(what) => Self::InvalidReply(what),
+        }
+    }
+}
+
+/// The protocol as the shared merges (`tessera_plugin_abi::merge`) name it.
+impl From<Proto> for tessera_plugin_abi::merge::Resp {
+    fn from(p: Proto) -> Self {
+        match p {
+            Proto::Resp2 => Self::V2,
+            Proto::Resp3 => Self::V3,
+        }
+    }
 }
 
 /// Finds `\r\n` at or after `from`; returns the index of `\r`.

@@ -453,8 +453,7 @@ impl Session {
                 // Most replies are ready by the time they are reached: poll once, and race
                 // the client's output account only for a reply that must be waited for.
                 let mut resolve = std::pin::pin!(resolve);
-                let ready =
-                    std::future::poll_fn(|cx| Poll::Ready(resolve.as_mut().poll(cx))).await;
+                let ready = std::future::poll_fn(|cx| Poll::Ready(resolve.as_mut().poll(cx))).await;
                 if ready.is_pending() {
                     tokio::select! {
                         biased;

@@ -12,14 +12,14 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
 use tessera_wasm::{
-    ChainStep, CmdOutcome, FailPolicy, Fault, InstanceRef, ReplyOutcome, WorkerChain,
+    CallError, ChainStep, CmdOutcome, InstanceRef, ReplyOutcome, Verdict, WorkerChain,
 };
 
 use super::Session;
 use crate::command::{Kind, Local};
 use crate::error::DataError;
 use crate::pipeline::classify::Classified;
-use crate::resp::{ReplyScanner, Request};
+use crate::resp::Request;
 
 /// A plugin that asked to see the reply of the command it passed.
 struct Observer {
@@ -74,9 +74,12 @@ fn failed(name: &str, reason: &str) -> DataError {
     }
 }
 
-/// Exactly one complete RESP reply?
-fn one_reply(b: &[u8]) -> bool {
-    matches!(ReplyScanner::default().next_len(b), Ok(Some(n)) if n == b.len())
+/// A call that failed: too large an input, a fault, a dead instance (its text says which).
+fn call_failed(name: &str, e: &CallError) -> DataError {
+    DataError::PluginCall {
+        name: name.to_owned(),
+        detail: e.to_string(),
+    }
 }
 
 fn error_bytes(text: &[u8]) -> Bytes {
@@ -129,9 +132,9 @@ impl Session {
             }
             let inst = match wc.step(i) {
                 ChainStep::Call(inst) => inst,
-                ChainStep::Unavailable(reason) => match g.spec.fail {
-                    FailPolicy::Open => continue,
-                    FailPolicy::Closed => return Decision::Fail(failed(g.name(), &reason)),
+                ChainStep::Unavailable(reason) => match g.spec.fail.when_unavailable() {
+                    Verdict::Skip => continue,
+                    Verdict::Fail => return Decision::Fail(failed(g.name(), &reason)),
                 },
             };
             let args: SmallVec<[ArgIn<'_>; 8]> = (0..req.argc())
@@ -147,11 +150,15 @@ impl Session {
             let outcome = inst.borrow_mut().on_command(conn, id, class, &args);
             let outcome = match outcome {
                 Ok(o) => o,
-                Err(f) => {
-                    wc.report_fault(i, &f);
-                    match g.spec.fail {
-                        FailPolicy::Open => continue,
-                        FailPolicy::Closed => return Decision::Fail(failed(g.name(), &f.reason)),
+                Err(e) => {
+                    if let Some(f) = e.fault() {
+                        wc.report_fault(i, f);
+                    }
+                    // Fail-open never passes a command that was too large for the plugin or
+                    // made it fault: any client could skip the plugin that way.
+                    match g.spec.fail.when_command_failed(&e) {
+                        Verdict::Skip => continue,
+                        Verdict::Fail => return Decision::Fail(call_failed(g.name(), &e)),
                     }
                 }
             };
@@ -163,14 +170,8 @@ impl Session {
                     generation: g.clone(),
                 }),
                 CmdOutcome::Deny(text) => return Decision::Reply(error_bytes(&text), observers),
-                CmdOutcome::Reply(bytes) => {
-                    if !one_reply(&bytes) {
-                        let f = Fault::bad_output("its reply is not one complete RESP reply");
-                        wc.report_fault(i, &f);
-                        return Decision::Fail(failed(g.name(), &f.reason));
-                    }
-                    return Decision::Reply(bytes.into(), observers);
-                }
+                // One complete RESP reply: checked by the runtime.
+                CmdOutcome::Reply(bytes) => return Decision::Reply(bytes.into(), observers),
                 CmdOutcome::Rewrite {
                     merge,
                     ctx,
@@ -247,13 +248,15 @@ impl Observers {
             let r = o.inst.borrow_mut().on_reply(conn, o.ctx, &[&out[at..]]);
             let replacement = match r {
                 Ok(ReplyOutcome::Pass) => continue,
-                Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
-                Ok(ReplyOutcome::Replace(_)) if fail == FailPolicy::Closed => {
-                    failed(name, "its reply is not one complete RESP reply").reply()
-                }
+                // One complete RESP reply: checked by the runtime.
+                Ok(ReplyOutcome::Replace(b)) => Bytes::from(b),
                 Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
-                Err(f) if fail == FailPolicy::Closed => failed(name, &f.reason).reply(),
-                Ok(ReplyOutcome::Replace(_)) | Err(_) => continue,
+                // Too large to observe, a fault, a dead instance: the observer's policy
+                // decides (fail-open passes the reply unobserved).
+                Err(e) => match fail.when_reply_failed(&e) {
+                    Verdict::Skip => continue,
+                    Verdict::Fail => call_failed(name, &e).reply(),
+                },
             };
             out.truncate(at);
             out.extend_from_slice(&replacement);
@@ -271,13 +274,11 @@ impl PluginMerge {
             Ok(ReplyOutcome::Pass) => {
                 failed(&self.name, "passed a merge of several replies").reply()
             }
-            Ok(ReplyOutcome::Replace(b)) if one_reply(&b) => Bytes::from(b),
-            Ok(ReplyOutcome::Replace(_)) => {
-                failed(&self.name, "its reply is not one complete RESP reply").reply()
-            }
+            // One complete RESP reply: checked by the runtime.
+            Ok(ReplyOutcome::Replace(b)) => Bytes::from(b),
             Ok(ReplyOutcome::Error(t)) => error_bytes(&t),
             // A rewrite cannot fail open: the original command was never sent.
-            Err(f) => failed(&self.name, &f.reason).reply(),
+            Err(e) => call_failed(&self.name, &e).reply(),
         };
         out.extend_from_slice(&reply);
     }

@@ -6,8 +6,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::instance::{Fault, Instance};
-use crate::plugin::{Generation, Hooks};
+use crate::fault::Fault;
+use crate::generation::Generation;
+use crate::hooks::{DeniedToAll, Hooks};
+use crate::instance::Instance;
 use crate::runtime::Runtime;
 
 /// The plugin chain in force: immutable; a reload publishes a new one.
@@ -41,6 +43,16 @@ impl Chain {
     pub fn is_empty(&self) -> bool {
         self.plugins.is_empty()
     }
+
+    /// What the chain's plugins, together, declare they deny to every client (the union of
+    /// each [`Generation::denied_to_all`]).
+    pub fn denied_to_all(&self) -> DeniedToAll {
+        let mut all = DeniedToAll::default();
+        for g in &self.plugins {
+            all.union(g.denied_to_all());
+        }
+        all
+    }
 }
 
 /// A shared handle on a worker's instance: commands in flight keep the instance that started
@@ -51,7 +63,9 @@ pub type InstanceRef = Rc<RefCell<Instance>>;
 pub enum ChainStep {
     /// Call this instance.
     Call(InstanceRef),
-    /// The plugin cannot run now (instantiation failed or backing off): apply its policy.
+    /// The plugin cannot run now (instantiation or `init` failed, or it is backing off after
+    /// such failures): not the command's doing, so its policy applies
+    /// (`FailPolicy::when_unavailable`).
     Unavailable(String),
 }
 
@@ -59,14 +73,38 @@ struct Slot {
     generation: Arc<Generation>,
     instance: Option<InstanceRef>,
     retry_at: Option<Instant>,
+    /// Instantiations (with `init`) that failed in a row; call faults do not count.
     failures: u32,
     last_fault: Option<Instant>,
     last_reason: String,
     next_tick: Option<Instant>,
+    /// When a call fault was last logged, and how many were not logged since.
+    logged_at: Option<Instant>,
+    unlogged: u64,
 }
 
-/// Backoff after the n-th fault in a row: the first replacement is immediate, then 100 ms
-/// doubling up to 30 s.
+impl Slot {
+    fn new(generation: Arc<Generation>) -> Self {
+        Self {
+            generation,
+            instance: None,
+            retry_at: None,
+            failures: 0,
+            last_fault: None,
+            last_reason: String::new(),
+            next_tick: None,
+            logged_at: None,
+            unlogged: 0,
+        }
+    }
+}
+
+/// Call faults logged per plugin per worker: at most one a second (a client can fault a
+/// plugin on every command it sends; the metric counts them all).
+const FAULT_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Backoff after the n-th failed instantiation in a row: the first retry is immediate, then
+/// 100 ms doubling up to 30 s.
 fn backoff(failures: u32) -> Duration {
     match failures {
         0 | 1 => Duration::ZERO,
@@ -108,15 +146,7 @@ impl WorkerChain {
                     .map(|i| old.swap_remove(i))
                 {
                     Some(s) => s,
-                    None => Slot {
-                        generation: g.clone(),
-                        instance: None,
-                        retry_at: None,
-                        failures: 0,
-                        last_fault: None,
-                        last_reason: String::new(),
-                        next_tick: None,
-                    },
+                    None => Slot::new(g.clone()),
                 }
             })
             .collect();
@@ -139,7 +169,10 @@ impl WorkerChain {
         &self.slots[i].generation
     }
 
-    /// The warm instance of plugin `i`, created (with `init`) if there is none.
+    /// The warm instance of plugin `i`, created (with `init`) if there is none. A dead
+    /// instance (a call faulted it) is replaced at once, fresh from the generation's
+    /// `InstancePre`: a fault costs the command that hit it, never the plugin for the other
+    /// clients of this worker. Only instantiation that keeps failing backs off.
     pub fn step(&mut self, i: usize) -> ChainStep {
         let slot = &mut self.slots[i];
         if let Some(inst) = &slot.instance {
@@ -154,18 +187,20 @@ impl WorkerChain {
         }
         match self.runtime.instantiate(&slot.generation) {
             Ok(inst) => {
+                slot.failures = 0;
+                slot.retry_at = None;
                 let inst = Rc::new(RefCell::new(inst));
                 slot.instance = Some(inst.clone());
                 ChainStep::Call(inst)
             }
             Err(f) => {
-                Self::faulted(slot, &f, now);
+                Self::instantiation_failed(slot, &f, now);
                 ChainStep::Unavailable(f.reason)
             }
         }
     }
 
-    fn faulted(slot: &mut Slot, f: &Fault, now: Instant) {
+    fn instantiation_failed(slot: &mut Slot, f: &Fault, now: Instant) {
         if slot
             .last_fault
             .is_some_and(|t| now.duration_since(t) > Duration::from_secs(60))
@@ -181,15 +216,34 @@ impl WorkerChain {
             plugin = slot.generation.name(),
             reason = %f.reason,
             failures = slot.failures,
-            "plugin instance failed; it will be replaced"
+            "plugin instance could not be created; backing off"
         );
     }
 
-    /// Plugin `i`'s instance failed: drop it; the next call replaces it (after a backoff if it
-    /// keeps failing).
+    /// A call on plugin `i`'s instance faulted (the runtime marked it dead and counted the
+    /// fault; the proxy reports faults it detects itself the same way). The instance is
+    /// dropped and the next hooked command gets a fresh one, without backoff. Logged at most
+    /// once a second per plugin and worker.
     pub fn report_fault(&mut self, i: usize, f: &Fault) {
         let now = Instant::now();
-        Self::faulted(&mut self.slots[i], f, now);
+        let slot = &mut self.slots[i];
+        slot.instance = None;
+        if slot
+            .logged_at
+            .is_some_and(|t| now.duration_since(t) < FAULT_LOG_INTERVAL)
+        {
+            slot.unlogged += 1;
+            return;
+        }
+        tracing::warn!(
+            plugin = slot.generation.name(),
+            reason = %f.reason,
+            kind = f.kind(),
+            not_logged_before = slot.unlogged,
+            "plugin call faulted; the instance is replaced for the next command"
+        );
+        slot.logged_at = Some(now);
+        slot.unlogged = 0;
     }
 
     /// Runs `on_close` on every plugin that asked for it.
@@ -200,9 +254,10 @@ impl WorkerChain {
                 continue;
             }
             if let Some(inst) = self.slots[i].instance.clone()
-                && let Err(f) = inst.borrow_mut().on_close(conn)
+                && let Err(e) = inst.borrow_mut().on_close(conn)
+                && let Some(f) = e.fault()
             {
-                self.report_fault(i, &f);
+                self.report_fault(i, f);
             }
         }
     }
@@ -221,9 +276,10 @@ impl WorkerChain {
                 _ => slot.next_tick = Some(now + period),
             }
             if let Some(inst) = slot.instance.clone()
-                && let Err(f) = inst.borrow_mut().on_tick()
+                && let Err(e) = inst.borrow_mut().on_tick()
+                && let Some(f) = e.fault()
             {
-                self.report_fault(i, &f);
+                self.report_fault(i, f);
             }
         }
     }

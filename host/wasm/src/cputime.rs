@@ -33,15 +33,23 @@ mod tests {
             "sleeping used {:?}",
             b - a
         );
+        // Spin until 5 ms of CPU were used, with a wall-clock bound: on a loaded machine (2
+        // shared cores) 20 ms of wall clock gave the thread only ~4 ms of CPU, which failed a
+        // fixed-wall-time version of this test although the clock was right.
         let mut x = 0u64;
         let start = std::time::Instant::now();
-        while start.elapsed() < Duration::from_millis(20) {
-            x = x.wrapping_add(std::hint::black_box(1));
+        while thread_cpu_time() - b < Duration::from_millis(5)
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            for _ in 0..10_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
         }
         let c = thread_cpu_time();
         assert!(
             c - b >= Duration::from_millis(5),
-            "spinning used {:?} ({x})",
+            "spinning for {:?} used {:?} of CPU ({x})",
+            start.elapsed(),
             c - b
         );
     }

@@ -6,8 +6,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tessera_plugin_abi::{self as abi, import, status};
 use wasmtime::{Caller, Linker};
 
-use crate::instance::HostState;
-use crate::metrics::{Kind, MetricError};
+use crate::host_state::HostState;
+use crate::metrics::{Kind, MAX_HELP, MAX_LABEL_VALUE, MAX_LABELS, MetricError, Series};
 
 static START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
@@ -123,6 +123,14 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(b) = range(data, buckets_ptr, nbuckets.max(0).saturating_mul(8)) else {
                 return status::INVALID_MEMORY;
             };
+            // Bounded before anything is copied out of the guest (names are at most 100).
+            if n.len() > 100
+                || h.len() > MAX_HELP
+                || l.len() > MAX_LABELS * 104
+                || b.len() > 8 * 256
+            {
+                return status::BAD_ARGUMENT;
+            }
             let Some(labels) = strings(&data[l]) else {
                 return status::BAD_ARGUMENT;
             };
@@ -152,6 +160,11 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(r) = range(data, ptr, len) else {
                 return status::INVALID_MEMORY;
             };
+            // Bounded before anything is copied out of the guest.
+            let max = MAX_LABELS * (MAX_LABEL_VALUE + 4);
+            if r.len() > max {
+                return status::BAD_ARGUMENT;
+            }
             let Some(values) = strings(&data[r]) else {
                 return status::BAD_ARGUMENT;
             };
@@ -161,10 +174,7 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             }
         },
     )?;
-    fn series(
-        st: &mut HostState,
-        id: i32,
-    ) -> Option<(std::sync::Arc<crate::metrics::Series>, Kind)> {
+    fn series(st: &mut HostState, id: i32) -> Option<(std::sync::Arc<Series>, Kind)> {
         let i = usize::try_from(id).ok()?;
         if let Some(Some(cached)) = st.series.get(i) {
             return Some(cached.clone());

@@ -1,39 +1,19 @@
 //! One warm instance of a plugin generation on one worker thread, and the calls into it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering::Relaxed;
 
 use tessera_plugin_abi::{self as abi, Arena, ArgIn, ManifestView};
-use wasmtime::{Memory, Store, StoreLimits, StoreLimitsBuilder, Trap, TypedFunc, UpdateDeadline};
+use wasmtime::{Memory, Store, StoreLimitsBuilder, Trap, TypedFunc, UpdateDeadline};
 
+use crate::client::ClientLookup;
 use crate::cputime::thread_cpu_time;
-use crate::metrics::Series;
-use crate::plugin::{Generation, Hooks, PluginShared};
-use crate::runtime::ClientLookup;
-
-/// Why a call did not produce an action. The instance is dead afterwards.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fault {
-    pub reason: String,
-    /// Index into `plugin::FAULT_REASONS`.
-    pub(crate) kind: usize,
-}
-
-impl Fault {
-    /// The plugin produced something the host cannot use.
-    pub fn bad_output(msg: impl Into<String>) -> Self {
-        Self {
-            reason: msg.into(),
-            kind: 3,
-        }
-    }
-}
-
-impl std::fmt::Display for Fault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
+use crate::fault::{CallError, Fault, Input, InputTooLarge};
+use crate::generation::Generation;
+use crate::hooks::Hooks;
+use crate::host_state::{CallClock, HostState};
+use crate::plugin::PluginShared;
+use crate::spec::PluginSpec;
 
 /// What `on_command` decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,29 +41,6 @@ pub enum ReplyOutcome {
     Error(Vec<u8>),
 }
 
-/// Per-call clock for the CPU budget.
-#[derive(Debug, Default)]
-pub(crate) struct CallClock {
-    ticks: u32,
-    cpu_start: Option<Duration>,
-    budget: Duration,
-    max_ticks: u32,
-    /// Set by the deadline callback when it stops a call.
-    stopped: Option<&'static str>,
-}
-
-/// The data of an instance's `Store`.
-pub(crate) struct HostState {
-    limits: StoreLimits,
-    pub(crate) memory: Option<Memory>,
-    pub(crate) plugin: Arc<PluginShared>,
-    pub(crate) clients: Arc<dyn ClientLookup>,
-    pub(crate) in_init: bool,
-    pub(crate) series: Vec<Option<(Arc<Series>, crate::metrics::Kind)>>,
-    clock: CallClock,
-    memory_limit: usize,
-}
-
 struct Exports {
     reserve: TypedFunc<(i32, i32), i32>,
     init: TypedFunc<i32, i64>,
@@ -101,22 +58,21 @@ pub struct Instance {
     exports: Exports,
     arena: Arena,
     dead: bool,
+    /// The most bytes one call may copy into `in` (`PluginSpec::input_limit`).
+    input_limit: usize,
     pub generation: u64,
 }
 
 fn trap_fault(e: wasmtime::Error, clock: &CallClock, memory_limit: usize) -> Fault {
     if let Some(what) = clock.stopped {
-        return Fault {
-            reason: what.to_owned(),
-            kind: 1,
-        };
+        return Fault::new(Fault::CPU, what);
     }
     let text = format!("{e:#}");
     if text.contains("forcing trap when growing memory") {
-        return Fault {
-            reason: format!("memory limit of {} MiB exceeded", memory_limit >> 20),
-            kind: 2,
-        };
+        return Fault::new(
+            Fault::MEMORY,
+            format!("memory limit of {} MiB exceeded", memory_limit >> 20),
+        );
     }
     let reason = match e.downcast_ref::<Trap>() {
         Some(Trap::UnreachableCodeReached) => "trap: unreachable (the plugin panicked)".to_owned(),
@@ -130,37 +86,37 @@ fn trap_fault(e: wasmtime::Error, clock: &CallClock, memory_limit: usize) -> Fau
             format!("trap: {line}")
         }
     };
-    Fault { reason, kind: 0 }
+    Fault::new(Fault::TRAP, reason)
 }
 
 impl Instance {
-    /// Instantiates `generation` (without calling `init`).
+    /// Instantiates a generation's module (without calling `init`).
     pub(crate) fn new(
         gen_pre: &wasmtime::InstancePre<HostState>,
         engine: &wasmtime::Engine,
         shared: Arc<PluginShared>,
         clients: Arc<dyn ClientLookup>,
-        cpu_budget: Duration,
-        memory_limit: usize,
+        spec: &PluginSpec,
         generation: u64,
     ) -> Result<Self, String> {
+        let memory_limit = spec.memory_limit;
         let limits = StoreLimitsBuilder::new()
             .memory_size(memory_limit)
             .instances(1)
             .trap_on_grow_failure(true)
             .build();
-        let budget_ms = cpu_budget.as_millis().max(1) as u32;
+        let budget_ms = spec.cpu_budget.as_millis().max(1) as u32;
         let mut store = Store::new(
             engine,
             HostState {
                 limits,
                 memory: None,
-                plugin: shared.clone(),
+                plugin: shared,
                 clients,
                 in_init: false,
                 series: Vec::new(),
                 clock: CallClock {
-                    budget: cpu_budget,
+                    budget: spec.cpu_budget,
                     max_ticks: budget_ms.saturating_mul(10).max(20),
                     ..CallClock::default()
                 },
@@ -208,8 +164,6 @@ impl Instance {
         let on_reply = func!(abi::export::ON_REPLY);
         let on_close = inst.get_typed_func(&mut store, abi::export::ON_CLOSE).ok();
         let on_tick = inst.get_typed_func(&mut store, abi::export::ON_TICK).ok();
-        let clock_budget = cpu_budget;
-        let _ = clock_budget;
         store.data_mut().clock.reset();
         store.set_epoch_deadline(1);
         let arena_ptr = arena_fn.call(&mut store, ()).map_err(|e| {
@@ -232,6 +186,7 @@ impl Instance {
             },
             arena: Arena::default(),
             dead: false,
+            input_limit: spec.input_limit(),
             generation,
         };
         me.read_arena().map_err(|f| f.reason)?;
@@ -242,11 +197,16 @@ impl Instance {
         self.dead
     }
 
+    /// The most bytes one call may copy into the plugin (its spec's input limit).
+    pub fn input_limit(&self) -> usize {
+        self.input_limit
+    }
+
     fn read_arena(&mut self) -> Result<(), Fault> {
         let data = self.memory.data(&self.store);
         let p = self.exports.arena_ptr as usize;
         let a = data
-            .get(p..p + Arena::SIZE)
+            .get(p..p.saturating_add(Arena::SIZE))
             .and_then(Arena::decode)
             .ok_or_else(|| Fault::bad_output("arena descriptor outside memory"))?;
         let inside = |off: u32, cap: u32| {
@@ -265,12 +225,9 @@ impl Instance {
     fn guarded<R>(
         &mut self,
         f: impl FnOnce(&mut Store<HostState>, &Exports) -> wasmtime::Result<R>,
-    ) -> Result<R, Fault> {
+    ) -> Result<R, CallError> {
         if self.dead {
-            return Err(Fault {
-                reason: "instance is dead".into(),
-                kind: 0,
-            });
+            return Err(CallError::Dead);
         }
         self.store.data_mut().clock.reset();
         self.store.set_epoch_deadline(1);
@@ -281,57 +238,97 @@ impl Instance {
                 let fault = trap_fault(e, &st.clock, st.memory_limit);
                 self.dead = true;
                 st.plugin.count_fault(fault.kind);
-                Err(fault)
+                Err(CallError::Fault(fault))
             }
         }
     }
 
-    fn fail(&mut self, fault: Fault) -> Fault {
+    /// The plugin produced something unusable: the instance is dead, the fault counted.
+    fn fail(&mut self, fault: Fault) -> CallError {
         self.dead = true;
         self.store.data().plugin.count_fault(fault.kind);
-        fault
+        CallError::Fault(fault)
     }
 
-    /// Makes `in` at least `len` bytes.
-    fn ensure_in(&mut self, len: usize) -> Result<(), Fault> {
-        if len <= self.arena.in_cap as usize {
+    /// Refuses an input over the limit before anything is copied; the instance is unharmed.
+    fn admit(&self, input: Input, size: usize) -> Result<(), CallError> {
+        if self.dead {
+            return Err(CallError::Dead);
+        }
+        if size <= self.input_limit {
             return Ok(());
         }
-        let Ok(len32) = i32::try_from(len) else {
-            return Err(self.fail(Fault::bad_output("input larger than 2 GiB")));
-        };
-        let rc = self.guarded(|s, e| e.reserve.call(s, (len32, 0)))?;
-        if rc < 0 {
-            return Err(self.fail(Fault {
-                reason: format!("plugin could not reserve {len} bytes for its input"),
-                kind: 2,
-            }));
-        }
-        self.read_arena().map_err(|f| self.fail(f))?;
-        if (self.arena.in_cap as usize) < len {
-            return Err(self.fail(Fault::bad_output(
-                "tp_reserve did not grow the input buffer",
-            )));
-        }
-        Ok(())
+        self.store.data().plugin.count_refused(input);
+        Err(CallError::TooLarge(InputTooLarge {
+            input,
+            size,
+            limit: self.input_limit,
+        }))
     }
 
-    /// The `out` bytes of the last call (re-reading the descriptor: the guest may have grown it).
-    fn out(&mut self, len: u32) -> Result<Vec<u8>, Fault> {
+    /// Makes `in` at least `len` bytes, and returns it.
+    fn input_buffer(&mut self, len: usize) -> Result<&mut [u8], CallError> {
+        if len > self.arena.in_cap as usize {
+            let Ok(len32) = i32::try_from(len) else {
+                return Err(self.fail(Fault::bad_output("input larger than 2 GiB")));
+            };
+            let rc = self.guarded(|s, e| e.reserve.call(s, (len32, 0)))?;
+            if rc < 0 {
+                return Err(self.fail(Fault::new(
+                    Fault::MEMORY,
+                    format!("plugin could not reserve {len} bytes for its input"),
+                )));
+            }
+            self.read_arena().map_err(|f| self.fail(f))?;
+            if (self.arena.in_cap as usize) < len {
+                return Err(self.fail(Fault::bad_output(
+                    "tp_reserve did not grow the input buffer",
+                )));
+            }
+        }
+        // In memory (checked when the descriptor was read, and memory never shrinks), but
+        // checked again rather than trusted: this must never panic.
+        let start = self.arena.in_off as usize;
+        if start + len > self.memory.data_size(&self.store) {
+            return Err(self.fail(Fault::bad_output("arena input outside memory")));
+        }
+        Ok(&mut self.memory.data_mut(&mut self.store)[start..start + len])
+    }
+
+    /// Where the last call's `out_len` bytes are (re-reading the descriptor: the guest may
+    /// have grown `out`), checked against the advertised capacity and the memory.
+    fn out_range(&mut self, len: u32) -> Result<std::ops::Range<usize>, CallError> {
         self.read_arena().map_err(|f| self.fail(f))?;
         if len > self.arena.out_cap {
             return Err(self.fail(Fault::bad_output("output longer than the out buffer")));
         }
-        let data = self.memory.data(&self.store);
         let start = self.arena.out_off as usize;
-        Ok(data[start..start + len as usize].to_vec())
+        Ok(start..start + len as usize)
+    }
+
+    /// The `out` bytes of the last call.
+    fn out(&mut self, len: u32) -> Result<Vec<u8>, CallError> {
+        let r = self.out_range(len)?;
+        match self.memory.data(&self.store).get(r) {
+            Some(b) => Ok(b.to_vec()),
+            None => Err(self.fail(Fault::bad_output("output outside memory"))),
+        }
+    }
+
+    /// One complete RESP reply from `out`, or a bad-output fault (REPLY and REPLACE).
+    fn out_reply(&mut self, len: u32) -> Result<Vec<u8>, CallError> {
+        let b = self.out(len)?;
+        if !abi::is_one_reply(&b) {
+            return Err(self.fail(Fault::bad_output(
+                "its reply is not one complete RESP reply",
+            )));
+        }
+        Ok(b)
     }
 
     /// Runs `tp_init(config)`; the plugin's refusal is `Ok(Err(message))`.
-    pub(crate) fn init(&mut self, config: &[u8]) -> Result<Result<Hooks, String>, Fault> {
-        self.ensure_in(config.len())?;
-        let start = self.arena.in_off as usize;
-        self.memory.data_mut(&mut self.store)[start..start + config.len()].copy_from_slice(config);
+    pub(crate) fn init(&mut self, config: &[u8]) -> Result<Result<Hooks, String>, CallError> {
+        self.input_buffer(config.len())?.copy_from_slice(config);
         self.store.data_mut().in_init = true;
         let len = config.len() as i32;
         let r = self.guarded(|s, e| e.init.call(s, len));
@@ -342,7 +339,10 @@ impl Instance {
             abi::INIT_OK => {
                 let m = ManifestView::parse(&out)
                     .ok_or_else(|| self.fail(Fault::bad_output("malformed manifest")))?;
-                Ok(Hooks::from_manifest(&m).map_err(|e| self.fail(Fault::bad_output(e)).reason))
+                match Hooks::from_manifest(&m) {
+                    Ok(h) => Ok(Ok(h)),
+                    Err(e) => Err(self.fail(Fault::bad_output(e))),
+                }
             }
             abi::INIT_ERROR => Ok(Err(String::from_utf8_lossy(&out).into_owned())),
             other => Err(self.fail(Fault::bad_output(format!(
@@ -352,27 +352,29 @@ impl Instance {
     }
 
     /// Calls `tp_on_command`. `args` are the argv with key flags and elision already decided.
+    ///
+    /// # Errors
+    /// [`CallError::TooLarge`] when the argument table would be over the input limit (nothing
+    /// was copied, the instance lives); [`CallError::Fault`] when the call faulted or its
+    /// output is unusable (the instance is dead).
     pub fn on_command(
         &mut self,
         conn: u64,
         cmd: u16,
         class: u32,
         args: &[ArgIn<'_>],
-    ) -> Result<CmdOutcome, Fault> {
+    ) -> Result<CmdOutcome, CallError> {
         let size = abi::command_size(args.iter().copied());
-        self.ensure_in(size)?;
-        let start = self.arena.in_off as usize;
-        let dst = &mut self.memory.data_mut(&mut self.store)[start..start + size];
+        self.admit(Input::Command, size)?;
+        let dst = self.input_buffer(size)?;
         if abi::encode_command(dst, class, args.len(), args.iter().copied()).is_none() {
-            return Err(Fault::bad_output("argument longer than 1 GiB"));
+            return Err(CallError::Fault(Fault::bad_output(
+                "argument longer than 1 GiB",
+            )));
         }
         let nargs = args.len() as i32;
         let r = self.guarded(|s, e| e.on_command.call(s, (conn as i64, cmd as i32, nargs)))?;
-        self.store
-            .data()
-            .plugin
-            .calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.store.data().plugin.calls.fetch_add(1, Relaxed);
         if r == 0 {
             return Ok(CmdOutcome::Pass);
         }
@@ -380,61 +382,75 @@ impl Instance {
         match action {
             abi::action::PASS => Ok(CmdOutcome::Pass),
             abi::action::DENY => Ok(CmdOutcome::Deny(sanitize_error(self.out(out_len)?))),
-            abi::action::REPLY => Ok(CmdOutcome::Reply(self.out(out_len)?)),
-            abi::action::REWRITE => {
-                let block = self.out(out_len)?;
-                let view = abi::RewriteView::parse(&block, count).map_err(|e| {
-                    self.fail(Fault::bad_output(format!("malformed rewrite: {e:?}")))
-                })?;
-                for c in view.commands() {
-                    let c = c.map_err(|e| self.fail(Fault::bad_output(format!("{e:?}"))))?;
-                    for a in c {
-                        if let Ok(abi::RewriteArg::Input(i)) = a
-                            && i as usize >= args.len()
-                        {
-                            return Err(self.fail(Fault::bad_output(format!(
-                                "rewrite refers to argument {i} of a {}-argument command",
-                                args.len()
-                            ))));
-                        }
-                    }
-                }
-                Ok(CmdOutcome::Rewrite {
-                    merge: view.merge,
-                    ctx: view.ctx,
-                    count,
-                    block,
-                })
-            }
-            abi::action::OBSERVE => {
-                // Eight bytes read in place: no allocation on the path of every observed command.
-                if out_len < 8 {
-                    return Ok(CmdOutcome::Observe(0));
-                }
-                self.read_arena().map_err(|f| self.fail(f))?;
-                let at = self.arena.out_off as usize;
-                let data = self.memory.data(&self.store);
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&data[at..at + 8]);
-                Ok(CmdOutcome::Observe(u64::from_le_bytes(b)))
-            }
+            abi::action::REPLY => Ok(CmdOutcome::Reply(self.out_reply(out_len)?)),
+            abi::action::REWRITE => self.rewrite(count, out_len, args.len()),
+            abi::action::OBSERVE => self.observe_ctx(out_len).map(CmdOutcome::Observe),
             other => Err(self.fail(Fault::bad_output(format!("unknown action {other}")))),
         }
     }
 
+    fn rewrite(&mut self, count: u32, out_len: u32, nargs: usize) -> Result<CmdOutcome, CallError> {
+        let block = self.out(out_len)?;
+        let view = abi::RewriteView::parse(&block, count)
+            .map_err(|e| self.fail(Fault::bad_output(format!("malformed rewrite: {e:?}"))))?;
+        for c in view.commands() {
+            let c = c.map_err(|e| self.fail(Fault::bad_output(format!("{e:?}"))))?;
+            for a in c {
+                if let Ok(abi::RewriteArg::Input(i)) = a
+                    && i as usize >= nargs
+                {
+                    return Err(self.fail(Fault::bad_output(format!(
+                        "rewrite refers to argument {i} of a {nargs}-argument command"
+                    ))));
+                }
+            }
+        }
+        Ok(CmdOutcome::Rewrite {
+            merge: view.merge,
+            ctx: view.ctx,
+            count,
+            block,
+        })
+    }
+
+    /// The u64 ctx of an OBSERVE, read in place (no allocation on the path of every observed
+    /// command). `out_len` comes from the plugin: it is checked against `out_cap` and the
+    /// memory like any other output, never trusted.
+    fn observe_ctx(&mut self, out_len: u32) -> Result<u64, CallError> {
+        if out_len < 8 {
+            // Lenient since ABI v1 shipped: no ctx means ctx 0.
+            return Ok(0);
+        }
+        let r = self.out_range(out_len)?;
+        let ctx = self
+            .memory
+            .data(&self.store)
+            .get(r.start..r.start + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes);
+        match ctx {
+            Some(ctx) => Ok(ctx),
+            None => Err(self.fail(Fault::bad_output("observe ctx outside memory"))),
+        }
+    }
+
     /// Calls `tp_on_reply` with raw RESP replies.
+    ///
+    /// # Errors
+    /// As [`Instance::on_command`]; a reply table over the input limit is
+    /// [`CallError::TooLarge`] with [`Input::Reply`].
     pub fn on_reply(
         &mut self,
         conn: u64,
         ctx: u64,
         replies: &[&[u8]],
-    ) -> Result<ReplyOutcome, Fault> {
+    ) -> Result<ReplyOutcome, CallError> {
         let size = abi::replies_size(replies.iter().copied());
-        self.ensure_in(size)?;
-        let start = self.arena.in_off as usize;
-        let dst = &mut self.memory.data_mut(&mut self.store)[start..start + size];
-        abi::encode_replies(dst, replies.len(), replies.iter().copied())
-            .ok_or_else(|| Fault::bad_output("reply table"))?;
+        self.admit(Input::Reply, size)?;
+        let dst = self.input_buffer(size)?;
+        if abi::encode_replies(dst, replies.len(), replies.iter().copied()).is_none() {
+            return Err(CallError::Fault(Fault::bad_output("reply table")));
+        }
         let n = replies.len() as i32;
         let r = self.guarded(|s, e| e.on_reply.call(s, (conn as i64, ctx as i64, n)))?;
         if r == 0 {
@@ -443,32 +459,24 @@ impl Instance {
         let (action, _, out_len) = abi::unpack(r);
         match action {
             abi::reply_action::PASS => Ok(ReplyOutcome::Pass),
-            abi::reply_action::REPLACE => Ok(ReplyOutcome::Replace(self.out(out_len)?)),
+            abi::reply_action::REPLACE => Ok(ReplyOutcome::Replace(self.out_reply(out_len)?)),
             abi::reply_action::ERROR => Ok(ReplyOutcome::Error(sanitize_error(self.out(out_len)?))),
             other => Err(self.fail(Fault::bad_output(format!("unknown reply action {other}")))),
         }
     }
 
-    pub fn on_close(&mut self, conn: u64) -> Result<(), Fault> {
+    pub fn on_close(&mut self, conn: u64) -> Result<(), CallError> {
         match self.exports.on_close.clone() {
             Some(f) => self.guarded(|s, _| f.call(s, conn as i64)),
             None => Ok(()),
         }
     }
 
-    pub fn on_tick(&mut self) -> Result<(), Fault> {
+    pub fn on_tick(&mut self) -> Result<(), CallError> {
         match self.exports.on_tick.clone() {
             Some(f) => self.guarded(|s, _| f.call(s, ())),
             None => Ok(()),
         }
-    }
-}
-
-impl CallClock {
-    fn reset(&mut self) {
-        self.ticks = 0;
-        self.cpu_start = None;
-        self.stopped = None;
     }
 }
 
@@ -485,32 +493,25 @@ fn sanitize_error(mut text: Vec<u8>) -> Vec<u8> {
     text
 }
 
-/// Builds a generation's instance and runs its `init`.
+/// Builds a generation's instance and runs its `init`. A failure here is the plugin being
+/// unavailable (not any command's doing): the worker backs off when it keeps failing.
 pub(crate) fn instantiate_and_init(
     g: &Generation,
     engine: &wasmtime::Engine,
     clients: Arc<dyn ClientLookup>,
 ) -> Result<Instance, Fault> {
-    let mut inst = Instance::new(
-        &g.pre,
-        engine,
-        g.shared.clone(),
-        clients,
-        g.spec.cpu_budget,
-        g.spec.memory_limit,
-        g.id,
-    )
-    .map_err(|reason| Fault { reason, kind: 0 })?;
-    match inst.init(&g.spec.config)? {
-        Ok(_) => {
-            g.shared
-                .instances
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut inst = Instance::new(&g.pre, engine, g.shared.clone(), clients, &g.spec, g.id)
+        .map_err(|reason| Fault::new(Fault::TRAP, reason))?;
+    match inst.init(&g.spec.config) {
+        Ok(Ok(_)) => {
+            g.shared.instances.fetch_add(1, Relaxed);
             Ok(inst)
         }
-        Err(msg) => Err(Fault {
-            reason: format!("init refused its config: {msg}"),
-            kind: 0,
-        }),
+        Ok(Err(msg)) => Err(Fault::new(
+            Fault::TRAP,
+            format!("init refused its config: {msg}"),
+        )),
+        Err(CallError::Fault(f)) => Err(f),
+        Err(e) => Err(Fault::new(Fault::TRAP, format!("init: {e}"))),
     }
 }

@@ -7,25 +7,36 @@
 //!   all threads, and the hook manifest its `init` returned in a probe instance.
 //! - [`Chain`]: the ordered plugins in force, swapped atomically on reload.
 //! - [`WorkerChain`]: a worker thread's warm instances for the chain in force; an instance that
-//!   faulted is replaced (with backoff when it keeps failing); an instance still referenced by a
-//!   command in flight outlives a reload.
+//!   faulted is replaced at once for the next command (backoff only when instantiation keeps
+//!   failing); an instance still referenced by a command in flight outlives a reload.
+//! - [`CallError`] / [`FailPolicy`]: why a call gave no verdict (input over the plugin's input
+//!   limit, a fault, a dead instance) and what the policy makes of it ([`Verdict`]).
 //!
 //! This crate knows nothing of sessions or routing: the proxy hands it argument slices and gets
 //! actions back.
 
 mod chain;
+mod client;
 pub mod cputime;
+mod fault;
+mod generation;
+mod hooks;
+mod host_state;
 mod imports;
 mod instance;
 pub mod metrics;
 mod plugin;
 mod runtime;
+mod spec;
 pub mod state;
 
 pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
-pub use instance::{CmdOutcome, Fault, Instance, ReplyOutcome};
-pub use plugin::{
-    FAULT_REASONS, FailPolicy, Generation, Hooks, PluginShared, PluginSpec, valid_plugin_name,
-};
-pub use runtime::{ClientFacts, ClientLookup, LoadError, Runtime, RuntimeConfig};
+pub use client::{ClientFacts, ClientLookup};
+pub use fault::{CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict};
+pub use generation::Generation;
+pub use hooks::{DeniedToAll, Hooks};
+pub use instance::{CmdOutcome, Instance, ReplyOutcome};
+pub use plugin::PluginShared;
+pub use runtime::{LoadError, Runtime, RuntimeConfig};
+pub use spec::{PluginSpec, valid_plugin_name};
 pub use tessera_plugin_abi as abi;

@@ -11,8 +11,18 @@ use rustc_hash::FxHashMap;
 
 /// Series per plugin; a `metric_series` call beyond it fails (label cardinality guard).
 pub const MAX_SERIES: usize = 10_000;
+/// Series (label sets) per metric, so one metric fed client data cannot take the plugin's
+/// whole budget.
+pub const MAX_SERIES_PER_METRIC: usize = 1_000;
 /// Metrics per plugin.
 pub const MAX_METRICS: usize = 256;
+/// Labels per metric.
+pub const MAX_LABELS: usize = 16;
+/// Longest label value, bytes: values often come from clients (command names, tenants), and
+/// every one is kept and rendered on each scrape.
+pub const MAX_LABEL_VALUE: usize = 128;
+/// Longest help text, bytes.
+pub const MAX_HELP: usize = 1024;
 
 const DEFAULT_BUCKETS: &[f64] = &[
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -98,6 +108,8 @@ pub struct PluginMetrics {
 struct SeriesTable {
     all: Vec<Arc<Series>>,
     index: FxHashMap<(u32, Vec<String>), u32>,
+    /// Series per metric id.
+    per_metric: FxHashMap<u32, usize>,
 }
 
 fn valid_name(s: &str) -> bool {
@@ -118,7 +130,11 @@ impl PluginMetrics {
         labels: Vec<String>,
         buckets: Vec<f64>,
     ) -> Result<u32, MetricError> {
-        if !valid_name(name) || !labels.iter().all(|l| valid_name(l)) || labels.len() > 16 {
+        if !valid_name(name)
+            || !labels.iter().all(|l| valid_name(l))
+            || labels.len() > MAX_LABELS
+            || help.len() > MAX_HELP
+        {
             return Err(MetricError::BadArgument);
         }
         let buckets = if kind == Kind::Histogram && buckets.is_empty() {
@@ -153,6 +169,9 @@ impl PluginMetrics {
 
     /// The series of `metric` with these label values (created on first use).
     pub fn series(&self, metric: u32, values: Vec<String>) -> Result<u32, MetricError> {
+        if values.iter().any(|v| v.len() > MAX_LABEL_VALUE) {
+            return Err(MetricError::BadArgument);
+        }
         let bounds: Box<[f64]> = {
             let defs = self.defs.read().unwrap_or_else(|p| p.into_inner());
             let d = defs.get(metric as usize).ok_or(MetricError::BadArgument)?;
@@ -176,9 +195,11 @@ impl PluginMetrics {
         if let Some(&i) = t.index.get(&key) {
             return Ok(i);
         }
-        if t.all.len() >= MAX_SERIES {
+        let in_metric = t.per_metric.get(&metric).copied().unwrap_or(0);
+        if t.all.len() >= MAX_SERIES || in_metric >= MAX_SERIES_PER_METRIC {
             return Err(MetricError::TooMany);
         }
+        t.per_metric.insert(metric, in_metric + 1);
         let i = t.all.len() as u32;
         t.all.push(Arc::new(Series {
             metric,
@@ -356,5 +377,35 @@ mod tests {
             out.contains("tessera_plugin_my_plugin_lat_count 2\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn label_values_help_and_label_sets_are_bounded() {
+        let m = PluginMetrics::default();
+        let c = m
+            .define(Kind::Counter, "by_key", "Keys.", vec!["key".into()], vec![])
+            .unwrap();
+        let long = "k".repeat(MAX_LABEL_VALUE + 1);
+        assert_eq!(m.series(c, vec![long]), Err(MetricError::BadArgument));
+        assert!(m.series(c, vec!["k".repeat(MAX_LABEL_VALUE)]).is_ok());
+        let help = "h".repeat(MAX_HELP + 1);
+        assert_eq!(
+            m.define(Kind::Gauge, "g", &help, vec![], vec![]),
+            Err(MetricError::BadArgument)
+        );
+        // One metric fed client keys stops at its own cap; another metric still gets series.
+        for i in 1..MAX_SERIES_PER_METRIC {
+            m.series(c, vec![format!("key{i}")]).unwrap();
+        }
+        assert_eq!(
+            m.series(c, vec!["one more".into()]),
+            Err(MetricError::TooMany)
+        );
+        // An existing label set is still found.
+        assert!(m.series(c, vec!["key1".into()]).is_ok());
+        let other = m
+            .define(Kind::Counter, "other", "", vec!["x".into()], vec![])
+            .unwrap();
+        assert!(m.series(other, vec!["x".into()]).is_ok());
     }
 }

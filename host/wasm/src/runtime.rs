@@ -13,30 +13,14 @@ use wasmtime::{
     PoolingAllocationConfig, ValType,
 };
 
+use crate::client::{ClientLookup, NoClients};
+use crate::fault::{FAULT_REASONS, Fault};
+use crate::generation::Generation;
+use crate::host_state::HostState;
 use crate::imports;
-use crate::instance::{HostState, Instance};
-use crate::plugin::{FAULT_REASONS, Generation, PluginShared, PluginSpec, valid_plugin_name};
-
-/// Facts about a client connection, for the `client_info` import.
-#[derive(Debug, Clone, Default)]
-pub struct ClientFacts {
-    pub addr: String,
-    pub user: Option<String>,
-    pub name: Option<String>,
-    pub db: u32,
-}
-
-/// How the runtime finds a connection's facts (the proxy's client registry).
-pub trait ClientLookup: Send + Sync + 'static {
-    fn client(&self, conn: u64) -> Option<ClientFacts>;
-}
-
-struct NoClients;
-impl ClientLookup for NoClients {
-    fn client(&self, _: u64) -> Option<ClientFacts> {
-        None
-    }
-}
+use crate::instance::{Instance, instantiate_and_init};
+use crate::plugin::PluginShared;
+use crate::spec::{PluginSpec, valid_plugin_name};
 
 /// Sizing of the pooling allocator.
 #[derive(Debug, Clone)]
@@ -271,6 +255,16 @@ impl Runtime {
                 self.config.max_memory >> 20
             )));
         }
+        spec.check_limits()
+            .map_err(|e| LoadError(format!("plugin {}: {e}", spec.name)))?;
+        if spec.config.len() > spec.input_limit() {
+            return Err(LoadError(format!(
+                "plugin {}: its config of {} bytes is over its input limit of {} bytes",
+                spec.name,
+                spec.config.len(),
+                spec.input_limit()
+            )));
+        }
         let (sha, module) = self.compile(&spec.wasm)?;
         let (has_close, has_tick) = Self::check_abi(&module)?;
         let pre = self
@@ -284,8 +278,7 @@ impl Runtime {
             &self.engine,
             shared.clone(),
             self.clients.clone(),
-            spec.cpu_budget,
-            spec.memory_limit,
+            &spec,
             id,
         )
         .map_err(LoadError)?;
@@ -297,9 +290,12 @@ impl Runtime {
                     spec.name
                 )));
             }
-            Err(f) => {
+            Err(e) => {
+                let why = e
+                    .fault()
+                    .map_or_else(|| e.to_string(), |f| f.reason.clone());
                 return Err(LoadError(format!(
-                    "plugin {} failed in init: {f}",
+                    "plugin {} failed in init: {why}",
                     spec.name
                 )));
             }
@@ -317,8 +313,11 @@ impl Runtime {
     }
 
     /// A fresh instance of `g` with `init` run (for a worker thread).
-    pub fn instantiate(&self, g: &Generation) -> Result<Instance, crate::Fault> {
-        crate::instance::instantiate_and_init(g, &self.engine, self.clients.clone())
+    ///
+    /// # Errors
+    /// The instance could not be created or its `init` failed: the plugin is unavailable.
+    pub fn instantiate(&self, g: &Generation) -> Result<Instance, Fault> {
+        instantiate_and_init(g, &self.engine, self.clients.clone())
     }
 
     /// Prometheus text for every plugin this runtime has loaded: the runtime's own counters
@@ -359,6 +358,21 @@ impl Runtime {
                     "tessera_plugin_faults_total{{plugin=\"{}\",reason=\"{r}\"}} {}",
                     s.name,
                     s.faults[i].load(Ordering::Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_inputs_refused_total Commands and replies not given to a plugin because they were over its input limit."
+        );
+        let _ = writeln!(out, "# TYPE tessera_plugin_inputs_refused_total counter");
+        for s in &shared {
+            for (i, input) in ["command", "reply"].iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "tessera_plugin_inputs_refused_total{{plugin=\"{}\",input=\"{input}\"}} {}",
+                    s.name,
+                    s.inputs_refused[i].load(Ordering::Relaxed)
                 );
             }
         }

@@ -1,6 +1,12 @@
 //! Shared state of one plugin: a key-value namespace with TTLs and versions, atomic counters and
 //! token buckets, shared by the plugin's instances on every worker thread and kept across hot
 //! reloads. Sharded mutexes: a call holds one shard for a few hundred nanoseconds at most.
+//!
+//! Both maps are bounded, because their keys often come from clients (the filter's bucket is
+//! `rl:<client ip>`): a full key-value shard refuses new keys after dropping expired ones; a
+//! full bucket shard drops the buckets that have refilled (indistinguishable from new ones),
+//! then the least recently used eighth, so it never grows past its bound and never rescans on
+//! every call.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -11,6 +17,8 @@ use std::hash::{Hash, Hasher};
 const SHARDS: usize = 16;
 /// Entries per plugin (all shards); a set beyond it evicts expired entries first, then fails.
 const MAX_ENTRIES: usize = 1_000_000;
+/// Token buckets per plugin (all shards).
+const MAX_BUCKETS: usize = 1_000_000;
 
 #[derive(Debug)]
 struct Entry {
@@ -29,6 +37,17 @@ impl Entry {
 struct Bucket {
     tokens: f64,
     last: Instant,
+    /// The refill rate and size of the last acquire (to tell when it is full again).
+    per_second: u32,
+    burst: u32,
+}
+
+impl Bucket {
+    /// Whether the bucket has refilled to its burst: dropping it changes nothing.
+    fn is_full(&self, now: Instant) -> bool {
+        let refill = now.duration_since(self.last).as_secs_f64() * self.per_second as f64;
+        self.tokens + refill >= self.burst as f64
+    }
 }
 
 #[derive(Default, Debug)]
@@ -42,14 +61,14 @@ struct Shard {
 pub struct SharedState {
     shards: Vec<Mutex<Shard>>,
     next_version: std::sync::atomic::AtomicU64,
+    /// Bounds per shard.
+    max_entries: usize,
+    max_buckets: usize,
 }
 
 impl Default for SharedState {
     fn default() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            next_version: std::sync::atomic::AtomicU64::new(1),
-        }
+        Self::with_bounds(MAX_ENTRIES, MAX_BUCKETS)
     }
 }
 
@@ -58,6 +77,25 @@ fn ttl(ms: i64, now: Instant) -> Option<Instant> {
 }
 
 impl SharedState {
+    /// A namespace holding at most about `entries` keys and `buckets` token buckets (split
+    /// evenly over the shards, at least one each).
+    pub fn with_bounds(entries: usize, buckets: usize) -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            next_version: std::sync::atomic::AtomicU64::new(1),
+            max_entries: (entries / SHARDS).max(1),
+            max_buckets: (buckets / SHARDS).max(1),
+        }
+    }
+
+    /// Token buckets held now (all shards).
+    pub fn bucket_count(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).buckets.len())
+            .sum()
+    }
+
     fn shard(&self, key: &[u8]) -> std::sync::MutexGuard<'_, Shard> {
         let mut h = FxHasher::default();
         key.hash(&mut h);
@@ -103,11 +141,36 @@ impl SharedState {
 
     /// Makes room for one more entry in this shard.
     fn room(&self, shard: &mut Shard, now: Instant) -> bool {
-        if shard.map.len() < MAX_ENTRIES / SHARDS {
+        if shard.map.len() < self.max_entries {
             return true;
         }
         shard.map.retain(|_, e| e.live(now));
-        shard.map.len() < MAX_ENTRIES / SHARDS
+        shard.map.len() < self.max_entries
+    }
+
+    /// Makes room for one more bucket: drop the refilled ones; if none was, the least
+    /// recently used eighth (so the next eighth of new buckets costs no scan).
+    fn bucket_room(&self, shard: &mut Shard, now: Instant) {
+        if shard.buckets.len() < self.max_buckets {
+            return;
+        }
+        shard.buckets.retain(|_, b| !b.is_full(now));
+        if shard.buckets.len() < self.max_buckets {
+            return;
+        }
+        let mut ages: Vec<Instant> = shard.buckets.values().map(|b| b.last).collect();
+        let evict = (ages.len() / 8).max(1);
+        let (_, cutoff, _) = ages.select_nth_unstable(evict - 1);
+        let cutoff = *cutoff;
+        let mut left = evict;
+        shard.buckets.retain(|_, b| {
+            if left > 0 && b.last <= cutoff {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        });
     }
 
     pub fn delete(&self, key: &[u8]) -> bool {
@@ -181,18 +244,29 @@ impl SharedState {
     /// Token bucket: takes `cost` tokens if there are that many; refills at `per_second` up to
     /// `burst`.
     pub fn acquire(&self, bucket: &[u8], cost: u32, per_second: u32, burst: u32) -> bool {
-        let now = Instant::now();
+        self.acquire_at(bucket, cost, per_second, burst, Instant::now())
+    }
+
+    fn acquire_at(
+        &self,
+        bucket: &[u8],
+        cost: u32,
+        per_second: u32,
+        burst: u32,
+        now: Instant,
+    ) -> bool {
         let mut shard = self.shard(bucket);
-        if !shard.buckets.contains_key(bucket) && shard.buckets.len() >= MAX_ENTRIES / SHARDS {
-            // Full: forget buckets idle long enough to be full again.
-            shard
-                .buckets
-                .retain(|_, b| now.duration_since(b.last) < Duration::from_secs(60));
+        if !shard.buckets.contains_key(bucket) {
+            self.bucket_room(&mut shard, now);
         }
         let b = shard.buckets.entry(bucket.to_vec()).or_insert(Bucket {
             tokens: burst as f64,
             last: now,
+            per_second,
+            burst,
         });
+        b.per_second = per_second;
+        b.burst = burst;
         let refill = now.duration_since(b.last).as_secs_f64() * per_second as f64;
         b.tokens = (b.tokens + refill).min(burst as f64);
         b.last = now;
@@ -231,5 +305,41 @@ mod tests {
         s.set(b"t", b"x", 1);
         std::thread::sleep(Duration::from_millis(5));
         assert!(!s.get_versioned(b"t", |_, _| ()));
+    }
+
+    #[test]
+    fn token_buckets_stay_within_their_bound_and_keep_the_active_ones() {
+        // 16 shards × 4 buckets.
+        let s = SharedState::with_bounds(64, 64);
+        let t0 = Instant::now();
+        // An active bucket, drained: it must survive the flood below.
+        assert!(s.acquire_at(b"victim", 1, 1, 1, t0));
+        assert!(!s.acquire_at(b"victim", 1, 1, 1, t0));
+        // A flood of distinct buckets (a client per address), each drained at once.
+        for i in 0..10_000u32 {
+            let key = format!("rl:{i}");
+            let now = t0 + Duration::from_micros(u64::from(i) + 1);
+            s.acquire_at(key.as_bytes(), 1, 1, 1, now);
+            // The victim stays in use (an active client sends all the time).
+            let _ = s.acquire_at(b"victim", 1, 1, 1, now);
+            assert!(
+                s.bucket_count() <= 64,
+                "{} buckets after {i}",
+                s.bucket_count()
+            );
+        }
+        // Still drained: it was never evicted (a fresh bucket would let it through).
+        let late = t0 + Duration::from_micros(10_001);
+        assert!(!s.acquire_at(b"victim", 1, 1, 1, late));
+        // Refilled buckets are the first to go.
+        let s = SharedState::with_bounds(16, 16);
+        for i in 0..16u32 {
+            s.acquire_at(format!("a{i}").as_bytes(), 1, 1000, 1, t0);
+        }
+        let later = t0 + Duration::from_secs(1);
+        for i in 0..100u32 {
+            s.acquire_at(format!("b{i}").as_bytes(), 1, 1, 1, later);
+            assert!(s.bucket_count() <= 16);
+        }
     }
 }

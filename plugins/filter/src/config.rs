@@ -2,7 +2,7 @@
 //! naming the offending value.
 
 use serde::Deserialize;
-use tessera_plugin_sdk::{class, command_id};
+use tessera_plugin_sdk::{class, cmd, command_id, command_name};
 
 use crate::rules::{Cidr, Glob};
 
@@ -159,5 +159,36 @@ impl Rules {
     /// Whether any rule needs to see every command (client rules).
     pub(crate) fn per_client(&self) -> bool {
         self.allow.is_some() || self.rate.is_some()
+    }
+
+    /// What this config refuses to every client, for the manifest's declaration: the name,
+    /// subcommand and class rules, which hold for everyone. Address, user, key, size and rate
+    /// rules depend on the client and are never declared. With a user allow-list, AUTH and
+    /// HELLO pass before the name rules (so a client can log in), so they and their classes
+    /// (connection, fast, keyless) are left out: declaring less is always safe.
+    pub(crate) fn denied_to_all(&self) -> (Vec<String>, u32) {
+        let auth_passes = self.allow.as_ref().is_some_and(|a| !a.users.is_empty());
+        let exempt = |id: u16| auth_passes && (id == cmd::AUTH || id == cmd::HELLO);
+        let mut names = Vec::new();
+        for (id, denied) in self.deny_ids.iter().enumerate() {
+            let id = id as u16;
+            if *denied && !exempt(id) {
+                names.push(command_name(id).to_owned());
+            }
+        }
+        for (id, sub) in &self.deny_subs {
+            if !exempt(*id) {
+                names.push(format!(
+                    "{}|{}",
+                    command_name(*id),
+                    String::from_utf8_lossy(sub)
+                ));
+            }
+        }
+        let mut classes = self.deny_classes;
+        if auth_passes {
+            classes &= !(class::CONNECTION | class::FAST | class::KEYLESS);
+        }
+        (names, classes)
     }
 }

@@ -47,6 +47,12 @@ fn manifest(rules: &Rules) -> Manifest {
     if rules.per_client() {
         m = m.hook_all().want_close();
     }
+    // What every client is refused, declared for the proxy (scripts must not run it either).
+    let (names, classes) = rules.denied_to_all();
+    for name in &names {
+        m = m.deny_to_all(name);
+    }
+    m = m.deny_classes_to_all(classes);
     // Read-only `prefix*` patterns alone: let the host pick the keys natively.
     let only_read_only = rules.read_only.iter().all(|g| g.as_prefix().is_some())
         && !rules.per_client()

@@ -279,3 +279,54 @@ fn passing_a_command_allocates_nothing() {
     assert_eq!(testing::allocations() - before, 1);
     drop(v);
 }
+
+#[test]
+fn unconditional_denials_are_declared_to_the_proxy_and_really_denied() {
+    let mut h = filter(
+        r#"{"deny_commands": ["FLUSHALL", "config set"], "deny_classes": ["admin"],
+            "read_only_keys": ["frozen:*"], "max_value_bytes": 10,
+            "rate_limit": {"per_second": 1000}}"#,
+    );
+    let m = h.manifest().clone();
+    assert_eq!(
+        m.denied,
+        vec!["FLUSHALL".to_owned(), "CONFIG|SET".to_owned()]
+    );
+    assert_eq!(m.denied_classes, class::ADMIN);
+    testing::set_client(1, ClientInfo::new("10.0.0.1:5000"));
+    // Every declaration holds for any client: the plugin denies them itself.
+    for c in [
+        &["FLUSHALL"][..],
+        &["CONFIG", "SET", "x", "y"],
+        &["DEBUG", "SLEEP", "0"],
+    ] {
+        assert!(
+            matches!(h.on_command(1, &command(c)), Outcome::Deny(_)),
+            "{c:?}"
+        );
+    }
+    // Key, size and rate rules depend on the command or the client: not declared.
+    let m = filter(r#"{"read_only_keys": ["frozen:*"], "max_value_bytes": 10}"#)
+        .manifest()
+        .clone();
+    assert!(m.denied.is_empty() && m.denied_classes == 0, "{m:?}");
+}
+
+#[test]
+fn with_a_user_allow_list_auth_and_hello_are_not_declared_denied() {
+    // AUTH and HELLO pass before the name rules so that a client can log in: declaring them
+    // would keep scripts from something the filter lets clients do.
+    let h = filter(
+        r#"{"allow_users": ["app"], "deny_commands": ["AUTH", "HELLO", "KEYS"],
+            "deny_classes": ["connection", "dangerous"]}"#,
+    );
+    let m = h.manifest();
+    assert_eq!(m.denied, vec!["KEYS".to_owned()]);
+    assert_eq!(m.denied_classes, class::DANGEROUS);
+    let mut h = filter(r#"{"allow_users": ["app"], "deny_commands": ["AUTH"]}"#);
+    testing::set_client(1, ClientInfo::new("10.0.0.1:5000"));
+    assert_eq!(
+        h.on_command(1, &command(&["AUTH", "app", "pw"])),
+        Outcome::Pass
+    );
+}

@@ -190,24 +190,7 @@ pub mod reply_action {
 pub const INIT_OK: u8 = 0;
 pub const INIT_ERROR: u8 = 1;
 
-/// How the host combines the replies of a rewrite's commands.
-pub mod merge {
-    /// Call `on_reply` with every reply.
-    pub const PLUGIN: u32 = 0;
-    /// Concatenate arrays (or sets, or maps).
-    pub const CONCAT: u32 = 1;
-    /// Sum integers.
-    pub const SUM: u32 = 2;
-    /// `+OK` when every reply is `+OK`.
-    pub const ALL_OK: u32 = 3;
-    /// The first reply that is not nil (nil if all are).
-    pub const FIRST_NON_NIL: u32 = 4;
-    /// The last command's reply.
-    pub const LAST: u32 = 5;
-    /// The first command's reply.
-    pub const FIRST: u32 = 6;
-    pub const MAX: u32 = 6;
-}
+pub mod merge;
 
 /// Packs a result: `action:8 | count:24 | out_len:32`.
 pub const fn pack(action: u8, count: u32, out_len: u32) -> i64 {
@@ -705,6 +688,10 @@ impl<'a> Iterator for RewriteArgs<'a> {
 //
 // `u32 version, u32 flags, u32 classes, u32 tick_ms, u32 ncommands, u32 nprefixes,
 //  ncommands × {u16 id, u16 hook_flags}, nprefixes × {u32 len, bytes}`
+// then, only with flag MF_DENIES, the "denied to every client" section:
+// `u32 denied_classes, u32 nnames, nnames × {u32 len, bytes}` (names: `FLUSHALL`, `CONFIG|SET`).
+// Hosts before the section ignore bytes after the prefixes, so it is backward compatible both
+// ways: an old plugin declares nothing, an old host reads a new plugin's hooks as before.
 
 pub const MANIFEST_HEADER: usize = 24;
 /// Manifest flag: call `tp_on_close` when a client connection closes.
@@ -713,8 +700,14 @@ pub const MF_WANT_CLOSE: u32 = 1 << 0;
 pub const MF_ALL: u32 = 1 << 1;
 /// Manifest flag: copy values for commands hooked through `MF_ALL` or `classes`.
 pub const MF_CLASS_VALUES: u32 = 1 << 2;
+/// Manifest flag: the "denied to every client" section follows the prefixes.
+pub const MF_DENIES: u32 = 1 << 3;
 /// Hook flag: copy the values of this command's arguments (otherwise only lengths).
 pub const HOOK_VALUES: u16 = 1 << 0;
+/// Most names a "denied to every client" section may list.
+pub const MAX_DENIED_NAMES: usize = 512;
+/// Longest name in that section (`CONTAINER|SUBCOMMAND`).
+pub const MAX_DENIED_NAME_LEN: usize = 64;
 
 /// The manifest as the host reads it.
 #[derive(Debug, Clone, Copy)]
@@ -725,6 +718,12 @@ pub struct ManifestView<'a> {
     pub tick_ms: u32,
     ncommands: u32,
     nprefixes: u32,
+    /// Command classes (`class::*` bits) the plugin denies to every client (flag
+    /// [`MF_DENIES`]; 0 without it).
+    pub denied_classes: u32,
+    ndenied: u32,
+    /// Where the denied names start (after the prefixes and the section header).
+    denied_at: usize,
     buf: &'a [u8],
 }
 
@@ -737,6 +736,9 @@ impl<'a> ManifestView<'a> {
             tick_ms: get_u32(buf, 12)?,
             ncommands: get_u32(buf, 16)?,
             nprefixes: get_u32(buf, 20)?,
+            denied_classes: 0,
+            ndenied: 0,
+            denied_at: 0,
             buf,
         };
         let mut at = MANIFEST_HEADER.checked_add((v.ncommands as usize).checked_mul(4)?)?;
@@ -750,7 +752,44 @@ impl<'a> ManifestView<'a> {
                 return None;
             }
         }
+        if v.flags & MF_DENIES == 0 {
+            return Some(v);
+        }
+        let v = Self {
+            denied_classes: get_u32(buf, at)?,
+            ndenied: get_u32(buf, at + 4)?,
+            denied_at: at + 8,
+            ..v
+        };
+        if v.ndenied as usize > MAX_DENIED_NAMES {
+            return None;
+        }
+        at = v.denied_at;
+        for _ in 0..v.ndenied {
+            let len = get_u32(buf, at)? as usize;
+            if len > MAX_DENIED_NAME_LEN {
+                return None;
+            }
+            at = at.checked_add(4)?.checked_add(len)?;
+            if at > buf.len() {
+                return None;
+            }
+        }
         Some(v)
+    }
+
+    /// Command names the plugin denies to every client, unconditionally (flag
+    /// [`MF_DENIES`]): `FLUSHALL`, or `CONFIG|SET` for one subcommand. Raw bytes as the
+    /// plugin wrote them; the host checks and normalizes them.
+    pub fn denied_names(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let buf = self.buf;
+        let mut at = self.denied_at;
+        (0..self.ndenied).filter_map(move |_| {
+            let len = get_u32(buf, at)? as usize;
+            let p = buf.get(at + 4..at + 4 + len)?;
+            at += 4 + len;
+            Some(p)
+        })
     }
 
     /// `(command id, hook flags)` pairs.
@@ -775,6 +814,13 @@ impl<'a> ManifestView<'a> {
         })
     }
 }
+
+#[cfg(feature = "alloc")]
+pub mod reply;
+#[cfg(feature = "alloc")]
+pub use reply::{
+    ReplyError, ReplyScanner, is_error_reply, is_nil, is_one_reply, parse_integer, split_aggregate,
+};
 
 #[cfg(feature = "alloc")]
 mod write;

@@ -1,3 +1,5 @@
+//! Round trips of every ABI layout, and readers refusing malformed input.
+
 use super::*;
 use std::vec::Vec;
 
@@ -114,6 +116,7 @@ fn manifests_round_trip() {
         tick_ms: 1000,
         commands: std::vec![(cmd::SET, HOOK_VALUES), (cmd::GET, 0)],
         prefixes: std::vec![b"big:".to_vec()],
+        ..ManifestBuilder::default()
     };
     let mut out = Vec::new();
     m.encode(&mut out);
@@ -145,4 +148,59 @@ fn replies_and_string_lists_round_trip() {
     let items: Vec<_> = string_list(&l).collect();
     assert_eq!(items, std::vec![Some(&b"cmd"[..]), Some(&b"tenant"[..])]);
     assert_eq!(string_list(&l[..5]).collect::<Vec<_>>(), std::vec![None]);
+}
+
+#[test]
+fn the_denied_to_all_section_is_optional_and_backward_compatible() {
+    let mut m = ManifestBuilder {
+        commands: std::vec![(cmd::FLUSHALL, 0)],
+        prefixes: std::vec![b"p:".to_vec()],
+        ..ManifestBuilder::default()
+    };
+    // Without declarations: no flag, no section, byte for byte the manifest of before.
+    let mut plain = Vec::new();
+    m.encode(&mut plain);
+    let v = ManifestView::parse(&plain).unwrap();
+    assert_eq!((v.flags & MF_DENIES, v.denied_classes), (0, 0));
+    assert_eq!(v.denied_names().count(), 0);
+
+    m.denied_classes = class::ADMIN;
+    m.denied = std::vec![b"FLUSHALL".to_vec(), b"CONFIG|SET".to_vec()];
+    let mut out = Vec::new();
+    m.encode(&mut out);
+    let v = ManifestView::parse(&out).unwrap();
+    assert_eq!(
+        (v.flags & MF_DENIES, v.denied_classes),
+        (MF_DENIES, class::ADMIN)
+    );
+    assert_eq!(
+        v.denied_names().collect::<Vec<_>>(),
+        std::vec![&b"FLUSHALL"[..], b"CONFIG|SET"]
+    );
+    // What a host without the section reads is unchanged: hooks and prefixes.
+    assert_eq!(
+        v.commands().collect::<Vec<_>>(),
+        std::vec![(cmd::FLUSHALL, 0)]
+    );
+    assert_eq!(v.prefixes().collect::<Vec<_>>(), std::vec![&b"p:"[..]]);
+    // A flag without (all of) its section is malformed, never read past the end.
+    for cut in 1..=out.len() - plain.len() {
+        assert!(
+            ManifestView::parse(&out[..out.len() - cut]).is_none(),
+            "cut {cut}"
+        );
+    }
+    // Too many or too long names are refused.
+    let mut big = plain.clone();
+    big[4..8].copy_from_slice(&MF_DENIES.to_le_bytes());
+    big.extend_from_slice(&0u32.to_le_bytes());
+    big.extend_from_slice(&((MAX_DENIED_NAMES + 1) as u32).to_le_bytes());
+    assert!(ManifestView::parse(&big).is_none());
+    let long = ManifestBuilder {
+        denied: std::vec![std::vec![b'A'; MAX_DENIED_NAME_LEN + 1]],
+        ..ManifestBuilder::default()
+    };
+    let mut out = Vec::new();
+    long.encode(&mut out);
+    assert!(ManifestView::parse(&out).is_none());
 }

@@ -12,13 +12,23 @@ pub struct ManifestBuilder {
     pub tick_ms: u32,
     pub commands: Vec<(u16, u16)>,
     pub prefixes: Vec<Vec<u8>>,
+    /// Classes denied to every client (the [`crate::MF_DENIES`] section).
+    pub denied_classes: u32,
+    /// Command names denied to every client (`FLUSHALL`, `CONFIG|SET`).
+    pub denied: Vec<Vec<u8>>,
 }
 
 impl ManifestBuilder {
     /// Appends the encoded manifest to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let denies = self.denied_classes != 0 || !self.denied.is_empty();
+        let flags = if denies {
+            self.flags | crate::MF_DENIES
+        } else {
+            self.flags & !crate::MF_DENIES
+        };
         out.extend_from_slice(&crate::ABI_VERSION.to_le_bytes());
-        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.classes.to_le_bytes());
         out.extend_from_slice(&self.tick_ms.to_le_bytes());
         out.extend_from_slice(&(self.commands.len() as u32).to_le_bytes());
@@ -31,6 +41,11 @@ impl ManifestBuilder {
         for p in &self.prefixes {
             out.extend_from_slice(&(p.len() as u32).to_le_bytes());
             out.extend_from_slice(p);
+        }
+        if denies {
+            out.extend_from_slice(&self.denied_classes.to_le_bytes());
+            out.extend_from_slice(&(self.denied.len() as u32).to_le_bytes());
+            encode_string_list(self.denied.iter().map(Vec::as_slice), out);
         }
     }
 }

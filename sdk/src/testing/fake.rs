@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tessera_plugin_abi::{metric_kind, status, string_list};
 
-use crate::host::{ClientInfo, Level};
+use crate::host::types::{ClientInfo, Level};
 
 /// Start of the fake wall clock (2023-11-14), in microseconds.
 const EPOCH_US: u64 = 1_700_000_000_000_000;
@@ -409,4 +409,9 @@ pub(crate) mod sys {
     pub(crate) fn now_us() -> i64 {
         with(|h| h.clock_us as i64)
     }
+}
+
+/// Marks the fake host as inside `tp_init` (where `metric_define` is allowed).
+pub(crate) fn set_in_init(v: bool) {
+    with(|h| h.in_init = v);
 }

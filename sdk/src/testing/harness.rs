@@ -2,19 +2,24 @@
 //! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
 
 use tessera_plugin_abi::{
-    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_WANT_CLOSE, ManifestView, RewriteArg,
-    RewriteView, action, command_size, encode_command, encode_replies, replies_size, reply_action,
-    unpack,
+    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_WANT_CLOSE, ManifestView,
+    RewriteArg, RewriteView, action, command_size, encode_command, encode_replies, replies_size,
+    reply_action, unpack,
 };
 
-use super::TestCommand;
+use super::command::TestCommand;
+use super::fake::set_in_init;
+use super::merge::error_reply;
+use crate::hooks::Plugin;
+use crate::out::Merge;
+use crate::resp;
 use crate::rt::Runtime;
-use crate::{Merge, Plugin, resp};
 
 /// The manifest a plugin returned, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ManifestInfo {
-    /// `MF_*` flags.
+    /// `MF_*` hook flags (`MF_WANT_CLOSE`, `MF_ALL`, `MF_CLASS_VALUES`); the section flag
+    /// `MF_DENIES` is decoded into [`ManifestInfo::denied`] instead.
     pub flags: u32,
     /// Hooked classes.
     pub classes: u32,
@@ -24,6 +29,11 @@ pub struct ManifestInfo {
     pub commands: Vec<(u16, u16)>,
     /// Key prefixes.
     pub prefixes: Vec<Vec<u8>>,
+    /// Commands declared denied to every client ([`crate::Manifest::deny_to_all`]), as
+    /// written.
+    pub denied: Vec<String>,
+    /// Classes declared denied to every client.
+    pub denied_classes: u32,
 }
 
 impl ManifestInfo {
@@ -146,17 +156,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `-<text>\r\n` with CR/LF replaced, as the host sends a DENY or ERROR.
-pub(crate) fn error_reply(text: &str) -> Vec<u8> {
-    let mut v = b"-".to_vec();
-    v.extend(
-        text.bytes()
-            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
-    );
-    v.extend_from_slice(b"\r\n");
-    v
-}
-
 fn check_one_reply(bytes: &[u8]) {
     match resp::value_end(bytes, 0) {
         Ok(end) if end == bytes.len() => {}
@@ -183,9 +182,9 @@ impl<P: Plugin> Harness<P> {
         rt.arena();
         assert_eq!(rt.reserve(config.len() as i32, 0), 0);
         rt.input_mut()[..config.len()].copy_from_slice(config);
-        super::set_in_init(true);
+        set_in_init(true);
         let r = rt.init(config.len() as i32);
-        super::set_in_init(false);
+        set_in_init(false);
         let (act, _, len) = unpack(r);
         let out = rt.output(len as usize);
         if act != INIT_OK {
@@ -194,11 +193,13 @@ impl<P: Plugin> Harness<P> {
         let view = ManifestView::parse(out).expect("the SDK wrote a malformed manifest");
         assert_eq!(view.version, 1);
         let manifest = ManifestInfo {
-            flags: view.flags,
+            flags: view.flags & !MF_DENIES,
             classes: view.classes,
             tick_ms: view.tick_ms,
             commands: view.commands().collect(),
             prefixes: view.prefixes().map(|p| p.to_vec()).collect(),
+            denied: view.denied_names().map(text).collect(),
+            denied_classes: view.denied_classes,
         };
         Ok(Self { rt, manifest })
     }
@@ -342,7 +343,7 @@ impl<P: Plugin> Harness<P> {
                 let replies: Vec<Vec<u8>> = rw.commands.iter().map(|c| backend(c)).collect();
                 match rw.merge {
                     Merge::Plugin => self.finish_reply(conn, rw.ctx, &replies),
-                    m => super::merge(m, &replies),
+                    m => super::merge::merge(m, &replies),
                 }
             }
         }

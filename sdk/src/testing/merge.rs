@@ -1,76 +1,39 @@
-//! The host's merges of a rewrite's replies (`sdk/ABI.md`, "Rewrite block"), as the fake host
-//! performs them in [`super::Harness::run`].
+//! The host's merges of a rewrite's replies, as the fake host performs them in
+//! [`super::Harness::run`]: `tessera_plugin_abi::merge`, the implementation the proxy runs, so
+//! a plugin merges the same natively and in the proxy. Also the one place that writes an error
+//! reply the way the host sends a DENY or ERROR.
 
-use crate::Merge;
-use crate::resp::{self, Value};
+use tessera_plugin_abi::merge::{self as abi_merge, Resp};
 
-use super::harness::error_reply;
+use crate::out::Merge;
 
-fn is_nil(r: &[u8]) -> bool {
-    matches!(r, b"$-1\r\n" | b"*-1\r\n" | b"_\r\n")
+/// `-<text>\r\n` with CR/LF replaced, as the host sends a DENY or ERROR.
+pub(crate) fn error_reply(text: &str) -> Vec<u8> {
+    let mut v = b"-".to_vec();
+    v.extend(
+        text.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    v.extend_from_slice(b"\r\n");
+    v
 }
 
-/// Combines `replies` as the host does for `merge` (not [`Merge::Plugin`]): the first error
-/// reply wins; otherwise CONCAT joins arrays/sets/maps (nil counts as empty), SUM adds
-/// integers, ALL_OK answers `+OK` when every reply is `+OK`, FIRST_NON_NIL, FIRST and LAST pick
-/// one reply.
+/// Combines `replies` as the proxy does for `merge` (not [`Merge::Plugin`]), for a RESP2
+/// client: the first error reply (`-` or RESP3 `!`) wins; otherwise CONCAT joins arrays, sets
+/// or maps of one kind (nil counts as empty), SUM adds integers (an i64 overflow is the error
+/// `ERR increment or decrement would overflow`), ALL_OK answers `+OK` when every reply is `+OK`
+/// and otherwise the first reply that is not, FIRST_NON_NIL, FIRST and LAST pick one reply.
+/// Replies the merge cannot combine give the error reply the proxy would send.
 ///
 /// # Panics
-/// On [`Merge::Plugin`] or on replies the merge cannot combine (a plugin bug worth a failed
-/// test).
+/// On [`Merge::Plugin`]: that merge is the plugin's own `on_reply`.
 pub fn merge(merge: Merge, replies: &[Vec<u8>]) -> Vec<u8> {
-    if let Some(e) = replies.iter().find(|r| r.first() == Some(&b'-')) {
-        return e.clone();
+    if merge == Merge::Plugin {
+        panic!("Merge::Plugin is merged by the plugin");
     }
-    match merge {
-        Merge::Plugin => panic!("Merge::Plugin is merged by the plugin"),
-        Merge::First => replies[0].clone(),
-        Merge::Last => replies[replies.len() - 1].clone(),
-        Merge::FirstNonNil => replies
-            .iter()
-            .find(|r| !is_nil(r))
-            .unwrap_or(&replies[0])
-            .clone(),
-        Merge::AllOk => match replies.iter().find(|r| r.as_slice() != b"+OK\r\n") {
-            Some(r) => r.clone(),
-            None => b"+OK\r\n".to_vec(),
-        },
-        Merge::Sum => {
-            let mut total: i64 = 0;
-            for r in replies {
-                match resp::parse(r) {
-                    Ok((Value::Int(n), _)) => total += n,
-                    _ => return error_reply("ERR merge: SUM of a non-integer reply"),
-                }
-            }
-            format!(":{total}\r\n").into_bytes()
-        }
-        Merge::Concat => {
-            let mut kind = b'*';
-            let mut count = 0usize;
-            let mut body = Vec::new();
-            for (i, r) in replies.iter().enumerate() {
-                if is_nil(r) {
-                    continue;
-                }
-                let seq = match resp::parse(r) {
-                    Ok((v @ (Value::Array(_) | Value::Set(_) | Value::Map(_)), _)) => {
-                        if i == 0 || count == 0 {
-                            kind = r[0];
-                        }
-                        v.as_seq().expect("aggregate")
-                    }
-                    _ => return error_reply("ERR merge: CONCAT of a non-array reply"),
-                };
-                count += seq.len();
-                for item in seq.raw_items() {
-                    body.extend_from_slice(item);
-                }
-            }
-            let n = if kind == b'%' { count / 2 } else { count };
-            let mut out = format!("{}{n}\r\n", kind as char).into_bytes();
-            out.extend_from_slice(&body);
-            out
-        }
+    let mut out = Vec::new();
+    match abi_merge::merge(merge as u32, replies, Resp::V2, &mut out) {
+        Ok(()) => out,
+        Err(e) => error_reply(&format!("ERR {e}")),
     }
 }

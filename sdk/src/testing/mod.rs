@@ -38,7 +38,7 @@ pub use fake::MetricDef;
 pub use harness::{Harness, ManifestInfo, Outcome, ReplyOutcome, RewriteOut};
 pub use merge::merge;
 
-pub use crate::host::{ClientInfo, Level};
+pub use crate::host::types::{ClientInfo, Level};
 
 /// Clears this thread's fake host (state, buckets, metrics, logs, clients, clock).
 pub fn reset() {
@@ -105,8 +105,4 @@ pub fn set_log_level(level: Level) {
 /// The live value of a state key.
 pub fn state_value(key: &[u8]) -> Option<Vec<u8>> {
     fake::with(|h| h.state_value(key))
-}
-
-pub(crate) fn set_in_init(v: bool) {
-    fake::with(|h| h.in_init = v);
 }
