@@ -183,6 +183,9 @@ pub enum PluginCmd {
         /// Memory one instance may use, in MiB.
         #[arg(long)]
         memory_mb: Option<usize>,
+        /// The largest command or observed reply copied into the plugin, in KiB.
+        #[arg(long)]
+        max_input_kb: Option<usize>,
     },
     /// Load the plugin into every proxy.
     Enable { name: String },
@@ -1181,6 +1184,7 @@ async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
             fail,
             cpu_budget_ms,
             memory_mb,
+            max_input_kb,
         } => {
             let config: Option<Value> = match (file, inline) {
                 (Some(f), _) => {
@@ -1206,6 +1210,9 @@ async fn plugin(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
             }
             if let Some(mb) = memory_mb {
                 body["memory_mb"] = json!(mb);
+            }
+            if let Some(kb) = max_input_kb {
+                body["max_input_kb"] = json!(kb);
             }
             c.call(
                 Method::PUT,

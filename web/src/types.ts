@@ -164,6 +164,7 @@ export interface Plugin {
   fail: 'open' | 'closed';
   cpu_budget_ms?: number;
   memory_mb?: number;
+  max_input_kb?: number;
   updated_unix: number;
 }
 

@@ -4,7 +4,7 @@
 //! GET    /api/plugins                      the catalog (chain order)
 //! PUT    /api/plugins/order                {"order": [names]}
 //! PUT    /api/plugins/{name}/module        raw .wasm bytes
-//! PUT    /api/plugins/{name}/config        {"config"?, "fail"?, "cpu_budget_ms"?, "memory_mb"?}
+//! PUT    /api/plugins/{name}/config        {"config"?, "fail"?, "cpu_budget_ms"?, "memory_mb"?, "max_input_kb"?}
 //! POST   /api/plugins/{name}/enable|disable
 //! DELETE /api/plugins/{name}
 //! GET    /api/plugins/{name}/metrics       samples summed over proxies

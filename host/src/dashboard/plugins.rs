@@ -43,6 +43,7 @@ pub struct ConfigChange {
     pub fail: Option<String>,
     pub cpu_budget_ms: Option<u64>,
     pub memory_mb: Option<usize>,
+    pub max_input_kb: Option<usize>,
 }
 
 fn check_name(name: &str) -> Result<(), ApiError> {
@@ -147,6 +148,7 @@ impl Dashboard {
                     fail: "closed".into(),
                     cpu_budget_ms: None,
                     memory_mb: None,
+                    max_input_kb: None,
                     updated_unix: now,
                 };
                 cat.plugins.push(e.clone());
@@ -191,6 +193,9 @@ impl Dashboard {
         }
         if change.memory_mb.is_some() {
             next.memory_mb = change.memory_mb;
+        }
+        if change.max_input_kb.is_some() {
+            next.max_input_kb = change.max_input_kb;
         }
         next.updated_unix = model::now_unix();
         if next.enabled || change.config.is_some() {

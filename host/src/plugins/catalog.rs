@@ -39,6 +39,10 @@ pub struct PluginEntry {
     pub cpu_budget_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<usize>,
+    /// The most bytes of one command or observed reply copied into the plugin, KiB (default:
+    /// a quarter of the memory limit); a larger one fails alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_kb: Option<usize>,
     pub updated_unix: u64,
 }
 
@@ -156,7 +160,9 @@ impl PluginEntry {
         spec.fail = FailPolicy::parse(&self.fail).with_context(|| {
             format!("plugin {}: fail must be \"open\" or \"closed\"", self.name)
         })?;
-        Ok(spec.with_limits(self.cpu_budget_ms, self.memory_mb))
+        Ok(spec
+            .with_limits(self.cpu_budget_ms, self.memory_mb)
+            .with_input_limit(self.max_input_kb))
     }
 }
 
