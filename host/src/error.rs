@@ -41,7 +41,7 @@ pub enum DataError {
     #[error("ERR unknown command '{0}'")]
     UnknownCommand(String),
     #[error("ERR unknown subcommand '{sub}'. Try {container} HELP.")]
-    UnknownSubcommand { container: String, sub: String },
+    UnknownSubcommand { container: Box<str>, sub: Box<str> },
     #[error("ERR wrong number of arguments for '{0}' command")]
     WrongArity(String),
     #[error("ERR syntax error")]
@@ -82,9 +82,9 @@ pub enum DataError {
     #[error("ERR command '{0}' is not supported by tessera")]
     Unsupported(String),
     #[error("NOPERM User {user} has no permissions to run the '{command}' command")]
-    NoPermCommand { user: String, command: String },
+    NoPermCommand { user: Box<str>, command: Box<str> },
     #[error("NOPERM User {user} has no permissions to access the '{key}' key")]
-    NoPermKey { user: String, key: String },
+    NoPermKey { user: Box<str>, key: Box<str> },
     #[error(
         "ERR keys starting with '__tessera:' are reserved for Tessera's own use: '{0}' cannot be used"
     )]
@@ -131,24 +131,34 @@ pub enum DataError {
 
     // === plugins ===
     #[error("ERR plugin {name} failed: {reason}")]
-    PluginFailed { name: String, reason: String },
+    PluginFailed { name: Box<str>, reason: Box<str> },
     /// A plugin call that failed; `detail` says how ("cannot take this command: …").
     #[error("ERR plugin {name} {detail}")]
-    PluginCall { name: String, detail: String },
+    PluginCall { name: Box<str>, detail: Box<str> },
     #[error("ERR plugins unavailable: {0}")]
     PluginsUnavailable(String),
     #[error("ERR plugin {name} rewrote into a bad command: {reason}")]
-    PluginBadRewrite { name: String, reason: String },
+    PluginBadRewrite { name: Box<str>, reason: Box<str> },
 
     // === migration ===
-    #[error("ERR slot migration: moving keys from {from} to {target} failed: {reply}")]
-    MoveFailed {
-        from: Arc<str>,
-        target: Arc<str>,
-        reply: String,
-    },
+    #[error(
+        "ERR slot migration: moving keys from {} to {} failed: {}",
+        .0.from,
+        .0.target,
+        .0.reply
+    )]
+    MoveFailed(Box<MoveFailure>),
     #[error("TRYAGAIN a key of this command is being moved to another group; retry shortly")]
     KeyMoving,
+}
+
+/// What a failed move of a migrating slot's keys said (boxed: errors are rare, and a small
+/// `DataError` keeps every reply's `Result` small).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveFailure {
+    pub from: Arc<str>,
+    pub target: Arc<str>,
+    pub reply: String,
 }
 
 impl DataError {
@@ -190,7 +200,7 @@ impl DataError {
             | PluginCall { .. }
             | PluginsUnavailable(_)
             | PluginBadRewrite { .. } => Side::Plugin,
-            MoveFailed { .. } | KeyMoving => Side::Migration,
+            MoveFailed(_) | KeyMoving => Side::Migration,
         }
     }
 

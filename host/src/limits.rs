@@ -78,12 +78,22 @@ pub enum Overflow {
     Pool,
 }
 
+/// Bytes of replies a client may hold before the proxy-wide pool counts them: every client
+/// holds a little while its replies pass through, and counting that against a shared atomic on
+/// every reply would cost each reply a contended update.
+pub const UNPOOLED: usize = 64 * 1024;
+
 /// Bytes held for one client's replies: arrived from backends and not yet taken by the
 /// session, plus written into its output buffer and not yet sent. Single-threaded (the
-/// session and its worker's backend connections share a thread).
+/// session and its worker's backend connections share a thread). Below its soft limit and
+/// [`UNPOOLED`] an account is two additions per reply: no clock, no atomic.
 #[derive(Debug)]
 pub struct OutputAccount {
     held: Cell<usize>,
+    /// Of `held`, what is taken from the proxy-wide pool (what exceeds `UNPOOLED`).
+    pooled: Cell<usize>,
+    /// Up to this many bytes held, nothing needs checking.
+    quiet: usize,
     limits: OutputLimits,
     pool: Arc<MemoryPool>,
     over_soft_since: Cell<Option<Instant>>,
@@ -95,6 +105,8 @@ impl OutputAccount {
     pub fn new(limits: OutputLimits, pool: Arc<MemoryPool>) -> Rc<Self> {
         Rc::new(Self {
             held: Cell::new(0),
+            pooled: Cell::new(0),
+            quiet: limits.soft.min(limits.hard).min(UNPOOLED),
             limits,
             pool,
             over_soft_since: Cell::new(None),
@@ -109,14 +121,26 @@ impl OutputAccount {
 
     /// `n` more bytes are held for the client. Marks the account overflowed (and wakes the
     /// session) when that passes a limit.
+    #[inline]
     pub fn charge(&self, n: usize) {
-        self.charge_at(n, Instant::now());
+        let held = self.held.get() + n;
+        self.held.set(held);
+        if held > self.quiet {
+            self.charge_past_quiet(held, Instant::now());
+        }
     }
 
+    #[cfg(test)]
     fn charge_at(&self, n: usize, now: Instant) {
         let held = self.held.get() + n;
         self.held.set(held);
-        let pool_over = self.pool.force_acquire(n);
+        if held > self.quiet {
+            self.charge_past_quiet(held, now);
+        }
+    }
+
+    fn charge_past_quiet(&self, held: usize, now: Instant) {
+        let pool_over = self.sync_pool(held);
         if self.overflow.get().is_some() {
             return;
         }
@@ -133,19 +157,40 @@ impl OutputAccount {
         }
     }
 
+    /// Takes from (or gives back to) the proxy-wide pool what `held` exceeds [`UNPOOLED`] by;
+    /// says whether the pool is over its limit.
+    fn sync_pool(&self, held: usize) -> bool {
+        let want = held.saturating_sub(UNPOOLED);
+        let have = self.pooled.get();
+        self.pooled.set(want);
+        if want > have {
+            self.pool.force_acquire(want - have)
+        } else {
+            self.pool.release(have - want);
+            false
+        }
+    }
+
     /// `n` bytes are no longer held (written to the client, or dropped).
+    #[inline]
     pub fn release(&self, n: usize) {
-        let n = n.min(self.held.get());
-        self.held.set(self.held.get() - n);
-        self.pool.release(n);
-        if self.held.get() <= self.limits.soft {
+        let held = self.held.get() - n.min(self.held.get());
+        self.held.set(held);
+        if self.pooled.get() > 0 {
+            self.sync_pool(held);
+        }
+        if held <= self.limits.soft {
             self.over_soft_since.set(None);
         }
     }
 
     /// Whether the client went over a limit, and which.
     pub fn overflow(&self) -> Option<Overflow> {
-        self.overflow_at(Instant::now())
+        if self.overflow.get().is_none() && self.held.get() > self.limits.soft {
+            self.overflow_at(Instant::now())
+        } else {
+            self.overflow.get()
+        }
     }
 
     fn overflow_at(&self, now: Instant) -> Option<Overflow> {
@@ -193,7 +238,7 @@ impl OutputAccount {
 
 impl Drop for OutputAccount {
     fn drop(&mut self) {
-        self.pool.release(self.held.get());
+        self.pool.release(self.pooled.get());
     }
 }
 
@@ -201,8 +246,12 @@ impl Drop for OutputAccount {
 mod tests {
     use super::*;
 
+    const MB: usize = 1 << 20;
+
+    /// An account with limits in MiB (so the first `UNPOOLED` bytes are noise).
     fn account(hard: usize, soft: usize, pool: usize) -> (Rc<OutputAccount>, Arc<MemoryPool>) {
-        let pool = Arc::new(MemoryPool::new(pool));
+        let (hard, soft) = (hard * MB, soft * MB);
+        let pool = Arc::new(MemoryPool::new(pool * MB));
         let limits = OutputLimits {
             hard,
             soft,
@@ -224,19 +273,41 @@ mod tests {
     #[test]
     fn hard_limit_overflows_at_once_and_bytes_return_to_the_pool() {
         let (a, pool) = account(100, 50, 1000);
-        a.charge(60);
+        a.charge(10 * MB);
+        assert_eq!(
+            pool.used(),
+            10 * MB - UNPOOLED,
+            "all but the unpooled allowance"
+        );
+        a.release(10 * MB);
+        assert_eq!(pool.used(), 0);
+        a.charge(60 * MB);
         assert_eq!(a.overflow(), None);
-        a.charge(41);
+        a.charge(41 * MB);
         assert_eq!(a.overflow(), Some(Overflow::Hard));
-        assert_eq!(pool.used(), 101);
+        assert_eq!(pool.used(), 101 * MB - UNPOOLED);
         drop(a);
         assert_eq!(pool.used(), 0);
     }
 
     #[test]
+    fn small_replies_touch_neither_the_pool_nor_the_clock() {
+        let (a, pool) = account(100, 50, 1000);
+        for _ in 0..1000 {
+            a.charge(1000);
+            a.release(1000);
+        }
+        a.charge(UNPOOLED);
+        assert_eq!(
+            (pool.used(), a.soft_deadline(), a.overflow()),
+            (0, None, None)
+        );
+    }
+
+    #[test]
     fn an_exhausted_pool_overflows_the_client_that_charges_it() {
         let (a, _pool) = account(1000, 1000, 100);
-        a.charge(101);
+        a.charge(101 * MB);
         assert_eq!(a.overflow(), Some(Overflow::Pool));
     }
 
@@ -245,11 +316,11 @@ mod tests {
         let (a, _pool) = account(1000, 50, 10_000);
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
-        a.charge_at(60, at(0));
+        a.charge_at(60 * MB, at(0));
         assert_eq!(a.overflow_at(at(0)), None);
-        a.release(20);
+        a.release(20 * MB);
         // Back under the soft limit at 30 s: the clock starts again.
-        a.charge_at(20, at(30));
+        a.charge_at(20 * MB, at(30));
         assert_eq!(a.overflow_at(at(89)), None);
         assert_eq!(a.soft_deadline(), Some(at(90)));
         assert_eq!(a.overflow_at(at(90)), Some(Overflow::Soft));

@@ -49,35 +49,22 @@ struct Request {
     account: Option<Rc<OutputAccount>>,
 }
 
-/// Where one reply will arrive. Its bytes are charged to the client's output account from
-/// the moment they arrive; taking the reply (or dropping this) releases them.
+/// Where one reply will arrive. Its bytes are charged to the client's output account (if one
+/// was given) from the moment they arrive: whoever takes the reply releases them
+/// (`OutputAccount::release`); a reply never taken stays charged until the account goes,
+/// with its session.
 pub struct ReplyRx {
     rx: oneshot::Receiver<ReplyResult>,
-    account: Option<Rc<OutputAccount>>,
 }
 
 impl Future for ReplyRx {
     /// The reply; a connection task gone without answering is `BackendDropped`.
     type Output = ReplyResult;
 
+    #[inline]
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx))
-            .unwrap_or(Err(DataError::BackendDropped));
-        if let (Ok(b), Some(a)) = (&r, &self.account) {
-            a.release(b.len());
-        }
-        self.account = None;
-        Poll::Ready(r)
-    }
-}
-
-impl Drop for ReplyRx {
-    fn drop(&mut self) {
-        if let Some(a) = self.account.take()
-            && let Ok(Ok(b)) = self.rx.try_recv()
-        {
-            a.release(b.len());
-        }
+        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
+        Poll::Ready(r.unwrap_or_else(|_| Err(DataError::BackendDropped)))
     }
 }
 
@@ -113,17 +100,16 @@ impl BackendConn {
     /// on `account`'s behalf until taken.
     pub fn send(&self, bytes: Bytes, account: Option<&Rc<OutputAccount>>) -> ReplyRx {
         let (tx, rx) = oneshot::channel();
-        let account = account.cloned();
         let req = Request {
             bytes,
             tx,
-            account: account.clone(),
+            account: account.cloned(),
         };
         if let Err(mpsc::error::SendError(r)) = self.tx.send(req) {
             let _ =
                 r.tx.send(Err(unavailable(&self.addr, "connection task stopped")));
         }
-        ReplyRx { rx, account }
+        ReplyRx { rx }
     }
 
     pub fn addr(&self) -> &Arc<str> {

@@ -90,11 +90,23 @@ pub struct Command {
     pub kind: Kind,
     /// The command may modify data (`write` flag).
     pub write: bool,
-    /// Has a `BLOCK` option that makes it blocking (XREAD, XREADGROUP).
-    pub block_option: bool,
+    /// Options the policy looks at (found once, when the table is built).
+    pub options: Options,
     /// Redis puts it in `@dangerous`.
     pub dangerous: bool,
     raw: &'static RawCommand,
+}
+
+/// A command whose options change what the policy allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Options {
+    Plain,
+    /// XREAD, XREADGROUP: `BLOCK` makes them blocking.
+    Block,
+    /// SORT, SORT_RO: `BY` and `GET` read keys by pattern.
+    Sort,
+    /// COPY: `DB` names another database.
+    Copy,
 }
 
 /// The whole table, built once.
@@ -185,8 +197,8 @@ impl CommandTable {
                 Some(&j) => cmd = &self.commands[j as usize],
                 None => {
                     return Err(DataError::UnknownSubcommand {
-                        container: cmd.name.to_string(),
-                        sub: String::from_utf8_lossy(sub).into_owned(),
+                        container: cmd.name.into(),
+                        sub: String::from_utf8_lossy(sub).into(),
                     });
                 }
             }
@@ -205,13 +217,18 @@ impl CommandTable {
 impl Command {
     fn new(raw: &'static RawCommand, id: usize) -> Self {
         let kind = classify(raw);
-        let block_option = matches!(raw.name, "XREAD" | "XREADGROUP");
+        let options = match raw.name {
+            "XREAD" | "XREADGROUP" => Options::Block,
+            "SORT" | "SORT_RO" => Options::Sort,
+            "COPY" => Options::Copy,
+            _ => Options::Plain,
+        };
         Self {
             name: raw.name,
             id: CommandId(id as u16),
             kind,
             write: raw.flags & F_WRITE != 0,
-            block_option,
+            options,
             dangerous: raw.acl & A_DANGEROUS != 0,
             raw,
         }

@@ -8,7 +8,7 @@
 use smallvec::SmallVec;
 use tessera_plugin_abi::class;
 
-use crate::command::{Command, CommandTable, Kind, Local};
+use crate::command::{Command, CommandTable, Kind, Local, Options};
 use crate::error::{DataError, display_name};
 use crate::migrate::INTERNAL_PREFIX;
 use crate::resp::Request;
@@ -24,15 +24,16 @@ pub struct Policy {
     pub scripts_confined: bool,
 }
 
-/// A command that may run: its table entry, the request, and where its keys are.
+/// A command that may run: its table entry, the request (borrowed: it stays where the decoder
+/// put it), and where its keys are.
 #[derive(Debug)]
-pub struct Classified {
+pub struct Classified<'r> {
     pub cmd: &'static Command,
-    pub req: Request,
+    pub req: &'r Request,
     pub keys: SmallVec<[u32; 4]>,
 }
 
-impl Classified {
+impl Classified<'_> {
     /// Key `i` of the command (an index into `keys`).
     pub fn key(&self, i: usize) -> &[u8] {
         self.req.arg(self.keys[i] as usize)
@@ -48,12 +49,12 @@ impl Classified {
 /// # Errors
 /// The `DataError` the client gets: unknown command or arity, `NOAUTH`, a policy refusal,
 /// `NOPERM`, or a reserved key.
-pub fn classify(
-    req: Request,
+pub fn classify<'r>(
+    req: &'r Request,
     policy: &Policy,
     user: Option<&User>,
-) -> Result<Classified, DataError> {
-    let cmd = CommandTable::get().lookup(&req)?;
+) -> Result<Classified<'r>, DataError> {
+    let cmd = CommandTable::get().lookup(req)?;
     let Some(user) = user else {
         return match cmd.kind {
             Kind::Local(Local::Auth | Local::Hello | Local::Quit) => Ok(Classified {
@@ -64,8 +65,8 @@ pub fn classify(
             _ => Err(DataError::NoAuth),
         };
     };
-    check_policy(cmd, &req, policy)?;
-    let keys = cmd.key_indices(&req);
+    check_policy(cmd, req, policy)?;
+    let keys = cmd.key_indices(req);
     let c = Classified { cmd, req, keys };
     check_rights(&c, user)?;
     if let Some(k) = c.key_args().find(|k| k.starts_with(INTERNAL_PREFIX)) {
@@ -90,15 +91,14 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
         Kind::Refused => return Err(DataError::Refused(name())),
         _ => {}
     }
-    if cmd.block_option && has_block_option(req) {
-        return Err(DataError::Unsupported(name()));
-    }
-    if matches!(cmd.name, "SORT" | "SORT_RO") && !policy.admin_commands && sort_reads_patterns(req)
-    {
-        return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
-    }
-    if cmd.name == "COPY" && copy_names_another_db(req) {
-        return Err(DataError::DbOutOfRange);
+    match cmd.options {
+        Options::Plain => {}
+        Options::Block if has_block_option(req) => return Err(DataError::Unsupported(name())),
+        Options::Sort if !policy.admin_commands && sort_reads_patterns(req) => {
+            return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
+        }
+        Options::Copy if copy_names_another_db(req) => return Err(DataError::DbOutOfRange),
+        Options::Block | Options::Sort | Options::Copy => {}
     }
     if !policy.scripts_confined && cmd.abi_class() & class::SCRIPTING != 0 {
         return Err(DataError::ScriptsUnconfined(name()));
@@ -109,13 +109,13 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
 /// What the user's rights forbid: a command class, a key outside the user's prefix, or a
 /// command that reaches keys the proxy cannot check (the whole keyspace, or a script's
 /// undeclared keys) for a user confined to a prefix.
-fn check_rights(c: &Classified, user: &User) -> Result<(), DataError> {
+fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
     if user.allowed_classes.is_none() && user.key_prefix.is_none() {
         return Ok(());
     }
     let no_perm = || DataError::NoPermCommand {
-        user: user.name.clone(),
-        command: display_name(c.cmd.name).to_lowercase(),
+        user: user.name.as_str().into(),
+        command: display_name(c.cmd.name).to_lowercase().into(),
     };
     let classes = command_classes(c.cmd.abi_class(), c.cmd.name);
     if !user.allows(classes) {
@@ -127,8 +127,8 @@ fn check_rights(c: &Classified, user: &User) -> Result<(), DataError> {
         }
         if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {
             return Err(DataError::NoPermKey {
-                user: user.name.clone(),
-                key: lossy(k),
+                user: user.name.as_str().into(),
+                key: lossy(k).into(),
             });
         }
     }
@@ -188,7 +188,7 @@ mod tests {
     };
 
     fn run(args: &[&str], policy: &Policy, user: Option<&User>) -> Result<&'static str, DataError> {
-        classify(Request::from_args(args), policy, user).map(|c| c.cmd.name)
+        classify(&Request::from_args(args), policy, user).map(|c| c.cmd.name)
     }
 
     fn user(name: &str, allowed_classes: Option<u32>, key_prefix: Option<&'static [u8]>) -> User {

@@ -69,7 +69,7 @@ pub enum Plan {
 ///
 /// # Errors
 /// `CROSSSLOT`, and the routing errors of the slots it needs (`SlotTable::route`).
-pub fn plan(c: &Classified, table: &SlotTable, moved: &MovedKeys) -> Result<Plan, DataError> {
+pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Plan, DataError> {
     match c.cmd.kind {
         Kind::Keyed | Kind::AdminKeyed => forward(c, table, moved).map(Plan::One),
         Kind::Split(s) => split(c, s, table, moved),
@@ -83,7 +83,7 @@ pub fn plan(c: &Classified, table: &SlotTable, moved: &MovedKeys) -> Result<Plan
 
 /// The request for the master of the one slot all the command's keys hash to (slot 0's for a
 /// command without keys, such as `EVAL … 0`).
-fn forward(c: &Classified, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
+fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
     let mut slots = c.key_args().map(SlotId::of_key);
     let slot = slots.next().unwrap_or(SlotId(0));
     if slots.any(|s| s != slot) {
@@ -118,7 +118,7 @@ fn forward(c: &Classified, table: &SlotTable, moved: &MovedKeys) -> Result<Part,
 /// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order. Keys of
 /// a migrating slot form their own sub-command per (target, source), whose keys move first.
 fn split(
-    c: &Classified,
+    c: &Classified<'_>,
     kind: Split,
     table: &SlotTable,
     moved: &MovedKeys,
@@ -332,13 +332,15 @@ mod tests {
     use crate::router::{GroupId, SlotTableBuilder};
     use crate::users::User;
 
-    fn classified(args: &[&str]) -> Classified {
+    fn classified(args: &[&str]) -> Classified<'static> {
         let policy = Policy {
             admin_commands: true,
             scripts_confined: true,
         };
+        // Leaked: a test's handful of requests, so plans can borrow them for 'static.
+        let req: &'static Request = Box::leak(Box::new(Request::from_args(args)));
         classify(
-            Request::from_args(args),
+            req,
             &policy,
             Some(&User {
                 name: "default".into(),

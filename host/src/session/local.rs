@@ -35,8 +35,8 @@ fn lossy(b: &[u8]) -> String {
 }
 
 impl Session {
-    pub(super) fn local(&mut self, l: Local, c: &Classified) -> Pending {
-        let req = &c.req;
+    pub(super) fn local(&mut self, l: Local, c: &Classified<'_>) -> Pending {
+        let req = c.req;
         let r = match l {
             Local::Ping if req.argc() > 2 => Err(DataError::WrongArity("ping".into())),
             Local::Ping if req.argc() == 2 => Ok(Frame::Bulk(req.arg_bytes(1))),

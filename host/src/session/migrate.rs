@@ -20,7 +20,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use crate::backend::{Login, ReplyRx};
-use crate::error::DataError;
+use crate::error::{DataError, MoveFailure};
 use crate::limits::OutputAccount;
 use crate::migrate::{MoveOutcome, markers_exist_request, move_keys_request};
 use crate::resp::{Proto, parse_integer};
@@ -82,11 +82,11 @@ impl Moved {
             let reply = pending.await?;
             let Some(outcome) = MoveOutcome::parse(&reply) else {
                 let text = String::from_utf8_lossy(&reply);
-                return Err(DataError::MoveFailed {
+                return Err(DataError::MoveFailed(Box::new(MoveFailure {
                     from: self.source.clone(),
                     target: self.target.clone(),
                     reply: text.trim_start_matches(['-', '+']).trim_end().to_string(),
-                });
+                })));
             };
             if outcome.markers == 0 && !(self.aborting && self.target_has_markers().await?) {
                 self.worker.moved.insert(self.epoch, &self.keys);
@@ -98,6 +98,7 @@ impl Moved {
             tokio::time::sleep(Duration::from_millis(5)).await;
             pending = self.send_move();
         }
+        // Charged to the client when it arrives; released by whoever takes this reply.
         let rx = self.worker.pool.send(
             &self.target,
             self.proto,

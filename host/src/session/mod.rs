@@ -91,6 +91,11 @@ enum End {
     Io(#[allow(dead_code)] std::io::Error),
 }
 
+/// Polls `fut` once: its output if it is ready now.
+async fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *fut).poll(cx))).await
+}
+
 /// One command's place in the reply order.
 struct Queued {
     reply: QueuedReply,
@@ -100,8 +105,8 @@ struct Queued {
 
 enum QueuedReply {
     One(Pending),
-    /// A rewrite whose replies the plugin merges.
-    PluginMerged(Vec<Pending>, PluginMerge),
+    /// A rewrite whose replies the plugin merges (boxed: rare, and large).
+    PluginMerged(Box<(Vec<Pending>, PluginMerge)>),
 }
 
 impl Queued {
@@ -348,7 +353,7 @@ impl Session {
     /// One request through classify, the plugin layer, plan and send.
     fn dispatch(&mut self, req: Request) -> Queued {
         let policy = self.worker.shared.policy();
-        let c = match classify(req, &policy, self.rights.as_deref()) {
+        let c = match classify(&req, &policy, self.rights.as_deref()) {
             Ok(c) => c,
             Err(e) => return Queued::error(None, &e),
         };
@@ -375,7 +380,7 @@ impl Session {
                             proto: self.proto,
                         })))
                     }
-                    RewriteMerge::Plugin(pm) => QueuedReply::PluginMerged(parts, pm),
+                    RewriteMerge::Plugin(pm) => QueuedReply::PluginMerged(Box::new((parts, pm))),
                 };
                 (reply, observers)
             }
@@ -388,7 +393,8 @@ impl Session {
     }
 
     /// Plans and sends a classified command (or answers it, if it is the session's own).
-    fn execute(&mut self, c: &crate::pipeline::classify::Classified) -> Pending {
+    #[inline]
+    fn execute(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
         let table = self.worker.shared.router.load();
         match plan(c, &table, &self.worker.moved) {
             Ok(Plan::Local(l)) => self.local(l, c),
@@ -401,11 +407,11 @@ impl Session {
     /// its client lacks), not shown to plugins again.
     fn execute_rewritten(&mut self, plugin: &str, req: Request) -> Pending {
         let policy = self.worker.shared.policy();
-        match classify(req, &policy, self.rights.as_deref()) {
+        match classify(&req, &policy, self.rights.as_deref()) {
             Ok(c) => self.execute(&c),
             Err(e) if e.side() == Side::Client => Pending::error(&DataError::PluginBadRewrite {
-                name: plugin.to_owned(),
-                reason: e.to_string(),
+                name: plugin.into(),
+                reason: e.to_string().into(),
             }),
             Err(e) => Pending::error(&e),
         }
@@ -438,27 +444,40 @@ impl Session {
         let account = self.account.clone();
         for q in queue.drain(..) {
             let at = wbuf.len();
-            {
-                let resolve = async {
-                    match q.reply {
-                        QueuedReply::One(p) => p.write_into(wbuf).await,
-                        QueuedReply::PluginMerged(parts, pm) => {
-                            match reply::resolve_all(parts).await {
-                                Ok(replies) => pm.merge(&replies, wbuf),
-                                Err(e) => wbuf.extend_from_slice(&e.reply()),
+            match q.reply {
+                // The common shapes first, without building a future per reply.
+                QueuedReply::One(Pending::Ready(b)) => wbuf.extend_from_slice(&b),
+                QueuedReply::One(Pending::One(mut rx)) => {
+                    let r = match poll_once(&mut rx).await {
+                        Poll::Ready(r) => r,
+                        Poll::Pending => tokio::select! {
+                            biased;
+                            o = account.overflowed() => return Err(End::Output(o)),
+                            r = &mut rx => r,
+                        },
+                    };
+                    match reply::taken(r, &account) {
+                        Ok(b) => wbuf.extend_from_slice(&b),
+                        Err(e) => wbuf.extend_from_slice(&e.reply()),
+                    }
+                }
+                reply => {
+                    let resolve = std::pin::pin!(async {
+                        match reply {
+                            QueuedReply::One(p) => p.write_into(wbuf, &account).await,
+                            QueuedReply::PluginMerged(merged) => {
+                                let (parts, pm) = *merged;
+                                match reply::resolve_all(parts, &account).await {
+                                    Ok(replies) => pm.merge(&replies, wbuf),
+                                    Err(e) => wbuf.extend_from_slice(&e.reply()),
+                                }
                             }
                         }
-                    }
-                };
-                // Most replies are ready by the time they are reached: poll once, and race
-                // the client's output account only for a reply that must be waited for.
-                let mut resolve = std::pin::pin!(resolve);
-                let ready = std::future::poll_fn(|cx| Poll::Ready(resolve.as_mut().poll(cx))).await;
-                if ready.is_pending() {
+                    });
                     tokio::select! {
                         biased;
                         o = account.overflowed() => return Err(End::Output(o)),
-                        _ = &mut resolve => {}
+                        _ = resolve => {}
                     }
                 }
             }

@@ -28,9 +28,10 @@ struct Observer {
     generation: std::sync::Arc<tessera_wasm::Generation>,
 }
 
-/// The plugins that watch one command's reply, in chain order.
+/// The plugins that watch one command's reply, in chain order (a `Vec`: usually empty, and
+/// then it costs no allocation and little room in every queued command).
 #[derive(Default)]
-pub(super) struct Observers(SmallVec<[Observer; 2]>);
+pub(super) struct Observers(Vec<Observer>);
 
 /// What the plugin layer decided for a command.
 pub(super) enum Decision {
@@ -69,16 +70,16 @@ pub(super) struct PluginMerge {
 
 fn failed(name: &str, reason: &str) -> DataError {
     DataError::PluginFailed {
-        name: name.to_owned(),
-        reason: reason.to_owned(),
+        name: name.into(),
+        reason: reason.into(),
     }
 }
 
 /// A call that failed: too large an input, a fault, a dead instance (its text says which).
 fn call_failed(name: &str, e: &CallError) -> DataError {
     DataError::PluginCall {
-        name: name.to_owned(),
-        detail: e.to_string(),
+        name: name.into(),
+        detail: e.to_string().into(),
     }
 }
 
@@ -92,7 +93,7 @@ fn error_bytes(text: &[u8]) -> Bytes {
 
 impl Session {
     /// Runs the plugin chain on a classified command.
-    pub(super) fn run_plugins(&mut self, c: &Classified) -> Decision {
+    pub(super) fn run_plugins(&mut self, c: &Classified<'_>) -> Decision {
         // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
         let worker = self.worker.clone();
         let shared = &worker.shared;
@@ -118,7 +119,7 @@ impl Session {
             },
         };
         wc.sync(&chain);
-        let req = &c.req;
+        let req = c.req;
         let conn = self.reg.info.id;
         let mut observers = Observers::default();
         for i in 0..wc.len() {

@@ -7,8 +7,9 @@ use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
 use super::migrate::Moved;
-use crate::backend::ReplyRx;
+use crate::backend::{ReplyResult, ReplyRx};
 use crate::error::DataError;
+use crate::limits::OutputAccount;
 use crate::pipeline::merge::Merge;
 use crate::resp::Proto;
 
@@ -38,9 +39,10 @@ impl Pending {
         Pending::Ready(e.reply())
     }
 
-    /// Waits for the reply and appends it to `out`.
-    pub(crate) async fn write_into(self, out: &mut BytesMut) {
-        match self.resolve().await {
+    /// Waits for the reply and appends it to `out`; the client's `account` is released of what
+    /// the backends delivered for it.
+    pub(crate) async fn write_into(self, out: &mut BytesMut, account: &OutputAccount) {
+        match self.resolve(account).await {
             Ok(b) => out.extend_from_slice(&b),
             Err(e) => out.extend_from_slice(&e.reply()),
         }
@@ -50,22 +52,22 @@ impl Pending {
     ///
     /// # Errors
     /// The backend failed, or the parts could not be merged.
-    pub(crate) async fn resolve(self) -> Result<Bytes, DataError> {
+    pub(crate) async fn resolve(self, account: &OutputAccount) -> Result<Bytes, DataError> {
         match self {
             Pending::Ready(b) => Ok(b),
             Pending::After(at, b) => {
                 tokio::time::sleep_until(at).await;
                 Ok(b)
             }
-            Pending::One(rx) => rx.await,
-            Pending::Moved(m) => m.reply().await,
+            Pending::One(rx) => taken(rx.await, account),
+            Pending::Moved(m) => taken(m.reply().await, account),
             Pending::Gather(g) => {
                 let Gather {
                     parts,
                     merge,
                     proto,
                 } = *g;
-                let replies = Box::pin(resolve_all(parts)).await?;
+                let replies = Box::pin(resolve_all(parts, account)).await?;
                 let mut out = BytesMut::new();
                 merge.finish(&replies, proto, &mut out)?;
                 Ok(out.freeze())
@@ -79,11 +81,14 @@ impl Pending {
 ///
 /// # Errors
 /// The first part that has no reply.
-pub(crate) async fn resolve_all(parts: Vec<Pending>) -> Result<Vec<Bytes>, DataError> {
+pub(crate) async fn resolve_all(
+    parts: Vec<Pending>,
+    account: &OutputAccount,
+) -> Result<Vec<Bytes>, DataError> {
     let mut replies = Vec::with_capacity(parts.len());
     let mut failed = None;
     for p in parts {
-        match p.resolve().await {
+        match p.resolve(account).await {
             Ok(b) => replies.push(b),
             Err(e) => {
                 failed.get_or_insert(e);
@@ -94,4 +99,13 @@ pub(crate) async fn resolve_all(parts: Vec<Pending>) -> Result<Vec<Bytes>, DataE
         Some(e) => Err(e),
         None => Ok(replies),
     }
+}
+
+/// A reply a backend delivered for the client, taken: its bytes are no longer held for it.
+#[inline]
+pub(crate) fn taken(r: ReplyResult, account: &OutputAccount) -> ReplyResult {
+    if let Ok(b) = &r {
+        account.release(b.len());
+    }
+    r
 }

@@ -26,6 +26,7 @@ pub(crate) struct Sender<'a> {
 
 impl Sender<'_> {
     /// Sends a backend plan's requests. `Plan::Local` is the session's, never given here.
+    #[inline]
     pub(crate) fn send(&self, plan: Plan, merge_proto: Proto) -> Pending {
         match plan {
             Plan::One(part) => self.part(part),
@@ -38,6 +39,7 @@ impl Sender<'_> {
         }
     }
 
+    #[inline]
     fn part(&self, part: Part) -> Pending {
         match part {
             Part::Send(s) => Pending::One(self.request(s)),
@@ -60,6 +62,7 @@ impl Sender<'_> {
         }
     }
 
+    #[inline]
     fn request(&self, s: Send) -> ReplyRx {
         let addr = self.table.backend_addr(s.to);
         let w = &self.worker;
