@@ -12,10 +12,11 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use super::local::{QueueRx, QueueTx, SlotRx, SlotTx, queue, slot};
 use super::{Login, ReplyResult};
 use crate::error::DataError;
 use crate::limits::OutputAccount;
@@ -44,7 +45,7 @@ pub struct BackendStats {
 
 struct Request {
     bytes: Bytes,
-    tx: oneshot::Sender<ReplyResult>,
+    tx: SlotTx<ReplyResult>,
     /// The client the reply is held for, until it takes it.
     account: Option<Rc<OutputAccount>>,
 }
@@ -54,7 +55,7 @@ struct Request {
 /// (`OutputAccount::release`); a reply never taken stays charged until the account goes,
 /// with its session.
 pub struct ReplyRx {
-    rx: oneshot::Receiver<ReplyResult>,
+    rx: SlotRx<ReplyResult>,
 }
 
 impl Future for ReplyRx {
@@ -64,14 +65,15 @@ impl Future for ReplyRx {
     #[inline]
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
-        Poll::Ready(r.unwrap_or_else(|_| Err(DataError::BackendDropped)))
+        Poll::Ready(r.unwrap_or_else(|| Err(DataError::BackendDropped)))
     }
 }
 
-/// Handle to a connection task; cheap to clone.
+/// Handle to a connection task; cheap to clone. The task ends once every handle is gone and
+/// the requests in flight have their replies.
 #[derive(Clone)]
 pub struct BackendConn {
-    tx: mpsc::UnboundedSender<Request>,
+    tx: QueueTx<Request>,
     addr: Arc<str>,
 }
 
@@ -84,7 +86,7 @@ const READ_CHUNK: usize = 16 * 1024;
 impl BackendConn {
     /// Starts the connection task on the current thread's `LocalSet`.
     pub fn spawn(addr: Arc<str>, proto: Proto, login: Login, opts: BackendOptions) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = queue();
         let task = ConnTask {
             addr: addr.clone(),
             proto,
@@ -99,13 +101,13 @@ impl BackendConn {
     /// Queues `bytes` (exact RESP) and returns where its reply will arrive; the reply is held
     /// on `account`'s behalf until taken.
     pub fn send(&self, bytes: Bytes, account: Option<&Rc<OutputAccount>>) -> ReplyRx {
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = slot();
         let req = Request {
             bytes,
             tx,
             account: account.cloned(),
         };
-        if let Err(mpsc::error::SendError(r)) = self.tx.send(req) {
+        if let Err(r) = self.tx.send(req) {
             let _ =
                 r.tx.send(Err(unavailable(&self.addr, "connection task stopped")));
         }
@@ -129,13 +131,13 @@ struct ConnTask {
     proto: Proto,
     login: Login,
     opts: BackendOptions,
-    rx: mpsc::UnboundedReceiver<Request>,
+    rx: QueueRx<Request>,
 }
 
 /// A request written and waiting for its reply.
 struct InFlight {
     at: Instant,
-    tx: oneshot::Sender<ReplyResult>,
+    tx: SlotTx<ReplyResult>,
     account: Option<Rc<OutputAccount>>,
 }
 

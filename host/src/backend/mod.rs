@@ -11,6 +11,7 @@
 //! user); connections of different logins are never shared.
 
 mod conn;
+mod local;
 mod pool;
 
 use std::sync::Arc;
