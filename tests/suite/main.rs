@@ -17,6 +17,8 @@ mod multikey;
 mod same_slot;
 // Malformed and partial frames over a raw socket.
 mod malformed;
+// The request decoder against a real redis-server: seeded mutations, same parse or refused.
+mod decoder_vs_redis;
 // Error replies that keep the session; commands the proxy answers itself.
 mod local_commands;
 // Cluster-wide admin commands: refused by default, fanned out when enabled.
