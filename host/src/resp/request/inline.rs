@@ -29,48 +29,57 @@ pub(super) fn split(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
         if i == line.len() {
             return Ok(out);
         }
-        let mut cur = Vec::new();
-        let mut quote = None;
-        loop {
-            let c = line.get(i).copied();
-            match (quote, c) {
-                (Some(_), None) => return Err(ProtocolError::UnbalancedQuotes),
-                (Some(q), Some(c)) if c == q => {
-                    if line.get(i + 1).is_some_and(|&n| !is_space(n)) {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    }
-                    i += 1;
-                    break;
+        // Literal bytes up to a separator or a quote, copied as one run; a quoted part, if
+        // one follows, ends the argument.
+        let run = line[i..]
+            .iter()
+            .position(|&c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\''))
+            .map_or(line.len(), |p| i + p);
+        let mut arg = line[i..run].to_vec();
+        i = match line.get(run) {
+            Some(&q @ (b'"' | b'\'')) => quoted(line, run + 1, q, &mut arg)?,
+            Some(_) => run + 1, // the separator
+            None => run,
+        };
+        out.push(arg);
+    }
+}
+
+/// Appends the quoted part that starts at `i`, just after the opening quote `q`; returns
+/// where the argument ends, just after the closing quote.
+fn quoted(line: &[u8], mut i: usize, q: u8, arg: &mut Vec<u8>) -> Result<usize, ProtocolError> {
+    loop {
+        match line.get(i) {
+            None => return Err(ProtocolError::UnbalancedQuotes),
+            Some(&c) if c == q => {
+                if line.get(i + 1).is_some_and(|&n| !is_space(n)) {
+                    return Err(ProtocolError::UnbalancedQuotes);
                 }
-                (Some(b'"'), Some(b'\\')) => i += double_quoted_escape(&line[i + 1..], &mut cur),
-                (Some(_), Some(b'\\')) if line.get(i + 1) == Some(&b'\'') => {
-                    cur.push(b'\'');
-                    i += 1;
-                }
-                (Some(_), Some(c)) => cur.push(c),
-                (None, None | Some(b' ' | b'\n' | b'\r' | b'\t')) => {
-                    i = (i + 1).min(line.len());
-                    break;
-                }
-                (None, Some(q @ (b'"' | b'\''))) => quote = Some(q),
-                (None, Some(c)) => cur.push(c),
+                return Ok(i + 1);
             }
-            i += 1;
+            Some(b'\\') if q == b'"' => i += 1 + double_quoted_escape(&line[i + 1..], arg),
+            Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
+                arg.push(b'\'');
+                i += 2;
+            }
+            Some(&c) => {
+                arg.push(c);
+                i += 1;
+            }
         }
-        out.push(cur);
     }
 }
 
 /// After a `\` in double quotes: pushes what the escape means and returns how many bytes of
 /// `rest` it used. A `\` at the end of the line is literal; the quote is then unclosed.
-fn double_quoted_escape(rest: &[u8], cur: &mut Vec<u8>) -> usize {
+fn double_quoted_escape(rest: &[u8], arg: &mut Vec<u8>) -> usize {
     match rest {
         [b'x', h, l, ..] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
-            cur.push(hex(*h) << 4 | hex(*l));
+            arg.push((hex(*h) << 4) | hex(*l));
             3
         }
         [e, ..] => {
-            cur.push(match e {
+            arg.push(match e {
                 b'n' => b'\n',
                 b'r' => b'\r',
                 b't' => b'\t',
@@ -81,7 +90,7 @@ fn double_quoted_escape(rest: &[u8], cur: &mut Vec<u8>) -> usize {
             1
         }
         [] => {
-            cur.push(b'\\');
+            arg.push(b'\\');
             0
         }
     }
