@@ -55,8 +55,8 @@ impl Limits {
 /// Longest inline command accepted, in bytes (Redis: PROTO_INLINE_MAX_SIZE).
 const MAX_INLINE: usize = 64 * 1024;
 
-/// Most digits in a length header. 18 digits cannot overflow an `i64` and exceed any limit a
-/// proxy can hold in memory; Redis accepts 19, which only ever makes us stricter.
+/// Most digits in a length header: 18 digits fit an `i64` without overflow checks and are
+/// already more than any proxy could buffer. Redis takes 19, so this only makes us stricter.
 const MAX_DIGITS: usize = 18;
 
 /// Room [`RequestDecoder::wanted`] may always suggest, whatever has been received so far.
@@ -434,7 +434,7 @@ impl RequestDecoder {
 enum Header {
     /// The value and where the header ends (after its CRLF).
     Len(i64, usize),
-    /// Every byte so far can still begin a valid header (at most 21 bytes).
+    /// Every byte so far can still begin a valid header (at most 20 after the type byte).
     Incomplete,
     Invalid,
 }
