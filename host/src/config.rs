@@ -174,15 +174,6 @@ impl ProxyConfig {
         }
     }
 
-    /// What a client may send before it authenticates: Redis's caps for unauthenticated
-    /// clients (10 arguments, 16 KiB per argument; its fix for CVE-2021-32675).
-    pub fn pre_auth_limits(&self) -> Limits {
-        Limits {
-            max_bulk_len: self.max_bulk_len.min(16 * 1024),
-            max_multibulk_len: self.max_multibulk_len.min(10),
-        }
-    }
-
     pub fn output_limits(&self) -> crate::limits::OutputLimits {
         crate::limits::OutputLimits {
             hard: self.output_buffer_hard,

@@ -378,8 +378,16 @@ fn proxy_metrics_count_every_command() {
     );
 }
 
-/// Runs `promtool check metrics` on `text`; `None` when promtool is not installed.
-fn promtool_check(text: &str) -> Option<std::process::Output> {
+const NO_PROMTOOL: &str = "promtool is not installed, so the metrics cannot be checked: \
+    install it (Debian/Ubuntu: apt-get install prometheus, as tools/test.sh does; or put a \
+    Prometheus release's promtool on PATH)";
+
+/// Runs `promtool check metrics` on `text`.
+///
+/// # Panics
+/// If promtool is not installed: this check is the test's whole point, so a missing tool
+/// fails it rather than letting it pass unchecked.
+fn promtool_check(text: &str) -> std::process::Output {
     let mut child = match Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -388,7 +396,7 @@ fn promtool_check(text: &str) -> Option<std::process::Output> {
         .spawn()
     {
         Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{NO_PROMTOOL}"),
         Err(e) => panic!("spawning promtool: {e}"),
     };
     child
@@ -403,11 +411,15 @@ fn promtool_check(text: &str) -> Option<std::process::Output> {
     if !exited {
         let _ = child.kill();
     }
-    Some(child.wait_with_output().expect("promtool output"))
+    child.wait_with_output().expect("promtool output")
 }
 
 #[test]
 fn metrics_pass_promtool_check() {
+    // Fail before starting a cluster, not after.
+    if let Err(e) = Command::new("promtool").arg("--version").output() {
+        panic!("{NO_PROMTOOL} ({e})");
+    }
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
     cp.group(1, &[0]);
     cp.group(2, &[1]);
@@ -430,10 +442,7 @@ fn metrics_pass_promtool_check() {
         ("dashboard", api.get("/metrics").body),
     ];
     for (what, text) in &texts {
-        let Some(out) = promtool_check(text) else {
-            eprintln!("note: promtool is not installed (Debian: prometheus); skipping the check");
-            return;
-        };
+        let out = promtool_check(text);
         assert!(
             out.status.success(),
             "promtool check metrics on the {what}'s /metrics exited {}:\n{}{}\n--- metrics:\n{text}",

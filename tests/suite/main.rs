@@ -20,6 +20,8 @@ mod malformed;
 // Hostile clients (scripts past the policy, memory announced or never read, busy scripts,
 // idle sockets before AUTH, the reserved namespace), each beside a well-behaved client.
 mod hostile;
+// The request decoder against a real redis-server: seeded mutations, same parse or refused.
+mod decoder_vs_redis;
 // Error replies that keep the session; commands the proxy answers itself.
 mod local_commands;
 // Cluster-wide admin commands: refused by default, fanned out when enabled.

@@ -513,6 +513,12 @@ fn a_hot_reload_under_load_fails_no_command_and_drops_no_connection() {
         })
     };
     std::thread::sleep(Duration::from_millis(500));
+    // The reloads must happen under load: the commands the proxy answered, and the checker's
+    // rounds, are counted just before the first reload and just after the last one.
+    let before = (
+        commands(&cp.proxies[0].metrics()),
+        checked.load(Ordering::Relaxed),
+    );
     for n in 1..=4 {
         let tag = format!("v{n}");
         api.request("PUT", "/api/plugins/faulty/config", Some(&config(&tag)))
@@ -523,6 +529,11 @@ fn a_hot_reload_under_load_fails_no_command_and_drops_no_connection() {
         }
         std::thread::sleep(Duration::from_millis(300));
     }
+    let after = (
+        commands(&cp.proxies[0].metrics()),
+        checked.load(Ordering::Relaxed),
+    );
+    let still_running = bench.try_wait().unwrap().is_none();
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
         if let Some(s) = bench.try_wait().unwrap() {
@@ -562,6 +573,55 @@ fn a_hot_reload_under_load_fails_no_command_and_drops_no_connection() {
         checked.load(Ordering::Relaxed) > 50,
         "the checker barely ran"
     );
+
+    // The load overlapped every reload: it was still running after the last one, and it made
+    // the proxy answer thousands of SET/GET (the checker makes 3 per round) in between.
+    assert!(
+        still_running,
+        "redis-benchmark finished before the last reload: raise -n ({out})"
+    );
+    let ((calls0, _), rounds0) = before;
+    let ((calls1, _), rounds1) = after;
+    let load = (calls1 - calls0).saturating_sub(3 * (rounds1 - rounds0));
+    eprintln!(
+        "during the reloads: {load} benchmark commands, {} checker rounds",
+        rounds1 - rounds0
+    );
+    assert!(
+        load >= 2000,
+        "only {load} benchmark commands during the reloads ({calls0} → {calls1})"
+    );
+    assert!(
+        rounds1 - rounds0 >= 10,
+        "the checker ran only {} rounds during the reloads",
+        rounds1 - rounds0
+    );
+    // And all of them succeeded: the proxy answered every SET and GET of the benchmark
+    // (300000 each) and the checker, and counted no error reply among them.
+    let (calls, errors) = commands(&cp.proxies[0].metrics());
+    assert!(
+        calls >= 600_000 + 3 * checked.load(Ordering::Relaxed),
+        "the proxy answered only {calls} SET/GET"
+    );
+    assert_eq!(
+        errors, 0,
+        "the proxy answered {errors} SET/GET with an error"
+    );
+}
+
+/// SET and GET calls a proxy answered, and how many of those were error replies, from its
+/// `/metrics`.
+fn commands(metrics: &str) -> (u64, u64) {
+    let sum = |series: &str| -> u64 {
+        ["set", "get"]
+            .iter()
+            .map(|c| metric(metrics, &format!("{series}{{command=\"{c}\"}}")).unwrap_or(0.0) as u64)
+            .sum()
+    };
+    (
+        sum("tessera_commands_total"),
+        sum("tessera_command_errors_total"),
+    )
 }
 
 /// A small deterministic generator (no dependency): xorshift64*.

@@ -25,8 +25,20 @@ pub enum ProtocolError {
     InvalidMultibulkLength,
     #[error("invalid bulk length")]
     InvalidBulkLength,
+    /// A request longer than allowed before authentication (Redis's wording).
+    #[error("unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// An argument longer than allowed before authentication (Redis's wording).
+    #[error("unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
+    /// A bulk string's payload not followed by `\r\n`.
+    #[error("expected '\\r\\n' after bulk data")]
+    UnterminatedBulk,
     #[error("too big inline request")]
     InlineTooBig,
+    /// Redis never finishes reading such a line; we refuse it at once.
+    #[error("NUL byte in inline request")]
+    NulInInline,
     #[error("unbalanced quotes in request")]
     UnbalancedQuotes,
     #[error("invalid reply type byte {0:#04x}")]
@@ -54,35 +66,42 @@ impl From<Proto> for tessera_plugin_abi::merge::Resp {
     }
 }
 
-/// Finds `\r\n` at or after `from`; returns the index of `\r`.
-#[inline]
-pub(crate) fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    loop {
-        let i = at + memchr::memchr(b'\n', buf.get(at..)?)?;
-        if i > from && buf[i - 1] == b'\r' {
-            return Some(i - 1);
-        }
-        at = i + 1;
-    }
-}
+pub(crate) use tessera_plugin_abi::reply::parse_i64;
 
-/// Parses a decimal integer the way Redis writes lengths: optional `-`, digits only.
-#[inline]
-pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
-    let (neg, digits) = match s.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_i64_accepts_what_string2ll_accepts() {
+        for (s, v) in [
+            ("0", 0),
+            ("7", 7),
+            ("-7", -7),
+            ("10", 10),
+            ("-10", -10),
+            ("9223372036854775807", i64::MAX),
+            ("-9223372036854775808", i64::MIN),
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), Some(v), "{s}");
         }
-        v = v.checked_mul(10)?.checked_add((b - b'0') as i64)?;
+        for s in [
+            "",
+            "-",
+            "+1",
+            "01",
+            "-0",
+            "-01",
+            "00",
+            " 1",
+            "1 ",
+            "1\0",
+            "0x1",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "10000000000000000000",
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), None, "{s:?}");
+        }
     }
-    Some(if neg { -v } else { v })
 }

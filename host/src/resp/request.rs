@@ -2,17 +2,26 @@
 //! and inline commands (`PING\r\n`, as telnet and health checks send them).
 //!
 //! A request is one `Bytes` holding the exact frame plus the byte ranges of its arguments, so
-//! forwarding it to a backend is a reference-count bump, not a copy or a re-encode.
+//! forwarding it to a backend is a reference-count bump, not a copy or a re-encode. That
+//! backend connection is shared with other clients, so a frame is accepted only in a form
+//! Redis parses exactly as we do (see [`RequestDecoder`]); inline commands are re-encoded.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
-use super::{ProtocolError, find_crlf, parse_i64};
+use super::ProtocolError;
 
-/// Caps applied before any allocation, so `*2147483647` or `$9999999999` is refused at once.
-#[derive(Debug, Clone, Copy)]
+mod inline;
+#[cfg(test)]
+mod tests;
+
+/// Caps checked at each header, before the data arrives, so `*2147483647` or `$9999999999`
+/// is refused at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Longest argument, in bytes (Redis: `proto-max-bulk-len`).
     pub max_bulk_len: usize,
+    /// Most arguments in one request.
     pub max_multibulk_len: usize,
 }
 
@@ -26,8 +35,32 @@ impl Default for Limits {
     }
 }
 
-/// Longest inline command or header line accepted (Redis: PROTO_INLINE_MAX_SIZE).
+impl Limits {
+    /// Redis's caps for a client that has not authenticated yet, its fix for CVE-2021-32675
+    /// (an unauthenticated client announcing huge frames to make the server allocate): at
+    /// most 10 arguments of at most 16 KiB each. See [`RequestDecoder::set_pre_auth_limits`].
+    pub const UNAUTHENTICATED: Limits = Limits {
+        max_bulk_len: 16 * 1024,
+        max_multibulk_len: 10,
+    };
+
+    fn min(self, other: Limits) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len.min(other.max_bulk_len),
+            max_multibulk_len: self.max_multibulk_len.min(other.max_multibulk_len),
+        }
+    }
+}
+
+/// Longest inline command accepted, in bytes (Redis: PROTO_INLINE_MAX_SIZE).
 const MAX_INLINE: usize = 64 * 1024;
+
+/// Most digits in a length header: 18 digits fit an `i64` without overflow checks and are
+/// already more than any proxy could buffer. Redis takes 19, so this only makes us stricter.
+const MAX_DIGITS: usize = 18;
+
+/// Room [`RequestDecoder::wanted`] may always suggest, whatever has been received so far.
+const WANTED_FLOOR: usize = 64 * 1024;
 
 /// One client command: the raw frame and where each argument lies in it.
 #[derive(Clone, PartialEq, Eq)]
@@ -124,72 +157,191 @@ pub(crate) fn put_header(buf: &mut BytesMut, kind: u8, n: usize) {
     buf.put_slice(b"\r\n");
 }
 
+/// The limits in force: the ordinary ones, tightened while the client is unauthenticated.
+#[derive(Debug, Clone, Copy, Default)]
+struct Caps {
+    ordinary: Limits,
+    pre_auth: Option<Limits>,
+    /// `ordinary` tightened by `pre_auth`: the one comparison made per header.
+    in_force: Limits,
+}
+
+impl Caps {
+    fn new(ordinary: Limits, pre_auth: Option<Limits>) -> Self {
+        Self {
+            ordinary,
+            pre_auth,
+            in_force: pre_auth.map_or(ordinary, |p| ordinary.min(p)),
+        }
+    }
+
+    /// Redis's order: over the ordinary limit is invalid, else over the pre-auth one is
+    /// "unauthenticated".
+    #[inline]
+    fn check_multibulk(&self, n: u64) -> Result<(), ProtocolError> {
+        if n <= self.in_force.max_multibulk_len as u64 {
+            Ok(())
+        } else if n > self.ordinary.max_multibulk_len as u64 {
+            Err(ProtocolError::InvalidMultibulkLength)
+        } else {
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        }
+    }
+
+    #[inline]
+    fn check_bulk(&self, n: u64) -> Result<(), ProtocolError> {
+        if n <= self.in_force.max_bulk_len as u64 {
+            Ok(())
+        } else if n > self.ordinary.max_bulk_len as u64 {
+            Err(ProtocolError::InvalidBulkLength)
+        } else {
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        }
+    }
+}
+
 /// Where a partly received multibulk stopped, so the next call resumes instead of rescanning.
 #[derive(Debug)]
 struct Partial {
     nargs: usize,
+    /// Where the next argument's header starts, or, once `bulk` is known, its payload.
     pos: usize,
+    /// Length of the argument whose header has been parsed.
+    bulk: Option<usize>,
     args: SmallVec<[(u32, u32); 6]>,
 }
 
+impl Partial {
+    /// Parses as many arguments as `buf` holds; `true` once all `nargs` are in.
+    #[inline]
+    fn fill(&mut self, buf: &[u8], caps: &Caps) -> Result<bool, ProtocolError> {
+        while self.args.len() < self.nargs {
+            let len = match self.bulk {
+                Some(len) => len,
+                None => {
+                    match buf.get(self.pos) {
+                        None => return Ok(false),
+                        Some(b'$') => {}
+                        Some(&got) => {
+                            return Err(ProtocolError::UnexpectedByte {
+                                expected: '$',
+                                got: got as char,
+                            });
+                        }
+                    }
+                    let (len, next) = match parse_len(buf, self.pos + 1, false) {
+                        Header::Len(n, next) => (n as u64, next),
+                        Header::Incomplete => return Ok(false),
+                        Header::Invalid => return Err(ProtocolError::InvalidBulkLength),
+                    };
+                    caps.check_bulk(len)?;
+                    // Argument offsets are u32: a frame past 4 GiB is refused, not wrapped.
+                    if next as u64 + len + 2 > u64::from(u32::MAX) {
+                        return Err(ProtocolError::InvalidBulkLength);
+                    }
+                    self.pos = next;
+                    self.bulk = Some(len as usize);
+                    len as usize
+                }
+            };
+            let end = self.pos + len;
+            match buf.get(end..end + 2) {
+                None => return Ok(false),
+                Some(b"\r\n") => {}
+                // Redis would skip any two bytes here; refusing is the only safe agreement.
+                Some(_) => return Err(ProtocolError::UnterminatedBulk),
+            }
+            self.args.push((self.pos as u32, len as u32));
+            self.pos = end + 2;
+            self.bulk = None;
+        }
+        Ok(true)
+    }
+}
+
 /// Decodes requests from a connection's read buffer. Keeps the progress of a partial frame.
+///
+/// Accepts a subset of what Redis 7.0 accepts, parsed the same way (`processMultibulkBuffer`,
+/// `processInlineBuffer`, `string2ll`, `sdssplitargs`; each rule has a unit test quoting the
+/// experiment against redis-server 7.0.15):
+///
+/// ```text
+/// multibulk = "*" count CRLF, then count times: "$" len CRLF <len bytes> CRLF
+/// count     = "0" | ["-"] [1-9] [0-9]{0,17}   <= 0: skipped without a reply, as Redis does
+/// len       = "0" | [1-9] [0-9]{0,17}         no "+", leading zero, "-0", space or NUL
+/// inline    = any line not starting with "*", up to 64 KiB, without NUL, ending "\n" or
+///             "\r\n"; split into arguments exactly as sdssplitargs does; blank: skipped
+/// ```
+///
+/// Refused where Redis is lenient or would stall: a header byte other than a digit before
+/// CRLF (Redis stops at the first `\r` and skips the next byte unseen), anything but CRLF
+/// after a payload (Redis skips any two bytes), NUL in a header or inline line (Redis waits
+/// for a line end its C string search never finds), 19-digit lengths.
 #[derive(Debug, Default)]
 pub struct RequestDecoder {
-    limits: Limits,
+    caps: Caps,
     partial: Option<Partial>,
 }
 
 impl RequestDecoder {
     pub fn new(limits: Limits) -> Self {
         Self {
-            limits,
+            caps: Caps::new(limits, None),
             partial: None,
         }
     }
 
-    /// Applies `limits` from the next header on (e.g. the full limits once a client
-    /// authenticates).
+    /// Replaces the ordinary limits. Every header parsed from now on is checked against them,
+    /// including the rest of a frame in progress (a frame whose `*count` was accepted keeps
+    /// its count; its arguments not yet announced are checked).
     pub fn set_limits(&mut self, limits: Limits) {
-        self.limits = limits;
+        self.caps = Caps::new(limits, self.caps.pre_auth);
+    }
+
+    /// Applies tighter limits (usually [`Limits::UNAUTHENTICATED`]) on top of the ordinary
+    /// ones until called with `None`, as Redis does before `AUTH`: a header over them but
+    /// within the ordinary ones is refused as "unauthenticated multibulk/bulk length". Takes
+    /// effect at the next header parsed, as [`Self::set_limits`] does.
+    pub fn set_pre_auth_limits(&mut self, pre_auth: Option<Limits>) {
+        self.caps = Caps::new(self.caps.ordinary, pre_auth);
+    }
+
+    /// The limits in force now: the ordinary ones, tightened by the pre-auth ones if set.
+    pub fn limits(&self) -> Limits {
+        self.caps.in_force
     }
 
     /// Takes one complete request off the front of `buf`.
     ///
     /// Returns `Ok(None)` when more bytes are needed: a partial frame is normal operation.
+    /// Never reserves memory for a length that has been announced but not received.
     ///
     /// # Errors
     /// A `ProtocolError` for bytes that can never become a valid request; the connection
-    /// should be answered with the error and closed.
+    /// should be answered with the error and closed. `buf` keeps the offending frame.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Request>, ProtocolError> {
         loop {
             if self.partial.is_none() {
                 match buf.first() {
                     None => return Ok(None),
-                    Some(b'*') => {
-                        let Some(end) = find_crlf(buf, 1) else {
-                            return if buf.len() > MAX_INLINE {
-                                Err(ProtocolError::InvalidMultibulkLength)
-                            } else {
-                                Ok(None)
-                            };
-                        };
-                        let n =
-                            parse_i64(&buf[1..end]).ok_or(ProtocolError::InvalidMultibulkLength)?;
-                        if n > self.limits.max_multibulk_len as i64 {
-                            return Err(ProtocolError::InvalidMultibulkLength);
-                        }
-                        if n <= 0 {
-                            // Redis ignores empty multibulks.
-                            let _ = buf.split_to(end + 2);
+                    Some(b'*') => match parse_len(buf, 1, true) {
+                        Header::Incomplete => return Ok(None),
+                        Header::Invalid => return Err(ProtocolError::InvalidMultibulkLength),
+                        Header::Len(n, next) if n <= 0 => {
+                            // Redis skips `*0` and `*-1` (any negative count) without a reply.
+                            buf.advance(next);
                             continue;
                         }
-                        let nargs = n as usize;
-                        self.partial = Some(Partial {
-                            nargs,
-                            pos: end + 2,
-                            args: SmallVec::new(),
-                        });
-                    }
+                        Header::Len(n, next) => {
+                            self.caps.check_multibulk(n as u64)?;
+                            self.partial = Some(Partial {
+                                nargs: n as usize,
+                                pos: next,
+                                bulk: None,
+                                args: SmallVec::new(),
+                            });
+                        }
+                    },
                     Some(_) => match self.decode_inline(buf)? {
                         Some(Some(req)) => return Ok(Some(req)),
                         Some(None) => continue, // blank line
@@ -201,68 +353,49 @@ impl RequestDecoder {
         }
     }
 
-    /// Bytes still needed to finish the bulk being received, if known: lets the reader reserve
-    /// a large value's room once instead of growing the buffer step by step.
+    /// Room worth reserving in `buf` for the frame being received: the rest of the argument
+    /// whose header has arrived, capped at `max(buf.len(), 64 KiB)`.
+    ///
+    /// The cap is why this is safe to reserve: a client announcing `$536870912` and sending
+    /// nothing more gets 64 KiB, not 512 MiB, while a large value that does arrive grows the
+    /// buffer geometrically (at most doubling it per read).
     pub fn wanted(&self, buf: &BytesMut) -> usize {
-        let Some(p) = &self.partial else { return 0 };
-        if buf.get(p.pos) != Some(&b'$') {
-            return 0;
-        }
-        let Some(end) = find_crlf(buf, p.pos + 1) else {
-            return 0;
-        };
-        match parse_i64(&buf[p.pos + 1..end]) {
-            Some(n) if n >= 0 => (end + 2 + n as usize + 2).saturating_sub(buf.len()),
+        self.wanted_capped(buf, buf.len().max(WANTED_FLOOR))
+    }
+
+    /// The rest of the argument being received (header parsed, payload incomplete), at most
+    /// `cap` bytes; 0 if no such argument. Uncapped, this is the client's announced length:
+    /// never reserve it without a cap.
+    pub fn wanted_capped(&self, buf: &[u8], cap: usize) -> usize {
+        match &self.partial {
+            Some(Partial {
+                pos,
+                bulk: Some(len),
+                ..
+            }) => (pos + len + 2).saturating_sub(buf.len()).min(cap),
             _ => 0,
         }
     }
 
     fn decode_multibulk(&mut self, buf: &mut BytesMut) -> Result<Option<Request>, ProtocolError> {
-        let p = self
-            .partial
+        let Self { caps, partial } = self;
+        let p = partial
             .as_mut()
             .expect("decode_multibulk runs with a partial frame");
-        while p.args.len() < p.nargs {
-            let Some(&kind) = buf.get(p.pos) else {
-                return Ok(None);
-            };
-            if kind != b'$' {
-                self.partial = None;
-                return Err(ProtocolError::UnexpectedByte {
-                    expected: '$',
-                    got: kind as char,
-                });
+        match p.fill(buf, caps) {
+            Ok(false) => Ok(None),
+            Ok(true) => {
+                let p = partial.take().expect("checked above");
+                Ok(Some(Request {
+                    raw: buf.split_to(p.pos).freeze(),
+                    args: p.args,
+                }))
             }
-            let Some(end) = find_crlf(buf, p.pos + 1) else {
-                if buf.len() - p.pos > 32 {
-                    self.partial = None;
-                    return Err(ProtocolError::InvalidBulkLength);
-                }
-                return Ok(None);
-            };
-            let len = match parse_i64(&buf[p.pos + 1..end]) {
-                Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => n as usize,
-                _ => {
-                    self.partial = None;
-                    return Err(ProtocolError::InvalidBulkLength);
-                }
-            };
-            let start = end + 2;
-            if buf.len() < start + len + 2 {
-                return Ok(None);
+            Err(e) => {
+                *partial = None;
+                Err(e)
             }
-            if &buf[start + len..start + len + 2] != b"\r\n" {
-                self.partial = None;
-                return Err(ProtocolError::InvalidBulkLength);
-            }
-            p.args.push((start as u32, len as u32));
-            p.pos = start + len + 2;
         }
-        let p = self.partial.take().expect("checked above");
-        Ok(Some(Request {
-            raw: buf.split_to(p.pos).freeze(),
-            args: p.args,
-        }))
     }
 
     /// `None`: need more bytes; `Some(None)`: a blank line was skipped.
@@ -270,250 +403,73 @@ impl RequestDecoder {
         &mut self,
         buf: &mut BytesMut,
     ) -> Result<Option<Option<Request>>, ProtocolError> {
-        let Some(nl) = memchr::memchr(b'\n', buf) else {
+        let window = &buf[..buf.len().min(MAX_INLINE + 1)];
+        let Some(at) = memchr::memchr2(b'\n', 0, window) else {
             return if buf.len() > MAX_INLINE {
                 Err(ProtocolError::InlineTooBig)
             } else {
                 Ok(None)
             };
         };
-        let line = buf.split_to(nl + 1);
-        let line = line.strip_suffix(b"\n").unwrap_or(&line);
+        if buf[at] == 0 {
+            return Err(ProtocolError::NulInInline);
+        }
+        // Redis strips one `\r` before the `\n`; any other `\r` separates arguments.
+        let line = &buf[..at];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let args = split_inline(line)?;
+        let args = inline::split(line)?;
+        self.caps.check_multibulk(args.len() as u64)?;
+        for a in &args {
+            self.caps.check_bulk(a.len() as u64)?;
+        }
+        buf.advance(at + 1);
         if args.is_empty() {
             return Ok(Some(None));
-        }
-        if args.len() > self.limits.max_multibulk_len {
-            return Err(ProtocolError::InvalidMultibulkLength);
         }
         Ok(Some(Some(Request::from_args(&args))))
     }
 }
 
-/// Splits an inline command like Redis's `sdssplitargs`: spaces separate arguments, double
-/// quotes allow `\n`, `\xHH`-style escapes, single quotes are literal.
-fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < line.len() {
-        while i < line.len() && line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i == line.len() {
-            break;
-        }
-        let mut cur = Vec::new();
-        match line[i] {
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                loop {
-                    let Some(&c) = line.get(i) else {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    };
-                    i += 1;
-                    if c == q {
-                        if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                            return Err(ProtocolError::UnbalancedQuotes);
-                        }
-                        break;
-                    }
-                    if c == b'\\' && q == b'"' {
-                        let Some(&e) = line.get(i) else {
-                            return Err(ProtocolError::UnbalancedQuotes);
-                        };
-                        i += 1;
-                        cur.push(match e {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 8,
-                            b'a' => 7,
-                            b'x' if i + 2 <= line.len() => {
-                                match std::str::from_utf8(&line[i..i + 2])
-                                    .ok()
-                                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                                {
-                                    Some(v) => {
-                                        i += 2;
-                                        v
-                                    }
-                                    None => b'x',
-                                }
-                            }
-                            other => other,
-                        });
-                    } else if c == b'\\' && q == b'\'' && line.get(i) == Some(&b'\'') {
-                        cur.push(b'\'');
-                        i += 1;
-                    } else {
-                        cur.push(c);
-                    }
-                }
-            }
-            _ => {
-                while i < line.len() && !line[i].is_ascii_whitespace() {
-                    cur.push(line[i]);
-                    i += 1;
-                }
-            }
-        }
-        out.push(cur);
-    }
-    Ok(out)
+/// A length header after its type byte, as far as received.
+enum Header {
+    /// The value and where the header ends (after its CRLF).
+    Len(i64, usize),
+    /// Every byte so far can still begin a valid header (at most 20 after the type byte).
+    Incomplete,
+    Invalid,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn decode_all(
-        dec: &mut RequestDecoder,
-        buf: &mut BytesMut,
-    ) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
-        let mut out = Vec::new();
-        while let Some(r) = dec.decode(buf)? {
-            out.push(r.args().map(<[u8]>::to_vec).collect());
-        }
-        Ok(out)
-    }
-
-    fn args(v: &[&str]) -> Vec<Vec<u8>> {
-        v.iter().map(|s| s.as_bytes().to_vec()).collect()
-    }
-
-    #[test]
-    fn multibulk_and_inline_decode_to_the_same_arguments() {
-        let mut dec = RequestDecoder::default();
-        let mut buf =
-            BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nGET k\r\nPING\r\n\r\n*0\r\n"[..]);
-        let got = decode_all(&mut dec, &mut buf).unwrap();
-        assert_eq!(
-            got,
-            vec![args(&["GET", "k"]), args(&["GET", "k"]), args(&["PING"])]
-        );
-        assert!(buf.is_empty());
-    }
-
-    #[test]
-    fn partial_frame_is_none_and_resumes() {
-        let mut dec = RequestDecoder::default();
-        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$5\r\nhel"[..]);
-        assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(dec.wanted(&buf), 4);
-        buf.extend_from_slice(b"lo\r\n");
-        let r = dec.decode(&mut buf).unwrap().unwrap();
-        assert_eq!(r.arg(1), b"hello");
-        assert_eq!(r.as_bytes().as_ref(), b"*2\r\n$3\r\nSET\r\n$5\r\nhello\r\n");
-    }
-
-    #[test]
-    fn inline_quotes_follow_redis_rules() {
-        assert_eq!(
-            split_inline(br#"SET "a b" 'c d' "\x41\n""#).unwrap(),
-            args(&["SET", "a b", "c d", "A\n"])
-        );
-        assert_eq!(
-            split_inline(br#"SET "a"#),
-            Err(ProtocolError::UnbalancedQuotes)
-        );
-    }
-
-    #[test]
-    fn malformed_input_is_a_protocol_error() {
-        let limits = Limits {
-            max_bulk_len: 1 << 20,
-            max_multibulk_len: 1000,
+/// Parses `count`/`len` (see [`RequestDecoder`]) at `at`: the forms Redis's `string2ll`
+/// accepts, then exactly CRLF. `signed` allows a `-`.
+#[inline]
+fn parse_len(buf: &[u8], at: usize, signed: bool) -> Header {
+    let neg = signed && buf.get(at) == Some(&b'-');
+    let digits = at + usize::from(neg);
+    let mut i = digits;
+    let mut v: i64 = 0;
+    loop {
+        let Some(&b) = buf.get(i) else {
+            return Header::Incomplete;
         };
-        for bad in [
-            &b"*1\r\n:1\r\n"[..],
-            b"*1\r\n$-5\r\n",
-            b"*2147483647\r\n",
-            b"*1\r\n$9999999999\r\n",
-            b"*1\r\n$3\r\nGETxx",
-            b"*x\r\n",
-            b"*1\r\n$abc\r\n",
-        ] {
-            let mut dec = RequestDecoder::new(limits);
-            let mut buf = BytesMut::from(bad);
-            assert!(
-                dec.decode(&mut buf).is_err(),
-                "accepted {:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
-
-    #[test]
-    fn header_limits_apply_before_the_data_arrives() {
-        let mut dec = RequestDecoder::new(Limits {
-            max_bulk_len: 10,
-            max_multibulk_len: 4,
-        });
-        assert_eq!(
-            dec.decode(&mut BytesMut::from(&b"*5\r\n"[..])),
-            Err(ProtocolError::InvalidMultibulkLength)
-        );
-        let mut dec = RequestDecoder::new(Limits {
-            max_bulk_len: 10,
-            max_multibulk_len: 4,
-        });
-        assert_eq!(
-            dec.decode(&mut BytesMut::from(&b"*1\r\n$11\r\n"[..])),
-            Err(ProtocolError::InvalidBulkLength)
-        );
-    }
-
-    #[test]
-    fn encode_request_matches_from_args() {
-        let args: [&[u8]; 3] = [b"MGET", b"a", b""];
-        assert_eq!(
-            encode_request(3, args, 8),
-            Request::from_args(&args).as_bytes()
-        );
-    }
-
-    #[test]
-    fn from_args_round_trips() {
-        let r = Request::from_args(&["MGET", "a", ""]);
-        let mut buf = BytesMut::from(r.as_bytes().as_ref());
-        let got = RequestDecoder::default().decode(&mut buf).unwrap().unwrap();
-        assert_eq!(got, r);
-        assert_eq!(got.arg(2), b"");
-    }
-
-    fn arb_request() -> impl Strategy<Value = Vec<Vec<u8>>> {
-        prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..6)
-    }
-
-    proptest! {
-        #[test]
-        fn any_split_of_a_valid_stream_decodes_to_the_same_requests(
-            reqs in prop::collection::vec(arb_request(), 1..8),
-            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
-        ) {
-            let stream: Vec<u8> = reqs.iter().flat_map(|r| Request::from_args(r).as_bytes().to_vec()).collect();
-            let mut cuts: Vec<usize> = cuts.iter().map(|c| c.index(stream.len() + 1)).collect();
-            cuts.sort_unstable();
-            let mut dec = RequestDecoder::default();
-            let mut buf = BytesMut::new();
-            let mut got = Vec::new();
-            let mut last = 0;
-            for cut in cuts.into_iter().chain([stream.len()]) {
-                buf.extend_from_slice(&stream[last..cut]);
-                last = cut;
-                got.extend(decode_all(&mut dec, &mut buf).unwrap());
+        match b {
+            b'0'..=b'9' => {
+                let n = i - digits;
+                // "0" alone is the only number that may start with 0: no "01", no "-0".
+                if n == MAX_DIGITS || (n > 0 && buf[digits] == b'0') || (neg && n == 0 && b == b'0')
+                {
+                    return Header::Invalid;
+                }
+                v = v * 10 + i64::from(b - b'0');
+                i += 1;
             }
-            prop_assert_eq!(got, reqs);
-            prop_assert!(buf.is_empty());
-        }
-
-        #[test]
-        fn decoder_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
-            let mut dec = RequestDecoder::default();
-            let mut buf = BytesMut::from(&bytes[..]);
-            let _ = decode_all(&mut dec, &mut buf);
+            b'\r' if i > digits => {
+                return match buf.get(i + 1) {
+                    None => Header::Incomplete,
+                    Some(b'\n') => Header::Len(if neg { -v } else { v }, i + 2),
+                    Some(_) => Header::Invalid,
+                };
+            }
+            _ => return Header::Invalid,
         }
     }
 }

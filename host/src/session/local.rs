@@ -80,7 +80,7 @@ impl Session {
         self.reg.info.set_user(Bytes::from(user.name.clone()));
         self.login = self.worker.data_login(&user);
         self.rights = Some(user);
-        self.decoder.set_limits(self.worker.shared.config.limits());
+        self.decoder.set_pre_auth_limits(None);
     }
 
     /// The WRONGPASS reply, sent after this connection's failure delay; the session reads

@@ -37,7 +37,7 @@ use crate::limits::{OutputAccount, Overflow};
 use crate::pipeline::classify::classify;
 use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
-use crate::resp::{Proto, Request, RequestDecoder};
+use crate::resp::{Limits, Proto, Request, RequestDecoder};
 use crate::router::SlotTable;
 use crate::users::User;
 use crate::worker::Worker;
@@ -131,10 +131,11 @@ impl Session {
         let shared = &worker.shared;
         let reg = shared.clients.register(peer, local);
         let rights = shared.users.load().connect_as();
-        let limits = match rights {
-            Some(_) => shared.config.limits(),
-            None => shared.config.pre_auth_limits(),
-        };
+        let mut decoder = RequestDecoder::new(shared.config.limits());
+        if rights.is_none() {
+            // Redis's caps for unauthenticated clients (its fix for CVE-2021-32675).
+            decoder.set_pre_auth_limits(Some(Limits::UNAUTHENTICATED));
+        }
         let account = OutputAccount::new(shared.config.output_limits(), shared.replies.clone());
         let login = match &rights {
             Some(r) => worker.data_login(r),
@@ -146,7 +147,7 @@ impl Session {
             stream,
             stop,
             reg,
-            decoder: RequestDecoder::new(limits),
+            decoder,
             proto: Proto::Resp2,
             rights,
             login,

@@ -132,30 +132,35 @@ fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// A decimal integer the way Redis writes lengths: optional `-`, digits only.
-fn parse_i64(s: &[u8]) -> Option<i64> {
+/// Parses a decimal integer exactly as Redis's `string2ll` does: an optional `-`, then `0`
+/// alone or digits without a leading zero, within `i64`. No `+`, spaces, `-0` or `007`, so a
+/// number means the same here as in Redis (command arguments such as numkeys, reply lengths).
+#[inline]
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s.split_first()? {
         (b'-', rest) => (true, rest),
         _ => (false, s),
     };
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
+    match digits {
+        [] => return None,
+        [b'0'] if !neg => return Some(0),
+        [b'0', ..] => return None,
+        _ if digits.len() > 19 => return None,
+        _ => {}
     }
-    // Accumulated with the sign, so i64::MIN (which Redis can send) parses.
-    let mut v: i64 = 0;
+    let mut v: u64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
             return None;
         }
-        let d = (b - b'0') as i64;
-        v = v.checked_mul(10)?;
-        v = if neg {
-            v.checked_sub(d)?
-        } else {
-            v.checked_add(d)?
-        };
+        v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
     }
-    Some(v)
+    if neg {
+        // -(2^63) is i64::MIN; wrapping_neg of its u64 bits gives exactly that.
+        (v <= 1 << 63).then(|| (v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
 }
 
 fn leaf(len: usize) -> Result<Option<Item>, ReplyError> {
