@@ -327,7 +327,7 @@ impl Session {
     /// announced as well as what arrived.
     fn check_query_buffer(&self, rbuf: &BytesMut) -> Result<(), DataError> {
         let limit = self.worker.shared.config.query_buffer_limit;
-        if rbuf.len() + self.decoder.wanted(rbuf) > limit {
+        if rbuf.len() + self.decoder.wanted_capped(rbuf, limit) > limit {
             return Err(DataError::QueryBufferLimit { limit });
         }
         Ok(())
