@@ -1,9 +1,10 @@
 //! The web console's API (docs/console.md) against real dashboards: login and what needs a
 //! session, CSRF, the lockout, relaying reads and changes, the audit log with who made each
-//! change, clusters in fs and etcd stores, a dead dashboard failing only its own cluster, and
-//! `tessera up --clusters 2`.
+//! change, clusters in fs and etcd stores, a dead dashboard failing only its own cluster, a
+//! token bound to its store, only JSON relayed, and `tessera up --clusters 2`.
 
 use std::process::Command;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -316,10 +317,11 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
     let console = Console::start(&ConsoleSetup {
         stores: vec![fs.clone(), etcd.url()],
         users: vec![user("ada", "pw")],
-        tokens: ["east", "west", "north"]
+        tokens: ["east", "west"]
             .iter()
             .map(|n| ((*n).to_owned(), TOKEN.to_owned()))
             .collect(),
+        bound_tokens: vec![("north".into(), etcd.url(), TOKEN.into())],
         ..ConsoleSetup::default()
     });
     let c = console.login("ada", "pw");
@@ -386,6 +388,124 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
             .any(|e| e["cluster"] == "north" && e["actor"] == "console:ada"),
         "{merged}"
     );
+}
+
+#[test]
+fn a_clusters_token_never_goes_to_a_same_named_cluster_of_another_store() {
+    // The cluster's own store is down from the start (its path is a file), so the console has
+    // never seen the real `local`; a stranger's store has a cluster of the same name, whose
+    // dashboard would accept the token (it stands for one that records it).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = dir.path().join("broken");
+    std::fs::write(&broken, "not a store").unwrap();
+    let own = format!("fs://{}", broken.display());
+    let strangers = format!("fs://{}", dir.path().join("strangers").display());
+    let rogue = Dashboard::start(&DashboardOptions::new(&strangers));
+    let name = rogue.options().cluster.clone();
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![own, strangers.clone()],
+        users: vec![user("ada", "pw")],
+        tokens: vec![(name.clone(), TOKEN.into())],
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    let all = listed(&c);
+    assert!(
+        all.iter().any(|(n, s, ..)| *n == name && *s == strangers),
+        "the stranger's cluster is listed: {all:?}"
+    );
+    let r = c.post(&format!("/api/clusters/{name}/groups"), &json!({"id": 3}));
+    let message = r.expect_error(403, "cluster_token");
+    assert!(message.contains("bound to its store"), "{message}");
+    let listed_token = c.get("/api/clusters").ok();
+    let local = listed_token
+        .as_array()
+        .and_then(|a| a.iter().find(|v| v["name"] == name.as_str()))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(local["has_token"], false, "{listed_token}");
+}
+
+#[test]
+fn the_relay_serves_only_json_from_a_dashboard() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("fs://{}", dir.path().join("store").display());
+    let mut dashboard = Dashboard::start(&DashboardOptions::new(&store));
+    let name = dashboard.options().cluster.clone();
+    let groups = format!("/api/clusters/{name}/groups");
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![store],
+        users: vec![user("ada", "pw")],
+        tokens: vec![(name.clone(), TOKEN.into())],
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    c.get(&groups).ok();
+    // Whatever answers at the dashboard's address now serves a page with a script.
+    let addr = dashboard.addr();
+    dashboard.kill();
+    let listener = wait_for_bind(addr);
+    listener.set_nonblocking(true).unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = {
+        let served = served.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while std::time::Instant::now() < deadline && served.load(Ordering::SeqCst) < 3 {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let page = "<script>steal()</script>";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{page}",
+                    page.len()
+                );
+                served.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    // The console's first call may still find its pooled connection to the dead dashboard.
+    let mut hit = None;
+    for _ in 0..10 {
+        let before = served.load(Ordering::SeqCst);
+        let r = c.get(&groups);
+        if served.load(Ordering::SeqCst) > before {
+            hit = Some(r);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    served.store(usize::MAX / 2, Ordering::SeqCst);
+    server.join().unwrap();
+    let r = hit.expect("the console called the page's server");
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert!(!r.body.contains("<script>"), "{}", r.body);
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "{}",
+        r.content_type
+    );
+    let message = r.expect_error(502, "bad_gateway");
+    assert!(message.contains("no JSON"), "{message}");
+}
+
+/// Binds `addr` once the process that held it has let it go (bounded).
+fn wait_for_bind(addr: std::net::SocketAddr) -> std::net::TcpListener {
+    for _ in 0..100 {
+        if let Ok(l) = std::net::TcpListener::bind(addr) {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{addr} stayed taken");
 }
 
 #[test]

@@ -57,3 +57,9 @@ mod console;
 mod users;
 // The control plane's own Redis user (tessera-admin) on every server.
 mod backend_admin;
+// Secrets at rest and forged pushes: the store readable by its owner only, `tessera up`'s
+// secret files, a proxy refusing a topology whose epoch jumps.
+mod secrets;
+// `tessera up` itself: a signal at any step of its set-up stops every child; a server port
+// held by another process is named, not mistaken for its own server.
+mod up;

@@ -80,7 +80,7 @@ pub async fn merged(
             let addr = cl.dashboard.as_ref().map(|d| d.admin_addr.clone())?;
             let url = format!("http://{addr}/api/audit?limit={limit}");
             let mut req = c.http.get(url).timeout(FETCH_TIMEOUT);
-            if let Some(t) = c.config.tokens.get(&cl.name) {
+            if let Some(t) = c.config.token(&cl.name, &cl.store) {
                 req = req.bearer_auth(t);
             }
             let resp = req.send().await.ok()?.error_for_status().ok()?;

@@ -11,8 +11,12 @@
 //! name = "admin"
 //! password_hash = "$argon2id$v=19$m=19456,t=2,p=1$…"
 //! [tokens]
-//! local = "…"
+//! local = "…"                                       # bound to the first store
+//! other = { store = "etcd://10.0.0.5:2379", token = "…" }
 //! ```
+//!
+//! A token is bound to one store: a cluster of the same name found in another store (a
+//! stranger's, or one seen while the right store is down) is never sent it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -46,9 +50,19 @@ pub struct ConsoleConfig {
     pub secure_cookie: bool,
     #[serde(default)]
     pub users: Vec<User>,
-    /// Admin token per cluster name, sent to that cluster's dashboard.
+    /// Admin token per cluster name, sent to that cluster's dashboard in its store only.
     #[serde(default)]
-    pub tokens: BTreeMap<String, String>,
+    pub tokens: BTreeMap<String, ClusterToken>,
+}
+
+/// A cluster's admin token and the store its cluster lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ClusterToken {
+    /// For the cluster of this name in the first store listed.
+    Token(String),
+    /// For the cluster of this name in `store`.
+    Bound { store: String, token: String },
 }
 
 /// A console user.
@@ -86,6 +100,17 @@ impl Default for ConsoleConfig {
 }
 
 impl ConsoleConfig {
+    /// The admin token for cluster `name` found in `store`, if the console has one bound to
+    /// that store.
+    pub fn token(&self, name: &str, store: &str) -> Option<&str> {
+        match self.tokens.get(name)? {
+            ClusterToken::Token(t) => {
+                (self.stores.first().map(String::as_str) == Some(store)).then_some(t.as_str())
+            }
+            ClusterToken::Bound { store: s, token } => (s == store).then_some(token.as_str()),
+        }
+    }
+
     /// Reads and checks a config file.
     ///
     /// # Errors
@@ -193,7 +218,8 @@ mod tests {
             name: "admin".into(),
             password_hash: hash_password("pw").unwrap(),
         });
-        c.tokens.insert("local".into(), "t".into());
+        c.tokens
+            .insert("local".into(), ClusterToken::Token("t".into()));
         let text = toml::to_string(&c).unwrap();
         let back: ConsoleConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, c);
@@ -207,5 +233,19 @@ mod tests {
             ..ConsoleConfig::default()
         };
         assert!(bad.check().is_err());
+    }
+
+    #[test]
+    fn a_token_goes_to_its_own_store_only() {
+        let c: ConsoleConfig = toml::from_str(
+            "stores = [\"fs:///a\", \"fs:///b\"]\n[tokens]\nlocal = \"t1\"\n\
+             other = { store = \"fs:///b\", token = \"t2\" }\n",
+        )
+        .unwrap();
+        assert_eq!(c.token("local", "fs:///a"), Some("t1"));
+        assert_eq!(c.token("local", "fs:///b"), None);
+        assert_eq!(c.token("other", "fs:///b"), Some("t2"));
+        assert_eq!(c.token("other", "fs:///a"), None);
+        assert_eq!(c.token("nobody", "fs:///a"), None);
     }
 }

@@ -50,8 +50,10 @@ pub(crate) struct ConsoleSetup {
     pub(crate) stores: Vec<String>,
     /// (name, password); hashed with `tessera console hash-password`.
     pub(crate) users: Vec<(String, String)>,
-    /// (cluster, admin token).
+    /// (cluster, admin token), bound to the first store.
     pub(crate) tokens: Vec<(String, String)>,
+    /// (cluster, store, admin token).
+    pub(crate) bound_tokens: Vec<(String, String, String)>,
     pub(crate) lockout_failures: Option<u32>,
 }
 
@@ -72,6 +74,13 @@ impl ConsoleSetup {
         writeln!(t, "[tokens]").unwrap();
         for (cluster, token) in &self.tokens {
             writeln!(t, "{cluster} = \"{token}\"").unwrap();
+        }
+        for (cluster, store, token) in &self.bound_tokens {
+            writeln!(
+                t,
+                "{cluster} = {{ store = \"{store}\", token = \"{token}\" }}"
+            )
+            .unwrap();
         }
         t
     }
