@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -846,25 +846,7 @@ impl Drop for Up {
 
 /// Two free loopback ports `p` and `p + 1` (`tessera up --port p` takes both).
 pub(crate) fn two_consecutive_free_ports() -> u16 {
-    consecutive_free_ports(2)
-}
-
-/// `n` free loopback ports `p`, `p + 1`, … (`tessera up --clusters 2 --port p` takes four).
-pub(crate) fn consecutive_free_ports(n: u16) -> u16 {
-    for _ in 0..100 {
-        let first = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        let port = first.local_addr().expect("local_addr").port();
-        let rest: Option<Vec<TcpListener>> = (1..n)
-            .map(|k| {
-                port.checked_add(k)
-                    .and_then(|p| TcpListener::bind(("127.0.0.1", p)).ok())
-            })
-            .collect();
-        if rest.is_some() {
-            return port;
-        }
-    }
-    panic!("no {n} consecutive free loopback ports found");
+    super::consecutive_free_ports(2)
 }
 
 /// Whether something on loopback `port` answers PING with `+PONG` now.
