@@ -1,7 +1,7 @@
 //! The web console's API (docs/console.md) against real dashboards: login and what needs a
-//! session, CSRF, the lockout, relaying reads and changes, the audit log with who made each
-//! change, clusters in fs and etcd stores, a dead dashboard failing only its own cluster, a
-//! token bound to its store, only JSON relayed, and `tessera up --clusters 2`.
+//! session, CSRF, the lockout and the login log, relaying reads and changes, the audit log
+//! with who made each change, clusters in fs and etcd stores, a dead dashboard failing only
+//! its own cluster, a token bound to its store, only JSON relayed, and `tessera up --clusters 2`.
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -35,7 +35,13 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
     let (console, _store) = console_without_clusters(5);
     let anon = console.client();
     assert_eq!(anon.get("/health").status, 200, "/health needs no session");
-    for path in ["/api/clusters", "/api/audit", "/api/nothing", "/auth/me"] {
+    for path in [
+        "/api/clusters",
+        "/api/audit",
+        "/api/logins",
+        "/api/nothing",
+        "/auth/me",
+    ] {
         anon.get(path).expect_error(401, "unauthorized");
     }
     anon.post("/api/clusters/x/groups", &json!({}))
@@ -59,6 +65,10 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
     for flag in ["tessera_session=", "HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(flag), "cookie lacks {flag}: {cookie}");
     }
+    assert!(
+        !cookie.contains("Secure"),
+        "no Secure flag without secure_cookie (plain HTTP): {cookie}"
+    );
     let csrf = body["csrf"].as_str().expect("a csrf token").to_owned();
     assert_eq!(csrf.len(), 64, "256-bit token in hex: {csrf}");
     let me = c.get("/auth/me").ok();
@@ -102,7 +112,7 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
 }
 
 #[test]
-fn repeated_failures_lock_the_user_out_with_429_and_are_audited() {
+fn repeated_failures_lock_the_user_out_with_429_and_are_in_the_login_log() {
     let (console, _store) = console_without_clusters(3);
     let mut c = console.client();
     c.login("admin", "bad1")
@@ -126,33 +136,33 @@ fn repeated_failures_lock_the_user_out_with_429_and_are_audited() {
         .expect_error(429, "locked_out");
     let ops = console.login("ops", "other");
 
-    let audit = ops.get("/api/audit?limit=50").ok();
-    let events: Vec<(String, String, u64)> = audit
+    let logins = ops.get("/api/logins?limit=50").ok();
+    let events: Vec<(String, String, u64, u64)> = logins
         .as_array()
         .expect("a list")
         .iter()
         .map(|e| {
-            assert!(
-                e["cluster"].is_null(),
-                "console events have no cluster: {e}"
-            );
             assert!(e["time_ms"].as_u64().is_some(), "{e}");
+            assert_eq!(e["addr"], "127.0.0.1", "{e}");
             (
-                e["actor"].as_str().unwrap().to_owned(),
-                e["detail"].as_str().unwrap().to_owned(),
+                e["user"].as_str().unwrap().to_owned(),
+                e["outcome"].as_str().unwrap().to_owned(),
                 e["status"].as_u64().unwrap(),
+                e["count"].as_u64().unwrap(),
             )
         })
         .collect();
-    // Newest first: ops's login, the two lockouts, then the failures.
-    assert_eq!(events[0], ("console:ops".into(), "login".into(), 200));
-    assert_eq!(events[1].0, "console:admin");
-    assert_eq!(events[1].2, 429);
+    // Newest first: ops's login, admin's two lockouts (one entry), then the two failures.
     assert_eq!(
-        events.iter().filter(|e| e.1 == "login failed").count(),
-        2,
-        "{events:?}"
+        events,
+        vec![
+            ("ops".into(), "login".into(), 200, 1),
+            ("admin".into(), "locked_out".into(), 429, 2),
+            ("admin".into(), "failed".into(), 401, 2),
+        ]
     );
+    // Logins are not changes: the audit log (here: no clusters) has none of them.
+    assert_eq!(ops.get("/api/audit").ok(), json!([]));
 }
 
 #[test]
@@ -222,16 +232,24 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
     assert_eq!(mine[0]["status"], 400, "the newest first");
     assert_eq!(mine[1]["method"], "DELETE");
 
-    // The console merges them with its own events, newest first.
+    // The console serves them with their cluster, newest first; the login is in the
+    // separate login log.
     let merged = c.get("/api/audit").ok();
     let merged = merged.as_array().unwrap();
     assert_eq!(merged[0]["cluster"], cluster.as_str());
     assert_eq!(merged[0]["status"], 400);
     assert!(
-        merged.iter().any(|e| e["cluster"].is_null()
-            && e["actor"] == "console:ada"
-            && e["detail"] == "login"),
-        "the login is there too: {merged:?}"
+        merged.iter().all(|e| e["cluster"] == cluster.as_str()),
+        "{merged:?}"
+    );
+    let logins = c.get("/api/logins").ok();
+    assert!(
+        logins
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["user"] == "ada" && e["outcome"] == "login"),
+        "the login is in the login log: {logins}"
     );
     let times: Vec<u64> = merged
         .iter()
@@ -542,6 +560,13 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     let console = ConsoleClient::for_port(console_port);
     let mut c = console.clone();
     c.login("admin", &password).reply.ok();
+    // console.toml holds the password hash and the clusters' tokens: owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(data.path().join("console.toml"))
+            .expect("console.toml exists")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "console.toml mode {:o}", mode & 0o777);
     let all = listed(&c);
     let names: Vec<(&str, bool)> = all.iter().map(|(n, _, r, _)| (n.as_str(), *r)).collect();
     assert_eq!(names, vec![("local", true), ("local2", true)], "{all:?}");
@@ -555,7 +580,8 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     stop(&mut up);
     drop(up);
 
-    // A resume keeps the user and its password, and says so instead of printing it.
+    // A resume keeps the user and its password (and sessions), and says so instead of
+    // printing the password.
     let mut up = Up::start_with(data.path(), &args);
     let line = console_line(&up);
     assert!(!line.contains("password:"), "{line}");
@@ -565,6 +591,9 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
         "a resume says how to get a new password\n{}",
         up.output()
     );
+    // The first run's session is in the store, so it outlived the restart.
+    let kept = c.clone();
+    assert_eq!(kept.get("/auth/me").ok()["user"], "admin");
     let mut c = console.clone();
     c.login("admin", &password).reply.ok();
     assert_eq!(listed(&c).len(), 2);

@@ -52,6 +52,10 @@ mod plugins;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;
+// The console's login under attack: a flood with random names in bounded memory, parallel
+// attempts against the lockout, a stranger's lockout from another address, sessions across
+// a restart, login events kept out of the audit log.
+mod console_login;
 // The cluster's users table: managed on the dashboard, pushed to and loaded by proxies,
 // hashes only, hostile bodies and a corrupt document.
 mod users;

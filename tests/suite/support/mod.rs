@@ -21,7 +21,7 @@ pub(crate) use cluster_mode::{
     Api, ClusterProxy, ControlPlane, Dashboard, DashboardOptions, Reply, TOKEN, Up, answers_on,
     tessera_bin, two_consecutive_free_ports,
 };
-pub(crate) use console::{Console, ConsoleClient, ConsoleSetup};
+pub(crate) use console::{Answer, Console, ConsoleClient, ConsoleSetup, LoginClient};
 pub(crate) use etcd::Etcd;
 pub(crate) use plugins::{metric, plugin_dir, plugin_toml, plugin_wasm};
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
