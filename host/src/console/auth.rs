@@ -357,6 +357,7 @@ mod tests {
             users: vec![User {
                 name: "ada".into(),
                 password_hash: hash_password("right").unwrap(),
+                role: None,
             }],
             lockout_failures: failures,
             lockout_secs: 60,

@@ -1,5 +1,6 @@
 //! `console.toml`: where the console listens, which stores it searches, its users (argon2id
-//! password hashes) and the admin token of each cluster. Read at start; `tessera up` writes one.
+//! password hashes and roles) and the API token of each cluster. Read at start; `tessera up`
+//! writes one.
 //!
 //! ```toml
 //! listen = "127.0.0.1:9090"
@@ -10,6 +11,7 @@
 //! [[users]]
 //! name = "admin"
 //! password_hash = "$argon2id$v=19$m=19456,t=2,p=1$…"
+//! role = "admin"                      # viewer (the default), operator or admin
 //! [tokens]
 //! local = "…"
 //! ```
@@ -21,6 +23,8 @@ use anyhow::{Context, bail};
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use serde::{Deserialize, Serialize};
+
+use crate::access::Role;
 
 /// The console's settings file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +50,8 @@ pub struct ConsoleConfig {
     pub secure_cookie: bool,
     #[serde(default)]
     pub users: Vec<User>,
-    /// Admin token per cluster name, sent to that cluster's dashboard.
+    /// API token per cluster name, sent to that cluster's dashboard. Its role bounds what
+    /// every console user can do there.
     #[serde(default)]
     pub tokens: BTreeMap<String, String>,
 }
@@ -58,6 +63,17 @@ pub struct User {
     pub name: String,
     /// A PHC string from `tessera console hash-password`.
     pub password_hash: String,
+    /// What the user may do through the console (see [`User::role`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+}
+
+impl User {
+    /// The user's role: viewer unless console.toml gives another. Least privilege by default:
+    /// a user from before roles existed reads until someone makes it more.
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(Role::Viewer)
+    }
 }
 
 fn default_session_ttl() -> u64 {
@@ -101,7 +117,7 @@ impl ConsoleConfig {
         Ok(config)
     }
 
-    /// Writes the file (mode 0600: it holds admin tokens).
+    /// Writes the file (mode 0600: it holds API tokens).
     ///
     /// # Errors
     /// The file cannot be written.
@@ -192,6 +208,7 @@ mod tests {
         c.users.push(User {
             name: "admin".into(),
             password_hash: hash_password("pw").unwrap(),
+            role: Some(Role::Operator),
         });
         c.tokens.insert("local".into(), "t".into());
         let text = toml::to_string(&c).unwrap();
@@ -199,10 +216,17 @@ mod tests {
         assert_eq!(back, c);
         back.check().unwrap();
         assert!(toml::from_str::<ConsoleConfig>("lisen = \"x\"").is_err());
+        let no_role: User =
+            toml::from_str("name = \"v\"\npassword_hash = \"$argon2id$x\"").unwrap();
+        assert_eq!(no_role.role(), Role::Viewer);
+        assert!(
+            toml::from_str::<User>("name = \"v\"\npassword_hash = \"h\"\nrole = \"root\"").is_err()
+        );
         let bad = ConsoleConfig {
             users: vec![User {
                 name: "a".into(),
                 password_hash: "plain".into(),
+                role: None,
             }],
             ..ConsoleConfig::default()
         };
