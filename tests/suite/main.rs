@@ -57,3 +57,6 @@ mod console;
 mod users;
 // The control plane's own Redis user (tessera-admin) on every server.
 mod backend_admin;
+// API tokens and roles: viewer, operator, admin; made and revoked from the CLI; the audit log
+// naming the token; HMACs only in the store; the console's users' roles; the cached fan-out.
+mod roles;

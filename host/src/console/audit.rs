@@ -46,6 +46,8 @@ impl Events {
         entries.push_back(AuditEntry {
             time_ms: now_ms(),
             actor: actor.to_owned(),
+            token: None,
+            role: None,
             method: method.to_owned(),
             path: path.to_owned(),
             detail: detail.to_owned(),
