@@ -25,8 +25,10 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role, lowest first.
     pub const ALL: [Role; 3] = [Role::Viewer, Role::Operator, Role::Admin];
 
+    /// The role's name as the API, console.toml and the CLI spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",

@@ -13,6 +13,7 @@ pub struct Cached<T> {
 }
 
 impl<T: Clone> Cached<T> {
+    /// An empty cache whose values are served for `ttl` after they arrive.
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
