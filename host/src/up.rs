@@ -86,8 +86,34 @@ struct ChildGuard {
     child: Child,
 }
 
+impl ChildGuard {
+    /// Starts `cmd` as a child of `tessera up`.
+    fn spawn(name: impl Into<String>, cmd: &mut Command) -> std::io::Result<ChildGuard> {
+        Ok(ChildGuard {
+            name: name.into(),
+            child: cmd.spawn()?,
+        })
+    }
+
+    /// Fails if the child has exited (it could not bind its port, or crashed).
+    fn alive(&mut self, logs: &Path) -> anyhow::Result<()> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => bail!(
+                "{} exited ({status}) while starting: see its log in {}",
+                self.name,
+                logs.display()
+            ),
+            Err(e) => bail!("checking on {}: {e}", self.name),
+        }
+    }
+}
+
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -105,11 +131,103 @@ impl Drop for ChildGuard {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Every child started so far; stopped newest first (console, proxies, dashboards, then the
+/// servers) whichever way `run` returns.
+#[derive(Default)]
+struct Children(Vec<ChildGuard>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        while let Some(child) = self.0.pop() {
+            drop(child);
+        }
+    }
 }
 
-/// A value remembered in a file of the data directory (ports, the admin token).
+/// SIGINT and SIGTERM, watched from `run`'s first line on a runtime thread of their own, so
+/// that a signal during the set-up (a blocking wait, a call to a dashboard) is not lost.
+#[derive(Clone)]
+struct Stop(tokio::sync::watch::Receiver<bool>);
+
+impl Stop {
+    fn install(rt: &tokio::runtime::Runtime) -> anyhow::Result<Stop> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _guard = rt.enter();
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        rt.spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            let _ = tx.send(true);
+        });
+        Ok(Stop(rx))
+    }
+
+    fn requested(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Fails once a signal has come.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.requested() {
+            bail!("interrupted: stopping everything started so far");
+        }
+        Ok(())
+    }
+
+    /// Until a signal comes.
+    async fn wait(&self) {
+        let mut rx = self.0.clone();
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+
+    /// `work`, or an error as soon as a signal comes.
+    fn run<T>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        work: impl Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<T> {
+        rt.block_on(async {
+            tokio::select! {
+                r = work => r,
+                () = self.wait() => Err(anyhow::anyhow!("interrupted: stopping everything started so far")),
+            }
+        })
+    }
+}
+
+/// Ports for the servers, picked at random below the kernel's ephemeral range (where no
+/// outgoing connection takes its source port), never one handed out before in this run, and
+/// free when picked. Another process can still take one before its server binds it; the
+/// caller checks that the server answering is its own.
+#[derive(Default)]
+struct Ports {
+    handed_out: std::collections::HashSet<u16>,
+}
+
+/// Where the server ports are picked from (the ephemeral range starts above, 32768 by default).
+const SERVER_PORTS: std::ops::Range<u16> = 20000..32000;
+
+impl Ports {
+    fn pick(&mut self) -> anyhow::Result<u16> {
+        let span = u64::from(SERVER_PORTS.end - SERVER_PORTS.start);
+        for _ in 0..500 {
+            let port = SERVER_PORTS.start + (rand::random::<u64>() % span) as u16;
+            if self.handed_out.contains(&port) || TcpListener::bind(("127.0.0.1", port)).is_err() {
+                continue;
+            }
+            self.handed_out.insert(port);
+            return Ok(port);
+        }
+        bail!("no free port in {SERVER_PORTS:?} on 127.0.0.1")
+    }
+}
+
+/// A value remembered in a file of the data directory (the admin token), readable by its
+/// owner only.
 fn remembered(
     file: &Path,
     make: impl FnOnce() -> anyhow::Result<String>,
@@ -117,13 +235,19 @@ fn remembered(
     if let Ok(text) = std::fs::read_to_string(file)
         && !text.trim().is_empty()
     {
+        restrict(file)?;
         return Ok(text.trim().to_string());
     }
     let v = make()?;
-    let mut f =
-        std::fs::File::create(file).with_context(|| format!("writing {}", file.display()))?;
-    f.write_all(v.as_bytes())?;
+    write_private(file, &v)?;
     Ok(v)
+}
+
+/// Makes an existing secret file (written by an older `tessera up`) readable by its owner only.
+fn restrict(file: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("making {} readable by its owner only", file.display()))
 }
 
 fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
@@ -131,52 +255,167 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
         .with_context(|| format!("creating the log of {name}"))
 }
 
-fn start_redis(opts: &UpOptions, base: &Path, name: &str) -> anyhow::Result<(ChildGuard, String)> {
+/// How many times a server is started on a newly picked port when another process turns out
+/// to hold the one picked.
+const PORT_TRIES: usize = 5;
+
+/// Starts the redis-server `name` under `base` (on the port it had before, or a new one) and
+/// waits until it answers as itself: the `process_id` of its INFO is the child's.
+fn start_redis(
+    opts: &UpOptions,
+    base: &Path,
+    name: &str,
+    ports: &mut Ports,
+    stop: &Stop,
+) -> anyhow::Result<(ChildGuard, String)> {
     let dir = base.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let port: u16 = remembered(&dir.join("port"), || Ok(free_port()?.to_string()))?.parse()?;
-    let child = Command::new(&opts.redis_server)
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--appendonly",
-            "yes",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--logfile")
-        .arg(dir.join("redis.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
+    let port_file = dir.join("port");
+    for _ in 0..PORT_TRIES {
+        let known = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u16>().ok());
+        let port = match known {
+            Some(p) => p,
+            None => {
+                let p = ports.pick()?;
+                write_private(&port_file, &p.to_string())?;
+                p
+            }
+        };
+        let mut child = ChildGuard::spawn(
+            format!("redis-server {name} on 127.0.0.1:{port}"),
+            Command::new(&opts.redis_server)
+                .args([
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    &port.to_string(),
+                    "--appendonly",
+                    "yes",
+                    "--save",
+                    "",
+                ])
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--logfile")
+                .arg(dir.join("redis.log"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
         .with_context(|| {
             format!(
                 "starting {}: install it (Debian: sudo apt-get install redis-server)",
                 opts.redis_server
             )
         })?;
-    Ok((
-        ChildGuard {
-            name: name.into(),
-            child,
-        },
-        format!("127.0.0.1:{port}"),
-    ))
+        let addr = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let answer = loop {
+            stop.check()?;
+            if let Some(pid) = redis_pid(&addr) {
+                break Some(pid);
+            }
+            if child.child.try_wait().ok().flatten().is_some() {
+                break None; // it could not bind the port, most likely
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "redis-server {addr} did not come up within 10 s: see {}",
+                    dir.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        if answer == Some(child.child.id()) {
+            return Ok((child, addr));
+        }
+        drop(child);
+        let holder = answer.map_or_else(
+            || "another process".to_owned(),
+            |pid| format!("another redis-server (pid {pid})"),
+        );
+        if known.is_some() {
+            bail!(
+                "127.0.0.1:{port}, the port of {name} in {}, is taken by {holder}: stop it, or                  delete {} to move {name} to a new port",
+                base.display(),
+                port_file.display()
+            );
+        }
+        tracing::warn!(port, %holder, "a picked port was taken before its server bound it; picking another");
+        let _ = std::fs::remove_file(&port_file);
+    }
+    bail!("could not start {name}: {PORT_TRIES} picked ports were taken by other processes")
 }
 
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> anyhow::Result<()> {
+/// The `process_id` a redis-server at `addr` reports, if it answers.
+fn redis_pid(addr: &str) -> Option<u32> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    s.write_all(b"INFO server\r\n").ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    // A bulk reply of a few KiB: read until its line with the pid, bounded.
+    while text.len() < 64 * 1024 {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+        if let Some(pid) = std::str::from_utf8(&text).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("process_id:"))
+                .filter(|_| t.contains("\r\nrun_id:"))
+                .and_then(|v| v.trim().parse().ok())
+        }) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Writes a file of the data directory readable by its owner only.
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Polls `ok` until it holds; fails after `limit`, when a signal comes, or when `child` exits.
+fn wait_until(
+    what: &str,
+    limit: Duration,
+    stop: &Stop,
+    mut child: Option<(&mut ChildGuard, &Path)>,
+    mut ok: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
-    while !ok() {
+    loop {
+        stop.check()?;
+        if let Some((c, logs)) = child.as_mut() {
+            c.alive(logs)?;
+        }
+        if ok() {
+            // Answered: by the child itself unless it exits now (its port held by another).
+            if let Some((c, logs)) = child.as_mut() {
+                std::thread::sleep(Duration::from_millis(100));
+                c.alive(logs)?;
+            }
+            return Ok(());
+        }
         if Instant::now() > deadline {
             bail!("{what} did not come up within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(())
 }
 
 fn answers_ping(addr: &str) -> bool {
@@ -240,6 +479,12 @@ impl Plan {
 /// # Errors
 /// redis-server missing or failing, a port taken, or the dashboard refusing the set-up.
 pub fn run(opts: UpOptions) -> anyhow::Result<()> {
+    // First: from here on a signal stops whatever has been started, at any step.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let stop = Stop::install(&rt)?;
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
     let data_dir = opts.data_dir.canonicalize()?;
@@ -252,33 +497,25 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     std::fs::create_dir_all(&logs)?;
     let store_url = format!("fs://{}", data_dir.join("store").display());
     let plans: Vec<Plan> = (0..opts.clusters).map(|i| Plan::new(&opts, i)).collect();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
 
-    // Children are dropped in reverse order: console, proxies, dashboards, then servers.
-    let mut children: Vec<ChildGuard> = Vec::new();
+    let mut children = Children::default();
+    let mut ports = Ports::default();
     let mut servers: Vec<Vec<(String, String)>> = Vec::new(); // per cluster: (master, replica)
     for plan in &plans {
         std::fs::create_dir_all(&plan.dir)?;
         let mut pairs = Vec::new();
         for g in 1..=opts.groups {
-            let (m, maddr) = start_redis(&opts, &plan.dir, &format!("redis-{g}a"))?;
-            children.push(m);
-            let (r, raddr) = start_redis(&opts, &plan.dir, &format!("redis-{g}b"))?;
-            children.push(r);
+            let (mut maddr, mut raddr) = (String::new(), String::new());
+            for (role, addrs) in [("a", &mut maddr), ("b", &mut raddr)] {
+                let name = format!("redis-{g}{role}");
+                let (child, addr) = start_redis(&opts, &plan.dir, &name, &mut ports, &stop)?;
+                children.0.push(child);
+                *addrs = addr;
+            }
             pairs.push((maddr, raddr));
         }
         servers.push(pairs);
     }
-    for a in servers.iter().flatten().flat_map(|(m, r)| [m, r]) {
-        wait_until(
-            &format!("redis-server {a}"),
-            Duration::from_secs(10),
-            || answers_ping(a),
-        )?;
-    }
-
     let plugins_dir = opts
         .plugins_dir
         .clone()
@@ -289,26 +526,29 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         let token = remembered(&plan.dir.join("admin-token"), || {
             Ok(crate::secret::random_token())
         })?;
-        let dashboard = Command::new(&opts.exe)
-            .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
-            .args(["--listen", &plan.dashboard_addr])
-            .args(["--admin-token", &token])
-            .stdout(log_file(&logs, &plan.log_name("dashboard"))?)
-            .stderr(log_file(&logs, &plan.log_name("dashboard.err"))?)
-            .spawn()
-            .context("starting the dashboard")?;
-        children.push(ChildGuard {
-            name: format!("dashboard of {}", plan.name),
-            child: dashboard,
-        });
-        let first = rt
-            .block_on(set_up(
-                &plan.name,
-                &plan.dashboard_addr,
-                &token,
-                pairs,
-                &store_url,
-            ))
+        let mut dashboard = ChildGuard::spawn(
+            format!("the dashboard of {}", plan.name),
+            Command::new(&opts.exe)
+                .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
+                .args(["--listen", &plan.dashboard_addr])
+                .args(["--admin-token", &token])
+                .stdout(log_file(&logs, &plan.log_name("dashboard"))?)
+                .stderr(log_file(&logs, &plan.log_name("dashboard.err"))?),
+        )
+        .context("starting the dashboard")?;
+        wait_until(
+            &format!("the dashboard on {}", plan.dashboard_addr),
+            Duration::from_secs(20),
+            &stop,
+            Some((&mut dashboard, &logs)),
+            || answers_http(&plan.dashboard_addr),
+        )?;
+        children.0.push(dashboard);
+        let first = stop
+            .run(
+                &rt,
+                set_up(&plan.name, &plan.dashboard_addr, &token, pairs, &store_url),
+            )
             .with_context(|| {
                 format!(
                     "setting up cluster {} (logs in {})",
@@ -317,12 +557,8 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
                 )
             })?;
         // Loaded before the proxies start: they read the catalog before accepting clients.
-        plugin_lines.push(rt.block_on(plugins(
-            &plan.dashboard_addr,
-            &token,
-            plugins_dir.as_deref(),
-            first,
-        )));
+        let loaded = plugins(&plan.dashboard_addr, &token, plugins_dir.as_deref(), first);
+        plugin_lines.push(stop.run(&rt, async { Ok(loaded.await) })?);
         tokens.insert(plan.name.clone(), token);
     }
 
@@ -333,52 +569,60 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         std::fs::write(&proxy_config, PROXY_CONFIG)
             .with_context(|| format!("writing {}", proxy_config.display()))?;
     }
+    let mut proxies = Vec::new();
     for plan in &plans {
         for (i, (listen, admin)) in plan.proxies.iter().enumerate() {
-            let child = Command::new(&opts.exe)
-                .args(["proxy", "--cluster", &plan.name, "--store", &store_url])
-                .arg("--config")
-                .arg(&proxy_config)
-                .args(["--listen", listen, "--admin-listen", admin])
-                .stdout(log_file(&logs, &plan.log_name(&format!("proxy-{i}")))?)
-                .stderr(log_file(&logs, &plan.log_name(&format!("proxy-{i}.err")))?)
-                .spawn()
-                .context("starting a proxy")?;
-            children.push(ChildGuard {
-                name: format!("proxy {listen}"),
-                child,
-            });
+            let child = ChildGuard::spawn(
+                format!("the proxy on {listen}"),
+                Command::new(&opts.exe)
+                    .args(["proxy", "--cluster", &plan.name, "--store", &store_url])
+                    .arg("--config")
+                    .arg(&proxy_config)
+                    .args(["--listen", listen, "--admin-listen", admin])
+                    .stdout(log_file(&logs, &plan.log_name(&format!("proxy-{i}")))?)
+                    .stderr(log_file(&logs, &plan.log_name(&format!("proxy-{i}.err")))?),
+            )
+            .context("starting a proxy")?;
+            proxies.push((child, listen));
         }
     }
-    for (listen, _) in plans.iter().flat_map(|p| &p.proxies) {
+    for (mut child, listen) in proxies {
         // Each proxy compiles the catalog's plugins before it accepts clients: seconds in a
         // debug build, more when several start at once on a small machine.
-        wait_until(&format!("proxy {listen}"), Duration::from_secs(90), || {
-            answers_ping(listen)
-        })?;
+        let answered = wait_until(
+            &format!("the proxy on {listen}"),
+            Duration::from_secs(90),
+            &stop,
+            Some((&mut child, &logs)),
+            || answers_ping(listen),
+        );
+        children.0.push(child);
+        answered?;
     }
 
     let console_config = data_dir.join("console.toml");
-    let password = console_user(&console_config, &tokens, opts.reset_password)?;
+    let password = console_user(&console_config, &tokens, &store_url, opts.reset_password)?;
     let console_addr = format!("127.0.0.1:{}", opts.console_port);
-    let console = Command::new(&opts.exe)
-        .arg("console")
-        .arg("--config")
-        .arg(&console_config)
-        .args(["--store", &store_url, "--listen", &console_addr])
-        .stdout(log_file(&logs, "console")?)
-        .stderr(log_file(&logs, "console.err")?)
-        .spawn()
-        .context("starting the console")?;
-    children.push(ChildGuard {
-        name: "console".into(),
-        child: console,
-    });
-    wait_until(
+    let mut console = ChildGuard::spawn(
+        "the console",
+        Command::new(&opts.exe)
+            .arg("console")
+            .arg("--config")
+            .arg(&console_config)
+            .args(["--store", &store_url, "--listen", &console_addr])
+            .stdout(log_file(&logs, "console")?)
+            .stderr(log_file(&logs, "console.err")?),
+    )
+    .context("starting the console")?;
+    let answered = wait_until(
         &format!("the console on {console_addr}"),
         Duration::from_secs(15),
+        &stop,
+        Some((&mut console, &logs)),
         || answers_http(&console_addr),
-    )?;
+    );
+    children.0.push(console);
+    answered?;
 
     let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
     println!(
@@ -427,19 +671,9 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     println!("logs:        {}", logs.display());
     println!("Ctrl-C stops everything; run again to resume the same clusters.");
 
-    rt.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        anyhow::Ok(())
-    })?;
+    rt.block_on(stop.wait());
     println!("stopping…");
-    while let Some(child) = children.pop() {
-        drop(child);
-    }
+    drop(children);
     Ok(())
 }
 
@@ -449,6 +683,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
 fn console_user(
     path: &Path,
     tokens: &std::collections::BTreeMap<String, String>,
+    store_url: &str,
     reset: bool,
 ) -> anyhow::Result<Option<String>> {
     let mut config = if path.exists() {
@@ -475,9 +710,13 @@ fn console_user(
     for u in config.users.iter_mut().filter(|u| u.name == "admin") {
         u.role = Some(crate::access::Role::Admin);
     }
-    config
-        .tokens
-        .extend(tokens.iter().map(|(k, v)| (k.clone(), v.clone())));
+    config.tokens.extend(tokens.iter().map(|(k, v)| {
+        let bound = crate::console::config::ClusterToken::Bound {
+            store: store_url.to_owned(),
+            token: v.clone(),
+        };
+        (k.clone(), bound)
+    }));
     config.save(path)?;
     Ok(password)
 }

@@ -11,26 +11,8 @@ use crate::support::{ControlPlane, RedisServer, wait_until};
 
 const META_KEY: &str = "/tessera/testc/meta";
 
-fn with_store<T>(
-    cp: &ControlPlane,
-    f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T,
-) -> T {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    rt.block_on(async {
-        let store = tessera::coordinator::open(&cp.options().store)
-            .await
-            .expect("opening the fixture's store");
-        f(&*store).await
-    })
-}
-
 fn meta(cp: &ControlPlane) -> Value {
-    let raw = with_store(cp, async |s| s.get(META_KEY).await.expect("store get"))
-        .expect("the cluster has a meta document");
-    serde_json::from_slice(&raw.value).expect("meta is JSON")
+    cp.store_json(META_KEY)
 }
 
 /// `ACL GETUSER tessera-admin` on `server`, as `default` (with `password` when it has one):
@@ -206,7 +188,7 @@ fn a_server_or_a_store_that_lost_the_admin_user_gets_it_back() {
     m.as_object_mut()
         .expect("meta object")
         .remove("backend_admin");
-    with_store(&cp, async |s| {
+    cp.with_store(async |s| {
         s.put(META_KEY, m.to_string().into_bytes().into())
             .await
             .expect("store put")

@@ -1,9 +1,10 @@
 //! The web console's API (docs/console.md) against real dashboards: login and what needs a
-//! session, CSRF, the lockout, relaying reads and changes, the audit log with who made each
-//! change, clusters in fs and etcd stores, a dead dashboard failing only its own cluster, and
-//! `tessera up --clusters 2`.
+//! session, CSRF, the lockout and the login log, relaying reads and changes, the audit log
+//! with who made each change, clusters in fs and etcd stores, a dead dashboard failing only
+//! its own cluster, a token bound to its store, only JSON relayed, and `tessera up --clusters 2`.
 
 use std::process::Command;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -39,7 +40,13 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
     let (console, _store) = console_without_clusters(5);
     let anon = console.client();
     assert_eq!(anon.get("/health").status, 200, "/health needs no session");
-    for path in ["/api/clusters", "/api/audit", "/api/nothing", "/auth/me"] {
+    for path in [
+        "/api/clusters",
+        "/api/audit",
+        "/api/logins",
+        "/api/nothing",
+        "/auth/me",
+    ] {
         anon.get(path).expect_error(401, "unauthorized");
     }
     anon.post("/api/clusters/x/groups", &json!({}))
@@ -63,6 +70,10 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
     for flag in ["tessera_session=", "HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(flag), "cookie lacks {flag}: {cookie}");
     }
+    assert!(
+        !cookie.contains("Secure"),
+        "no Secure flag without secure_cookie (plain HTTP): {cookie}"
+    );
     let csrf = body["csrf"].as_str().expect("a csrf token").to_owned();
     assert_eq!(csrf.len(), 64, "256-bit token in hex: {csrf}");
     let me = c.get("/auth/me").ok();
@@ -106,7 +117,7 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
 }
 
 #[test]
-fn repeated_failures_lock_the_user_out_with_429_and_are_audited() {
+fn repeated_failures_lock_the_user_out_with_429_and_are_in_the_login_log() {
     let (console, _store) = console_without_clusters(3);
     let mut c = console.client();
     c.login("admin", "bad1")
@@ -130,33 +141,33 @@ fn repeated_failures_lock_the_user_out_with_429_and_are_audited() {
         .expect_error(429, "locked_out");
     let ops = console.login("ops", "other");
 
-    let audit = ops.get("/api/audit?limit=50").ok();
-    let events: Vec<(String, String, u64)> = audit
+    let logins = ops.get("/api/logins?limit=50").ok();
+    let events: Vec<(String, String, u64, u64)> = logins
         .as_array()
         .expect("a list")
         .iter()
         .map(|e| {
-            assert!(
-                e["cluster"].is_null(),
-                "console events have no cluster: {e}"
-            );
             assert!(e["time_ms"].as_u64().is_some(), "{e}");
+            assert_eq!(e["addr"], "127.0.0.1", "{e}");
             (
-                e["actor"].as_str().unwrap().to_owned(),
-                e["detail"].as_str().unwrap().to_owned(),
+                e["user"].as_str().unwrap().to_owned(),
+                e["outcome"].as_str().unwrap().to_owned(),
                 e["status"].as_u64().unwrap(),
+                e["count"].as_u64().unwrap(),
             )
         })
         .collect();
-    // Newest first: ops's login, the two lockouts, then the failures.
-    assert_eq!(events[0], ("console:ops".into(), "login".into(), 200));
-    assert_eq!(events[1].0, "console:admin");
-    assert_eq!(events[1].2, 429);
+    // Newest first: ops's login, admin's two lockouts (one entry), then the two failures.
     assert_eq!(
-        events.iter().filter(|e| e.1 == "login failed").count(),
-        2,
-        "{events:?}"
+        events,
+        vec![
+            ("ops".into(), "login".into(), 200, 1),
+            ("admin".into(), "locked_out".into(), 429, 2),
+            ("admin".into(), "failed".into(), 401, 2),
+        ]
     );
+    // Logins are not changes: the audit log (here: no clusters) has none of them.
+    assert_eq!(ops.get("/api/audit").ok(), json!([]));
 }
 
 #[test]
@@ -229,16 +240,24 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
     assert_eq!(mine[0]["status"], 400, "the newest first");
     assert_eq!(mine[1]["method"], "DELETE");
 
-    // The console merges them with its own events, newest first.
+    // The console serves them with their cluster, newest first; the login is in the
+    // separate login log.
     let merged = c.get("/api/audit").ok();
     let merged = merged.as_array().unwrap();
     assert_eq!(merged[0]["cluster"], cluster.as_str());
     assert_eq!(merged[0]["status"], 400);
     assert!(
-        merged.iter().any(|e| e["cluster"].is_null()
-            && e["actor"] == "console:ada"
-            && e["detail"] == "login"),
-        "the login is there too: {merged:?}"
+        merged.iter().all(|e| e["cluster"] == cluster.as_str()),
+        "{merged:?}"
+    );
+    let logins = c.get("/api/logins").ok();
+    assert!(
+        logins
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["user"] == "ada" && e["outcome"] == "login"),
+        "the login is in the login log: {logins}"
     );
     let times: Vec<u64> = merged
         .iter()
@@ -335,10 +354,11 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
         stores: vec![fs.clone(), etcd.url()],
         users: vec![user("ada", "pw")],
         roles: vec![admin("ada")],
-        tokens: ["east", "west", "north"]
+        tokens: ["east", "west"]
             .iter()
             .map(|n| ((*n).to_owned(), TOKEN.to_owned()))
             .collect(),
+        bound_tokens: vec![("north".into(), etcd.url(), TOKEN.into())],
         ..ConsoleSetup::default()
     });
     let c = console.login("ada", "pw");
@@ -408,6 +428,128 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
 }
 
 #[test]
+fn a_clusters_token_never_goes_to_a_same_named_cluster_of_another_store() {
+    // The cluster's own store is down from the start (its path is a file), so the console has
+    // never seen the real `local`; a stranger's store has a cluster of the same name, whose
+    // dashboard would accept the token (it stands for one that records it).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = dir.path().join("broken");
+    std::fs::write(&broken, "not a store").unwrap();
+    let own = format!("fs://{}", broken.display());
+    let strangers = format!("fs://{}", dir.path().join("strangers").display());
+    let rogue = Dashboard::start(&DashboardOptions::new(&strangers));
+    let name = rogue.options().cluster.clone();
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![own, strangers.clone()],
+        users: vec![user("ada", "pw")],
+        roles: vec![admin("ada")],
+        tokens: vec![(name.clone(), TOKEN.into())],
+        // Sessions go to the first store by default, which is the broken one here: keep them
+        // in the one that works, so the login does not fail before the relay is tried.
+        extra: format!("session_store = \"{strangers}\"\n"),
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    let all = listed(&c);
+    assert!(
+        all.iter().any(|(n, s, ..)| *n == name && *s == strangers),
+        "the stranger's cluster is listed: {all:?}"
+    );
+    let r = c.post(&format!("/api/clusters/{name}/groups"), &json!({"id": 3}));
+    let message = r.expect_error(403, "cluster_token");
+    assert!(message.contains("bound to its store"), "{message}");
+    let listed_token = c.get("/api/clusters").ok();
+    let local = listed_token
+        .as_array()
+        .and_then(|a| a.iter().find(|v| v["name"] == name.as_str()))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(local["has_token"], false, "{listed_token}");
+}
+
+#[test]
+fn the_relay_serves_only_json_from_a_dashboard() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("fs://{}", dir.path().join("store").display());
+    let mut dashboard = Dashboard::start(&DashboardOptions::new(&store));
+    let name = dashboard.options().cluster.clone();
+    let groups = format!("/api/clusters/{name}/groups");
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![store],
+        users: vec![user("ada", "pw")],
+        tokens: vec![(name.clone(), TOKEN.into())],
+        ..ConsoleSetup::default()
+    });
+    let c = console.login("ada", "pw");
+    c.get(&groups).ok();
+    // Whatever answers at the dashboard's address now serves a page with a script.
+    let addr = dashboard.addr();
+    dashboard.kill();
+    let listener = wait_for_bind(addr);
+    listener.set_nonblocking(true).unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = {
+        let served = served.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while std::time::Instant::now() < deadline && served.load(Ordering::SeqCst) < 3 {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let page = "<script>steal()</script>";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{page}",
+                    page.len()
+                );
+                served.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    // The console's first call may still find its pooled connection to the dead dashboard.
+    let mut hit = None;
+    for _ in 0..10 {
+        let before = served.load(Ordering::SeqCst);
+        let r = c.get(&groups);
+        if served.load(Ordering::SeqCst) > before {
+            hit = Some(r);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    served.store(usize::MAX / 2, Ordering::SeqCst);
+    server.join().unwrap();
+    let r = hit.expect("the console called the page's server");
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert!(!r.body.contains("<script>"), "{}", r.body);
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "{}",
+        r.content_type
+    );
+    let message = r.expect_error(502, "bad_gateway");
+    assert!(message.contains("no JSON"), "{message}");
+}
+
+/// Binds `addr` once the process that held it has let it go (bounded).
+fn wait_for_bind(addr: std::net::SocketAddr) -> std::net::TcpListener {
+    for _ in 0..100 {
+        if let Ok(l) = std::net::TcpListener::bind(addr) {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{addr} stayed taken");
+}
+
+#[test]
 fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     let data = tempfile::tempdir().expect("temp dir");
     let console_port = free_port();
@@ -441,6 +583,13 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     let console = ConsoleClient::for_port(console_port);
     let mut c = console.clone();
     c.login("admin", &password).reply.ok();
+    // console.toml holds the password hash and the clusters' tokens: owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(data.path().join("console.toml"))
+            .expect("console.toml exists")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "console.toml mode {:o}", mode & 0o777);
     let all = listed(&c);
     let names: Vec<(&str, bool)> = all.iter().map(|(n, _, r, _)| (n.as_str(), *r)).collect();
     assert_eq!(names, vec![("local", true), ("local2", true)], "{all:?}");
@@ -454,7 +603,8 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     stop(&mut up);
     drop(up);
 
-    // A resume keeps the user and its password, and says so instead of printing it.
+    // A resume keeps the user and its password (and sessions), and says so instead of
+    // printing the password.
     let mut up = Up::start_with(data.path(), &args);
     let line = console_line(&up);
     assert!(!line.contains("password:"), "{line}");
@@ -464,6 +614,9 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
         "a resume says how to get a new password\n{}",
         up.output()
     );
+    // The first run's session is in the store, so it outlived the restart.
+    let kept = c.clone();
+    assert_eq!(kept.get("/auth/me").ok()["user"], "admin");
     let mut c = console.clone();
     c.login("admin", &password).reply.ok();
     assert_eq!(listed(&c).len(), 2);

@@ -459,6 +459,21 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
     }
     drop((first, second));
 
+    // Its secrets are its owner's only: the store (the meta holds the proxies' secret), the
+    // admin token, console.toml (password hash and tokens).
+    for (path, want) in [
+        (data.path().join("store"), 0o700),
+        (data.path().join("admin-token"), 0o600),
+        (data.path().join("console.toml"), 0o600),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, want, "{} is mode {mode:o}", path.display());
+    }
     let redis = redis_ports(data.path());
     stop(&mut up);
     for p in [port, port + 1].into_iter().chain(redis.iter().copied()) {

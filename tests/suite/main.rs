@@ -52,11 +52,21 @@ mod plugins;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;
+// The console's login under attack: a flood with random names in bounded memory, parallel
+// attempts against the lockout, a stranger's lockout from another address, sessions across
+// a restart, login events kept out of the audit log.
+mod console_login;
 // The cluster's users table: managed on the dashboard, pushed to and loaded by proxies,
 // hashes only, hostile bodies and a corrupt document.
 mod users;
 // The control plane's own Redis user (tessera-admin) on every server.
 mod backend_admin;
+// Secrets at rest and forged pushes: the store readable by its owner only, `tessera up`'s
+// secret files, a proxy refusing a topology whose epoch jumps.
+mod secrets;
+// `tessera up` itself: a signal at any step of its set-up stops every child; a server port
+// held by another process is named, not mistaken for its own server.
+mod up;
 // API tokens and roles: viewer, operator, admin; made and revoked from the CLI; the audit log
 // naming the token; HMACs only in the store; the console's users' roles; the cached fan-out.
 mod roles;

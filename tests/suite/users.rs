@@ -29,37 +29,16 @@ fn proxy_users(p: &ClusterProxy) -> Value {
     p.admin().get("/api/proxy/users").ok()
 }
 
-/// Runs `f` on the fixture's store (the same one the dashboard uses).
-fn with_store<T>(
-    cp: &ControlPlane,
-    f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T,
-) -> T {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    rt.block_on(async {
-        let store = tessera::coordinator::open(&cp.options().store)
-            .await
-            .expect("opening the fixture's store");
-        f(&*store).await
-    })
-}
-
 fn store_put(cp: &ControlPlane, key: &str, value: Vec<u8>) {
-    with_store(cp, async |s| {
-        s.put(key, value.into()).await.expect("store put")
-    });
+    cp.with_store(async |s| s.put(key, value.into()).await.expect("store put"));
 }
 
 fn store_delete(cp: &ControlPlane, key: &str) {
-    with_store(cp, async |s| s.delete(key).await.expect("store delete"));
+    cp.with_store(async |s| s.delete(key).await.expect("store delete"));
 }
 
 fn store_json(cp: &ControlPlane, key: &str) -> Value {
-    let raw = with_store(cp, async |s| s.get(key).await.expect("store get"))
-        .unwrap_or_else(|| panic!("{key} is not in the store"));
-    serde_json::from_slice(&raw.value).expect("a JSON document")
+    cp.store_json(key)
 }
 
 /// Every file under the fs store's directory.
@@ -87,12 +66,8 @@ fn store_files(cp: &ControlPlane) -> Vec<PathBuf> {
     out
 }
 
-/// The proxy secret the dashboard pushes with (a test plays a dashboard with it).
 fn proxy_secret(cp: &ControlPlane) -> String {
-    store_json(cp, "/tessera/testc/meta")["proxy_secret"]
-        .as_str()
-        .expect("meta has a proxy secret")
-        .to_owned()
+    cp.proxy_secret()
 }
 
 fn names(list: &Value) -> Vec<String> {

@@ -4,8 +4,9 @@
 //   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
 //   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
 //   through a proxy, disable), makes a viewer token in the tokens view (checked on the
-//   dashboard: it reads, a migration is 403, once revoked 401), and finds those changes with
-//   the user in the audit log. A screenshot of every view goes to e2e/screenshots/.
+//   dashboard: it reads, a migration is 403, once revoked 401), finds those changes with the
+//   user in the audit log and its logins in the separate login log. A screenshot of every
+//   view goes to e2e/screenshots/.
 //
 // Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
 // TESSERA_PLUGIN_DIR (the plugins' wasm32 builds, default
@@ -603,7 +604,21 @@ async function main() {
       30_000,
       1000,
     );
-    await waitFor('a login in the audit log', async () => (await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0, 10_000);
+    // Logins are a log of their own, under the changes: this run's wrong password and login.
+    await tid('logins-table').waitFor();
+    await waitFor(
+      `a failed login and a login of ${fed.user} in the login log`,
+      async () => {
+        const rows = await page.locator('[data-testid="login-row"]').evaluateAll((els) =>
+          els.map((e) => [...e.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')),
+        );
+        return rows.some((r) => r[1] === fed.user && r[3] === 'logged in') && rows.some((r) => r[1] === fed.user && r[3].startsWith('failed'));
+      },
+      10_000,
+    );
+    if ((await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0) {
+      throw new Error('a login shows in the audit log of changes');
+    }
     await shot('14-audit');
 
     // Log out: back to the login form, and the data routes answer 401 again.

@@ -1,4 +1,4 @@
-// The console's HTTP API (docs/console-contract.md) and the dashboard routes it relays under
+// The console's HTTP API (docs/console.md) and the dashboard routes it relays under
 // /api/clusters/{name}/… (docs/api.md). The SPA holds no data of its own: every view reads
 // through this client, and every mutating call carries the session's CSRF token.
 
@@ -9,6 +9,7 @@ import type {
   ClusterSummary,
   CreatedToken,
   Group,
+  LoginEvent,
   MigrateReply,
   MigrationStatus,
   Overview,
@@ -154,6 +155,10 @@ export class Client {
   }
   audit(limit = 200, signal?: AbortSignal) {
     return this.get<AuditEntry[]>(`/api/audit?limit=${limit}`, signal);
+  }
+  /** The console's login log, kept apart from the audit of changes. */
+  logins(limit = 200, signal?: AbortSignal) {
+    return this.get<LoginEvent[]>(`/api/logins?limit=${limit}`, signal);
   }
 
   /** The dashboard API of one cluster, relayed by the console. */

@@ -201,7 +201,19 @@ export interface PluginMetrics {
   samples: { name: string; labels: Record<string, string>; value: number }[];
 }
 
-/** A dashboard audit entry (cluster set by the console) or a console event (login, …). */
+/** One entry of the console's login log (`GET /api/logins`); a run of alike events is one entry. */
+export interface LoginEvent {
+  time_ms: number;
+  user: string;
+  /** The client's address (IPv6 as its /64). */
+  addr: string;
+  outcome: 'login' | 'failed' | 'locked_out' | 'too_many_attempts' | 'busy' | 'logout';
+  status: number;
+  detail: string;
+  count: number;
+}
+
+/** A dashboard audit entry, with its cluster set by the console. */
 export interface AuditEntry {
   time_ms: number;
   actor?: string;

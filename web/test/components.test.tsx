@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { QpsChart } from '../src/components/QpsChart';
 import { ConfirmProvider, NoticesProvider, useConfirm } from '../src/components/ui';
 import { QpsSeries } from '../src/lib/ring';
-import { auditWhat, auditWho } from '../src/views/Audit';
+import { auditWhat, auditWho, loginWhat } from '../src/views/Audit';
 import { clusterHealth, ClustersTable } from '../src/views/Clusters';
 import type { ClusterSummary } from '../src/types';
 
@@ -99,5 +99,10 @@ describe('audit rows', () => {
     expect(auditWhat({ time_ms: 0, actor: 'console:admin', method: 'POST', path: '/api/migrations' })).toBe('POST /api/migrations');
     expect(auditWho({ time_ms: 0, user: 'admin', event: 'login' })).toBe('admin');
     expect(auditWhat({ time_ms: 0, user: 'admin', event: 'login' })).toBe('login');
+  });
+  it('login events in words, a run with its count', () => {
+    const e = { time_ms: 0, user: 'admin', addr: '127.0.0.1', status: 200, detail: '', count: 1 };
+    expect(loginWhat({ ...e, outcome: 'login' })).toBe('logged in');
+    expect(loginWhat({ ...e, outcome: 'locked_out', status: 429, count: 7 })).toBe('locked out ×7');
   });
 });

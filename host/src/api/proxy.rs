@@ -35,6 +35,10 @@ use crate::worker::Shared;
 
 /// How long a push waits for commands routed with the previous table to finish.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
+/// How far past the epoch in force a pushed topology may be. A dashboard steps the epoch by
+/// one per change (a migration by a few per slot), so a larger jump is a forged or corrupt
+/// push, and applying it (say epoch `u64::MAX`) would make every later, real one stale.
+pub const MAX_EPOCH_STEP: u64 = 1 << 20;
 
 /// State behind a proxy's admin API.
 pub struct ProxyAdmin {
@@ -163,18 +167,35 @@ impl ProxyAdmin {
         }
     }
 
-    /// Applies a topology unless it is older than the one in force, then waits until no
-    /// command routed with the previous table is in flight (the barrier's guarantee).
+    /// Applies a topology unless it is older than the one in force, or, when `pushed`, more
+    /// than [`MAX_EPOCH_STEP`] newer; then waits until no command routed with the previous
+    /// table is in flight (the barrier's guarantee). The table read from the store at start
+    /// is not `pushed`: it may be any distance from the proxy's initial epoch 0.
     ///
     /// # Errors
-    /// 409 for an older epoch; 400 for a topology that does not describe every slot; 503 when
-    /// commands routed the old way are still in flight after `DRAIN_LIMIT`.
-    pub async fn apply(&self, topo: Topology) -> Result<PushAck, ApiError> {
+    /// 409 for an older epoch or an implausible jump; 400 for a topology that does not
+    /// describe every slot; 503 when commands routed the old way are still in flight after
+    /// `DRAIN_LIMIT`.
+    pub async fn apply(&self, topo: Topology, pushed: bool) -> Result<PushAck, ApiError> {
         let _serial = self.applying.lock().await;
         let epoch = self.epoch();
         if topo.epoch < epoch {
             return Err(ApiError::conflict(format!(
                 "stale topology: epoch {} is older than the epoch in force, {epoch}",
+                topo.epoch
+            )));
+        }
+        if pushed && topo.epoch - epoch > MAX_EPOCH_STEP {
+            tracing::warn!(
+                epoch,
+                pushed = topo.epoch,
+                "refused a pushed topology whose epoch jumps implausibly"
+            );
+            return Err(ApiError::conflict(format!(
+                "implausible topology: epoch {} is more than {MAX_EPOCH_STEP} past the epoch in \
+                 force, {epoch} (a dashboard steps it by one per change); not applied. If the \
+                 cluster's epoch really moved that far, restart this proxy: it reads the table \
+                 from the store",
                 topo.epoch
             )));
         }
@@ -309,7 +330,7 @@ async fn push_topology(
         }
     }
     let Json(topo) = body?;
-    a.apply(topo).await.map(Json)
+    a.apply(topo, true).await.map(Json)
 }
 
 // === plugins ===

@@ -1,19 +1,27 @@
-//! Console login: users from `console.toml` (argon2id hashes), server-side sessions behind an
-//! HTTP-only `SameSite=Strict` cookie, a CSRF token per session for mutating calls, and a
-//! lockout after repeated failures. Sessions live in memory: restarting the console logs
-//! everyone out, which is also how to revoke every session at once.
+//! Console login: users from `console.toml` (argon2id hashes), sessions in a store behind an
+//! HTTP-only `SameSite=Strict` cookie (`session`), a CSRF token per session for mutating
+//! calls, and a lockout per (client address, user name) that parallel attempts cannot pass
+//! (`throttle`). Password checks run on a few threads of their own behind a short queue
+//! (`hasher`), so a login flood costs bounded CPU and memory.
 //!
-//! Secrets are compared in constant time: the session id is looked up by its sha256 (a
-//! timing difference in the map reveals nothing about the id), the CSRF token with
-//! [`crate::secret::same`], passwords by argon2. An unknown user name costs the same argon2 verification
-//! as a known one, so response times do not tell which names exist.
+//! Secrets are compared in constant time: the session is looked up by the sha256 of its id,
+//! the CSRF token with [`crate::secret::same`], passwords by argon2. An unknown user name is
+//! checked against a dummy hash with the first user's costs, through the same queue, so it
+//! costs what a known name costs and answers alike.
+
+mod hasher;
+mod session;
+mod throttle;
+
+pub use session::{MAX_PER_USER, PREFIX as SESSION_PREFIX};
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -21,20 +29,20 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Console;
-use super::config::{ConsoleConfig, verify_password};
+use super::config::ConsoleConfig;
+use super::logins::LoginOutcome;
+use crate::coordinator::StoreError;
 use crate::http_error::ApiError;
-use crate::secret::sha256_hex;
+use hasher::Hasher;
+use session::Sessions;
+use throttle::{Refusal, Throttle, Verdict, client_key};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "tessera_session";
 /// The header carrying the session's CSRF token on mutating calls.
 pub const CSRF_HEADER: &str = "x-csrf-token";
-
-/// Sessions kept at most; the oldest go first (a login needs a valid password, so this only
-/// bounds memory against a user logging in in a loop).
-const MAX_SESSIONS: usize = 10_000;
-/// User names whose failures are tracked at most (names need not exist).
-const MAX_TRACKED_NAMES: usize = 10_000;
+/// User names are cut to this many characters before anything else.
+const MAX_NAME_CHARS: usize = 64;
 
 /// The logged-in user of a request, put there by [`require_session`].
 #[derive(Debug, Clone)]
@@ -43,157 +51,76 @@ pub struct SessionUser {
     pub csrf: String,
 }
 
-struct Session {
-    user: String,
-    csrf: String,
-    expires: Instant,
-}
-
-#[derive(Default)]
-struct Failures {
-    count: u32,
-    locked_until: Option<Instant>,
-    last: Option<Instant>,
-}
-
-/// Users, sessions and failure counts.
+/// Users, the password checks, the lockout table and the sessions.
 pub struct Auth {
-    users: HashMap<String, String>,
+    users: HashMap<String, Arc<str>>,
     /// Verified against when the name is unknown, to spend the same time.
-    dummy_hash: String,
-    /// sha256(session id) → session.
-    sessions: Mutex<HashMap<String, Session>>,
-    failures: Mutex<HashMap<String, Failures>>,
+    dummy_hash: Arc<str>,
+    hasher: Hasher,
+    throttle: Throttle,
+    sessions: Sessions,
     ttl: Duration,
-    lockout_failures: u32,
-    lockout: Duration,
     secure_cookie: bool,
 }
 
-/// How a login attempt ended.
-enum Outcome {
-    Ok,
-    Wrong,
-    /// Locked out for this much longer.
-    Locked(Duration),
-}
-
 impl Auth {
+    /// Starts the verification threads; opens no store yet.
+    ///
     /// # Errors
-    /// Hashing the dummy password fails (no random source).
+    /// No store to keep sessions in, or hashing the dummy password fails (no random source).
     pub fn new(config: &ConsoleConfig) -> anyhow::Result<Self> {
+        let Some(store) = config
+            .session_store
+            .clone()
+            .or_else(|| config.stores.first().cloned())
+        else {
+            anyhow::bail!("no store to keep sessions in: set session_store or stores");
+        };
+        let like = config
+            .users
+            .first()
+            .map_or("", |u| u.password_hash.as_str());
+        let ttl = Duration::from_secs(config.session_ttl_secs);
         Ok(Self {
             users: config
                 .users
                 .iter()
-                .map(|u| (u.name.clone(), u.password_hash.clone()))
+                .map(|u| (u.name.clone(), Arc::from(u.password_hash.as_str())))
                 .collect(),
-            dummy_hash: super::config::hash_password(&hex::encode(rand::random::<[u8; 16]>()))?,
-            sessions: Mutex::default(),
-            failures: Mutex::default(),
-            ttl: Duration::from_secs(config.session_ttl_secs),
-            lockout_failures: config.lockout_failures,
-            lockout: Duration::from_secs(config.lockout_secs),
+            dummy_hash: super::config::hash_like(like)?.into(),
+            hasher: Hasher::for_this_machine(),
+            throttle: Throttle::new(
+                config.lockout_failures,
+                Duration::from_secs(config.lockout_secs),
+            ),
+            sessions: Sessions::new(store, ttl),
+            ttl,
             secure_cookie: config.secure_cookie,
         })
     }
 
-    /// Checks a password, counting failures per user name.
-    async fn attempt(&self, user: &str, password: &str) -> Outcome {
-        if let Some(left) = self.locked_for(user) {
-            return Outcome::Locked(left);
-        }
-        let (hash, known) = match self.users.get(user) {
-            Some(h) => (h.clone(), true),
-            None => (self.dummy_hash.clone(), false),
+    /// The store URL that keeps the sessions.
+    pub fn session_store(&self) -> &str {
+        self.sessions.url()
+    }
+
+    /// (verification threads, queue length).
+    pub fn hashing_capacity(&self) -> (usize, usize) {
+        self.hasher.capacity()
+    }
+
+    /// The live session named by the request's cookie, of a user console.toml still has.
+    async fn session(&self, headers: &HeaderMap) -> Result<Option<SessionUser>, StoreError> {
+        let Some(id) = cookie(headers, COOKIE) else {
+            return Ok(None);
         };
-        let password = password.to_owned();
-        // argon2 takes tens of milliseconds of CPU: off the async workers.
-        let matched = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .unwrap_or(false);
-        let mut failures = self.failures.lock().expect("failures lock poisoned");
-        if matched && known {
-            failures.remove(user);
-            return Outcome::Ok;
-        }
-        if failures.len() >= MAX_TRACKED_NAMES && !failures.contains_key(user) {
-            let now = Instant::now();
-            failures.retain(|_, f| f.locked_until.is_some_and(|t| t > now));
-        }
-        let f = failures.entry(user.to_owned()).or_default();
-        f.count += 1;
-        f.last = Some(Instant::now());
-        if f.count >= self.lockout_failures {
-            f.count = 0;
-            f.locked_until = Some(Instant::now() + self.lockout);
-            return Outcome::Locked(self.lockout);
-        }
-        Outcome::Wrong
-    }
-
-    /// How much longer `user` is locked out, if it is.
-    fn locked_for(&self, user: &str) -> Option<Duration> {
-        let mut failures = self.failures.lock().expect("failures lock poisoned");
-        let f = failures.get_mut(user)?;
-        let until = f.locked_until?;
-        let now = Instant::now();
-        if until > now {
-            return Some(until - now);
-        }
-        f.locked_until = None;
-        None
-    }
-
-    /// Creates a session; returns (session id, csrf token).
-    fn create_session(&self, user: &str) -> (String, String) {
-        let id = hex::encode(rand::random::<[u8; 32]>());
-        let csrf = hex::encode(rand::random::<[u8; 32]>());
-        let now = Instant::now();
-        let mut sessions = self.sessions.lock().expect("sessions lock poisoned");
-        sessions.retain(|_, s| s.expires > now);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.expires)
-                .map(|(k, _)| k.clone())
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(
-            sha256_hex(&id),
-            Session {
-                user: user.to_owned(),
-                csrf: csrf.clone(),
-                expires: now + self.ttl,
-            },
-        );
-        (id, csrf)
-    }
-
-    /// The live session named by the request's cookie.
-    fn session(&self, headers: &HeaderMap) -> Option<SessionUser> {
-        let id = cookie(headers, COOKIE)?;
-        let key = sha256_hex(&id);
-        let mut sessions = self.sessions.lock().expect("sessions lock poisoned");
-        let s = sessions.get(&key)?;
-        if s.expires <= Instant::now() {
-            sessions.remove(&key);
-            return None;
-        }
-        Some(SessionUser {
-            user: s.user.clone(),
-            csrf: s.csrf.clone(),
-        })
-    }
-
-    fn end_session(&self, headers: &HeaderMap) {
-        if let Some(id) = cookie(headers, COOKIE) {
-            self.sessions
-                .lock()
-                .expect("sessions lock poisoned")
-                .remove(&sha256_hex(&id));
-        }
+        let live = self.sessions.find(&id).await?;
+        Ok(live
+            .filter(|l| self.users.contains_key(&l.user))
+            .map(|l| SessionUser {
+                user: l.user,
+                csrf: l.csrf,
+            }))
     }
 
     fn set_cookie(&self, id: &str, max_age: u64) -> HeaderValue {
@@ -233,6 +160,14 @@ pub fn login_needed() -> ApiError {
     )
 }
 
+/// 503 when the session store fails: the session may well be fine, so not a 401.
+fn store_failed(c: &Console, e: &StoreError) -> ApiError {
+    ApiError::unavailable(format!(
+        "the session store {} failed: {e}",
+        c.auth.session_store()
+    ))
+}
+
 /// Middleware of every route but the login: a live session, and for a mutating method the
 /// session's CSRF token in `X-CSRF-Token`.
 pub async fn require_session(
@@ -240,8 +175,10 @@ pub async fn require_session(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(user) = c.auth.session(req.headers()) else {
-        return login_needed().into_response();
+    let user = match c.auth.session(req.headers()).await {
+        Ok(Some(user)) => user,
+        Ok(None) => return login_needed().into_response(),
+        Err(e) => return store_failed(&c, &e).into_response(),
     };
     if is_mutation(req.method()) {
         let sent = req
@@ -268,31 +205,67 @@ pub struct LoginBody {
     password: String,
 }
 
+/// An error with `Retry-After: secs`.
+fn retry_after(e: ApiError, secs: u64) -> Response {
+    let mut resp = e.into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    resp
+}
+
+/// Whole seconds, rounded up.
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
 /// `POST /auth/login {"user","password"}` → `{"user","csrf"}` and the session cookie.
+///
+/// The attempt first reserves its place in the lockout table (refused at once: 429), then
+/// waits for a password check (every check busy: 503 at once), then counts its result.
 pub async fn login(
     State(c): State<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     body: Result<Json<LoginBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(b) = match body {
         Ok(b) => b,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let name: String = b.user.chars().take(64).collect();
-    let actor = format!("console:{name}");
-    match c.auth.attempt(&name, &b.password).await {
-        Outcome::Ok => {
-            let (id, csrf) = c.auth.create_session(&name);
-            c.events.record(&actor, "POST", "/auth/login", "login", 200);
-            let mut resp = Json(json!({"user": name, "csrf": csrf})).into_response();
-            resp.headers_mut().insert(
-                header::SET_COOKIE,
-                c.auth.set_cookie(&id, c.auth.ttl.as_secs()),
+    let name: String = b.user.chars().take(MAX_NAME_CHARS).collect();
+    let addr = client_key(peer.ip());
+    let reservation = match c.auth.throttle.reserve(addr, &name) {
+        Ok(r) => r,
+        Err(refusal) => return refused(&c, &name, addr, refusal),
+    };
+    let (hash, known) = match c.auth.users.get(&name) {
+        Some(h) => (h.clone(), true),
+        None => (c.auth.dummy_hash.clone(), false),
+    };
+    let Ok(matched) = c.auth.hasher.verify(b.password, hash).await else {
+        drop(reservation);
+        let (threads, queue) = c.auth.hasher.capacity();
+        let e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "every password check is busy ({threads} running, {queue} waiting): try again \
+                 in a second"
+            ),
+        );
+        c.logins
+            .record(&name, addr, LoginOutcome::Busy, 503, &e.message);
+        return retry_after(e, 1);
+    };
+    match reservation.finish(matched && known) {
+        Verdict::Ok => logged_in(&c, &name, addr).await,
+        Verdict::Wrong => {
+            c.logins.record(
+                &name,
+                addr,
+                LoginOutcome::Failed,
+                401,
+                "wrong name or password",
             );
-            resp
-        }
-        Outcome::Wrong => {
-            c.events
-                .record(&actor, "POST", "/auth/login", "login failed", 401);
             ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -300,41 +273,93 @@ pub async fn login(
             )
             .into_response()
         }
-        Outcome::Locked(left) => {
-            let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-            c.events.record(
-                &actor,
-                "POST",
-                "/auth/login",
-                &format!("locked out for {secs} s after repeated failures"),
-                429,
+        Verdict::LockedNow(left) => refused(&c, &name, addr, Refusal::Locked(left)),
+    }
+}
+
+/// The password was right: a session and its cookie.
+async fn logged_in(c: &Console, name: &str, addr: IpAddr) -> Response {
+    match c.auth.sessions.create(name).await {
+        Ok((id, csrf)) => {
+            c.logins
+                .record(name, addr, LoginOutcome::Login, 200, "logged in");
+            let mut resp = Json(json!({"user": name, "csrf": csrf})).into_response();
+            resp.headers_mut().insert(
+                header::SET_COOKIE,
+                c.auth.set_cookie(&id, c.auth.ttl.as_secs()),
             );
-            let mut resp = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "locked_out",
-                format!("too many failed logins for {name:?}: locked out, try again in {secs} s"),
-            )
-            .into_response();
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             resp
+        }
+        Err(e) => {
+            let e = store_failed(c, &e);
+            c.logins
+                .record(name, addr, LoginOutcome::Busy, 503, &e.message);
+            e.into_response()
         }
     }
 }
 
-/// `POST /auth/logout` (session + CSRF) → `{}` and an expired cookie.
+/// The answer to an attempt refused by the lockout table (recorded).
+fn refused(c: &Console, name: &str, addr: IpAddr, refusal: Refusal) -> Response {
+    let (outcome, code, message, secs) = match refusal {
+        Refusal::Locked(left) => {
+            let secs = ceil_secs(left);
+            (
+                LoginOutcome::LockedOut,
+                "locked_out",
+                format!(
+                    "too many failed logins for {name:?} from {addr}: locked out, try again in \
+                     {secs} s"
+                ),
+                secs,
+            )
+        }
+        Refusal::PairBusy => (
+            LoginOutcome::TooManyAttempts,
+            "too_many_attempts",
+            format!(
+                "earlier login attempts for {name:?} from {addr} are still being checked: wait \
+                 for their answers"
+            ),
+            1,
+        ),
+        Refusal::AddrBusy => (
+            LoginOutcome::TooManyAttempts,
+            "too_many_attempts",
+            format!(
+                "{} login attempts from {addr} are already being checked: wait for their \
+                 answers",
+                throttle::MAX_IN_FLIGHT_PER_ADDR
+            ),
+            1,
+        ),
+    };
+    c.logins.record(name, addr, outcome, 429, &message);
+    retry_after(
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, message),
+        secs,
+    )
+}
+
+/// `POST /auth/logout` (session + CSRF) → `{}` and an expired cookie; the session is deleted
+/// from the store.
 pub async fn logout(
     State(c): State<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     axum::Extension(user): axum::Extension<SessionUser>,
     headers: HeaderMap,
 ) -> Response {
-    c.auth.end_session(&headers);
-    c.events.record(
-        &format!("console:{}", user.user),
-        "POST",
-        "/auth/logout",
-        "logout",
+    if let Some(id) = cookie(&headers, COOKIE)
+        && let Err(e) = c.auth.sessions.end(&id).await
+    {
+        return store_failed(&c, &e).into_response();
+    }
+    c.logins.record(
+        &user.user,
+        client_key(peer.ip()),
+        LoginOutcome::Logout,
         200,
+        "logged out",
     );
     let mut resp = Json(json!({})).into_response();
     resp.headers_mut()
@@ -352,52 +377,40 @@ mod tests {
     use super::*;
     use crate::console::config::{User, hash_password};
 
-    fn auth(failures: u32) -> Auth {
+    fn auth(secure_cookie: bool) -> Auth {
         let config = ConsoleConfig {
+            stores: vec!["fs:///nonexistent/never-opened".into()],
             users: vec![User {
                 name: "ada".into(),
                 password_hash: hash_password("right").unwrap(),
                 role: None,
             }],
-            lockout_failures: failures,
-            lockout_secs: 60,
+            secure_cookie,
             ..ConsoleConfig::default()
         };
         Auth::new(&config).unwrap()
     }
 
-    #[tokio::test]
-    async fn lockout_after_consecutive_failures_even_with_the_right_password() {
-        let a = auth(3);
-        assert!(matches!(a.attempt("ada", "wrong").await, Outcome::Wrong));
-        assert!(matches!(a.attempt("ada", "right").await, Outcome::Ok));
-        // The success reset the count: three more failures lock.
-        assert!(matches!(a.attempt("ada", "x").await, Outcome::Wrong));
-        assert!(matches!(a.attempt("ada", "x").await, Outcome::Wrong));
-        assert!(matches!(a.attempt("ada", "x").await, Outcome::Locked(_)));
-        assert!(matches!(
-            a.attempt("ada", "right").await,
-            Outcome::Locked(_)
-        ));
-        // Unknown names are counted the same way, and never log in.
-        assert!(matches!(a.attempt("bob", "right").await, Outcome::Wrong));
-    }
-
     #[test]
-    fn sessions_are_found_by_cookie_and_end() {
-        let a = auth(3);
-        let (id, csrf) = a.create_session("ada");
+    fn the_cookie_is_found_among_others_and_carries_its_flags() {
         let mut h = HeaderMap::new();
         h.insert(
             header::COOKIE,
-            format!("other=1; {COOKIE}={id}").parse().unwrap(),
+            format!("other=1; {COOKIE}=abc ; x=y").parse().unwrap(),
         );
-        let s = a.session(&h).expect("a live session");
-        assert_eq!((s.user.as_str(), s.csrf.as_str()), ("ada", csrf.as_str()));
-        a.end_session(&h);
-        assert!(a.session(&h).is_none());
-        let cookie = a.set_cookie(&id, 5);
-        let cookie = cookie.to_str().unwrap();
-        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert_eq!(cookie(&h, COOKIE).as_deref(), Some("abc"));
+        let plain = auth(false).set_cookie("abc", 5);
+        let plain = plain.to_str().unwrap();
+        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
+        assert!(!plain.contains("Secure"), "{plain}");
+        let secure = auth(true).set_cookie("abc", 5);
+        assert!(secure.to_str().unwrap().ends_with("; Secure"));
+    }
+
+    #[test]
+    fn the_dummy_hash_has_the_first_users_costs() {
+        let a = auth(false);
+        let params = |h: &str| h.split('$').nth(3).unwrap().to_owned();
+        assert_eq!(params(&a.dummy_hash), params(&a.users["ada"]));
     }
 }

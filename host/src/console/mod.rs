@@ -1,15 +1,16 @@
 //! `tessera console`: the federation web console. It finds every cluster in its stores
 //! ([`discovery`]), relays the browser's calls to each cluster's dashboard ([`relay`]), merges
-//! their audit logs with its own login events ([`audit`]), and serves the single-page app
-//! ([`assets`]) to logged-in users ([`auth`]), each relayed call bounded by the user's role.
-//! It keeps no cluster state of its own; the dashboards own their clusters. Routes and
-//! shapes: docs/console.md.
+//! their audit logs ([`audit`]), keeps its own login events apart ([`logins`]), and serves the
+//! single-page app ([`assets`]) to logged-in users ([`auth`], sessions kept in a store), each
+//! relayed call bounded by the user's role. It keeps no cluster state of its own; the
+//! dashboards own their clusters. Routes and shapes: docs/console.md.
 
 mod assets;
 pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod discovery;
+pub mod logins;
 pub mod relay;
 
 pub use config::{ConsoleConfig, User, hash_password, verify_password};
@@ -43,7 +44,7 @@ pub struct Console {
     pub(crate) config: ConsoleConfig,
     pub(crate) auth: auth::Auth,
     pub(crate) discovery: discovery::Discovery,
-    pub(crate) events: audit::Events,
+    pub(crate) logins: logins::Logins,
     pub(crate) http: reqwest::Client,
 }
 
@@ -82,7 +83,7 @@ impl Console {
         Ok(Arc::new(Self {
             auth: auth::Auth::new(&config)?,
             discovery: discovery::Discovery::new(config.stores.clone()),
-            events: audit::Events::default(),
+            logins: logins::Logins::default(),
             http,
             config,
         }))
@@ -103,7 +104,9 @@ impl Console {
     }
 }
 
-/// The console's routes (docs/console.md).
+/// The console's routes (docs/console.md). Serve them with
+/// `into_make_service_with_connect_info::<SocketAddr>()`, as [`run`] does: login and logout
+/// read the peer's address, for the lockout and the login log.
 pub fn router(c: Arc<Console>) -> Router {
     // Everything here needs a session (and CSRF on mutations); route_layer leaves the
     // public routes below alone.
@@ -114,6 +117,7 @@ pub fn router(c: Arc<Console>) -> Router {
         .route("/api/clusters/{name}/{*rest}", any(relay::relay))
         .route("/api/stores", get(relay::stores))
         .route("/api/audit", get(audit::merged))
+        .route("/api/logins", get(logins::list))
         .route("/api", any(api_not_found))
         .route("/api/{*rest}", any(api_not_found))
         .route_layer(middleware::from_fn_with_state(
@@ -178,7 +182,26 @@ pub async fn run(
             "the front end is not built: / shows how (cd web && npm ci && npm run build); the API works"
         );
     }
-    tracing::info!(%addr, stores = ?console.stores(), "console listening");
-    crate::api::serve(listener, router(console), shutdown).await?;
+    if !console.config.secure_cookie && !addr.ip().is_loopback() {
+        tracing::warn!(
+            %addr,
+            "the console serves plain HTTP on a non-loopback address: put it behind an HTTPS \
+             proxy and set secure_cookie = true in console.toml"
+        );
+    }
+    let (threads, queue) = console.auth.hashing_capacity();
+    tracing::info!(
+        %addr,
+        stores = ?console.stores(),
+        session_store = console.auth.session_store(),
+        password_checks = threads,
+        password_queue = queue,
+        "console listening"
+    );
+    // With the peer address: the login lockout counts per client address.
+    let app = router(console).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
     Ok(())
 }

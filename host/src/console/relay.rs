@@ -1,9 +1,12 @@
 //! Calls to clusters: `GET /api/clusters` (every cluster with its overview, fetched in
 //! parallel, and the role the user has there) and `ANY /api/clusters/{name}/{*rest}`, relayed
 //! to that cluster's dashboard as `/api/{rest}` with the console's token for it and
-//! `X-Tessera-Actor: console:<user>`, if the user's role allows the call (`access`). Status and
-//! body come back as the dashboard sent them, with one exception: a dashboard's 401 becomes a
-//! 403 `cluster_token`, because a 401 from the console means "log in again".
+//! `X-Tessera-Actor: console:<user>`, if the user's role allows the call (`access`). Status,
+//! JSON body and `X-Tessera-Role` come back as the dashboard sent them, with two exceptions: a
+//! dashboard's 401 becomes a 403 `cluster_token`, because a 401 from the console means "log in
+//! again"; and an answer that is not JSON becomes a 502 (nothing else is served on the
+//! console's origin). A cluster's token goes only to the cluster of that name in the store the
+//! token is bound to ([`super::config::ConsoleConfig::token`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +71,7 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
         reachable: false,
         overview: None,
         error: cl.error.clone(),
-        has_token: c.config.tokens.contains_key(&cl.name),
+        has_token: c.config.token(&cl.name, &cl.store).is_some(),
         token_role: None,
         role: None,
     };
@@ -80,7 +83,7 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
         .http
         .get(format!("http://{addr}/api/overview"))
         .timeout(OVERVIEW_TIMEOUT);
-    if let Some(t) = c.config.tokens.get(&cl.name) {
+    if let Some(t) = c.config.token(&cl.name, &cl.store) {
         req = req.bearer_auth(t);
     }
     let fetched = async {
@@ -192,7 +195,8 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
             out = out.header(h, v);
         }
     }
-    if let Some(t) = c.config.tokens.get(&name) {
+    let token = c.config.token(&name, &cluster.store);
+    if let Some(t) = token {
         out = out.bearer_auth(t);
     }
     let resp = match out.send().await {
@@ -212,10 +216,11 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
     };
     let status = resp.status();
     if status == StatusCode::UNAUTHORIZED {
-        let why = if c.config.tokens.contains_key(&name) {
+        let why = if token.is_some() {
             "refused the console's token for it (revoked?): fix it under [tokens] in console.toml"
         } else {
-            "needs a token: add one under [tokens] in console.toml (`tessera admin token create`)"
+            "needs a token: add one under [tokens] in console.toml, bound to its store \
+             (`tessera admin token create`)"
         };
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -223,8 +228,35 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
             format!("the dashboard of cluster {name} {why}"),
         ));
     }
-    let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
-    let token_role = resp.headers().get(ROLE_HEADER).cloned();
+    let token_role: Option<Role> = resp
+        .headers()
+        .get(ROLE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    // Only JSON comes back: a dashboard (or whatever answers at the address a store names)
+    // must not serve HTML or script on the console's origin.
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        // An error keeps its status (a 404 for a route the dashboard lacks stays a 404).
+        let code = if status.is_client_error() || status.is_server_error() {
+            status
+        } else {
+            StatusCode::BAD_GATEWAY
+        };
+        return Err(ApiError::new(
+            code,
+            "bad_gateway",
+            format!(
+                "the dashboard of cluster {name} answered HTTP {} with no JSON; not relayed",
+                status.as_u16()
+            ),
+        ));
+    }
     let bytes = resp.bytes().await.map_err(|e| {
         ApiError::new(
             StatusCode::BAD_GATEWAY,
@@ -234,11 +266,15 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
     })?;
     let mut r = Response::new(Body::from(bytes));
     *r.status_mut() = status;
-    if let Some(ct) = content_type {
-        r.headers_mut().insert(header::CONTENT_TYPE, ct);
-    }
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
     if let Some(role) = token_role {
-        r.headers_mut().insert(ROLE_HEADER, role);
+        r.headers_mut().insert(
+            ROLE_HEADER,
+            axum::http::HeaderValue::from_static(role.as_str()),
+        );
     }
     Ok(r)
 }

@@ -10,7 +10,7 @@ mod tasks;
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +49,11 @@ impl FsStore {
                 reason: "empty path".into(),
             });
         }
-        fs::create_dir_all(path).map_err(|e| io_err(path, e))?;
+        private_dirs(Path::new(path)).map_err(|e| io_err(path, e))?;
+        // The store holds secrets (the proxies' shared secret, token digests): the directory
+        // is its owner's only, also when an older version created it open.
+        fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_err(path, e))?;
         let root = Root {
             dir: PathBuf::from(path),
             host: super::hostname(),
@@ -249,6 +253,7 @@ impl Root {
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| io_err(".lock", e))?;
         file.lock().map_err(|e| io_err(".lock", e))?;
@@ -263,6 +268,7 @@ impl Root {
             .truncate(false)
             .read(true)
             .write(true)
+            .mode(0o600)
             .open(self.dir.join(".version"))
             .map_err(|e| io_err(".version", e))?;
         let mut text = String::new();
@@ -306,14 +312,18 @@ impl Root {
         durable: bool,
     ) -> Result<(), StoreError> {
         let dir = path.parent().expect("a key path has a parent");
-        fs::create_dir_all(dir).map_err(|e| io_err(key, e))?;
+        private_dirs(dir).map_err(|e| io_err(key, e))?;
         let name = path
             .file_name()
             .expect("a key path has a file name")
             .to_string_lossy();
         let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
         let result = (|| {
-            let mut file = File::create(&tmp)?;
+            let mut file = File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
             file.write_all(&entry.encode())?;
             if durable {
                 file.sync_all()?;
@@ -491,6 +501,14 @@ impl Root {
 }
 
 // === helpers ===
+
+/// `create_dir_all` with mode 0700 for the directories it creates.
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
 
 fn io_err(key: &str, e: std::io::Error) -> StoreError {
     StoreError::Io {

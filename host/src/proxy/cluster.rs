@@ -134,7 +134,7 @@ pub async fn run(
         ),
     }
     let meta_epoch = topo.epoch;
-    match admin.apply(topo).await {
+    match admin.apply(topo, false).await {
         Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
         Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
     }

@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -599,6 +599,39 @@ impl ControlPlane {
         self.proxies.len() - 1
     }
 
+    /// Runs `f` on the fixture's store (the same one the dashboard uses).
+    pub(crate) fn with_store<T>(
+        &self,
+        f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T,
+    ) -> T {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let store = tessera::coordinator::open(&self.options.store)
+                .await
+                .expect("opening the fixture's store");
+            f(&*store).await
+        })
+    }
+
+    /// The JSON document at `key` of the store.
+    pub(crate) fn store_json(&self, key: &str) -> Value {
+        let raw = self
+            .with_store(async |s| s.get(key).await.expect("store get"))
+            .unwrap_or_else(|| panic!("{key} is not in the store"));
+        serde_json::from_slice(&raw.value).expect("a JSON document")
+    }
+
+    /// The proxy secret the dashboard pushes with (a test plays a dashboard with it).
+    pub(crate) fn proxy_secret(&self) -> String {
+        self.store_json(&format!("/tessera/{}/meta", self.options.cluster))["proxy_secret"]
+            .as_str()
+            .expect("meta has a proxy secret")
+            .to_owned()
+    }
+
     /// `kill -9` of the dashboard (its process is reaped; the guard stays until replaced).
     pub(crate) fn kill_dashboard(&mut self) {
         self.dashboard.kill();
@@ -652,6 +685,30 @@ impl Up {
     /// # Panics
     /// If it exits first or never says so.
     pub(crate) fn start_with(data_dir: &Path, args: &[String]) -> Up {
+        let mut up = Up::spawn(data_dir, args);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            match up.lines.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) if line.contains("tessera is up") => return up,
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = up.child.wait();
+                    panic!(
+                        "tessera up exited ({status:?}) before it was up\n{}",
+                        up.output()
+                    );
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tessera up did not print `tessera is up` within 90 s\n{}",
+                up.output()
+            );
+        }
+    }
+
+    /// Runs `tessera up --data-dir data_dir` with `args` and returns at once.
+    pub(crate) fn spawn(data_dir: &Path, args: &[String]) -> Up {
         let log_dir = tempfile::tempdir().expect("creating temp dir");
         let err = File::create(log_dir.path().join("up.err")).expect("creating up.err");
         let mut child = Command::new(tessera_bin())
@@ -678,31 +735,52 @@ impl Up {
                 let _ = tx.send(line);
             }
         });
-        let mut up = Up {
+        Up {
             child,
             stdout,
             lines,
             log_dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            match up.lines.recv_timeout(Duration::from_millis(100)) {
-                Ok(line) if line.contains("tessera is up") => return up,
-                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = up.child.wait();
-                    panic!(
-                        "tessera up exited ({status:?}) before it was up\n{}",
-                        up.output()
-                    );
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "tessera up did not print `tessera is up` within 90 s\n{}",
-                up.output()
-            );
         }
+    }
+
+    /// Its child processes now, with their command lines (from /proc).
+    pub(crate) fn children(&self) -> Vec<(u32, String)> {
+        let pid = self.child.id();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for t in tasks.flatten() {
+            let Ok(list) = std::fs::read_to_string(t.path().join("children")) else {
+                continue;
+            };
+            for child in list
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                out.push((child, cmdline));
+            }
+        }
+        out
+    }
+
+    /// Sends `sig` (`-INT`, `-TERM`) to `tessera up` alone (not its group) and waits up to
+    /// `within` for it to exit.
+    pub(crate) fn signal_and_wait(&mut self, sig: &str, within: Duration) -> Option<ExitStatus> {
+        signal(self.child.id(), sig);
+        self.wait_exit(within)
+    }
+
+    /// Waits up to `within` for `tessera up` to exit.
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(within, || {
+            status = self.child.try_wait().expect("try_wait");
+            status.is_some()
+        });
+        status
     }
 
     /// Waits up to `within` for a line of its stdout matching `pred` (seen before or after
@@ -734,13 +812,7 @@ impl Up {
     /// Sends SIGINT (as Ctrl-C would, to this process only) and waits up to `within` for it
     /// to exit; `None` if it is still running.
     pub(crate) fn interrupt(&mut self, within: Duration) -> Option<ExitStatus> {
-        signal(self.child.id(), "-INT");
-        let mut status = None;
-        wait_until(within, || {
-            status = self.child.try_wait().expect("try_wait");
-            status.is_some()
-        });
-        status
+        self.signal_and_wait("-INT", within)
     }
 }
 
@@ -769,25 +841,7 @@ impl Drop for Up {
 
 /// Two free loopback ports `p` and `p + 1` (`tessera up --port p` takes both).
 pub(crate) fn two_consecutive_free_ports() -> u16 {
-    consecutive_free_ports(2)
-}
-
-/// `n` free loopback ports `p`, `p + 1`, … (`tessera up --clusters 2 --port p` takes four).
-pub(crate) fn consecutive_free_ports(n: u16) -> u16 {
-    for _ in 0..100 {
-        let first = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        let port = first.local_addr().expect("local_addr").port();
-        let rest: Option<Vec<TcpListener>> = (1..n)
-            .map(|k| {
-                port.checked_add(k)
-                    .and_then(|p| TcpListener::bind(("127.0.0.1", p)).ok())
-            })
-            .collect();
-        if rest.is_some() {
-            return port;
-        }
-    }
-    panic!("no {n} consecutive free loopback ports found");
+    super::consecutive_free_ports(2)
 }
 
 /// Whether something on loopback `port` answers PING with `+PONG` now.

@@ -1,11 +1,12 @@
 //! `Console`: a running `tessera console` with its own console.toml in a temp dir, on a free
-//! loopback port, ready once `/health` answers, killed on drop. `ConsoleClient` speaks to it
-//! as a browser would: it keeps the session cookie and sends the CSRF token on mutations
-//! (both by hand, through headers).
+//! loopback port, ready once `/health` answers, killed on drop (and restartable on the same
+//! port). `ConsoleClient` speaks to it as a browser would: it keeps the session cookie and
+//! sends the CSRF token on mutations (both by hand, through headers). `LoginClient` logs in
+//! from a chosen loopback source address (127.0.0.2, …), for the per-address lockout.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -52,14 +53,21 @@ pub(crate) struct ConsoleSetup {
     pub(crate) users: Vec<(String, String)>,
     /// (user, role) for users that are not viewers (a user without a role is one).
     pub(crate) roles: Vec<(String, String)>,
-    /// (cluster, API token).
+    /// (cluster, API token), bound to the first store.
     pub(crate) tokens: Vec<(String, String)>,
+    /// (cluster, store, admin token).
+    pub(crate) bound_tokens: Vec<(String, String, String)>,
     pub(crate) lockout_failures: Option<u32>,
+    /// More top-level console.toml lines, e.g. `secure_cookie = true`.
+    pub(crate) extra: String,
 }
 
 impl ConsoleSetup {
     fn toml(&self) -> String {
-        let mut t = String::new();
+        let mut t = self.extra.clone();
+        if !t.is_empty() && !t.ends_with('\n') {
+            t.push('\n');
+        }
         if let Some(n) = self.lockout_failures {
             writeln!(t, "lockout_failures = {n}\nlockout_secs = 60").unwrap();
         }
@@ -78,6 +86,13 @@ impl ConsoleSetup {
         for (cluster, token) in &self.tokens {
             writeln!(t, "{cluster} = \"{token}\"").unwrap();
         }
+        for (cluster, store, token) in &self.bound_tokens {
+            writeln!(
+                t,
+                "{cluster} = {{ store = \"{store}\", token = \"{token}\" }}"
+            )
+            .unwrap();
+        }
         t
     }
 }
@@ -87,6 +102,7 @@ pub(crate) struct Console {
     child: Child,
     addr: SocketAddr,
     dir: TempDir,
+    stores: Vec<String>,
     command_line: String,
 }
 
@@ -99,34 +115,68 @@ impl Console {
         let dir = tempfile::tempdir().expect("creating temp dir");
         let config = dir.path().join("console.toml");
         std::fs::write(&config, setup.toml()).expect("writing console.toml");
-        let mut command_line = String::new();
+        // As `tessera up` writes it: the file holds password hashes and tokens.
+        std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .expect("chmod 600 console.toml");
         for _attempt in 0..3 {
             let addr = loopback(free_port());
-            let mut cmd = Command::new(tessera_bin());
-            cmd.arg("console").arg("--config").arg(&config);
-            for s in &setup.stores {
-                cmd.args(["--store", s]);
-            }
-            cmd.args(["--listen", &addr.to_string()]);
-            command_line = format!("{cmd:?}");
-            let probe = ConsoleClient::new(addr);
-            if let Some(child) = spawn_logged(cmd, &dir, || {
-                probe
-                    .try_request("GET", "/health", None)
-                    .is_ok_and(|a| a.reply.status == 200)
-            }) {
+            if let Some((child, command_line)) = spawn(&dir, &setup.stores, addr) {
                 return Console {
                     child,
                     addr,
                     dir,
+                    stores: setup.stores.clone(),
                     command_line,
                 };
             }
         }
         panic!(
-            "tessera console never answered /health: {command_line}\nlog:\n{}",
+            "tessera console never answered /health\nlog:\n{}",
             read_log(&dir)
         );
+    }
+
+    /// Kills the console and starts it again with the same console.toml and stores, on the
+    /// same port if it is still free (else another: make clients after this).
+    ///
+    /// # Panics
+    /// If it never answers `/health` again.
+    pub(crate) fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for addr in [self.addr, loopback(free_port()), loopback(free_port())] {
+            if let Some((child, command_line)) = spawn(&self.dir, &self.stores, addr) {
+                self.child = child;
+                self.addr = addr;
+                self.command_line = command_line;
+                return;
+            }
+        }
+        panic!(
+            "tessera console never answered /health after a restart\nlog:\n{}",
+            read_log(&self.dir)
+        );
+    }
+
+    /// The console process's id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The console's peak resident memory so far (`VmHWM` of /proc/<pid>/status), in KiB.
+    pub(crate) fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("reading the console's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmHWM in /proc/{}/status", self.pid()))
+    }
+
+    /// A client logging in from the loopback source address `127.0.0.<last>`.
+    pub(crate) fn login_client(&self, last: u8) -> LoginClient {
+        LoginClient::new(self.addr, Ipv4Addr::new(127, 0, 0, last).into())
     }
 
     /// A client without a session.
@@ -156,6 +206,90 @@ impl Drop for Console {
                 self.command_line,
                 read_log(&self.dir)
             );
+        }
+    }
+}
+
+/// Starts `tessera console` on `addr` with the console.toml in `dir`; `None` if it exits or
+/// never answers `/health` (the port was taken).
+fn spawn(dir: &TempDir, stores: &[String], addr: SocketAddr) -> Option<(Child, String)> {
+    let mut cmd = Command::new(tessera_bin());
+    cmd.arg("console")
+        .arg("--config")
+        .arg(dir.path().join("console.toml"));
+    for s in stores {
+        cmd.args(["--store", s]);
+    }
+    cmd.args(["--listen", &addr.to_string()]);
+    let command_line = format!("{cmd:?}");
+    let probe = ConsoleClient::new(addr);
+    spawn_logged(cmd, dir, || {
+        probe
+            .try_request("GET", "/health", None)
+            .is_ok_and(|a| a.reply.status == 200)
+    })
+    .map(|child| (child, command_line))
+}
+
+/// Logs in through real HTTP from a chosen source address (async, for parallel attempts).
+#[derive(Clone)]
+pub(crate) struct LoginClient {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl LoginClient {
+    fn new(console: SocketAddr, from: IpAddr) -> LoginClient {
+        let http = reqwest::Client::builder()
+            .local_address(from)
+            .timeout(HTTP_TIMEOUT)
+            .build()
+            .expect("building an HTTP client");
+        LoginClient {
+            http,
+            url: format!("http://{console}/auth/login"),
+        }
+    }
+
+    /// `POST /auth/login`.
+    ///
+    /// # Panics
+    /// On a transport error.
+    pub(crate) async fn login(&self, user: &str, password: &str) -> Answer {
+        let body = serde_json::json!({"user": user, "password": password});
+        let resp = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {} as {user:?}: {e}", self.url));
+        let status = resp.status().as_u16();
+        let headers: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let body = resp.text().await.expect("reading the login answer");
+        Answer {
+            reply: Reply {
+                status,
+                content_type,
+                body,
+                request: format!("POST /auth/login as {user:?}"),
+            },
+            headers,
         }
     }
 }

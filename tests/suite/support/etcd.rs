@@ -3,7 +3,6 @@
 //! a get round-trip through `EtcdStore`; killed on drop. `stop` and `restart` play an outage.
 
 use std::fs::File;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -142,12 +141,9 @@ async fn round_trip(client_url: &str) -> bool {
     matches!(store.get("/probe/ready").await, Ok(Some(v)) if v.value == probe)
 }
 
-/// Two distinct loopback ports that were free a moment ago (both held while choosing).
+/// Two distinct loopback ports that were free a moment ago.
 fn two_free_ports() -> (u16, u16) {
-    let a = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-    let b = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-    let port = |l: &TcpListener| l.local_addr().expect("local_addr").port();
-    (port(&a), port(&b))
+    (super::free_port(), super::free_port())
 }
 
 fn log_path(dir: &TempDir) -> PathBuf {

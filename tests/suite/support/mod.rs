@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 pub(crate) use cluster::{Cluster, tag_on};
 pub(crate) use cluster_mode::{
     Api, ClusterProxy, ControlPlane, Dashboard, DashboardOptions, Reply, TOKEN, Up, answers_on,
-    consecutive_free_ports, tessera_bin, two_consecutive_free_ports,
+    tessera_bin, two_consecutive_free_ports,
 };
-pub(crate) use console::{Console, ConsoleClient, ConsoleSetup};
+pub(crate) use console::{Answer, Console, ConsoleClient, ConsoleSetup, LoginClient};
 pub(crate) use etcd::Etcd;
 pub(crate) use plugins::{metric, plugin_dir, plugin_toml, plugin_wasm};
 pub(crate) use proxy::{Proxy, ProxyBuilder, connect};
@@ -32,12 +32,44 @@ pub(crate) use slot::{backend_of, keys_on, slot};
 /// How long a single reply may take before a test gives up on it.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A loopback port that was free a moment ago: bind `127.0.0.1:0`, read the port, drop.
+/// Where [`free_port`] picks from: below the kernel's ephemeral range (32768 and up), so that
+/// no outgoing connection of a test takes a picked port as its source port before the process
+/// meant to listen there binds it; and apart from 20000–31999, where `tessera up` picks its
+/// servers' ports.
+const TEST_PORTS: std::ops::Range<u16> = 10000..20000;
+
+/// A loopback port that was free a moment ago, never handed out before by this process.
 ///
-/// Racy by nature; the guards retry with a new port if the spawned process cannot bind it.
+/// Another process can still take it before the test's process binds it; the guards retry
+/// with a new port if the spawned process cannot bind it.
 pub(crate) fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
+    consecutive_free_ports(1)
+}
+
+/// `n` loopback ports `p`, `p + 1`, … that were free a moment ago, never handed out before by
+/// this process: the next run of [`TEST_PORTS`] (from a start that differs per process) that
+/// binds (`tessera up --clusters 2 --port p` takes four).
+pub(crate) fn consecutive_free_ports(n: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..span {
+        let first = NEXT.fetch_add(u32::from(n), Ordering::SeqCst) % span;
+        if first + u32::from(n) > span {
+            continue; // a run does not wrap around the range's end
+        }
+        let port = TEST_PORTS.start + first as u16;
+        if (port..port + n).all(|p| TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+            return port;
+        }
+    }
+    panic!("no {n} consecutive free loopback ports in {TEST_PORTS:?}")
 }
 
 /// `127.0.0.1:port`.

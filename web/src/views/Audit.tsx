@@ -3,7 +3,7 @@ import { api } from '../api';
 import { ErrorBox } from '../components/ui';
 import { usePoll } from '../hooks';
 import { formatTime } from '../lib/format';
-import type { AuditEntry } from '../types';
+import type { AuditEntry, LoginEvent } from '../types';
 
 /** Who did it: the dashboard's actor ("console:admin"), or a console event's user. */
 export function auditWho(e: AuditEntry): string {
@@ -22,15 +22,31 @@ export function auditDetail(e: AuditEntry): string {
   return typeof d === 'string' ? d : JSON.stringify(d);
 }
 
+/** A login event's outcome in words, with how many times in a row. */
+export function loginWhat(e: LoginEvent): string {
+  const words: Record<LoginEvent['outcome'], string> = {
+    login: 'logged in',
+    failed: 'failed',
+    locked_out: 'locked out',
+    too_many_attempts: 'too many attempts',
+    busy: 'refused: busy',
+    logout: 'logged out',
+  };
+  const what = words[e.outcome] ?? String(e.outcome);
+  return e.count > 1 ? `${what} ×${e.count}` : what;
+}
+
 export function Audit() {
   const [filter, setFilter] = useState('');
   const [cluster, setCluster] = useState('');
   const { data, error, refresh } = usePoll((s) => api.audit(500, s), 5000);
+  const logins = usePoll((s) => api.logins(200, s), 5000);
   const f = filter.trim().toLowerCase();
   const clusters = [...new Set((data ?? []).map((e) => e.cluster ?? ''))].sort();
   const rows = (data ?? []).filter(
-    (e) => (!cluster || (e.cluster ?? '') === (cluster === '(console)' ? '' : cluster)) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${e.token ?? ''} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
+    (e) => (!cluster || (e.cluster ?? '') === cluster) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${e.token ?? ''} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
   );
+  const loginRows = (logins.data ?? []).filter((e) => !f || `${e.user} ${e.addr} ${loginWhat(e)} ${e.detail}`.toLowerCase().includes(f));
   return (
     <section>
       <div className="toolbar">
@@ -39,13 +55,20 @@ export function Audit() {
         <select value={cluster} onChange={(e) => setCluster(e.target.value)} data-testid="audit-cluster">
           <option value="">every cluster</option>
           {clusters.map((c) => (
-            <option key={c || '(console)'} value={c || '(console)'}>
-              {c || 'console'}
+            <option key={c} value={c}>
+              {c}
             </option>
           ))}
         </select>
         <input placeholder="filter" value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="audit-filter" />
-        <button onClick={refresh}>Refresh</button>
+        <button
+          onClick={() => {
+            refresh();
+            logins.refresh();
+          }}
+        >
+          Refresh
+        </button>
       </div>
       <ErrorBox error={error} />
       {data && (
@@ -65,7 +88,7 @@ export function Audit() {
             {rows.map((e, i) => (
               <tr key={`${e.time_ms}-${i}`} data-testid="audit-row" className={typeof e.status === 'number' && e.status >= 400 ? 'row-error' : ''}>
                 <td className="nowrap">{formatTime(e.time_ms)}</td>
-                <td>{e.cluster ?? <span className="muted">console</span>}</td>
+                <td>{e.cluster ?? ''}</td>
                 <td>{auditWho(e)}</td>
                 <td className="mono">{auditWhat(e)}</td>
                 <td className="num">{e.status ?? ''}</td>
@@ -79,6 +102,41 @@ export function Audit() {
               <tr>
                 <td colSpan={7} className="muted">
                   Nothing recorded{f ? ' matches the filter' : ''}.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+      <h3 className="logins-head">Console logins</h3>
+      <ErrorBox error={logins.error} />
+      {logins.data && (
+        <table className="table compact" data-testid="logins-table">
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>User</th>
+              <th>From</th>
+              <th>What</th>
+              <th className="num">Status</th>
+              <th>Detail</th>
+            </tr>
+          </thead>
+          <tbody>
+            {loginRows.map((e, i) => (
+              <tr key={`${e.time_ms}-${i}`} data-testid="login-row" className={e.status >= 400 ? 'row-error' : ''}>
+                <td className="nowrap">{formatTime(e.time_ms)}</td>
+                <td>{e.user}</td>
+                <td className="mono">{e.addr}</td>
+                <td>{loginWhat(e)}</td>
+                <td className="num">{e.status}</td>
+                <td className="small detail">{e.detail}</td>
+              </tr>
+            ))}
+            {loginRows.length === 0 && (
+              <tr>
+                <td colSpan={6} className="muted">
+                  No logins recorded{f ? ' match the filter' : ''}.
                 </td>
               </tr>
             )}

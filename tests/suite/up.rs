@@ -1,0 +1,135 @@
+//! `tessera up` itself: a SIGINT or SIGTERM at any step of its set-up (servers starting, the
+//! dashboard being set up, proxies loading plugins, the console) stops every child it started
+//! and exits; and a server port it remembered, now held by another process, is named in a
+//! clear error rather than taken for its own server.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::support::{Up, consecutive_free_ports, free_port};
+
+/// Arguments for a `tessera up` on free ports.
+fn up_args() -> Vec<String> {
+    let proxy = consecutive_free_ports(2);
+    let admin = consecutive_free_ports(2);
+    [
+        ("--port", proxy),
+        ("--dashboard-port", free_port()),
+        ("--admin-port", admin),
+        ("--console-port", free_port()),
+    ]
+    .iter()
+    .flat_map(|(k, v)| [(*k).to_owned(), v.to_string()])
+    .collect()
+}
+
+/// Whether process `pid` still exists and is not a zombie. (Its PID being reused within the
+/// test's seconds is unlikely enough; its command line cannot tell, as a child seen between
+/// fork and exec still shows its parent's.)
+fn still_runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // `pid (comm) state …`: the state follows the last `)`.
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Starts `tessera up`, sends it `sig` as soon as it has a child whose command line contains
+/// `stage`, and checks that it exits and that every child it ever had is gone.
+fn signal_during(stage: &str, sig: &str) {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut up = Up::spawn(data.path(), &up_args());
+    let mut seen: BTreeMap<u32, String> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let reached = loop {
+        seen.extend(up.children());
+        if seen.values().any(|c| c.contains(stage)) {
+            break true;
+        }
+        if Instant::now() > deadline
+            || up
+                .line(Duration::ZERO, |l| l.contains("tessera is up"))
+                .is_some()
+        {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        reached,
+        "tessera up never started a {stage:?} child: {seen:?}\n{}",
+        up.output()
+    );
+    let status = up.signal_and_wait(sig, Duration::from_secs(60));
+    assert!(
+        status.is_some(),
+        "tessera up still runs 60 s after {sig} while starting {stage}\n{}",
+        up.output()
+    );
+    assert!(
+        !up.output().contains("tessera is up") || stage.contains("console"),
+        "the signal came during the set-up\n{}",
+        up.output()
+    );
+    let survivors: Vec<_> = seen.iter().filter(|(pid, _)| still_runs(**pid)).collect();
+    assert!(
+        survivors.is_empty(),
+        "children of tessera up outlived its exit after {sig} at {stage:?}: {survivors:?}\n{}",
+        up.output()
+    );
+    assert!(seen.len() >= 2 || stage.contains("redis"), "{seen:?}");
+}
+
+#[test]
+fn a_signal_while_servers_start_stops_every_child() {
+    signal_during("redis-server", "-INT");
+}
+
+#[test]
+fn a_signal_while_the_dashboard_is_set_up_stops_every_child() {
+    signal_during("dashboard", "-TERM");
+}
+
+#[test]
+fn a_signal_while_proxies_start_stops_every_child() {
+    signal_during(" proxy ", "-INT");
+}
+
+#[test]
+fn a_signal_while_the_console_starts_stops_every_child() {
+    signal_during(" console ", "-TERM");
+}
+
+#[test]
+fn a_remembered_server_port_held_by_another_process_is_named() {
+    let data = tempfile::tempdir().expect("temp dir");
+    // Something else holds the port `redis-1a` had last time.
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").expect("binding");
+    let port = squatter.local_addr().unwrap().port();
+    let dir = data.path().join("redis-1a");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("port"), port.to_string()).unwrap();
+    let mut up = Up::spawn(data.path(), &up_args());
+    let mut seen: BTreeMap<u32, String> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        seen.extend(up.children());
+        if let Some(s) = up.wait_exit(Duration::from_millis(50)) {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+    };
+    let out = up.output();
+    let status =
+        status.unwrap_or_else(|| panic!("tessera up did not give up on a taken port\n{out}"));
+    assert!(!status.success(), "{out}");
+    assert!(
+        out.contains(&format!("127.0.0.1:{port}")) && out.contains("is taken by"),
+        "the error names the port and says it is taken\n{out}"
+    );
+    let survivors: Vec<_> = seen.iter().filter(|(p, _)| still_runs(**p)).collect();
+    assert!(survivors.is_empty(), "{survivors:?}\n{out}");
+    drop(squatter);
+}
