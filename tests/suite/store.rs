@@ -45,6 +45,7 @@ macro_rules! contract_tests {
 
 contract_tests!(
     gets_puts_and_deletes_arbitrary_bytes,
+    put_many_writes_every_key_and_a_watch_sees_each,
     compare_and_swap_writes_only_at_the_expected_version,
     lists_a_prefix_sorted_by_key,
     children_are_the_names_right_below_a_prefix,
@@ -96,6 +97,39 @@ async fn gets_puts_and_deletes_arbitrary_bytes(url: &str) {
         v3 > v2,
         "a recreated key's version is still higher: {v2} then {v3}"
     );
+}
+
+async fn put_many_writes_every_key_and_a_watch_sees_each(url: &str) {
+    let store = open(url).await;
+    store.put("/m/k-0", b("old")).await.unwrap();
+    let before = store.get("/m/k-0").await.unwrap().unwrap().version;
+    let mut watch = store.watch("/m/").await.unwrap();
+    // More than one etcd transaction holds (100 a transaction).
+    let entries: Vec<(String, Bytes)> = (0..250)
+        .map(|i| (format!("/m/k-{i}"), Bytes::from(format!("v{i}"))))
+        .collect();
+    store.put_many(entries).await.unwrap();
+    let all = store.list("/m/").await.unwrap();
+    assert_eq!(all.len(), 250);
+    for (key, v) in &all {
+        let i = key.strip_prefix("/m/k-").unwrap();
+        assert_eq!(v.value, Bytes::from(format!("v{i}")), "{key}");
+    }
+    let first = store.get("/m/k-0").await.unwrap().unwrap();
+    assert!(
+        first.version > before,
+        "an overwritten key gets a newer version"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 250 {
+        match next_event(&mut watch).await {
+            WatchEvent::Put { key, .. } => {
+                seen.insert(key);
+            }
+            other => panic!("only puts: {other:?}"),
+        }
+    }
+    store.put_many(Vec::new()).await.unwrap();
 }
 
 async fn compare_and_swap_writes_only_at_the_expected_version(url: &str) {

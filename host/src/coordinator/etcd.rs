@@ -128,6 +128,21 @@ impl Store for EtcdStore {
         revision(key, resp.header())
     }
 
+    async fn put_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
+        /// Below etcd's default `--max-txn-ops` (128).
+        const PER_TXN: usize = 100;
+        for part in entries.chunks(PER_TXN) {
+            let ops: Vec<TxnOp> = part
+                .iter()
+                .map(|(k, v)| TxnOp::put(k.as_str(), v.to_vec(), None))
+                .collect();
+            let first = part.first().map_or("", |(k, _)| k.as_str());
+            let mut client = self.client.clone();
+            bounded(first, client.txn(Txn::new().and_then(ops))).await?;
+        }
+        Ok(())
+    }
+
     async fn compare_and_swap(
         &self,
         key: &str,

@@ -100,6 +100,14 @@ impl Store for FsStore {
         .await
     }
 
+    async fn put_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
+        self.blocking(move |root| {
+            let _lock = root.lock()?;
+            root.write_many(entries)
+        })
+        .await
+    }
+
     async fn compare_and_swap(
         &self,
         key: &str,
@@ -301,6 +309,95 @@ impl Root {
         };
         self.write(path, key, &Entry { header, value }, true)?;
         Ok(version)
+    }
+
+    /// Writes several plain values under the lock (held by the caller): every temp file is
+    /// written first, synced by a few threads at once (the journal then commits them together
+    /// rather than one commit a file), renamed in order, and each directory synced once.
+    fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
+        /// Threads syncing at once.
+        const SYNCERS: usize = 8;
+        let mut staged = Vec::with_capacity(entries.len());
+        let mut dirs = std::collections::BTreeSet::new();
+        let cleanup = |staged: &[(PathBuf, PathBuf, String, File)]| {
+            for (tmp, ..) in staged {
+                let _ = fs::remove_file(tmp);
+            }
+        };
+        for (key, value) in entries {
+            let path = self.path_of(&key)?;
+            let previous = self.read(&path, &key)?.map(|e| e.header.version);
+            let version = self.next_version(previous)?;
+            let entry = Entry {
+                header: Header {
+                    version,
+                    ephemeral: None,
+                },
+                value,
+            };
+            let dir = path.parent().expect("a key path has a parent").to_owned();
+            let written = (|| {
+                private_dirs(&dir)?;
+                let name = path
+                    .file_name()
+                    .expect("a key path has a file name")
+                    .to_string_lossy()
+                    .into_owned();
+                let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
+                let mut file = File::options()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&tmp)?;
+                let r = file.write_all(&entry.encode());
+                if let Err(e) = r {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                Ok((tmp, file))
+            })();
+            match written {
+                Ok((tmp, file)) => staged.push((tmp, path, key, file)),
+                Err(e) => {
+                    cleanup(&staged);
+                    return Err(io_err(&key, e));
+                }
+            }
+            dirs.insert(dir);
+        }
+        let chunk = staged.len().div_ceil(SYNCERS).max(1);
+        let synced: Result<(), (String, std::io::Error)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = staged
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        for (_, _, key, file) in part {
+                            file.sync_all().map_err(|e| (key.clone(), e))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().expect("a sync thread panicked"))
+        });
+        if let Err((key, e)) = synced {
+            cleanup(&staged);
+            return Err(io_err(&key, e));
+        }
+        for (i, (tmp, path, key, _)) in staged.iter().enumerate() {
+            if let Err(e) = fs::rename(tmp, path) {
+                cleanup(&staged[i..]);
+                return Err(io_err(key, e));
+            }
+        }
+        for dir in dirs {
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io_err(&dir.to_string_lossy(), e))?;
+        }
+        Ok(())
     }
 
     /// Atomically replaces the file at `path`: temp file in the same directory, then rename.

@@ -114,6 +114,15 @@ pub trait Store: Send + Sync + 'static {
     async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError>;
     /// Writes unconditionally; returns the new version.
     async fn put(&self, key: &str, value: Bytes) -> Result<u64, StoreError>;
+    /// Writes several keys unconditionally, in order; not atomic as a whole (a failure may
+    /// leave the first ones written). Much cheaper than a `put` each where a store can batch
+    /// its syncs: a rebalance queues hundreds of slots at once.
+    async fn put_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
+        for (key, value) in entries {
+            self.put(&key, value).await?;
+        }
+        Ok(())
+    }
     /// Writes only if the key is at `expected` version (`None`: only if it does not exist).
     async fn compare_and_swap(
         &self,

@@ -330,6 +330,21 @@ pub async fn write<T: Serialize>(
     store.put(key, bytes.into()).await
 }
 
+/// Writes several documents with one [`super::Store::put_many`].
+///
+/// # Errors
+/// The store fails (some of the documents may be written).
+pub async fn write_many<'a, T: Serialize + 'a>(
+    store: &dyn super::Store,
+    docs: impl IntoIterator<Item = (String, &'a T)>,
+) -> Result<(), super::StoreError> {
+    let entries = docs
+        .into_iter()
+        .map(|(k, d)| (k, serde_json::to_vec(d).expect("models serialize").into()))
+        .collect();
+    store.put_many(entries).await
+}
+
 /// Loads every group and slot of a cluster (slots missing from the store are unassigned).
 ///
 /// # Errors

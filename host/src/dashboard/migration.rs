@@ -129,18 +129,37 @@ impl Dashboard {
         Ok(moves.len())
     }
 
-    async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
-        for m in moves {
-            let mut s = self.slot_models()[m.slot as usize].clone();
-            s.action = Some(SlotAction {
-                state: ActionState::Pending,
-                source: m.from,
-                target: m.to,
-                aborting: false,
-            });
-            self.save_slot(&s).await?;
+    /// Writes several slots with one batched store write, then keeps them in the state.
+    async fn save_slots(&self, slots: Vec<SlotModel>) -> Result<(), ApiError> {
+        model::write_many(
+            &*self.store,
+            slots.iter().map(|s| (self.paths.slot(s.id), s)),
+        )
+        .await?;
+        let mut st = self.state.lock().expect("state lock poisoned");
+        for s in slots {
+            let id = s.id as usize;
+            st.slots[id] = s;
         }
         Ok(())
+    }
+
+    async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
+        let models = self.slot_models();
+        let queued = moves
+            .iter()
+            .map(|m| {
+                let mut s = models[m.slot as usize].clone();
+                s.action = Some(SlotAction {
+                    state: ActionState::Pending,
+                    source: m.from,
+                    target: m.to,
+                    aborting: false,
+                });
+                s
+            })
+            .collect();
+        self.save_slots(queued).await
     }
 
     /// Plans (and unless `dry_run`, queues) a rebalance: even by slot count, or by weight.
@@ -201,7 +220,7 @@ impl Dashboard {
         let _passing = self.migrations.passing.lock().await;
         self.migrations.stop.store(false, SeqCst);
         let _ops = self.ops.lock().await;
-        let mut n = 0;
+        let mut turned = Vec::new();
         for mut s in self.slot_models() {
             let Some(a) = s.action.clone() else { continue };
             if which.as_ref().is_some_and(|w| !w.contains(&s.id)) || a.aborting {
@@ -219,9 +238,10 @@ impl Dashboard {
                     })
                 }
             }
-            self.save_slot(&s).await?;
-            n += 1;
+            turned.push(s);
         }
+        let n = turned.len();
+        self.save_slots(turned).await?;
         info!(slots = n, "migrations aborted");
         Ok(n)
     }

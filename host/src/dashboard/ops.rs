@@ -288,9 +288,16 @@ impl Dashboard {
                 })
                 .collect()
         };
-        for s in &changed {
-            model::write(&*self.store, &self.paths.slot(s.id), s).await?;
-            self.state.lock().expect("state lock poisoned").slots[s.id as usize] = s.clone();
+        model::write_many(
+            &*self.store,
+            changed.iter().map(|s| (self.paths.slot(s.id), s)),
+        )
+        .await?;
+        {
+            let mut st = self.state.lock().expect("state lock poisoned");
+            for s in &changed {
+                st.slots[s.id as usize] = s.clone();
+            }
         }
         info!(group = %id, from, to, changed = changed.len(), "slots assigned");
         let e = self.commit(&mut epoch).await?;
