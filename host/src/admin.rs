@@ -2,6 +2,8 @@
 //! sends requests and renders the answers, as aligned tables or, with `--json`, as the raw
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
+mod token;
+
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,7 +28,8 @@ pub struct AdminArgs {
         default_value = "127.0.0.1:18080"
     )]
     pub dashboard: String,
-    /// Admin token, sent as `Authorization: Bearer`; changes need it.
+    /// API token, sent as `Authorization: Bearer`: a viewer's reads, an operator's also
+    /// migrates and manages plugins, an admin's does everything.
     #[arg(
         long,
         global = true,
@@ -63,6 +66,9 @@ pub enum AdminCmd {
     /// Users clients AUTH to the cluster's proxies as (docs/users.md).
     #[command(subcommand)]
     User(UserCmd),
+    /// API tokens of the dashboard, each with a role (viewer, operator, admin).
+    #[command(subcommand)]
+    Token(token::TokenCmd),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -334,6 +340,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             }
             AdminCmd::Plugin(cmd) => plugin(&client, cmd).await,
             AdminCmd::User(cmd) => user(&client, cmd).await,
+            AdminCmd::Token(cmd) => token::run(&client, cmd).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {
@@ -819,6 +826,7 @@ impl ApiFailure {
             401 if !sent_token => {
                 Some("no token was sent: pass --token or set TESSERA_ADMIN_TOKEN")
             }
+            403 => Some("the token's role is too low: use a token with the role named above"),
             502 => Some("the change is saved; check the proxies with `tessera admin proxy list`"),
             _ => None,
         };

@@ -31,8 +31,14 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "missing or wrong token: send `Authorization: Bearer <admin token>`",
+            "missing, wrong or revoked token: send `Authorization: Bearer <token>`",
         )
+    }
+
+    /// The caller is known but its role does not allow the call; `message` says which it has
+    /// and which the call needs.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
@@ -108,11 +114,16 @@ impl From<axum::extract::rejection::PathRejection> for ApiError {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` against a sha256 hex digest.
-pub fn bearer_matches(headers: &axum::http::HeaderMap, sha256_hex: &str) -> bool {
+/// The token of `Authorization: Bearer <token>`, if the request has one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
     headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|token| crate::secret::matches_sha256_hex(token.trim(), sha256_hex))
+        .map(str::trim)
+}
+
+/// Checks `Authorization: Bearer <token>` against a sha256 hex digest.
+pub fn bearer_matches(headers: &axum::http::HeaderMap, sha256_hex: &str) -> bool {
+    bearer(headers).is_some_and(|token| crate::secret::matches_sha256_hex(token, sha256_hex))
 }

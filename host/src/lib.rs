@@ -18,12 +18,14 @@
 //! - [`dashboard`] — the topology owner: lock, operations, barrier pushes, health, migrations.
 //! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning.
 //! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
+//! - [`access`] — the roles of API tokens and console users, and which route needs which.
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
 //! - [`telemetry`] — per-command counters and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 
+pub mod access;
 pub mod acl;
 pub mod admin;
 pub mod api;

@@ -110,11 +110,16 @@ struct DashboardArgs {
     store: String,
     #[arg(long, default_value = "127.0.0.1:18080")]
     listen: String,
-    /// Admin token; without it the first start generates one and prints it once.
+    /// The token named `admin` (role admin); without it the first start generates one and
+    /// prints it once. Later starts check it, and restore it if it was revoked.
     #[arg(long, env = "TESSERA_ADMIN_TOKEN")]
     admin_token: Option<String>,
-    /// Require the admin token for reads too.
-    #[arg(long)]
+    /// The file with the cluster's token key (HMAC key of the stored tokens; created with
+    /// mode 0600 if missing). Default: beside an fs store; an etcd store needs it.
+    #[arg(long, env = "TESSERA_TOKEN_KEY_FILE")]
+    token_key_file: Option<PathBuf>,
+    /// Accepted for old scripts and ignored: reads always need a token now (a viewer's).
+    #[arg(long, hide = true)]
     auth_reads: bool,
     /// Health-check interval in milliseconds.
     #[arg(long, default_value_t = 1000)]
@@ -374,7 +379,10 @@ fn read_password(command: &str) -> anyhow::Result<String> {
 fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     let mut opts = DashboardOptions::new(&args.cluster, &args.store, &args.listen);
     opts.admin_token = args.admin_token;
-    opts.auth_reads = args.auth_reads;
+    opts.token_key_file = args.token_key_file;
+    if args.auth_reads {
+        tracing::warn!("--auth-reads is the default now and has no effect: drop it");
+    }
     opts.health_interval = Duration::from_millis(args.health_interval_ms.max(100));
     opts.down_after = args.down_after.max(1);
     opts.max_slots_in_flight = args.max_slots_in_flight.max(1);
@@ -384,7 +392,8 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
             // Printed once, on stdout, for the operator to keep; only its hash is stored.
             println!("admin token for cluster {}: {token}", args.cluster);
             println!(
-                "(stored hashed; keep it: mutating API calls need `Authorization: Bearer <token>`)"
+                "(the token named admin; stored only as an HMAC, keep it: API calls need \
+                 `Authorization: Bearer <token>`, and `tessera admin token create` makes more)"
             );
         }
         let addr = started.listener.local_addr()?;

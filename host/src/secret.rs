@@ -1,7 +1,9 @@
-//! Secrets: random tokens, their sha256 digests, and the one comparison of secrets, which takes
-//! the same time whatever the inputs (neither a matching prefix nor the length is revealed).
-//! Every part of Tessera that checks a password, token or cookie compares through [`same`].
+//! Secrets: random tokens, their sha256 digests and HMACs, and the one comparison of secrets,
+//! which takes the same time whatever the inputs (neither a matching prefix nor the length is
+//! revealed). Every part of Tessera that checks a password, token or cookie compares through
+//! [`same`].
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -13,6 +15,13 @@ pub fn random_token() -> String {
 /// sha256 of `secret`, hex.
 pub fn sha256_hex(secret: impl AsRef<[u8]>) -> String {
     hex::encode(Sha256::digest(secret.as_ref()))
+}
+
+/// HMAC-SHA256 of `message` under `key`, hex.
+pub fn hmac_sha256_hex(key: &[u8], message: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(message);
+    hex::encode(mac.finalize().into_bytes())
 }
 
 /// Whether two secrets are equal, in constant time. Both sides are hashed first, so the
@@ -51,5 +60,13 @@ mod tests {
         assert!(!matches_sha256_hex("token2", &d));
         assert!(!matches_sha256_hex("token", "not hex"));
         assert_eq!(random_token().len(), 32);
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        assert_eq!(
+            hmac_sha256_hex(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

@@ -677,9 +677,9 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Makes sure `console.toml` has the user `admin` and the clusters' tokens. Returns the
-/// admin's password when it was created now (first start, or `reset`); otherwise the user and
-/// its hash stay as they are.
+/// Makes sure `console.toml` has the user `admin` (role admin) and the clusters' tokens.
+/// Returns the admin's password when it was created now (first start, or `reset`); otherwise
+/// the user and its hash stay as they are.
 fn console_user(
     path: &Path,
     tokens: &std::collections::BTreeMap<String, String>,
@@ -701,8 +701,14 @@ fn console_user(
             crate::console::User {
                 name: "admin".into(),
                 password_hash: hash,
+                role: None,
             },
         );
+    }
+    // `up`'s own user manages the clusters `up` runs, also in a console.toml written before
+    // users had roles (which would make it a viewer).
+    for u in config.users.iter_mut().filter(|u| u.name == "admin") {
+        u.role = Some(crate::access::Role::Admin);
     }
     config.tokens.extend(tokens.iter().map(|(k, v)| {
         let bound = crate::console::config::ClusterToken::Bound {

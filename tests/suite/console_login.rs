@@ -276,6 +276,7 @@ fn login_events_do_not_push_changes_out_of_the_audit_log() {
     let console = Console::start(&ConsoleSetup {
         stores: vec![cp.options().store.clone()],
         users: vec![user("ada", "pw")],
+        roles: vec![("ada".into(), "admin".into())],
         tokens: vec![(cluster.clone(), TOKEN.to_owned())],
         lockout_failures: Some(3),
         ..ConsoleSetup::default()

@@ -406,7 +406,9 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
     let keys: Vec<String> = (0..2).flat_map(|half| keys_on(half, "up:", 2)).collect();
 
     let mut up = Up::start(data.path(), port, dashboard_port, admin_port);
-    let dashboard = Api::new(loopback(dashboard_port), None);
+    // Reads need a token too: `up` keeps the admin token it starts the dashboard with here.
+    let token = std::fs::read_to_string(data.path().join("admin-token")).expect("up's token");
+    let dashboard = Api::new(loopback(dashboard_port), Some(token.trim()));
     let groups = layout(&dashboard);
     assert_eq!(groups.len(), 2, "two groups: {groups:?}");
     assert!(

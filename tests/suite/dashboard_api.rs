@@ -64,16 +64,8 @@ fn mutating_calls_without_the_token_get_401() {
             );
         }
     }
-    // Nothing happened, and reads are open without --auth-reads.
-    for path in ["/api/groups", "/api/slots", "/api/proxies", "/api/overview"] {
-        let reply = api.without_token().get(path);
-        assert_eq!(
-            reply.status, 200,
-            "GET {path} without a token: {}",
-            reply.body
-        );
-    }
-    assert_eq!(api.without_token().get("/api/groups").ok(), json!([]));
+    // Nothing happened.
+    assert_eq!(api.get("/api/groups").ok(), json!([]));
     // With the token, the same call works.
     let created = api.post("/api/groups", &json!({"id": 1}));
     assert_eq!(created.status, 201, "{}", created.body);
@@ -81,28 +73,35 @@ fn mutating_calls_without_the_token_get_401() {
 }
 
 #[test]
-fn reads_need_the_token_with_auth_reads() {
-    let cp = ControlPlane::builder().auth_reads().start();
+fn reads_need_a_token_by_default_and_a_viewer_token_is_enough() {
+    let cp = ControlPlane::builder().start();
     let api = cp.api();
+    let created = api.post("/api/tokens", &json!({"name": "dash", "role": "viewer"}));
+    assert_eq!(created.status, 201, "{}", created.body);
+    let viewer = api.with_token(created.json()["token"].as_str().expect("a secret"));
     for path in [
         "/api/groups",
         "/api/slots",
         "/api/proxies",
         "/api/overview",
         "/api/stats",
+        "/api/audit",
+        "/api/plugins",
+        "/api/migrations",
+        "/api/users",
     ] {
-        api.without_token()
+        let message = api
+            .without_token()
             .get(path)
             .expect_error(401, "unauthorized");
+        assert!(message.contains("Bearer"), "GET {path}: {message}");
         api.with_token("wrong")
             .get(path)
             .expect_error(401, "unauthorized");
-        let reply = api.get(path);
-        assert_eq!(
-            reply.status, 200,
-            "GET {path} with the token: {}",
-            reply.body
-        );
+        for (who, client) in [("the admin token", &api), ("a viewer token", &viewer)] {
+            let reply = client.get(path);
+            assert_eq!(reply.status, 200, "GET {path} with {who}: {}", reply.body);
+        }
     }
     // Liveness, metrics and the API description stay open.
     for path in ["/health", "/metrics", "/api/openapi.json"] {

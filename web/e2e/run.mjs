@@ -3,8 +3,10 @@
 //   console), then headless Chromium logs in, watches QPS under redis-benchmark load, moves
 //   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
 //   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
-//   through a proxy, disable), finds those changes with the user in the audit log and its
-//   logins in the separate login log. A screenshot of every view goes to e2e/screenshots/.
+//   through a proxy, disable), makes a viewer token in the tokens view (checked on the
+//   dashboard: it reads, a migration is 403, once revoked 401), finds those changes with the
+//   user in the audit log and its logins in the separate login log. A screenshot of every
+//   view goes to e2e/screenshots/.
 //
 // Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
 // TESSERA_PLUGIN_DIR (the plugins' wasm32 builds, default
@@ -567,6 +569,10 @@ async function main() {
     // Plugins: the filter through the view, checked through a proxy.
     const pluginAudit = await pluginsStep({ page, tid, text, shot, capi, ctx, proxy: proxies[0].addr });
 
+    // Tokens: a viewer token made in the tokens view works on the dashboard itself, reads
+    // only, and is refused once revoked there.
+    const tokenAudit = await tokensStep({ tid, text, shot, base, ctx, name });
+
     // The other cluster, through the switcher: its own overview and slot map.
     const other = clusterNames.find((n) => n !== name);
     await tid('cluster-switch').selectOption(other);
@@ -585,6 +591,7 @@ async function main() {
       ['POST', '/api/migrations/abort'],
       ['POST', '/api/rebalance'],
       ...pluginAudit,
+      ...tokenAudit,
     ];
     await waitFor(
       `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
@@ -635,6 +642,44 @@ async function main() {
  * refused by it through a proxy, GET still served), its metrics panel, disabled. Returns the
  * audit rows the changes must leave, as [method, path].
  */
+/** The tokens view: make a viewer token, check it on the dashboard, revoke it. Returns the audit rows it made. */
+async function tokensStep({ tid, text, shot, base, ctx, name }) {
+  const clusters = await (await ctx.request.get(`${base}/api/clusters`)).json();
+  const cl = clusters.find((c) => c.name === name);
+  if (cl?.role !== 'admin' || cl?.token_role !== 'admin') throw new Error(`up's console user should be an admin on ${name}: ${JSON.stringify(cl)}`);
+  if ((await text('cluster-role')) !== 'you: admin') throw new Error(`the cluster page shows the role "${await text('cluster-role')}"`);
+  const dashboard = `http://${cl.dashboard.admin_addr}`;
+  await tid('tab-tokens').click();
+  await tid('tokens-table').waitFor();
+  await tid('token-name').fill('e2e-viewer');
+  await tid('token-role').selectOption('viewer');
+  await tid('token-create').click();
+  await tid('token-secret').waitFor();
+  const secret = await text('token-secret');
+  const auth = { Authorization: `Bearer ${secret}` };
+  const who = await (await fetch(`${dashboard}/api/whoami`, { headers: auth })).json();
+  if (who.token !== 'e2e-viewer' || who.role !== 'viewer') throw new Error(`the new token is ${JSON.stringify(who)} on the dashboard`);
+  const refused = await fetch(`${dashboard}/api/migrations`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ from: 0, to: 0, group: 1 }),
+  });
+  if (refused.status !== 403) throw new Error(`a viewer token's migration answered ${refused.status}, not 403`);
+  await tid('token-e2e-viewer').waitFor();
+  await shot('12b-tokens');
+  await tid('token-revoke-e2e-viewer').click();
+  await tid('confirm-dialog').waitFor();
+  await tid('confirm-ok').click();
+  await waitFor('the revoked token to leave the list', async () => (await tid('token-e2e-viewer').count()) === 0, 15_000);
+  const after = await fetch(`${dashboard}/api/whoami`, { headers: auth });
+  if (after.status !== 401) throw new Error(`the revoked token answered ${after.status}, not 401`);
+  log('tokens: a viewer token made in the console reads, is refused a migration (403), and once revoked gets 401');
+  return [
+    ['POST', '/api/tokens'],
+    ['DELETE', '/api/tokens/e2e-viewer'],
+  ];
+}
+
 async function pluginsStep({ page, tid, text, shot, capi, ctx, proxy }) {
   if (!fs.existsSync(FILTER_WASM)) {
     throw new Error(`${FILTER_WASM} is missing: cargo build --release --target wasm32-unknown-unknown -p tessera-plugin-filter (or set TESSERA_PLUGIN_DIR)`);

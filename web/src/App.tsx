@@ -11,6 +11,7 @@ import { OverviewView } from './views/Overview';
 import { Plugins } from './views/Plugins';
 import { Proxies } from './views/Proxies';
 import { SlotMap } from './views/SlotMap';
+import { ROLE_TEXT, Tokens } from './views/Tokens';
 
 type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: string };
 
@@ -63,6 +64,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   migrations: 'Migrations',
   proxies: 'Proxies',
   plugins: 'Plugins',
+  tokens: 'Tokens',
 };
 
 function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
@@ -106,6 +108,9 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
   const c = api.cluster(name);
   const all = usePoll((s) => api.clusters(s), 15000);
   const names = all.data?.map((x) => x.name) ?? [name];
+  // What this user may do here (its role and the console's token for the cluster, the lower).
+  const role = all.data?.find((x) => x.name === name)?.role ?? null;
+  const tabs = CLUSTER_TABS.filter((t) => t !== 'tokens' || role === 'admin');
   return (
     <div className="cluster-page">
       <div className="cluster-head">
@@ -124,8 +129,13 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
             ))}
           </select>
         )}
+        {role && (
+          <span className="badge badge-muted" title={ROLE_TEXT[role]} data-testid="cluster-role">
+            you: {role}
+          </span>
+        )}
         <nav className="tabs" role="tablist">
-          {CLUSTER_TABS.map((t) => (
+          {tabs.map((t) => (
             <a
               key={t}
               role="tab"
@@ -145,6 +155,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'migrations' && <Migrations key={name} c={c} />}
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}
+      {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );
 }

@@ -7,6 +7,7 @@ import type {
   AssignReply,
   AuditEntry,
   ClusterSummary,
+  CreatedToken,
   Group,
   LoginEvent,
   MigrateReply,
@@ -17,8 +18,10 @@ import type {
   PluginMetrics,
   Proxy,
   RebalanceReply,
+  Role,
   Slot,
   Stats,
+  Token,
 } from './types';
 
 /** An API failure: the `{"error":{"code","message"}}` body when there was one. */
@@ -248,6 +251,15 @@ export class ClusterApi {
   }
   pluginMetrics(name: string, signal?: AbortSignal) {
     return this.c.get<PluginMetrics>(`${this.base}/plugins/${enc(name)}/metrics`, signal);
+  }
+  tokens(signal?: AbortSignal) {
+    return this.c.get<Token[]>(`${this.base}/tokens`, signal);
+  }
+  createToken(name: string, role: Role) {
+    return this.c.post<CreatedToken>(`${this.base}/tokens`, { name, role });
+  }
+  revokeToken(name: string) {
+    return this.c.del<object>(`${this.base}/tokens/${enc(name)}`);
   }
 }
 

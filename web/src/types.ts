@@ -26,6 +26,9 @@ export interface Overview {
   keys: number;
 }
 
+/** What a dashboard token or a console user may do (docs/api.md, "Tokens and roles"). */
+export type Role = 'viewer' | 'operator' | 'admin';
+
 export interface ClusterSummary {
   name: string;
   store: string;
@@ -33,6 +36,24 @@ export interface ClusterSummary {
   reachable: boolean;
   overview: Overview | null;
   error: string | null;
+  has_token?: boolean;
+  /** The role of the console's token for this cluster (null: none, or no answer). */
+  token_role?: Role | null;
+  /** What this user may do there: the lower of its own role and the token's. */
+  role?: Role | null;
+}
+
+/** An API token of a cluster, never its secret. */
+export interface Token {
+  name: string;
+  role: Role;
+  created_unix: number;
+  created_by: string;
+}
+
+/** POST /tokens: the token and its secret, shown this once. */
+export interface CreatedToken extends Token {
+  token: string;
 }
 
 export interface Server {
@@ -196,6 +217,9 @@ export interface LoginEvent {
 export interface AuditEntry {
   time_ms: number;
   actor?: string;
+  /** The name of the token the dashboard call carried. */
+  token?: string | null;
+  role?: Role | null;
   user?: string;
   method?: string;
   path?: string;

@@ -1,7 +1,8 @@
 //! The dashboard API's audit layer and `GET /api/audit`. Every mutating call (POST, PUT,
-//! PATCH, DELETE) that passed the token check is recorded after it completes, with who
-//! (`X-Tessera-Actor`), what (method, path, body) and how it ended (status). Storing and
-//! trimming the log is `dashboard::audit`'s.
+//! PATCH, DELETE) that passed the token check is recorded after it completes, with who (the
+//! token's name and role, and the `X-Tessera-Actor` it claims), what (method, path, body) and
+//! how it ended (status, a 403 for a role too low included). Storing and trimming the log is
+//! `dashboard::audit`'s.
 
 use std::sync::Arc;
 
@@ -14,10 +15,12 @@ use axum::routing::{MethodRouter, get};
 use serde::Deserialize;
 
 use super::ApiError;
+use crate::dashboard::Caller;
 use crate::dashboard::audit::{AuditEntry, AuditLog};
 
 /// The header naming who makes a call: `console:<user>` from the console, `cli:<user>` from
-/// `tessera admin`. It is taken as given: anyone holding the admin token can write any name.
+/// `tessera admin`. It is taken as given (any token holder can write any name); the entry's
+/// `token`, the name of the token the call carried, is what the caller cannot choose.
 pub const ACTOR_HEADER: &str = "x-tessera-actor";
 
 /// Recorded when the caller sends no [`ACTOR_HEADER`].
@@ -34,6 +37,7 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
     if !is_mutation(req.method()) {
         return next.run(req).await;
     }
+    let caller = req.extensions().get::<Caller>().cloned();
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
@@ -49,6 +53,8 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
     let mut entry = AuditEntry {
         time_ms: now_ms(),
         actor: actor(&parts.headers),
+        token: caller.as_ref().map(|c| c.name.clone()),
+        role: caller.map(|c| c.role),
         method: parts.method.to_string(),
         path: parts
             .uri

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Request, State};
-use axum::http::{Method, StatusCode};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::proxy::ProxyStats;
 use crate::coordinator::model::{ProxyState, SlotAction};
 use crate::dashboard::{Dashboard, ServerHealth};
-use crate::http_error::{ApiError, bearer_matches, optional_json};
+use crate::http_error::{ApiError, optional_json};
 use crate::router::GroupId;
 
 type Body<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
@@ -46,25 +46,18 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/users/{name}", put(set_user).delete(delete_user))
         .route("/api/audit", super::audit::list_route(audit.clone()))
         .merge(super::plugins::dashboard_routes())
+        .merge(super::tokens::routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
-        // Inside the token check: only calls that passed it are recorded.
+        // Outermost first: the token (401 without a valid one), then the audit record (only
+        // of calls that passed it, so strangers cannot flood the log), then the role (403,
+        // recorded with the token that was refused). Which role each route needs: `access`.
+        .layer(middleware::from_fn(super::tokens::permit))
         .layer(middleware::from_fn_with_state(audit, super::audit::record))
-        .layer(middleware::from_fn_with_state(d.clone(), auth))
+        .layer(middleware::from_fn_with_state(
+            d.clone(),
+            super::tokens::authenticate,
+        ))
         .with_state(d)
-}
-
-/// Mutations always need the admin token; reads only with `--auth-reads`.
-async fn auth(State(d): State<Arc<Dashboard>>, req: Request, next: Next) -> Response {
-    let open = matches!(
-        req.uri().path(),
-        "/health" | "/metrics" | "/api/openapi.json"
-    );
-    let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let needed = !open && (!read || d.options().auth_reads);
-    if needed && !bearer_matches(req.headers(), d.token_sha256()) {
-        return ApiError::unauthorized().into_response();
-    }
-    next.run(req).await
 }
 
 async fn openapi() -> impl IntoResponse {
@@ -314,8 +307,14 @@ async fn proxy_offline(
     set_online(&d, &token, false).await
 }
 
+/// Stats of every proxy and their sums: fetched at most once a second, and by one request at
+/// a time, the others waiting for its answer (`dashboard::cache`).
+pub async fn cached_stats(d: &Dashboard) -> Result<Value, ApiError> {
+    d.stats.get_or_fetch(|| collect_stats(d)).await
+}
+
 /// Stats of every proxy, fetched now, and their sums.
-pub async fn collect_stats(d: &Dashboard) -> Result<Value, ApiError> {
+async fn collect_stats(d: &Dashboard) -> Result<Value, ApiError> {
     let proxies = d.registered_proxies().await?;
     let fetched = join_all(proxies.iter().map(|p| async move {
         let url = format!("http://{}/api/proxy/stats", p.admin_addr);
@@ -365,11 +364,11 @@ pub async fn collect_stats(d: &Dashboard) -> Result<Value, ApiError> {
 }
 
 async fn stats(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiError> {
-    collect_stats(&d).await.map(Json)
+    cached_stats(&d).await.map(Json)
 }
 
 async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiError> {
-    let stats = collect_stats(&d).await?;
+    let stats = cached_stats(&d).await?;
     let proxies = proxy_views(&d).await?;
     let epoch = *d.ops.lock().await;
     let st = d.state.lock().expect("state lock poisoned");

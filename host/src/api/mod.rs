@@ -5,10 +5,12 @@ mod audit;
 pub mod dashboard;
 mod plugins;
 pub mod proxy;
+mod tokens;
 pub use proxy::apply_catalog as plugins_apply;
 
 pub use crate::http_error::{ApiError, bearer_matches, optional_json};
 pub use audit::ACTOR_HEADER;
+pub use tokens::{ROLE_HEADER, TOKEN_HEADER};
 
 /// Serves `router` on `listener` until `shutdown` completes.
 ///

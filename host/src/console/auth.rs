@@ -383,6 +383,7 @@ mod tests {
             users: vec![User {
                 name: "ada".into(),
                 password_hash: hash_password("right").unwrap(),
+                role: None,
             }],
             secure_cookie,
             ..ConsoleConfig::default()

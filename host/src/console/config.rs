@@ -1,6 +1,6 @@
 //! `console.toml`: where the console listens, which stores it searches (and which keeps its
-//! sessions), its users (argon2id password hashes) and the admin token of each cluster. Read
-//! at start; `tessera up` writes one, always with mode 0600.
+//! sessions), its users (argon2id password hashes and roles) and the API token of each
+//! cluster. Read at start; `tessera up` writes one, always with mode 0600.
 //!
 //! ```toml
 //! listen = "127.0.0.1:9090"
@@ -12,6 +12,7 @@
 //! [[users]]
 //! name = "admin"
 //! password_hash = "$argon2id$v=19$m=19456,t=2,p=1$…"
+//! role = "admin"                      # viewer (the default), operator or admin
 //! [tokens]
 //! local = "…"                                       # bound to the first store
 //! other = { store = "etcd://10.0.0.5:2379", token = "…" }
@@ -27,6 +28,8 @@ use anyhow::{Context, bail};
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use serde::{Deserialize, Serialize};
+
+use crate::access::Role;
 
 /// The console's settings file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +59,8 @@ pub struct ConsoleConfig {
     pub secure_cookie: bool,
     #[serde(default)]
     pub users: Vec<User>,
-    /// Admin token per cluster name, sent to that cluster's dashboard in its store only.
+    /// API token per cluster name, sent to that cluster's dashboard in its store only. Its
+    /// role bounds what every console user can do there.
     #[serde(default)]
     pub tokens: BTreeMap<String, ClusterToken>,
 }
@@ -78,6 +82,17 @@ pub struct User {
     pub name: String,
     /// A PHC string from `tessera console hash-password`.
     pub password_hash: String,
+    /// What the user may do through the console (see [`User::role`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+}
+
+impl User {
+    /// The user's role: viewer unless console.toml gives another. Least privilege by default:
+    /// a user from before roles existed reads until someone makes it more.
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(Role::Viewer)
+    }
 }
 
 fn default_session_ttl() -> u64 {
@@ -134,7 +149,7 @@ impl ConsoleConfig {
         Ok(config)
     }
 
-    /// Writes the file with mode 0600 (it holds password hashes and admin tokens), through a
+    /// Writes the file with mode 0600 (it holds password hashes and API tokens), through a
     /// temporary file renamed over it.
     ///
     /// # Errors
@@ -325,6 +340,7 @@ mod tests {
                 password_hash: "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHQ$\
                                 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
                     .into(),
+                role: None,
             }],
             ..ConsoleConfig::default()
         };
@@ -338,6 +354,7 @@ mod tests {
         c.users.push(User {
             name: "admin".into(),
             password_hash: hash_password("pw").unwrap(),
+            role: Some(Role::Operator),
         });
         c.tokens
             .insert("local".into(), ClusterToken::Token("t".into()));
@@ -346,10 +363,17 @@ mod tests {
         assert_eq!(back, c);
         back.check().unwrap();
         assert!(toml::from_str::<ConsoleConfig>("lisen = \"x\"").is_err());
+        let no_role: User =
+            toml::from_str("name = \"v\"\npassword_hash = \"$argon2id$x\"").unwrap();
+        assert_eq!(no_role.role(), Role::Viewer);
+        assert!(
+            toml::from_str::<User>("name = \"v\"\npassword_hash = \"h\"\nrole = \"root\"").is_err()
+        );
         let bad = ConsoleConfig {
             users: vec![User {
                 name: "a".into(),
                 password_hash: "plain".into(),
+                role: None,
             }],
             ..ConsoleConfig::default()
         };

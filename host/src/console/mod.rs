@@ -1,9 +1,9 @@
 //! `tessera console`: the federation web console. It finds every cluster in its stores
 //! ([`discovery`]), relays the browser's calls to each cluster's dashboard ([`relay`]), merges
 //! their audit logs ([`audit`]), keeps its own login events apart ([`logins`]), and serves the
-//! single-page app ([`assets`]) to logged-in users ([`auth`], sessions kept in a store). It
-//! keeps no cluster state of its own; the dashboards own their clusters. Routes and shapes:
-//! docs/console.md.
+//! single-page app ([`assets`]) to logged-in users ([`auth`], sessions kept in a store), each
+//! relayed call bounded by the user's role. It keeps no cluster state of its own; the
+//! dashboards own their clusters. Routes and shapes: docs/console.md.
 
 mod assets;
 pub mod audit;
@@ -70,6 +70,12 @@ impl Console {
                 "no store to search for clusters: give --store URL (or stores = [...] in console.toml)"
             );
         }
+        for u in config.users.iter().filter(|u| u.role.is_none()) {
+            tracing::warn!(
+                user = %u.name,
+                "console user has no role and is a viewer: set role = \"operator\" or \"admin\" in console.toml for changes"
+            );
+        }
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(2))
             .build()
@@ -86,6 +92,15 @@ impl Console {
     /// The stores searched.
     pub fn stores(&self) -> &[String] {
         &self.config.stores
+    }
+
+    /// The role of console user `name` (a viewer when console.toml no longer lists it).
+    pub(crate) fn role_of(&self, name: &str) -> crate::access::Role {
+        self.config
+            .users
+            .iter()
+            .find(|u| u.name == name)
+            .map_or(crate::access::Role::Viewer, User::role)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Calls to clusters: `GET /api/clusters` (every cluster with its overview, fetched in
-//! parallel) and `ANY /api/clusters/{name}/{*rest}`, relayed to that cluster's dashboard as
-//! `/api/{rest}` with the console's admin token for it and `X-Tessera-Actor: console:<user>`.
-//! Status and JSON body come back as the dashboard sent them, with two exceptions: a
+//! parallel, and the role the user has there) and `ANY /api/clusters/{name}/{*rest}`, relayed
+//! to that cluster's dashboard as `/api/{rest}` with the console's token for it and
+//! `X-Tessera-Actor: console:<user>`, if the user's role allows the call (`access`). Status,
+//! JSON body and `X-Tessera-Role` come back as the dashboard sent them, with two exceptions: a
 //! dashboard's 401 becomes a 403 `cluster_token`, because a 401 from the console means "log in
 //! again"; and an answer that is not JSON becomes a 502 (nothing else is served on the
 //! console's origin). A cluster's token goes only to the cluster of that name in the store the
@@ -22,7 +23,8 @@ use serde_json::Value;
 use super::Console;
 use super::auth::SessionUser;
 use super::discovery::{Cluster, DashboardView, StoreView};
-use crate::api::ACTOR_HEADER;
+use crate::access::{self, Role};
+use crate::api::{ACTOR_HEADER, ROLE_HEADER};
 use crate::http_error::ApiError;
 
 /// How long a cluster's overview may take in `/api/clusters`.
@@ -41,18 +43,27 @@ pub struct ClusterView {
     reachable: bool,
     overview: Option<Value>,
     error: Option<String>,
-    /// Whether the console has an admin token for it (changes need one).
+    /// Whether the console has a token for it (reads and changes need one).
     has_token: bool,
+    /// The role of that token, as the dashboard told (null: no token, or no answer).
+    token_role: Option<Role>,
+    /// What the user may do there through the console: the lower of its own role and the
+    /// token's (null when the token's is unknown).
+    role: Option<Role>,
 }
 
 /// `GET /api/clusters`.
-pub async fn clusters(State(c): State<Arc<Console>>) -> Json<Vec<ClusterView>> {
+pub async fn clusters(
+    State(c): State<Arc<Console>>,
+    axum::Extension(user): axum::Extension<SessionUser>,
+) -> Json<Vec<ClusterView>> {
     let clusters = c.discovery.clusters().await;
-    let views = join_all(clusters.iter().map(|cl| view(&c, cl))).await;
+    let user_role = c.role_of(&user.user);
+    let views = join_all(clusters.iter().map(|cl| view(&c, cl, user_role))).await;
     Json(views)
 }
 
-async fn view(c: &Console, cl: &Cluster) -> ClusterView {
+async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
     let mut v = ClusterView {
         name: cl.name.clone(),
         store: cl.store.clone(),
@@ -61,6 +72,8 @@ async fn view(c: &Console, cl: &Cluster) -> ClusterView {
         overview: None,
         error: cl.error.clone(),
         has_token: c.config.token(&cl.name, &cl.store).is_some(),
+        token_role: None,
+        role: None,
     };
     if !cl.relayable() {
         return v;
@@ -79,6 +92,11 @@ async fn view(c: &Console, cl: &Cluster) -> ClusterView {
             .await
             .map_err(|e| unreachable(&cl.name, addr, &e))?;
         let status = resp.status();
+        let token_role: Option<Role> = resp
+            .headers()
+            .get(ROLE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
         let body: Value = resp
             .json()
             .await
@@ -90,13 +108,15 @@ async fn view(c: &Console, cl: &Cluster) -> ClusterView {
                 body["error"]["message"].as_str().unwrap_or("")
             ));
         }
-        Ok(body)
+        Ok((body, token_role))
     }
     .await;
     match fetched {
-        Ok(o) => {
+        Ok((o, token_role)) => {
             v.reachable = true;
             v.overview = Some(o);
+            v.token_role = token_role;
+            v.role = token_role.map(|t| t.min(user_role));
         }
         Err(e) => v.error = Some(e),
     }
@@ -122,6 +142,20 @@ pub async fn relay(
 
 async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Response, ApiError> {
     let (name, rest) = split_path(req.uri().path())?;
+    let api_path = format!("/api/{rest}");
+    let role = c.role_of(&user.user);
+    if let Some(needs) = access::required(req.method(), &api_path)
+        && role < needs
+    {
+        let who = format!("console user {}", user.user);
+        return Err(ApiError::forbidden(access::refusal(
+            &who,
+            role,
+            req.method(),
+            &api_path,
+            needs,
+        )));
+    }
     let query = req.uri().query().map(str::to_owned);
     let cluster = match c.discovery.find(&name, false).await {
         Some(cl) => cl,
@@ -137,7 +171,7 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
                 .unwrap_or_else(|| format!("cluster {name} has no dashboard")),
         ));
     };
-    let mut url = format!("http://{}/api/{rest}", dashboard.admin_addr);
+    let mut url = format!("http://{}{api_path}", dashboard.admin_addr);
     if let Some(q) = query {
         url.push('?');
         url.push_str(&q);
@@ -183,9 +217,10 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
     let status = resp.status();
     if status == StatusCode::UNAUTHORIZED {
         let why = if token.is_some() {
-            "refused the console's admin token for it: fix it under [tokens] in console.toml"
+            "refused the console's token for it (revoked?): fix it under [tokens] in console.toml"
         } else {
-            "needs an admin token: add it under [tokens] in console.toml, bound to its store"
+            "needs a token: add one under [tokens] in console.toml, bound to its store \
+             (`tessera admin token create`)"
         };
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -193,6 +228,11 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
             format!("the dashboard of cluster {name} {why}"),
         ));
     }
+    let token_role: Option<Role> = resp
+        .headers()
+        .get(ROLE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     // Only JSON comes back: a dashboard (or whatever answers at the address a store names)
     // must not serve HTML or script on the console's origin.
     let json = resp
@@ -230,6 +270,12 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
         header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
     );
+    if let Some(role) = token_role {
+        r.headers_mut().insert(
+            ROLE_HEADER,
+            axum::http::HeaderValue::from_static(role.as_str()),
+        );
+    }
     Ok(r)
 }
 

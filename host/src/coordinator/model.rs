@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! topom                the dashboard lock (ephemeral): who runs this cluster's dashboard
-//! meta                 cluster settings: admin token hash, proxy secret, topology epoch,
-//!                      the control plane's own Redis user (backend_admin)
+//! meta                 cluster settings: proxy secret, topology epoch, the control plane's
+//!                      own Redis user (backend_admin)
+//! tokens               API tokens: name, role, HMAC (`dashboard::tokens::TokensDoc`)
 //! users                the users clients AUTH as (`users::UsersDoc`)
 //! topology             the topology last committed (and pushed) with its epoch
 //! slots/slot-NNNN      1024 slots: owning group and migration action
@@ -79,6 +80,11 @@ impl Paths {
         format!("{}/proxy/{token}", self.base)
     }
 
+    /// The API tokens (`dashboard::tokens::TokensDoc`).
+    pub fn tokens(&self) -> String {
+        format!("{}/tokens", self.base)
+    }
+
     /// The users document (`users::UsersDoc`): who may AUTH to the cluster's proxies.
     pub fn users(&self) -> String {
         format!("{}/users", self.base)
@@ -107,7 +113,10 @@ pub fn valid_cluster_name(name: &str) -> bool {
 pub struct ClusterMeta {
     pub schema: u32,
     pub name: String,
-    /// sha256 (hex) of the admin token; the token itself is printed once, never stored.
+    /// Empty. Stores written before API tokens had the admin token's sha256 (hex) here; the
+    /// dashboard moves it to the tokens document at its first start and empties this (kept,
+    /// so proxies of that version still parse the meta).
+    #[serde(default)]
     pub admin_token_sha256: String,
     /// Secret the dashboard presents to proxies' admin APIs.
     pub proxy_secret: String,

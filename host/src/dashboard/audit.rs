@@ -19,14 +19,21 @@ pub const KEEP: usize = 1000;
 /// One recorded call.
 ///
 /// ```text
-/// {"time_ms": 1767225600000, "actor": "console:admin", "method": "POST",
-///  "path": "/api/groups", "detail": "{\"id\":3}", "status": 201}
+/// {"time_ms": 1767225600000, "actor": "console:admin", "token": "console", "role": "admin",
+///  "method": "POST", "path": "/api/groups", "detail": "{\"id\":3}", "status": 201}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
     pub time_ms: u64,
     /// `console:<user>`, `cli:<unix user>`, or `api` when the caller did not say.
     pub actor: String,
+    /// The name of the token the call carried (null in the console's own events and in
+    /// entries from before tokens had names).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// That token's role.
+    #[serde(default)]
+    pub role: Option<crate::access::Role>,
     pub method: String,
     /// The path and query as called.
     pub path: String,

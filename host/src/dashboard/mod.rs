@@ -5,6 +5,7 @@
 
 pub mod admin_user;
 pub mod audit;
+pub mod cache;
 mod guard;
 mod health;
 pub mod metrics;
@@ -12,13 +13,18 @@ mod migration;
 mod ops;
 pub mod plugins;
 mod push;
+mod token_key;
+pub mod tokens;
 pub mod users;
 
 pub use health::{ProxyHealth, ServerHealth};
 pub use migration::{MigrationStatus, SlotProgress};
 pub use push::PushError;
+pub use token_key::default_key_file;
+pub use tokens::{Caller, TokenView};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,7 +36,7 @@ use crate::coordinator::model::{
 };
 use crate::coordinator::{self, Ephemeral, Holder, Store};
 use crate::router::{GroupId, Topology};
-use crate::secret::{random_token, sha256_hex};
+use crate::secret::random_token;
 
 /// How long a crashed dashboard's lock outlives it (a successor on the same host takes it
 /// over at once when the holder's pid is gone).
@@ -42,10 +48,11 @@ pub struct DashboardOptions {
     pub cluster: String,
     pub store_url: String,
     pub listen: String,
-    /// Admin token to use (first start: stored hashed; later: must match).
+    /// The token named `admin` (first start: stored as its HMAC; later: must match, or
+    /// restores that token if it was revoked).
     pub admin_token: Option<String>,
-    /// Require the token for reads too.
-    pub auth_reads: bool,
+    /// The token key's file; beside an fs store when absent (`default_key_file`).
+    pub token_key_file: Option<PathBuf>,
     pub health_interval: Duration,
     /// Consecutive failed checks before a master is declared down.
     pub down_after: u32,
@@ -61,7 +68,7 @@ impl DashboardOptions {
             store_url: store_url.into(),
             listen: listen.into(),
             admin_token: None,
-            auth_reads: false,
+            token_key_file: None,
             health_interval: Duration::from_secs(1),
             down_after: 3,
             push_timeout: Duration::from_secs(5),
@@ -88,7 +95,8 @@ pub struct Dashboard {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) opts: DashboardOptions,
     pub(crate) info: DashboardInfo,
-    pub(crate) admin_token_sha256: String,
+    /// The API tokens and the key they are checked with.
+    pub(crate) tokens: tokens::Tokens,
     pub(crate) proxy_secret: String,
     /// The Redis user every connection to a server authenticates as (`admin_user`).
     pub(crate) backend_admin: crate::redis_client::Credential,
@@ -99,12 +107,17 @@ pub struct Dashboard {
     /// Serializes topology changes: one at a time, persisted then pushed.
     pub(crate) ops: tokio::sync::Mutex<u64>,
     pub(crate) http: reqwest::Client,
+    /// The proxies' stats, fetched at most once a second for the overview and stats routes.
+    pub(crate) stats: cache::Cached<serde_json::Value>,
     /// Fires when a write found the cluster lock held by someone else.
     lost: tokio::sync::watch::Receiver<bool>,
     pub(crate) migrations: migration::Migrations,
     /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
     _lock: Mutex<Ephemeral>,
 }
+
+/// How long the proxies' stats are served from the cache.
+const STATS_FOR: Duration = Duration::from_secs(1);
 
 /// Result of starting: the dashboard, and the admin token if it was generated now.
 pub struct Started {
@@ -118,7 +131,8 @@ impl Dashboard {
     ///
     /// # Errors
     /// The lock is held by a live dashboard (the message names it), the store is unreachable,
-    /// the port is taken, or `--admin-token` does not match the cluster's.
+    /// the port is taken, the token key is missing or wrong, or `--admin-token` does not
+    /// match the cluster's.
     pub async fn start(opts: DashboardOptions) -> anyhow::Result<Started> {
         let (store, paths) = coordinator::open_cluster(&opts.cluster, &opts.store_url).await?;
         let listener = tokio::net::TcpListener::bind(&opts.listen)
@@ -154,7 +168,8 @@ impl Dashboard {
         let guarded = guard::Guarded::new(store, paths.lock(), holder);
         let lost = guarded.lost();
         let store: Arc<dyn Store> = Arc::new(guarded);
-        let (meta, new_token) = init_meta(&*store, &paths, &opts).await?;
+        let meta = init_meta(&*store, &paths, &opts).await?;
+        let (tokens, new_token) = tokens::init(&*store, &paths, &opts).await?;
         let (groups, slots) = model::load_layout(&*store, &paths)
             .await
             .context("loading the cluster layout")?;
@@ -192,7 +207,7 @@ impl Dashboard {
             store,
             lost,
             info,
-            admin_token_sha256: meta.admin_token_sha256.clone(),
+            tokens,
             proxy_secret: meta.proxy_secret.clone(),
             backend_admin: meta
                 .backend_admin
@@ -202,6 +217,7 @@ impl Dashboard {
             state: Mutex::new(state),
             ops: tokio::sync::Mutex::new(meta.epoch),
             http,
+            stats: cache::Cached::new(STATS_FOR),
             migrations: Default::default(),
             opts,
             _lock: Mutex::new(lock),
@@ -258,10 +274,6 @@ impl Dashboard {
         &self.info
     }
 
-    pub fn token_sha256(&self) -> &str {
-        &self.admin_token_sha256
-    }
-
     /// The topology as it stands, at `epoch`.
     pub(crate) fn topology(&self, epoch: u64) -> Topology {
         let st = self.state.lock().expect("state lock poisoned");
@@ -287,21 +299,13 @@ impl Dashboard {
     }
 }
 
-/// Reads the cluster's settings, creating them (and an admin token) on first start.
+/// Reads the cluster's settings, creating them on first start (its tokens are `tokens::init`'s).
 async fn init_meta(
     store: &dyn Store,
     paths: &Paths,
     opts: &DashboardOptions,
-) -> anyhow::Result<(ClusterMeta, Option<String>)> {
+) -> anyhow::Result<ClusterMeta> {
     if let Some((mut meta, version)) = model::read::<ClusterMeta>(store, &paths.meta()).await? {
-        if let Some(t) = &opts.admin_token
-            && !crate::secret::matches_sha256_hex(t, &meta.admin_token_sha256)
-        {
-            bail!(
-                "--admin-token does not match the token cluster {} was created with",
-                opts.cluster
-            );
-        }
         if meta.backend_admin.is_none() {
             // A cluster created before the control plane had its own Redis user.
             meta.backend_admin = Some(admin_user::new_credential());
@@ -319,18 +323,12 @@ async fn init_meta(
                 ),
             }
         }
-        return Ok((meta, None));
+        return Ok(meta);
     }
-    let generated = opts.admin_token.is_none().then(random_token);
-    let token = opts
-        .admin_token
-        .clone()
-        .or_else(|| generated.clone())
-        .expect("one of the two is set");
     let meta = ClusterMeta {
         schema: SCHEMA_VERSION,
         name: opts.cluster.clone(),
-        admin_token_sha256: sha256_hex(&token),
+        admin_token_sha256: String::new(),
         proxy_secret: random_token(),
         epoch: 1,
         created_unix: model::now_unix(),
@@ -341,7 +339,7 @@ async fn init_meta(
         .compare_and_swap(&paths.meta(), None, bytes.into())
         .await?
     {
-        coordinator::Cas::Written(_) => Ok((meta, generated)),
+        coordinator::Cas::Written(_) => Ok(meta),
         coordinator::Cas::Conflict(_) => bail!(
             "cluster {} was created concurrently; start again",
             opts.cluster

@@ -246,7 +246,8 @@ pub(crate) struct DashboardOptions {
     pub(crate) cluster: String,
     pub(crate) store: String,
     pub(crate) token: Option<String>,
-    pub(crate) auth_reads: bool,
+    /// `--token-key-file`; the dashboard's default (beside an fs store) when `None`.
+    pub(crate) token_key_file: Option<PathBuf>,
     pub(crate) health_interval_ms: u64,
     pub(crate) down_after: u32,
 }
@@ -259,7 +260,7 @@ impl DashboardOptions {
             cluster: CLUSTER.to_owned(),
             store: store.to_owned(),
             token: Some(TOKEN.to_owned()),
-            auth_reads: false,
+            token_key_file: None,
             health_interval_ms: 200,
             down_after: 2,
         }
@@ -276,8 +277,8 @@ impl DashboardOptions {
         if let Some(t) = &self.token {
             cmd.args(["--admin-token", t]);
         }
-        if self.auth_reads {
-            cmd.arg("--auth-reads");
+        if let Some(k) = &self.token_key_file {
+            cmd.arg("--token-key-file").arg(k);
         }
         cmd
     }
@@ -487,6 +488,7 @@ pub(crate) struct ControlPlane {
     pub(crate) dashboard: Dashboard,
     pub(crate) servers: Vec<RedisServer>,
     options: DashboardOptions,
+    /// The fs store's directory, or for a given store the token key's.
     _store_dir: Option<TempDir>,
 }
 
@@ -496,7 +498,6 @@ pub(crate) struct ControlPlaneBuilder {
     servers: usize,
     proxies: usize,
     store: Option<String>,
-    auth_reads: bool,
 }
 
 impl ControlPlaneBuilder {
@@ -518,25 +519,19 @@ impl ControlPlaneBuilder {
         self
     }
 
-    /// Starts the dashboard with `--auth-reads`.
-    pub(crate) fn auth_reads(mut self) -> Self {
-        self.auth_reads = true;
-        self
-    }
-
     /// Starts everything; every process is ready when this returns.
     pub(crate) fn start(self) -> ControlPlane {
-        let (store_dir, store) = match self.store {
-            Some(url) => (None, url),
-            None => {
-                let dir = tempfile::tempdir().expect("creating the store's temp dir");
-                let url = format!("fs://{}", dir.path().join("store").display());
-                (Some(dir), url)
-            }
-        };
+        let dir = tempfile::tempdir().expect("creating the store's temp dir");
+        let given = self.store.is_some();
+        let store = self
+            .store
+            .unwrap_or_else(|| format!("fs://{}", dir.path().join("store").display()));
         let servers = (0..self.servers).map(|_| RedisServer::start()).collect();
         let mut options = DashboardOptions::new(&store);
-        options.auth_reads = self.auth_reads;
+        if given {
+            // A given store (etcd) has no place beside it for the token key.
+            options.token_key_file = Some(dir.path().join("token-key"));
+        }
         let dashboard = Dashboard::start(&options);
         let proxies = (0..self.proxies)
             .map(|_| ClusterProxy::start(&options.cluster, &options.store))
@@ -546,7 +541,7 @@ impl ControlPlaneBuilder {
             dashboard,
             servers,
             options,
-            _store_dir: store_dir,
+            _store_dir: Some(dir),
         }
     }
 }

@@ -51,7 +51,9 @@ pub(crate) struct ConsoleSetup {
     pub(crate) stores: Vec<String>,
     /// (name, password); hashed with `tessera console hash-password`.
     pub(crate) users: Vec<(String, String)>,
-    /// (cluster, admin token), bound to the first store.
+    /// (user, role) for users that are not viewers (a user without a role is one).
+    pub(crate) roles: Vec<(String, String)>,
+    /// (cluster, API token), bound to the first store.
     pub(crate) tokens: Vec<(String, String)>,
     /// (cluster, store, admin token).
     pub(crate) bound_tokens: Vec<(String, String, String)>,
@@ -76,6 +78,9 @@ impl ConsoleSetup {
                 "[[users]]\nname = \"{name}\"\npassword_hash = \"{hash}\""
             )
             .unwrap();
+            if let Some((_, role)) = self.roles.iter().find(|(u, _)| u == name) {
+                writeln!(t, "role = \"{role}\"").unwrap();
+            }
         }
         writeln!(t, "[tokens]").unwrap();
         for (cluster, token) in &self.tokens {

@@ -44,7 +44,7 @@ export function Audit() {
   const f = filter.trim().toLowerCase();
   const clusters = [...new Set((data ?? []).map((e) => e.cluster ?? ''))].sort();
   const rows = (data ?? []).filter(
-    (e) => (!cluster || (e.cluster ?? '') === cluster) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
+    (e) => (!cluster || (e.cluster ?? '') === cluster) && (!f || `${e.cluster ?? ''} ${auditWho(e)} ${e.token ?? ''} ${auditWhat(e)} ${auditDetail(e)}`.toLowerCase().includes(f)),
   );
   const loginRows = (logins.data ?? []).filter((e) => !f || `${e.user} ${e.addr} ${loginWhat(e)} ${e.detail}`.toLowerCase().includes(f));
   return (
@@ -80,6 +80,7 @@ export function Audit() {
               <th>Who</th>
               <th>What</th>
               <th className="num">Status</th>
+              <th>Token</th>
               <th>Detail</th>
             </tr>
           </thead>
@@ -91,12 +92,15 @@ export function Audit() {
                 <td>{auditWho(e)}</td>
                 <td className="mono">{auditWhat(e)}</td>
                 <td className="num">{e.status ?? ''}</td>
+                <td className="small" data-testid="audit-token">
+                  {e.token ? `${e.token}${e.role ? ` (${e.role})` : ''}` : ''}
+                </td>
                 <td className="mono small detail">{auditDetail(e)}</td>
               </tr>
             ))}
             {rows.length === 0 && (
               <tr>
-                <td colSpan={6} className="muted">
+                <td colSpan={7} className="muted">
                   Nothing recorded{f ? ' matches the filter' : ''}.
                 </td>
               </tr>
