@@ -149,6 +149,9 @@ impl Drop for Children {
 #[derive(Clone)]
 struct Stop(tokio::sync::watch::Receiver<bool>);
 
+/// What `tessera up` says when a signal ends its set-up.
+const INTERRUPTED: &str = "interrupted: stopping everything started so far";
+
 impl Stop {
     fn install(rt: &tokio::runtime::Runtime) -> anyhow::Result<Stop> {
         use tokio::signal::unix::{SignalKind, signal};
@@ -173,7 +176,7 @@ impl Stop {
     /// Fails once a signal has come.
     fn check(&self) -> anyhow::Result<()> {
         if self.requested() {
-            bail!("interrupted: stopping everything started so far");
+            bail!(INTERRUPTED);
         }
         Ok(())
     }
@@ -193,7 +196,7 @@ impl Stop {
         rt.block_on(async {
             tokio::select! {
                 r = work => r,
-                () = self.wait() => Err(anyhow::anyhow!("interrupted: stopping everything started so far")),
+                () = self.wait() => Err(anyhow::anyhow!(INTERRUPTED)),
             }
         })
     }

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{
-    Api, ControlPlane, Frame, Reply, TOKEN, keys_on, run_with_timeout, tessera_bin, wait_until,
-};
+use crate::support::{Api, ControlPlane, Frame, Reply, TOKEN, cli_stdout, keys_on, wait_until};
 
 /// Every mutating route of the API, with a body that would be valid.
 fn mutations() -> Vec<(&'static str, &'static str, Option<Value>)> {
@@ -238,23 +236,7 @@ fn malformed_bodies_get_400_and_the_error_shape_on_every_route() {
 
 /// Runs `tessera admin --dashboard <addr> --token <token> <args>`.
 fn admin(cp: &ControlPlane, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(tessera_bin());
-    cmd.arg("admin")
-        .args(["--dashboard", &cp.dashboard.addr().to_string()])
-        .args(["--token", TOKEN])
-        .args(args)
-        .env("RUST_BACKTRACE", "0");
-    run_with_timeout(&mut cmd, Duration::from_secs(30))
-}
-
-fn stdout_of(out: &std::process::Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "tessera admin {what} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    cp.admin_cli(TOKEN, args)
 }
 
 #[test]
@@ -265,7 +247,7 @@ fn admin_cli_prints_tables_and_json() {
     cp.assign(0, 511, 1);
     cp.assign(512, 1023, 2);
 
-    let groups = stdout_of(&admin(&cp, &["group", "list"]), "group list");
+    let groups = cli_stdout(&admin(&cp, &["group", "list"]), "group list");
     assert!(groups.contains("GROUP"), "a table with a header:\n{groups}");
     for i in 0..3 {
         assert!(
@@ -279,19 +261,19 @@ fn admin_cli_prints_tables_and_json() {
         "shows roles:\n{groups}"
     );
 
-    let slots = stdout_of(&admin(&cp, &["slots", "list"]), "slots list");
+    let slots = cli_stdout(&admin(&cp, &["slots", "list"]), "slots list");
     assert!(
         slots.contains("0-511") && slots.contains("512-1023"),
         "slot ranges:\n{slots}"
     );
 
-    let proxies = stdout_of(&admin(&cp, &["proxy", "list"]), "proxy list");
+    let proxies = cli_stdout(&admin(&cp, &["proxy", "list"]), "proxy list");
     assert!(
         proxies.contains(&cp.proxies[0].addr().to_string()),
         "lists the proxy:\n{proxies}"
     );
 
-    let overview = stdout_of(&admin(&cp, &["--json", "overview"]), "--json overview");
+    let overview = cli_stdout(&admin(&cp, &["--json", "overview"]), "--json overview");
     let v: Value = serde_json::from_str(&overview)
         .unwrap_or_else(|e| panic!("--json overview is not JSON ({e}):\n{overview}"));
     assert_eq!(v["cluster"], cp.options().cluster.as_str(), "{v}");
@@ -299,7 +281,7 @@ fn admin_cli_prints_tables_and_json() {
     assert_eq!(v["slots_assigned"], 1024, "{v}");
     assert_eq!(v["proxies"], 1, "{v}");
 
-    let groups_json = stdout_of(
+    let groups_json = cli_stdout(
         &admin(&cp, &["--json", "group", "list"]),
         "--json group list",
     );

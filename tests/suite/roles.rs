@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Api, Console, ConsoleSetup, ControlPlane, Dashboard, TOKEN, free_port, loopback,
-    run_with_timeout, tessera_bin, wait_until,
+    Api, Console, ConsoleSetup, ControlPlane, Dashboard, TOKEN, cli_stdout, free_port, loopback,
+    run_with_timeout, wait_until,
 };
 
 /// Creates a token with the admin token; returns a client of the API with the new one.
@@ -48,27 +47,6 @@ fn two_groups(cp: &ControlPlane) {
 
 fn owner_of(cp: &ControlPlane, slot: usize) -> Value {
     cp.api().get("/api/slots").ok()[slot]["group"].clone()
-}
-
-/// Runs `tessera admin --dashboard <addr> --token <token> <args>`.
-fn admin_cli(cp: &ControlPlane, token: &str, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(tessera_bin());
-    cmd.arg("admin")
-        .args(["--dashboard", &cp.dashboard.addr().to_string()])
-        .args(["--token", token])
-        .args(args)
-        .env("RUST_BACKTRACE", "0");
-    run_with_timeout(&mut cmd, Duration::from_secs(30))
-}
-
-fn stdout_of(out: &std::process::Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "tessera admin {what} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -180,8 +158,8 @@ fn an_operator_token_migrates_and_manages_plugins_but_cannot_add_a_server() {
 #[test]
 fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
     let mut cp = ControlPlane::builder().start();
-    let out = stdout_of(
-        &admin_cli(&cp, TOKEN, &["token", "create", "ci", "--role", "viewer"]),
+    let out = cli_stdout(
+        &cp.admin_cli(TOKEN, &["token", "create", "ci", "--role", "viewer"]),
         "token create",
     );
     assert!(out.starts_with("created token ci (viewer)"), "{out}");
@@ -194,10 +172,10 @@ fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
     assert_eq!(secret.len(), 32, "128 random bits in hex: {out}");
     let ci = cp.api().with_token(&secret);
     ci.get("/api/overview").ok();
-    let whoami = stdout_of(&admin_cli(&cp, &secret, &["token", "whoami"]), "whoami");
+    let whoami = cli_stdout(&cp.admin_cli(&secret, &["token", "whoami"]), "whoami");
     assert_eq!(whoami.trim(), "token ci (viewer)");
 
-    let list = stdout_of(&admin_cli(&cp, TOKEN, &["--json", "token", "list"]), "list");
+    let list = cli_stdout(&cp.admin_cli(TOKEN, &["--json", "token", "list"]), "list");
     let list: Value = serde_json::from_str(&list).expect("JSON");
     let names: Vec<(&str, &str)> = list
         .as_array()
@@ -210,17 +188,17 @@ fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
         !list.to_string().contains(&secret) && !list.to_string().contains("hmac"),
         "no secret nor HMAC is listed: {list}"
     );
-    let table = stdout_of(&admin_cli(&cp, TOKEN, &["token", "list"]), "list");
+    let table = cli_stdout(&cp.admin_cli(TOKEN, &["token", "list"]), "list");
     assert!(table.starts_with("NAME"), "{table}");
 
-    stdout_of(&admin_cli(&cp, TOKEN, &["token", "revoke", "ci"]), "revoke");
+    cli_stdout(&cp.admin_cli(TOKEN, &["token", "revoke", "ci"]), "revoke");
     for reply in [
         ci.get("/api/overview"),
         ci.post("/api/migrations", &json!({"from": 0, "to": 0, "group": 1})),
     ] {
         reply.expect_error(401, "unauthorized");
     }
-    let out = admin_cli(&cp, &secret, &["overview"]);
+    let out = cp.admin_cli(&secret, &["overview"]);
     assert!(!out.status.success(), "a revoked token is refused");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("401"),
@@ -229,7 +207,7 @@ fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
     );
 
     // The last admin token stays; `--admin-token` restores one an admin revoked.
-    let out = admin_cli(&cp, TOKEN, &["token", "revoke", "admin"]);
+    let out = cp.admin_cli(TOKEN, &["token", "revoke", "admin"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("409") && stderr.contains("last admin token"),

@@ -336,27 +336,7 @@ impl Root {
                 value,
             };
             let dir = path.parent().expect("a key path has a parent").to_owned();
-            let written = (|| {
-                private_dirs(&dir)?;
-                let name = path
-                    .file_name()
-                    .expect("a key path has a file name")
-                    .to_string_lossy()
-                    .into_owned();
-                let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
-                let mut file = File::options()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&tmp)?;
-                let r = file.write_all(&entry.encode());
-                if let Err(e) = r {
-                    let _ = fs::remove_file(&tmp);
-                    return Err(e);
-                }
-                Ok((tmp, file))
-            })();
-            match written {
+            match stage(&path, &entry) {
                 Ok((tmp, file)) => staged.push((tmp, path, key, file)),
                 Err(e) => {
                     cleanup(&staged);
@@ -409,19 +389,8 @@ impl Root {
         durable: bool,
     ) -> Result<(), StoreError> {
         let dir = path.parent().expect("a key path has a parent");
-        private_dirs(dir).map_err(|e| io_err(key, e))?;
-        let name = path
-            .file_name()
-            .expect("a key path has a file name")
-            .to_string_lossy();
-        let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
+        let (tmp, file) = stage(path, entry).map_err(|e| io_err(key, e))?;
         let result = (|| {
-            let mut file = File::options()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(&entry.encode())?;
             if durable {
                 file.sync_all()?;
             }
@@ -598,6 +567,28 @@ impl Root {
 }
 
 // === helpers ===
+
+/// Writes `entry` to a new temp file (mode 0600) beside `path`, creating its directories;
+/// not synced, not renamed. A failed write removes the temp file.
+fn stage(path: &Path, entry: &Entry) -> std::io::Result<(PathBuf, File)> {
+    let dir = path.parent().expect("a key path has a parent");
+    private_dirs(dir)?;
+    let name = path
+        .file_name()
+        .expect("a key path has a file name")
+        .to_string_lossy();
+    let tmp = dir.join(format!(".{name}.tmp.{}", nonce()));
+    let mut file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    if let Err(e) = file.write_all(&entry.encode()) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok((tmp, file))
+}
 
 /// `create_dir_all` with mode 0700 for the directories it creates.
 fn private_dirs(dir: &Path) -> std::io::Result<()> {

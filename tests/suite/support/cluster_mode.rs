@@ -599,6 +599,17 @@ impl ControlPlane {
         self.proxies.len() - 1
     }
 
+    /// Runs `tessera admin --dashboard <its dashboard> --token <token> <args>` (bounded).
+    pub(crate) fn admin_cli(&self, token: &str, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(tessera_bin());
+        cmd.arg("admin")
+            .args(["--dashboard", &self.dashboard.addr().to_string()])
+            .args(["--token", token])
+            .args(args)
+            .env("RUST_BACKTRACE", "0");
+        run_with_timeout(&mut cmd, Duration::from_secs(30))
+    }
+
     /// Runs `f` on the fixture's store (the same one the dashboard uses).
     pub(crate) fn with_store<T>(
         &self,
@@ -842,6 +853,17 @@ impl Drop for Up {
 /// Two free loopback ports `p` and `p + 1` (`tessera up --port p` takes both).
 pub(crate) fn two_consecutive_free_ports() -> u16 {
     super::consecutive_free_ports(2)
+}
+
+/// The stdout of a `tessera admin` run that must have succeeded (`what` names it in the panic).
+pub(crate) fn cli_stdout(out: &std::process::Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "tessera admin {what} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Whether something on loopback `port` answers PING with `+PONG` now.

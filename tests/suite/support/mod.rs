@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub(crate) use cluster::{Cluster, tag_on};
 pub(crate) use cluster_mode::{
     Api, ClusterProxy, ControlPlane, Dashboard, DashboardOptions, Reply, TOKEN, Up, answers_on,
-    tessera_bin, two_consecutive_free_ports,
+    cli_stdout, tessera_bin, two_consecutive_free_ports,
 };
 pub(crate) use console::{Answer, Console, ConsoleClient, ConsoleSetup, LoginClient};
 pub(crate) use etcd::Etcd;
