@@ -467,8 +467,12 @@ fn a_clusters_token_never_goes_to_a_same_named_cluster_of_another_store() {
     assert_eq!(local["has_token"], false, "{listed_token}");
 }
 
-#[test]
-fn the_relay_serves_only_json_from_a_dashboard() {
+/// A console relaying to a dashboard that is then killed, and whatever next answers at that
+/// dashboard's address: `answer` writes the whole HTTP answer to each call. Returns what the
+/// console answered for the first relayed call that reached it.
+fn relayed_from_an_impostor(
+    answer: impl Fn(&mut std::net::TcpStream) + Send + 'static,
+) -> crate::support::Reply {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("fs://{}", dir.path().join("store").display());
     let mut dashboard = Dashboard::start(&DashboardOptions::new(&store));
@@ -482,7 +486,6 @@ fn the_relay_serves_only_json_from_a_dashboard() {
     });
     let c = console.login("ada", "pw");
     c.get(&groups).ok();
-    // Whatever answers at the dashboard's address now serves a page with a script.
     let addr = dashboard.addr();
     dashboard.kill();
     let listener = wait_for_bind(addr);
@@ -491,7 +494,7 @@ fn the_relay_serves_only_json_from_a_dashboard() {
     let server = {
         let served = served.clone();
         std::thread::spawn(move || {
-            use std::io::{Read, Write};
+            use std::io::Read;
             let deadline = std::time::Instant::now() + Duration::from_secs(30);
             while std::time::Instant::now() < deadline && served.load(Ordering::SeqCst) < 3 {
                 let Ok((mut s, _)) = listener.accept() else {
@@ -500,16 +503,12 @@ fn the_relay_serves_only_json_from_a_dashboard() {
                 };
                 s.set_nonblocking(false).unwrap();
                 s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
                 let mut buf = [0u8; 4096];
                 let _ = s.read(&mut buf);
-                let page = "<script>steal()</script>";
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
-                     connection: close\r\n\r\n{page}",
-                    page.len()
-                );
+                // Counted once called: the console may stop reading before the answer ends.
                 served.fetch_add(1, Ordering::SeqCst);
+                answer(&mut s);
             }
         })
     };
@@ -526,7 +525,22 @@ fn the_relay_serves_only_json_from_a_dashboard() {
     }
     served.store(usize::MAX / 2, Ordering::SeqCst);
     server.join().unwrap();
-    let r = hit.expect("the console called the page's server");
+    hit.expect("the console called the impostor")
+}
+
+#[test]
+fn the_relay_serves_only_json_from_a_dashboard() {
+    // Whatever answers at the dashboard's address now serves a page with a script.
+    let r = relayed_from_an_impostor(|s| {
+        use std::io::Write;
+        let page = "<script>steal()</script>";
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{page}",
+            page.len()
+        );
+    });
     assert_eq!(r.status, 502, "{}", r.body);
     assert!(!r.body.contains("<script>"), "{}", r.body);
     assert!(
@@ -536,6 +550,30 @@ fn the_relay_serves_only_json_from_a_dashboard() {
     );
     let message = r.expect_error(502, "bad_gateway");
     assert!(message.contains("no JSON"), "{message}");
+}
+
+#[test]
+fn the_relay_stops_reading_an_endless_answer() {
+    // JSON without a length, chunk after chunk: 1 MiB chunks, at most 100 (past the 64 MiB cap).
+    let r = relayed_from_an_impostor(|s| {
+        use std::io::Write;
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+              transfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        );
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..100 {
+            if write!(s, "{:x}\r\n", chunk.len()).is_err()
+                || s.write_all(&chunk).is_err()
+                || s.write_all(b"\r\n").is_err()
+            {
+                return;
+            }
+        }
+        let _ = s.write_all(b"0\r\n\r\n");
+    });
+    let message = r.expect_error(502, "bad_gateway");
+    assert!(message.contains("more than"), "{message}");
 }
 
 /// Binds `addr` once the process that held it has let it go (bounded).

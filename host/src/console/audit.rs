@@ -52,7 +52,9 @@ pub async fn merged(
                 req = req.bearer_auth(t);
             }
             let resp = req.send().await.ok()?.error_for_status().ok()?;
-            let entries: Vec<AuditEntry> = resp.json().await.ok()?;
+            let entries: Vec<AuditEntry> = super::fetch::json(resp, super::fetch::MAX_PAGE)
+                .await
+                .ok()?;
             Some((cl.name.clone(), entries))
         }
     }))

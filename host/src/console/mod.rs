@@ -10,6 +10,7 @@ pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod discovery;
+mod fetch;
 pub mod logins;
 pub mod relay;
 

@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::Console;
 use super::auth::SessionUser;
 use super::discovery::{Cluster, DashboardView, StoreView};
+use super::fetch::MAX_BODY;
 use crate::access::{self, Role};
 use crate::api::{ACTOR_HEADER, ROLE_HEADER};
 use crate::http_error::ApiError;
@@ -31,8 +32,6 @@ use crate::http_error::ApiError;
 const OVERVIEW_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a relayed call may take: promotions and pushes wait for every proxy.
 const RELAY_TIMEOUT: Duration = Duration::from_secs(35);
-/// Largest body relayed (plugin modules are the big ones).
-const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// An entry of `GET /api/clusters`.
 #[derive(Serialize)]
@@ -97,8 +96,7 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
             .get(ROLE_HEADER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
-        let body: Value = resp
-            .json()
+        let body: Value = super::fetch::json(resp, super::fetch::MAX_PAGE)
             .await
             .map_err(|e| format!("dashboard at {addr} answered no JSON overview: {e}"))?;
         if !status.is_success() {
@@ -257,7 +255,7 @@ async fn relay_call(c: &Console, user: &SessionUser, req: Request) -> Result<Res
             ),
         ));
     }
-    let bytes = resp.bytes().await.map_err(|e| {
+    let bytes = super::fetch::body(resp, MAX_BODY).await.map_err(|e| {
         ApiError::new(
             StatusCode::BAD_GATEWAY,
             "bad_gateway",
