@@ -61,8 +61,12 @@ impl RedisServer {
             };
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
+                // Ours only if it reports our child's pid: another test's server may have
+                // taken the port between the pick and this one's bind.
+                let pid = format!("process_id:{}\r\n", server.child.id());
                 if let Some(mut c) = server.try_client()
-                    && c.call_str(&["PING"]) == b"+PONG\r\n"
+                    && let Some(info) = c.try_call(&[b"INFO".to_vec(), b"server".to_vec()])
+                    && info.windows(pid.len()).any(|w| w == pid.as_bytes())
                 {
                     return server;
                 }
@@ -102,20 +106,34 @@ pub(crate) struct Client {
 impl Client {
     /// Sends a command and returns its raw RESP2 reply.
     pub(crate) fn call(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
+        match self.exchange(args) {
+            Ok(reply) => reply,
+            Err(e) => panic!("redis call failed: {e}"),
+        }
+    }
+
+    /// As [`Self::call`], `None` on a failed or closed connection (probing a starting server).
+    fn try_call(&mut self, args: &[Vec<u8>]) -> Option<Vec<u8>> {
+        self.exchange(args).ok()
+    }
+
+    fn exchange(&mut self, args: &[Vec<u8>]) -> std::io::Result<Vec<u8>> {
         let mut req = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
             req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
             req.extend_from_slice(a);
             req.extend_from_slice(b"\r\n");
         }
-        self.s.write_all(&req).expect("write");
+        self.s.write_all(&req)?;
         loop {
             if let Ok(end) = resp::value_end(&self.buf, 0) {
-                return self.buf.drain(..end).collect();
+                return Ok(self.buf.drain(..end).collect());
             }
             let mut chunk = [0u8; 16 * 1024];
-            let n = self.s.read(&mut chunk).expect("read");
-            assert!(n > 0, "redis closed the connection");
+            let n = self.s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
