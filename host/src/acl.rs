@@ -123,11 +123,19 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in table.iter() {
         let forwarded = match cmd.kind {
-            Kind::Keyed | Kind::Split(_) => true,
+            // A transaction runs on the shared connections as one block; blocking commands
+            // on dedicated ones (and inside scripts and transactions they do not block).
+            Kind::Keyed | Kind::Split(_) | Kind::Blocking | Kind::Transaction(_) => true,
+            Kind::Library(_) => true,
             Kind::AdminKeyed | Kind::Admin(_) => policy.admin_commands,
             // Harmless in scripts, and answered alike by any server.
             Kind::Local(Local::Ping | Local::Echo | Local::Time | Local::Dbsize) => true,
-            Kind::Local(_) | Kind::ScriptKill | Kind::Unsupported | Kind::Refused => false,
+            // CLIENT ID: a dedicated connection learns its id, for CLIENT UNBLOCK by the
+            // proxy's control user should its blocked command have to move.
+            Kind::Local(Local::Client) => cmd.name == "CLIENT|ID",
+            Kind::Local(_) | Kind::ScriptKill | Kind::Wait | Kind::Unsupported | Kind::Refused => {
+                false
+            }
         };
         let denied = policy.denied.commands.iter().any(|d| d == cmd.name)
             || cmd.abi_class() & policy.denied.classes != 0;

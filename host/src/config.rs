@@ -48,6 +48,10 @@ pub struct ProxyConfig {
     pub backend_connect_timeout_ms: u64,
     /// Connections per backend address per worker thread (and per protocol version).
     pub backend_connections: usize,
+    /// Dedicated connections per backend address, all workers together: one per client
+    /// blocked in BLPOP, XREAD … BLOCK, WAIT …, or holding a WATCH. Past it those commands
+    /// get a clear error (the shared connections are never blocked).
+    pub dedicated_connections: usize,
     /// When set, clients must `AUTH` with it (or `HELLO … AUTH default <password>`).
     pub session_password: Option<String>,
     /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …) and the
@@ -92,6 +96,7 @@ impl Default for ProxyConfig {
             backend_timeout_ms: 30_000,
             backend_connect_timeout_ms: 3_000,
             backend_connections: 1,
+            dedicated_connections: 1024,
             session_password: None,
             admin_commands: false,
             backend_acl: true,

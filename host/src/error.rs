@@ -55,6 +55,10 @@ pub enum DataError {
     InvalidCursor,
     #[error("ERR DB index is out of range: tessera serves database 0 only")]
     DbOutOfRange,
+    #[error("EXECABORT Transaction discarded because of previous errors.")]
+    ExecAbort,
+    #[error("ERR command '{0}' cannot be queued in a transaction through tessera")]
+    NotInTransaction(String),
 
     // === policy ===
     #[error("NOAUTH Authentication required.")]
@@ -115,6 +119,10 @@ pub enum DataError {
     SlotBlocked(u16),
     #[error("ERR no backend is serving any slot")]
     NoBackend,
+    #[error(
+        "TRYAGAIN slot {0} is moving to another group: the transaction was discarded, nothing of it ran; retry it"
+    )]
+    TransactionMoved(u16),
 
     // === backend ===
     #[error("ERR backend {addr} unavailable: {reason}")]
@@ -125,6 +133,10 @@ pub enum DataError {
     UnexpectedReply(&'static str),
     #[error("ERR SCAN cursor out of range for this cluster")]
     CursorOutOfRange,
+    #[error(
+        "ERR backend {addr} has {limit} dedicated connections for blocking commands and WATCH already (dedicated_connections); try again later"
+    )]
+    DedicatedExhausted { addr: Arc<str>, limit: usize },
     /// The parts' replies could not be merged (e.g. a SUM past i64: Redis's overflow text).
     #[error("ERR {0}")]
     Merge(#[from] tessera_plugin_abi::merge::MergeError),
@@ -174,7 +186,9 @@ impl DataError {
             | Invalid(_)
             | NoProto
             | InvalidCursor
-            | DbOutOfRange => Side::Client,
+            | DbOutOfRange
+            | ExecAbort
+            | NotInTransaction(_) => Side::Client,
             NoAuth
             | NoAuthHello
             | WrongPass
@@ -188,13 +202,17 @@ impl DataError {
             | ReservedKey(_)
             | ScriptsUnconfined(_) => Side::Policy,
             QueryBufferLimit { .. } | ProxyRequestMemory { .. } | MaxClients => Side::Limit,
-            CrossSlot | SlotNotServed(_) | MasterDown { .. } | SlotBlocked(_) | NoBackend => {
-                Side::Routing
-            }
+            CrossSlot
+            | SlotNotServed(_)
+            | MasterDown { .. }
+            | SlotBlocked(_)
+            | NoBackend
+            | TransactionMoved(_) => Side::Routing,
             BackendUnavailable { .. }
             | BackendDropped
             | UnexpectedReply(_)
             | CursorOutOfRange
+            | DedicatedExhausted { .. }
             | Merge(_) => Side::Backend,
             PluginFailed { .. }
             | PluginCall { .. }

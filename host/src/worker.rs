@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 
 use crate::acl::{self, PolicyInputs};
-use crate::backend::{BackendStats, Login, Pool};
+use crate::backend::{BackendStats, DedicatedLimit, DedicatedPool, Login, Pool};
 use crate::clients::ClientRegistry;
 use crate::config::ProxyConfig;
 use crate::limits::MemoryPool;
@@ -41,6 +42,8 @@ pub struct Shared {
     pub requests: Arc<MemoryPool>,
     /// Memory held for replies clients have not read yet.
     pub replies: Arc<MemoryPool>,
+    /// Dedicated backend connections (blocking commands, WATCH) per backend, all workers.
+    pub dedicated: Arc<DedicatedLimit>,
     /// The backend user with full rights (cluster mode: the cluster's; static mode: the
     /// config's); `None`: Redis's `default` user.
     backend_admin: RwLock<Option<Credential>>,
@@ -52,6 +55,10 @@ pub struct Shared {
     /// for every batch routed under the old table (see `drain`).
     inflight: [AtomicUsize; 2],
     phase: AtomicUsize,
+    /// Bumped when a table swap starts draining: commands blocked on a backend (which count
+    /// as in flight) look at the new table and, if their slot moved, are unblocked there and
+    /// sent again to the new owner.
+    swaps: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -61,6 +68,7 @@ impl Shared {
         let requests = Arc::new(MemoryPool::new(config.query_buffer_total));
         let replies = Arc::new(MemoryPool::new(config.output_buffer_total));
         let backend_admin = RwLock::new(config.backend_admin());
+        let dedicated = DedicatedLimit::new(config.dedicated_connections);
         // Start-up checks the table first (`tessera proxy` fails with the reason); should an
         // invalid one get here anyway, no one logs in rather than everyone.
         let users = config.users_table().unwrap_or_else(|e| {
@@ -71,6 +79,7 @@ impl Shared {
             users: arc_swap::ArcSwap::from_pointee(users),
             requests,
             replies,
+            dedicated,
             backend_admin,
             logins_version: AtomicU64::new(1),
             config,
@@ -85,6 +94,7 @@ impl Shared {
             active: AtomicUsize::new(0),
             inflight: Default::default(),
             phase: AtomicUsize::new(0),
+            swaps: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -131,6 +141,11 @@ impl Shared {
         p
     }
 
+    /// Tells of each table swap as it starts draining (see `swaps`).
+    pub(crate) fn swaps(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swaps.subscribe()
+    }
+
     /// The batch started in phase `p` has all its replies.
     #[inline]
     pub(crate) fn leave(&self, p: usize) {
@@ -147,6 +162,7 @@ impl Shared {
     pub async fn drain(&self, limit: Duration) -> Result<(), usize> {
         let old = self.phase.load(Ordering::SeqCst);
         self.phase.store(1 - old, Ordering::SeqCst);
+        self.swaps.send_modify(|n| *n += 1);
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let left = self.inflight[old].load(Ordering::SeqCst);
@@ -181,6 +197,8 @@ pub struct Stats {
 pub struct Worker {
     pub shared: Arc<Shared>,
     pub pool: Pool,
+    /// This thread's idle dedicated connections (blocking commands, WATCH).
+    pub dedicated: Rc<DedicatedPool>,
     /// Keys found gone from their migrating slot's source under the table in force.
     pub moved: MovedKeys,
     /// This thread's warm plugin instances (created with the first plugin).
@@ -205,9 +223,11 @@ const CONFINED_LOGINS: usize = 1024;
 
 impl Worker {
     pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
+        let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
         Self {
             shared,
             pool,
+            dedicated,
             moved: MovedKeys::default(),
             plugins: RefCell::new(None),
             logins: RefCell::new(Logins::default()),
@@ -232,6 +252,7 @@ impl Worker {
             drop(l);
             // Connections of logins no longer derived are let go once they are idle.
             self.pool.retain_logins(|_| false);
+            self.dedicated.clear_idle();
             l = self.logins.borrow_mut();
         }
         l

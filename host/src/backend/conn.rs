@@ -45,6 +45,9 @@ pub struct BackendStats {
 
 struct Request {
     bytes: Bytes,
+    /// Replies before the one delivered that belong to this request and are dropped (a
+    /// transaction's `+OK` and `+QUEUED`s: only `EXEC`'s reply is the client's).
+    skip: u32,
     tx: SlotTx<ReplyResult>,
     /// The client the reply is held for, until it takes it.
     account: Option<Rc<OutputAccount>>,
@@ -86,6 +89,17 @@ const READ_CHUNK: usize = 16 * 1024;
 impl BackendConn {
     /// Starts the connection task on the current thread's `LocalSet`.
     pub fn spawn(addr: Arc<str>, proto: Proto, login: Login, opts: BackendOptions) -> Self {
+        Self::spawn_owned(addr, proto, login, opts).0
+    }
+
+    /// Like `spawn`, with the task's abort handle: aborting it closes the socket at once,
+    /// even with a request still waiting (a blocked command).
+    pub fn spawn_owned(
+        addr: Arc<str>,
+        proto: Proto,
+        login: Login,
+        opts: BackendOptions,
+    ) -> (Self, tokio::task::AbortHandle) {
         let (tx, rx) = queue();
         let task = ConnTask {
             addr: addr.clone(),
@@ -94,16 +108,28 @@ impl BackendConn {
             opts,
             rx,
         };
-        tokio::task::spawn_local(task.run());
-        Self { tx, addr }
+        let handle = tokio::task::spawn_local(task.run());
+        (Self { tx, addr }, handle.abort_handle())
     }
 
     /// Queues `bytes` (exact RESP) and returns where its reply will arrive; the reply is held
     /// on `account`'s behalf until taken.
     pub fn send(&self, bytes: Bytes, account: Option<&Rc<OutputAccount>>) -> ReplyRx {
+        self.send_block(bytes, 0, account)
+    }
+
+    /// Queues `bytes`, several requests written contiguously, whose last reply is the one
+    /// returned: the `skip` replies before it are read and dropped.
+    pub fn send_block(
+        &self,
+        bytes: Bytes,
+        skip: u32,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
         let (tx, rx) = slot();
         let req = Request {
             bytes,
+            skip,
             tx,
             account: account.cloned(),
         };
@@ -137,6 +163,7 @@ struct ConnTask {
 /// A request written and waiting for its reply.
 struct InFlight {
     at: Instant,
+    skip: u32,
     tx: SlotTx<ReplyResult>,
     account: Option<Rc<OutputAccount>>,
 }
@@ -271,6 +298,7 @@ impl ConnTask {
                 for req in batch.drain(..) {
                     inflight.borrow_mut().push_back(InFlight {
                         at: now,
+                        skip: req.skip,
                         tx: req.tx,
                         account: req.account,
                     });
@@ -306,8 +334,13 @@ impl ConnTask {
                             if reply.first() == Some(&b'>') {
                                 continue; // out-of-band push; never requested, never routed
                             }
-                            match inflight.borrow_mut().pop_front() {
-                                Some(f) => f.deliver(Ok(reply)),
+                            let mut inflight = inflight.borrow_mut();
+                            match inflight.front_mut() {
+                                Some(f) if f.skip > 0 => f.skip -= 1,
+                                Some(_) => {
+                                    let f = inflight.pop_front().expect("front exists");
+                                    f.deliver(Ok(reply));
+                                }
                                 None => return Err::<(), String>("reply without a request".into()),
                             }
                         }

@@ -11,12 +11,14 @@
 //! user); connections of different logins are never shared.
 
 mod conn;
+mod dedicated;
 mod local;
 mod pool;
 
 use std::sync::Arc;
 
 pub use conn::{BackendConn, BackendOptions, BackendStats, ReplyRx};
+pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool};
 pub use pool::Pool;
 
 use bytes::Bytes;

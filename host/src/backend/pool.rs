@@ -33,6 +33,10 @@ impl Pool {
         }
     }
 
+    pub fn options(&self) -> &BackendOptions {
+        &self.opts
+    }
+
     /// Sends `req` to `addr` over a connection speaking `proto` logged in as `login`
     /// (round-robin over the set); the reply is held on `account`'s behalf until taken.
     pub fn send(
@@ -41,6 +45,20 @@ impl Pool {
         proto: Proto,
         login: &Login,
         req: Bytes,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        self.send_block(addr, proto, login, req, 0, account)
+    }
+
+    /// Sends several requests written contiguously on one connection (a transaction's
+    /// `MULTI … EXEC`); the last reply is returned, the `skip` before it dropped.
+    pub fn send_block(
+        &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        skip: u32,
         account: Option<&Rc<OutputAccount>>,
     ) -> ReplyRx {
         let mut conns = self.conns.borrow_mut();
@@ -53,12 +71,12 @@ impl Pool {
             .iter()
             .find(|(p, id, _)| *p == proto && *id == login.id)
         {
-            return self.pick(set).send(req, account);
+            return self.pick(set).send_block(req, skip, account);
         }
         let set: Box<[BackendConn]> = (0..self.per_backend)
             .map(|_| BackendConn::spawn(addr.clone(), proto, login.clone(), self.opts.clone()))
             .collect();
-        let rx = self.pick(&set).send(req, account);
+        let rx = self.pick(&set).send_block(req, skip, account);
         sets.push((proto, login.id, set));
         rx
     }

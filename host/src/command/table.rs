@@ -33,10 +33,30 @@ pub enum Kind {
     /// SCRIPT KILL, FUNCTION KILL: sent to every master on the proxy's own connections, not
     /// behind the busy script on the shared ones.
     ScriptKill,
-    /// A Redis feature Tessera does not offer yet (transactions, blocking, pub/sub).
+    /// MULTI EXEC DISCARD WATCH UNWATCH: the session's transaction state.
+    Transaction(Tx),
+    /// May hold its connection until answered (BLPOP, BZPOPMIN, BLMOVE …; XREAD and
+    /// XREADGROUP are `Keyed` with `Options::Block`): routed by key like a keyed command, on a
+    /// dedicated backend connection.
+    Blocking,
+    /// WAIT: on every master, after the client's earlier writes.
+    Wait,
+    /// Script and function libraries (SCRIPT LOAD/EXISTS, FUNCTION LOAD/DELETE/LIST/DUMP):
+    /// sent to every master whatever `admin_commands` says, so a script is everywhere.
+    Library(Admin),
+    /// A Redis feature Tessera does not offer yet.
     Unsupported,
     /// Never passed through a shared proxy (server administration, replication, cluster).
     Refused,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tx {
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +83,8 @@ pub enum Local {
     Command,
     Time,
     Dbsize,
+    /// RESET: the connection back to its state at connect.
+    Reset,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,21 +401,31 @@ fn classify(raw: &RawCommand) -> Kind {
         "TIME" => Kind::Local(Local::Time),
         "DBSIZE" => Kind::Local(Local::Dbsize),
         "CLIENT|SETNAME" | "CLIENT|GETNAME" | "CLIENT|ID" | "CLIENT|SETINFO" | "CLIENT|INFO"
-        | "CLIENT|LIST" => Kind::Local(Local::Client),
+        | "CLIENT|LIST" | "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => Kind::Local(Local::Client),
+        "RESET" => Kind::Local(Local::Reset),
         n if n == "COMMAND" || n.starts_with("COMMAND|") => Kind::Local(Local::Command),
         "MGET" => Kind::Split(Split::Mget),
         "MSET" => Kind::Split(Split::Mset),
         "DEL" | "UNLINK" | "EXISTS" | "TOUCH" => Kind::Split(Split::Sum),
-        "FLUSHALL" | "FLUSHDB" | "SCRIPT|FLUSH" | "FUNCTION|FLUSH" | "FUNCTION|DELETE"
+        "FLUSHALL" | "FLUSHDB" | "SCRIPT|FLUSH" | "FUNCTION|FLUSH" | "FUNCTION|RESTORE"
         | "CONFIG|SET" => Kind::Admin(Admin::AllOk),
-        "SCRIPT|LOAD" | "FUNCTION|LOAD" | "CONFIG|GET" => Kind::Admin(Admin::First),
+        "CONFIG|GET" => Kind::Admin(Admin::First),
+        "SCRIPT|LOAD" | "FUNCTION|LOAD" | "FUNCTION|LIST" | "FUNCTION|DUMP" => {
+            Kind::Library(Admin::First)
+        }
+        "FUNCTION|DELETE" => Kind::Library(Admin::AllOk),
+        "SCRIPT|EXISTS" => Kind::Library(Admin::AllExist),
         "KEYS" => Kind::Admin(Admin::Concat),
-        "SCRIPT|EXISTS" => Kind::Admin(Admin::AllExist),
         "SCAN" => Kind::Admin(Admin::Scan),
         "RANDOMKEY" => Kind::Admin(Admin::RandomKey),
         "MEMORY|USAGE" => Kind::AdminKeyed,
         "SCRIPT|KILL" | "FUNCTION|KILL" => Kind::ScriptKill,
-        "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" | "WAIT" | "RESET" => Kind::Unsupported,
+        "MULTI" => Kind::Transaction(Tx::Multi),
+        "EXEC" => Kind::Transaction(Tx::Exec),
+        "DISCARD" => Kind::Transaction(Tx::Discard),
+        "WATCH" => Kind::Transaction(Tx::Watch),
+        "UNWATCH" => Kind::Transaction(Tx::Unwatch),
+        "WAIT" => Kind::Wait,
         // The mover's own tools, and commands meaningless with one logical database.
         "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
             Kind::Refused
@@ -401,7 +433,9 @@ fn classify(raw: &RawCommand) -> Kind {
         n if n.starts_with("CLUSTER") => Kind::Refused,
         _ if raw.flags & F_PUBSUB != 0 || raw.acl & A_PUBSUB != 0 => Kind::Unsupported,
         "XREAD" | "XREADGROUP" => Kind::Keyed,
-        _ if raw.flags & F_BLOCKING != 0 || raw.acl & A_BLOCKING != 0 => Kind::Unsupported,
+        _ if (raw.flags & F_BLOCKING != 0 || raw.acl & A_BLOCKING != 0) && !raw.keys.is_empty() => {
+            Kind::Blocking
+        }
         // SORT is dangerous for its BY and GET patterns only (they read keys by pattern, in
         // any slot); without them it is a keyed read or write like any other (the policy stage
         // looks at the options).
@@ -524,10 +558,16 @@ mod tests {
         assert_eq!(kind("UNLINK"), Kind::Split(Split::Sum));
         assert_eq!(kind("FLUSHALL"), Kind::Admin(Admin::AllOk));
         assert_eq!(kind("SCAN"), Kind::Admin(Admin::Scan));
-        assert_eq!(kind("BLPOP"), Kind::Unsupported);
+        assert_eq!(kind("BLPOP"), Kind::Blocking);
+        assert_eq!(kind("BZMPOP"), Kind::Blocking);
+        assert_eq!(kind("BLMOVE"), Kind::Blocking);
+        assert_eq!(kind("WAIT"), Kind::Wait);
+        assert_eq!(kind("EXEC"), Kind::Transaction(Tx::Exec));
+        assert_eq!(kind("SCRIPT|LOAD"), Kind::Library(Admin::First));
+        assert_eq!(kind("SCRIPT|FLUSH"), Kind::Admin(Admin::AllOk));
+        assert_eq!(kind("RESET"), Kind::Local(Local::Reset));
         assert_eq!(kind("SUBSCRIBE"), Kind::Unsupported);
         assert_eq!(kind("PUBLISH"), Kind::Unsupported);
-        assert_eq!(kind("MULTI"), Kind::Unsupported);
         assert_eq!(kind("SHUTDOWN"), Kind::Refused);
         assert_eq!(kind("DEBUG"), Kind::Refused);
         assert_eq!(kind("CONFIG|REWRITE"), Kind::Refused);

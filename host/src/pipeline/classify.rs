@@ -12,6 +12,7 @@ use crate::command::{Command, CommandTable, Kind, Local, Options};
 use crate::error::{DataError, display_name};
 use crate::migrate::INTERNAL_PREFIX;
 use crate::resp::Request;
+use crate::router::SlotId;
 use crate::users::{KEYSPACE, User, command_classes};
 
 /// The proxy-wide rules, from the proxy's config and what its backends allow.
@@ -41,6 +42,28 @@ impl Classified<'_> {
 
     pub fn key_args(&self) -> impl Iterator<Item = &[u8]> {
         self.keys.iter().map(|&i| self.req.arg(i as usize))
+    }
+
+    /// The one slot every key hashes to (slot 0 for a command without keys).
+    ///
+    /// # Errors
+    /// `CROSSSLOT`: keys in different slots.
+    pub fn slot(&self) -> Result<SlotId, DataError> {
+        let mut slots = self.key_args().map(SlotId::of_key);
+        let slot = slots.next().unwrap_or(SlotId(0));
+        if slots.any(|s| s != slot) {
+            return Err(DataError::CrossSlot);
+        }
+        Ok(slot)
+    }
+
+    /// The command may hold its connection until answered: a blocking command, or XREAD and
+    /// XREADGROUP given `BLOCK`.
+    pub fn blocks(&self) -> bool {
+        match self.cmd.kind {
+            Kind::Blocking => true,
+            _ => self.cmd.options == Options::Block && has_block_option(self.req),
+        }
     }
 }
 
@@ -93,7 +116,6 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
     }
     match cmd.options {
         Options::Plain => {}
-        Options::Block if has_block_option(req) => return Err(DataError::Unsupported(name())),
         Options::Sort if !policy.admin_commands && sort_reads_patterns(req) => {
             return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
         }

@@ -71,24 +71,23 @@ pub enum Plan {
 /// `CROSSSLOT`, and the routing errors of the slots it needs (`SlotTable::route`).
 pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Plan, DataError> {
     match c.cmd.kind {
-        Kind::Keyed | Kind::AdminKeyed => forward(c, table, moved).map(Plan::One),
+        Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table, moved).map(Plan::One),
         Kind::Split(s) => split(c, s, table, moved),
         Kind::Local(l) => Ok(Plan::Local(l)),
-        Kind::Admin(a) => admin(a, &c.req, table),
+        Kind::Admin(a) | Kind::Library(a) => admin(a, &c.req, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
-        // Refused and unsupported commands never pass the classify stage.
-        Kind::Unsupported | Kind::Refused => Err(DataError::Refused(c.cmd.name.to_string())),
+        // The session keeps transactions and WAIT itself; refused and unsupported commands
+        // never pass the classify stage.
+        Kind::Transaction(_) | Kind::Wait | Kind::Unsupported | Kind::Refused => {
+            Err(DataError::Refused(c.cmd.name.to_string()))
+        }
     }
 }
 
 /// The request for the master of the one slot all the command's keys hash to (slot 0's for a
 /// command without keys, such as `EVAL … 0`).
 fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
-    let mut slots = c.key_args().map(SlotId::of_key);
-    let slot = slots.next().unwrap_or(SlotId(0));
-    if slots.any(|s| s != slot) {
-        return Err(DataError::CrossSlot);
-    }
+    let slot = c.slot()?;
     let to = table.route(slot)?;
     let bytes = c.req.as_bytes().clone();
     let entry = table.slot(slot);

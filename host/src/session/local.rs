@@ -53,6 +53,10 @@ impl Session {
                 _ => Err(DataError::DbOutOfRange),
             },
             Local::Client => self.client(c.cmd.name, req),
+            Local::Reset => {
+                self.reset();
+                Ok(Frame::Simple("RESET"))
+            }
             Local::Info => return self.info(req),
             Local::Command | Local::Time => {
                 let table = self.worker.shared.router.load();
@@ -72,6 +76,24 @@ impl Session {
         match r {
             Ok(f) => Pending::Ready(f.to_bytes(self.proto)),
             Err(e) => Pending::error(&e),
+        }
+    }
+
+    /// RESET: no transaction or watch, RESP2, no name, and the rights a new connection has
+    /// (unauthenticated where AUTH is required).
+    fn reset(&mut self) {
+        self.tx.reset();
+        self.proto = Proto::Resp2;
+        self.reg.info.set_proto(2);
+        self.reg.info.set_name(Bytes::new());
+        match self.worker.shared.users.load().connect_as() {
+            Some(user) => self.authenticated(user),
+            None => {
+                self.rights = None;
+                self.login = crate::backend::Login::none();
+                self.decoder
+                    .set_pre_auth_limits(Some(crate::resp::Limits::UNAUTHENTICATED));
+            }
         }
     }
 
@@ -225,6 +247,12 @@ impl Session {
                 Ok(Frame::ok())
             }
             "CLIENT|INFO" => Ok(Frame::Verbatim(Bytes::from(info.line() + "\n"))),
+            // Eviction and LRU hints: the proxy's shared backend connections are never
+            // evicted as clients, and a touch through them is the server's own business.
+            "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => match req.arg(2).to_ascii_uppercase().as_slice() {
+                b"ON" | b"OFF" => Ok(Frame::ok()),
+                _ => Err(DataError::Syntax),
+            },
             _ => Ok(Frame::Verbatim(Bytes::from(
                 self.worker.shared.clients.list(),
             ))),

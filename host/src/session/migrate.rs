@@ -76,6 +76,20 @@ impl Moved {
     }
 
     pub(crate) async fn reply(mut self) -> Result<Bytes, DataError> {
+        self.settle().await?;
+        // Charged to the client when it arrives; released by whoever takes this reply.
+        let rx = self.worker.pool.send(
+            &self.target,
+            self.proto,
+            &self.login,
+            self.req,
+            Some(&self.account),
+        );
+        rx.await
+    }
+
+    /// Waits until the keys are on the target: moved now, or by another, or never there.
+    pub(crate) async fn settle(&mut self) -> Result<(), DataError> {
         let deadline = tokio::time::Instant::now() + MARKER_WAIT;
         let mut pending = self.first.take().expect("Moved::start sent the first move");
         loop {
@@ -90,7 +104,7 @@ impl Moved {
             };
             if outcome.markers == 0 && !(self.aborting && self.target_has_markers().await?) {
                 self.worker.moved.insert(self.epoch, &self.keys);
-                break;
+                return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(DataError::KeyMoving);
@@ -98,14 +112,5 @@ impl Moved {
             tokio::time::sleep(Duration::from_millis(5)).await;
             pending = self.send_move();
         }
-        // Charged to the client when it arrives; released by whoever takes this reply.
-        let rx = self.worker.pool.send(
-            &self.target,
-            self.proto,
-            &self.login,
-            self.req,
-            Some(&self.account),
-        );
-        rx.await
     }
 }

@@ -13,11 +13,13 @@
 //! unfinished request (`query_buffer_limit`, and the proxy-wide `query_buffer_total`), the
 //! replies it has not read (`output_buffer_*`, see `limits`), and the commands in flight.
 
+mod blocking;
 mod local;
 mod migrate;
 mod plugins;
 mod reply;
 mod send;
+mod transaction;
 
 use std::rc::Rc;
 use std::task::Poll;
@@ -31,7 +33,7 @@ use tracing::{debug, warn};
 
 use crate::backend::Login;
 use crate::clients::Registration;
-use crate::command::CommandId;
+use crate::command::{CommandId, Kind};
 use crate::error::{DataError, Side};
 use crate::limits::{OutputAccount, Overflow};
 use crate::pipeline::classify::classify;
@@ -44,6 +46,7 @@ use crate::worker::Worker;
 use plugins::{Decision, Observers, PluginMerge, RewriteMerge};
 use reply::{Gather, Pending};
 use send::Sender;
+use transaction::Transaction;
 
 /// Read buffer size; a pipeline larger than this is handled over several rounds.
 const READ_CHUNK: usize = 16 * 1024;
@@ -75,6 +78,8 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
+    /// MULTI's queue and WATCH's connection.
+    tx: Transaction,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -110,6 +115,11 @@ enum QueuedReply {
 }
 
 impl Queued {
+    /// A command that may hold its connection: the batch ends with it.
+    fn blocked(&self) -> bool {
+        matches!(self.reply, QueuedReply::One(Pending::Blocked(_)))
+    }
+
     fn error(id: Option<CommandId>, e: &DataError) -> Self {
         Self {
             reply: QueuedReply::One(Pending::error(e)),
@@ -156,6 +166,7 @@ impl Session {
             auth_failures: 0,
             pause_until: None,
             closing: false,
+            tx: Transaction::default(),
         }
     }
 
@@ -212,8 +223,10 @@ impl Session {
                 }
                 match self.decoder.decode(&mut rbuf) {
                     Ok(Some(req)) => {
-                        queue.push(self.dispatch(req));
-                        if self.closing || self.pause_until.is_some() {
+                        let q = self.dispatch(req);
+                        let blocked = q.blocked();
+                        queue.push(q);
+                        if self.closing || self.pause_until.is_some() || blocked {
                             buffered = !rbuf.is_empty();
                             break;
                         }
@@ -356,10 +369,33 @@ impl Session {
         let policy = self.worker.shared.policy();
         let c = match classify(&req, &policy, self.rights.as_deref()) {
             Ok(c) => c,
-            Err(e) => return Queued::error(None, &e),
+            Err(e) => {
+                self.tx.refused();
+                return Queued::error(None, &e);
+            }
         };
         let id = Some(c.cmd.id);
-        let (reply, observers) = match self.run_plugins(&c) {
+        let decision = self.run_plugins(&c);
+        if self.tx.queuing() && !transaction::runs_while_queuing(c.cmd.kind) {
+            // Between MULTI and EXEC a plugin may let a command through or refuse it; what
+            // it would answer or rewrite cannot be part of the block sent to the server.
+            let e = match decision {
+                Decision::Continue(obs) => {
+                    return Queued {
+                        reply: QueuedReply::One(self.queue(&c)),
+                        observers: obs,
+                        id,
+                    };
+                }
+                Decision::Fail(e) => e,
+                Decision::Reply(..) | Decision::Rewrite { .. } => {
+                    DataError::NotInTransaction(crate::error::display_name(c.cmd.name))
+                }
+            };
+            self.tx.refused();
+            return Queued::error(id, &e);
+        }
+        let (reply, observers) = match decision {
             Decision::Continue(obs) => (QueuedReply::One(self.execute(&c)), obs),
             Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
             Decision::Fail(e) => return Queued::error(id, &e),
@@ -396,12 +432,39 @@ impl Session {
     /// Plans and sends a classified command (or answers it, if it is the session's own).
     #[inline]
     fn execute(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
+        match c.cmd.kind {
+            Kind::Transaction(t) => return self.transaction(t, c),
+            Kind::Wait => {
+                let wait = blocking::wait(self.worker.clone(), c.req.as_bytes().clone());
+                return Pending::Blocked(Box::pin(wait));
+            }
+            _ if c.blocks() => return self.blocking(c),
+            _ => {}
+        }
         let table = self.worker.shared.router.load();
         match plan(c, &table, &self.worker.moved) {
             Ok(Plan::Local(l)) => self.local(l, c),
             Ok(p) => self.sender(&table).send(p, self.proto),
             Err(e) => Pending::error(&e),
         }
+    }
+
+    /// A command that may block: on a dedicated connection, routed when it starts.
+    fn blocking(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
+        let slot = match c.slot() {
+            Ok(s) => s,
+            Err(e) => return Pending::error(&e),
+        };
+        let b = blocking::Blocking {
+            worker: self.worker.clone(),
+            proto: self.proto,
+            login: self.login.clone(),
+            account: self.account.clone(),
+            slot,
+            keys: c.keys.iter().map(|&i| c.req.arg_bytes(i as usize)).collect(),
+            req: c.req.as_bytes().clone(),
+        };
+        Pending::Blocked(Box::pin(b.run()))
     }
 
     /// One command of a plugin's rewrite: classified like any (so a rewrite gets no rights
@@ -437,6 +500,7 @@ impl Session {
         started: Instant,
         batch: Batch,
     ) -> Result<(), End> {
+        let mut batch = Some(batch);
         if queue.is_empty() {
             return Ok(());
         }
@@ -444,7 +508,7 @@ impl Session {
         let conn = self.reg.info.id;
         let account = self.account.clone();
         for q in queue.drain(..) {
-            let at = wbuf.len();
+            let mut at = wbuf.len();
             match q.reply {
                 // The common shapes first, without building a future per reply.
                 QueuedReply::One(Pending::Ready(b)) => wbuf.extend_from_slice(&b),
@@ -456,6 +520,34 @@ impl Session {
                             o = account.overflowed() => return Err(End::Output(o)),
                             r = &mut rx => r,
                         },
+                    };
+                    match reply::taken(r, &account) {
+                        Ok(b) => wbuf.extend_from_slice(&b),
+                        Err(e) => wbuf.extend_from_slice(&e.reply()),
+                    }
+                }
+                QueuedReply::One(Pending::Blocked(f)) => {
+                    // Last of its batch (see `Queued::blocked`): the replies before it leave
+                    // now, and it no longer holds a table swap (it counts itself in flight
+                    // while it is sent, see `blocking`).
+                    drop(batch.take());
+                    if !wbuf[..at].is_empty() {
+                        let write = self.stream.write_all(&wbuf[..at]);
+                        tokio::select! {
+                            biased;
+                            o = account.overflowed() => return Err(End::Output(o)),
+                            r = write => r.map_err(End::Io)?,
+                        }
+                        account.release(at);
+                        wbuf.clear();
+                        at = 0;
+                    }
+                    let r = tokio::select! {
+                        biased;
+                        o = account.overflowed() => return Err(End::Output(o)),
+                        _ = self.stop.changed() => return Err(End::Shutdown),
+                        _ = client_gone(&self.stream) => return Err(End::ClientClosed),
+                        r = f => r,
                     };
                     match reply::taken(r, &account) {
                         Ok(b) => wbuf.extend_from_slice(&b),
@@ -521,6 +613,17 @@ impl Session {
         }
         self.reg.info.touch();
         Ok(())
+    }
+}
+
+/// Resolves when the client has closed its side; never, once it has sent more (a pipeline
+/// after a blocking command is read when the command is answered).
+async fn client_gone(stream: &TcpStream) {
+    let mut b = [0u8; 1];
+    if let Ok(n) = stream.peek(&mut b).await
+        && n > 0
+    {
+        std::future::pending::<()>().await;
     }
 }
 

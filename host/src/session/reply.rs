@@ -25,6 +25,9 @@ pub(crate) enum Pending {
     Moved(Box<Moved>),
     /// Several replies, merged.
     Gather(Box<Gather>),
+    /// A command that may hold its connection until answered (BLPOP, WAIT …): it ends its
+    /// batch, and is not started before the replies ahead of it (see `session::blocking`).
+    Blocked(std::pin::Pin<Box<dyn Future<Output = ReplyResult>>>),
 }
 
 pub(crate) struct Gather {
@@ -61,6 +64,7 @@ impl Pending {
             }
             Pending::One(rx) => taken(rx.await, account),
             Pending::Moved(m) => taken(m.reply().await, account),
+            Pending::Blocked(f) => taken(f.await, account),
             Pending::Gather(g) => {
                 let Gather {
                     parts,

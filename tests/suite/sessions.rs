@@ -1,0 +1,391 @@
+//! Stateful sessions through the proxy, with real servers and clients: transactions (WATCH
+//! conflicts, queue-time refusals, a slot moving under an open WATCH), blocking commands
+//! (a queue fed through one proxy and drained through another, a client gone while blocked,
+//! the dedicated connection limit, blocked clients following their slot through a
+//! migration), WAIT, and scripts loaded on every group.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redis::Commands;
+use serde_json::json;
+
+use crate::support::{Cluster, ControlPlane, RawClient, slot, tag_on, wait_until};
+
+fn conn(addr: std::net::SocketAddr) -> redis::Connection {
+    redis::Client::open(format!("redis://{addr}"))
+        .and_then(|c| c.get_connection())
+        .expect("connecting to the proxy")
+}
+
+fn blocked_clients(server: &crate::support::RedisServer) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query(&mut server.client())
+        .expect("INFO clients");
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("blocked_clients in INFO")
+}
+
+#[test]
+fn optimistic_increments_with_watch_count_exactly_the_successful_execs() {
+    let cluster = Cluster::start();
+    let addr = cluster.proxy.addr();
+    let key = "tx:counter";
+    let _: () = conn(addr).set(key, 0).unwrap();
+    let workers = 4;
+    let barrier = Arc::new(Barrier::new(workers));
+    let handles: Vec<_> = (0..workers)
+        .map(|_| {
+            let barrier = barrier.clone();
+            thread::spawn(move || {
+                let mut c = conn(addr);
+                barrier.wait();
+                let (mut committed, mut conflicts) = (0i64, 0i64);
+                for _ in 0..60 {
+                    let _: () = redis::cmd("WATCH").arg(key).query(&mut c).unwrap();
+                    let v: i64 = c.get(key).unwrap();
+                    let r: Option<(String,)> = redis::pipe()
+                        .atomic()
+                        .set(key, v + 1)
+                        .query(&mut c)
+                        .unwrap();
+                    match r {
+                        Some(_) => committed += 1,
+                        None => conflicts += 1,
+                    }
+                }
+                (committed, conflicts)
+            })
+        })
+        .collect();
+    let (mut committed, mut conflicts) = (0, 0);
+    for h in handles {
+        let (a, b) = h.join().expect("worker panicked");
+        committed += a;
+        conflicts += b;
+    }
+    let final_value: i64 = conn(addr).get(key).unwrap();
+    assert_eq!(
+        final_value, committed,
+        "the counter must equal the EXECs that succeeded ({conflicts} conflicted)"
+    );
+    assert!(committed > 0);
+    // Every WATCH connection went back or was closed: nothing is left watching.
+    let owner = cluster.owner_of(key);
+    assert_eq!(blocked_clients(owner), 0);
+}
+
+#[test]
+fn a_transaction_refused_at_queue_time_runs_nothing() {
+    let cluster = Cluster::start();
+    let mut c = RawClient::connect(cluster.proxy.addr());
+    let (a, b) = (format!("{{{}}}a", tag_on(0)), format!("{{{}}}b", tag_on(1)));
+    assert_eq!(c.cmd(&["MULTI"]).text().as_deref(), Some("OK"));
+    assert_eq!(c.cmd(&["SET", &a, "1"]).text().as_deref(), Some("QUEUED"));
+    let cross = c.cmd(&["SET", &b, "1"]);
+    assert!(cross.error().unwrap().starts_with("CROSSSLOT"), "{cross:?}");
+    let abort = c.cmd(&["EXEC"]);
+    assert!(abort.error().unwrap().starts_with("EXECABORT"), "{abort:?}");
+    assert!(!cluster.owner_of(&a).has(&a), "nothing of it ran");
+
+    // An arity error at queue time, as Redis answers it.
+    c.cmd(&["MULTI"]);
+    let arity = c.cmd(&["GET"]);
+    assert!(arity.error().unwrap().contains("wrong number of arguments"));
+    assert!(c.cmd(&["EXEC"]).error().unwrap().starts_with("EXECABORT"));
+
+    // A good one: one block, replies in order.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["INCR", &a]);
+    c.cmd(&["INCR", &a]);
+    c.cmd(&["GET", &a]);
+    let exec = c.cmd(&["EXEC"]);
+    assert_eq!(format!("{exec:?}"), format!("{:?}", {
+        let mut d = RawClient::connect(cluster.owner_of(&a).addr());
+        d.cmd(&["DEL", &a]);
+        d.cmd(&["MULTI"]);
+        d.cmd(&["INCR", &a]);
+        d.cmd(&["INCR", &a]);
+        d.cmd(&["GET", &a]);
+        d.cmd(&["EXEC"])
+    }));
+    // Nesting, EXEC and DISCARD without MULTI: Redis's words.
+    assert_eq!(
+        c.cmd(&["EXEC"]).error(),
+        Some("ERR EXEC without MULTI")
+    );
+    assert_eq!(
+        c.cmd(&["DISCARD"]).error(),
+        Some("ERR DISCARD without MULTI")
+    );
+}
+
+#[test]
+fn a_blocking_queue_fed_through_one_proxy_drains_through_the_other_exactly_once() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
+    let items = 300;
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = conn(b);
+                let mut got = Vec::new();
+                loop {
+                    let r: Option<(String, String)> = c.blpop("jobs", 2.0).unwrap();
+                    match r {
+                        Some((_, v)) if v == "stop" => return got,
+                        Some((_, v)) => got.push(v),
+                        None => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut p = conn(a);
+    for i in 0..items {
+        let _: () = p.rpush("jobs", format!("job{i}")).unwrap();
+    }
+    for _ in 0..4 {
+        let _: () = p.rpush("jobs", "stop").unwrap();
+    }
+    let mut all = Vec::new();
+    for c in consumers {
+        all.extend(c.join().expect("consumer panicked"));
+    }
+    let unique: BTreeSet<_> = all.iter().cloned().collect();
+    assert_eq!(all.len(), items, "every job popped once");
+    assert_eq!(unique.len(), items, "no job popped twice");
+    let left: i64 = p.llen("jobs").unwrap();
+    assert_eq!(left, 0);
+
+    // BLMOVE, BZPOPMIN and XREAD … BLOCK wake on a write through the other proxy too.
+    let waiter = thread::spawn(move || {
+        let mut c = conn(b);
+        let moved: Option<String> = redis::cmd("BLMOVE")
+            .arg("{q}src")
+            .arg("{q}dst")
+            .arg("LEFT")
+            .arg("RIGHT")
+            .arg(5)
+            .query(&mut c)
+            .unwrap();
+        let popped: Option<(String, String, f64)> = c.bzpopmin("z", 5.0).unwrap();
+        let read: redis::Value = redis::cmd("XREAD")
+            .arg("BLOCK")
+            .arg(5000)
+            .arg("STREAMS")
+            .arg("s")
+            .arg("$")
+            .query(&mut c)
+            .unwrap();
+        (moved, popped, read)
+    });
+    thread::sleep(Duration::from_millis(300));
+    let _: () = p.rpush("{q}src", "m").unwrap();
+    thread::sleep(Duration::from_millis(200));
+    let _: () = p.zadd("z", "member", 1).unwrap();
+    thread::sleep(Duration::from_millis(200));
+    let _: String = redis::cmd("XADD").arg("s").arg("*").arg("f").arg("v").query(&mut p).unwrap();
+    let (moved, popped, read) = waiter.join().expect("waiter panicked");
+    assert_eq!(moved.as_deref(), Some("m"));
+    assert_eq!(popped.map(|p| p.1), Some("member".to_string()));
+    assert!(!matches!(read, redis::Value::Nil), "XREAD BLOCK woke with the entry");
+
+    // Redis's timeout semantics: a timeout answers null.
+    let r: Option<(String, String)> = p.blpop("nothing-here", 0.2).unwrap();
+    assert_eq!(r, None);
+}
+
+#[test]
+fn a_client_gone_while_blocked_frees_its_server_side_client_at_once() {
+    let cluster = Cluster::start();
+    let owner = cluster.owner_of("waiting");
+    let mut c = RawClient::connect(cluster.proxy.addr());
+    c.send(&crate::support::encode(&["BLPOP", "waiting", "0"]));
+    assert!(
+        wait_until(Duration::from_secs(5), || blocked_clients(owner) == 1),
+        "the BLPOP blocks on its owner"
+    );
+    drop(c);
+    assert!(
+        wait_until(Duration::from_secs(2), || blocked_clients(owner) == 0),
+        "closing the client unblocks and frees its backend connection"
+    );
+    // The element pushed afterwards is not taken by anyone.
+    let mut d = owner.client();
+    let _: () = d.rpush("waiting", "x").unwrap();
+    let n: i64 = d.llen("waiting").unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn past_the_dedicated_connection_limit_a_blocking_command_gets_a_clear_error() {
+    let cluster = Cluster::with_config("dedicated_connections = 2\n");
+    let key = format!("{{{}}}q", tag_on(0));
+    let owner = cluster.owner_of(&key);
+    let mut held: Vec<RawClient> = (0..2)
+        .map(|_| {
+            let mut c = RawClient::connect(cluster.proxy.addr());
+            c.send(&crate::support::encode(&["BLPOP", key.as_str(), "0"]));
+            c
+        })
+        .collect();
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(owner) == 2));
+    let mut third = RawClient::connect(cluster.proxy.addr());
+    let r = third.cmd(&["BLPOP", &key, "0"]);
+    let e = r.error().expect("an error past the limit");
+    assert!(e.contains("dedicated_connections"), "{e}");
+    // The other backend is not affected, nor are ordinary commands.
+    assert_eq!(third.cmd(&["SET", &key, "v"]).text().as_deref(), Some("OK"));
+    held.clear();
+    assert!(wait_until(Duration::from_secs(2), || blocked_clients(owner) == 0));
+    let _ = third.cmd(&["DEL", &key]);
+    let r = third.cmd(&["BLPOP", &key, "0.1"]);
+    assert!(r.error().is_none(), "a freed connection is usable again: {r:?}");
+}
+
+#[test]
+fn blocked_clients_follow_their_slot_through_a_migration_and_pop_each_element_once() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
+    let key = "moving:queue";
+    let s = slot(key.as_bytes());
+    let consumers = 10;
+    let handles: Vec<_> = (0..consumers)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = conn(b);
+                let r: Option<(String, String)> = c.blpop(key, 30.0).unwrap();
+                r.map(|(_, v)| v)
+            })
+        })
+        .collect();
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(&cp.servers[0])
+        == consumers as i64));
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    let moved = wait_until(Duration::from_secs(30), || {
+        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+            && cp.api().get("/api/migrations").ok()["slots"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+    });
+    assert!(moved, "the slot moved to group 2");
+    assert!(
+        wait_until(Duration::from_secs(5), || blocked_clients(&cp.servers[1])
+            == consumers as i64),
+        "every blocked client now waits on the new owner"
+    );
+    assert_eq!(blocked_clients(&cp.servers[0]), 0, "and none on the old one");
+    let mut p = conn(a);
+    for i in 0..consumers {
+        let _: () = p.rpush(key, format!("e{i}")).unwrap();
+    }
+    let got: BTreeSet<String> = handles
+        .into_iter()
+        .map(|h| h.join().expect("consumer panicked").expect("an element, not a timeout"))
+        .collect();
+    assert_eq!(got.len(), consumers, "each element popped by exactly one client");
+    let left: i64 = p.llen(key).unwrap();
+    assert_eq!(left, 0);
+}
+
+#[test]
+fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "watched";
+    let s = slot(key.as_bytes());
+    let mut c = RawClient::connect(cp.proxies[0].addr());
+    c.cmd(&["SET", key, "1"]);
+    assert_eq!(c.cmd(&["WATCH", key]).text().as_deref(), Some("OK"));
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+            && cp.api().get("/api/migrations").ok()["slots"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+    }));
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", key, "2"]);
+    let r = c.cmd(&["EXEC"]);
+    assert!(format!("{r:?}").contains("Nil") || format!("{r:?}").contains("Null"), "{r:?}");
+    assert_eq!(c.cmd(&["GET", key]).text().as_deref(), Some("1"), "nothing of it ran");
+    // Without WATCH the next transaction runs on the new owner.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", key, "3"]);
+    c.cmd(&["EXEC"]);
+    assert!(cp.servers[1].has(key));
+    assert!(!cp.servers[0].has(key));
+}
+
+#[test]
+fn scripts_load_on_every_group_by_default_and_wait_counts_replicas() {
+    let cluster = Cluster::start();
+    let mut c = conn(cluster.proxy.addr());
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return redis.call('INCR', KEYS[1])")
+        .query(&mut c)
+        .expect("SCRIPT LOAD is allowed without admin_commands");
+    for k in [format!("{{{}}}n", tag_on(0)), format!("{{{}}}n", tag_on(1))] {
+        let n: i64 = redis::cmd("EVALSHA").arg(&sha).arg(1).arg(&k).query(&mut c).unwrap();
+        assert_eq!(n, 1, "EVALSHA on {k}");
+    }
+    for b in &cluster.backends {
+        let e: Vec<i64> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&sha)
+            .query(&mut b.client())
+            .unwrap();
+        assert_eq!(e, [1], "loaded on {}", b.addr());
+    }
+    let e: Vec<i64> = redis::cmd("SCRIPT").arg("EXISTS").arg(&sha).arg("0000").query(&mut c).unwrap();
+    assert_eq!(e, [1, 0]);
+    let flush = redis::cmd("SCRIPT").arg("FLUSH").query::<()>(&mut c).unwrap_err();
+    assert!(flush.to_string().contains("admin_commands"), "{flush}");
+    // redis-py's Lock and ioredis's defineCommand go through EVALSHA.
+    let lib = "#!lua name=tlib\nredis.register_function('tget', function(keys) return redis.call('GET', keys[1]) end)";
+    let name: String = redis::cmd("FUNCTION").arg("LOAD").arg(lib).query(&mut c).unwrap();
+    assert_eq!(name, "tlib");
+    let _: () = c.set("fkey", "fv").unwrap();
+    let v: String = redis::cmd("FCALL").arg("tget").arg(1).arg("fkey").query(&mut c).unwrap();
+    assert_eq!(v, "fv");
+    let _: () = redis::cmd("FUNCTION").arg("DELETE").arg("tlib").query(&mut c).unwrap();
+
+    // WAIT with no replicas: 0, at once for a timeout.
+    let started = Instant::now();
+    let n: i64 = redis::cmd("WAIT").arg(0).arg(100).query(&mut c).unwrap();
+    assert_eq!(n, 0);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn wait_counts_the_replicas_that_have_every_earlier_write() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0, 1]);
+    cp.assign(0, 1023, 1);
+    let mut c = conn(cp.proxies[0].addr());
+    let synced = wait_until(Duration::from_secs(20), || {
+        let _: () = c.set("w", "v").unwrap();
+        redis::cmd("WAIT").arg(1).arg(500).query::<i64>(&mut c).unwrap() == 1
+    });
+    assert!(synced, "the replica acknowledges the write");
+}
