@@ -105,20 +105,20 @@ fn a_transaction_refused_at_queue_time_runs_nothing() {
     c.cmd(&["INCR", &a]);
     c.cmd(&["GET", &a]);
     let exec = c.cmd(&["EXEC"]);
-    assert_eq!(format!("{exec:?}"), format!("{:?}", {
-        let mut d = RawClient::connect(cluster.owner_of(&a).addr());
-        d.cmd(&["DEL", &a]);
-        d.cmd(&["MULTI"]);
-        d.cmd(&["INCR", &a]);
-        d.cmd(&["INCR", &a]);
-        d.cmd(&["GET", &a]);
-        d.cmd(&["EXEC"])
-    }));
-    // Nesting, EXEC and DISCARD without MULTI: Redis's words.
     assert_eq!(
-        c.cmd(&["EXEC"]).error(),
-        Some("ERR EXEC without MULTI")
+        format!("{exec:?}"),
+        format!("{:?}", {
+            let mut d = RawClient::connect(cluster.owner_of(&a).addr());
+            d.cmd(&["DEL", &a]);
+            d.cmd(&["MULTI"]);
+            d.cmd(&["INCR", &a]);
+            d.cmd(&["INCR", &a]);
+            d.cmd(&["GET", &a]);
+            d.cmd(&["EXEC"])
+        })
     );
+    // Nesting, EXEC and DISCARD without MULTI: Redis's words.
+    assert_eq!(c.cmd(&["EXEC"]).error(), Some("ERR EXEC without MULTI"));
     assert_eq!(
         c.cmd(&["DISCARD"]).error(),
         Some("ERR DISCARD without MULTI")
@@ -194,11 +194,20 @@ fn a_blocking_queue_fed_through_one_proxy_drains_through_the_other_exactly_once(
     thread::sleep(Duration::from_millis(200));
     let _: () = p.zadd("z", "member", 1).unwrap();
     thread::sleep(Duration::from_millis(200));
-    let _: String = redis::cmd("XADD").arg("s").arg("*").arg("f").arg("v").query(&mut p).unwrap();
+    let _: String = redis::cmd("XADD")
+        .arg("s")
+        .arg("*")
+        .arg("f")
+        .arg("v")
+        .query(&mut p)
+        .unwrap();
     let (moved, popped, read) = waiter.join().expect("waiter panicked");
     assert_eq!(moved.as_deref(), Some("m"));
     assert_eq!(popped.map(|p| p.1), Some("member".to_string()));
-    assert!(!matches!(read, redis::Value::Nil), "XREAD BLOCK woke with the entry");
+    assert!(
+        !matches!(read, redis::Value::Nil),
+        "XREAD BLOCK woke with the entry"
+    );
 
     // Redis's timeout semantics: a timeout answers null.
     let r: Option<(String, String)> = p.blpop("nothing-here", 0.2).unwrap();
@@ -239,7 +248,9 @@ fn past_the_dedicated_connection_limit_a_blocking_command_gets_a_clear_error() {
             c
         })
         .collect();
-    assert!(wait_until(Duration::from_secs(5), || blocked_clients(owner) == 2));
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        owner
+    ) == 2));
     let mut third = RawClient::connect(cluster.proxy.addr());
     let r = third.cmd(&["BLPOP", &key, "0"]);
     let e = r.error().expect("an error past the limit");
@@ -247,10 +258,15 @@ fn past_the_dedicated_connection_limit_a_blocking_command_gets_a_clear_error() {
     // The other backend is not affected, nor are ordinary commands.
     assert_eq!(third.cmd(&["SET", &key, "v"]).text().as_deref(), Some("OK"));
     held.clear();
-    assert!(wait_until(Duration::from_secs(2), || blocked_clients(owner) == 0));
+    assert!(wait_until(Duration::from_secs(2), || blocked_clients(
+        owner
+    ) == 0));
     let _ = third.cmd(&["DEL", &key]);
     let r = third.cmd(&["BLPOP", &key, "0.1"]);
-    assert!(r.error().is_none(), "a freed connection is usable again: {r:?}");
+    assert!(
+        r.error().is_none(),
+        "a freed connection is usable again: {r:?}"
+    );
 }
 
 #[test]
@@ -272,8 +288,9 @@ fn blocked_clients_follow_their_slot_through_a_migration_and_pop_each_element_on
             })
         })
         .collect();
-    assert!(wait_until(Duration::from_secs(5), || blocked_clients(&cp.servers[0])
-        == consumers as i64));
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        &cp.servers[0]
+    ) == consumers as i64));
     cp.api()
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
@@ -289,16 +306,28 @@ fn blocked_clients_follow_their_slot_through_a_migration_and_pop_each_element_on
             == consumers as i64),
         "every blocked client now waits on the new owner"
     );
-    assert_eq!(blocked_clients(&cp.servers[0]), 0, "and none on the old one");
+    assert_eq!(
+        blocked_clients(&cp.servers[0]),
+        0,
+        "and none on the old one"
+    );
     let mut p = conn(a);
     for i in 0..consumers {
         let _: () = p.rpush(key, format!("e{i}")).unwrap();
     }
     let got: BTreeSet<String> = handles
         .into_iter()
-        .map(|h| h.join().expect("consumer panicked").expect("an element, not a timeout"))
+        .map(|h| {
+            h.join()
+                .expect("consumer panicked")
+                .expect("an element, not a timeout")
+        })
         .collect();
-    assert_eq!(got.len(), consumers, "each element popped by exactly one client");
+    assert_eq!(
+        got.len(),
+        consumers,
+        "each element popped by exactly one client"
+    );
     let left: i64 = p.llen(key).unwrap();
     assert_eq!(left, 0);
 }
@@ -326,8 +355,15 @@ fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
     c.cmd(&["MULTI"]);
     c.cmd(&["SET", key, "2"]);
     let r = c.cmd(&["EXEC"]);
-    assert!(format!("{r:?}").contains("Nil") || format!("{r:?}").contains("Null"), "{r:?}");
-    assert_eq!(c.cmd(&["GET", key]).text().as_deref(), Some("1"), "nothing of it ran");
+    assert!(
+        format!("{r:?}").contains("Nil") || format!("{r:?}").contains("Null"),
+        "{r:?}"
+    );
+    assert_eq!(
+        c.cmd(&["GET", key]).text().as_deref(),
+        Some("1"),
+        "nothing of it ran"
+    );
     // Without WATCH the next transaction runs on the new owner.
     c.cmd(&["MULTI"]);
     c.cmd(&["SET", key, "3"]);
@@ -346,7 +382,12 @@ fn scripts_load_on_every_group_by_default_and_wait_counts_replicas() {
         .query(&mut c)
         .expect("SCRIPT LOAD is allowed without admin_commands");
     for k in [format!("{{{}}}n", tag_on(0)), format!("{{{}}}n", tag_on(1))] {
-        let n: i64 = redis::cmd("EVALSHA").arg(&sha).arg(1).arg(&k).query(&mut c).unwrap();
+        let n: i64 = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(1)
+            .arg(&k)
+            .query(&mut c)
+            .unwrap();
         assert_eq!(n, 1, "EVALSHA on {k}");
     }
     for b in &cluster.backends {
@@ -357,18 +398,39 @@ fn scripts_load_on_every_group_by_default_and_wait_counts_replicas() {
             .unwrap();
         assert_eq!(e, [1], "loaded on {}", b.addr());
     }
-    let e: Vec<i64> = redis::cmd("SCRIPT").arg("EXISTS").arg(&sha).arg("0000").query(&mut c).unwrap();
+    let e: Vec<i64> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(&sha)
+        .arg("0000")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(e, [1, 0]);
-    let flush = redis::cmd("SCRIPT").arg("FLUSH").query::<()>(&mut c).unwrap_err();
+    let flush = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query::<()>(&mut c)
+        .unwrap_err();
     assert!(flush.to_string().contains("admin_commands"), "{flush}");
     // redis-py's Lock and ioredis's defineCommand go through EVALSHA.
     let lib = "#!lua name=tlib\nredis.register_function('tget', function(keys) return redis.call('GET', keys[1]) end)";
-    let name: String = redis::cmd("FUNCTION").arg("LOAD").arg(lib).query(&mut c).unwrap();
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(name, "tlib");
     let _: () = c.set("fkey", "fv").unwrap();
-    let v: String = redis::cmd("FCALL").arg("tget").arg(1).arg("fkey").query(&mut c).unwrap();
+    let v: String = redis::cmd("FCALL")
+        .arg("tget")
+        .arg(1)
+        .arg("fkey")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, "fv");
-    let _: () = redis::cmd("FUNCTION").arg("DELETE").arg("tlib").query(&mut c).unwrap();
+    let _: () = redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("tlib")
+        .query(&mut c)
+        .unwrap();
 
     // WAIT with no replicas: 0, at once for a timeout.
     let started = Instant::now();
@@ -385,7 +447,86 @@ fn wait_counts_the_replicas_that_have_every_earlier_write() {
     let mut c = conn(cp.proxies[0].addr());
     let synced = wait_until(Duration::from_secs(20), || {
         let _: () = c.set("w", "v").unwrap();
-        redis::cmd("WAIT").arg(1).arg(500).query::<i64>(&mut c).unwrap() == 1
+        redis::cmd("WAIT")
+            .arg(1)
+            .arg(500)
+            .query::<i64>(&mut c)
+            .unwrap()
+            == 1
     });
     assert!(synced, "the replica acknowledges the write");
+}
+
+#[test]
+fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.assign(0, 1023, 1);
+    let mut c = conn(cp.proxies[0].addr());
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return redis.call('INCR', KEYS[1])")
+        .query(&mut c)
+        .unwrap();
+    let lib = "#!lua name=late\nredis.register_function('late_get', function(keys) return redis.call('GET', keys[1]) end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut c)
+        .unwrap();
+    // A second group joins and takes the key's slot: its server has never seen the script.
+    cp.group(2, &[1]);
+    let key = "late:counter";
+    let s = slot(key.as_bytes());
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+            && cp.api().get("/api/migrations").ok()["slots"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+    }));
+    let e: Vec<i64> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(&sha)
+        .query(&mut cp.servers[1].client())
+        .unwrap();
+    assert_eq!(e, [0], "the new group's server does not have it yet");
+    let n: i64 = redis::cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg(key)
+        .query(&mut c)
+        .expect("no NOSCRIPT");
+    assert_eq!(n, 1);
+    assert!(cp.servers[1].has(key), "it ran on the new owner");
+    let _: () = c.set(key, "v").unwrap();
+    let v: String = redis::cmd("FCALL")
+        .arg("late_get")
+        .arg(1)
+        .arg(key)
+        .query(&mut c)
+        .expect("the library follows");
+    assert_eq!(v, "v");
+    // A server whose script cache was emptied (a restart, a promoted replica) recovers too.
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut cp.servers[1].client())
+        .unwrap();
+    let _: () = c.del(key).unwrap();
+    let n: i64 = redis::cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg(key)
+        .query(&mut c)
+        .expect("no NOSCRIPT");
+    assert_eq!(n, 1);
+    // A sha never loaded through Tessera is still NOSCRIPT.
+    let e = redis::cmd("EVALSHA")
+        .arg("0123456789abcdef0123456789abcdef01234567")
+        .arg(0)
+        .query::<redis::Value>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().to_uppercase().contains("NOSCRIPT"), "{e}");
 }

@@ -70,7 +70,11 @@ struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut open = self.limit.open.lock().expect("dedicated limit lock poisoned");
+        let mut open = self
+            .limit
+            .open
+            .lock()
+            .expect("dedicated limit lock poisoned");
         if let Some(n) = open.get_mut(&self.addr) {
             *n = n.saturating_sub(1);
         }
@@ -122,7 +126,10 @@ impl DedicatedPool {
         let (conn, abort) =
             BackendConn::spawn_owned(addr.clone(), proto, login.clone(), self.opts.clone());
         // Its server-side id, for CLIENT UNBLOCK should the command have to move.
-        let id = conn.send(Bytes::from_static(b"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"), None);
+        let id = conn.send(
+            Bytes::from_static(b"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"),
+            None,
+        );
         Ok(Dedicated {
             conn,
             abort,
@@ -176,10 +183,7 @@ impl Dedicated {
     /// The server's id of this connection (`CLIENT ID`), once it has answered.
     pub async fn client_id(&mut self) -> Option<i64> {
         if let ClientId::Pending(rx) = &mut self.client_id {
-            let id = rx
-                .await
-                .ok()
-                .and_then(|r| crate::resp::parse_integer(&r));
+            let id = rx.await.ok().and_then(|r| crate::resp::parse_integer(&r));
             self.client_id = ClientId::Known(id);
         }
         match self.client_id {

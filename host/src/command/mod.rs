@@ -8,4 +8,6 @@ mod generated;
 mod spec;
 mod table;
 
-pub use table::{Admin, Command, CommandId, CommandTable, Kind, Local, Options, Split, Tx, hash_key};
+pub use table::{
+    Admin, Command, CommandId, CommandTable, Kind, Local, Options, Split, Tx, hash_key,
+};

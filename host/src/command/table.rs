@@ -129,6 +129,9 @@ pub enum Options {
     Sort,
     /// COPY: `DB` names another database.
     Copy,
+    /// EVALSHA, EVALSHA_RO, FCALL, FCALL_RO: a script or function missing on the server
+    /// that answers is recovered (see `session::scripts`).
+    ScriptCall,
 }
 
 /// The whole table, built once.
@@ -243,6 +246,7 @@ impl Command {
             "XREAD" | "XREADGROUP" => Options::Block,
             "SORT" | "SORT_RO" => Options::Sort,
             "COPY" => Options::Copy,
+            "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => Options::ScriptCall,
             _ => Options::Plain,
         };
         Self {

@@ -120,7 +120,7 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
             return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
         }
         Options::Copy if copy_names_another_db(req) => return Err(DataError::DbOutOfRange),
-        Options::Block | Options::Sort | Options::Copy => {}
+        Options::Block | Options::Sort | Options::Copy | Options::ScriptCall => {}
     }
     if !policy.scripts_confined && cmd.abi_class() & class::SCRIPTING != 0 {
         return Err(DataError::ScriptsUnconfined(name()));

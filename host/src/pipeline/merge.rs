@@ -58,7 +58,10 @@ impl Merge {
                 .find(|r| &r[..] == b"+OK\r\n")
                 .or(replies.first())
             {
-                Some(r) => Ok(out.extend_from_slice(r)),
+                Some(r) => {
+                    out.extend_from_slice(r);
+                    Ok(())
+                }
                 None => Err(DataError::UnexpectedReply("SCRIPT KILL")),
             };
         }

@@ -74,7 +74,7 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
         Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table, moved).map(Plan::One),
         Kind::Split(s) => split(c, s, table, moved),
         Kind::Local(l) => Ok(Plan::Local(l)),
-        Kind::Admin(a) | Kind::Library(a) => admin(a, &c.req, table),
+        Kind::Admin(a) | Kind::Library(a) => admin(a, c.req, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
         // The session keeps transactions and WAIT itself; refused and unsupported commands
         // never pass the classify stage.

@@ -47,7 +47,12 @@ enum Route {
     /// To this master, on a slot at rest.
     At(Arc<str>),
     /// The slot is migrating: keys move from the source to this target first.
-    Migrating { source: Arc<str>, target: Arc<str>, aborting: bool, epoch: u64 },
+    Migrating {
+        source: Arc<str>,
+        target: Arc<str>,
+        aborting: bool,
+        epoch: u64,
+    },
 }
 
 fn route(table: &SlotTable, slot: SlotId) -> Result<Route, DataError> {
@@ -80,8 +85,14 @@ impl Blocking {
             let table = worker.shared.router.load_full();
             let addr = match route(&table, self.slot) {
                 Ok(Route::At(addr)) => addr,
-                Ok(Route::Migrating { source, target, aborting, epoch }) => {
-                    self.move_keys(source, target.clone(), aborting, epoch).await?;
+                Ok(Route::Migrating {
+                    source,
+                    target,
+                    aborting,
+                    epoch,
+                }) => {
+                    self.move_keys(source, target.clone(), aborting, epoch)
+                        .await?;
                     target
                 }
                 Err(DataError::SlotBlocked(_)) => {
@@ -172,14 +183,18 @@ async fn unblock(
     let id = id.to_string();
     let req = encode_request(
         3,
-        [&b"CLIENT"[..], b"UNBLOCK", id.as_bytes()].into_iter(),
+        [&b"CLIENT"[..], b"UNBLOCK", id.as_bytes()],
         id.len() + 13,
     );
     let deadline = tokio::time::Instant::now() + UNBLOCK_PATIENCE;
     loop {
-        let ask = worker
-            .pool
-            .send(addr, Proto::Resp2, &worker.control_login(), req.clone(), None);
+        let ask = worker.pool.send(
+            addr,
+            Proto::Resp2,
+            &worker.control_login(),
+            req.clone(),
+            None,
+        );
         let unblocked = tokio::select! {
             biased;
             r = &mut *rx => return Some(r),
@@ -244,5 +259,5 @@ fn wait_marker_request() -> Bytes {
     let key = [INTERNAL_PREFIX, b"wait"].concat();
     let args: [&[u8]; 4] = [b"EVAL", SCRIPT, b"1", &key];
     let size = args.iter().map(|a| a.len()).sum();
-    encode_request(4, args.into_iter(), size)
+    encode_request(4, args, size)
 }

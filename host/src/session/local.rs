@@ -249,10 +249,12 @@ impl Session {
             "CLIENT|INFO" => Ok(Frame::Verbatim(Bytes::from(info.line() + "\n"))),
             // Eviction and LRU hints: the proxy's shared backend connections are never
             // evicted as clients, and a touch through them is the server's own business.
-            "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => match req.arg(2).to_ascii_uppercase().as_slice() {
-                b"ON" | b"OFF" => Ok(Frame::ok()),
-                _ => Err(DataError::Syntax),
-            },
+            "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => {
+                match req.arg(2).to_ascii_uppercase().as_slice() {
+                    b"ON" | b"OFF" => Ok(Frame::ok()),
+                    _ => Err(DataError::Syntax),
+                }
+            }
             _ => Ok(Frame::Verbatim(Bytes::from(
                 self.worker.shared.clients.list(),
             ))),

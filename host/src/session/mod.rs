@@ -18,6 +18,7 @@ mod local;
 mod migrate;
 mod plugins;
 mod reply;
+mod scripts;
 mod send;
 mod transaction;
 
@@ -33,7 +34,7 @@ use tracing::{debug, warn};
 
 use crate::backend::Login;
 use crate::clients::Registration;
-use crate::command::{CommandId, Kind};
+use crate::command::{CommandId, Kind, Options};
 use crate::error::{DataError, Side};
 use crate::limits::{OutputAccount, Overflow};
 use crate::pipeline::classify::classify;
@@ -438,7 +439,13 @@ impl Session {
                 let wait = blocking::wait(self.worker.clone(), c.req.as_bytes().clone());
                 return Pending::Blocked(Box::pin(wait));
             }
+            Kind::Library(_) if c.cmd.name == "SCRIPT|LOAD" => return self.script_load(c),
             _ if c.blocks() => return self.blocking(c),
+            _ if c.cmd.options == Options::ScriptCall => {
+                if let Some(p) = self.call_script(c) {
+                    return p;
+                }
+            }
             _ => {}
         }
         let table = self.worker.shared.router.load();
@@ -461,7 +468,11 @@ impl Session {
             login: self.login.clone(),
             account: self.account.clone(),
             slot,
-            keys: c.keys.iter().map(|&i| c.req.arg_bytes(i as usize)).collect(),
+            keys: c
+                .keys
+                .iter()
+                .map(|&i| c.req.arg_bytes(i as usize))
+                .collect(),
             req: c.req.as_bytes().clone(),
         };
         Pending::Blocked(Box::pin(b.run()))

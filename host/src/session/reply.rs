@@ -28,6 +28,9 @@ pub(crate) enum Pending {
     /// A command that may hold its connection until answered (BLPOP, WAIT …): it ends its
     /// batch, and is not started before the replies ahead of it (see `session::blocking`).
     Blocked(std::pin::Pin<Box<dyn Future<Output = ReplyResult>>>),
+    /// A reply the session works out over several requests (a script reloaded where it was
+    /// missing, see `session::scripts`); in its batch like any.
+    Task(std::pin::Pin<Box<dyn Future<Output = ReplyResult>>>),
 }
 
 pub(crate) struct Gather {
@@ -64,7 +67,7 @@ impl Pending {
             }
             Pending::One(rx) => taken(rx.await, account),
             Pending::Moved(m) => taken(m.reply().await, account),
-            Pending::Blocked(f) => taken(f.await, account),
+            Pending::Blocked(f) | Pending::Task(f) => taken(f.await, account),
             Pending::Gather(g) => {
                 let Gather {
                     parts,

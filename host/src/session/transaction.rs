@@ -193,7 +193,10 @@ impl Session {
         if q.count == 0 && watch.is_none() {
             return Pending::Ready(Bytes::from_static(b"*0\r\n"));
         }
-        let slot = q.slot.or(watch.as_ref().map(|w| w.slot)).unwrap_or(SlotId(0));
+        let slot = q
+            .slot
+            .or(watch.as_ref().map(|w| w.slot))
+            .unwrap_or(SlotId(0));
         let table = self.worker.shared.router.load();
         let owner = table
             .route(slot)
