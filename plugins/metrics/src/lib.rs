@@ -1,5 +1,7 @@
 //! Tessera metrics plugin: counts commands and error replies and records latency by command,
-//! tenant (the first key up to a delimiter) and client name, through the host's metrics.
+//! tenant (the first key up to a delimiter) and client name, through the host's metrics. The
+//! time a blocking command (BLPOP …, XREAD with BLOCK, WAIT) waits for its reply is recorded
+//! apart, in `command_blocked_seconds`: it is the client's choice, not the cluster's latency.
 //!
 //! Hot path: `on_command` resolves three small indexes (command id, tenant, client) to a cached
 //! series slot and returns OBSERVE with `slot << 32 | start µs`; `on_reply` makes three import
@@ -10,8 +12,12 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use tessera_plugin_sdk::host::{self, Metric, Series};
 use tessera_plugin_sdk::{
-    Action, Command, Conn, Manifest, Out, Plugin, Replies, ReplyAction, ReplyOut, cmd, command_name,
+    Action, Command, Conn, Manifest, Out, Plugin, Replies, ReplyAction, ReplyOut, class, cmd,
+    command_name,
 };
+
+/// Set in an observe context: the command was a blocking one.
+const BLOCKED: u64 = 1 << 63;
 
 #[cfg(test)]
 mod tests;
@@ -82,6 +88,7 @@ struct Slot {
     count: Series,
     errors: Series,
     duration: Series,
+    blocked: Series,
 }
 
 /// The plugin.
@@ -92,6 +99,7 @@ pub struct Metrics {
     commands: Metric,
     errors: Metric,
     duration: Metric,
+    blocked: Metric,
     tenants: Labels,
     clients: Labels,
     /// Client label index per connection (fetched once, refreshed after CLIENT / HELLO).
@@ -132,19 +140,32 @@ impl Plugin for Metrics {
             &["command", "tenant"],
             &cfg.latency_buckets,
         ))?;
+        let blocked = metric(Metric::histogram(
+            "command_blocked_seconds",
+            "Time a blocking command (BLPOP, XREAD BLOCK, WAIT …) waited for its reply, by command and tenant",
+            &["command", "tenant"],
+            &cfg.latency_buckets,
+        ))?;
         let plugin = Metrics {
             delimiter: cfg.tenant_delimiter.into_bytes(),
             client_names: cfg.client_names,
             commands,
             errors,
             duration,
+            blocked,
             tenants: Labels::new(cfg.max_tenants),
             clients: Labels::new(cfg.max_clients),
             conns: FxHashMap::default(),
             slot_of: FxHashMap::default(),
             slots: Vec::new(),
         };
-        Ok((plugin, Manifest::new().hook_all().want_close()))
+        // XREAD and XREADGROUP block only with BLOCK: their arguments (ids, counts) are read.
+        let manifest = Manifest::new()
+            .hook_all()
+            .hook_with_values(cmd::XREAD)
+            .hook_with_values(cmd::XREADGROUP)
+            .want_close();
+        Ok((plugin, manifest))
     }
 
     fn on_command(&mut self, conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
@@ -162,7 +183,8 @@ impl Plugin for Metrics {
             self.conns.remove(&conn.0);
         }
         let slot = self.slot(c.id(), tenant, client);
-        out.observe((u64::from(slot) << 32) | u64::from(start as u32))
+        let blocked = if blocks(c) { BLOCKED } else { 0 };
+        out.observe(blocked | (u64::from(slot) << 32) | u64::from(start as u32))
     }
 
     fn on_reply(
@@ -172,13 +194,18 @@ impl Plugin for Metrics {
         replies: &Replies<'_>,
         _out: ReplyOut<'_>,
     ) -> ReplyAction {
-        let Some(slot) = self.slots.get((ctx >> 32) as usize) else {
+        let Some(slot) = self.slots.get(((ctx & !BLOCKED) >> 32) as usize) else {
             return ReplyAction::PASS;
         };
         // Microseconds modulo 2^32 (71 minutes): fine for a command's latency.
         let elapsed = (host::now_us() as u32).wrapping_sub(ctx as u32);
         slot.count.inc();
-        slot.duration.observe(f64::from(elapsed) / 1e6);
+        let histogram = if ctx & BLOCKED != 0 {
+            slot.blocked
+        } else {
+            slot.duration
+        };
+        histogram.observe(f64::from(elapsed) / 1e6);
         if replies.get(0).is_some_and(|r| r.first() == Some(&b'-')) {
             slot.errors.inc();
         }
@@ -188,6 +215,18 @@ impl Plugin for Metrics {
     fn on_close(&mut self, conn: Conn) {
         self.conns.remove(&conn.0);
     }
+}
+
+/// A command that waits for something to happen: blocking ones, XREAD/XREADGROUP given
+/// BLOCK, WAIT.
+fn blocks(c: &Command<'_>) -> bool {
+    if c.is(cmd::XREAD) || c.is(cmd::XREADGROUP) {
+        return (1..c.len())
+            .map_while(|i| c.bytes(i))
+            .take_while(|a| !a.eq_ignore_ascii_case(b"STREAMS"))
+            .any(|a| a.eq_ignore_ascii_case(b"BLOCK"));
+    }
+    c.has_class(class::BLOCKING) || c.is(cmd::WAIT)
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -231,6 +270,7 @@ impl Metrics {
             count: series(&self.commands, &values),
             errors: series(&self.errors, &values),
             duration: series(&self.duration, &values[..2]),
+            blocked: series(&self.blocked, &values[..2]),
         };
         self.slots.push(slot);
         let s = self.slots.len() as u32 - 1;

@@ -63,6 +63,40 @@ fn commands_are_counted_and_timed_by_command_tenant_and_client() {
 }
 
 #[test]
+fn blocked_time_is_recorded_apart_from_latency() {
+    testing::reset();
+    let mut h = Harness::<Metrics>::new("{}");
+    run(&mut h, 1, &["BLPOP", "q", "0"], b"*-1\r\n", 2_000_000);
+    run(&mut h, 1, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"], b"*-1\r\n", 100_000);
+    run(&mut h, 1, &["XREAD", "COUNT", "1", "STREAMS", "s", "0"], b"*-1\r\n", 50);
+    run(&mut h, 1, &["WAIT", "1", "10"], b":0\r\n", 10_000);
+    assert_eq!(
+        testing::histogram("command_blocked_seconds", &["blpop", "none"]),
+        vec![2.0]
+    );
+    assert_eq!(
+        testing::histogram("command_duration_seconds", &["blpop", "none"]),
+        Vec::<f64>::new()
+    );
+    assert_eq!(
+        testing::histogram("command_blocked_seconds", &["xread", "none"]),
+        vec![0.1]
+    );
+    assert_eq!(
+        testing::histogram("command_duration_seconds", &["xread", "none"]),
+        vec![0.00005]
+    );
+    assert_eq!(
+        testing::histogram("command_blocked_seconds", &["wait", "none"]),
+        vec![0.01]
+    );
+    assert_eq!(
+        testing::counter("commands_total", &["blpop", "none", "none"]),
+        Some(1)
+    );
+}
+
+#[test]
 fn tenants_and_clients_are_capped_and_client_info_is_cached() {
     testing::reset();
     let mut h =
