@@ -62,18 +62,6 @@ fn error_of(f: &Frame) -> String {
         .to_owned()
 }
 
-/// The proxy process's resident memory, in bytes.
-fn rss(proxy: &Proxy) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.pid()))
-        .expect("reading the proxy's /proc status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .expect("VmRSS in /proc status");
-    kb * 1024
-}
-
 // === defect 1: scripts cannot do what their caller may not ===
 
 #[test]
@@ -246,7 +234,7 @@ fn unauthenticated_sockets_announcing_100_mb_are_refused_before_the_proxy_grows(
     let cluster = Cluster::start_with(|b| b.threads(1).config("session_password = \"s3cret\"\n"));
     let mut c = cluster.proxy.raw();
     assert_eq!(c.cmd(&["AUTH", "s3cret"]), Frame::Simple("OK".into()));
-    let before = rss(&cluster.proxy);
+    let before = cluster.proxy.rss();
     // The reported attack: four sockets that never authenticate, each announcing a 100 MB
     // bulk and sending as much of it as the proxy takes.
     let hogs: Vec<_> = (0..4)
@@ -270,7 +258,7 @@ fn unauthenticated_sockets_announcing_100_mb_are_refused_before_the_proxy_grows(
             "an unauthenticated 100 MB bulk was not refused (sent {sent} MB): {e}"
         );
     }
-    let after = rss(&cluster.proxy);
+    let after = cluster.proxy.rss();
     assert!(
         after < before + 16 * 1024 * 1024,
         "4 unauthenticated sockets took the proxy from {before} to {after} bytes"
@@ -348,7 +336,7 @@ fn a_client_that_never_reads_is_closed_at_its_output_limit_without_stalling_othe
         .arg(vec![b'v'; 10 * 1024 * 1024])
         .query(&mut setup)
         .unwrap();
-    let before = rss(&cluster.proxy);
+    let before = cluster.proxy.rss();
     let bystander = Bystander::start(&cluster.proxy, &key.replace(":big", ":counter"));
     let mut greedy = RawClient::connect(cluster.proxy.addr());
     let gets: Vec<u8> = (0..100).flat_map(|_| encode(&["GET", &key])).collect();
@@ -362,7 +350,7 @@ fn a_client_that_never_reads_is_closed_at_its_output_limit_without_stalling_othe
         "the proxy never closed the client that does not read:\n{}",
         cluster.proxy.log()
     );
-    let peak = rss(&cluster.proxy);
+    let peak = cluster.proxy.rss();
     assert!(
         peak < before + 160 * 1024 * 1024,
         "100 unread 10 MB replies grew the proxy from {before} to {peak} bytes"

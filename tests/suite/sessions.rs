@@ -530,3 +530,44 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
         .unwrap_err();
     assert!(e.to_string().to_uppercase().contains("NOSCRIPT"), "{e}");
 }
+
+#[test]
+fn two_hundred_blocked_clients_cost_a_bounded_memory_each() {
+    let cluster = Cluster::start();
+    let owner0 = &cluster.backends[0];
+    let owner1 = &cluster.backends[1];
+    let mut warm = conn(cluster.proxy.addr());
+    let _: () = warm.set("warm", "up").unwrap();
+    let before = cluster.proxy.rss();
+    let clients = 200;
+    let blocked: Vec<RawClient> = (0..clients)
+        .map(|i| {
+            let mut c = RawClient::connect(cluster.proxy.addr());
+            c.send(&crate::support::encode(&[
+                "BLPOP",
+                &format!("idle:{i}"),
+                "0",
+            ]));
+            c
+        })
+        .collect();
+    assert!(
+        wait_until(Duration::from_secs(20), || blocked_clients(owner0)
+            + blocked_clients(owner1)
+            == clients),
+        "every client blocks on a server"
+    );
+    let after = cluster.proxy.rss();
+    let each = after.saturating_sub(before) / clients as u64;
+    println!("proxy memory per blocked client: {each} bytes ({before} → {after} for {clients})");
+    assert!(each < 256 * 1024, "{each} bytes per blocked client");
+    // Ordinary clients are served meanwhile.
+    let v: String = warm.get("warm").unwrap();
+    assert_eq!(v, "up");
+    drop(blocked);
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        owner0
+    ) + blocked_clients(
+        owner1
+    ) == 0));
+}

@@ -67,8 +67,20 @@ fn blocked_time_is_recorded_apart_from_latency() {
     testing::reset();
     let mut h = Harness::<Metrics>::new("{}");
     run(&mut h, 1, &["BLPOP", "q", "0"], b"*-1\r\n", 2_000_000);
-    run(&mut h, 1, &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"], b"*-1\r\n", 100_000);
-    run(&mut h, 1, &["XREAD", "COUNT", "1", "STREAMS", "s", "0"], b"*-1\r\n", 50);
+    run(
+        &mut h,
+        1,
+        &["XREAD", "BLOCK", "100", "STREAMS", "s", "$"],
+        b"*-1\r\n",
+        100_000,
+    );
+    run(
+        &mut h,
+        1,
+        &["XREAD", "COUNT", "1", "STREAMS", "s", "0"],
+        b"*-1\r\n",
+        50,
+    );
     run(&mut h, 1, &["WAIT", "1", "10"], b":0\r\n", 10_000);
     assert_eq!(
         testing::histogram("command_blocked_seconds", &["blpop", "none"]),

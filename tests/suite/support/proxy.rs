@@ -192,6 +192,18 @@ impl Proxy {
         self.child.id()
     }
 
+    /// The proxy process's resident memory, in bytes.
+    pub(crate) fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("reading the proxy's /proc status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .expect("VmRSS in /proc status");
+        kb * 1024
+    }
+
     /// A `redis://` URL for the proxy.
     pub(crate) fn url(&self) -> String {
         format!("redis://{}/", self.addr)
