@@ -3,7 +3,8 @@
 #   tools/test.sh
 # (CI runs exactly this through .ci/run.) Set TESSERA_SKIP_INSTALL=1 to skip the apt step
 # (tools/apt-install.sh).
-# Order: the web console's front end is built first (the Rust tests serve its files), then one
+# Order: the web console's front end is built first (the Rust tests serve its files) and the
+# Node clients the session tests drive (tests/clients) installed, then one
 # cargo build and test of everything, then the front end's unit tests and its end-to-end
 # tests in headless Chromium, which drive the target/debug/tessera that cargo test built.
 set -euo pipefail
@@ -17,6 +18,8 @@ test_packages=(
   nutcracker:nutcracker      # twemproxy, for the side-by-side tests
   promtool:prometheus        # checks that /metrics is valid Prometheus text
   chromium:chromium          # the console's end-to-end test in headless Chromium
+  /usr/bin/python3:python3   # runs the redis-py client tests (tests/clients)
+  /usr/lib/python3/dist-packages/redis/__init__.py:python3-redis  # redis-py, as applications use it
 )
 apt_install "${TESSERA_BUILD_PACKAGES[@]}" "${test_packages[@]}"
 # rustup does not add a missing target to an installed toolchain by itself.
@@ -41,6 +44,9 @@ if [ -f web/package.json ]; then
   (cd web && npm ci --no-audit --no-fund && npm run build)
   web=1
 fi
+# ioredis, which the session tests drive through the proxies (tests/clients).
+node_ok || { echo "test.sh: tests/clients needs Node.js >= 20.19 with npm" >&2; exit 1; }
+(cd tests/clients && npm ci --no-audit --no-fund)
 
 # The plugins as the proxy loads them (wasm32, release): the tests run the real modules. A
 # separate target triple, so this does not rebuild the workspace.

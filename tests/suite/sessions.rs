@@ -571,3 +571,60 @@ fn two_hundred_blocked_clients_cost_a_bounded_memory_each() {
         owner1
     ) == 0));
 }
+
+#[test]
+fn redis_py_locks_transactions_and_queues_work_across_two_proxies() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/redis_py_sessions.py");
+    let out = crate::support::run_with_timeout(
+        std::process::Command::new("/usr/bin/python3")
+            .arg(script)
+            .arg(cp.proxies[0].addr().to_string())
+            .arg(cp.proxies[1].addr().to_string()),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "redis-py (Debian's python3-redis) through the proxies:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.matches("ok   ").count(), 4, "every check ran");
+}
+
+#[test]
+fn ioredis_scripts_transactions_and_queues_work_across_two_proxies() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/clients");
+    assert!(
+        std::path::Path::new(dir)
+            .join("node_modules/ioredis")
+            .exists(),
+        "ioredis is not installed in {dir}: run `npm ci` there (tools/test.sh does)"
+    );
+    let out = crate::support::run_with_timeout(
+        std::process::Command::new("node")
+            .current_dir(dir)
+            .arg("ioredis_sessions.js")
+            .arg(cp.proxies[0].addr().to_string())
+            .arg(cp.proxies[1].addr().to_string()),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "ioredis through the proxies:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.matches("ok   ").count(), 4, "every check ran");
+}
