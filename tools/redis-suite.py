@@ -24,6 +24,18 @@ RESULT = re.compile(r"^\[(ok|err|exception|skip|ignore)\]: (.*?)(?: \(\d+ ms\))?
 TRACE = re.compile(r'^"test (?:\{(.+?)\}|"(.+?)") \{')
 
 
+VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+|\[[^\]]*\]")
+
+
+def skip_pattern(name):
+    """What --skiptest needs for a test name as the trace shows it: the name itself, or a
+    regexp when it holds Tcl substitutions (`$type`, `[cmd]`), whose values the trace lacks."""
+    if not VARIABLE.search(name):
+        return name
+    parts = VARIABLE.split(name)
+    return "/^" + ".*".join(re.escape(p) for p in parts) + "$"
+
+
 def run_unit(args, unit):
     skipped = []
     ok, err = set(), set()
@@ -62,9 +74,17 @@ def run_unit(args, unit):
         if exception is None:
             err.add(f"(an exception outside any test, run {len(skipped) + 1})")
             break
+        pattern = skip_pattern(exception)
+        if pattern in skipped:
+            # Skipping it did not help (raised outside a test): the rest of the unit is lost.
+            err.add(f"(the rest of the unit after: {exception})")
+            break
         err.add(exception)
-        skipped.append(exception)
+        skipped.append(pattern)
     ok -= err
+    if args.verbose:
+        for name in sorted(err):
+            print(f"    failed: {name}", flush=True)
     return len(ok), len(err), skipped
 
 
@@ -80,6 +100,7 @@ def main():
                         "cluster:skip) instead of plain --singledb")
     p.add_argument("--before", help="shell command run before each run of a unit, e.g. one "
                    "that restarts the servers with their settings as configured")
+    p.add_argument("-v", "--verbose", action="store_true", help="name the failed tests")
     p.add_argument("--max-restarts", type=int, default=60)
     p.add_argument("--unit-timeout", type=int, default=900)
     p.add_argument("units", nargs="+")
