@@ -127,7 +127,13 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
             Kind::AdminKeyed | Kind::Admin(_) => policy.admin_commands,
             // Harmless in scripts, and answered alike by any server.
             Kind::Local(Local::Ping | Local::Echo | Local::Time | Local::Dbsize) => true,
-            Kind::Local(_) | Kind::ScriptKill | Kind::Unsupported | Kind::Refused => false,
+            // Pub/sub runs on the proxy's own connections (see `pubsub`): data users keep
+            // `resetchannels`, so a script cannot publish either.
+            Kind::Local(_)
+            | Kind::ScriptKill
+            | Kind::PubSub(_)
+            | Kind::Unsupported
+            | Kind::Refused => false,
         };
         let denied = policy.denied.commands.iter().any(|d| d == cmd.name)
             || cmd.abi_class() & policy.denied.classes != 0;

@@ -19,6 +19,7 @@ use crate::limits::MemoryPool;
 use crate::pipeline::classify::Policy;
 use crate::pipeline::plan::MovedKeys;
 use crate::plugins::PluginHost;
+use crate::pubsub::Hub;
 use crate::redis_client::Credential;
 use crate::router::Router;
 use crate::telemetry::CommandStats;
@@ -185,6 +186,8 @@ pub struct Worker {
     pub moved: MovedKeys,
     /// This thread's warm plugin instances (created with the first plugin).
     pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
+    /// This thread's pub/sub subscriptions and subscriber connections.
+    pub pubsub: Hub,
     logins: RefCell<Logins>,
 }
 
@@ -206,6 +209,7 @@ const CONFINED_LOGINS: usize = 1024;
 impl Worker {
     pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
         Self {
+            pubsub: Hub::new(shared.router.clone()),
             shared,
             pool,
             moved: MovedKeys::default(),

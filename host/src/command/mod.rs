@@ -8,4 +8,6 @@ mod generated;
 mod spec;
 mod table;
 
-pub use table::{Admin, Command, CommandId, CommandTable, Kind, Local, Options, Split, hash_key};
+pub use table::{
+    Admin, Command, CommandId, CommandTable, Kind, Local, Options, PubSub, Split, hash_key,
+};

@@ -33,6 +33,8 @@ pub enum Kind {
     /// SCRIPT KILL, FUNCTION KILL: sent to every master on the proxy's own connections, not
     /// behind the busy script on the shared ones.
     ScriptKill,
+    /// Publish/subscribe (see `pubsub` and `session::pubsub`).
+    PubSub(PubSub),
     /// A Redis feature Tessera does not offer yet (transactions, blocking, pub/sub).
     Unsupported,
     /// Never passed through a shared proxy (server administration, replication, cluster).
@@ -63,6 +65,28 @@ pub enum Local {
     Command,
     Time,
     Dbsize,
+}
+
+/// The pub/sub commands: subscriptions are the session's (through its worker's hub), the rest
+/// go to the backends on the proxy's own connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PubSub {
+    Subscribe,
+    Unsubscribe,
+    PSubscribe,
+    PUnsubscribe,
+    SSubscribe,
+    SUnsubscribe,
+    /// PUBLISH: to the master of the channel's slot.
+    Publish,
+    /// SPUBLISH: to the master of the channel's slot (CROSSSLOT rules as for keys).
+    SPublish,
+    /// PUBSUB CHANNELS, PUBSUB SHARDCHANNELS: the union over every backend.
+    Channels,
+    /// PUBSUB NUMSUB, PUBSUB SHARDNUMSUB: counts summed per channel over every backend.
+    NumSub,
+    /// PUBSUB NUMPAT: the sum over every backend.
+    NumPat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,6 +417,17 @@ fn classify(raw: &RawCommand) -> Kind {
         "RANDOMKEY" => Kind::Admin(Admin::RandomKey),
         "MEMORY|USAGE" => Kind::AdminKeyed,
         "SCRIPT|KILL" | "FUNCTION|KILL" => Kind::ScriptKill,
+        "SUBSCRIBE" => Kind::PubSub(PubSub::Subscribe),
+        "UNSUBSCRIBE" => Kind::PubSub(PubSub::Unsubscribe),
+        "PSUBSCRIBE" => Kind::PubSub(PubSub::PSubscribe),
+        "PUNSUBSCRIBE" => Kind::PubSub(PubSub::PUnsubscribe),
+        "SSUBSCRIBE" => Kind::PubSub(PubSub::SSubscribe),
+        "SUNSUBSCRIBE" => Kind::PubSub(PubSub::SUnsubscribe),
+        "PUBLISH" => Kind::PubSub(PubSub::Publish),
+        "SPUBLISH" => Kind::PubSub(PubSub::SPublish),
+        "PUBSUB|CHANNELS" | "PUBSUB|SHARDCHANNELS" => Kind::PubSub(PubSub::Channels),
+        "PUBSUB|NUMSUB" | "PUBSUB|SHARDNUMSUB" => Kind::PubSub(PubSub::NumSub),
+        "PUBSUB|NUMPAT" => Kind::PubSub(PubSub::NumPat),
         "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" | "WAIT" | "RESET" => Kind::Unsupported,
         // The mover's own tools, and commands meaningless with one logical database.
         "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
@@ -525,8 +560,10 @@ mod tests {
         assert_eq!(kind("FLUSHALL"), Kind::Admin(Admin::AllOk));
         assert_eq!(kind("SCAN"), Kind::Admin(Admin::Scan));
         assert_eq!(kind("BLPOP"), Kind::Unsupported);
-        assert_eq!(kind("SUBSCRIBE"), Kind::Unsupported);
-        assert_eq!(kind("PUBLISH"), Kind::Unsupported);
+        assert_eq!(kind("SUBSCRIBE"), Kind::PubSub(PubSub::Subscribe));
+        assert_eq!(kind("PUBLISH"), Kind::PubSub(PubSub::Publish));
+        assert_eq!(kind("PUBSUB|SHARDNUMSUB"), Kind::PubSub(PubSub::NumSub));
+        assert_eq!(kind("PUBSUB|HELP"), Kind::Unsupported);
         assert_eq!(kind("MULTI"), Kind::Unsupported);
         assert_eq!(kind("SHUTDOWN"), Kind::Refused);
         assert_eq!(kind("DEBUG"), Kind::Refused);

@@ -122,7 +122,9 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
         return Err(no_perm());
     }
     if user.key_prefix.is_some() {
-        if classes & (KEYSPACE | class::SCRIPTING) != 0 {
+        // Channels are not keys: a confined user's prefix says nothing about them, and the
+        // proxy's hub connections are shared (see docs/pubsub.md).
+        if classes & (KEYSPACE | class::SCRIPTING | class::PUBSUB) != 0 {
             return Err(no_perm());
         }
         if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {

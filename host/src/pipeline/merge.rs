@@ -37,6 +37,10 @@ pub enum Merge {
     Info(Box<InfoRequest>),
     /// SCRIPT KILL / FUNCTION KILL: OK if any backend killed one, else the first error.
     AnyOk,
+    /// PUBSUB CHANNELS / SHARDCHANNELS: the arrays' union, each element once, first seen first.
+    Union,
+    /// PUBSUB NUMSUB / SHARDNUMSUB: `[channel, count, …]` arrays, counts summed per position.
+    NumSub,
     /// A plugin rewrite's merge code (`tessera_plugin_abi::merge::*`, other than PLUGIN).
     Abi(u32),
 }
@@ -74,6 +78,8 @@ impl Merge {
             Merge::Concat => abi_merge(tessera_plugin_abi::merge::CONCAT, replies, proto, out),
             Merge::Abi(code) => abi_merge(code, replies, proto, out),
             Merge::AllExist => all_exist(replies, proto, out),
+            Merge::Union => union(replies, out),
+            Merge::NumSub => numsub(replies, out),
             Merge::Scan { backend, backends } => scan(backend, backends, replies, proto, out),
             Merge::RandomKey { start } => {
                 let n = replies.len();
@@ -130,6 +136,42 @@ fn all_exist(replies: &[Bytes], proto: Proto, out: &mut BytesMut) -> Result<(), 
         })
         .collect();
     Frame::Array(all).encode(proto, out);
+    Ok(())
+}
+
+fn union(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut elems = Vec::new();
+    for r in replies {
+        let parts = split_aggregate(r).ok_or(DataError::UnexpectedReply("PUBSUB CHANNELS"))?;
+        elems.extend(parts.into_iter().filter(|e| seen.insert(*e)));
+    }
+    array_header(out, elems.len());
+    elems.iter().for_each(|e| out.extend_from_slice(e));
+    Ok(())
+}
+
+fn numsub(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
+    let unexpected = || DataError::UnexpectedReply("PUBSUB NUMSUB");
+    let parts: Vec<Vec<&[u8]>> = replies
+        .iter()
+        .map(|r| split_aggregate(r).ok_or_else(unexpected))
+        .collect::<Result<_, _>>()?;
+    let first = parts.first().ok_or_else(unexpected)?;
+    if first.len() % 2 != 0 || parts.iter().any(|p| p.len() != first.len()) {
+        return Err(unexpected());
+    }
+    array_header(out, first.len());
+    for i in (0..first.len()).step_by(2) {
+        let mut sum: i64 = 0;
+        for p in &parts {
+            sum = sum.saturating_add(parse_integer(p[i + 1]).ok_or_else(unexpected)?);
+        }
+        out.extend_from_slice(first[i]);
+        out.put_u8(b':');
+        out.put_slice(itoa::Buffer::new().format(sum).as_bytes());
+        out.put_slice(b"\r\n");
+    }
     Ok(())
 }
 

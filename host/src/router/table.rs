@@ -189,13 +189,22 @@ impl SlotTableBuilder {
 #[derive(Debug)]
 pub struct Router {
     table: ArcSwap<SlotTable>,
+    /// The epoch of each table swapped in, for those who follow changes (the pub/sub hubs).
+    swapped: tokio::sync::watch::Sender<u64>,
 }
 
 impl Router {
     pub fn new(table: SlotTable) -> Self {
+        let (swapped, _) = tokio::sync::watch::channel(table.epoch);
         Self {
             table: ArcSwap::from_pointee(table),
+            swapped,
         }
+    }
+
+    /// Changes whenever a table is swapped in (its value: that table's epoch).
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swapped.subscribe()
     }
 
     /// The current table. Cheap; hold it for one command, not across awaits of a session.
@@ -210,7 +219,9 @@ impl Router {
 
     /// Installs a new table.
     pub fn swap(&self, table: SlotTable) {
+        let epoch = table.epoch;
         self.table.store(Arc::new(table));
+        self.swapped.send_replace(epoch);
     }
 }
 

@@ -16,6 +16,7 @@
 mod local;
 mod migrate;
 mod plugins;
+mod pubsub;
 mod reply;
 mod send;
 
@@ -75,6 +76,8 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
+    /// Its pub/sub subscriptions and the messages waiting for it.
+    subs: pubsub::Subscriptions,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -142,6 +145,7 @@ impl Session {
             None => Login::none(),
         };
         Self {
+            subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
             worker,
             stream,
@@ -258,9 +262,12 @@ impl Session {
         rbuf: &mut BytesMut,
         connected: tokio::time::Instant,
     ) -> Result<(), End> {
+        self.deliver_pubsub().await?;
         let config = &self.worker.shared.config;
+        // A subscriber waits for messages, not commands: no idle timeout (as in Redis).
         let idle = config
             .idle_timeout()
+            .filter(|_| !self.subs.subscribed())
             .map(|t| (tokio::time::Instant::now() + t, End::Idle));
         let auth = match self.rights {
             None => config
@@ -289,6 +296,7 @@ impl Session {
                 Some(Ok(_)) => Ok(()),
                 Some(Err(e)) => Err(End::Io(e)),
             },
+            _ = self.subs.ready() => Ok(()),
         }
     }
 
@@ -359,6 +367,9 @@ impl Session {
             Err(e) => return Queued::error(None, &e),
         };
         let id = Some(c.cmd.id);
+        if let Some(e) = self.pubsub_refuses(&c) {
+            return Queued::error(id, &e);
+        }
         let (reply, observers) = match self.run_plugins(&c) {
             Decision::Continue(obs) => (QueuedReply::One(self.execute(&c)), obs),
             Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
@@ -396,6 +407,9 @@ impl Session {
     /// Plans and sends a classified command (or answers it, if it is the session's own).
     #[inline]
     fn execute(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
+        if let Some(p) = self.pubsub_execute(c) {
+            return p;
+        }
         let table = self.worker.shared.router.load();
         match plan(c, &table, &self.worker.moved) {
             Ok(Plan::Local(l)) => self.local(l, c),
