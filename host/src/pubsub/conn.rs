@@ -1,10 +1,13 @@
 //! A hub's subscriber connection to one backend: a task that logs in, speaks RESP3 (so every
 //! message and confirmation is a `>` push and cannot be mistaken for a reply), writes the
 //! hub's (un)subscribe requests and hands each push to the hub. Not a shared pipelined
-//! connection: nothing on it waits for a reply. On a broken connection it reconnects with
+//! connection: the only replies awaited are of its own `PING tessera-sync-<n>` markers, sent
+//! after a batch of subscriptions so that a client's confirmation waits until the backend has
+//! them (as a direct client's does). On a broken connection it reconnects with
 //! backoff and subscribes again everything the hub wants on that backend; messages published
 //! while it was down are lost, as they are for a direct client that reconnects.
 
+use std::collections::VecDeque;
 use std::rc::Weak;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +15,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use super::{Hub, HubInner};
@@ -25,8 +28,19 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// Handle to a subscriber connection task; the task ends when the handle is dropped.
 pub(super) struct SubConn {
-    tx: mpsc::UnboundedSender<Bytes>,
+    tx: mpsc::UnboundedSender<Cmd>,
 }
+
+enum Cmd {
+    /// A request (exact RESP) whose confirmations are pushes.
+    Request(Bytes),
+    /// Answer once the server has processed everything sent before (dropped unanswered if
+    /// the connection breaks first).
+    Sync(oneshot::Sender<()>),
+}
+
+/// The marker PING's argument; its reply is a bulk string, never a push.
+const SYNC_PREFIX: &[u8] = b"tessera-sync-";
 
 impl SubConn {
     pub(super) fn spawn(addr: Arc<str>, login: Login, hub: Weak<HubInner>) -> Self {
@@ -35,10 +49,18 @@ impl SubConn {
         Self { tx }
     }
 
-    /// Queues a request (exact RESP). Lost if the connection is down: the hub's state is
-    /// what a reconnect subscribes.
+    /// Queues a request. If the connection is down it is replayed after the hub's state on
+    /// reconnect, which it is already part of.
     pub(super) fn send(&self, req: Bytes) {
-        let _ = self.tx.send(req);
+        let _ = self.tx.send(Cmd::Request(req));
+    }
+
+    /// Completes (with `Ok` or `Err` alike) once the backend has processed what was sent
+    /// before, or the connection broke.
+    pub(super) fn sync(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Cmd::Sync(tx));
+        rx
     }
 }
 
@@ -46,7 +68,7 @@ async fn run(
     addr: Arc<str>,
     login: Login,
     hub: Weak<HubInner>,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
 ) {
     let mut failures: u32 = 0;
     loop {
@@ -56,8 +78,7 @@ async fn run(
                     debug!(%addr, "subscriber connection reconnected");
                 }
                 failures = 0;
-                // What is queued is covered by the hub's state, read after it.
-                while rx.try_recv().is_ok() {}
+                // What is still queued replays, after the state, the changes made to it since.
                 let Some(inner) = hub.upgrade() else { return };
                 let first = Hub { inner }.resubscriptions(&addr);
                 match serve(stream, first, &mut rx, &hub).await {
@@ -80,6 +101,7 @@ async fn run(
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => break,
+                // A sync waits for nobody while the server is away (dropped: answered).
                 r = rx.recv() => if r.is_none() { return },
             }
         }
@@ -90,7 +112,7 @@ async fn run(
 async fn serve(
     stream: TcpStream,
     first: Vec<Bytes>,
-    rx: &mut mpsc::UnboundedReceiver<Bytes>,
+    rx: &mut mpsc::UnboundedReceiver<Cmd>,
     hub: &Weak<HubInner>,
 ) -> Result<(), String> {
     let (mut r, mut w) = stream.into_split();
@@ -100,15 +122,28 @@ async fn serve(
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut scanner = ReplyScanner::default();
     let mut pending = Vec::new();
+    let mut syncs: VecDeque<(u64, oneshot::Sender<()>)> = VecDeque::new();
+    let mut next_sync: u64 = 0;
+    let mut wbuf = BytesMut::new();
     loop {
         tokio::select! {
             n = rx.recv_many(&mut pending, 64) => {
                 if n == 0 {
                     return Ok(());
                 }
-                for req in pending.drain(..) {
-                    w.write_all(&req).await.map_err(|e| e.to_string())?;
+                for cmd in pending.drain(..) {
+                    match cmd {
+                        Cmd::Request(req) => wbuf.extend_from_slice(&req),
+                        Cmd::Sync(tx) => {
+                            next_sync += 1;
+                            let mark = format!("tessera-sync-{next_sync}");
+                            wbuf.extend_from_slice(&wire_ping(mark.as_bytes()));
+                            syncs.push_back((next_sync, tx));
+                        }
+                    }
                 }
+                w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                wbuf.clear();
             }
             read = r.read_buf(&mut rbuf) => {
                 match read {
@@ -122,6 +157,15 @@ async fn serve(
                     let frame = rbuf.split_to(n).freeze();
                     match frame.first() {
                         Some(b'>') => hub.deliver(frame),
+                        Some(b'$') => {
+                            if let Some(n) = sync_mark(&frame) {
+                                while syncs.front().is_some_and(|(k, _)| *k <= n) {
+                                    if let Some((_, tx)) = syncs.pop_front() {
+                                        let _ = tx.send(());
+                                    }
+                                }
+                            }
+                        }
                         Some(b'-' | b'!') => warn!(
                             error = %String::from_utf8_lossy(&frame).trim_end(),
                             "subscriber connection: request refused"
@@ -135,6 +179,21 @@ async fn serve(
             }
         }
     }
+}
+
+fn wire_ping(arg: &[u8]) -> Vec<u8> {
+    let mut out = format!("*2\r\n$4\r\nPING\r\n${}\r\n", arg.len()).into_bytes();
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// The number of a sync marker's PING reply (`$n\r\ntessera-sync-<k>\r\n`).
+fn sync_mark(frame: &[u8]) -> Option<u64> {
+    let start = memchr::memchr(b'\n', frame)? + 1;
+    let body = frame.get(start..frame.len().checked_sub(2)?)?;
+    let digits = body.strip_prefix(SYNC_PREFIX)?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// Connects, runs the login's steps and switches to RESP3.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 
 use crate::backend::Login;
 use crate::limits::OutputAccount;
@@ -145,11 +145,19 @@ impl Hub {
     }
 
     /// Subscribes `sink` to `names` in `space` (names it has already are left as they are).
-    /// Subscriber connections are made with `login` if there are none yet.
-    pub fn subscribe(&self, sink: SinkId, space: Space, names: &[Bytes], login: &Login) {
+    /// Subscriber connections are made with `login` if there are none yet. The receivers
+    /// complete once every backend concerned has the subscriptions (or its connection broke).
+    pub fn subscribe(
+        &self,
+        sink: SinkId,
+        space: Space,
+        names: &[Bytes],
+        login: &Login,
+    ) -> Vec<oneshot::Receiver<()>> {
         self.follow_table();
         let table = self.inner.router.load();
         let mut batch = Batch::default();
+        let mut concerned: SmallVec<[Arc<str>; 2]> = SmallVec::new();
         {
             let mut s = self.inner.state.borrow_mut();
             if s.login.as_ref().is_none_or(|l| l.id != login.id) {
@@ -170,9 +178,20 @@ impl Hub {
                 if !entry.sinks.contains(&sink) {
                     entry.sinks.push(sink);
                 }
+                // Another session's subscription may still be on its way: wait for it too.
+                for a in &entry.on {
+                    if !concerned.contains(a) {
+                        concerned.push(a.clone());
+                    }
+                }
             }
         }
         self.send(batch);
+        let s = self.inner.state.borrow();
+        concerned
+            .iter()
+            .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+            .collect()
     }
 
     /// Unsubscribes `sink` from `names` in `space`; a name no session wants any more is

@@ -22,6 +22,9 @@ use crate::router::SlotId;
 /// Channels, patterns and shard channels one client may hold, together (see docs/limits.md).
 pub(super) const MAX_SUBSCRIPTIONS: usize = 10_000;
 
+/// How long a subscription's confirmation waits for the backends at most.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What a session is subscribed to.
 pub(super) struct Subscriptions {
     hub: Hub,
@@ -105,12 +108,18 @@ impl Session {
     /// everything else, planned as usual.
     pub(super) fn pubsub_execute(&mut self, c: &Classified<'_>) -> Option<Pending> {
         let r = match c.cmd.kind {
-            Kind::PubSub(PubSub::Subscribe) => self.subscribe(Space::Channel, c),
-            Kind::PubSub(PubSub::PSubscribe) => self.subscribe(Space::Pattern, c),
-            Kind::PubSub(PubSub::SSubscribe) => self.subscribe(Space::Shard, c),
             Kind::PubSub(PubSub::Unsubscribe) => self.unsubscribe(Space::Channel, c),
             Kind::PubSub(PubSub::PUnsubscribe) => self.unsubscribe(Space::Pattern, c),
             Kind::PubSub(PubSub::SUnsubscribe) => self.unsubscribe(Space::Shard, c),
+            Kind::PubSub(PubSub::Subscribe) => {
+                return Some(self.subscribe_pending(Space::Channel, c));
+            }
+            Kind::PubSub(PubSub::PSubscribe) => {
+                return Some(self.subscribe_pending(Space::Pattern, c));
+            }
+            Kind::PubSub(PubSub::SSubscribe) => {
+                return Some(self.subscribe_pending(Space::Shard, c));
+            }
             Kind::Local(Local::Ping) if self.proto == Proto::Resp2 && self.subs.subscribed() => {
                 if c.req.argc() > 2 {
                     Err(DataError::WrongArity("ping".into()))
@@ -128,7 +137,12 @@ impl Session {
         })
     }
 
-    fn subscribe(&mut self, space: Space, c: &Classified<'_>) -> Result<Bytes, DataError> {
+    fn subscribe_pending(&mut self, space: Space, c: &Classified<'_>) -> Pending {
+        self.subscribe(space, c)
+            .unwrap_or_else(|e| Pending::error(&e))
+    }
+
+    fn subscribe(&mut self, space: Space, c: &Classified<'_>) -> Result<Pending, DataError> {
         let names: Vec<Bytes> = (1..c.req.argc()).map(|i| c.req.arg_bytes(i)).collect();
         if space == Space::Shard {
             same_slot(&names)?;
@@ -153,8 +167,19 @@ impl Session {
             wire::confirmation(self.proto, space.subscribe_name(), Some(n), count, &mut out);
         }
         let login = self.worker.control_login();
-        self.subs.hub.subscribe(id, space, &fresh, &login);
-        Ok(out.freeze())
+        let synced = self.subs.hub.subscribe(id, space, &fresh, &login);
+        let out = out.freeze();
+        if synced.is_empty() {
+            return Ok(Pending::Ready(out));
+        }
+        // Confirmed once the backends have it, as Redis confirms: a message published after
+        // the confirmation reaches the client. A backend that does not answer holds it no
+        // longer than SYNC_WAIT (its subscriptions are made when it is back).
+        Ok(Pending::Later(Box::pin(async move {
+            let all = futures_join(synced);
+            let _ = tokio::time::timeout(SYNC_WAIT, all).await;
+            out
+        })))
     }
 
     fn unsubscribe(&mut self, space: Space, c: &Classified<'_>) -> Result<Bytes, DataError> {
@@ -223,6 +248,13 @@ impl Session {
         account.release(held);
         self.reg.info.touch();
         Ok(())
+    }
+}
+
+/// Waits for every receiver (a dropped sender counts as answered).
+async fn futures_join(rxs: Vec<tokio::sync::oneshot::Receiver<()>>) {
+    for rx in rxs {
+        let _ = rx.await;
     }
 }
 

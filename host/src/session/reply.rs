@@ -25,6 +25,9 @@ pub(crate) enum Pending {
     Moved(Box<Moved>),
     /// Several replies, merged.
     Gather(Box<Gather>),
+    /// Composed by the session once something else is done (a subscription's confirmation,
+    /// once the backends have it).
+    Later(std::pin::Pin<Box<dyn Future<Output = Bytes>>>),
 }
 
 pub(crate) struct Gather {
@@ -61,6 +64,7 @@ impl Pending {
             }
             Pending::One(rx) => taken(rx.await, account),
             Pending::Moved(m) => taken(m.reply().await, account),
+            Pending::Later(f) => Ok(f.await),
             Pending::Gather(g) => {
                 let Gather {
                     parts,
