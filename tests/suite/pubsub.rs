@@ -414,6 +414,16 @@ fn shard_subscribers_keep_receiving_while_their_slot_moves() {
         .query(&mut on_new)
         .unwrap();
     assert_eq!(n[1], redis::Value::Int(1), "subscribed on the new owner");
+    let mut on_old = cp.servers[0].client();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            redis::cmd("PUBSUB")
+                .arg("SHARDCHANNELS")
+                .query::<Vec<String>>(&mut on_old)
+                .is_ok_and(|v| v.is_empty())
+        }),
+        "unsubscribed on the old owner"
+    );
 }
 
 /// Resident memory of process `pid`, in KiB.
@@ -424,6 +434,32 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .expect("VmRSS")
+}
+
+#[test]
+fn a_filter_plugin_sees_and_denies_subscribe() {
+    let a = RedisServer::start();
+    let config = json!({ "deny_commands": ["SUBSCRIBE", "PUBLISH"] });
+    let proxy = crate::support::Proxy::builder(&[&a])
+        .config(&crate::support::plugin_toml("filter", &config, ""))
+        .start();
+    let mut c = Raw::connect(proxy.addr());
+    let r = lossy(&c.cmd(&["SUBSCRIBE", "x"], 1));
+    assert!(r.starts_with('-') && r.contains("SUBSCRIBE"), "{r}");
+    let r = lossy(&c.cmd(&["PUBLISH", "x", "m"], 1));
+    assert!(r.starts_with('-') && r.contains("PUBLISH"), "{r}");
+    // Not subscribed: other commands still run; PSUBSCRIBE is not denied.
+    assert_eq!(c.cmd(&["GET", "k"], 1), b"$-1\r\n");
+    assert_eq!(
+        lossy(&c.cmd(&["PSUBSCRIBE", "x*"], 1)),
+        "*3\r\n$10\r\npsubscribe\r\n$2\r\nx*\r\n:1\r\n"
+    );
+    let mut direct = a.client();
+    let n: i64 = redis::cmd("PUBSUB")
+        .arg("NUMPAT")
+        .query(&mut direct)
+        .unwrap();
+    assert_eq!(n, 1);
 }
 
 #[test]
@@ -491,20 +527,33 @@ fn a_thousand_idle_subscribers_cost_little_memory() {
     warm.cmd(&["SUBSCRIBE", "warm"], 1);
     thread::sleep(Duration::from_millis(200));
     let before = rss_kib(c.proxy.pid());
+    // First as plain idle clients (one PING each), then the same connections subscribed.
     let mut subs = Vec::with_capacity(1000);
-    for i in 0..1000 {
+    for _ in 0..1000 {
         let mut s = Raw::connect(c.proxy.addr());
-        let ch = format!("room:{i}");
-        s.cmd(&["SUBSCRIBE", &ch, "lobby"], 2);
+        s.cmd(&["PING"], 1);
         subs.push(s);
     }
     thread::sleep(Duration::from_millis(500));
+    let connected = rss_kib(c.proxy.pid());
+    for (i, s) in subs.iter_mut().enumerate() {
+        let ch = format!("room:{i}");
+        s.cmd(&["SUBSCRIBE", &ch, "lobby"], 2);
+    }
+    thread::sleep(Duration::from_millis(500));
     let after = rss_kib(c.proxy.pid());
-    let per = (after.saturating_sub(before) as f64 * 1024.0) / 1000.0;
-    println!(
-        "1000 idle subscribers (2 channels each): RSS {before} KiB -> {after} KiB, {per:.0} bytes per subscriber"
+    let per = |from: u64, to: u64| (to.saturating_sub(from) as f64 * 1024.0) / 1000.0;
+    let (conn, sub, total) = (
+        per(before, connected),
+        per(connected, after),
+        per(before, after),
     );
-    assert!(per < 64.0 * 1024.0, "{per} bytes per idle subscriber");
+    println!(
+        "1000 idle subscribers (2 channels each, one unique): RSS {before} KiB -> {connected} KiB \
+         connected -> {after} KiB subscribed; per client: {conn:.0} B as a plain idle client, \
+         +{sub:.0} B for its subscriptions, {total:.0} B in all"
+    );
+    assert!(total < 64.0 * 1024.0, "{total} bytes per idle subscriber");
     // They all still work.
     let mut p = Raw::connect(c.proxy.addr());
     let r = p.cmd(&["PUBLISH", "lobby", "hi"], 1);

@@ -19,7 +19,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use tokio::sync::{Notify, oneshot};
 
@@ -117,6 +117,16 @@ impl Batch {
     }
 }
 
+/// How long a hub waits for the backends to confirm a table swap's new subscriptions.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits for every receiver (a dropped sender counts as answered).
+pub async fn join(rxs: Vec<oneshot::Receiver<()>>) {
+    for rx in rxs {
+        let _ = rx.await;
+    }
+}
+
 /// Names per backend request, so one request stays small.
 const NAMES_PER_REQUEST: usize = 256;
 
@@ -162,6 +172,20 @@ impl Hub {
             let mut s = self.inner.state.borrow_mut();
             if s.login.as_ref().is_none_or(|l| l.id != login.id) {
                 s.login = Some(login.clone());
+                // Connections of the old login go; new ones subscribe what the state holds.
+                if !s.conns.is_empty() {
+                    s.conns.clear();
+                    let weak = Rc::downgrade(&self.inner);
+                    let addrs: FxHashSet<Arc<str>> = s
+                        .subs
+                        .iter()
+                        .flat_map(|m| m.values().flat_map(|e| e.on.iter().cloned()))
+                        .collect();
+                    for a in addrs {
+                        let c = SubConn::spawn(a.clone(), login.clone(), weak.clone());
+                        s.conns.insert(a, c);
+                    }
+                }
             }
             let subs = &mut s.subs[space.index()];
             for name in names {
@@ -222,11 +246,6 @@ impl Hub {
         self.inner.state.borrow_mut().sinks.remove(&sink);
     }
 
-    /// Names subscribed in `space` on behalf of this worker's sessions (for tests and INFO).
-    pub fn names(&self, space: Space) -> usize {
-        self.inner.state.borrow().subs[space.index()].len()
-    }
-
     /// Starts following table swaps (once; on the first subscription).
     fn follow_table(&self) {
         let mut s = self.inner.state.borrow_mut();
@@ -235,18 +254,22 @@ impl Hub {
         }
         s.following = true;
         let weak = Rc::downgrade(&self.inner);
-        let mut swaps = self.inner.router.watch();
+        let (mut swaps, caught_up) = self.inner.router.follow();
         tokio::task::spawn_local(async move {
             while swaps.changed().await.is_ok() {
                 let Some(inner) = weak.upgrade() else { return };
-                Hub { inner }.reconcile();
+                let (epoch, synced) = Hub { inner }.reconcile();
+                // The proxy acknowledges the swap once this is stored (`Shared::drain`).
+                let _ = tokio::time::timeout(SYNC_WAIT, join(synced)).await;
+                caught_up.store(epoch, std::sync::atomic::Ordering::Release);
             }
         });
     }
 
     /// Moves every subscription to where the table in force wants it: subscribes on the new
-    /// owners first, then unsubscribes on the old ones.
-    fn reconcile(&self) {
+    /// owners first, then unsubscribes on the old ones. Returns the table's epoch, and
+    /// receivers that complete once the new owners have the subscriptions.
+    fn reconcile(&self) -> (u64, Vec<oneshot::Receiver<()>>) {
         let table = self.inner.router.load();
         let mut add = Batch::default();
         let mut drop = Batch::default();
@@ -265,8 +288,20 @@ impl Hub {
                 }
             }
         }
+        let concerned: Vec<Arc<str>> = {
+            let mut v: Vec<Arc<str>> = add.per.keys().map(|(a, _, _)| a.clone()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
         self.send(add);
         self.send(drop);
+        let s = self.inner.state.borrow();
+        let synced = concerned
+            .iter()
+            .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+            .collect();
+        (table.epoch, synced)
     }
 
     /// What a (re)connected subscriber connection to `addr` must subscribe.

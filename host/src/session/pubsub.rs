@@ -176,7 +176,7 @@ impl Session {
         // the confirmation reaches the client. A backend that does not answer holds it no
         // longer than SYNC_WAIT (its subscriptions are made when it is back).
         Ok(Pending::Later(Box::pin(async move {
-            let all = futures_join(synced);
+            let all = crate::pubsub::join(synced);
             let _ = tokio::time::timeout(SYNC_WAIT, all).await;
             out
         })))
@@ -248,13 +248,6 @@ impl Session {
         account.release(held);
         self.reg.info.touch();
         Ok(())
-    }
-}
-
-/// Waits for every receiver (a dropped sender counts as answered).
-async fn futures_join(rxs: Vec<tokio::sync::oneshot::Receiver<()>>) {
-    for rx in rxs {
-        let _ = rx.await;
     }
 }
 
