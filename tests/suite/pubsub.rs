@@ -196,6 +196,17 @@ fn shard_channels_of_one_command_must_share_a_slot_and_subscriptions_are_capped(
         "{}",
         lossy(&r)
     );
+    let long: Vec<String> = (0..5)
+        .map(|i| format!("{i}{}", "n".repeat(1 << 20)))
+        .collect();
+    let mut args = vec!["SUBSCRIBE"];
+    args.extend(long.iter().map(String::as_str));
+    let r = s.cmd(&args, 1);
+    assert!(
+        r.starts_with(b"-ERR tessera: a client may hold at most"),
+        "{}",
+        lossy(&r)
+    );
     // The session is fine afterwards, and not subscribed.
     assert_eq!(s.cmd(&["GET", "nope"], 1), b"$-1\r\n");
 }
@@ -561,4 +572,66 @@ fn a_thousand_idle_subscribers_cost_little_memory() {
     for s in subs.iter_mut().step_by(97) {
         assert!(lossy(&s.frames(1)).ends_with("$5\r\nlobby\r\n$2\r\nhi\r\n"));
     }
+}
+
+#[test]
+fn subscribers_keep_their_subscriptions_when_a_replica_is_promoted() {
+    // Group 1: master server 0, replica server 1. Group 2: master server 2.
+    let mut cp = ControlPlane::builder().servers(3).proxies(2).start();
+    cp.group(1, &[0, 1]);
+    cp.group(2, &[2]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let tag = crate::support::keys_on(0, "promo", 1).remove(0);
+    let (shard, plain, pattern) = (
+        format!("{{{tag}}}s"),
+        format!("{{{tag}}}p"),
+        format!("{{{tag}}}*"),
+    );
+    let mut sub = Raw::connect(cp.proxies[1].addr());
+    sub.cmd(&["SSUBSCRIBE", &shard], 1);
+    sub.cmd(&["SUBSCRIBE", &plain], 1);
+    sub.cmd(&["PSUBSCRIBE", &pattern], 1);
+    let mut publisher = Raw::connect(cp.proxies[0].addr());
+    let round = |publisher: &mut Raw, sub: &mut Raw, msg: &str| {
+        assert_eq!(publisher.cmd(&["SPUBLISH", &shard, msg], 1), b":1\r\n");
+        // One hub connection receives it twice, by channel and by pattern (Redis counts both,
+        // as it would for one direct client subscribed both ways).
+        assert_eq!(publisher.cmd(&["PUBLISH", &plain, msg], 1), b":2\r\n");
+        let got = lossy(&sub.frames(3));
+        assert_eq!(
+            got,
+            format!(
+                "*3\r\n$8\r\nsmessage\r\n${}\r\n{shard}\r\n${}\r\n{msg}\r\n\
+                 *3\r\n$7\r\nmessage\r\n${}\r\n{plain}\r\n${}\r\n{msg}\r\n\
+                 *4\r\n$8\r\npmessage\r\n${}\r\n{pattern}\r\n${}\r\n{plain}\r\n${}\r\n{msg}\r\n",
+                shard.len(),
+                msg.len(),
+                plain.len(),
+                msg.len(),
+                pattern.len(),
+                plain.len(),
+                msg.len()
+            )
+        );
+    };
+    round(&mut publisher, &mut sub, "before");
+    let replica = cp.server_addr(1);
+    cp.servers[0].kill();
+    let mut check = crate::support::connect(&format!("redis://{}/", cp.proxies[0].addr()));
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            redis::cmd("GET")
+                .arg(format!("{{{tag}}}k"))
+                .query::<Option<String>>(&mut check)
+                .is_err_and(|e| e.to_string().contains("is down"))
+        }),
+        "group 1 declared down"
+    );
+    cp.api()
+        .post("/api/groups/1/promote", &json!({ "addr": replica }))
+        .ok();
+    // The promote returned after every proxy acknowledged the push, which each does once its
+    // hubs are subscribed on the new master: no wait.
+    round(&mut publisher, &mut sub, "after");
 }

@@ -320,5 +320,23 @@ mod tests {
             run(&["DBSIZE"], &OPEN, Some(&tenant)),
             Err(DataError::NoPermCommand { .. })
         ));
+        // Channels are not keys: pub/sub is refused to a user confined to a prefix.
+        for cmd in [
+            &["SUBSCRIBE", "t1:c"][..],
+            &["PUBLISH", "t1:c", "m"],
+            &["SSUBSCRIBE", "t1:c"],
+        ] {
+            assert!(
+                matches!(
+                    run(cmd, &OPEN, Some(&tenant)),
+                    Err(DataError::NoPermCommand { .. })
+                ),
+                "{cmd:?}"
+            );
+        }
+        assert_eq!(
+            run(&["SUBSCRIBE", "c"], &OPEN, Some(&user("all", None, None))),
+            Ok("SUBSCRIBE")
+        );
     }
 }

@@ -237,3 +237,35 @@ fn array_header(out: &mut BytesMut, n: usize) {
     out.put_slice(itoa::Buffer::new().format(n).as_bytes());
     out.put_slice(b"\r\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(m: Merge, replies: &[&[u8]]) -> Result<String, DataError> {
+        let replies: Vec<Bytes> = replies.iter().map(|r| Bytes::copy_from_slice(r)).collect();
+        let mut out = BytesMut::new();
+        m.finish(&replies, Proto::Resp2, &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    #[test]
+    fn pubsub_channels_are_a_union_and_numsub_counts_are_summed() {
+        let a: &[u8] = b"*2\r\n$1\r\na\r\n$1\r\nb\r\n";
+        let b: &[u8] = b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        assert_eq!(
+            merged(Merge::Union, &[a, b]).unwrap(),
+            "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+        );
+        assert_eq!(merged(Merge::Union, &[b"*0\r\n"]).unwrap(), "*0\r\n");
+        let a: &[u8] = b"*4\r\n$1\r\nx\r\n:1\r\n$1\r\ny\r\n:0\r\n";
+        let b: &[u8] = b"*4\r\n$1\r\nx\r\n:2\r\n$1\r\ny\r\n:5\r\n";
+        assert_eq!(
+            merged(Merge::NumSub, &[a, b]).unwrap(),
+            "*4\r\n$1\r\nx\r\n:3\r\n$1\r\ny\r\n:5\r\n"
+        );
+        assert!(merged(Merge::NumSub, &[a, b"*2\r\n$1\r\nx\r\n:1\r\n"]).is_err());
+        assert!(merged(Merge::NumSub, &[b"*1\r\n$1\r\nx\r\n"]).is_err());
+        assert!(merged(Merge::Union, &[b":1\r\n"]).is_err());
+    }
+}

@@ -329,6 +329,10 @@ impl Hub {
         };
         let s = self.inner.state.borrow();
         if let Some(entry) = s.subs[space.index()].get(name) {
+            // Copied once (shared by every sink): a slice would keep the connection's whole
+            // read buffer alive while a slow subscriber holds the message, charged for far
+            // less than it pins.
+            let push = Bytes::copy_from_slice(&push);
             for id in &entry.sinks {
                 if let Some(inbox) = s.sinks.get(id) {
                     inbox.push(push.clone());

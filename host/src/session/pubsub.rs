@@ -22,6 +22,9 @@ use crate::router::SlotId;
 /// Channels, patterns and shard channels one client may hold, together (see docs/limits.md).
 pub(super) const MAX_SUBSCRIPTIONS: usize = 10_000;
 
+/// The names' bytes one client may hold subscribed, together.
+pub(super) const MAX_SUBSCRIPTION_BYTES: usize = 4 << 20;
+
 /// How long a subscription's confirmation waits for the backends at most.
 const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -32,6 +35,8 @@ pub(super) struct Subscriptions {
     sink: Option<(SinkId, Rc<Inbox>)>,
     /// By `Space::index`.
     sets: [FxHashSet<Bytes>; 3],
+    /// The bytes of every name in `sets`.
+    bytes: usize,
 }
 
 impl Subscriptions {
@@ -40,6 +45,7 @@ impl Subscriptions {
             hub,
             sink: None,
             sets: Default::default(),
+            bytes: 0,
         }
     }
 
@@ -143,17 +149,22 @@ impl Session {
     }
 
     fn subscribe(&mut self, space: Space, c: &Classified<'_>) -> Result<Pending, DataError> {
-        let names: Vec<Bytes> = (1..c.req.argc()).map(|i| c.req.arg_bytes(i)).collect();
+        let names = names_of(c);
         if space == Space::Shard {
             same_slot(&names)?;
         }
         let set = &self.subs.sets[space.index()];
         let fresh: FxHashSet<&Bytes> = names.iter().filter(|n| !set.contains(*n)).collect();
-        if self.subs.total() + fresh.len() > MAX_SUBSCRIPTIONS {
+        let fresh_bytes: usize = fresh.iter().map(|n| n.len()).sum();
+        if self.subs.total() + fresh.len() > MAX_SUBSCRIPTIONS
+            || self.subs.bytes + fresh_bytes > MAX_SUBSCRIPTION_BYTES
+        {
             return Err(DataError::Invalid(format!(
-                "tessera: a client may hold at most {MAX_SUBSCRIPTIONS} subscriptions (channels, patterns and shard channels together)"
+                "tessera: a client may hold at most {MAX_SUBSCRIPTIONS} subscriptions (channels, patterns and shard channels together) of {} KiB of names in all",
+                MAX_SUBSCRIPTION_BYTES / 1024
             )));
         }
+        self.subs.bytes += fresh_bytes;
         let fresh: Vec<Bytes> = fresh.into_iter().cloned().collect();
         let (id, _) = self
             .subs
@@ -183,7 +194,7 @@ impl Session {
     }
 
     fn unsubscribe(&mut self, space: Space, c: &Classified<'_>) -> Result<Bytes, DataError> {
-        let mut names: Vec<Bytes> = (1..c.req.argc()).map(|i| c.req.arg_bytes(i)).collect();
+        let mut names = names_of(c);
         if space == Space::Shard {
             same_slot(&names)?;
         }
@@ -199,6 +210,7 @@ impl Session {
         let mut gone = Vec::new();
         for n in &names {
             if self.subs.sets[space.index()].remove(n) {
+                self.subs.bytes -= n.len();
                 gone.push(n.clone());
             }
             let count = self.subs.count(space);
@@ -260,6 +272,14 @@ fn write_messages(proto: Proto, inbox: &Inbox, out: &mut BytesMut) -> usize {
         wire::message_for(proto, m, out);
     }
     held
+}
+
+/// The command's channels or patterns, copied: a slice of the request would keep the whole
+/// read buffer it was decoded from alive for as long as the subscription lasts.
+fn names_of(c: &Classified<'_>) -> Vec<Bytes> {
+    (1..c.req.argc())
+        .map(|i| Bytes::copy_from_slice(c.req.arg(i)))
+        .collect()
 }
 
 /// Shard channels of one command must share a slot (Redis Cluster's rule).
