@@ -105,6 +105,12 @@ async fn run(
                 r = rx.recv() => if r.is_none() { return },
             }
         }
+        // A backend the hub no longer wants anything of (a failed master replaced) is not
+        // retried until it does again.
+        let Some(inner) = hub.upgrade() else { return };
+        if !(Hub { inner }).wants(&addr) && rx.recv().await.is_none() {
+            return;
+        }
     }
 }
 

@@ -304,6 +304,14 @@ impl Hub {
         (table.epoch, synced)
     }
 
+    /// Whether anything is subscribed on `addr`.
+    fn wants(&self, addr: &Arc<str>) -> bool {
+        let s = self.inner.state.borrow();
+        s.subs
+            .iter()
+            .any(|m| m.values().any(|e| e.on.contains(addr)))
+    }
+
     /// What a (re)connected subscriber connection to `addr` must subscribe.
     fn resubscriptions(&self, addr: &Arc<str>) -> Vec<Bytes> {
         let s = self.inner.state.borrow();
