@@ -320,19 +320,18 @@ fn publish_through_one_proxy_reaches_subscribers_of_the_other() {
     );
 }
 
-#[test]
-fn shard_subscribers_keep_receiving_while_their_slot_moves() {
-    let cp = two_proxies();
+/// Subscribes a client of proxy B to a shard channel and a plain channel of `tag`'s slot,
+/// publishes numbered messages on both through proxies A and B (alternately) while `during`
+/// runs and for a moment after, and asserts every message a publisher saw acknowledged (an
+/// integer reply, not `-TRYAGAIN`) was delivered exactly once. Returns the subscriber, still
+/// subscribed.
+fn every_acknowledged_message_arrives(cp: &ControlPlane, tag: &str, during: impl FnOnce()) -> Raw {
     let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
-    // A channel on group 1's slots, and one plain channel in the same slot.
-    let tag = crate::support::keys_on(0, "chan", 1).remove(0);
     let shard = format!("{{{tag}}}s");
     let plain = format!("{{{tag}}}p");
-    let slot = crate::support::slot(shard.as_bytes());
     let mut sub = Raw::connect(b);
     sub.cmd(&["SSUBSCRIBE", &shard], 1);
     sub.cmd(&["SUBSCRIBE", &plain], 1);
-    // Publishes n, n+1, … through proxy A (alternating with B) until told to stop.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let publisher = {
         let (stop, shard, plain) = (stop.clone(), shard.clone(), plain.clone());
@@ -340,7 +339,7 @@ fn shard_subscribers_keep_receiving_while_their_slot_moves() {
             let mut conns = [Raw::connect(a), Raw::connect(b)];
             let mut sent = Vec::new();
             let mut n = 0u32;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 20_000 {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 50_000 {
                 let c = &mut conns[n as usize % 2];
                 let s = c.cmd(&["SPUBLISH", &shard, &n.to_string()], 1);
                 let p = c.cmd(&["PUBLISH", &plain, &n.to_string()], 1);
@@ -353,25 +352,7 @@ fn shard_subscribers_keep_receiving_while_their_slot_moves() {
         })
     };
     thread::sleep(Duration::from_millis(500));
-    cp.api()
-        .post(
-            "/api/migrations",
-            &json!({"from": slot, "to": slot, "group": 2}),
-        )
-        .ok();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let slots = cp.api().get("/api/slots").ok();
-        let moved = slots[slot as usize]["group"].as_u64() == Some(2);
-        let idle = cp.api().get("/api/migrations").ok()["slots"]
-            .as_array()
-            .is_some_and(Vec::is_empty);
-        if moved && idle {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the slot never moved");
-        thread::sleep(Duration::from_millis(100));
-    }
+    during();
     thread::sleep(Duration::from_millis(500));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sent = publisher.join().expect("publisher");
@@ -417,7 +398,39 @@ fn shard_subscribers_keep_receiving_while_their_slot_moves() {
     assert!(shard_sent.len() > 100, "the publisher ran");
     assert!(lost_shard.is_empty(), "shard messages lost: {lost_shard:?}");
     assert!(lost_plain.is_empty(), "messages lost: {lost_plain:?}");
-    // And the subscription is on the new owner now.
+    sub
+}
+
+fn migrations_idle(cp: &ControlPlane) -> bool {
+    cp.api().get("/api/migrations").ok()["slots"]
+        .as_array()
+        .is_some_and(Vec::is_empty)
+}
+
+fn group_of(cp: &ControlPlane, slot: u32) -> Option<u64> {
+    cp.api().get("/api/slots").ok()[slot as usize]["group"].as_u64()
+}
+
+#[test]
+fn shard_subscribers_keep_receiving_while_their_slot_moves() {
+    let cp = two_proxies();
+    let tag = crate::support::keys_on(0, "chan", 1).remove(0);
+    let slot = crate::support::slot(tag.as_bytes());
+    let _sub = every_acknowledged_message_arrives(&cp, &tag, || {
+        cp.api()
+            .post(
+                "/api/migrations",
+                &json!({"from": slot, "to": slot, "group": 2}),
+            )
+            .ok();
+        assert!(
+            wait_until(Duration::from_secs(60), || migrations_idle(&cp)
+                && group_of(&cp, slot) == Some(2)),
+            "the slot never moved"
+        );
+    });
+    let shard = format!("{{{tag}}}s");
+    // The subscription is on the new owner now, and let go on the old one.
     let mut on_new = cp.servers[1].client();
     let n: Vec<redis::Value> = redis::cmd("PUBSUB")
         .arg("SHARDNUMSUB")
@@ -435,6 +448,43 @@ fn shard_subscribers_keep_receiving_while_their_slot_moves() {
         }),
         "unsubscribed on the old owner"
     );
+}
+
+#[test]
+fn shard_subscribers_keep_receiving_through_an_aborted_move() {
+    let cp = two_proxies();
+    // Enough keys in the moving slots that the move is caught half way.
+    let mut c = crate::support::connect(&format!("redis://{}/", cp.proxies[0].addr()));
+    for start in (0..40_000).step_by(1000) {
+        let pairs: Vec<(String, String)> = (start..start + 1000)
+            .map(|i| (format!("fill:{i}"), "x".repeat(32)))
+            .collect();
+        let _: () = redis::Commands::mset(&mut c, &pairs).expect("preload");
+    }
+    let tag = crate::support::keys_on(0, "chan", 1).remove(0);
+    let slot = crate::support::slot(tag.as_bytes());
+    every_acknowledged_message_arrives(&cp, &tag, || {
+        cp.api()
+            .post(
+                "/api/migrations",
+                &json!({"from": 0, "to": 511, "group": 2}),
+            )
+            .ok();
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                let s = cp.api().get("/api/migrations").ok();
+                s["keys_moved"].as_u64() > Some(0)
+            }),
+            "the move started"
+        );
+        let aborted = cp.api().post("/api/migrations/abort", &json!({})).ok();
+        assert!(aborted["aborted"].as_u64() > Some(0), "aborted: {aborted}");
+        assert!(
+            wait_until(Duration::from_secs(120), || migrations_idle(&cp)),
+            "the abort finished"
+        );
+        assert_eq!(group_of(&cp, slot), Some(1), "the slot is back");
+    });
 }
 
 /// Resident memory of process `pid`, in KiB.
