@@ -130,7 +130,7 @@ impl Session {
                 if c.req.argc() > 2 {
                     Err(DataError::WrongArity("ping".into()))
                 } else {
-                    let mut out = BytesMut::new();
+                    let mut out = self.queued_messages();
                     wire::subscribed_pong(c.req.get(1), &mut out);
                     Ok(out.freeze())
                 }
