@@ -5,7 +5,8 @@
 //! after a batch of subscriptions so that a client's confirmation waits until the backend has
 //! them (as a direct client's does). On a broken connection it reconnects with
 //! backoff and subscribes again everything the hub wants on that backend; messages published
-//! while it was down are lost, as they are for a direct client that reconnects.
+//! while it was down are lost, as they are for a direct client that reconnects. A marker PING
+//! every 10 s finds a server that vanished without closing the connection.
 
 use std::collections::VecDeque;
 use std::rc::Weak;
@@ -16,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::{Hub, HubInner};
@@ -25,6 +27,9 @@ use crate::resp::ReplyScanner;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const READ_CHUNK: usize = 16 * 1024;
+/// An idle subscriber connection sends a marker PING this often, and is declared dead when one
+/// stays unanswered this long.
+const KEEPALIVE: Duration = Duration::from_secs(10);
 
 /// Handle to a subscriber connection task; the task ends when the handle is dropped.
 pub(super) struct SubConn {
@@ -128,11 +133,24 @@ async fn serve(
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut scanner = ReplyScanner::default();
     let mut pending = Vec::new();
-    let mut syncs: VecDeque<(u64, oneshot::Sender<()>)> = VecDeque::new();
+    // Markers sent and not answered yet: number, who waits (none for a keep-alive), when.
+    let mut syncs: VecDeque<(u64, Option<oneshot::Sender<()>>, Instant)> = VecDeque::new();
     let mut next_sync: u64 = 0;
     let mut wbuf = BytesMut::new();
+    let mut keepalive = tokio::time::interval_at(Instant::now() + KEEPALIVE, KEEPALIVE);
     loop {
         tokio::select! {
+            _ = keepalive.tick() => {
+                // An idle subscriber connection hears nothing from a server that vanished
+                // without a reset: a marker it does not answer says so.
+                if syncs.front().is_some_and(|(_, _, at)| at.elapsed() >= KEEPALIVE) {
+                    return Err(format!("no reply to a PING for {} s", KEEPALIVE.as_secs()));
+                }
+                next_sync += 1;
+                let mark = format!("tessera-sync-{next_sync}");
+                w.write_all(&wire_ping(mark.as_bytes())).await.map_err(|e| e.to_string())?;
+                syncs.push_back((next_sync, None, Instant::now()));
+            }
             n = rx.recv_many(&mut pending, 64) => {
                 if n == 0 {
                     return Ok(());
@@ -144,7 +162,7 @@ async fn serve(
                             next_sync += 1;
                             let mark = format!("tessera-sync-{next_sync}");
                             wbuf.extend_from_slice(&wire_ping(mark.as_bytes()));
-                            syncs.push_back((next_sync, tx));
+                            syncs.push_back((next_sync, Some(tx), Instant::now()));
                         }
                     }
                 }
@@ -165,8 +183,8 @@ async fn serve(
                         Some(b'>') => hub.deliver(frame),
                         Some(b'$') => {
                             if let Some(n) = sync_mark(&frame) {
-                                while syncs.front().is_some_and(|(k, _)| *k <= n) {
-                                    if let Some((_, tx)) = syncs.pop_front() {
+                                while syncs.front().is_some_and(|(k, _, _)| *k <= n) {
+                                    if let Some((_, Some(tx), _)) = syncs.pop_front() {
                                         let _ = tx.send(());
                                     }
                                 }
