@@ -685,3 +685,22 @@ fn subscribers_keep_their_subscriptions_when_a_replica_is_promoted() {
     // hubs are subscribed on the new master: no wait.
     round(&mut publisher, &mut sub, "after");
 }
+
+#[test]
+fn subscribers_are_exempt_from_the_idle_timeout() {
+    let c = Cluster::with_config("client_idle_timeout_ms = 300\n");
+    let mut sub = Raw::connect(c.proxy.addr());
+    sub.cmd(&["SUBSCRIBE", "quiet"], 1);
+    let mut idle = Raw::connect(c.proxy.addr());
+    idle.cmd(&["PING"], 1);
+    thread::sleep(Duration::from_millis(1000));
+    // The idle client was closed; the subscriber, silent as long, still gets its messages.
+    idle.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(idle.try_frame().is_none(), "the idle client is closed");
+    let mut p = Raw::connect(c.proxy.addr());
+    assert_eq!(p.cmd(&["PUBLISH", "quiet", "still"], 1), b":1\r\n");
+    assert_eq!(
+        lossy(&sub.frames(1)),
+        "*3\r\n$7\r\nmessage\r\n$5\r\nquiet\r\n$5\r\nstill\r\n"
+    );
+}
