@@ -695,7 +695,9 @@ fn subscribers_are_exempt_from_the_idle_timeout() {
     idle.cmd(&["PING"], 1);
     thread::sleep(Duration::from_millis(1000));
     // The idle client was closed; the subscriber, silent as long, still gets its messages.
-    idle.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    idle.s
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     assert!(idle.try_frame().is_none(), "the idle client is closed");
     let mut p = Raw::connect(c.proxy.addr());
     assert_eq!(p.cmd(&["PUBLISH", "quiet", "still"], 1), b":1\r\n");

@@ -168,25 +168,9 @@ impl Hub {
         let table = self.inner.router.load();
         let mut batch = Batch::default();
         let mut concerned: SmallVec<[Arc<str>; 2]> = SmallVec::new();
+        self.use_login(login);
         {
             let mut s = self.inner.state.borrow_mut();
-            if s.login.as_ref().is_none_or(|l| l.id != login.id) {
-                s.login = Some(login.clone());
-                // Connections of the old login go; new ones subscribe what the state holds.
-                if !s.conns.is_empty() {
-                    s.conns.clear();
-                    let weak = Rc::downgrade(&self.inner);
-                    let addrs: FxHashSet<Arc<str>> = s
-                        .subs
-                        .iter()
-                        .flat_map(|m| m.values().flat_map(|e| e.on.iter().cloned()))
-                        .collect();
-                    for a in addrs {
-                        let c = SubConn::spawn(a.clone(), login.clone(), weak.clone());
-                        s.conns.insert(a, c);
-                    }
-                }
-            }
             let subs = &mut s.subs[space.index()];
             for name in names {
                 let entry = subs.entry(name.clone()).or_insert_with(|| {
@@ -216,6 +200,29 @@ impl Hub {
             .iter()
             .filter_map(|a| s.conns.get(a).map(SubConn::sync))
             .collect()
+    }
+
+    /// Makes `login` the subscriber connections' login. On a change (a new backend admin
+    /// user), the connections of the old one go and new ones subscribe what the state holds.
+    fn use_login(&self, login: &Login) {
+        let mut s = self.inner.state.borrow_mut();
+        if s.login.as_ref().is_some_and(|l| l.id == login.id) {
+            return;
+        }
+        s.login = Some(login.clone());
+        if s.conns.is_empty() {
+            return;
+        }
+        s.conns.clear();
+        let addrs: FxHashSet<Arc<str>> = s
+            .subs
+            .iter()
+            .flat_map(|m| m.values().flat_map(|e| e.on.iter().cloned()))
+            .collect();
+        for a in addrs {
+            let c = SubConn::spawn(a.clone(), login.clone(), self.weak());
+            s.conns.insert(a, c);
+        }
     }
 
     /// Unsubscribes `sink` from `names` in `space`; a name no session wants any more is
@@ -272,7 +279,7 @@ impl Hub {
     fn reconcile(&self) -> (u64, Vec<oneshot::Receiver<()>>) {
         let table = self.inner.router.load();
         let mut add = Batch::default();
-        let mut drop = Batch::default();
+        let mut remove = Batch::default();
         {
             let mut s = self.inner.state.borrow_mut();
             for space in Space::ALL {
@@ -282,7 +289,7 @@ impl Hub {
                         add.add(a, space, true, name);
                     }
                     for a in entry.on.iter().filter(|a| !want.contains(a)) {
-                        drop.add(a, space, false, name);
+                        remove.add(a, space, false, name);
                     }
                     entry.on = want;
                 }
@@ -295,7 +302,7 @@ impl Hub {
             v
         };
         self.send(add);
-        self.send(drop);
+        self.send(remove);
         let s = self.inner.state.borrow();
         let synced = concerned
             .iter()
