@@ -210,7 +210,7 @@ impl Session {
         let mut gone = Vec::new();
         for n in &names {
             if self.subs.sets[space.index()].remove(n) {
-                self.subs.bytes -= n.len();
+                self.subs.bytes = self.subs.bytes.saturating_sub(n.len());
                 gone.push(n.clone());
             }
             let count = self.subs.count(space);
