@@ -706,3 +706,81 @@ fn subscribers_are_exempt_from_the_idle_timeout() {
         "*3\r\n$7\r\nmessage\r\n$5\r\nquiet\r\n$5\r\nstill\r\n"
     );
 }
+
+#[test]
+fn the_redis_crate_subscribes_through_one_proxy_to_what_another_publishes() {
+    let cp = two_proxies();
+    let url = |i: usize| format!("redis://{}/", cp.proxies[i].addr());
+    let mut publisher = crate::support::connect(&url(0));
+    let publish = |p: &mut redis::Connection, ch: &str, msg: &str| -> i64 {
+        redis::cmd("PUBLISH")
+            .arg(ch)
+            .arg(msg)
+            .query(p)
+            .expect("PUBLISH")
+    };
+
+    // RESP2: the crate's PubSub.
+    let mut con = crate::support::connect(&url(1));
+    let mut ps = con.as_pubsub();
+    ps.subscribe("news").expect("SUBSCRIBE");
+    ps.psubscribe("wea*").expect("PSUBSCRIBE");
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(publish(&mut publisher, "news", "hello"), 1);
+    assert_eq!(publish(&mut publisher, "weather", "rain"), 1);
+    let m = ps.get_message().expect("a message");
+    assert_eq!(
+        (m.get_channel_name(), m.get_payload::<String>().unwrap()),
+        ("news", "hello".into())
+    );
+    let m = ps.get_message().expect("a pattern message");
+    assert_eq!(m.get_pattern::<String>().unwrap(), "wea*");
+    assert_eq!(
+        (m.get_channel_name(), m.get_payload::<String>().unwrap()),
+        ("weather", "rain".into())
+    );
+    ps.unsubscribe("news").unwrap();
+    ps.punsubscribe("wea*").unwrap();
+    drop(ps);
+
+    // RESP3: pushes beside ordinary replies on one connection.
+    let mut con = crate::support::connect(&format!("{}?protocol=resp3", url(1)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    con.set_push_sender(tx);
+    con.subscribe_resp3("news").expect("SUBSCRIBE");
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || {
+        // Subscribed once the confirmation came; a later publish reaches the client.
+        redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("news")
+            .query::<Vec<redis::Value>>(&mut publisher)
+            .is_ok_and(|v| v.get(1) == Some(&redis::Value::Int(1)))
+    }));
+    assert_eq!(publish(&mut publisher, "news", "pushed"), 1);
+    let v: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(v, "v", "an ordinary reply between pushes");
+    let mut kinds = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !kinds.iter().any(|(k, _)| *k == redis::PushKind::Message) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no message push: {kinds:?}"
+        );
+        let _: String = redis::cmd("PING").query(&mut con).unwrap();
+        while let Ok(p) = rx.try_recv() {
+            kinds.push((p.kind, p.data));
+        }
+    }
+    let (_, data) = kinds
+        .iter()
+        .find(|(k, _)| *k == redis::PushKind::Message)
+        .unwrap();
+    assert_eq!(
+        data,
+        &vec![
+            redis::Value::BulkString(b"news".to_vec()),
+            redis::Value::BulkString(b"pushed".to_vec())
+        ]
+    );
+}
