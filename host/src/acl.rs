@@ -133,9 +133,14 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
             // CLIENT ID: a dedicated connection learns its id, for CLIENT UNBLOCK by the
             // proxy's control user should its blocked command have to move.
             Kind::Local(Local::Client) => cmd.name == "CLIENT|ID",
-            Kind::Local(_) | Kind::ScriptKill | Kind::Wait | Kind::Unsupported | Kind::Refused => {
-                false
-            }
+            // Pub/sub runs on the proxy's own connections (see `pubsub`): data users keep
+            // `resetchannels`, so a script cannot publish either.
+            Kind::Local(_)
+            | Kind::ScriptKill
+            | Kind::Wait
+            | Kind::PubSub(_)
+            | Kind::Unsupported
+            | Kind::Refused => false,
         };
         let denied = policy.denied.commands.iter().any(|d| d == cmd.name)
             || cmd.abi_class() & policy.denied.classes != 0;

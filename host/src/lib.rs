@@ -10,6 +10,8 @@
 //! - [`command`] — the command table (generated from Redis's own definitions) and policy.
 //! - [`router`] — slots, the atomically swapped slot table, the pushed topology.
 //! - [`backend`] — per-thread multiplexed, pipelined backend connections.
+//! - [`pubsub`] — a worker's pub/sub hub: one subscriber connection per backend, fan-out
+//!   to its sessions, subscriptions that follow the slot table.
 //! - [`session`] — one client connection; splitting, fan-out, proxy-answered commands, and
 //!   moving keys of migrating slots.
 //! - [`proxy`] — listener, worker threads, shutdown; cluster mode.
@@ -43,6 +45,7 @@ pub mod migrate;
 pub mod pipeline;
 pub mod plugins;
 pub mod proxy;
+pub mod pubsub;
 pub mod redis_client;
 pub mod resp;
 pub mod router;

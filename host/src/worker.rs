@@ -20,6 +20,7 @@ use crate::limits::MemoryPool;
 use crate::pipeline::classify::Policy;
 use crate::pipeline::plan::MovedKeys;
 use crate::plugins::PluginHost;
+use crate::pubsub::Hub;
 use crate::redis_client::Credential;
 use crate::router::Router;
 use crate::telemetry::CommandStats;
@@ -167,6 +168,7 @@ impl Shared {
         loop {
             let left = self.inflight[old].load(Ordering::SeqCst);
             if left == 0 {
+                self.hubs_caught_up(deadline).await;
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
@@ -176,6 +178,23 @@ impl Shared {
         }
     }
 }
+
+impl Shared {
+    /// Waits (up to `HUB_CATCH_UP`, within `deadline`) until every worker's pub/sub hub has
+    /// moved its subscriptions to where the table in force wants them, so a push is
+    /// acknowledged only once this proxy's subscribers are subscribed at the new owners (see
+    /// docs/pubsub.md). A hub whose backend does not answer delays it no longer than that.
+    async fn hubs_caught_up(&self, deadline: tokio::time::Instant) {
+        let epoch = self.router.load().epoch;
+        let until = deadline.min(tokio::time::Instant::now() + HUB_CATCH_UP);
+        while !self.router.followers_at(epoch) && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// How long a table swap's acknowledgement waits for the pub/sub hubs at most.
+const HUB_CATCH_UP: Duration = Duration::from_secs(2);
 
 /// One admitted session's `max_clients` slot, released on drop.
 pub struct Admission(Arc<Shared>);
@@ -203,6 +222,8 @@ pub struct Worker {
     pub moved: MovedKeys,
     /// This thread's warm plugin instances (created with the first plugin).
     pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
+    /// This thread's pub/sub subscriptions and subscriber connections.
+    pub pubsub: Hub,
     logins: RefCell<Logins>,
 }
 
@@ -225,6 +246,7 @@ impl Worker {
     pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
         let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
         Self {
+            pubsub: Hub::new(shared.router.clone()),
             shared,
             pool,
             dedicated,

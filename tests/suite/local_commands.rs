@@ -34,7 +34,7 @@ fn unsupported_commands_name_themselves_in_upper_case_and_the_session_goes_on() 
     let mut raw = cluster.proxy.raw();
     for (cmd, name) in [
         (vec!["lolwut"], "LOLWUT"),
-        (vec!["subscribe", "x"], "SUBSCRIBE"),
+        (vec!["pubsub", "help"], "PUBSUB HELP"),
         (vec!["CLIENT", "CACHING", "yes"], "CLIENT CACHING"),
     ] {
         assert_eq!(

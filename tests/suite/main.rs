@@ -45,6 +45,10 @@ mod control_plane;
 mod dashboard_api;
 // A killed master: its slots fail with a clear error until a replica is promoted.
 mod failover;
+// Pub/sub: byte-exact against direct Redis in RESP2 and RESP3, across two proxies (raw and the
+// redis crate), subscribers through a slot move, an abort and a promotion, a subscriber that
+// never reads, 1000 idle subscribers.
+mod pubsub;
 // Slot migration under load: the checker, an abort, crashes; a big key moved in chunks.
 mod migration;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

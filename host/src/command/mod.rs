@@ -9,5 +9,5 @@ mod spec;
 mod table;
 
 pub use table::{
-    Admin, Command, CommandId, CommandTable, Kind, Local, Options, Split, Tx, hash_key,
+    Admin, Command, CommandId, CommandTable, Kind, Local, Options, PubSub, Split, Tx, hash_key,
 };

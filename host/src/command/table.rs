@@ -44,6 +44,8 @@ pub enum Kind {
     /// Script and function libraries (SCRIPT LOAD/EXISTS, FUNCTION LOAD/DELETE/LIST/DUMP):
     /// sent to every master whatever `admin_commands` says, so a script is everywhere.
     Library(Admin),
+    /// Publish/subscribe (see `pubsub` and `session::pubsub`).
+    PubSub(PubSub),
     /// A Redis feature Tessera does not offer yet.
     Unsupported,
     /// Never passed through a shared proxy (server administration, replication, cluster).
@@ -85,6 +87,28 @@ pub enum Local {
     Dbsize,
     /// RESET: the connection back to its state at connect.
     Reset,
+}
+
+/// The pub/sub commands: subscriptions are the session's (through its worker's hub), the rest
+/// go to the backends on the proxy's own connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PubSub {
+    Subscribe,
+    Unsubscribe,
+    PSubscribe,
+    PUnsubscribe,
+    SSubscribe,
+    SUnsubscribe,
+    /// PUBLISH: to the master of the channel's slot.
+    Publish,
+    /// SPUBLISH: to the master of the channel's slot (CROSSSLOT rules as for keys).
+    SPublish,
+    /// PUBSUB CHANNELS, PUBSUB SHARDCHANNELS: the union over every backend.
+    Channels,
+    /// PUBSUB NUMSUB, PUBSUB SHARDNUMSUB: counts summed per channel over every backend.
+    NumSub,
+    /// PUBSUB NUMPAT: the sum over every backend.
+    NumPat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,6 +454,17 @@ fn classify(raw: &RawCommand) -> Kind {
         "WATCH" => Kind::Transaction(Tx::Watch),
         "UNWATCH" => Kind::Transaction(Tx::Unwatch),
         "WAIT" => Kind::Wait,
+        "SUBSCRIBE" => Kind::PubSub(PubSub::Subscribe),
+        "UNSUBSCRIBE" => Kind::PubSub(PubSub::Unsubscribe),
+        "PSUBSCRIBE" => Kind::PubSub(PubSub::PSubscribe),
+        "PUNSUBSCRIBE" => Kind::PubSub(PubSub::PUnsubscribe),
+        "SSUBSCRIBE" => Kind::PubSub(PubSub::SSubscribe),
+        "SUNSUBSCRIBE" => Kind::PubSub(PubSub::SUnsubscribe),
+        "PUBLISH" => Kind::PubSub(PubSub::Publish),
+        "SPUBLISH" => Kind::PubSub(PubSub::SPublish),
+        "PUBSUB|CHANNELS" | "PUBSUB|SHARDCHANNELS" => Kind::PubSub(PubSub::Channels),
+        "PUBSUB|NUMSUB" | "PUBSUB|SHARDNUMSUB" => Kind::PubSub(PubSub::NumSub),
+        "PUBSUB|NUMPAT" => Kind::PubSub(PubSub::NumPat),
         // The mover's own tools, and commands meaningless with one logical database.
         "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
             Kind::Refused
@@ -570,8 +605,10 @@ mod tests {
         assert_eq!(kind("SCRIPT|LOAD"), Kind::Library(Admin::First));
         assert_eq!(kind("SCRIPT|FLUSH"), Kind::Admin(Admin::AllOk));
         assert_eq!(kind("RESET"), Kind::Local(Local::Reset));
-        assert_eq!(kind("SUBSCRIBE"), Kind::Unsupported);
-        assert_eq!(kind("PUBLISH"), Kind::Unsupported);
+        assert_eq!(kind("SUBSCRIBE"), Kind::PubSub(PubSub::Subscribe));
+        assert_eq!(kind("PUBLISH"), Kind::PubSub(PubSub::Publish));
+        assert_eq!(kind("PUBSUB|SHARDNUMSUB"), Kind::PubSub(PubSub::NumSub));
+        assert_eq!(kind("PUBSUB|HELP"), Kind::Unsupported);
         assert_eq!(kind("SHUTDOWN"), Kind::Refused);
         assert_eq!(kind("DEBUG"), Kind::Refused);
         assert_eq!(kind("CONFIG|REWRITE"), Kind::Refused);

@@ -144,7 +144,9 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
         return Err(no_perm());
     }
     if user.key_prefix.is_some() {
-        if classes & (KEYSPACE | class::SCRIPTING) != 0 {
+        // Channels are not keys: a confined user's prefix says nothing about them, and the
+        // proxy's hub connections are shared (see docs/pubsub.md).
+        if classes & (KEYSPACE | class::SCRIPTING | class::PUBSUB) != 0 {
             return Err(no_perm());
         }
         if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {
@@ -340,5 +342,23 @@ mod tests {
             run(&["DBSIZE"], &OPEN, Some(&tenant)),
             Err(DataError::NoPermCommand { .. })
         ));
+        // Channels are not keys: pub/sub is refused to a user confined to a prefix.
+        for cmd in [
+            &["SUBSCRIBE", "t1:c"][..],
+            &["PUBLISH", "t1:c", "m"],
+            &["SSUBSCRIBE", "t1:c"],
+        ] {
+            assert!(
+                matches!(
+                    run(cmd, &OPEN, Some(&tenant)),
+                    Err(DataError::NoPermCommand { .. })
+                ),
+                "{cmd:?}"
+            );
+        }
+        assert_eq!(
+            run(&["SUBSCRIBE", "c"], &OPEN, Some(&user("all", None, None))),
+            Ok("SUBSCRIBE")
+        );
     }
 }

@@ -37,6 +37,10 @@ pub enum Merge {
     Info(Box<InfoRequest>),
     /// SCRIPT KILL / FUNCTION KILL: OK if any backend killed one, else the first error.
     AnyOk,
+    /// PUBSUB CHANNELS / SHARDCHANNELS: the arrays' union, each element once, first seen first.
+    Union,
+    /// PUBSUB NUMSUB / SHARDNUMSUB: `[channel, count, …]` arrays, counts summed per position.
+    NumSub,
     /// A plugin rewrite's merge code (`tessera_plugin_abi::merge::*`, other than PLUGIN).
     Abi(u32),
 }
@@ -77,6 +81,8 @@ impl Merge {
             Merge::Concat => abi_merge(tessera_plugin_abi::merge::CONCAT, replies, proto, out),
             Merge::Abi(code) => abi_merge(code, replies, proto, out),
             Merge::AllExist => all_exist(replies, proto, out),
+            Merge::Union => union(replies, out),
+            Merge::NumSub => numsub(replies, out),
             Merge::Scan { backend, backends } => scan(backend, backends, replies, proto, out),
             Merge::RandomKey { start } => {
                 let n = replies.len();
@@ -133,6 +139,42 @@ fn all_exist(replies: &[Bytes], proto: Proto, out: &mut BytesMut) -> Result<(), 
         })
         .collect();
     Frame::Array(all).encode(proto, out);
+    Ok(())
+}
+
+fn union(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut elems = Vec::new();
+    for r in replies {
+        let parts = split_aggregate(r).ok_or(DataError::UnexpectedReply("PUBSUB CHANNELS"))?;
+        elems.extend(parts.into_iter().filter(|e| seen.insert(*e)));
+    }
+    array_header(out, elems.len());
+    elems.iter().for_each(|e| out.extend_from_slice(e));
+    Ok(())
+}
+
+fn numsub(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
+    let unexpected = || DataError::UnexpectedReply("PUBSUB NUMSUB");
+    let parts: Vec<Vec<&[u8]>> = replies
+        .iter()
+        .map(|r| split_aggregate(r).ok_or_else(unexpected))
+        .collect::<Result<_, _>>()?;
+    let first = parts.first().ok_or_else(unexpected)?;
+    if first.len() % 2 != 0 || parts.iter().any(|p| p.len() != first.len()) {
+        return Err(unexpected());
+    }
+    array_header(out, first.len());
+    for i in (0..first.len()).step_by(2) {
+        let mut sum: i64 = 0;
+        for p in &parts {
+            sum = sum.saturating_add(parse_integer(p[i + 1]).ok_or_else(unexpected)?);
+        }
+        out.extend_from_slice(first[i]);
+        out.put_u8(b':');
+        out.put_slice(itoa::Buffer::new().format(sum).as_bytes());
+        out.put_slice(b"\r\n");
+    }
     Ok(())
 }
 
@@ -197,4 +239,36 @@ fn array_header(out: &mut BytesMut, n: usize) {
     out.put_u8(b'*');
     out.put_slice(itoa::Buffer::new().format(n).as_bytes());
     out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(m: Merge, replies: &[&[u8]]) -> Result<String, DataError> {
+        let replies: Vec<Bytes> = replies.iter().map(|r| Bytes::copy_from_slice(r)).collect();
+        let mut out = BytesMut::new();
+        m.finish(&replies, Proto::Resp2, &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    #[test]
+    fn pubsub_channels_are_a_union_and_numsub_counts_are_summed() {
+        let a: &[u8] = b"*2\r\n$1\r\na\r\n$1\r\nb\r\n";
+        let b: &[u8] = b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        assert_eq!(
+            merged(Merge::Union, &[a, b]).unwrap(),
+            "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+        );
+        assert_eq!(merged(Merge::Union, &[b"*0\r\n"]).unwrap(), "*0\r\n");
+        let a: &[u8] = b"*4\r\n$1\r\nx\r\n:1\r\n$1\r\ny\r\n:0\r\n";
+        let b: &[u8] = b"*4\r\n$1\r\nx\r\n:2\r\n$1\r\ny\r\n:5\r\n";
+        assert_eq!(
+            merged(Merge::NumSub, &[a, b]).unwrap(),
+            "*4\r\n$1\r\nx\r\n:3\r\n$1\r\ny\r\n:5\r\n"
+        );
+        assert!(merged(Merge::NumSub, &[a, b"*2\r\n$1\r\nx\r\n:1\r\n"]).is_err());
+        assert!(merged(Merge::NumSub, &[b"*1\r\n$1\r\nx\r\n"]).is_err());
+        assert!(merged(Merge::Union, &[b":1\r\n"]).is_err());
+    }
 }

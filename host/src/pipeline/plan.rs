@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::classify::Classified;
 use super::merge::Merge;
-use crate::command::{Admin, Kind, Local, Split};
+use crate::command::{Admin, Kind, Local, PubSub, Split};
 use crate::error::DataError;
 use crate::resp::{Request, encode_request};
 use crate::router::{BackendIdx, SlotId, SlotTable};
@@ -76,6 +76,7 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
         Kind::Local(l) => Ok(Plan::Local(l)),
         Kind::Admin(a) | Kind::Library(a) => admin(a, c.req, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
+        Kind::PubSub(p) => pubsub(p, c, table),
         // The session keeps transactions and WAIT itself; refused and unsupported commands
         // never pass the classify stage.
         Kind::Transaction(_) | Kind::Wait | Kind::Unsupported | Kind::Refused => {
@@ -198,6 +199,27 @@ fn split(
         Split::Sum => Merge::Sum,
     };
     Ok(Plan::Gather { parts, merge })
+}
+
+/// PUBLISH and SPUBLISH go to the master of the channel's slot, PUBSUB's introspection to
+/// every backend, all on the proxy's own connections (data users have no channel rights; the
+/// policy stage has checked the client's). Subscriptions are the session's, never planned.
+fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, DataError> {
+    let bytes = c.req.as_bytes();
+    match p {
+        PubSub::Publish | PubSub::SPublish => {
+            let to = table.route(SlotId::of_key(c.req.arg(1)))?;
+            Ok(Plan::One(Part::Send(Send {
+                to,
+                channel: Channel::Control,
+                bytes: bytes.clone(),
+            })))
+        }
+        PubSub::Channels => to_all(table, bytes, Channel::Control, Merge::Union),
+        PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
+        PubSub::NumPat => to_all(table, bytes, Channel::Control, Merge::Sum),
+        _ => Err(DataError::Refused(c.cmd.name.to_string())),
+    }
 }
 
 fn admin(a: Admin, req: &Request, table: &SlotTable) -> Result<Plan, DataError> {

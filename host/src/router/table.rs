@@ -4,6 +4,7 @@
 //! address on the hot path.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
@@ -189,13 +190,40 @@ impl SlotTableBuilder {
 #[derive(Debug)]
 pub struct Router {
     table: ArcSwap<SlotTable>,
+    /// The epoch of each table swapped in, for those who follow changes (the pub/sub hubs).
+    swapped: tokio::sync::watch::Sender<u64>,
+    /// Followers' progress: the epoch each has caught up with (see [`Router::follow`]).
+    followers: std::sync::Mutex<Vec<std::sync::Weak<AtomicU64>>>,
 }
 
 impl Router {
     pub fn new(table: SlotTable) -> Self {
+        let (swapped, _) = tokio::sync::watch::channel(table.epoch);
         Self {
             table: ArcSwap::from_pointee(table),
+            swapped,
+            followers: Default::default(),
         }
+    }
+
+    /// Registers a follower of table swaps: it stores in the returned counter each epoch it
+    /// has caught up with, and [`Router::followers_at`] tells when all have. Dropping the
+    /// counter unregisters it.
+    pub fn follow(&self) -> (tokio::sync::watch::Receiver<u64>, Arc<AtomicU64>) {
+        let rx = self.swapped.subscribe();
+        let at = Arc::new(AtomicU64::new(*rx.borrow()));
+        let mut f = self.followers.lock().expect("followers lock poisoned");
+        f.retain(|w| w.strong_count() > 0);
+        f.push(Arc::downgrade(&at));
+        (rx, at)
+    }
+
+    /// Whether every follower has caught up with `epoch`.
+    pub fn followers_at(&self, epoch: u64) -> bool {
+        let f = self.followers.lock().expect("followers lock poisoned");
+        f.iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .all(|at| at.load(Ordering::Acquire) >= epoch)
     }
 
     /// The current table. Cheap; hold it for one command, not across awaits of a session.
@@ -210,7 +238,9 @@ impl Router {
 
     /// Installs a new table.
     pub fn swap(&self, table: SlotTable) {
+        let epoch = table.epoch;
         self.table.store(Arc::new(table));
+        self.swapped.send_replace(epoch);
     }
 }
 

@@ -79,10 +79,11 @@ impl Session {
         }
     }
 
-    /// RESET: no transaction or watch, RESP2, no name, and the rights a new connection has
-    /// (unauthenticated where AUTH is required).
+    /// RESET: no transaction or watch, no subscription, RESP2, no name, and the rights a new
+    /// connection has (unauthenticated where AUTH is required).
     fn reset(&mut self) {
         self.tx.reset();
+        self.pubsub_reset();
         self.proto = Proto::Resp2;
         self.reg.info.set_proto(2);
         self.reg.info.set_name(Bytes::new());

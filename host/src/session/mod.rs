@@ -17,6 +17,7 @@ mod blocking;
 mod local;
 mod migrate;
 mod plugins;
+mod pubsub;
 mod reply;
 mod scripts;
 mod send;
@@ -34,7 +35,7 @@ use tracing::{debug, warn};
 
 use crate::backend::Login;
 use crate::clients::Registration;
-use crate::command::{CommandId, Kind, Options};
+use crate::command::{CommandId, Kind, Local, Options};
 use crate::error::{DataError, Side};
 use crate::limits::{OutputAccount, Overflow};
 use crate::pipeline::classify::classify;
@@ -81,6 +82,8 @@ pub struct Session {
     closing: bool,
     /// MULTI's queue and WATCH's connection.
     tx: Transaction,
+    /// Its pub/sub subscriptions and the messages waiting for it.
+    subs: pubsub::Subscriptions,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -153,6 +156,7 @@ impl Session {
             None => Login::none(),
         };
         Self {
+            subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
             worker,
             stream,
@@ -272,9 +276,12 @@ impl Session {
         rbuf: &mut BytesMut,
         connected: tokio::time::Instant,
     ) -> Result<(), End> {
+        self.deliver_pubsub().await?;
         let config = &self.worker.shared.config;
+        // A subscriber waits for messages, not commands: no idle timeout (as in Redis).
         let idle = config
             .idle_timeout()
+            .filter(|_| !self.subs.subscribed())
             .map(|t| (tokio::time::Instant::now() + t, End::Idle));
         let auth = match self.rights {
             None => config
@@ -303,6 +310,7 @@ impl Session {
                 Some(Ok(_)) => Ok(()),
                 Some(Err(e)) => Err(End::Io(e)),
             },
+            _ = self.subs.ready() => Ok(()),
         }
     }
 
@@ -376,6 +384,9 @@ impl Session {
             }
         };
         let id = Some(c.cmd.id);
+        if let Some(e) = self.pubsub_refuses(&c) {
+            return Queued::error(id, &e);
+        }
         let decision = self.run_plugins(&c);
         if self.tx.queuing() && !transaction::runs_while_queuing(c.cmd.kind) {
             // Between MULTI and EXEC a plugin may let a command through or refuse it; what
@@ -440,6 +451,11 @@ impl Session {
                 return Pending::Blocked(Box::pin(wait));
             }
             Kind::Library(_) if c.cmd.name == "SCRIPT|LOAD" => return self.script_load(c),
+            Kind::PubSub(_) | Kind::Local(Local::Ping) => {
+                if let Some(p) = self.pubsub_execute(c) {
+                    return p;
+                }
+            }
             _ if c.blocks() => return self.blocking(c),
             _ if c.cmd.options == Options::ScriptCall => {
                 if let Some(p) = self.call_script(c) {

@@ -31,6 +31,9 @@ pub(crate) enum Pending {
     /// A reply the session works out over several requests (a script reloaded where it was
     /// missing, see `session::scripts`); in its batch like any.
     Task(std::pin::Pin<Box<dyn Future<Output = ReplyResult>>>),
+    /// Composed by the session once something else is done (a subscription's confirmation,
+    /// once the backends have it).
+    Later(std::pin::Pin<Box<dyn Future<Output = Bytes>>>),
 }
 
 pub(crate) struct Gather {
@@ -68,6 +71,7 @@ impl Pending {
             Pending::One(rx) => taken(rx.await, account),
             Pending::Moved(m) => taken(m.reply().await, account),
             Pending::Blocked(f) | Pending::Task(f) => taken(f.await, account),
+            Pending::Later(f) => Ok(f.await),
             Pending::Gather(g) => {
                 let Gather {
                     parts,

@@ -1,0 +1,451 @@
+//! Pub/sub for one worker thread: a [`Hub`] holds ONE subscriber connection per backend (in
+//! RESP3, so pushes are told from replies), subscribes each channel, pattern and shard channel
+//! there once however many of the worker's sessions want it, and fans each message out to the
+//! sessions' [`Inbox`]es, charged to their output accounts (a subscriber that does not read
+//! goes over its limits and is closed; the hub never waits for it).
+//!
+//! Where a name is subscribed follows the slot table (see [`owners`]): a channel or shard
+//! channel on the master of its slot (and, while the slot moves, on its source too; while the
+//! slot is held for a move's barrier, on every master), a pattern on every master. On each
+//! table swap the hub subscribes where a name is now wanted before it unsubscribes where it no
+//! longer is. The session side (commands, confirmations, writing messages) is `session::pubsub`.
+
+mod conn;
+pub mod wire;
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+use tokio::sync::{Notify, oneshot};
+
+use crate::backend::Login;
+use crate::limits::OutputAccount;
+use crate::router::{Router, SlotId, SlotTable};
+use conn::SubConn;
+pub use wire::Space;
+
+/// A session's place in its worker's hub.
+pub type SinkId = u64;
+
+/// Where one session's messages wait until it writes them. Their bytes are charged to the
+/// session's output account from the moment they are queued.
+pub struct Inbox {
+    queue: RefCell<VecDeque<Bytes>>,
+    notify: Notify,
+    account: Rc<OutputAccount>,
+}
+
+impl Inbox {
+    fn push(&self, msg: Bytes) {
+        if self.account.overflow().is_some() {
+            return; // the session is being closed; nothing more is held for it
+        }
+        self.account.charge(msg.len());
+        self.queue.borrow_mut().push_back(msg);
+        self.notify.notify_one();
+    }
+
+    /// Every message queued, oldest first. Their bytes stay charged: the caller releases
+    /// them once written (or handed on).
+    pub fn take(&self) -> VecDeque<Bytes> {
+        std::mem::take(&mut *self.queue.borrow_mut())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.borrow().is_empty()
+    }
+
+    /// Completes once a message is queued.
+    pub async fn ready(&self) {
+        while self.is_empty() {
+            self.notify.notified().await;
+        }
+    }
+
+    pub fn account(&self) -> &Rc<OutputAccount> {
+        &self.account
+    }
+}
+
+/// One name subscribed on behalf of some of the worker's sessions.
+struct Entry {
+    sinks: SmallVec<[SinkId; 2]>,
+    /// The backends it is subscribed on now.
+    on: SmallVec<[Arc<str>; 2]>,
+}
+
+#[derive(Default)]
+struct State {
+    sinks: FxHashMap<SinkId, Rc<Inbox>>,
+    subs: [FxHashMap<Bytes, Entry>; 3],
+    conns: FxHashMap<Arc<str>, SubConn>,
+    /// How subscriber connections log in (the proxy's control login; see docs/pubsub.md).
+    login: Option<Login>,
+    next_sink: SinkId,
+    following: bool,
+}
+
+struct HubInner {
+    router: Arc<Router>,
+    state: RefCell<State>,
+}
+
+/// A worker's subscriptions; cheap to clone (one per worker, shared by its sessions).
+#[derive(Clone)]
+pub struct Hub {
+    inner: Rc<HubInner>,
+}
+
+/// Requests for one backend, by space and direction, gathered while the state is borrowed
+/// and sent after.
+#[derive(Default)]
+struct Batch {
+    per: FxHashMap<(Arc<str>, Space, bool), Vec<Bytes>>,
+}
+
+impl Batch {
+    fn add(&mut self, addr: &Arc<str>, space: Space, subscribe: bool, name: &Bytes) {
+        self.per
+            .entry((addr.clone(), space, subscribe))
+            .or_default()
+            .push(name.clone());
+    }
+}
+
+/// How long a hub waits for the backends to confirm a table swap's new subscriptions.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits for every receiver (a dropped sender counts as answered).
+pub async fn join(rxs: Vec<oneshot::Receiver<()>>) {
+    for rx in rxs {
+        let _ = rx.await;
+    }
+}
+
+/// Names per backend request, so one request stays small.
+const NAMES_PER_REQUEST: usize = 256;
+
+impl Hub {
+    pub fn new(router: Arc<Router>) -> Self {
+        Self {
+            inner: Rc::new(HubInner {
+                router,
+                state: RefCell::default(),
+            }),
+        }
+    }
+
+    /// A new sink for a session's messages, charged to `account`.
+    pub fn register(&self, account: Rc<OutputAccount>) -> (SinkId, Rc<Inbox>) {
+        let inbox = Rc::new(Inbox {
+            queue: RefCell::default(),
+            notify: Notify::new(),
+            account,
+        });
+        let mut s = self.inner.state.borrow_mut();
+        s.next_sink += 1;
+        let id = s.next_sink;
+        s.sinks.insert(id, inbox.clone());
+        (id, inbox)
+    }
+
+    /// Subscribes `sink` to `names` in `space` (names it has already are left as they are).
+    /// Subscriber connections are made with `login` if there are none yet. The receivers
+    /// complete once every backend concerned has the subscriptions (or its connection broke).
+    pub fn subscribe(
+        &self,
+        sink: SinkId,
+        space: Space,
+        names: &[Bytes],
+        login: &Login,
+    ) -> Vec<oneshot::Receiver<()>> {
+        self.follow_table();
+        let table = self.inner.router.load();
+        let mut batch = Batch::default();
+        let mut concerned: SmallVec<[Arc<str>; 2]> = SmallVec::new();
+        self.use_login(login);
+        {
+            let mut s = self.inner.state.borrow_mut();
+            let subs = &mut s.subs[space.index()];
+            for name in names {
+                let entry = subs.entry(name.clone()).or_insert_with(|| {
+                    let on = owners(&table, space, name);
+                    for addr in &on {
+                        batch.add(addr, space, true, name);
+                    }
+                    Entry {
+                        sinks: SmallVec::new(),
+                        on,
+                    }
+                });
+                if !entry.sinks.contains(&sink) {
+                    entry.sinks.push(sink);
+                }
+                // Another session's subscription may still be on its way: wait for it too.
+                for a in &entry.on {
+                    if !concerned.contains(a) {
+                        concerned.push(a.clone());
+                    }
+                }
+            }
+        }
+        self.send(batch);
+        let s = self.inner.state.borrow();
+        concerned
+            .iter()
+            .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+            .collect()
+    }
+
+    /// Makes `login` the subscriber connections' login. On a change (a new backend admin
+    /// user), the connections of the old one go and new ones subscribe what the state holds.
+    fn use_login(&self, login: &Login) {
+        let mut s = self.inner.state.borrow_mut();
+        if s.login.as_ref().is_some_and(|l| l.id == login.id) {
+            return;
+        }
+        s.login = Some(login.clone());
+        if s.conns.is_empty() {
+            return;
+        }
+        s.conns.clear();
+        let addrs: FxHashSet<Arc<str>> = s
+            .subs
+            .iter()
+            .flat_map(|m| m.values().flat_map(|e| e.on.iter().cloned()))
+            .collect();
+        for a in addrs {
+            let c = SubConn::spawn(a.clone(), login.clone(), self.weak());
+            s.conns.insert(a, c);
+        }
+    }
+
+    /// Unsubscribes `sink` from `names` in `space`; a name no session wants any more is
+    /// unsubscribed on the backends.
+    pub fn unsubscribe(&self, sink: SinkId, space: Space, names: &[Bytes]) {
+        let mut batch = Batch::default();
+        {
+            let mut s = self.inner.state.borrow_mut();
+            let subs = &mut s.subs[space.index()];
+            for name in names {
+                let Some(entry) = subs.get_mut(name) else {
+                    continue;
+                };
+                entry.sinks.retain(|k| *k != sink);
+                if entry.sinks.is_empty() {
+                    for addr in &entry.on {
+                        batch.add(addr, space, false, name);
+                    }
+                    subs.remove(name);
+                }
+            }
+        }
+        self.send(batch);
+    }
+
+    /// The session of `sink` is gone.
+    pub fn release(&self, sink: SinkId) {
+        self.inner.state.borrow_mut().sinks.remove(&sink);
+    }
+
+    /// Starts following table swaps (once; on the first subscription).
+    fn follow_table(&self) {
+        let mut s = self.inner.state.borrow_mut();
+        if s.following {
+            return;
+        }
+        s.following = true;
+        let weak = Rc::downgrade(&self.inner);
+        let (mut swaps, caught_up) = self.inner.router.follow();
+        tokio::task::spawn_local(async move {
+            while swaps.changed().await.is_ok() {
+                let Some(inner) = weak.upgrade() else { return };
+                let (epoch, synced) = Hub { inner }.reconcile();
+                // The proxy acknowledges the swap once this is stored (`Shared::drain`).
+                let _ = tokio::time::timeout(SYNC_WAIT, join(synced)).await;
+                caught_up.store(epoch, std::sync::atomic::Ordering::Release);
+            }
+        });
+    }
+
+    /// Moves every subscription to where the table in force wants it: subscribes on the new
+    /// owners first, then unsubscribes on the old ones. Returns the table's epoch, and
+    /// receivers that complete once the new owners have the subscriptions.
+    fn reconcile(&self) -> (u64, Vec<oneshot::Receiver<()>>) {
+        let table = self.inner.router.load();
+        let mut add = Batch::default();
+        let mut remove = Batch::default();
+        {
+            let mut s = self.inner.state.borrow_mut();
+            for space in Space::ALL {
+                for (name, entry) in s.subs[space.index()].iter_mut() {
+                    let want = owners(&table, space, name);
+                    for a in want.iter().filter(|a| !entry.on.contains(a)) {
+                        add.add(a, space, true, name);
+                    }
+                    for a in entry.on.iter().filter(|a| !want.contains(a)) {
+                        remove.add(a, space, false, name);
+                    }
+                    entry.on = want;
+                }
+            }
+        }
+        let concerned: Vec<Arc<str>> = {
+            let mut v: Vec<Arc<str>> = add.per.keys().map(|(a, _, _)| a.clone()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        self.send(add);
+        self.send(remove);
+        let s = self.inner.state.borrow();
+        let synced = concerned
+            .iter()
+            .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+            .collect();
+        (table.epoch, synced)
+    }
+
+    /// Whether anything is subscribed on `addr`.
+    fn wants(&self, addr: &Arc<str>) -> bool {
+        let s = self.inner.state.borrow();
+        s.subs
+            .iter()
+            .any(|m| m.values().any(|e| e.on.contains(addr)))
+    }
+
+    /// What a (re)connected subscriber connection to `addr` must subscribe.
+    fn resubscriptions(&self, addr: &Arc<str>) -> Vec<Bytes> {
+        let s = self.inner.state.borrow();
+        let mut out = Vec::new();
+        for space in Space::ALL {
+            let names: Vec<Bytes> = s.subs[space.index()]
+                .iter()
+                .filter(|(_, e)| e.on.contains(addr))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for chunk in names.chunks(NAMES_PER_REQUEST) {
+                out.push(wire::request(space, true, chunk));
+            }
+        }
+        out
+    }
+
+    /// A push from a subscriber connection: a message goes to every session subscribed to
+    /// what it names.
+    fn deliver(&self, push: Bytes) {
+        let wire::Push::Message { space, name } = wire::classify_push(&push) else {
+            return;
+        };
+        let s = self.inner.state.borrow();
+        if let Some(entry) = s.subs[space.index()].get(name) {
+            // Copied once (shared by every sink): a slice would keep the connection's whole
+            // read buffer alive while a slow subscriber holds the message, charged for far
+            // less than it pins.
+            let push = Bytes::copy_from_slice(&push);
+            for id in &entry.sinks {
+                if let Some(inbox) = s.sinks.get(id) {
+                    inbox.push(push.clone());
+                }
+            }
+        }
+    }
+
+    fn send(&self, batch: Batch) {
+        if batch.per.is_empty() {
+            return;
+        }
+        let mut s = self.inner.state.borrow_mut();
+        let login = s.login.clone().unwrap_or_else(Login::none);
+        for ((addr, space, subscribe), names) in batch.per {
+            let conn = s
+                .conns
+                .entry(addr.clone())
+                .or_insert_with(|| SubConn::spawn(addr, login.clone(), self.weak()));
+            for chunk in names.chunks(NAMES_PER_REQUEST) {
+                conn.send(wire::request(space, subscribe, chunk));
+            }
+        }
+    }
+
+    fn weak(&self) -> Weak<HubInner> {
+        Rc::downgrade(&self.inner)
+    }
+}
+
+/// The backends a name of `space` is subscribed on under `table`: every master for a
+/// pattern; for a channel, the master of its slot, and while the slot moves its source too
+/// (publishers on either table reach one of them); while the slot is held for a move's
+/// barrier, every master, so the move's target is subscribed before anyone publishes there.
+pub fn owners(table: &SlotTable, space: Space, name: &[u8]) -> SmallVec<[Arc<str>; 2]> {
+    let slot = table.slot(SlotId::of_key(name));
+    if space == Space::Pattern || slot.blocked {
+        // Every backend of the table is a master or a moving slot's source.
+        return table.backends().iter().cloned().collect();
+    }
+    let mut out: SmallVec<[Arc<str>; 2]> = SmallVec::new();
+    for idx in slot.master.into_iter().chain(slot.migrating_from) {
+        let a = table.backend_addr(idx);
+        if !out.contains(a) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::router::{GroupId, SlotTableBuilder};
+
+    fn names(v: SmallVec<[Arc<str>; 2]>) -> Vec<String> {
+        let mut v: Vec<String> = v.iter().map(|a| a.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn owners_follow_the_slot_and_its_move() {
+        let slot = SlotId::of_key(b"news");
+        let mut b = SlotTableBuilder::default();
+        for s in 0..1024u16 {
+            let (g, a) = if s < 512 { (1, "a:1") } else { (2, "b:2") };
+            if SlotId(s) == slot {
+                b.assign_migrating(SlotId(s), GroupId(3), "c:3", Some(a));
+            } else {
+                b.assign(SlotId(s), GroupId(g), a);
+            }
+        }
+        let t = b.build(2);
+        let src = if slot.0 < 512 { "a:1" } else { "b:2" };
+        let mut want = vec!["c:3".to_string(), src.to_string()];
+        want.sort();
+        assert_eq!(names(owners(&t, Space::Channel, b"news")), want);
+        assert_eq!(names(owners(&t, Space::Shard, b"{news}x")), want);
+        assert_eq!(
+            names(owners(&t, Space::Pattern, b"n*")),
+            ["a:1", "b:2", "c:3"]
+        );
+        let t = SlotTable::split_evenly(&["a:1".into(), "b:2".into()]);
+        assert_eq!(owners(&t, Space::Channel, b"news").len(), 1);
+        let mut b = SlotTableBuilder::default();
+        b.assign(slot, GroupId(1), "a:1");
+        b.assign(SlotId((slot.0 + 1) % 1024), GroupId(2), "b:2");
+        b.blocked(slot);
+        assert_eq!(
+            names(owners(&b.build(3), Space::Shard, b"news")),
+            ["a:1", "b:2"]
+        );
+    }
+
+    #[test]
+    fn an_unserved_slot_has_no_owner() {
+        let t = SlotTable::split_evenly(&[]);
+        assert!(owners(&t, Space::Channel, b"x").is_empty());
+    }
+}
