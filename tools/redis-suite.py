@@ -38,7 +38,9 @@ def skip_pattern(name):
 
 def run_unit(args, unit):
     skipped = []
-    ok, err = set(), set()
+    # name → passed, from the last run that reported it (a later run starts on fresh servers).
+    result = {}
+    err = set()
     for _ in range(args.max_restarts):
         if args.before:
             # A test that raised may have left a setting behind (maxmemory …).
@@ -63,10 +65,8 @@ def run_unit(args, unit):
             if not m:
                 continue
             kind, name = m.groups()
-            if kind == "ok":
-                ok.add(name)
-            elif kind == "err":
-                err.add(name)
+            if kind in ("ok", "err"):
+                result[name] = kind == "ok"
             elif kind == "exception":
                 raised = True
         if not raised:
@@ -81,7 +81,8 @@ def run_unit(args, unit):
             break
         err.add(exception)
         skipped.append(pattern)
-    ok -= err
+    ok = {n for n, passed in result.items() if passed} - err
+    err |= {n for n, passed in result.items() if not passed}
     if args.verbose:
         for name in sorted(err):
             print(f"    failed: {name}", flush=True)

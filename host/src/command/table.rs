@@ -438,7 +438,7 @@ fn classify(raw: &RawCommand) -> Kind {
         "FLUSHALL" | "FLUSHDB" | "SCRIPT|FLUSH" | "FUNCTION|FLUSH" | "FUNCTION|RESTORE"
         | "CONFIG|SET" => Kind::Admin(Admin::AllOk),
         "CONFIG|GET" => Kind::Admin(Admin::First),
-        "SCRIPT|LOAD" | "FUNCTION|LOAD" | "FUNCTION|LIST" | "FUNCTION|DUMP" => {
+        "SCRIPT|LOAD" | "FUNCTION|LOAD" | "FUNCTION|LIST" | "FUNCTION|DUMP" | "FUNCTION|STATS" => {
             Kind::Library(Admin::First)
         }
         "FUNCTION|DELETE" => Kind::Library(Admin::AllOk),
