@@ -77,6 +77,14 @@ impl ClientRegistry {
         }
     }
 
+    /// Whether client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .contains_key(&id)
+    }
+
     pub fn len(&self) -> usize {
         self.clients
             .lock()

@@ -45,6 +45,11 @@ pub struct Shared {
     pub replies: Arc<MemoryPool>,
     /// Dedicated backend connections (blocking commands, WATCH) per backend, all workers.
     pub dedicated: Arc<DedicatedLimit>,
+    /// Clients that receive other clients' invalidations (CLIENT TRACKING … REDIRECT).
+    pub redirects: Arc<crate::pubsub::Redirects>,
+    /// Where each client blocked in a command is blocked: its proxy client id → the backend
+    /// and that backend's id of the dedicated connection (for CLIENT UNBLOCK).
+    pub blocked_on: std::sync::Mutex<FxHashMap<u64, (Arc<str>, i64)>>,
     /// The backend user with full rights (cluster mode: the cluster's; static mode: the
     /// config's); `None`: Redis's `default` user.
     backend_admin: RwLock<Option<Credential>>,
@@ -81,6 +86,8 @@ impl Shared {
             requests,
             replies,
             dedicated,
+            redirects: Arc::default(),
+            blocked_on: std::sync::Mutex::default(),
             backend_admin,
             logins_version: AtomicU64::new(1),
             config,
@@ -210,6 +217,26 @@ impl Drop for Admission {
 pub struct Stats {
     pub connections: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Clients waiting in a blocking command or WAIT now (INFO's `blocked_clients`).
+    pub blocked: AtomicU64,
+    /// Clients with CLIENT TRACKING on now (INFO's `tracking_clients`).
+    pub tracking: AtomicU64,
+}
+
+/// Counts one client in a gauge of `Stats` while it lives.
+pub struct Counted(Arc<Shared>, fn(&Stats) -> &AtomicU64);
+
+impl Counted {
+    pub fn new(shared: &Arc<Shared>, gauge: fn(&Stats) -> &AtomicU64) -> Self {
+        gauge(&shared.stats).fetch_add(1, Ordering::Relaxed);
+        Self(shared.clone(), gauge)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        (self.1)(&self.0.stats).fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// One worker thread's context: shared state plus its own backend connections.
@@ -246,7 +273,7 @@ impl Worker {
     pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
         let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
         Self {
-            pubsub: Hub::new(shared.router.clone()),
+            pubsub: Hub::new(shared.router.clone(), shared.redirects.clone()),
             shared,
             pool,
             dedicated,

@@ -35,7 +35,6 @@ fn unsupported_commands_name_themselves_in_upper_case_and_the_session_goes_on() 
     for (cmd, name) in [
         (vec!["lolwut"], "LOLWUT"),
         (vec!["pubsub", "help"], "PUBSUB HELP"),
-        (vec!["CLIENT", "CACHING", "yes"], "CLIENT CACHING"),
     ] {
         assert_eq!(
             raw.cmd(&cmd),

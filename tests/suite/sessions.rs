@@ -628,3 +628,204 @@ fn ioredis_scripts_transactions_and_queues_work_across_two_proxies() {
     );
     assert_eq!(stdout.matches("ok   ").count(), 4, "every check ran");
 }
+
+// === client-side caching ===
+
+fn invalidate(keys: &[&str]) -> crate::support::Frame {
+    use crate::support::Frame;
+    Frame::Push(vec![
+        Frame::bulk("invalidate"),
+        Frame::Array(keys.iter().map(|k| Frame::bulk(k)).collect()),
+    ])
+}
+
+fn resp3(addr: std::net::SocketAddr) -> RawClient {
+    let mut c = RawClient::connect(addr);
+    let hello = c.cmd(&["HELLO", "3"]);
+    assert!(matches!(hello, crate::support::Frame::Map(_)), "{hello:?}");
+    c
+}
+
+#[test]
+fn tracking_invalidates_what_clients_of_every_proxy_cached() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
+    let mut writer = conn(b);
+    let _: () = writer.set("cached", "v1").unwrap();
+
+    // Default mode in RESP3: a key read is invalidated once, by a write through the other
+    // proxy, as a push between replies.
+    let mut reader = resp3(a);
+    assert_eq!(
+        reader.cmd(&["CLIENT", "TRACKING", "ON"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        reader.cmd(&["GET", "cached"]),
+        crate::support::Frame::bulk("v1")
+    );
+    let _: () = writer.set("cached", "v2").unwrap();
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(reader.read_frame(), invalidate(&["cached"]));
+    // Not read again: a second write is not reported.
+    let _: () = writer.set("cached", "v3").unwrap();
+    assert_eq!(reader.cmd(&["PING"]).text().as_deref(), Some("PONG"));
+    assert_eq!(
+        reader.cmd(&["CLIENT", "GETREDIR"]),
+        crate::support::Frame::Integer(0)
+    );
+
+    // BCAST with a prefix: every write under it, read or not, and nothing else.
+    let mut bcast = resp3(a);
+    let r = bcast.cmd(&["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:"]);
+    assert_eq!(r.text().as_deref(), Some("OK"));
+    let _: () = writer.set("other:1", "x").unwrap();
+    let _: () = writer.set("user:7", "x").unwrap();
+    bcast.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(bcast.read_frame(), invalidate(&["user:7"]));
+
+    // OPTIN: only the read after CLIENT CACHING yes is tracked.
+    let mut optin = resp3(a);
+    optin.cmd(&["CLIENT", "TRACKING", "ON", "OPTIN"]);
+    optin.cmd(&["GET", "in:1"]);
+    assert_eq!(
+        optin.cmd(&["CLIENT", "CACHING", "yes"]).text().as_deref(),
+        Some("OK")
+    );
+    optin.cmd(&["GET", "in:2"]);
+    let _: () = writer.set("in:1", "x").unwrap();
+    let _: () = writer.set("in:2", "x").unwrap();
+    optin.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(optin.read_frame(), invalidate(&["in:2"]));
+
+    // RESP2: invalidations redirected to a client subscribed to __redis__:invalidate.
+    let mut target = RawClient::connect(a);
+    let (id, id_number) = match target.cmd(&["CLIENT", "ID"]) {
+        crate::support::Frame::Integer(id) => (id.to_string(), id),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    target.cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
+    let mut resp2 = RawClient::connect(a);
+    let r = resp2.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
+    assert_eq!(r.text().as_deref(), Some("OK"));
+    assert_eq!(
+        resp2.cmd(&["CLIENT", "GETREDIR"]),
+        crate::support::Frame::Integer(id_number)
+    );
+    resp2.cmd(&["GET", "redirected"]);
+    let _: () = writer.set("redirected", "x").unwrap();
+    target.set_read_timeout(Duration::from_secs(5));
+    use crate::support::Frame;
+    assert_eq!(
+        target.read_frame(),
+        Frame::Array(vec![
+            Frame::bulk("message"),
+            Frame::bulk("__redis__:invalidate"),
+            Frame::Array(vec![Frame::bulk("redirected")]),
+        ])
+    );
+
+    // Redis's errors for options that do not go together.
+    let e = resp2.cmd(&["CLIENT", "TRACKING", "ON", "PREFIX", "a"]);
+    assert_eq!(
+        e.error(),
+        Some("ERR PREFIX option requires BCAST mode to be enabled")
+    );
+    let e = resp2.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", "999999"]);
+    assert_eq!(
+        e.error(),
+        Some("ERR The client ID you want redirect to does not exist")
+    );
+    let e = resp2.cmd(&["CLIENT", "CACHING", "yes"]);
+    assert!(e.error().unwrap().contains("OPTIN or OPTOUT"), "{e:?}");
+    assert_eq!(
+        resp2.cmd(&["CLIENT", "TRACKING", "OFF"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        resp2.cmd(&["CLIENT", "GETREDIR"]),
+        crate::support::Frame::Integer(-1)
+    );
+}
+
+#[test]
+fn a_cached_key_whose_slot_moves_away_is_invalidated() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "moving:cached";
+    let s = slot(key.as_bytes());
+    let mut w = conn(cp.proxies[0].addr());
+    let _: () = w.set(key, "v").unwrap();
+    let mut reader = resp3(cp.proxies[0].addr());
+    reader.cmd(&["CLIENT", "TRACKING", "ON"]);
+    reader.cmd(&["GET", key]);
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+            && cp.api().get("/api/migrations").ok()["slots"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+    }));
+    assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(
+        reader.read_frame(),
+        invalidate(&[key]),
+        "the move reports the key"
+    );
+    // Read again from the new owner, written there: invalidated too.
+    assert_eq!(reader.cmd(&["GET", key]), crate::support::Frame::bulk("v"));
+    let _: () = w.set(key, "v2").unwrap();
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(reader.read_frame(), invalidate(&[key]));
+}
+
+#[test]
+fn client_unblock_reaches_a_command_blocked_through_the_proxy_and_info_counts_it() {
+    let cluster = Cluster::with_config("admin_commands = true\n");
+    let mut blocked = RawClient::connect(cluster.proxy.addr());
+    let id = match blocked.cmd(&["CLIENT", "ID"]) {
+        crate::support::Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let mut admin = RawClient::connect(cluster.proxy.addr());
+    let blocked_count = |admin: &mut RawClient| {
+        let info = admin.cmd(&["INFO", "clients"]);
+        let text = match info {
+            crate::support::Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+            other => panic!("INFO: {other:?}"),
+        };
+        text.lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .map(|v| v.trim().to_string())
+    };
+    for (how, reply) in [("TIMEOUT", "NullArray"), ("ERROR", "UNBLOCKED")] {
+        blocked.send(&crate::support::encode(&["BLPOP", "unblock:me", "0"]));
+        assert!(wait_until(Duration::from_secs(5), || blocked_count(&mut admin).as_deref()
+            == Some("1")));
+        assert_eq!(
+            admin.cmd(&["CLIENT", "UNBLOCK", &id, how]),
+            crate::support::Frame::Integer(1)
+        );
+        let r = format!("{:?}", blocked.read_frame());
+        assert!(r.contains(reply), "{how}: {r}");
+    }
+    assert_eq!(blocked_count(&mut admin).as_deref(), Some("0"));
+    assert_eq!(
+        admin.cmd(&["CLIENT", "UNBLOCK", &id]),
+        crate::support::Frame::Integer(0),
+        "not blocked"
+    );
+    // Without admin_commands it is refused, as an admin command.
+    let plain = Cluster::start();
+    let e = plain.proxy.raw().cmd(&["CLIENT", "UNBLOCK", "1"]);
+    assert!(e.error().unwrap().contains("admin_commands"), "{e:?}");
+}

@@ -428,8 +428,19 @@ fn classify(raw: &RawCommand) -> Kind {
         "INFO" => Kind::Local(Local::Info),
         "TIME" => Kind::Local(Local::Time),
         "DBSIZE" => Kind::Local(Local::Dbsize),
-        "CLIENT|SETNAME" | "CLIENT|GETNAME" | "CLIENT|ID" | "CLIENT|SETINFO" | "CLIENT|INFO"
-        | "CLIENT|LIST" | "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => Kind::Local(Local::Client),
+        "CLIENT|SETNAME"
+        | "CLIENT|GETNAME"
+        | "CLIENT|ID"
+        | "CLIENT|SETINFO"
+        | "CLIENT|INFO"
+        | "CLIENT|LIST"
+        | "CLIENT|NO-EVICT"
+        | "CLIENT|NO-TOUCH"
+        | "CLIENT|TRACKING"
+        | "CLIENT|CACHING"
+        | "CLIENT|GETREDIR"
+        | "CLIENT|TRACKINGINFO"
+        | "CLIENT|UNBLOCK" => Kind::Local(Local::Client),
         "RESET" => Kind::Local(Local::Reset),
         n if n == "COMMAND" || n.starts_with("COMMAND|") => Kind::Local(Local::Command),
         "MGET" => Kind::Split(Split::Mget),

@@ -76,6 +76,7 @@ async fn run(
     mut rx: mpsc::UnboundedReceiver<Cmd>,
 ) {
     let mut failures: u32 = 0;
+    let mut connected_before = false;
     loop {
         match tokio::time::timeout(CONNECT_TIMEOUT, connect(&addr, &login)).await {
             Ok(Ok(stream)) => {
@@ -85,7 +86,13 @@ async fn run(
                 failures = 0;
                 // What is still queued replays, after the state, the changes made to it since.
                 let Some(inner) = hub.upgrade() else { return };
-                let first = Hub { inner }.resubscriptions(&addr);
+                let hub_now = Hub { inner };
+                let first = hub_now.resubscriptions(&addr);
+                if connected_before {
+                    hub_now.reconnected(&addr);
+                }
+                connected_before = true;
+                drop(hub_now);
                 match serve(stream, first, &mut rx, &hub).await {
                     Ok(()) => return,
                     Err(reason) => warn!(%addr, %reason, "subscriber connection lost"),

@@ -11,6 +11,7 @@
 //! longer is. The session side (commands, confirmations, writing messages) is `session::pubsub`.
 
 mod conn;
+pub mod tracking;
 pub mod wire;
 
 use std::cell::RefCell;
@@ -27,6 +28,8 @@ use crate::backend::Login;
 use crate::limits::OutputAccount;
 use crate::router::{Router, SlotId, SlotTable};
 use conn::SubConn;
+use tracking::{Delivery, Tracking};
+pub use tracking::{Redirects, Target};
 pub use wire::Space;
 
 /// A session's place in its worker's hub.
@@ -41,7 +44,9 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    fn push(&self, msg: Bytes) {
+    /// Queues a message (charged to the session's account), unless the session is being
+    /// closed over its output limits.
+    pub fn push(&self, msg: Bytes) {
         if self.account.overflow().is_some() {
             return; // the session is being closed; nothing more is held for it
         }
@@ -88,12 +93,20 @@ struct State {
     login: Option<Login>,
     next_sink: SinkId,
     following: bool,
+    /// Client-side caching: what the worker's tracking sessions cached.
+    tracking: Tracking,
+    /// Backends whose subscriber connection reports every write (`CLIENT TRACKING ON BCAST`).
+    tracking_on: FxHashSet<Arc<str>>,
 }
 
 struct HubInner {
     router: Arc<Router>,
+    redirects: Arc<Redirects>,
     state: RefCell<State>,
 }
+
+const TRACKING_ON: &[u8] = b"*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n$5\r\nBCAST\r\n";
+const TRACKING_OFF: &[u8] = b"*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$3\r\nOFF\r\n";
 
 /// A worker's subscriptions; cheap to clone (one per worker, shared by its sessions).
 #[derive(Clone)]
@@ -131,13 +144,115 @@ pub async fn join(rxs: Vec<oneshot::Receiver<()>>) {
 const NAMES_PER_REQUEST: usize = 256;
 
 impl Hub {
-    pub fn new(router: Arc<Router>) -> Self {
+    pub fn new(router: Arc<Router>, redirects: Arc<Redirects>) -> Self {
         Self {
             inner: Rc::new(HubInner {
                 router,
+                redirects,
                 state: RefCell::default(),
             }),
         }
+    }
+
+    /// `sink` tracks keys for client-side caching (BCAST: these prefixes, none for every key),
+    /// its invalidations going to `target`. The receivers complete once every backend reports
+    /// writes to this hub, as the backends of a direct client would from its `CLIENT TRACKING`.
+    pub fn track(
+        &self,
+        sink: SinkId,
+        target: Target,
+        bcast: Option<Vec<Bytes>>,
+        login: &Login,
+    ) -> Vec<oneshot::Receiver<()>> {
+        self.follow_table();
+        {
+            let mut s = self.inner.state.borrow_mut();
+            if s.login.is_none() {
+                s.login = Some(login.clone());
+            }
+            s.tracking.start(sink, target, bcast);
+        }
+        self.report_writes()
+    }
+
+    /// `sink` stops tracking; once no session of the worker tracks, the backends stop
+    /// reporting writes.
+    pub fn untrack(&self, sink: SinkId) {
+        let mut s = self.inner.state.borrow_mut();
+        s.tracking.stop(sink);
+        if !s.tracking.active() {
+            let on: Vec<Arc<str>> = s.tracking_on.drain().collect();
+            for addr in on {
+                if let Some(c) = s.conns.get(&addr) {
+                    c.send(Bytes::from_static(TRACKING_OFF));
+                }
+            }
+        }
+    }
+
+    /// `sink` read `keys` while tracking: each is invalidated for it once it is written.
+    pub fn read(&self, sink: SinkId, keys: impl Iterator<Item = Bytes>) {
+        let evicted = self.inner.state.borrow_mut().tracking.read(sink, keys);
+        self.dispatch(evicted);
+    }
+
+    /// Every backend of the table in force, while anyone tracks, reports writes to this hub;
+    /// receivers for the ones that start now.
+    fn report_writes(&self) -> Vec<oneshot::Receiver<()>> {
+        let table = self.inner.router.load();
+        let mut s = self.inner.state.borrow_mut();
+        if !s.tracking.active() {
+            return Vec::new();
+        }
+        let login = s.login.clone().unwrap_or_else(Login::none);
+        let mut synced = Vec::new();
+        for addr in table.backends() {
+            if s.tracking_on.contains(addr) {
+                continue;
+            }
+            s.tracking_on.insert(addr.clone());
+            let conn = match s.conns.get(addr) {
+                Some(c) => c,
+                None => {
+                    let c = SubConn::spawn(addr.clone(), login.clone(), self.weak());
+                    s.conns.entry(addr.clone()).or_insert(c)
+                }
+            };
+            conn.send(Bytes::from_static(TRACKING_ON));
+            synced.push(conn.sync());
+        }
+        synced
+    }
+
+    /// Hands invalidations to their sessions, here or (a redirect) on any worker.
+    fn dispatch(&self, deliveries: Vec<Delivery>) {
+        if deliveries.is_empty() {
+            return;
+        }
+        let s = self.inner.state.borrow();
+        for d in deliveries {
+            match d {
+                Delivery::Own(sink, msg) => {
+                    if let Some(inbox) = s.sinks.get(&sink) {
+                        inbox.push(msg);
+                    }
+                }
+                Delivery::Redirect(id, msg) => self.inner.redirects.send(id, msg),
+            }
+        }
+    }
+
+    /// A subscriber connection to `addr` came back after a break: writes it reported
+    /// meanwhile are lost, so every tracking session drops its whole cache.
+    fn reconnected(&self, addr: &Arc<str>) {
+        let flushed = {
+            let mut s = self.inner.state.borrow_mut();
+            if !s.tracking_on.contains(addr) {
+                return;
+            }
+            s.tracking.flush_all()
+        };
+        self.dispatch(flushed);
     }
 
     /// A new sink for a session's messages, charged to `account`.
@@ -250,6 +365,7 @@ impl Hub {
 
     /// The session of `sink` is gone.
     pub fn release(&self, sink: SinkId) {
+        self.untrack(sink);
         self.inner.state.borrow_mut().sinks.remove(&sink);
     }
 
@@ -303,26 +419,34 @@ impl Hub {
         };
         self.send(add);
         self.send(remove);
-        let s = self.inner.state.borrow();
-        let synced = concerned
-            .iter()
-            .filter_map(|a| s.conns.get(a).map(SubConn::sync))
-            .collect();
+        let mut synced: Vec<oneshot::Receiver<()>> = {
+            let s = self.inner.state.borrow();
+            concerned
+                .iter()
+                .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+                .collect()
+        };
+        // A backend new to the table reports writes before the swap is acknowledged.
+        synced.extend(self.report_writes());
         (table.epoch, synced)
     }
 
     /// Whether anything is subscribed on `addr`.
     fn wants(&self, addr: &Arc<str>) -> bool {
         let s = self.inner.state.borrow();
-        s.subs
-            .iter()
-            .any(|m| m.values().any(|e| e.on.contains(addr)))
+        s.tracking_on.contains(addr)
+            || s.subs
+                .iter()
+                .any(|m| m.values().any(|e| e.on.contains(addr)))
     }
 
     /// What a (re)connected subscriber connection to `addr` must subscribe.
     fn resubscriptions(&self, addr: &Arc<str>) -> Vec<Bytes> {
         let s = self.inner.state.borrow();
         let mut out = Vec::new();
+        if s.tracking_on.contains(addr) {
+            out.push(Bytes::from_static(TRACKING_ON));
+        }
         for space in Space::ALL {
             let names: Vec<Bytes> = s.subs[space.index()]
                 .iter()
@@ -339,8 +463,22 @@ impl Hub {
     /// A push from a subscriber connection: a message goes to every session subscribed to
     /// what it names.
     fn deliver(&self, push: Bytes) {
-        let wire::Push::Message { space, name } = wire::classify_push(&push) else {
-            return;
+        let (space, name) = match wire::classify_push(&push) {
+            wire::Push::Message { space, name } => (space, name),
+            wire::Push::Invalidate(parts) => {
+                let deliveries = {
+                    let mut s = self.inner.state.borrow_mut();
+                    match tracking::invalidated_keys(&parts) {
+                        Some(keys) => keys
+                            .iter()
+                            .flat_map(|k| s.tracking.invalidate(Some(k)))
+                            .collect(),
+                        None => s.tracking.flush_all(),
+                    }
+                };
+                return self.dispatch(deliveries);
+            }
+            wire::Push::Other => return,
         };
         let s = self.inner.state.borrow();
         if let Some(entry) = s.subs[space.index()].get(name) {

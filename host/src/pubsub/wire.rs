@@ -104,6 +104,9 @@ pub enum Push<'a> {
     /// A message for the subscribers of `name` in `space` (a channel, or for `pmessage` the
     /// pattern that matched).
     Message { space: Space, name: &'a [u8] },
+    /// `invalidate [keys]` (or null: everything), from `CLIENT TRACKING ON BCAST`; the parts
+    /// after the first (see `tracking::invalidated_keys`).
+    Invalidate(Vec<&'a [u8]>),
     /// A confirmation, or anything else that needs no delivery.
     Other,
 }
@@ -117,6 +120,9 @@ pub fn classify_push(push: &[u8]) -> Push<'_> {
         return Push::Other;
     };
     let kind = parts.first().and_then(|p| bulk_body(p));
+    if kind == Some(b"invalidate") && parts.len() == 2 {
+        return Push::Invalidate(parts);
+    }
     let space = match (kind, parts.len()) {
         (Some(b"message"), 3) => Space::Channel,
         (Some(b"pmessage"), 4) => Space::Pattern,

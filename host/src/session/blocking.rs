@@ -38,6 +38,8 @@ pub(crate) struct Blocking {
     pub(crate) login: Login,
     pub(crate) account: Rc<OutputAccount>,
     pub(crate) slot: SlotId,
+    /// The proxy's id of the client, which CLIENT UNBLOCK names.
+    pub(crate) client: u64,
     pub(crate) keys: SmallVec<[Bytes; 2]>,
     pub(crate) req: Bytes,
 }
@@ -105,6 +107,10 @@ impl Blocking {
             };
             let mut conn = worker.dedicated.take(&addr, self.proto, &self.login)?;
             let mut rx = conn.send(self.req.clone(), Some(&self.account));
+            let _unblockable = match conn.client_id().await {
+                Some(id) => Some(BlockedOn::new(&worker, self.client, addr.clone(), id)),
+                None => None,
+            };
             loop {
                 tokio::select! {
                     biased;
@@ -169,6 +175,71 @@ impl Blocking {
         let mut moved = moved.start();
         moved.settle().await
     }
+}
+
+/// A client's entry in `Shared::blocked_on` while its command is sent to one backend.
+struct BlockedOn {
+    worker: Rc<Worker>,
+    client: u64,
+}
+
+impl BlockedOn {
+    fn new(worker: &Rc<Worker>, client: u64, addr: Arc<str>, id: i64) -> Self {
+        let mut map = worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.insert(client, (addr, id));
+        Self {
+            worker: worker.clone(),
+            client,
+        }
+    }
+}
+
+impl Drop for BlockedOn {
+    fn drop(&mut self) {
+        let mut map = self
+            .worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.remove(&self.client);
+    }
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR], for a client of this proxy: passed to the backend its
+/// command is blocked on, with that backend's id of the connection. `:0` when the client is
+/// not blocked (as Redis answers).
+pub(crate) async fn client_unblock(
+    worker: Rc<Worker>,
+    client: u64,
+    how: Option<Bytes>,
+) -> ReplyResult {
+    let target = {
+        let map = worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.get(&client).cloned()
+    };
+    let Some((addr, id)) = target else {
+        return Ok(Bytes::from_static(b":0\r\n"));
+    };
+    let id = id.to_string();
+    let mut args: Vec<&[u8]> = vec![b"CLIENT", b"UNBLOCK", id.as_bytes()];
+    if let Some(h) = &how {
+        args.push(h);
+    }
+    let size = args.iter().map(|a| a.len()).sum();
+    let req = encode_request(args.len(), args, size);
+    worker
+        .pool
+        .send(&addr, Proto::Resp2, &worker.control_login(), req, None)
+        .await
 }
 
 /// Asks `addr` to unblock the command on `conn`, until its reply arrives: `None` if it never

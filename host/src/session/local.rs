@@ -52,6 +52,18 @@ impl Session {
                 b"0" => Ok(Frame::ok()),
                 _ => Err(DataError::DbOutOfRange),
             },
+            Local::Client
+                if matches!(
+                    c.cmd.name,
+                    "CLIENT|TRACKING"
+                        | "CLIENT|CACHING"
+                        | "CLIENT|GETREDIR"
+                        | "CLIENT|TRACKINGINFO"
+                ) =>
+            {
+                return self.client_tracking(c);
+            }
+            Local::Client if c.cmd.name == "CLIENT|UNBLOCK" => return self.client_unblock(req),
             Local::Client => self.client(c.cmd.name, req),
             Local::Reset => {
                 self.reset();
@@ -79,10 +91,39 @@ impl Session {
         }
     }
 
+    /// CLIENT UNBLOCK id [TIMEOUT|ERROR], for a client of this proxy (with `admin_commands`).
+    fn client_unblock(&mut self, req: &Request) -> Pending {
+        // Redis puts it in @admin @dangerous: another client's command is cut short.
+        if !self.worker.shared.config.admin_commands {
+            return Pending::error(&DataError::AdminDisabled("CLIENT UNBLOCK".into()));
+        }
+        let Some(id) = std::str::from_utf8(req.arg(2))
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            return Pending::error(&DataError::Invalid(
+                "value is not an integer or out of range".into(),
+            ));
+        };
+        let how = match req.get(3).map(<[u8]>::to_ascii_uppercase).as_deref() {
+            None => None,
+            Some(b"TIMEOUT") => Some(Bytes::from_static(b"TIMEOUT")),
+            Some(b"ERROR") => Some(Bytes::from_static(b"ERROR")),
+            Some(_) => {
+                return Pending::error(&DataError::Invalid(
+                    "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
+                ));
+            }
+        };
+        let unblock = super::blocking::client_unblock(self.worker.clone(), id, how);
+        Pending::Task(Box::pin(unblock))
+    }
+
     /// RESET: no transaction or watch, no subscription, RESP2, no name, and the rights a new
     /// connection has (unauthenticated where AUTH is required).
     fn reset(&mut self) {
         self.tx.reset();
+        self.tracking = None;
         self.pubsub_reset();
         self.proto = Proto::Resp2;
         self.reg.info.set_proto(2);
@@ -295,6 +336,14 @@ impl Session {
         ];
         let clients = vec![
             kv("connected_clients", shared.clients.len().to_string()),
+            kv(
+                "blocked_clients",
+                shared.stats.blocked.load(Relaxed).to_string(),
+            ),
+            kv(
+                "tracking_clients",
+                shared.stats.tracking.load(Relaxed).to_string(),
+            ),
             kv("maxclients", shared.config.max_clients.to_string()),
         ];
         let sections = req

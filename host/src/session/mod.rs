@@ -21,6 +21,7 @@ mod pubsub;
 mod reply;
 mod scripts;
 mod send;
+mod tracking;
 mod transaction;
 
 use std::rc::Rc;
@@ -84,6 +85,8 @@ pub struct Session {
     tx: Transaction,
     /// Its pub/sub subscriptions and the messages waiting for it.
     subs: pubsub::Subscriptions,
+    /// CLIENT TRACKING, while on.
+    tracking: Option<tracking::ClientTracking>,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -172,6 +175,7 @@ impl Session {
             pause_until: None,
             closing: false,
             tx: Transaction::default(),
+            tracking: None,
         }
     }
 
@@ -408,7 +412,11 @@ impl Session {
             return Queued::error(id, &e);
         }
         let (reply, observers) = match decision {
-            Decision::Continue(obs) => (QueuedReply::One(self.execute(&c)), obs),
+            Decision::Continue(obs) => {
+                let reply = self.execute(&c);
+                self.tracked(&c);
+                (QueuedReply::One(reply), obs)
+            }
             Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
             Decision::Fail(e) => return Queued::error(id, &e),
             Decision::Rewrite {
@@ -484,6 +492,7 @@ impl Session {
             login: self.login.clone(),
             account: self.account.clone(),
             slot,
+            client: self.reg.info.id,
             keys: c
                 .keys
                 .iter()
@@ -569,6 +578,7 @@ impl Session {
                         wbuf.clear();
                         at = 0;
                     }
+                    let blocked = crate::worker::Counted::new(&self.worker.shared, |s| &s.blocked);
                     let r = tokio::select! {
                         biased;
                         o = account.overflowed() => return Err(End::Output(o)),
@@ -576,6 +586,7 @@ impl Session {
                         _ = client_gone(&self.stream) => return Err(End::ClientClosed),
                         r = f => r,
                     };
+                    drop(blocked);
                     match reply::taken(r, &account) {
                         Ok(b) => wbuf.extend_from_slice(&b),
                         Err(e) => wbuf.extend_from_slice(&e.reply()),

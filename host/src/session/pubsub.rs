@@ -37,6 +37,21 @@ pub(super) struct Subscriptions {
     sets: [FxHashSet<Bytes>; 3],
     /// The bytes of every name in `sets`.
     bytes: usize,
+    /// Subscribed to `__redis__:invalidate`: other clients' invalidations (CLIENT TRACKING …
+    /// REDIRECT to this client), from any worker.
+    redirected: Option<Redirected>,
+}
+
+struct Redirected {
+    id: u64,
+    redirects: std::sync::Arc<crate::pubsub::Redirects>,
+    rx: std::cell::RefCell<tokio::sync::mpsc::Receiver<Bytes>>,
+}
+
+impl Drop for Redirected {
+    fn drop(&mut self) {
+        self.redirects.unregister(self.id);
+    }
 }
 
 impl Subscriptions {
@@ -46,6 +61,7 @@ impl Subscriptions {
             sink: None,
             sets: Default::default(),
             bytes: 0,
+            redirected: None,
         }
     }
 
@@ -70,11 +86,22 @@ impl Subscriptions {
     /// Completes when there are messages to write, or the client went over its output limits
     /// (never, for a session that never subscribed).
     pub(super) async fn ready(&self) {
+        let redirected = async {
+            match &self.redirected {
+                // Only this future reads the queue; it moves what arrives into the inbox.
+                Some(r) => match std::future::poll_fn(|cx| r.rx.borrow_mut().poll_recv(cx)).await {
+                    Some(msg) => self.sink.as_ref().map(|(_, inbox)| inbox.push(msg)),
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
         match &self.sink {
             Some((_, inbox)) => {
                 tokio::select! {
                     _ = inbox.ready() => {}
                     _ = inbox.account().overflowed() => {}
+                    _ = redirected => {}
                 }
             }
             None => std::future::pending().await,
@@ -95,6 +122,39 @@ impl Drop for Subscriptions {
 }
 
 impl Session {
+    /// The session's sink in its worker's hub, made on first use (a subscription, tracking).
+    pub(super) fn subs_sink(&mut self) -> SinkId {
+        self.subs
+            .sink
+            .get_or_insert_with(|| self.subs.hub.register(self.account.clone()))
+            .0
+    }
+
+    pub(super) fn subs_sink_id(&self) -> Option<SinkId> {
+        self.subs.sink.as_ref().map(|(id, _)| *id)
+    }
+
+    /// Subscribed to `__redis__:invalidate` or not any more: the session receives the
+    /// invalidations other clients redirect to it, or stops.
+    fn redirect_target(&mut self) {
+        let wanted = self.subs.sets[Space::Channel.index()]
+            .contains(crate::pubsub::tracking::INVALIDATE_CHANNEL);
+        match (wanted, self.subs.redirected.is_some()) {
+            (true, false) => {
+                let redirects = self.worker.shared.redirects.clone();
+                let id = self.reg.info.id;
+                let rx = redirects.register(id);
+                self.subs.redirected = Some(Redirected {
+                    id,
+                    redirects,
+                    rx: std::cell::RefCell::new(rx),
+                });
+            }
+            (false, true) => self.subs.redirected = None,
+            _ => {}
+        }
+    }
+
     /// RESET: every subscription ends (no confirmation is sent), and what was queued for the
     /// client is let go.
     pub(super) fn pubsub_reset(&mut self) {
@@ -187,6 +247,9 @@ impl Session {
             let count = self.subs.count(space);
             wire::confirmation(self.proto, space.subscribe_name(), Some(n), count, &mut out);
         }
+        if space == Space::Channel {
+            self.redirect_target();
+        }
         let login = self.worker.control_login();
         let synced = self.subs.hub.subscribe(id, space, &fresh, &login);
         let out = out.freeze();
@@ -228,6 +291,9 @@ impl Session {
         }
         if let Some((id, _)) = &self.subs.sink {
             self.subs.hub.unsubscribe(*id, space, &gone);
+        }
+        if space == Space::Channel {
+            self.redirect_target();
         }
         Ok(out.freeze())
     }
