@@ -809,7 +809,10 @@ fn client_unblock_reaches_a_command_blocked_through_the_proxy_and_info_counts_it
     };
     for (how, reply) in [("TIMEOUT", "NullArray"), ("ERROR", "UNBLOCKED")] {
         blocked.send(&crate::support::encode(&["BLPOP", "unblock:me", "0"]));
-        assert!(wait_until(Duration::from_secs(5), || blocked_count(&mut admin).as_deref()
+        assert!(wait_until(Duration::from_secs(5), || blocked_count(
+            &mut admin
+        )
+        .as_deref()
             == Some("1")));
         assert_eq!(
             admin.cmd(&["CLIENT", "UNBLOCK", &id, how]),
@@ -828,4 +831,91 @@ fn client_unblock_reaches_a_command_blocked_through_the_proxy_and_info_counts_it
     let plain = Cluster::start();
     let e = plain.proxy.raw().cmd(&["CLIENT", "UNBLOCK", "1"]);
     assert!(e.error().unwrap().contains("admin_commands"), "{e:?}");
+}
+
+#[test]
+fn blocked_clients_pop_each_element_once_through_an_aborted_move() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
+    // Enough keys in the moving slots that the move is caught half way.
+    let mut c = conn(a);
+    for start in (0..40_000).step_by(1000) {
+        let pairs: Vec<(String, String)> = (start..start + 1000)
+            .map(|i| (format!("fill:{i}"), "x".repeat(32)))
+            .collect();
+        let _: () = c.mset(&pairs).expect("preload");
+    }
+    let key = crate::support::keys_on(0, "abortq", 1).remove(0);
+    let s = slot(key.as_bytes());
+    assert!(s < 512);
+    let consumers = 10;
+    let handles: Vec<_> = (0..consumers)
+        .map(|_| {
+            let key = key.clone();
+            thread::spawn(move || {
+                let mut c = conn(b);
+                let r: Option<(String, String)> = c.blpop(&key, 60.0).unwrap();
+                r.map(|(_, v)| v)
+            })
+        })
+        .collect();
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        &cp.servers[0]
+    ) == consumers as i64));
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": 0, "to": 511, "group": 2}),
+        )
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            cp.api().get("/api/migrations").ok()["keys_moved"].as_u64() > Some(0)
+        }),
+        "the move started"
+    );
+    let aborted = cp.api().post("/api/migrations/abort", &json!({})).ok();
+    assert!(aborted["aborted"].as_u64() > Some(0), "aborted: {aborted}");
+    assert!(
+        wait_until(Duration::from_secs(120), || {
+            cp.api().get("/api/migrations").ok()["slots"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+        }),
+        "the abort finished"
+    );
+    assert_eq!(
+        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64(),
+        Some(1),
+        "the slot is back"
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || blocked_clients(&cp.servers[0])
+            == consumers as i64),
+        "every client is blocked on the owner again"
+    );
+    let mut p = conn(a);
+    for i in 0..consumers {
+        let _: () = p.rpush(&key, format!("e{i}")).unwrap();
+    }
+    let got: BTreeSet<String> = handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .expect("consumer panicked")
+                .expect("an element, not a timeout")
+        })
+        .collect();
+    assert_eq!(
+        got.len(),
+        consumers,
+        "each element popped by exactly one client"
+    );
+    let left: i64 = p.llen(&key).unwrap();
+    assert_eq!(left, 0);
+    assert_eq!(blocked_clients(&cp.servers[1]), 0);
 }
