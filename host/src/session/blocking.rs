@@ -25,7 +25,7 @@ use crate::limits::OutputAccount;
 use crate::migrate::INTERNAL_PREFIX;
 use crate::resp::{Proto, encode_request, parse_integer};
 use crate::router::{SlotId, SlotTable};
-use crate::worker::Worker;
+use crate::worker::{Counted, Worker};
 
 /// How long the proxy keeps asking the old owner to unblock a command that has not reached
 /// it yet (it was written on another connection than the unblock).
@@ -177,10 +177,12 @@ impl Blocking {
     }
 }
 
-/// A client's entry in `Shared::blocked_on` while its command is sent to one backend.
+/// A client's entry in `Shared::blocked_on` while its command is sent to one backend, and
+/// its place in INFO's `blocked_clients`.
 struct BlockedOn {
     worker: Rc<Worker>,
     client: u64,
+    _counted: Counted,
 }
 
 impl BlockedOn {
@@ -194,6 +196,7 @@ impl BlockedOn {
         Self {
             worker: worker.clone(),
             client,
+            _counted: Counted::new(&worker.shared, |s| &s.blocked),
         }
     }
 }
@@ -211,8 +214,8 @@ impl Drop for BlockedOn {
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR], for a client of this proxy: passed to the backend its
-/// command is blocked on, with that backend's id of the connection. `:0` when the client is
-/// not blocked (as Redis answers).
+/// command is blocked on, with that backend's id of the connection, again while the command
+/// is still on its way there. `:0` when the client is not blocked (as Redis answers).
 pub(crate) async fn client_unblock(
     worker: Rc<Worker>,
     client: u64,
@@ -236,10 +239,32 @@ pub(crate) async fn client_unblock(
     }
     let size = args.iter().map(|a| a.len()).sum();
     let req = encode_request(args.len(), args, size);
-    worker
-        .pool
-        .send(&addr, Proto::Resp2, &worker.control_login(), req, None)
-        .await
+    let deadline = tokio::time::Instant::now() + UNBLOCK_PATIENCE;
+    loop {
+        let reply = worker
+            .pool
+            .send(
+                &addr,
+                Proto::Resp2,
+                &worker.control_login(),
+                req.clone(),
+                None,
+            )
+            .await?;
+        let still_sent = {
+            let map = worker
+                .shared
+                .blocked_on
+                .lock()
+                .expect("blocked_on lock poisoned");
+            map.get(&client)
+                .is_some_and(|(a, i)| *a == addr && i.to_string() == id)
+        };
+        if reply != b":0\r\n"[..] || !still_sent || tokio::time::Instant::now() >= deadline {
+            return Ok(reply);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Asks `addr` to unblock the command on `conn`, until its reply arrives: `None` if it never
@@ -296,6 +321,7 @@ fn is_null(reply: &[u8]) -> bool {
 /// counter in Tessera's internal database), so what it waits for covers every write the
 /// server applied before. The reply is the smallest count: replicas that have every write.
 pub(crate) async fn wait(worker: Rc<Worker>, req: Bytes) -> ReplyResult {
+    let _counted = Counted::new(&worker.shared, |s| &s.blocked);
     let table = worker.shared.router.load_full();
     let control = worker.control_login();
     let mut block = BytesMut::new();

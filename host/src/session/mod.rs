@@ -578,7 +578,6 @@ impl Session {
                         wbuf.clear();
                         at = 0;
                     }
-                    let blocked = crate::worker::Counted::new(&self.worker.shared, |s| &s.blocked);
                     let r = tokio::select! {
                         biased;
                         o = account.overflowed() => return Err(End::Output(o)),
@@ -586,7 +585,6 @@ impl Session {
                         _ = client_gone(&self.stream) => return Err(End::ClientClosed),
                         r = f => r,
                     };
-                    drop(blocked);
                     match reply::taken(r, &account) {
                         Ok(b) => wbuf.extend_from_slice(&b),
                         Err(e) => wbuf.extend_from_slice(&e.reply()),
