@@ -53,7 +53,7 @@ async fn subscriber(
     ready: Arc<AtomicU64>,
 ) {
     let mut s = TcpStream::connect(&addr).await.expect("connect");
-    s.write_all(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nbench\r\n")
+    s.write_all(b"*2\r\n$9\r\nSUBSCRIBE\r\n$5\r\nbench\r\n")
         .await
         .expect("subscribe");
     let mut buf = vec![0u8; 64 * 1024];
