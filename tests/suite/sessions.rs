@@ -919,3 +919,42 @@ fn blocked_clients_pop_each_element_once_through_an_aborted_move() {
     assert_eq!(left, 0);
     assert_eq!(blocked_clients(&cp.servers[1]), 0);
 }
+
+#[test]
+fn blocked_clients_wait_on_the_promoted_replica_when_their_master_dies() {
+    let mut cp = ControlPlane::builder().servers(3).proxies(1).start();
+    cp.group(1, &[0, 1]);
+    cp.group(2, &[2]);
+    cp.assign(0, 511, 1);
+    cp.assign(512, 1023, 2);
+    let key = crate::support::keys_on(0, "failq", 1).remove(0);
+    let proxy = cp.proxies[0].addr();
+    let waiter = {
+        let key = key.clone();
+        thread::spawn(move || {
+            let mut c = conn(proxy);
+            let r: Option<(String, String)> = c.blpop(&key, 60.0).unwrap();
+            r.map(|(_, v)| v)
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        &cp.servers[0]
+    ) == 1));
+    let replica = cp.server_addr(1);
+    cp.servers[0].kill();
+    let down = wait_until(Duration::from_secs(10), || {
+        cp.api().get("/api/groups").ok()[0]["down"] == true
+    });
+    assert!(down, "group 1 is declared down");
+    cp.api()
+        .post("/api/groups/1/promote", &json!({ "addr": replica }))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(10), || blocked_clients(&cp.servers[1])
+            == 1),
+        "the client waits on the promoted replica"
+    );
+    let _: () = conn(proxy).rpush(&key, "after-failover").unwrap();
+    let got = waiter.join().expect("waiter panicked");
+    assert_eq!(got.as_deref(), Some("after-failover"));
+}

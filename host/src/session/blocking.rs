@@ -78,7 +78,7 @@ impl Blocking {
     pub(crate) async fn run(self) -> ReplyResult {
         let worker = self.worker.clone();
         let mut swaps = worker.shared.swaps();
-        loop {
+        'route: loop {
             // Routed and sent while counted in flight under the table it was routed with. A
             // swap that starts after this line is seen below; one that started before it
             // counts this batch in its new phase.
@@ -116,10 +116,22 @@ impl Blocking {
                     biased;
                     r = &mut rx => {
                         drop(batch);
-                        if r.is_ok() {
-                            conn.release();
+                        match r {
+                            Ok(_) => {
+                                conn.release();
+                                return r;
+                            }
+                            // The master went away while the client waited: once the slot
+                            // has a new owner (a promoted replica), the command waits there.
+                            Err(DataError::BackendUnavailable { .. } | DataError::BackendDropped) => {
+                                drop(conn);
+                                if new_owner(&worker, &mut swaps, self.slot, &addr).await {
+                                    continue 'route;
+                                }
+                                return r;
+                            }
+                            Err(_) => return r,
                         }
-                        return r;
                     }
                     _ = swaps.changed() => {}
                 }
@@ -174,6 +186,31 @@ impl Blocking {
         };
         let mut moved = moved.start();
         moved.settle().await
+    }
+}
+
+/// How long a command blocked on a master that went away waits for the slot's new owner.
+const FAILOVER_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits (up to `FAILOVER_WAIT`) until the table routes `slot` elsewhere than `gone`.
+async fn new_owner(
+    worker: &Rc<Worker>,
+    swaps: &mut tokio::sync::watch::Receiver<u64>,
+    slot: SlotId,
+    gone: &Arc<str>,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + FAILOVER_WAIT;
+    loop {
+        let table = worker.shared.router.load_full();
+        match route(&table, slot) {
+            Ok(Route::At(a)) if a != *gone => return true,
+            Ok(Route::Migrating { .. }) => return true,
+            _ => {}
+        }
+        let changed = tokio::time::timeout_at(deadline, swaps.changed()).await;
+        if !matches!(changed, Ok(Ok(()))) {
+            return false;
+        }
     }
 }
 
