@@ -233,38 +233,7 @@ impl ConnTask {
     }
 
     async fn connect(&self) -> Result<TcpStream, String> {
-        let fut = async {
-            let mut s = TcpStream::connect(&*self.addr)
-                .await
-                .map_err(|e| e.to_string())?;
-            s.set_nodelay(true).map_err(|e| e.to_string())?;
-            for step in self.login.steps.iter() {
-                s.write_all(&step.request)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let reply = read_one(&mut s).await?;
-                if !(step.accept)(&reply) {
-                    return Err(format!(
-                        "{} refused: {}",
-                        step.what,
-                        String::from_utf8_lossy(&reply).trim_end()
-                    ));
-                }
-            }
-            if self.proto == Proto::Resp3 {
-                s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let reply = read_one(&mut s).await?;
-                if !reply.starts_with(b"%") {
-                    return Err(format!(
-                        "HELLO 3 refused: {}",
-                        String::from_utf8_lossy(&reply).trim_end()
-                    ));
-                }
-            }
-            Ok(s)
-        };
+        let fut = connect_logged_in(&self.addr, &self.login, self.proto);
         match tokio::time::timeout(self.opts.connect_timeout, fut).await {
             Ok(r) => r,
             Err(_) => Err(format!(
@@ -391,6 +360,47 @@ fn grow(rbuf: &mut BytesMut) {
     if rbuf.capacity() - rbuf.len() < 4096 {
         rbuf.reserve(rbuf.len().max(READ_CHUNK));
     }
+}
+
+/// Connects to `addr`, runs `login`'s steps and, for RESP3, `HELLO 3`: a connection that acts
+/// as the login's user and speaks `proto` (every backend connection's handshake, the shared
+/// ones', the dedicated ones' and the pub/sub hub's).
+///
+/// # Errors
+/// The connection failed, or a step's reply was refused (its text says which).
+pub async fn connect_logged_in(
+    addr: &str,
+    login: &Login,
+    proto: Proto,
+) -> Result<TcpStream, String> {
+    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    for step in login.steps.iter() {
+        s.write_all(&step.request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let reply = read_one(&mut s).await?;
+        if !(step.accept)(&reply) {
+            return Err(format!(
+                "{} refused: {}",
+                step.what,
+                String::from_utf8_lossy(&reply).trim_end()
+            ));
+        }
+    }
+    if proto == Proto::Resp3 {
+        s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let reply = read_one(&mut s).await?;
+        if !reply.starts_with(b"%") {
+            return Err(format!(
+                "HELLO 3 refused: {}",
+                String::from_utf8_lossy(&reply).trim_end()
+            ));
+        }
+    }
+    Ok(s)
 }
 
 /// Reads exactly one reply (used only during the handshake).

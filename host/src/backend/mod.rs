@@ -17,7 +17,7 @@ mod pool;
 
 use std::sync::Arc;
 
-pub use conn::{BackendConn, BackendOptions, BackendStats, ReplyRx};
+pub use conn::{BackendConn, BackendOptions, BackendStats, ReplyRx, connect_logged_in};
 pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool};
 pub use pool::Pool;
 

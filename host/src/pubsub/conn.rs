@@ -229,47 +229,5 @@ fn sync_mark(frame: &[u8]) -> Option<u64> {
 
 /// Connects, runs the login's steps and switches to RESP3.
 async fn connect(addr: &str, login: &Login) -> Result<TcpStream, String> {
-    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
-    for step in login.steps.iter() {
-        s.write_all(&step.request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let reply = read_one(&mut s).await?;
-        if !(step.accept)(&reply) {
-            return Err(format!(
-                "{} refused: {}",
-                step.what,
-                String::from_utf8_lossy(&reply).trim_end()
-            ));
-        }
-    }
-    s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
-        .await
-        .map_err(|e| e.to_string())?;
-    let reply = read_one(&mut s).await?;
-    if !reply.starts_with(b"%") {
-        return Err(format!(
-            "HELLO 3 refused: {}",
-            String::from_utf8_lossy(&reply).trim_end()
-        ));
-    }
-    Ok(s)
-}
-
-/// Reads exactly one reply (the handshake's; nothing else is in flight then).
-async fn read_one(s: &mut TcpStream) -> Result<Bytes, String> {
-    let mut buf = BytesMut::with_capacity(512);
-    let mut scanner = ReplyScanner::default();
-    loop {
-        if let Some(n) = scanner.next_len(&buf).map_err(|e| e.to_string())? {
-            return Ok(buf.split_to(n).freeze());
-        }
-        if buf.capacity() - buf.len() < 512 {
-            buf.reserve(buf.len().max(512));
-        }
-        if s.read_buf(&mut buf).await.map_err(|e| e.to_string())? == 0 {
-            return Err("connection closed during handshake".into());
-        }
-    }
+    crate::backend::connect_logged_in(addr, login, crate::resp::Proto::Resp3).await
 }
