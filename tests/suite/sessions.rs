@@ -735,6 +735,17 @@ fn tracking_invalidates_what_clients_of_every_proxy_cached() {
         e.error(),
         Some("ERR PREFIX option requires BCAST mode to be enabled")
     );
+    let mut many = vec![
+        "CLIENT".to_string(),
+        "TRACKING".into(),
+        "ON".into(),
+        "BCAST".into(),
+    ];
+    for i in 0..2000 {
+        many.extend(["PREFIX".to_string(), format!("p{i}:")]);
+    }
+    let e = resp2.cmd(&many);
+    assert!(e.error().unwrap().contains("at most 1024 PREFIX"), "{e:?}");
     let e = resp2.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", "999999"]);
     assert_eq!(
         e.error(),

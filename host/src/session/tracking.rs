@@ -17,6 +17,9 @@ use crate::pipeline::classify::Classified;
 use crate::pubsub::Target;
 use crate::resp::{Frame, Proto};
 
+/// BCAST prefixes one client may name.
+const MAX_PREFIXES: usize = 1024;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Default,
@@ -79,6 +82,12 @@ fn parse_on(req: &crate::resp::Request) -> Result<ClientTracking, DataError> {
                 ));
             }
             b"PREFIX" if i + 1 < req.argc() => {
+                // Checked pairwise for overlaps below: a bounded number.
+                if t.prefixes.len() >= MAX_PREFIXES {
+                    return Err(DataError::Invalid(format!(
+                        "tessera: at most {MAX_PREFIXES} PREFIX options per client"
+                    )));
+                }
                 t.prefixes.push(req.arg_bytes(i + 1));
                 i += 1;
             }
