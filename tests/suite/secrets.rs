@@ -125,3 +125,44 @@ fn a_proxy_refuses_a_topology_whose_epoch_jumps_and_keeps_taking_real_ones() {
         "the proxy took epoch {next} after refusing the forged one"
     );
 }
+
+#[test]
+fn a_cluster_proxys_admin_api_answers_reads_only_with_the_proxy_secret() {
+    let cp = ControlPlane::builder().servers(1).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.assign(0, 1023, 1);
+    let proxy = &cp.proxies[0];
+    let stranger = proxy.admin().without_token();
+    let wrong = proxy.admin().with_token("not-the-secret");
+    for path in [
+        "/api/proxy/info",
+        "/api/proxy/stats",
+        "/api/proxy/topology",
+        "/api/proxy/plugins",
+        "/api/proxy/plugins/filter/metrics",
+        "/api/proxy/users",
+    ] {
+        stranger.get(path).expect_error(401, "unauthorized");
+        wrong.get(path).expect_error(401, "unauthorized");
+    }
+    let secret = proxy.admin();
+    assert!(secret.get("/api/proxy/topology").ok()["epoch"].is_u64());
+    assert!(secret.get("/api/proxy/plugins").ok()["plugins"].is_array());
+    // Load balancers and Prometheus need no secret.
+    assert_eq!(stranger.get("/health").status, 200);
+    assert_eq!(stranger.get("/metrics").status, 200);
+    // The dashboard's reads of its proxies carry the secret: its health check sees the
+    // proxy up, and its stats reach it.
+    let up = || cp.api().get("/api/proxies").ok()[0]["up"] == true;
+    assert!(
+        wait_until(Duration::from_secs(10), up),
+        "the dashboard's health check reads the proxy: {}",
+        cp.api().get("/api/proxies").ok()
+    );
+    let stats = cp.api().get("/api/stats").ok();
+    let fetched = &stats["proxies"][0];
+    assert!(
+        fetched["error"].is_null() && fetched["epoch"].is_u64(),
+        "{stats}"
+    );
+}

@@ -188,7 +188,7 @@ fn a_proxy_refuses_stale_unauthenticated_and_invalid_tables_and_keeps_its_own() 
     put(&cp, "/api/users/alice", &json!({"commands": ["read"]})).ok();
     let proxy = &cp.proxies[0];
     let secret = proxy_secret(&cp);
-    let admin = proxy.admin();
+    let admin = proxy.admin().without_token();
     let push = |api: &crate::support::Api, body: &Value| {
         api.request("PUT", "/api/proxy/users", Some(body.to_string().as_bytes()))
     };

@@ -317,10 +317,8 @@ pub async fn cached_stats(d: &Dashboard) -> Result<Value, ApiError> {
 async fn collect_stats(d: &Dashboard) -> Result<Value, ApiError> {
     let proxies = d.registered_proxies().await?;
     let fetched = join_all(proxies.iter().map(|p| async move {
-        let url = format!("http://{}/api/proxy/stats", p.admin_addr);
         let r = d
-            .http
-            .get(&url)
+            .proxy_call(reqwest::Method::GET, &p.admin_addr, "/api/proxy/stats")
             .timeout(std::time::Duration::from_secs(1))
             .send()
             .await

@@ -1,6 +1,12 @@
 //! A proxy's admin HTTP API (`--admin-listen`): health, Prometheus metrics, stats for the
 //! dashboard, and the topology push that the dashboard's barrier waits on.
 //!
+//! In cluster mode every `/api/proxy/…` route, reads included, needs the cluster's proxy
+//! secret (`Authorization: Bearer`): the plugin configs, the users table and the topology are
+//! the dashboard's to read. `/health` and `/metrics` stay open for load balancers and
+//! Prometheus. A static proxy has no secret: its admin listener is the operator's own
+//! (`docs/secrets.md`).
+//!
 //! ```text
 //! GET  /health              "ok"
 //! GET  /metrics             Prometheus text
@@ -19,7 +25,6 @@ use std::sync::atomic::Ordering::{self, Relaxed};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -125,15 +130,21 @@ impl ProxyAdmin {
     }
 
     pub fn router(self: Arc<Self>) -> Router {
-        Router::new()
-            .route("/health", get(|| async { "ok" }))
-            .route("/metrics", get(metrics))
+        let api = Router::new()
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                require_secret,
+            ));
+        Router::new()
+            .route("/health", get(|| async { "ok" }))
+            .route("/metrics", get(metrics))
+            .merge(api)
             .with_state(self)
     }
 
@@ -317,20 +328,34 @@ async fn topology(State(a): State<Arc<ProxyAdmin>>) -> Result<Json<Topology>, Ap
 
 async fn push_topology(
     State(a): State<Arc<ProxyAdmin>>,
-    headers: HeaderMap,
     body: Result<Json<Topology>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<PushAck>, ApiError> {
-    match &a.secret_sha256 {
-        Some(h) if bearer_matches(&headers, h) => {}
-        Some(_) => return Err(ApiError::unauthorized()),
-        None => {
-            return Err(ApiError::conflict(
-                "this proxy runs in static mode: its topology is fixed",
-            ));
-        }
-    }
+    a.refuse_static("this proxy runs in static mode: its topology is fixed")?;
     let Json(topo) = body?;
     a.apply(topo, true).await.map(Json)
+}
+
+/// Every `/api/proxy/…` call of a cluster-mode proxy must carry the proxy secret.
+async fn require_secret(
+    State(a): State<Arc<ProxyAdmin>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match &a.secret_sha256 {
+        Some(h) if !bearer_matches(req.headers(), h) => ApiError::unauthorized().into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+impl ProxyAdmin {
+    /// A change pushed to a static proxy, which has nothing to push it with.
+    fn refuse_static(&self, what: &str) -> Result<(), ApiError> {
+        match self.secret_sha256 {
+            Some(_) => Ok(()),
+            None => Err(ApiError::conflict(what.to_owned())),
+        }
+    }
 }
 
 // === plugins ===
@@ -347,18 +372,11 @@ async fn plugins_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
 
 async fn plugins_apply(
     State(a): State<Arc<ProxyAdmin>>,
-    headers: HeaderMap,
     body: Result<Json<Catalog>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    match &a.secret_sha256 {
-        Some(h) if bearer_matches(&headers, h) => {}
-        Some(_) => return Err(ApiError::unauthorized()),
-        None => {
-            return Err(ApiError::conflict(
-                "this proxy runs in static mode: its plugins come from its command line or proxy.toml",
-            ));
-        }
-    }
+    a.refuse_static(
+        "this proxy runs in static mode: its plugins come from its command line or proxy.toml",
+    )?;
     let Json(cat) = body?;
     apply_catalog(&a, &cat).await?;
     Ok(Json(json!({
@@ -434,18 +452,9 @@ async fn users_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
 
 async fn users_apply(
     State(a): State<Arc<ProxyAdmin>>,
-    headers: HeaderMap,
     body: Result<Json<UsersDoc>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    match &a.secret_sha256 {
-        Some(h) if bearer_matches(&headers, h) => {}
-        Some(_) => return Err(ApiError::unauthorized()),
-        None => {
-            return Err(ApiError::conflict(
-                "this proxy runs in static mode: its users come from proxy.toml",
-            ));
-        }
-    }
+    a.refuse_static("this proxy runs in static mode: its users come from proxy.toml")?;
     let Json(doc) = body?;
     let version = a.apply_users(&doc)?;
     Ok(Json(json!({ "version": version })))

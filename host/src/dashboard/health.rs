@@ -163,8 +163,8 @@ impl Dashboard {
     }
 
     async fn check_proxy(&self, admin_addr: &str) -> ProxyHealth {
-        let url = format!("http://{admin_addr}/api/proxy/info");
-        match self.http.get(&url).timeout(CHECK_TIMEOUT).send().await {
+        let call = self.proxy_call(reqwest::Method::GET, admin_addr, "/api/proxy/info");
+        match call.timeout(CHECK_TIMEOUT).send().await {
             Ok(r) if r.status().is_success() => {
                 let info = r.json::<serde_json::Value>().await.unwrap_or_default();
                 ProxyHealth {

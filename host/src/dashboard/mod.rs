@@ -281,6 +281,19 @@ impl Dashboard {
         model::topology(epoch, &groups, &st.slots, &st.down)
     }
 
+    /// A call to a proxy's admin API (`path` from `/api/proxy/…`), carrying the proxy secret
+    /// that every such route of a cluster-mode proxy requires.
+    pub(crate) fn proxy_call(
+        &self,
+        method: reqwest::Method,
+        admin_addr: &str,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("http://{admin_addr}{path}"))
+            .bearer_auth(&self.proxy_secret)
+    }
+
     /// Proxies registered in the store.
     ///
     /// # Errors

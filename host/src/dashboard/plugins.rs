@@ -296,11 +296,12 @@ impl Dashboard {
         proxy: &ProxyModel,
         cat: &Catalog,
     ) -> Result<(), String> {
-        let url = format!("http://{}/api/proxy/plugins", proxy.admin_addr);
         let resp = self
-            .http
-            .put(&url)
-            .bearer_auth(&self.proxy_secret)
+            .proxy_call(
+                reqwest::Method::PUT,
+                &proxy.admin_addr,
+                "/api/proxy/plugins",
+            )
             .json(cat)
             .timeout(std::time::Duration::from_secs(30))
             .send()
@@ -326,11 +327,13 @@ impl Dashboard {
         }
         let proxies = self.registered_proxies().await?;
         let fetches = proxies.iter().map(|p| {
-            let url = format!("http://{}/api/proxy/plugins/{name}/metrics", p.admin_addr);
-            let http = self.http.clone();
+            let call = self.proxy_call(
+                reqwest::Method::GET,
+                &p.admin_addr,
+                &format!("/api/proxy/plugins/{name}/metrics"),
+            );
             async move {
-                let r = http
-                    .get(url)
+                let r = call
                     .timeout(std::time::Duration::from_secs(3))
                     .send()
                     .await

@@ -106,11 +106,12 @@ impl Dashboard {
     /// # Errors
     /// Unreachable, refused, or the acknowledgement names another epoch.
     pub(crate) async fn push_one(&self, proxy: &ProxyModel, topo: &Topology) -> Result<(), String> {
-        let url = format!("http://{}/api/proxy/topology", proxy.admin_addr);
         let resp = self
-            .http
-            .put(&url)
-            .bearer_auth(&self.proxy_secret)
+            .proxy_call(
+                reqwest::Method::PUT,
+                &proxy.admin_addr,
+                "/api/proxy/topology",
+            )
             .json(topo)
             .send()
             .await

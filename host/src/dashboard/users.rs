@@ -197,11 +197,8 @@ impl Dashboard {
         proxy: &ProxyModel,
         doc: &UsersDoc,
     ) -> Result<(), String> {
-        let url = format!("http://{}/api/proxy/users", proxy.admin_addr);
         let resp = self
-            .http
-            .put(&url)
-            .bearer_auth(&self.proxy_secret)
+            .proxy_call(reqwest::Method::PUT, &proxy.admin_addr, "/api/proxy/users")
             .json(doc)
             .send()
             .await

@@ -377,6 +377,8 @@ pub(crate) struct ClusterProxy {
     admin_addr: SocketAddr,
     dir: TempDir,
     command_line: String,
+    /// The cluster's proxy secret, which its admin API's `/api/proxy/…` routes require.
+    secret: String,
 }
 
 impl ClusterProxy {
@@ -404,6 +406,7 @@ impl ClusterProxy {
                     admin_addr,
                     dir,
                     command_line,
+                    secret: proxy_secret(cluster, store),
                 };
             }
         }
@@ -428,9 +431,9 @@ impl ClusterProxy {
         RawClient::connect(self.addr)
     }
 
-    /// A client of its admin API.
+    /// A client of its admin API, with the proxy secret (`without_token()` for a stranger).
     pub(crate) fn admin(&self) -> Api {
-        Api::new(self.admin_addr, None)
+        Api::new(self.admin_addr, Some(&self.secret))
     }
 
     /// `GET /api/proxy/info`.
@@ -615,32 +618,17 @@ impl ControlPlane {
         &self,
         f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T,
     ) -> T {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        rt.block_on(async {
-            let store = tessera::coordinator::open(&self.options.store)
-                .await
-                .expect("opening the fixture's store");
-            f(&*store).await
-        })
+        with_store(&self.options.store, f)
     }
 
     /// The JSON document at `key` of the store.
     pub(crate) fn store_json(&self, key: &str) -> Value {
-        let raw = self
-            .with_store(async |s| s.get(key).await.expect("store get"))
-            .unwrap_or_else(|| panic!("{key} is not in the store"));
-        serde_json::from_slice(&raw.value).expect("a JSON document")
+        store_json(&self.options.store, key)
     }
 
     /// The proxy secret the dashboard pushes with (a test plays a dashboard with it).
     pub(crate) fn proxy_secret(&self) -> String {
-        self.store_json(&format!("/tessera/{}/meta", self.options.cluster))["proxy_secret"]
-            .as_str()
-            .expect("meta has a proxy secret")
-            .to_owned()
+        proxy_secret(&self.options.cluster, &self.options.store)
     }
 
     /// `kill -9` of the dashboard (its process is reaped; the guard stays until replaced).
@@ -900,6 +888,35 @@ pub(super) fn read_log(dir: &TempDir) -> String {
 
 /// Spawns `cmd` with stdout and stderr appended to the log in `dir`, and waits for `ready`;
 /// `None` (child reaped) if it exits or never becomes ready, e.g. because a port was taken.
+/// Runs `f` on the store at `url`.
+fn with_store<T>(url: &str, f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let store = tessera::coordinator::open(url)
+            .await
+            .expect("opening the fixture's store");
+        f(&*store).await
+    })
+}
+
+/// The JSON document at `key` of the store at `url`.
+fn store_json(url: &str, key: &str) -> Value {
+    let raw = with_store(url, async |s| s.get(key).await.expect("store get"))
+        .unwrap_or_else(|| panic!("{key} is not in the store"));
+    serde_json::from_slice(&raw.value).expect("a JSON document")
+}
+
+/// The proxy secret of `cluster` in the store at `url`.
+fn proxy_secret(cluster: &str, url: &str) -> String {
+    store_json(url, &format!("/tessera/{cluster}/meta"))["proxy_secret"]
+        .as_str()
+        .expect("meta has a proxy secret")
+        .to_owned()
+}
+
 pub(super) fn spawn_logged(
     mut cmd: Command,
     dir: &TempDir,
