@@ -40,6 +40,14 @@ enum Cmd {
     Up(UpArgs),
     /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
     HashPassword,
+    /// (`tessera up`'s children) Run PROGRAM, stopped with SIGTERM when process PARENT dies.
+    #[command(hide = true)]
+    Tied {
+        #[arg(long)]
+        parent: u32,
+        #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -190,6 +198,7 @@ fn main() -> anyhow::Result<()> {
             reset_password: args.reset_password,
             plugins_dir: args.plugins_dir,
         }),
+        Cmd::Tied { parent, program } => Err(tessera::up::exec_tied(parent, &program)),
         Cmd::HashPassword => {
             let password = read_password("tessera hash-password")?;
             tessera::users::check_password(&password)?;

@@ -80,6 +80,40 @@ fn default_plugins_dir(exe: &Path) -> Option<PathBuf> {
     )
 }
 
+/// A command for a child of `tessera up` that the kernel stops (SIGTERM) if `tessera up`
+/// dies without stopping it, even by SIGKILL: it starts as `tessera tied --parent <pid> --
+/// <program>`, which asks for a parent-death signal and then becomes `program` (the death
+/// signal survives exec; it fires when the thread that spawned the child ends, and `up`
+/// spawns every child from its main thread). Add the program's arguments to the result.
+fn tied(exe: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(["tied", "--parent", &std::process::id().to_string(), "--"])
+        .arg(program);
+    cmd
+}
+
+/// `tessera tied`: asks the kernel for SIGTERM when `parent` dies, then replaces this
+/// process with `program` (same pid: `tessera up` checks the pid a server reports). Returns
+/// only on failure.
+pub fn exec_tied(parent: u32, program: &[std::ffi::OsString]) -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    if let Err(e) =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+    {
+        return anyhow::anyhow!("asking for a parent-death signal: {e}");
+    }
+    // `parent` may have died before the request above: then nothing would stop us.
+    let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if u32::try_from(ppid).ok() != Some(parent) {
+        return anyhow::anyhow!("tessera up (pid {parent}) is gone; not starting");
+    }
+    let Some((prog, args)) = program.split_first() else {
+        return anyhow::anyhow!("tessera tied: no program to run");
+    };
+    let e = Command::new(prog).args(args).exec();
+    anyhow::anyhow!("starting {}: {e}", prog.to_string_lossy())
+}
+
 /// A child process stopped (SIGTERM, then SIGKILL after 5 s) when dropped.
 struct ChildGuard {
     name: String,
@@ -288,7 +322,7 @@ fn start_redis(
         };
         let mut child = ChildGuard::spawn(
             format!("redis-server {name} on 127.0.0.1:{port}"),
-            Command::new(&opts.redis_server)
+            tied(&opts.exe, &opts.redis_server)
                 .args([
                     "--bind",
                     "127.0.0.1",
@@ -531,7 +565,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         })?;
         let mut dashboard = ChildGuard::spawn(
             format!("the dashboard of {}", plan.name),
-            Command::new(&opts.exe)
+            tied(&opts.exe, &opts.exe)
                 .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
                 .args(["--listen", &plan.dashboard_addr])
                 .args(["--admin-token", &token])
@@ -577,7 +611,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
         for (i, (listen, admin)) in plan.proxies.iter().enumerate() {
             let child = ChildGuard::spawn(
                 format!("the proxy on {listen}"),
-                Command::new(&opts.exe)
+                tied(&opts.exe, &opts.exe)
                     .args(["proxy", "--cluster", &plan.name, "--store", &store_url])
                     .arg("--config")
                     .arg(&proxy_config)
@@ -608,7 +642,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     let console_addr = format!("127.0.0.1:{}", opts.console_port);
     let mut console = ChildGuard::spawn(
         "the console",
-        Command::new(&opts.exe)
+        tied(&opts.exe, &opts.exe)
             .arg("console")
             .arg("--config")
             .arg(&console_config)

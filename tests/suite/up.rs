@@ -1,6 +1,6 @@
 //! `tessera up` itself: a SIGINT or SIGTERM at any step of its set-up (servers starting, the
 //! dashboard being set up, proxies loading plugins, the console) stops every child it started
-//! and exits; and a server port it remembered, now held by another process, is named in a
+//! and exits; a SIGKILL of it stops them too (the kernel's parent-death signal); and a server port it remembered, now held by another process, is named in a
 //! clear error rather than taken for its own server.
 
 use std::collections::BTreeMap;
@@ -78,6 +78,30 @@ fn signal_during(stage: &str, sig: &str) {
         up.output()
     );
     assert!(seen.len() >= 2 || stage.contains("redis"), "{seen:?}");
+}
+
+#[test]
+fn a_sigkill_of_tessera_up_stops_every_child_it_had() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut up = Up::start_with(data.path(), &up_args());
+    let children = up.children();
+    // 2 groups of 2 servers, the dashboard, 2 proxies, the console.
+    assert!(children.len() >= 8, "{children:?}\n{}", up.output());
+    assert!(
+        up.signal_and_wait("-KILL", Duration::from_secs(10))
+            .is_some(),
+        "SIGKILL stops tessera up"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut survivors = children.clone();
+    while !survivors.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        survivors.retain(|(pid, _)| still_runs(*pid));
+    }
+    assert!(
+        survivors.is_empty(),
+        "children of tessera up outlived its SIGKILL by 30 s: {survivors:?}"
+    );
 }
 
 #[test]
