@@ -52,6 +52,10 @@ pub struct ProxyConfig {
     /// blocked in BLPOP, XREAD … BLOCK, WAIT …, or holding a WATCH. Past it those commands
     /// get a clear error (the shared connections are never blocked).
     pub dedicated_connections: usize,
+    /// A command on a slot being handed to another group (a migration's barrier between its
+    /// two pushes) waits in the proxy up to this long for the handoff, then is sent to the
+    /// new owner; past it, `-TRYAGAIN` (0 = answer `-TRYAGAIN` at once).
+    pub slot_hold_ms: u64,
     /// When set, clients must `AUTH` with it (or `HELLO … AUTH default <password>`).
     pub session_password: Option<String>,
     /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …) and the
@@ -97,6 +101,7 @@ impl Default for ProxyConfig {
             backend_connect_timeout_ms: 3_000,
             backend_connections: 1,
             dedicated_connections: 1024,
+            slot_hold_ms: 5_000,
             session_password: None,
             admin_commands: false,
             backend_acl: true,
@@ -185,6 +190,10 @@ impl ProxyConfig {
             soft: self.output_buffer_soft,
             soft_for: Duration::from_secs(self.output_buffer_soft_seconds),
         }
+    }
+
+    pub fn slot_hold(&self) -> Duration {
+        Duration::from_millis(self.slot_hold_ms)
     }
 
     pub fn auth_timeout(&self) -> Option<Duration> {

@@ -14,6 +14,7 @@
 //! replies it has not read (`output_buffer_*`, see `limits`), and the commands in flight.
 
 mod blocking;
+mod hold;
 mod local;
 mod migrate;
 mod plugins;
@@ -476,8 +477,27 @@ impl Session {
         match plan(c, &table, &self.worker.moved) {
             Ok(Plan::Local(l)) => self.local(l, c),
             Ok(p) => self.sender(&table).send(p, self.proto),
+            Err(DataError::SlotBlocked(slot)) if !self.tx.queuing() => self.hold(c, slot),
             Err(e) => Pending::error(&e),
         }
+    }
+
+    /// A command on a slot being handed over: held until the handoff's next table.
+    #[cold]
+    fn hold(&mut self, c: &crate::pipeline::classify::Classified<'_>, slot: u16) -> Pending {
+        if self.worker.shared.config.slot_hold_ms == 0 {
+            return Pending::error(&DataError::SlotBlocked(slot));
+        }
+        let held = hold::Held {
+            worker: self.worker.clone(),
+            slot,
+            req: c.req.clone(),
+            rights: self.rights.clone(),
+            proto: self.proto,
+            login: self.login.clone(),
+            account: self.account.clone(),
+        };
+        Pending::Blocked(Box::pin(held.run()))
     }
 
     /// A command that may block: on a dedicated connection, routed when it starts.
