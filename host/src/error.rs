@@ -117,6 +117,10 @@ pub enum DataError {
     MasterDown { group: u32, addr: Arc<str> },
     #[error("TRYAGAIN slot {0} is being handed to another group; retry shortly")]
     SlotBlocked(u16),
+    #[error(
+        "TRYAGAIN this proxy lost touch with the cluster store and does not serve until it is registered again; retry, or use another proxy"
+    )]
+    Fenced,
     #[error("ERR no backend is serving any slot")]
     NoBackend,
     #[error(
@@ -206,6 +210,7 @@ impl DataError {
             | SlotNotServed(_)
             | MasterDown { .. }
             | SlotBlocked(_)
+            | Fenced
             | NoBackend
             | TransactionMoved(_) => Side::Routing,
             BackendUnavailable { .. }

@@ -4,6 +4,7 @@
 //! fast with `Unavailable` instead of hanging; watches rely on HTTP/2 keep-alive instead.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,7 +17,9 @@ use futures_util::stream;
 use tokio::sync::oneshot;
 
 use super::fs::describe_holder;
-use super::{Cas, Ephemeral, Holder, Store, StoreError, Versioned, WatchEvent, WatchStream};
+use super::{
+    Cas, Ephemeral, Holder, LeaseClock, Store, StoreError, Versioned, WatchEvent, WatchStream,
+};
 
 /// The longest any single request may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -248,21 +251,30 @@ impl Store for EtcdStore {
         // etcd leases count whole seconds (and etcd may raise a short TTL to its minimum).
         let ttl_secs = (ttl.as_secs_f64().ceil() as i64).max(1);
         let mut client = self.client.clone();
+        let sent_at = std::time::Instant::now();
         let grant = bounded(key, client.lease_grant(ttl_secs, None)).await?;
         let lease = grant.id();
         match self.claim(key, lease, &value).await {
             Ok(took_over_from) => {
+                let ttl = grant.ttl().max(1);
+                let clock = LeaseClock::new(sent_at, Duration::from_secs(ttl as u64));
                 let stop = spawn_keep_alive(
                     self.client.clone(),
                     key.to_owned(),
                     lease,
-                    grant.ttl().max(1),
+                    ttl,
+                    clock.clone(),
                 );
                 // The closure is synchronous; the keep-alive task revokes the lease on stop.
                 let release = Box::new(move || {
                     let _ = stop.send(());
                 });
-                Ok(Ephemeral::new(key.to_owned(), took_over_from, release))
+                Ok(Ephemeral::new(
+                    key.to_owned(),
+                    took_over_from,
+                    clock,
+                    release,
+                ))
             }
             Err(e) => {
                 let _ = bounded(key, client.lease_revoke(lease)).await;
@@ -348,9 +360,12 @@ fn spawn_keep_alive(
     key: String,
     lease: i64,
     ttl_secs: i64,
+    clock: Arc<LeaseClock>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    let period = Duration::from_millis(ttl_secs as u64 * 1000 / 3);
+    // Four renewals per TTL: a holder that fences itself some seconds before its lease can
+    // expire (a proxy) survives one late renewal.
+    let period = Duration::from_millis(ttl_secs as u64 * 1000 / 4);
     tokio::spawn(async move {
         let mut keeper = None;
         loop {
@@ -358,9 +373,11 @@ fn spawn_keep_alive(
                 _ = &mut stop_rx => break,
                 _ = tokio::time::sleep(period) => {}
             }
+            let sent_at = std::time::Instant::now();
             match keep_alive_once(&mut client, &mut keeper, lease).await {
-                Ok(true) => {}
-                Ok(false) => {
+                Ok(ttl) if ttl > 0 => clock.renewed(sent_at, Duration::from_secs(ttl as u64)),
+                Ok(_) => {
+                    clock.lost();
                     tracing::warn!(key = %key, lease, "ephemeral node's lease expired; keep-alive stops");
                     return;
                 }
@@ -377,19 +394,20 @@ fn spawn_keep_alive(
     stop_tx
 }
 
-/// One keep-alive round trip, opening the stream if needed. `false`: the lease is gone.
+/// One keep-alive round trip, opening the stream if needed: the lease's new TTL in seconds
+/// (0: the lease is gone).
 async fn keep_alive_once(
     client: &mut Client,
     keeper: &mut Option<(LeaseKeeper, LeaseKeepAliveStream)>,
     lease: i64,
-) -> Result<bool, StoreError> {
+) -> Result<i64, StoreError> {
     if keeper.is_none() {
         *keeper = Some(bounded("lease keep-alive", client.lease_keep_alive(lease)).await?);
     }
     let (sender, responses) = keeper.as_mut().expect("set above");
     bounded("lease keep-alive", sender.keep_alive()).await?;
     match bounded("lease keep-alive", responses.message()).await? {
-        Some(resp) => Ok(resp.ttl() > 0),
+        Some(resp) => Ok(resp.ttl()),
         None => Err(StoreError::Unavailable(
             "etcd closed the lease keep-alive stream".into(),
         )),

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::{Cas, Ephemeral, Holder, Store, StoreError, Versioned, WatchStream};
+use super::{Cas, Ephemeral, Holder, LeaseClock, Store, StoreError, Versioned, WatchStream};
 use entry::{Entry, Header, Heartbeat, nonce, now_ms};
 
 pub(super) use entry::describe_holder;
@@ -173,6 +173,8 @@ impl Store for FsStore {
         ttl: Duration,
     ) -> Result<Ephemeral, StoreError> {
         let value = Bytes::from(serde_json::to_vec(holder).expect("Holder serializes to JSON"));
+        // Before the heartbeat's time is taken: others judge the node by that time.
+        let clock = LeaseClock::new(std::time::Instant::now(), ttl);
         let beat = Heartbeat {
             nonce: nonce(),
             heartbeat_ms: now_ms(),
@@ -191,6 +193,7 @@ impl Store for FsStore {
             path.clone(),
             nonce.clone(),
             ttl,
+            clock.clone(),
         );
         let root = self.root.clone();
         let release_key = key.clone();
@@ -202,7 +205,7 @@ impl Store for FsStore {
                 tracing::warn!(key = %release_key, error = %e, "releasing ephemeral node");
             }
         });
-        Ok(Ephemeral::new(key, took_over_from, release))
+        Ok(Ephemeral::new(key, took_over_from, clock, release))
     }
 
     fn describe(&self) -> String {

@@ -70,6 +70,50 @@ pub struct Holder {
     pub payload: serde_json::Value,
 }
 
+/// Until when an ephemeral node is sure to exist, as its holder knows it: each renewal the
+/// store confirms extends it to the renewal's *sending* time plus the TTL (the store started
+/// counting after that). `lapsed` is set for good once the node may have been gone for a
+/// while: the store said so (lease expired, node deleted or taken over), or a renewal was
+/// confirmed only after the previous one's time had run out (others may have seen it gone
+/// meanwhile).
+#[derive(Debug)]
+pub struct LeaseClock {
+    state: std::sync::Mutex<(std::time::Instant, bool)>,
+}
+
+impl LeaseClock {
+    /// A node created by a call sent at `sent_at`, for `ttl`.
+    pub fn new(sent_at: std::time::Instant, ttl: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            state: std::sync::Mutex::new((sent_at + ttl, false)),
+        })
+    }
+
+    /// The store confirmed a renewal sent at `sent_at`, for `ttl`.
+    pub fn renewed(&self, sent_at: std::time::Instant, ttl: Duration) {
+        let mut st = self.state.lock().expect("lease clock poisoned");
+        if std::time::Instant::now() > st.0 {
+            st.1 = true;
+        }
+        st.0 = st.0.max(sent_at + ttl);
+    }
+
+    /// The store says the node is gone.
+    pub fn lost(&self) {
+        self.state.lock().expect("lease clock poisoned").1 = true;
+    }
+
+    /// Until when the node is sure to exist (unless [`LeaseClock::lapsed`]).
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.state.lock().expect("lease clock poisoned").0
+    }
+
+    /// Whether the node may have been gone at some point since it was created.
+    pub fn lapsed(&self) -> bool {
+        self.state.lock().expect("lease clock poisoned").1
+    }
+}
+
 /// A live ephemeral node. Kept alive (etcd lease keep-alive, fs heartbeat) until dropped or
 /// `release`d; after a crash it disappears by itself once its TTL passes.
 pub struct Ephemeral {
@@ -77,19 +121,27 @@ pub struct Ephemeral {
     pub key: String,
     /// Set when a dead holder's node was replaced: who it was.
     pub took_over_from: Option<Holder>,
+    clock: Arc<LeaseClock>,
 }
 
 impl Ephemeral {
     pub fn new(
         key: String,
         took_over_from: Option<Holder>,
+        clock: Arc<LeaseClock>,
         release: Box<dyn FnOnce() + Send>,
     ) -> Self {
         Self {
             release: Some(release),
             key,
             took_over_from,
+            clock,
         }
+    }
+
+    /// How long the node is sure to live, kept up to date by its keep-alive.
+    pub fn clock(&self) -> Arc<LeaseClock> {
+        self.clock.clone()
     }
 
     /// Deletes the node now.

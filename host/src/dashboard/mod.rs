@@ -86,6 +86,10 @@ pub(crate) struct State {
     pub(crate) down: HashSet<GroupId>,
     pub(crate) servers: HashMap<String, ServerHealth>,
     pub(crate) proxies: HashMap<String, ProxyHealth>,
+    /// The proxies the last topology push went to (`push::departed_unfenced`).
+    pub(crate) pushed_to: HashMap<String, ProxyModel>,
+    /// Proxies whose registration went away, and when this dashboard first saw it gone.
+    pub(crate) departed: HashMap<String, (ProxyModel, std::time::Instant)>,
 }
 
 /// A running dashboard.

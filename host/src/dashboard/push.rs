@@ -1,13 +1,16 @@
 //! Push with a barrier: persist the new epoch, send the whole topology to every online proxy
 //! at once, and succeed only when every one has acknowledged it.
 
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
 use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use super::Dashboard;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel};
 use crate::http_error::ApiError;
-use crate::router::{PushAck, Topology};
+use crate::router::{FENCE_MARGIN, PushAck, Topology};
 
 /// Proxies that did not acknowledge a pushed epoch.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -67,6 +70,7 @@ impl Dashboard {
     pub(crate) async fn push_all(&self, topo: &Topology) -> Result<usize, PushError> {
         const WHAT: &str = "topology epoch";
         let online = self.online_proxies(WHAT, topo.epoch).await?;
+        self.departed_unfenced(WHAT, topo.epoch, &online).await?;
         let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
         settle(WHAT, topo.epoch, &online, results)
     }
@@ -87,6 +91,82 @@ impl Dashboard {
             .into_iter()
             .filter(|p| !st.offline.contains(&p.token))
             .collect())
+    }
+
+    /// A proxy whose registration vanished since the last push may be alive and cut off from
+    /// the store, still routing with its old table until its fence closes
+    /// (`router::Fence`, `FENCE_MARGIN` before its registration could expire). A topology
+    /// goes out without it only once it is surely fenced: `FENCE_MARGIN` after this dashboard
+    /// first saw it gone, or at once when nothing listens on its admin port any more (it
+    /// stopped or crashed). Until then the push fails, naming the proxy and why.
+    async fn departed_unfenced(
+        &self,
+        what: &'static str,
+        epoch: u64,
+        online: &[ProxyModel],
+    ) -> Result<(), PushError> {
+        let now = Instant::now();
+        let waiting: Vec<(ProxyModel, Duration)> = {
+            let mut st = self.state.lock().expect("state lock poisoned");
+            let current: HashSet<&str> = online.iter().map(|p| p.token.as_str()).collect();
+            let st = &mut *st;
+            for (token, p) in st.pushed_to.drain() {
+                if !current.contains(token.as_str()) && !st.offline.contains(&token) {
+                    st.departed.entry(token).or_insert((p, now));
+                }
+            }
+            st.pushed_to = online
+                .iter()
+                .map(|p| (p.token.clone(), p.clone()))
+                .collect();
+            st.departed.retain(|token, (_, at)| {
+                !current.contains(token.as_str())
+                    && !st.offline.contains(token)
+                    && now.duration_since(*at) < FENCE_MARGIN
+            });
+            st.departed
+                .values()
+                .map(|(p, at)| (p.clone(), FENCE_MARGIN - now.duration_since(*at)))
+                .collect()
+        };
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let probes = join_all(waiting.iter().map(|(p, _)| self.listens(&p.admin_addr))).await;
+        let mut failed = Vec::new();
+        for ((p, left), listens) in waiting.into_iter().zip(probes) {
+            if listens {
+                failed.push((
+                    p.token.clone(),
+                    p.admin_addr.clone(),
+                    format!(
+                        "its registration is gone but it may still be running, cut off from                          the store; waiting {:.1} s more until it has surely fenced itself",
+                        left.as_secs_f64()
+                    ),
+                ));
+            } else {
+                let mut st = self.state.lock().expect("state lock poisoned");
+                st.departed.remove(&p.token);
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(PushError {
+            what,
+            epoch,
+            failed,
+        })
+    }
+
+    /// Whether something may still answer on a proxy's admin port: anything but a refused
+    /// connection (a frozen or cut-off proxy times out; a stopped one refuses).
+    async fn listens(&self, admin_addr: &str) -> bool {
+        let call = self.http.get(format!("http://{admin_addr}/health"));
+        match call.timeout(Duration::from_millis(500)).send().await {
+            Ok(_) => true,
+            Err(e) => !(e.is_connect() && !e.is_timeout()),
+        }
     }
 
     /// The topology last committed (for catch-up pushes), or, before the first commit, the

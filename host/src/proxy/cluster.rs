@@ -1,6 +1,10 @@
 //! A proxy in cluster mode: it registers itself in the store as an ephemeral node, takes its
 //! routing table from the store at start, and from then on from the dashboard's pushes on its
-//! admin API. The store and the dashboard may go away: the proxy keeps serving its last table.
+//! admin API. The dashboard may go away: the proxy keeps serving its last table. The store
+//! may go away for less than the registration's TTL less `FENCE_MARGIN`; past that the proxy
+//! fences itself (`router::Fence`): once its registration may have lapsed, the dashboard may
+//! move slots without it. When the store answers again it registers afresh, reloads its
+//! table, and serves again.
 //!
 //! Order matters: the admin API is up and the node registered *before* the table is loaded,
 //! so a dashboard change made in between reaches this proxy by a push (and the older table
@@ -17,11 +21,15 @@ use crate::api::proxy::ProxyAdmin;
 use crate::config::ProxyConfig;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
 use crate::coordinator::{self, Holder};
-use crate::router::{Router, SlotTableBuilder, Topology};
+use crate::router::{FENCE_MARGIN, Router, SlotTableBuilder, Topology};
 use crate::secret::{random_token, sha256_hex};
 
 /// How long a crashed proxy's node outlives it.
 pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
+/// How often the fence follows the registration's renewals.
+const FENCE_STEP: Duration = Duration::from_millis(100);
+/// How often a fenced proxy tries to register again and reload its table.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// Where a cluster-mode proxy finds its cluster.
 #[derive(Debug, Clone)]
@@ -99,17 +107,7 @@ pub async fn run(
         .create_ephemeral(&paths.proxy(&token), &holder, PROXY_NODE_TTL)
         .await
         .context("registering the proxy")?;
-
-    // The topology last committed; before the first commit, what the models describe.
-    let topo = match model::read::<Topology>(&*store, &paths.topology()).await? {
-        Some((t, _)) => t,
-        None => {
-            let (groups, slots) = model::load_layout(&*store, &paths)
-                .await
-                .context("loading the slot table")?;
-            model::topology(meta.epoch, &groups, &slots, &Default::default())
-        }
-    };
+    let topo = stored_topology(&*store, &paths).await?;
     let _ = admin.catalog_source.set((store.clone(), paths.clone()));
     let (catalog, _) = crate::plugins::catalog::read(&*store, &paths)
         .await
@@ -139,14 +137,114 @@ pub async fn run(
         Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
     }
     info!(cluster = %opts.cluster, %token, admin = %admin_addr, "proxy registered");
+    serve_within(&admin, &node);
+    let registration = tokio::spawn(keep_registered(
+        admin.clone(),
+        store.clone(),
+        paths.clone(),
+        holder,
+        node,
+    ));
 
     let result = proxy.run(shutdown).await;
     if let Err(e) = &result {
         warn!(error = %e, "proxy stopped with an error");
     }
-    node.release();
+    // Dropping the registration task releases the node.
+    registration.abort();
+    let _ = registration.await;
     let _ = stop_admin.send(());
     result
+}
+
+/// The topology last committed; before the first commit, what the models describe.
+///
+/// # Errors
+/// The store cannot be read, or holds no cluster meta.
+async fn stored_topology(
+    store: &dyn coordinator::Store,
+    paths: &model::Paths,
+) -> anyhow::Result<Topology> {
+    if let Some((t, _)) = model::read::<Topology>(store, &paths.topology()).await? {
+        return Ok(t);
+    }
+    let Some((meta, _)) = model::read::<ClusterMeta>(store, &paths.meta()).await? else {
+        bail!("the cluster's meta document is gone from the store");
+    };
+    let (groups, slots) = model::load_layout(store, paths)
+        .await
+        .context("loading the slot table")?;
+    Ok(model::topology(
+        meta.epoch,
+        &groups,
+        &slots,
+        &Default::default(),
+    ))
+}
+
+/// Lets the proxy serve up to `FENCE_MARGIN` before the registration could expire. Returns
+/// false once it may have lapsed.
+fn serve_within(admin: &ProxyAdmin, node: &coordinator::Ephemeral) -> bool {
+    let clock = node.clock();
+    if clock.lapsed() {
+        return false;
+    }
+    let until = clock.valid_until().checked_sub(FENCE_MARGIN);
+    match until {
+        Some(at) => admin.shared.router.fence.serve_until(at),
+        None => admin.shared.router.fence.close(),
+    }
+    true
+}
+
+/// Keeps the fence in step with the registration's renewals (a renewal that comes late
+/// fences the proxy by the clock alone, see `router::Fence`). Once the registration may
+/// have lapsed, the proxy registers again, then reloads its table from the store (in that
+/// order, as at start: a change committed after the new registration reaches it by a push),
+/// and serves again. Dropping this future releases the node.
+async fn keep_registered(
+    admin: Arc<ProxyAdmin>,
+    store: Arc<dyn coordinator::Store>,
+    paths: model::Paths,
+    holder: Holder,
+    mut node: coordinator::Ephemeral,
+) {
+    let key = node.key.clone();
+    loop {
+        while serve_within(&admin, &node) {
+            tokio::time::sleep(FENCE_STEP).await;
+        }
+        admin.shared.router.fence.close();
+        warn!(
+            "fenced: this proxy's registration in the store lapsed (the store was out of reach \
+             for longer than its lease); not serving until it is registered again"
+        );
+        node.release();
+        node = loop {
+            match store.create_ephemeral(&key, &holder, PROXY_NODE_TTL).await {
+                Ok(n) => break n,
+                Err(e) => warn!(error = %e, "fenced: registering again failed; retrying"),
+            }
+            tokio::time::sleep(RETRY).await;
+        };
+        loop {
+            match stored_topology(&*store, &paths).await {
+                Ok(topo) => {
+                    let epoch = topo.epoch;
+                    match admin.apply(topo, false).await {
+                        Ok(_) => info!(epoch, "slot table reloaded from the store"),
+                        Err(e) => info!(reason = %e, "kept the newer table pushed meanwhile"),
+                    }
+                    break;
+                }
+                Err(e) => warn!(error = %e, "fenced: reloading the slot table failed; retrying"),
+            }
+            tokio::time::sleep(RETRY).await;
+        }
+        if serve_within(&admin, &node) {
+            info!("registered again with a fresh table; serving");
+        }
+    }
 }
 
 /// Loads the cluster's users table before any client is accepted. A document that cannot

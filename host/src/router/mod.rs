@@ -1,9 +1,11 @@
 //! Slots and the routing table: `slot = crc32(hash key) % 1024`, and a table of 1024 entries
 //! swapped atomically (`arc-swap`) so readers never take a lock.
 
+mod fence;
 mod table;
 mod topology;
 
+pub use fence::{FENCE_MARGIN, Fence};
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
 pub use topology::{GroupRoute, PushAck, SlotRoute, Topology, TopologyError};
 

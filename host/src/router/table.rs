@@ -194,6 +194,8 @@ pub struct Router {
     swapped: tokio::sync::watch::Sender<u64>,
     /// Followers' progress: the epoch each has caught up with (see [`Router::follow`]).
     followers: std::sync::Mutex<Vec<std::sync::Weak<AtomicU64>>>,
+    /// Whether this proxy may route at all (cluster mode: while its registration is sure).
+    pub fence: super::Fence,
 }
 
 impl Router {
@@ -203,6 +205,7 @@ impl Router {
             table: ArcSwap::from_pointee(table),
             swapped,
             followers: Default::default(),
+            fence: Default::default(),
         }
     }
 

@@ -73,6 +73,8 @@ pub struct Session {
     /// The backend login for its commands, and the logins version it was made for.
     login: Login,
     login_version: u64,
+    /// The proxy was fenced when the batch being dispatched was read (`router::Fence`).
+    fenced: bool,
     /// Bytes held for this client's replies.
     account: Rc<OutputAccount>,
     /// Bytes of the read buffer counted against the proxy's request memory.
@@ -162,6 +164,7 @@ impl Session {
         Self {
             subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
+            fenced: false,
             worker,
             stream,
             stop,
@@ -222,6 +225,8 @@ impl Session {
                 }
             }
             self.refresh_login();
+            // Read once per batch, when its bytes are in: see `router::Fence`.
+            self.fenced = !self.worker.shared.router.fence.serving();
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
             let mut refused = None;
@@ -453,6 +458,9 @@ impl Session {
     /// Plans and sends a classified command (or answers it, if it is the session's own).
     #[inline]
     fn execute(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
+        if self.fenced && !matches!(c.cmd.kind, Kind::Local(_)) {
+            return Pending::error(&DataError::Fenced);
+        }
         match c.cmd.kind {
             Kind::Transaction(t) => return self.transaction(t, c),
             Kind::Wait => {

@@ -426,6 +426,11 @@ impl ClusterProxy {
         self.child.id()
     }
 
+    /// `kill <sig>` of the proxy (`-STOP` freezes it, `-CONT` wakes it).
+    pub(crate) fn signal(&self, sig: &str) {
+        signal(self.child.id(), sig);
+    }
+
     /// A raw RESP connection to the proxy.
     pub(crate) fn raw(&self) -> RawClient {
         RawClient::connect(self.addr)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::super::{Store, StoreError, Versioned, WatchEvent};
+use super::super::{LeaseClock, Store, StoreError, Versioned, WatchEvent};
 use super::{FsStore, Root};
 
 /// How often a watch re-lists its prefix.
@@ -20,9 +20,11 @@ pub(super) fn spawn_heartbeat(
     path: PathBuf,
     nonce: String,
     ttl: Duration,
+    clock: Arc<LeaseClock>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    let period = (ttl / 3).max(Duration::from_millis(10));
+    // Four per TTL, as etcd's keep-alive (`coordinator::etcd`).
+    let period = (ttl / 4).max(Duration::from_millis(10));
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -30,10 +32,13 @@ pub(super) fn spawn_heartbeat(
                 _ = tokio::time::sleep(period) => {}
             }
             let (r, k, p, n) = (root.clone(), key.clone(), path.clone(), nonce.clone());
+            // Readers judge the heartbeat by the time it is written, after this.
+            let sent_at = std::time::Instant::now();
             let renewed = tokio::task::spawn_blocking(move || r.refresh(&p, &k, &n)).await;
             match renewed {
-                Ok(Ok(true)) => {}
+                Ok(Ok(true)) => clock.renewed(sent_at, ttl),
                 Ok(Ok(false)) | Err(_) => {
+                    clock.lost();
                     tracing::warn!(key = %key, "ephemeral node was deleted or taken over; heartbeat stops");
                     return;
                 }

@@ -1,0 +1,118 @@
+//! A proxy cut off from the store (here frozen with SIGSTOP, so it cannot renew its
+//! registration) must not write with its old table once the dashboard has moved on without
+//! it: it fences itself before its registration can expire, the dashboard waits past that
+//! before it pushes without the proxy, and when the proxy wakes it refuses what its clients
+//! sent until it is registered again with the current table.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{ControlPlane, Frame, RawClient, encode, keys_on, slot, wait_until};
+
+#[test]
+fn a_proxy_cut_off_from_the_store_fences_itself_and_loses_no_acknowledged_write() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = keys_on(0, "fence:", 1).remove(0);
+    let s = slot(key.as_bytes());
+    let (cut, other) = (&cp.proxies[0], &cp.proxies[1]);
+    for p in [cut, other] {
+        assert!(wait_until(Duration::from_secs(10), || p.epoch()
+            == cp.api().get("/api/overview").ok()["epoch"]
+                .as_u64()
+                .unwrap_or(0)));
+    }
+    let mut client = RawClient::connect(cut.addr());
+    assert_eq!(client.cmd(&["SET", &key, "v1"]), Frame::Simple("OK".into()));
+
+    // Frozen: its registration stops being renewed and lapses (10 s TTL).
+    cut.signal("-STOP");
+    let frozen = Instant::now();
+    let token = cut_token(&cp, cut.addr());
+    assert!(
+        wait_until(Duration::from_secs(30), || !registered(&cp, &token)),
+        "the frozen proxy's registration never lapsed"
+    );
+    // The slot moves to group 2 without it: the dashboard waits until it is surely fenced.
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+                && cp.api().get("/api/migrations").ok()["slots"]
+                    .as_array()
+                    .is_some_and(Vec::is_empty)
+        }),
+        "the migration finished without the frozen proxy: {}",
+        cp.api().get("/api/migrations").ok()
+    );
+    assert!(
+        cp.servers[1].has(&key) && !cp.servers[0].has(&key),
+        "the key moved"
+    );
+    let mut c = redis::Client::open(format!("redis://{}", other.addr()))
+        .and_then(|c| c.get_connection())
+        .expect("the other proxy");
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("v2")
+        .query(&mut c)
+        .expect("SET through the other proxy");
+
+    // Its client's write was sent while it was frozen; it wakes with its old table.
+    client.send(&encode(&["SET", &key, "stale"]));
+    std::thread::sleep(Duration::from_millis(100));
+    cut.signal("-CONT");
+    let reply = client.read_frame();
+    eprintln!(
+        "frozen for {:.1} s; the woken proxy answered {reply:?}",
+        frozen.elapsed().as_secs_f64()
+    );
+    let now: String = redis::cmd("GET").arg(&key).query(&mut c).expect("GET");
+    match &reply {
+        Frame::Error(e) => assert!(e.starts_with("TRYAGAIN") && e.contains("store"), "{e}"),
+        Frame::Simple(ok) if ok == "OK" => assert_eq!(
+            now, "stale",
+            "the woken proxy acknowledged a write that is not where the key lives"
+        ),
+        other => panic!("unexpected reply {other:?}"),
+    }
+    assert!(
+        !cp.servers[0].has(&key),
+        "the old owner got a write after the key moved away"
+    );
+    // It registers again, takes the current table, and serves the key where it lives.
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            matches!(RawClient::connect(cut.addr()).cmd(&["GET", &key]), Frame::Bulk(v) if v == now.as_bytes())
+        }),
+        "the woken proxy serves again with the current table\n{}",
+        cut.log()
+    );
+    assert!(cut.log().contains("fenced"), "it says so in its log");
+    assert!(!cp.servers[0].has(&key));
+}
+
+/// The registration token of the proxy listening on `addr`.
+fn cut_token(cp: &ControlPlane, addr: std::net::SocketAddr) -> String {
+    cp.api()
+        .get("/api/proxies")
+        .ok()
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["addr"] == addr.to_string()))
+        .and_then(|p| p["token"].as_str())
+        .expect("the proxy is registered")
+        .to_owned()
+}
+
+fn registered(cp: &ControlPlane, token: &str) -> bool {
+    cp.api()
+        .get("/api/proxies")
+        .ok()
+        .as_array()
+        .is_some_and(|ps| ps.iter().any(|p| p["token"] == token))
+}
