@@ -3,25 +3,28 @@
 # (plus, with --big, big hashes and lists) while redis-benchmark runs through a proxy, and
 # prints keys/s, client latency with and without migration, and what the servers recorded
 # as blocking (LATENCY LATEST with a 5 ms threshold, SLOWLOG over 5 ms).
-#   tools/bench-migration.sh [--keys 1000000] [--big] [--no-load]
-# Needs a release build (cargo build --release -p tessera), redis-server, redis-cli,
-# redis-benchmark. Everything runs on 127.0.0.1 and is stopped at exit.
+#   tools/bench-migration.sh [--keys 1000000] [--big] [--no-load] [--abort-after SECS]
+# --abort-after: SECS into the move, POST /api/migrations/abort, and print how long it took to
+# answer (the slots then move back). Needs a release build (cargo build --release -p tessera;
+# TESSERA_BIN=path overrides), redis-server, redis-cli, redis-benchmark. Everything runs on
+# 127.0.0.1 and is stopped at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KEYS=1000000 BIG=0 LOAD=1
+KEYS=1000000 BIG=0 LOAD=1 ABORT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --keys) KEYS=$2; shift 2 ;;
     --big) BIG=1; shift ;;
     --no-load) LOAD=0; shift ;;
+    --abort-after) ABORT=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-BIN=$PWD/target/release/tessera
+BIN=${TESSERA_BIN:-$PWD/target/release/tessera}
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p tessera" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/tessera-migbench.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; cp "$DIR/dashboard.log" /tmp/tessera-migbench-dashboard.log 2>/dev/null; rm -rf "$DIR"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; cp "$DIR/dashboard.log" /tmp/tessera-migbench-dashboard.log 2>/dev/null; cp "$DIR/proxy.log" /tmp/tessera-migbench-proxy.log 2>/dev/null; rm -rf "$DIR"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 R1=$(port) R2=$(port) D=$(port) P=$(port) A=$(port)
@@ -64,6 +67,14 @@ LOADPID=
 if [ "$LOAD" = 1 ]; then
   ( while :; do bench 100000 >> "$DIR/during.csv"; done ) &
   LOADPID=$!
+fi
+if [ -n "$ABORT" ]; then
+  sleep "$ABORT"
+  STATES=$(api GET /api/migrations | python3 -c 'import json,sys,collections; print(dict(collections.Counter(s["state"] for s in json.load(sys.stdin)["slots"])))')
+  A0=$(date +%s.%N)
+  ABORTED=$(api POST /api/migrations/abort '{}')
+  A1=$(date +%s.%N)
+  echo "abort ${ABORT}s into the move (slots by state: $STATES): answered in $(python3 -c "print(round($A1-$A0,3))")s: $ABORTED"
 fi
 until api GET /api/migrations | python3 -c 'import json,sys; sys.exit(0 if not json.load(sys.stdin)["slots"] else 1)'; do sleep 0.2; done
 END=$(date +%s.%N)
