@@ -545,3 +545,56 @@ fn failover_settings_need_an_admin_and_are_validated() {
     assert_eq!(v["settings"]["enabled"], true, "{v}");
     assert_eq!(v["settings"]["max_lag_bytes"], 4096, "{v}");
 }
+
+#[test]
+fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor() {
+    let mut cp = one_group_with_a_replica(1);
+    failover_on(&cp, 1 << 20);
+    let (master, replica) = (cp.server_addr(0), cp.server_addr(1));
+    // The dashboard decided to promote the replica, persisted that, ran REPLICAOF NO ONE on
+    // it, and died before the group's model and the proxies knew; the master died too.
+    cp.kill_dashboard();
+    cp.servers[0].kill();
+    let r = cp.servers[1].raw().cmd(&["REPLICAOF", "NO", "ONE"]);
+    assert_eq!(r, Frame::Simple("OK".into()));
+    let key = "/tessera/testc/failover";
+    let mut doc = cp.store_json(key);
+    doc["pending"] = json!({
+        "group": 1, "from": master, "to": replica, "offset": 0, "lag_bytes": 0,
+        "votes": 1, "proxies": 1, "decided_ms": 1,
+    });
+    cp.with_store(async |s| {
+        s.put(key, doc.to_string().into_bytes().into())
+            .await
+            .expect("store put")
+    });
+    // A successor never saw the dead master's offset, so it would refuse to choose a
+    // replica itself ("unknown_offset"): only the persisted decision promotes this one.
+    cp.restart_dashboard();
+    let f = wait_for_event(&cp);
+    let event = &f["events"][0];
+    assert_eq!(event["new_master"], replica.as_str(), "{f}");
+    assert_eq!(event["resumed"], true, "{f}");
+    assert_eq!(f["pending"], serde_json::Value::Null, "{f}");
+    let groups = cp.api().get("/api/groups").ok();
+    assert_eq!(
+        groups[0]["servers"][0]["addr"],
+        replica.as_str(),
+        "{groups}"
+    );
+    assert_eq!(groups[0]["down"], false, "{groups}");
+    let mut session = cp.proxies[0].raw();
+    assert_eq!(
+        session.cmd(&["SET", "after-resume", "v"]),
+        Frame::Simple("OK".into()),
+        "the proxies route to the promoted replica"
+    );
+    assert!(cp.servers[1].has("after-resume"));
+    assert!(
+        failover_audit(&cp).iter().any(|e| e["detail"]
+            .as_str()
+            .unwrap()
+            .contains("completed after a dashboard restart")),
+        "audited"
+    );
+}
