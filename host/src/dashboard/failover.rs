@@ -620,21 +620,22 @@ impl Dashboard {
             .collect()
     }
 
-    /// Records why group `s.group` is not failing over; logs and audits a new cause once.
-    async fn set_status(&self, s: &Snapshot, r: Refusal) {
+    /// Records why group `group` (of master `master`) is not failing over; logs and audits
+    /// a new cause once.
+    async fn set_status(&self, group: GroupId, master: &str, r: Refusal) {
         let changed = {
             let mut status = self.failover.status.lock().expect("failover lock poisoned");
-            let old = status.get(&s.group);
-            let changed = old.is_none_or(|o| o.kind != r.kind || o.master != s.master);
+            let old = status.get(&group);
+            let changed = old.is_none_or(|o| o.kind != r.kind || o.master != master);
             let since_ms = match old {
                 Some(o) if !changed => o.since_ms,
                 _ => now_ms(),
             };
             status.insert(
-                s.group,
+                group,
                 GroupStatus {
-                    group: s.group,
-                    master: s.master.clone(),
+                    group,
+                    master: master.to_string(),
                     state: match (r.kind, r.waiting) {
                         ("off", _) => "off",
                         (_, true) => "waiting",
@@ -650,9 +651,9 @@ impl Dashboard {
         // "confirming" and "cooldown" pass by themselves, and "off" is the operator's choice:
         // the log says them, the audit log keeps what an operator must act on.
         if changed {
-            warn!(group = %s.group, master = %s.master, kind = r.kind, reason = %r.reason, "not failing over");
+            warn!(%group, %master, kind = r.kind, reason = %r.reason, "not failing over");
             if !matches!(r.kind, "off" | "confirming" | "cooldown") {
-                self.audit_failover(s.group, 409, format!("not failing over: {}", r.reason))
+                self.audit_failover(group, 409, format!("not failing over: {}", r.reason))
                     .await;
             }
         }
@@ -703,11 +704,11 @@ pub(super) async fn tick(d: &Dashboard) {
                     s.group
                 ),
             );
-            d.set_status(&s, r).await;
+            d.set_status(s.group, &s.master, r).await;
             continue;
         }
         if let Err(r) = consider(d, &s, &doc).await {
-            d.set_status(&s, r).await;
+            d.set_status(s.group, &s.master, r).await;
         }
     }
 }
@@ -905,7 +906,7 @@ async fn resume(d: &Dashboard, p: Pending) {
     };
     drop(epoch);
     if let Err(r) = finish(d, p.clone(), result, None, true).await {
-        warn!(group = %p.group, reason = %r.reason, "completing a decided failover failed; trying again");
+        d.set_status(p.group, &p.from, r).await;
     }
 }
 
