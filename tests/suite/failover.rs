@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{ControlPlane, Frame, RawClient, TOKEN, keys_on, wait_until};
+use crate::support::{
+    Console, ConsoleSetup, ControlPlane, Frame, RawClient, TOKEN, keys_on, wait_until,
+};
 
 #[test]
 fn killed_master_fails_its_slots_with_a_clear_error_and_recovers_after_promote() {
@@ -596,5 +598,30 @@ fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor()
             .unwrap()
             .contains("completed after a dashboard restart")),
         "audited"
+    );
+
+    // The console's audit page (its merged log) shows the failover with its cluster.
+    let cluster = cp.options().cluster.clone();
+    let console = Console::start(&ConsoleSetup {
+        stores: vec![cp.options().store.clone()],
+        users: vec![("ada".to_owned(), "pw".to_owned())],
+        roles: vec![("ada".to_owned(), "admin".to_owned())],
+        tokens: vec![(cluster.clone(), TOKEN.to_owned())],
+        ..ConsoleSetup::default()
+    });
+    let merged = console.login("ada", "pw").get("/api/audit").ok();
+    assert!(
+        merged
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["cluster"] == cluster.as_str()
+                && e["actor"] == "failover"
+                && e["method"] == "FAILOVER"
+                && e["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("promoted {replica}"))),
+        "the console lists the failover: {merged}"
     );
 }
