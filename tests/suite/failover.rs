@@ -625,3 +625,57 @@ fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor()
         "the console lists the failover: {merged}"
     );
 }
+
+#[test]
+fn a_master_the_proxies_still_reach_is_not_failed_over() {
+    let cp = one_group_with_a_replica(1);
+    failover_on(&cp, 1 << 20);
+    let master = cp.server_addr(0);
+    // The dashboard's checks fail (its user is disabled and `default` needs a password, so it
+    // cannot create it again), while the master is alive: the proxy's PING gets -NOAUTH.
+    let mut m = cp.servers[0].raw();
+    for cmd in [
+        &["ACL", "SETUSER", "tessera-admin", "off"][..],
+        &["ACL", "SETUSER", "default", "resetpass", ">locked-out"][..],
+    ] {
+        assert_eq!(m.cmd(cmd), Frame::Simple("OK".into()), "{cmd:?}");
+    }
+    let status = wait_for_status(&cp, "quorum");
+    assert_eq!(status["state"], "waiting", "{status}");
+    let reason = status["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("0 of 1 online proxies see master {master} down"))
+            && reason.contains("1 still reach it"),
+        "{reason}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let groups = cp.api().get("/api/groups").ok();
+    assert_eq!(
+        groups[0]["servers"][0]["addr"],
+        master.as_str(),
+        "not promoted: {groups}"
+    );
+    assert!(
+        failover_audit(&cp).iter().any(|e| e["status"] == 409
+            && e["detail"]
+                .as_str()
+                .unwrap()
+                .contains("0 of 1 online proxies")),
+        "the refusal is audited"
+    );
+
+    // Its checks answer again: the group is up, nothing to explain any more.
+    for cmd in [
+        &["ACL", "SETUSER", "default", "nopass"][..],
+        &["ACL", "SETUSER", "tessera-admin", "on"][..],
+    ] {
+        assert_eq!(m.cmd(cmd), Frame::Simple("OK".into()), "{cmd:?}");
+    }
+    let mut f = serde_json::Value::Null;
+    let cleared = wait_until(Duration::from_secs(10), || {
+        f = cp.api().get("/api/failover").ok();
+        f["groups"] == json!([])
+    });
+    assert!(cleared, "{f}");
+    assert_eq!(f["events"], json!([]), "no failover happened: {f}");
+}
