@@ -544,8 +544,17 @@ async fn ask_proxy(d: &Dashboard, p: &ProxyModel, group: GroupId, master: &str) 
         }
         body.extend_from_slice(&chunk);
     }
-    let seen: MastersSeen = serde_json::from_slice(&body).ok()?;
-    if seen.token != p.token {
+    read_answer(&body, &p.token, group, master)
+}
+
+/// One proxy's answer, validated: `Some(true)` when it is JSON of the expected shape, from
+/// `token`, and says `master` of `group` is unreachable; `Some(false)` when it says reachable.
+fn read_answer(body: &[u8], token: &str, group: GroupId, master: &str) -> Option<bool> {
+    if body.len() > MAX_ANSWER_BYTES {
+        return None;
+    }
+    let seen: MastersSeen = serde_json::from_slice(body).ok()?;
+    if seen.token != token {
         return None;
     }
     seen.masters
@@ -1065,6 +1074,37 @@ mod tests {
         let three = FailoverSettings { quorum: 3, ..on() };
         assert!(!check_quorum(&v(2, 2, 0), &three, "m").unwrap_err().waiting);
         assert!(check_quorum(&v(4, 3, 1), &three, "m").is_ok());
+    }
+
+    #[test]
+    fn a_proxy_answer_counts_only_when_well_formed_its_own_and_about_this_master() {
+        let answer = |token: &str, addr: &str, reachable: bool| {
+            serde_json::json!({"token": token, "epoch": 3, "masters": [
+                {"group": 1, "addr": addr, "reachable": reachable}]})
+            .to_string()
+        };
+        let g = GroupId(1);
+        let read = |b: &str| read_answer(b.as_bytes(), "p1", g, "m:1");
+        assert_eq!(read(&answer("p1", "m:1", false)), Some(true));
+        assert_eq!(read(&answer("p1", "m:1", true)), Some(false));
+        assert_eq!(
+            read(&answer("p2", "m:1", false)),
+            None,
+            "another proxy's token"
+        );
+        assert_eq!(
+            read(&answer("p1", "other:1", false)),
+            None,
+            "another address"
+        );
+        assert_eq!(read_answer(b"{}", "p1", g, "m:1"), None);
+        assert_eq!(read_answer(b"\xff not json", "p1", g, "m:1"), None);
+        let huge = format!(
+            "{}{}",
+            answer("p1", "m:1", false),
+            " ".repeat(MAX_ANSWER_BYTES)
+        );
+        assert_eq!(read(&huge), None, "oversized");
     }
 
     #[test]
