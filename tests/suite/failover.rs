@@ -476,6 +476,15 @@ fn replica_lagging_past_the_bound_is_not_promoted_and_the_api_says_why() {
         groups[0]["failover"]["kind"], "lag",
         "the group says why: {groups}"
     );
+    let metrics = cp.api().get("/metrics").body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("tessera_group_failover_refused{")
+                && l.contains("group=\"1\"")
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
     let overview = cp.api().get("/api/overview").ok();
     assert_eq!(
         overview["failover"]["not_failing_over"][0]["kind"], "lag",
