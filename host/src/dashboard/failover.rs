@@ -155,7 +155,7 @@ pub struct FailoverDoc {
     pub pending: Option<Pending>,
     #[serde(default)]
     pub rejoin: Vec<Rejoin>,
-    /// Oldest first, at most [`KEEP_EVENTS`].
+    /// Oldest first, at most `KEEP_EVENTS` (20).
     #[serde(default)]
     pub events: Vec<FailoverEvent>,
 }
