@@ -195,7 +195,13 @@ pub(crate) struct Failover {
     // std Mutexes: never held across an await; changes happen under `ops`.
     doc: Mutex<FailoverDoc>,
     status: Mutex<BTreeMap<GroupId, GroupStatus>>,
+    /// When each (group, cause) of refusal was last audited: a flapping master must not
+    /// fill the audit log (it keeps 1000 entries) with the same refusal.
+    audited: Mutex<std::collections::HashMap<(GroupId, &'static str), Instant>>,
 }
+
+/// The same refusal of the same group is audited at most once in this long.
+const REAUDIT_AFTER: Duration = Duration::from_secs(600);
 
 impl Failover {
     /// Reads the cluster's document (an absent one is the defaults: off).
@@ -213,6 +219,7 @@ impl Failover {
         Ok(Self {
             doc: Mutex::new(doc),
             status: Mutex::default(),
+            audited: Mutex::default(),
         })
     }
 
@@ -457,9 +464,30 @@ impl Dashboard {
         // the log says them, the audit log keeps what an operator must act on.
         if changed {
             warn!(%group, %master, kind = r.kind, reason = %r.reason, "not failing over");
-            if !matches!(r.kind, "off" | "confirming" | "cooldown") {
+            if !matches!(r.kind, "off" | "confirming" | "cooldown")
+                && self.first_audit(group, r.kind)
+            {
                 self.audit_failover(group, 409, format!("not failing over: {}", r.reason))
                     .await;
+            }
+        }
+    }
+
+    /// Whether a refusal of `group` for `kind` is to be audited now (not in the last
+    /// [`REAUDIT_AFTER`]); records that it is.
+    fn first_audit(&self, group: GroupId, kind: &'static str) -> bool {
+        let mut audited = self
+            .failover
+            .audited
+            .lock()
+            .expect("failover lock poisoned");
+        let now = Instant::now();
+        audited.retain(|_, t| now.duration_since(*t) < REAUDIT_AFTER);
+        match audited.entry((group, kind)) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(now);
+                true
             }
         }
     }
