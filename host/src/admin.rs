@@ -2,6 +2,7 @@
 //! sends requests and renders the answers, as aligned tables or, with `--json`, as the raw
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
+mod failover;
 mod token;
 
 use std::io::Write;
@@ -69,6 +70,9 @@ pub enum AdminCmd {
     /// API tokens of the dashboard, each with a role (viewer, operator, admin).
     #[command(subcommand)]
     Token(token::TokenCmd),
+    /// Automatic failover (docs/failover.md): on, off, settings, why not, failovers done.
+    #[command(subcommand)]
+    Failover(failover::FailoverCmd),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -341,6 +345,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Plugin(cmd) => plugin(&client, cmd).await,
             AdminCmd::User(cmd) => user(&client, cmd).await,
             AdminCmd::Token(cmd) => token::run(&client, cmd).await,
+            AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {
@@ -971,6 +976,29 @@ fn render_overview(v: &Value) -> String {
         ),
     );
     kv("groups", text(&v["groups"]));
+    let f = &v["failover"];
+    if f.is_object() {
+        let last = &f["last"];
+        let mut line = if f["enabled"] == true {
+            format!("on (max lag {})", human_bytes(&f["max_lag_bytes"]))
+        } else {
+            "off".to_string()
+        };
+        if last.is_object() {
+            line.push_str(&format!(
+                "; last: group {} {} -> {}, {}",
+                text(&last["group"]),
+                text(&last["old_master"]),
+                text(&last["new_master"]),
+                last["failover_ms"]
+                    .as_u64()
+                    .map_or("completed by a successor".to_string(), |ms| format!(
+                        "{ms} ms"
+                    ))
+            ));
+        }
+        kv("failover", line);
+    }
     kv(
         "servers",
         format!(
@@ -1043,6 +1071,15 @@ fn render_groups(groups: &[Value]) -> String {
                 text(&s["keys"]),
                 note,
             ]);
+            t.row(row);
+        }
+        if let Some(f) = g["failover"].as_object() {
+            let mut row = vec![String::new(); 10];
+            row.push(format!(
+                "failover {}: {}",
+                text(&f["state"]),
+                text(&f["reason"])
+            ));
             t.row(row);
         }
     }

@@ -82,6 +82,18 @@ fn describe() {
         "1 when the server answers health checks"
     );
     describe_gauge!("tessera_slots_assigned", "Slots assigned to a group");
+    describe_gauge!(
+        "tessera_failover_enabled",
+        "1 when automatic failover is on for the cluster"
+    );
+    describe_gauge!(
+        "tessera_group_failover_refused",
+        "1 while the group is down and automatic failover refuses to promote (see /api/failover)"
+    );
+    describe_gauge!(
+        "tessera_failover_last_seconds",
+        "The last failover's time from the master's first failed check to the new topology acknowledged"
+    );
 }
 
 /// Per-command counters of one proxy.

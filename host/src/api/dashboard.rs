@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::proxy::ProxyStats;
 use crate::coordinator::model::{ProxyState, SlotAction};
+use crate::dashboard::failover::{FailoverView, GroupStatus, SettingsChange};
 use crate::dashboard::{Dashboard, ServerHealth};
 use crate::http_error::{ApiError, optional_json};
 use crate::router::GroupId;
@@ -22,7 +23,7 @@ use crate::router::GroupId;
 type Body<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
 
 pub fn router(d: Arc<Dashboard>) -> Router {
-    let audit = crate::dashboard::audit::AuditLog::new(&d);
+    let audit = d.audit_log();
     Router::new()
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
@@ -33,6 +34,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/groups/{id}/servers", post(add_server))
         .route("/api/groups/{id}/servers/{addr}", delete(remove_server))
         .route("/api/groups/{id}/promote", post(promote))
+        .route("/api/failover", get(failover).put(set_failover))
         .route("/api/slots", get(slots))
         .route("/api/slots/assign", post(assign_slots))
         .route("/api/proxies", get(proxies))
@@ -92,6 +94,9 @@ struct GroupView {
     slots: usize,
     down: bool,
     servers: Vec<ServerView>,
+    /// While down: why automatic failover is not (yet) replacing the master.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failover: Option<GroupStatus>,
 }
 
 fn group_views(d: &Dashboard) -> Vec<GroupView> {
@@ -99,14 +104,16 @@ fn group_views(d: &Dashboard) -> Vec<GroupView> {
     st.groups
         .values()
         .map(|g| {
+            // The last known offset: a dead master's lag figures stay (failover uses them).
             let master_offset = g
                 .master()
                 .and_then(|m| st.servers.get(m))
-                .and_then(|h| h.repl_offset);
+                .and_then(|h| h.last_offset);
             GroupView {
                 id: g.id,
                 slots: st.slots.iter().filter(|s| s.group == Some(g.id)).count(),
                 down: st.down.contains(&g.id),
+                failover: d.failover.group_status(g.id),
                 servers: g
                     .servers
                     .iter()
@@ -194,6 +201,18 @@ async fn promote(
     let Json(b) = body?;
     let g = d.promote(parse_group(&id)?, &b.addr).await?;
     group_view(&d, g.id)
+}
+
+async fn failover(State(d): State<Arc<Dashboard>>) -> Json<FailoverView> {
+    Json(d.failover_view())
+}
+
+async fn set_failover(
+    State(d): State<Arc<Dashboard>>,
+    body: Body<SettingsChange>,
+) -> Result<Json<FailoverView>, ApiError> {
+    let Json(change) = body?;
+    d.set_failover(change).await.map(Json)
 }
 
 #[derive(Serialize)]
@@ -369,6 +388,7 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiErr
     let stats = cached_stats(&d).await?;
     let proxies = proxy_views(&d).await?;
     let epoch = *d.ops.lock().await;
+    let failover = d.failover_view();
     let st = d.state.lock().expect("state lock poisoned");
     let servers: Vec<&ServerHealth> = st.servers.values().collect();
     let info = d.info();
@@ -384,6 +404,12 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiErr
         },
         "groups": st.groups.len(),
         "groups_down": st.down.len(),
+        "failover": {
+            "enabled": failover.settings.enabled,
+            "max_lag_bytes": failover.settings.max_lag_bytes,
+            "not_failing_over": failover.groups,
+            "last": failover.events.first(),
+        },
         "servers": st.groups.values().map(|g| g.servers.len()).sum::<usize>(),
         "servers_down": servers.iter().filter(|h| !h.up).count(),
         "proxies": proxies.len(),

@@ -13,6 +13,8 @@
 //! GET  /api/proxy/info      token, addresses, epoch, sessions
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
 //! GET  /api/proxy/topology  the topology last applied
+//! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
+//!                           proxy secret; automatic failover's quorum asks it)
 //! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
 //! GET  /api/proxy/plugins   plugins in force
 //! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
@@ -134,6 +136,7 @@ impl ProxyAdmin {
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
             .route("/api/proxy/topology", get(topology).put(push_topology))
+            .route("/api/proxy/masters", get(masters_seen))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
@@ -355,6 +358,104 @@ impl ProxyAdmin {
             Some(_) => Ok(()),
             None => Err(ApiError::conflict(what.to_owned())),
         }
+    }
+}
+
+// === masters, as this proxy sees them ===
+
+/// How long a probe of one master may take: a master that does not answer within it is
+/// seen down. Well under the dashboard's wait for the whole answer (`failover::ASK_TIMEOUT`).
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What one proxy sees of the masters of its topology, at the moment it is asked.
+///
+/// ```text
+/// GET /api/proxy/masters?group=1
+/// {"token": "p-1", "epoch": 12,
+///  "masters": [{"group": 1, "addr": "10.0.0.5:6379", "reachable": false,
+///               "error": "connection refused", "rtt_us": null}]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MastersSeen {
+    pub token: String,
+    pub epoch: u64,
+    pub masters: Vec<MasterSeen>,
+}
+
+/// One master, probed from this proxy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MasterSeen {
+    pub group: u32,
+    pub addr: String,
+    /// It answered a PING (any reply, `-NOAUTH` included: the process is alive) in time.
+    pub reachable: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub rtt_us: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct MastersQuery {
+    group: Option<u32>,
+}
+
+/// Probes the masters of the topology in force (only those: the caller cannot make this
+/// proxy connect anywhere else), or of one group with `?group=N`. Needs the proxy secret,
+/// as a probe costs a connection to each master.
+async fn masters_seen(
+    State(a): State<Arc<ProxyAdmin>>,
+    query: Result<axum::extract::Query<MastersQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<MastersSeen>, ApiError> {
+    a.refuse_static("this proxy runs in static mode: it takes part in no failover")?;
+    let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let (epoch, targets): (u64, Vec<(u32, String)>) = {
+        let topo = a.topology.lock().expect("topology lock poisoned");
+        match &*topo {
+            None => (0, Vec::new()),
+            Some(t) => (
+                t.epoch,
+                t.groups
+                    .iter()
+                    .filter(|g| q.group.is_none_or(|id| g.id.0 == id))
+                    .filter_map(|g| g.master.clone().map(|m| (g.id.0, m)))
+                    .collect(),
+            ),
+        }
+    };
+    let masters = futures_util::future::join_all(
+        targets
+            .into_iter()
+            .map(|(group, addr)| probe_master(group, addr)),
+    )
+    .await;
+    Ok(Json(MastersSeen {
+        token: a.token.clone(),
+        epoch,
+        masters,
+    }))
+}
+
+/// A fresh connection and a PING, within [`PROBE_TIMEOUT`]: the proxy's pooled connections
+/// are lazy and may be idle, so their state says little about a master right now.
+async fn probe_master(group: u32, addr: String) -> MasterSeen {
+    let start = std::time::Instant::now();
+    let probe = async {
+        let mut c = crate::redis_client::RedisClient::connect(&addr, PROBE_TIMEOUT).await?;
+        c.cmd(&["PING"]).await.map(|_| ())
+    };
+    let r = match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {} ms", PROBE_TIMEOUT.as_millis())),
+    };
+    MasterSeen {
+        group,
+        reachable: r.is_ok(),
+        rtt_us: r
+            .is_ok()
+            .then(|| u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)),
+        error: r.err(),
+        addr,
     }
 }
 

@@ -8,6 +8,9 @@
 //! tokens               API tokens: name, role, HMAC (`dashboard::tokens::TokensDoc`)
 //! users                the users clients AUTH as (`users::UsersDoc`)
 //! topology             the topology last committed (and pushed) with its epoch
+//! failover             automatic failover: settings, a promotion decided and not yet done,
+//!                      old masters to turn into replicas, recent events
+//!                      (`dashboard::failover::FailoverDoc`)
 //! slots/slot-NNNN      1024 slots: owning group and migration action
 //! group/group-NNNN     groups: servers, the first being the master
 //! proxy/<token>        proxies (ephemeral): addresses, pid, host, start time, state
@@ -54,6 +57,11 @@ impl Paths {
     /// content. Starting proxies load this, not the models, which may be ahead of it.
     pub fn topology(&self) -> String {
         format!("{}/topology", self.base)
+    }
+
+    /// Automatic failover's settings and state (`dashboard::failover::FailoverDoc`).
+    pub fn failover(&self) -> String {
+        format!("{}/failover", self.base)
     }
 
     pub fn slots_prefix(&self) -> String {

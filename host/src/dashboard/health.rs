@@ -30,6 +30,13 @@ pub struct ServerHealth {
     pub memory_bytes: Option<u64>,
     pub keys: Option<u64>,
     pub error: Option<String>,
+    /// The replication offset of the last check that answered (kept while it fails: a dead
+    /// master's last known offset is what automatic failover measures a replica's lag by).
+    #[serde(skip)]
+    pub last_offset: Option<i64>,
+    /// When the first of the current run of failed checks ended; `None` while it answers.
+    #[serde(skip)]
+    pub failing_since: Option<std::time::Instant>,
 }
 
 /// What the last check of a proxy found.
@@ -127,9 +134,16 @@ impl Dashboard {
         let proxy_results = join_all(proxies.iter().map(|p| self.check_proxy(&p.admin_addr))).await;
 
         let mut st = self.state.lock().expect("state lock poisoned");
+        let now = std::time::Instant::now();
         for (addr, mut h) in servers.into_iter().zip(results) {
-            let failures = st.servers.get(&addr).map_or(0, |old| old.failures);
-            h.failures = if h.up { 0 } else { failures + 1 };
+            let old = st.servers.get(&addr);
+            if h.up {
+                h.last_offset = h.repl_offset;
+            } else {
+                h.failures = old.map_or(0, |o| o.failures) + 1;
+                h.last_offset = old.and_then(|o| o.last_offset);
+                h.failing_since = Some(old.and_then(|o| o.failing_since).unwrap_or(now));
+            }
             st.servers.insert(addr, h);
         }
         let known: HashSet<String> = st
@@ -194,42 +208,49 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         tick.tick().await;
         let changed = d.check_once().await;
         catch_up_users(&d).await;
-        let mut epoch = d.ops.lock().await;
-        if changed {
-            if let Err(e) = d.commit(&mut epoch).await {
-                warn!(error = %e, "pushing the health change failed");
-            }
-            continue;
+        sync_proxies(&d, changed).await;
+        // After the push: a dead master's slots already answer a clear error meanwhile.
+        super::failover::tick(&d).await;
+    }
+}
+
+/// Pushes a change of the down groups, or brings proxies that run an older epoch up to date.
+async fn sync_proxies(d: &Dashboard, changed: bool) {
+    let mut epoch = d.ops.lock().await;
+    if changed {
+        if let Err(e) = d.commit(&mut epoch).await {
+            warn!(error = %e, "pushing the health change failed");
         }
-        // Proxies that run an older epoch (registered after the last push, or restarted)
-        // get the current topology.
-        let behind: Vec<String> = {
-            let st = d.state.lock().expect("state lock poisoned");
-            st.proxies
-                .iter()
-                .filter(|(t, h)| {
-                    h.up && h.epoch.is_some_and(|e| e < *epoch) && !st.offline.contains(*t)
-                })
-                .map(|(t, _)| t.clone())
-                .collect()
-        };
-        if behind.is_empty() {
-            continue;
-        }
-        let Ok(topo) = d.committed_topology(*epoch).await else {
-            continue;
-        };
-        for p in d
-            .registered_proxies()
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|p| behind.contains(&p.token))
-        {
-            match d.push_one(&p, &topo).await {
-                Ok(()) => info!(token = %p.token, epoch = *epoch, "proxy brought up to date"),
-                Err(e) => warn!(token = %p.token, error = %e, "could not bring a proxy up to date"),
-            }
+        return;
+    }
+    // Proxies that run an older epoch (registered after the last push, or restarted)
+    // get the current topology.
+    let behind: Vec<String> = {
+        let st = d.state.lock().expect("state lock poisoned");
+        st.proxies
+            .iter()
+            .filter(|(t, h)| {
+                h.up && h.epoch.is_some_and(|e| e < *epoch) && !st.offline.contains(*t)
+            })
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    if behind.is_empty() {
+        return;
+    }
+    let Ok(topo) = d.committed_topology(*epoch).await else {
+        return;
+    };
+    for p in d
+        .registered_proxies()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| behind.contains(&p.token))
+    {
+        match d.push_one(&p, &topo).await {
+            Ok(()) => info!(token = %p.token, epoch = *epoch, "proxy brought up to date"),
+            Err(e) => warn!(token = %p.token, error = %e, "could not bring a proxy up to date"),
         }
     }
 }

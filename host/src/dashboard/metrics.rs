@@ -1,5 +1,5 @@
-//! The dashboard's Prometheus text: per-group and per-server health, the topology epoch and
-//! the slots assigned, on the process-wide recorder `telemetry` owns.
+//! The dashboard's Prometheus text: per-group and per-server health, the topology epoch, the
+//! slots assigned and automatic failover's state, on the process-wide recorder `telemetry` owns.
 
 use metrics::gauge;
 
@@ -13,8 +13,22 @@ pub fn render(d: &Dashboard) -> String {
     if let Ok(epoch) = d.ops.try_lock() {
         gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
     }
+    let failover = d.failover_view();
+    gauge!("tessera_failover_enabled", "cluster" => cluster.clone())
+        .set(failover.settings.enabled as u8 as f64);
+    if let Some(ms) = failover.events.first().and_then(|e| e.failover_ms) {
+        gauge!("tessera_failover_last_seconds", "cluster" => cluster.clone())
+            .set(ms as f64 / 1000.0);
+    }
     let st = d.state.lock().expect("state lock poisoned");
     for g in st.groups.values() {
+        // 1 while the group is down and automatic failover refuses (not merely waits).
+        let refused = failover
+            .groups
+            .iter()
+            .any(|f| f.group == g.id && f.state == "refused");
+        gauge!("tessera_group_failover_refused", "cluster" => cluster.clone(), "group" => g.id.to_string())
+            .set(refused as u8 as f64);
         let up = !st.down.contains(&g.id);
         gauge!("tessera_group_up", "cluster" => cluster.clone(), "group" => g.id.to_string())
             .set(up as u8 as f64);

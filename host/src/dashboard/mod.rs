@@ -6,6 +6,7 @@
 pub mod admin_user;
 pub mod audit;
 pub mod cache;
+pub mod failover;
 mod guard;
 mod health;
 pub mod metrics;
@@ -116,6 +117,11 @@ pub struct Dashboard {
     /// Fires when a write found the cluster lock held by someone else.
     lost: tokio::sync::watch::Receiver<bool>,
     pub(crate) migrations: migration::Migrations,
+    /// Automatic failover's settings and state (`failover`).
+    pub(crate) failover: failover::Failover,
+    /// The audit log, one for the API layer and failover alike (its sequence numbers and
+    /// trimming assume a single writer per dashboard).
+    audit: std::sync::OnceLock<Arc<audit::AuditLog>>,
     /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
     _lock: Mutex<Ephemeral>,
 }
@@ -201,6 +207,12 @@ impl Dashboard {
                 0
             }
         };
+        let failover = failover::Failover::load(&*store, &paths)
+            .await
+            .unwrap_or_else(|e| {
+                warn!(error = %e, "the failover document is unreadable: automatic failover is off until it is set again");
+                failover::Failover::default()
+            });
         info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
         let http = reqwest::Client::builder()
             .timeout(opts.push_timeout)
@@ -223,6 +235,8 @@ impl Dashboard {
             http,
             stats: cache::Cached::new(STATS_FOR),
             migrations: Default::default(),
+            failover,
+            audit: std::sync::OnceLock::new(),
             opts,
             _lock: Mutex::new(lock),
         });
@@ -262,6 +276,13 @@ impl Dashboard {
                 warn!(server = %addr, error = %e, "could not provision the control plane's user");
             }
         }
+    }
+
+    /// The cluster's audit log (created on first use).
+    pub fn audit_log(&self) -> Arc<audit::AuditLog> {
+        self.audit
+            .get_or_init(|| audit::AuditLog::new(self))
+            .clone()
     }
 
     /// Completes when this dashboard has lost its cluster lock: it must stop.

@@ -55,14 +55,14 @@ impl Dashboard {
     }
 
     /// Makes `addr` replicate from `master` (authenticating to it as the admin user).
-    async fn replicate(&self, addr: &str, master: &str) -> Result<(), ApiError> {
+    pub(super) async fn replicate(&self, addr: &str, master: &str) -> Result<(), ApiError> {
         let master = host_port(master)?;
         admin_user::replicate(addr, master, &self.backend_admin, REDIS_TIMEOUT)
             .await
             .map_err(ApiError::conflict)
     }
 
-    fn group(&self, id: GroupId) -> Result<GroupModel, ApiError> {
+    pub(super) fn group(&self, id: GroupId) -> Result<GroupModel, ApiError> {
         let st = self.state.lock().expect("state lock poisoned");
         st.groups
             .get(&id)
@@ -216,6 +216,17 @@ impl Dashboard {
     /// 404 unknown group or server, 409 the new master cannot be reached.
     pub async fn promote(&self, id: GroupId, addr: &str) -> Result<GroupModel, ApiError> {
         let mut epoch = self.ops.lock().await;
+        self.promote_locked(&mut epoch, id, addr).await
+    }
+
+    /// [`Self::promote`] for a caller that holds `ops` already (automatic failover, which
+    /// decides and promotes under one hold of it).
+    pub(super) async fn promote_locked(
+        &self,
+        epoch: &mut u64,
+        id: GroupId,
+        addr: &str,
+    ) -> Result<GroupModel, ApiError> {
         let mut g = self.group(id)?;
         let Some(pos) = g.servers.iter().position(|s| s.addr == addr) else {
             return Err(ApiError::not_found(format!(
@@ -245,7 +256,7 @@ impl Dashboard {
             }
         }
         info!(group = %id, master = %addr, "replica promoted");
-        self.commit(&mut epoch).await?;
+        self.commit(epoch).await?;
         Ok(g)
     }
 

@@ -159,6 +159,11 @@ impl Api {
         self.request("POST", path, Some(body.to_string().as_bytes()))
     }
 
+    /// `PUT path` with `body` as JSON.
+    pub(crate) fn put(&self, path: &str, body: &Value) -> Reply {
+        self.request("PUT", path, Some(body.to_string().as_bytes()))
+    }
+
     /// `POST path` with `body` sent as it is, labelled `Content-Type: application/json`.
     pub(crate) fn post_raw(&self, path: &str, body: &str) -> Reply {
         self.request("POST", path, Some(body.as_bytes()))
