@@ -59,6 +59,12 @@ impl Paths {
         format!("{}/topology", self.base)
     }
 
+    /// An abort asked for and not yet applied by the migration driver
+    /// (`dashboard::migration::AbortRequest`).
+    pub fn migration_abort(&self) -> String {
+        format!("{}/migration-abort", self.base)
+    }
+
     /// Automatic failover's settings and state (`dashboard::failover::FailoverDoc`).
     pub fn failover(&self) -> String {
         format!("{}/failover", self.base)

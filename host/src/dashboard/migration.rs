@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::Dashboard;
@@ -29,8 +29,35 @@ pub(crate) struct Migrations {
     pub(crate) config: MoverConfig,
     /// Asks a running mover pass to stop at its next batch (abort).
     stop: std::sync::atomic::AtomicBool,
-    /// Held for a mover pass; an abort takes it to be sure no pass of the old direction runs.
+    /// Held for a mover pass.
     passing: tokio::sync::Mutex<()>,
+    /// An abort answered but not yet applied: the driver turns the slots around at the top
+    /// of its next step (also persisted, `Paths::migration_abort`, for a successor).
+    abort: Mutex<Option<AbortRequest>>,
+}
+
+/// The migrations an abort asked to turn around, as they were when it was asked: a slot
+/// whose action has changed since (finished, or queued again) is left alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct AbortRequest {
+    pub(crate) moves: Vec<AbortedMove>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct AbortedMove {
+    pub(crate) slot: u16,
+    pub(crate) source: GroupId,
+    pub(crate) target: GroupId,
+}
+
+impl AbortRequest {
+    fn covers(&self, s: &SlotModel) -> bool {
+        s.action.as_ref().is_some_and(|a| {
+            self.moves
+                .iter()
+                .any(|m| m.slot == s.id && m.source == a.source && m.target == a.target)
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -55,6 +82,8 @@ pub struct MigrationStatus {
     pub eta_secs: Option<f64>,
     pub blocked: Option<String>,
     pub max_slots_in_flight: usize,
+    /// An abort was asked for; the driver turns the slots around at its next step.
+    pub abort_pending: bool,
 }
 
 impl Dashboard {
@@ -206,21 +235,86 @@ impl Dashboard {
 
     /// Aborts the migration of the given slots (all when `None`): pending ones are dropped,
     /// started ones turn around and move their keys back. Finished ones are done already.
+    /// Answers at once with how many slots will turn: the request is persisted, the running
+    /// mover pass asked to stop at its next batch, and the driver applies it at the top of
+    /// its next step (`apply_abort`), between barrier pushes and with no pass running.
     ///
     /// # Errors
     /// The store fails.
     pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, ApiError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        // No pass of the old direction may run while the slots turn around (it could stage
-        // or copy a key the new direction's proxies then look for in the wrong place).
-        self.migrations.stop.store(true, SeqCst);
-        let _passing = self.migrations.passing.lock().await;
-        self.migrations.stop.store(false, SeqCst);
-        let _ops = self.ops.lock().await;
+        let asked: Vec<AbortedMove> = self
+            .slot_models()
+            .iter()
+            .filter(|s| which.as_ref().is_none_or(|w| w.contains(&s.id)))
+            .filter_map(|s| {
+                let a = s.action.as_ref()?;
+                (!a.aborting && a.state != ActionState::Finished).then_some(AbortedMove {
+                    slot: s.id,
+                    source: a.source,
+                    target: a.target,
+                })
+            })
+            .collect();
+        let n = asked.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        let request = {
+            let mut pending = self.migrations.abort.lock().expect("abort lock poisoned");
+            let r = pending.get_or_insert_with(AbortRequest::default);
+            for m in asked {
+                if !r.moves.contains(&m) {
+                    r.moves.push(m);
+                }
+            }
+            r.clone()
+        };
+        model::write(&*self.store, &self.paths.migration_abort(), &request).await?;
+        self.migrations
+            .stop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        info!(slots = n, "migrations abort asked for");
+        Ok(n)
+    }
+
+    fn abort_pending(&self) -> bool {
+        self.migrations
+            .abort
+            .lock()
+            .expect("abort lock poisoned")
+            .is_some()
+    }
+
+    /// Reads an abort asked of a predecessor and not yet applied (at start).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub(crate) async fn load_abort(&self) -> Result<(), ApiError> {
+        if let Some((r, _)) =
+            model::read::<AbortRequest>(&*self.store, &self.paths.migration_abort()).await?
+        {
+            *self.migrations.abort.lock().expect("abort lock poisoned") = Some(r);
+        }
+        Ok(())
+    }
+
+    /// Turns around the slots of an abort asked for, if any. The caller holds `ops`, and no
+    /// mover pass runs (no pass of the old direction may run once the slots turn around: it
+    /// could stage or copy a key the new direction's proxies then look for in the wrong place).
+    async fn apply_abort(&self) -> Result<(), ApiError> {
+        let Some(request) = self
+            .migrations
+            .abort
+            .lock()
+            .expect("abort lock poisoned")
+            .clone()
+        else {
+            return Ok(());
+        };
         let mut turned = Vec::new();
         for mut s in self.slot_models() {
             let Some(a) = s.action.clone() else { continue };
-            if which.as_ref().is_some_and(|w| !w.contains(&s.id)) || a.aborting {
+            if !request.covers(&s) || a.aborting {
                 continue;
             }
             match a.state {
@@ -239,8 +333,31 @@ impl Dashboard {
         }
         let n = turned.len();
         self.save_slots(turned).await?;
+        {
+            // A request merged in meanwhile stays for the next step.
+            let mut pending = self.migrations.abort.lock().expect("abort lock poisoned");
+            if pending.as_ref() == Some(&request) {
+                *pending = None;
+                self.migrations
+                    .stop
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        if !self.abort_pending() {
+            self.store.delete(&self.paths.migration_abort()).await?;
+            // One asked for while the delete ran is written again.
+            let again = self
+                .migrations
+                .abort
+                .lock()
+                .expect("abort lock poisoned")
+                .clone();
+            if let Some(r) = again {
+                model::write(&*self.store, &self.paths.migration_abort(), &r).await?;
+            }
+        }
         info!(slots = n, "migrations aborted");
-        Ok(n)
+        Ok(())
     }
 
     pub fn migration_status(&self) -> MigrationStatus {
@@ -324,6 +441,7 @@ impl Dashboard {
                 .expect("blocked lock poisoned")
                 .clone(),
             max_slots_in_flight: self.opts.max_slots_in_flight,
+            abort_pending: self.abort_pending(),
         }
     }
 
@@ -364,6 +482,13 @@ impl Dashboard {
 
     /// One step of the driver; returns whether there is migration work left.
     async fn migration_step(&self) -> bool {
+        if self.abort_pending() {
+            let _ops = self.ops.lock().await;
+            if let Err(e) = self.apply_abort().await {
+                self.set_blocked(Some(format!("applying an abort: {}", e.message)));
+                return true;
+            }
+        }
         let slots = self.slot_models();
         if slots.iter().all(|s| s.action.is_none()) {
             return false;
@@ -471,6 +596,9 @@ impl Dashboard {
         // ours: an abort that held it meanwhile has turned slots around, and a pass of the
         // old direction must not start after it (nor move keys the abort is bringing back).
         let _passing = self.migrations.passing.lock().await;
+        if self.abort_pending() {
+            return true; // the next step turns the slots around first
+        }
         let mut jobs: BTreeMap<(GroupId, GroupId, bool), BTreeSet<u16>> = BTreeMap::new();
         for s in self.slot_models() {
             if let Some(a) = s

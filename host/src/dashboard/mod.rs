@@ -250,6 +250,9 @@ impl Dashboard {
     /// Background work: the admin user on servers that lack it, then health checks and
     /// catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
+        if let Err(e) = self.load_abort().await {
+            warn!(error = %e.message, "could not read a pending migration abort");
+        }
         self.provision_servers().await;
         tokio::join!(health::run(self.clone()), migration::run(self));
     }
