@@ -612,6 +612,22 @@ fn render_migrations(v: &Value) -> String {
     if let Some(b) = v["blocked"].as_str() {
         out.push_str(&format!("held: {b}\n"));
     }
+    if v["abort_pending"].as_bool() == Some(true) {
+        out.push_str("abort asked for: the slots turn around at the driver's next step\n");
+    }
+    let pause = &v["write_pause"];
+    if pause.is_object() {
+        let ms = |k: &str| pause[k].as_f64().unwrap_or(0.0);
+        out.push_str(&format!(
+            "write pause per slot handoff: p50 {:.0} ms  p99 {:.0} ms  max {:.0} ms  last {:.0} ms  ({} slots in {} handoffs)\n",
+            ms("p50_ms"),
+            ms("p99_ms"),
+            ms("max_ms"),
+            ms("last_ms"),
+            text(&pause["slots"]),
+            text(&pause["handoffs"]),
+        ));
+    }
     let slots = v["slots"].as_array().map_or(&[][..], Vec::as_slice);
     let mut rows: Vec<Vec<String>> = Vec::new();
     for s in slots.iter().filter(|s| s["state"] != "pending").take(50) {

@@ -426,7 +426,20 @@ fn clients_get_no_error_while_slots_move_back_and_forth() {
         unknown, 0,
         "clients got {unknown} errors in {acked} operations while slots moved, first: {errors:#?}"
     );
-    eprintln!("{acked} operations through two proxies while 896 slot moves ran, 0 errors");
+    // The handoffs' write pause is measured and reported per slot.
+    let pause = &status(&cp)["write_pause"];
+    assert_eq!(
+        pause["slots"], 896,
+        "every slot handed over counts once: {pause}"
+    );
+    let (p99, max) = (
+        pause["p99_ms"].as_f64().expect("a p99"),
+        pause["max_ms"].as_f64().expect("a max"),
+    );
+    assert!(p99 > 0.0 && p99 <= max, "{pause}");
+    eprintln!(
+        "{acked} operations through two proxies while 896 slot moves ran, 0 errors; write pause per slot p99 {p99:.0} ms, max {max:.0} ms"
+    );
 }
 
 #[test]

@@ -34,6 +34,52 @@ pub(crate) struct Migrations {
     /// An abort answered but not yet applied: the driver turns the slots around at the top
     /// of its next step (also persisted, `Paths::migration_abort`, for a successor).
     abort: Mutex<Option<AbortRequest>>,
+    /// When the slots now held for a handoff were first pushed blocked.
+    blocked_since: Mutex<Option<Instant>>,
+    /// The last handoffs' write pauses: (milliseconds, slots handed over).
+    pauses: Mutex<Vec<(f64, usize)>>,
+}
+
+/// Handoffs whose pause is kept for the status.
+const MAX_PAUSES: usize = 1000;
+
+/// Write pauses of the last handoffs, per slot (a handoff of n slots counts n times).
+#[derive(Debug, Clone, Serialize)]
+pub struct PauseStats {
+    pub handoffs: usize,
+    pub slots: usize,
+    pub last_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl PauseStats {
+    fn of(pauses: &[(f64, usize)]) -> Option<Self> {
+        let last = pauses.last()?.0;
+        let mut by_ms: Vec<(f64, usize)> = pauses.to_vec();
+        by_ms.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let slots: usize = by_ms.iter().map(|p| p.1).sum();
+        let at = |q: f64| {
+            let rank = ((slots as f64) * q).ceil().max(1.0) as usize;
+            let mut seen = 0;
+            for (ms, n) in &by_ms {
+                seen += n;
+                if seen >= rank {
+                    return *ms;
+                }
+            }
+            by_ms.last().map_or(0.0, |p| p.0)
+        };
+        Some(Self {
+            handoffs: pauses.len(),
+            slots,
+            last_ms: last,
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: by_ms.last().map_or(0.0, |p| p.0),
+        })
+    }
 }
 
 /// The migrations an abort asked to turn around, as they were when it was asked: a slot
@@ -84,6 +130,9 @@ pub struct MigrationStatus {
     pub max_slots_in_flight: usize,
     /// An abort was asked for; the driver turns the slots around at its next step.
     pub abort_pending: bool,
+    /// The write pause of the handoffs this dashboard drove: from the push that held the
+    /// slots to the one that routed them to their target (`None` before the first).
+    pub write_pause: Option<PauseStats>,
 }
 
 impl Dashboard {
@@ -442,19 +491,28 @@ impl Dashboard {
                 .clone(),
             max_slots_in_flight: self.opts.max_slots_in_flight,
             abort_pending: self.abort_pending(),
+            write_pause: PauseStats::of(
+                &self.migrations.pauses.lock().expect("pauses lock poisoned"),
+            ),
         }
     }
 
-    /// Commits (pushes) the topology with the slots in `from`, then moves them to `to`.
+    /// Commits (pushes) the topology with the slots in `from`, then moves them to `to`:
+    /// persisted when `persist`, else in memory only (see the caller). Returns when the
+    /// push started and when every proxy had acknowledged it.
     async fn advance(
         &self,
         epoch: &mut u64,
         from: ActionState,
         to: ActionState,
-    ) -> Result<(), String> {
-        self.commit(epoch)
+        persist: bool,
+    ) -> Result<(Instant, Instant), String> {
+        let topo = self.persist_next(epoch).await.map_err(|e| e.message)?;
+        let pushed = Instant::now();
+        self.push_all(&topo)
             .await
-            .map_err(|e| format!("waiting for proxies: {}", e.message))?;
+            .map_err(|e| format!("waiting for proxies: {e}"))?;
+        let acknowledged = Instant::now();
         let advanced: Vec<SlotModel> = self
             .slot_models()
             .into_iter()
@@ -464,9 +522,30 @@ impl Dashboard {
                 Some(s)
             })
             .collect();
-        // One batched write: slot by slot, 512 slots took seconds of fsyncs, with the
-        // cluster's change lock held (and an abort waiting for it).
-        self.save_slots(advanced).await.map_err(|e| e.message)
+        if persist {
+            // One batched write: slot by slot, 512 slots took seconds of fsyncs, with the
+            // cluster's change lock held (and an abort waiting for it).
+            self.save_slots(advanced).await.map_err(|e| e.message)?;
+        } else {
+            let mut st = self.state.lock().expect("state lock poisoned");
+            for s in advanced {
+                let id = s.id as usize;
+                st.slots[id] = s;
+            }
+        }
+        Ok((pushed, acknowledged))
+    }
+
+    /// A handoff's write pause: the slots blocked since `since` (the push that blocked them
+    /// started) were routed to their target on every proxy at `until`.
+    fn record_pause(&self, since: Instant, until: Instant, slots: usize) {
+        let ms = until.duration_since(since).as_secs_f64() * 1000.0;
+        let mut p = self.migrations.pauses.lock().expect("pauses lock poisoned");
+        if p.len() == MAX_PAUSES {
+            p.remove(0);
+        }
+        p.push((ms, slots));
+        info!(pause_ms = ms as u64, slots, "write pause of a slot handoff");
     }
 
     fn set_blocked(&self, why: Option<String>) {
@@ -531,26 +610,68 @@ impl Dashboard {
         // preparing (the slot is blocked on every proxy) → prepared (owner = target, moving
         // from source) → migrating. While one proxy may still route the old way no proxy
         // serves the slot, so no write can land on a copy that another proxy moves away.
-        if prepared_any
-            && let Err(e) = self
-                .advance(&mut epoch, ActionState::Preparing, ActionState::Prepared)
+        //
+        // Between the two pushes the slots serve no one (proxies hold their commands): the
+        // write pause. Only the second push's epoch and topology are written in it; the
+        // slots' `prepared` state is kept in memory and persisted as `migrating` after. A
+        // successor that finds them `preparing` blocks them again, which is safe.
+        if prepared_any {
+            match self
+                .advance(
+                    &mut epoch,
+                    ActionState::Preparing,
+                    ActionState::Prepared,
+                    false,
+                )
                 .await
-        {
-            self.set_blocked(Some(e));
-            return true;
+            {
+                Ok((since, _)) => {
+                    self.migrations
+                        .blocked_since
+                        .lock()
+                        .expect("pause lock poisoned")
+                        .get_or_insert(since);
+                }
+                Err(e) => {
+                    self.set_blocked(Some(e));
+                    return true;
+                }
+            }
         }
-        let routed_any = self.slot_models().iter().any(|s| {
-            s.action
-                .as_ref()
-                .is_some_and(|a| a.state == ActionState::Prepared)
-        });
-        if routed_any
-            && let Err(e) = self
-                .advance(&mut epoch, ActionState::Prepared, ActionState::Migrating)
+        let routed: usize = self
+            .slot_models()
+            .iter()
+            .filter(|s| {
+                s.action
+                    .as_ref()
+                    .is_some_and(|a| a.state == ActionState::Prepared)
+            })
+            .count();
+        if routed > 0 {
+            let until = match self
+                .advance(
+                    &mut epoch,
+                    ActionState::Prepared,
+                    ActionState::Migrating,
+                    true,
+                )
                 .await
-        {
-            self.set_blocked(Some(e));
-            return true;
+            {
+                Ok((_, until)) => until,
+                Err(e) => {
+                    self.set_blocked(Some(e));
+                    return true;
+                }
+            };
+            let since = self
+                .migrations
+                .blocked_since
+                .lock()
+                .expect("pause lock poisoned")
+                .take();
+            if let Some(since) = since {
+                self.record_pause(since, until, routed);
+            }
         }
         // finished → done: push "owner = target" and clear the action.
         let finished: Vec<SlotModel> = self
@@ -680,5 +801,22 @@ pub(super) async fn run(d: Arc<Dashboard>) {
             Duration::from_millis(200)
         };
         tokio::time::sleep(pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PauseStats;
+
+    #[test]
+    fn pause_percentiles_count_each_slot_of_a_handoff() {
+        assert!(PauseStats::of(&[]).is_none());
+        // 98 slots paused 10 ms, one 40 ms, one 900 ms (two handoffs of one slot last).
+        let p = PauseStats::of(&[(10.0, 98), (40.0, 1), (900.0, 1)]).unwrap();
+        assert_eq!((p.handoffs, p.slots), (3, 100));
+        assert_eq!(p.p50_ms, 10.0);
+        assert_eq!(p.p99_ms, 40.0);
+        assert_eq!(p.max_ms, 900.0);
+        assert_eq!(p.last_ms, 900.0);
     }
 }

@@ -48,6 +48,16 @@ impl Dashboard {
     /// # Errors
     /// The store cannot be written (nothing pushed), or some proxies did not acknowledge.
     pub(crate) async fn commit(&self, epoch: &mut u64) -> Result<u64, ApiError> {
+        let topo = self.persist_next(epoch).await?;
+        self.push_all(&topo).await?;
+        Ok(topo.epoch)
+    }
+
+    /// The first half of [`Dashboard::commit`]: the next epoch and its topology, persisted.
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    pub(crate) async fn persist_next(&self, epoch: &mut u64) -> Result<Topology, ApiError> {
         let next = *epoch + 1;
         let key = self.paths.meta();
         let (mut meta, _) = model::read::<ClusterMeta>(&*self.store, &key)
@@ -62,8 +72,7 @@ impl Dashboard {
         // document, never a topology re-derived from models that may have moved on since.
         let topo = self.topology(next);
         model::write(&*self.store, &self.paths.topology(), &topo).await?;
-        self.push_all(&topo).await?;
-        Ok(next)
+        Ok(topo)
     }
 
     /// Pushes the topology at `epoch` to every online proxy and waits for all.
