@@ -554,6 +554,16 @@ async function main() {
       180_000,
       500,
     );
+    // The handoffs' write pause is shown beside the progress, in milliseconds.
+    const pause = await waitFor(
+      'the write pause to be shown',
+      async () => {
+        const t = await text('migration-pause');
+        return /^\d+ ms$/.test(t) ? t : null;
+      },
+      15_000,
+    );
+    log(`write pause p99 shown: ${pause}`);
     const even = await waitFor(
       'the slots to be split evenly again',
       async () => {

@@ -150,6 +150,19 @@ export interface MigrationStatus {
   eta_secs: number | null;
   blocked: string | null;
   max_slots_in_flight: number;
+  /** An abort was asked for; the driver turns the slots around at its next step. */
+  abort_pending?: boolean;
+  /** Write pause per slot of the handoffs this dashboard drove (absent before the first). */
+  write_pause?: WritePause | null;
+}
+
+export interface WritePause {
+  handoffs: number;
+  slots: number;
+  last_ms: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
 }
 
 export interface Move {

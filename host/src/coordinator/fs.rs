@@ -101,11 +101,7 @@ impl Store for FsStore {
     }
 
     async fn put_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
-        self.blocking(move |root| {
-            let _lock = root.lock()?;
-            root.write_many(entries)
-        })
-        .await
+        self.blocking(move |root| root.write_many(entries)).await
     }
 
     async fn compare_and_swap(
@@ -314,39 +310,33 @@ impl Root {
         Ok(version)
     }
 
-    /// Writes several plain values under the lock (held by the caller): every temp file is
-    /// written first, synced by a few threads at once (the journal then commits them together
-    /// rather than one commit a file), renamed in order, and each directory synced once.
+    /// Writes several plain values. The store lock is held to give them versions and write
+    /// their temp files, and again to rename them, but not while they are synced (by a few
+    /// threads at once: the journal then commits them together rather than one commit a
+    /// file): under I/O load syncing hundreds of files took seconds, and every other writer,
+    /// the ephemeral nodes' heartbeats included, waited for the lock meanwhile (a proxy's
+    /// heartbeat that waits long enough fences it, `router::Fence`). A key written by someone
+    /// else while the lock was released is staged again under it, with a newer version.
+    /// Each directory is synced once, at the end.
     fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
         /// Threads syncing at once.
         const SYNCERS: usize = 8;
-        let mut staged = Vec::with_capacity(entries.len());
+        let mut staged: Vec<Staged> = Vec::with_capacity(entries.len());
         let mut dirs = std::collections::BTreeSet::new();
-        let cleanup = |staged: &[(PathBuf, PathBuf, String, File)]| {
-            for (tmp, ..) in staged {
-                let _ = fs::remove_file(tmp);
-            }
-        };
-        for (key, value) in entries {
-            let path = self.path_of(&key)?;
-            let previous = self.read(&path, &key)?.map(|e| e.header.version);
-            let version = self.next_version(previous)?;
-            let entry = Entry {
-                header: Header {
-                    version,
-                    ephemeral: None,
-                },
-                value,
-            };
-            let dir = path.parent().expect("a key path has a parent").to_owned();
-            match stage(&path, &entry) {
-                Ok((tmp, file)) => staged.push((tmp, path, key, file)),
-                Err(e) => {
-                    cleanup(&staged);
-                    return Err(io_err(&key, e));
+        {
+            let _lock = self.lock()?;
+            for (key, value) in entries {
+                let path = self.path_of(&key)?;
+                let previous = self.read(&path, &key)?.map(|e| e.header.version);
+                dirs.insert(path.parent().expect("a key path has a parent").to_owned());
+                match self.stage_versioned(path, key, previous, value) {
+                    Ok(s) => staged.push(s),
+                    Err(e) => {
+                        Staged::remove_all(&staged);
+                        return Err(e);
+                    }
                 }
             }
-            dirs.insert(dir);
         }
         let chunk = staged.len().div_ceil(SYNCERS).max(1);
         let synced: Result<(), (String, std::io::Error)> = std::thread::scope(|scope| {
@@ -354,8 +344,8 @@ impl Root {
                 .chunks(chunk)
                 .map(|part| {
                     scope.spawn(move || {
-                        for (_, _, key, file) in part {
-                            file.sync_all().map_err(|e| (key.clone(), e))?;
+                        for s in part {
+                            s.file.sync_all().map_err(|e| (s.key.clone(), e))?;
                         }
                         Ok(())
                     })
@@ -366,13 +356,42 @@ impl Root {
                 .try_for_each(|h| h.join().expect("a sync thread panicked"))
         });
         if let Err((key, e)) = synced {
-            cleanup(&staged);
+            Staged::remove_all(&staged);
             return Err(io_err(&key, e));
         }
-        for (i, (tmp, path, key, _)) in staged.iter().enumerate() {
-            if let Err(e) = fs::rename(tmp, path) {
-                cleanup(&staged[i..]);
-                return Err(io_err(key, e));
+        {
+            let _lock = self.lock()?;
+            for i in 0..staged.len() {
+                let now = self
+                    .read(&staged[i].path, &staged[i].key)?
+                    .map(|e| e.header.version);
+                if now != staged[i].previous {
+                    // Written meanwhile: ours comes after it, with a newer version.
+                    let old = &staged[i];
+                    let again = self.stage_versioned(
+                        old.path.clone(),
+                        old.key.clone(),
+                        now,
+                        old.value.clone(),
+                    );
+                    let again = again.and_then(|s| {
+                        s.file.sync_all().map_err(|e| io_err(&s.key, e))?;
+                        Ok(s)
+                    });
+                    let _ = fs::remove_file(&old.tmp);
+                    match again {
+                        Ok(s) => staged[i] = s,
+                        Err(e) => {
+                            Staged::remove_all(&staged[i + 1..]);
+                            return Err(e);
+                        }
+                    }
+                }
+                let s = &staged[i];
+                if let Err(e) = fs::rename(&s.tmp, &s.path) {
+                    Staged::remove_all(&staged[i..]);
+                    return Err(io_err(&s.key, e));
+                }
             }
         }
         for dir in dirs {
@@ -381,6 +400,33 @@ impl Root {
                 .map_err(|e| io_err(&dir.to_string_lossy(), e))?;
         }
         Ok(())
+    }
+
+    /// A plain value's temp file beside `path`, with the next version (under the lock).
+    fn stage_versioned(
+        &self,
+        path: PathBuf,
+        key: String,
+        previous: Option<u64>,
+        value: Bytes,
+    ) -> Result<Staged, StoreError> {
+        let version = self.next_version(previous)?;
+        let entry = Entry {
+            header: Header {
+                version,
+                ephemeral: None,
+            },
+            value,
+        };
+        let (tmp, file) = stage(&path, &entry).map_err(|e| io_err(&key, e))?;
+        Ok(Staged {
+            tmp,
+            path,
+            key,
+            previous,
+            value: entry.value,
+            file,
+        })
     }
 
     /// Atomically replaces the file at `path`: temp file in the same directory, then rename.
@@ -570,6 +616,25 @@ impl Root {
 }
 
 // === helpers ===
+
+/// One value of a batch, written to its temp file and not yet renamed into place.
+struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    key: String,
+    /// The key's version when it was staged.
+    previous: Option<u64>,
+    value: Bytes,
+    file: File,
+}
+
+impl Staged {
+    fn remove_all(staged: &[Staged]) {
+        for s in staged {
+            let _ = fs::remove_file(&s.tmp);
+        }
+    }
+}
 
 /// Writes `entry` to a new temp file (mode 0600) beside `path`, creating its directories;
 /// not synced, not renamed. A failed write removes the temp file.

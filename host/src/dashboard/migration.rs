@@ -536,6 +536,62 @@ impl Dashboard {
         Ok((pushed, acknowledged))
     }
 
+    /// One mover pass of `slots` from `source` to `target`; the slots it found none of are
+    /// finished.
+    ///
+    /// # Errors
+    /// Why the pass could not run or failed, for the status.
+    async fn pass_once(
+        &self,
+        source: GroupId,
+        target: GroupId,
+        aborting: bool,
+        slots: &BTreeSet<u16>,
+    ) -> Result<(), String> {
+        let addrs = {
+            let st = self.state.lock().expect("state lock poisoned");
+            let m = |g: GroupId| {
+                st.groups
+                    .get(&g)
+                    .and_then(|g| g.master())
+                    .map(str::to_string)
+            };
+            m(source).zip(m(target))
+        };
+        let Some((src, dst)) = addrs else {
+            return Err(format!("group {source} or {target} has no master"));
+        };
+        let mover = Mover {
+            source: &src,
+            target: &dst,
+            slots,
+            config: &self.migrations.config,
+            progress: &self.migrations.progress,
+            aborting,
+            stop: &self.migrations.stop,
+            credential: Some(&self.backend_admin),
+        };
+        let found = mover
+            .pass()
+            .await
+            .map_err(|e| format!("moving keys from group {source} to group {target}: {e}"))?;
+        let _ops = self.ops.lock().await;
+        let models = self.slot_models();
+        let finished: Vec<SlotModel> = slots
+            .difference(&found)
+            .filter_map(|id| {
+                let mut s = models[*id as usize].clone();
+                let a = s
+                    .action
+                    .as_mut()
+                    .filter(|a| a.state == ActionState::Migrating)?;
+                a.state = ActionState::Finished;
+                Some(s)
+            })
+            .collect();
+        self.save_slots(finished).await.map_err(|e| e.message)
+    }
+
     /// A handoff's write pause: the slots blocked since `since` (the push that blocked them
     /// started) were routed to their target on every proxy at `until`.
     fn record_pause(&self, since: Instant, until: Instant, slots: usize) {
@@ -732,59 +788,29 @@ impl Dashboard {
                     .insert(s.id);
             }
         }
+        // Different sources in parallel (each pass has its own connections); one source's
+        // moves to several targets one after the other, so a source is scanned once at a time.
+        let mut by_source: BTreeMap<GroupId, Vec<(GroupId, bool, BTreeSet<u16>)>> = BTreeMap::new();
         for ((source, target, aborting), slots) in jobs {
-            let addrs = {
-                let st = self.state.lock().expect("state lock poisoned");
-                let m = |g: GroupId| {
-                    st.groups
-                        .get(&g)
-                        .and_then(|g| g.master())
-                        .map(str::to_string)
-                };
-                m(source).zip(m(target))
-            };
-            let Some((src, dst)) = addrs else {
-                self.set_blocked(Some(format!("group {source} or {target} has no master")));
-                return true;
-            };
-            let mover = Mover {
-                source: &src,
-                target: &dst,
-                slots: &slots,
-                config: &self.migrations.config,
-                progress: &self.migrations.progress,
-                aborting,
-                stop: &self.migrations.stop,
-                credential: Some(&self.backend_admin),
-            };
-            match mover.pass().await {
-                Ok(found) => {
-                    let _ops = self.ops.lock().await;
-                    let models = self.slot_models();
-                    let finished: Vec<SlotModel> = slots
-                        .difference(&found)
-                        .filter_map(|id| {
-                            let mut s = models[*id as usize].clone();
-                            let a = s
-                                .action
-                                .as_mut()
-                                .filter(|a| a.state == ActionState::Migrating)?;
-                            a.state = ActionState::Finished;
-                            Some(s)
-                        })
-                        .collect();
-                    if let Err(e) = self.save_slots(finished).await {
-                        self.set_blocked(Some(e.message));
-                        return true;
-                    }
-                }
-                Err(e) => {
-                    self.set_blocked(Some(format!(
-                        "moving keys from group {source} to group {target}: {e}"
-                    )));
-                    return true;
-                }
+            by_source
+                .entry(source)
+                .or_default()
+                .push((target, aborting, slots));
+        }
+        let passes = by_source.into_iter().map(|(source, moves)| async move {
+            for (target, aborting, slots) in moves {
+                self.pass_once(source, target, aborting, &slots).await?;
             }
+            Ok::<(), String>(())
+        });
+        let failed: Vec<String> = futures_util::future::join_all(passes)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if !failed.is_empty() {
+            self.set_blocked(Some(failed.join("; ")));
+            return true;
         }
         self.set_blocked(None);
         true

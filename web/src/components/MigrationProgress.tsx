@@ -118,6 +118,12 @@ export function MigrationProgress({
           <div className="stat-label">Keys moved</div>
           <div className="stat-value">{formatNumber(status.keys_moved)}</div>
         </div>
+        <div className="stat" title="How long a slot serves no one while it is handed over (its commands wait in the proxies), per slot over the last handoffs">
+          <div className="stat-label">Write pause p99</div>
+          <div className="stat-value" data-testid="migration-pause">
+            {status.write_pause ? `${Math.round(status.write_pause.p99_ms)} ms` : '—'}
+          </div>
+        </div>
       </div>
       <div className="muted small">
         {Object.entries(counts)
