@@ -214,9 +214,20 @@ pub struct GroupModel {
     pub id: GroupId,
     /// `servers[0]` is the master; the rest replicate from it.
     pub servers: Vec<ServerModel>,
+    /// Its servers speak TLS only: every connection to them (proxies', health checks, the
+    /// mover) uses TLS (docs/tls.md). Set when the group is created; absent in older
+    /// documents, which are plain.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 impl GroupModel {
+    /// Tells this process's backend connector whether the group's servers speak TLS.
+    pub fn mark_tls(&self) {
+        crate::tls::backend::backends()
+            .mark(self.servers.iter().map(|s| (s.addr.as_str(), self.tls)));
+    }
+
     pub fn master(&self) -> Option<&str> {
         self.servers.first().map(|s| s.addr.as_str())
     }
@@ -292,6 +303,7 @@ pub fn topology(
                 id: g.id,
                 master: g.master().map(str::to_string),
                 down: down.contains(&g.id),
+                tls: g.tls,
             })
             .collect(),
         slots: routes,

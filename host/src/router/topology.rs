@@ -14,6 +14,9 @@ pub struct GroupRoute {
     pub master: Option<String>,
     #[serde(default)]
     pub down: bool,
+    /// The group's servers speak TLS only (absent: plain, as before TLS existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

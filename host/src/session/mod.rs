@@ -29,7 +29,7 @@ use std::task::Poll;
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{debug, warn};
@@ -44,6 +44,7 @@ use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
 use crate::resp::{Limits, Proto, Request, RequestDecoder};
 use crate::router::SlotTable;
+use crate::tls::Stream;
 use crate::users::User;
 use crate::worker::Worker;
 use plugins::{Decision, Observers, PluginMerge, RewriteMerge};
@@ -62,7 +63,8 @@ const FLUSH_AT: usize = 64 * 1024;
 
 pub struct Session {
     worker: Rc<Worker>,
-    stream: TcpStream,
+    /// Plain TCP or TLS (the handshake is done before the session starts).
+    stream: Stream,
     stop: watch::Receiver<bool>,
     reg: Registration,
     decoder: RequestDecoder,
@@ -137,8 +139,8 @@ impl Queued {
 }
 
 impl Session {
-    pub fn new(worker: Rc<Worker>, stream: TcpStream, stop: watch::Receiver<bool>) -> Self {
-        let _ = stream.set_nodelay(true);
+    pub fn new(worker: Rc<Worker>, stream: Stream, stop: watch::Receiver<bool>) -> Self {
+        let _ = stream.tcp().set_nodelay(true);
         let peer = stream
             .peer_addr()
             .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
@@ -362,7 +364,7 @@ impl Session {
     /// Answers `e` and ends the session.
     async fn refuse(&mut self, e: DataError, wbuf: &mut BytesMut) -> End {
         wbuf.extend_from_slice(&e.reply());
-        let _ = self.stream.write_all(wbuf).await;
+        let _ = self.stream.send_all(wbuf).await;
         End::Refused(e)
     }
 
@@ -568,7 +570,7 @@ impl Session {
                     // while it is sent, see `blocking`).
                     drop(batch.take());
                     if !wbuf[..at].is_empty() {
-                        let write = self.stream.write_all(&wbuf[..at]);
+                        let write = self.stream.send_all(&wbuf[..at]);
                         tokio::select! {
                             biased;
                             o = account.overflowed() => return Err(End::Output(o)),
@@ -582,7 +584,7 @@ impl Session {
                         biased;
                         o = account.overflowed() => return Err(End::Output(o)),
                         _ = self.stop.changed() => return Err(End::Shutdown),
-                        _ = client_gone(&self.stream) => return Err(End::ClientClosed),
+                        _ = client_gone(self.stream.tcp()) => return Err(End::ClientClosed),
                         r = f => r,
                     };
                     match reply::taken(r, &account) {
@@ -636,7 +638,7 @@ impl Session {
         }
         // Every reply is in: this batch no longer holds back a table swap.
         drop(batch);
-        let write = self.stream.write_all(wbuf);
+        let write = self.stream.send_all(wbuf);
         tokio::select! {
             biased;
             o = account.overflowed() => return Err(End::Output(o)),
@@ -653,7 +655,8 @@ impl Session {
 }
 
 /// Resolves when the client has closed its side; never, once it has sent more (a pipeline
-/// after a blocking command is read when the command is answered).
+/// after a blocking command is read when the command is answered). Looks at the socket under
+/// TLS too: a TLS client's close_notify is bytes, so only its FIN without one is seen here.
 async fn client_gone(stream: &TcpStream) {
     let mut b = [0u8; 1];
     if let Ok(n) = stream.peek(&mut b).await
