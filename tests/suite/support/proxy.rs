@@ -42,6 +42,12 @@ impl ProxyBuilder {
         self
     }
 
+    /// Adds a backend by address (one that is not a [`RedisServer`], e.g. TLS-only).
+    pub(crate) fn backend_addr(mut self, addr: SocketAddr) -> ProxyBuilder {
+        self.backends.push(addr);
+        self
+    }
+
     /// Passes `--threads n`.
     pub(crate) fn threads(mut self, n: usize) -> ProxyBuilder {
         self.threads = Some(n);
