@@ -387,3 +387,26 @@ pub async fn load_layout(
     }
     Ok((groups, slots))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_documents_without_tls_still_load_as_plain() {
+        let old = r#"{"schema":1,"id":3,"servers":[{"addr":"10.0.0.1:6379"}]}"#;
+        let g: GroupModel = serde_json::from_str(old).unwrap();
+        assert!(!g.tls);
+        assert_eq!(
+            serde_json::to_string(&g).unwrap(),
+            old,
+            "plain groups are written as before"
+        );
+        let tls = GroupModel { tls: true, ..g };
+        assert!(
+            serde_json::to_string(&tls)
+                .unwrap()
+                .contains(r#""tls":true"#)
+        );
+    }
+}
