@@ -606,6 +606,56 @@ fn tls_port_closes_plain_resp_and_garbage_and_keeps_serving() {
     assert_eq!(pong.text().as_deref(), Some("PONG"));
 }
 
+#[test]
+fn tls_client_gone_while_blocked_is_noticed_after_its_close_notify() {
+    let pki = Pki::new();
+    let cert = pki.issue("proxy", "tessera-proxy", "1008");
+    let r = RedisServer::start();
+    let (_proxy, port) = tls_proxy(&[&r], &cert, "");
+    // A polite TLS client: BLPOP for ever, then close_notify (SSL_shutdown), then FIN.
+    let script = format!(
+        r#"
+import socket, ssl, time
+ctx = ssl.create_default_context(cafile="{ca}")
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", {port})), server_hostname="127.0.0.1")
+s.sendall(b"*3\r\n$5\r\nBLPOP\r\n$6\r\ntls:bq\r\n$1\r\n0\r\n")
+time.sleep(1.0)
+s.settimeout(1.0)
+try:
+    s.unwrap()
+except Exception:
+    pass
+print("closed", flush=True)
+"#,
+        ca = pki.ca()
+    );
+    let blocked = || {
+        let info: String = redis::cmd("INFO")
+            .arg("clients")
+            .query(&mut r.client())
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap()
+    };
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || blocked() == 1),
+        "BLPOP never reached Redis"
+    );
+    let out = child.wait().unwrap();
+    assert!(out.success());
+    assert!(
+        wait_until(Duration::from_secs(5), || blocked() == 0),
+        "the proxy still holds a BLPOP for a client that closed"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Backends
 

@@ -30,7 +30,6 @@ use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
@@ -584,7 +583,7 @@ impl Session {
                         biased;
                         o = account.overflowed() => return Err(End::Output(o)),
                         _ = self.stop.changed() => return Err(End::Shutdown),
-                        _ = client_gone(self.stream.tcp()) => return Err(End::ClientClosed),
+                        _ = client_gone(&self.stream) => return Err(End::ClientClosed),
                         r = f => r,
                     };
                     match reply::taken(r, &account) {
@@ -655,14 +654,37 @@ impl Session {
 }
 
 /// Resolves when the client has closed its side; never, once it has sent more (a pipeline
-/// after a blocking command is read when the command is answered). Looks at the socket under
-/// TLS too: a TLS client's close_notify is bytes, so only its FIN without one is seen here.
-async fn client_gone(stream: &TcpStream) {
-    let mut b = [0u8; 1];
-    if let Ok(n) = stream.peek(&mut b).await
-        && n > 0
-    {
-        std::future::pending::<()>().await;
+/// after a blocking command is read when the command is answered).
+///
+/// TLS: a client closing politely sends `close_notify` (bytes) before its FIN, so the peek
+/// would see "more" and wait for ever; there the FIN itself is watched for (`EPOLLRDHUP`,
+/// tokio's read-closed readiness), whatever bytes came before it.
+async fn client_gone(stream: &Stream) {
+    match stream {
+        Stream::Plain(tcp) => {
+            let mut b = [0u8; 1];
+            if let Ok(n) = tcp.peek(&mut b).await
+                && n > 0
+            {
+                std::future::pending::<()>().await;
+            }
+        }
+        Stream::Tls(_) => {
+            let tcp = stream.tcp();
+            loop {
+                match tcp.ready(tokio::io::Interest::READABLE).await {
+                    Ok(r) if r.is_read_closed() => return,
+                    Ok(_) => {
+                        // Bytes are waiting (a pipeline, a close_notify): clear the readiness
+                        // without reading them and wait for the next event.
+                        let _ = tcp.try_io(tokio::io::Interest::READABLE, || {
+                            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+                        });
+                    }
+                    Err(_) => return,
+                }
+            }
+        }
     }
 }
 
