@@ -58,6 +58,7 @@ struct ConsoleArgs {
     /// --tls-key; the session cookie is then always `Secure`.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     #[command(subcommand)]
@@ -142,6 +143,7 @@ struct BackendTlsArgs {
     /// Client certificate (PEM) for backends that require one.
     #[arg(long, requires = "backend_tls_key")]
     backend_tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
     #[arg(long, requires = "backend_tls_cert")]
     backend_tls_key: Option<PathBuf>,
 }
@@ -179,6 +181,7 @@ struct DashboardArgs {
     /// Serve the API over HTTPS with this certificate chain (PEM; reloaded when it changes).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     #[command(flatten)]

@@ -203,8 +203,8 @@ pub async fn run(
     if !console.config.secure_cookie && !addr.ip().is_loopback() {
         tracing::warn!(
             %addr,
-            "the console serves plain HTTP on a non-loopback address: put it behind an HTTPS \
-             proxy and set secure_cookie = true in console.toml"
+            "the console serves plain HTTP on a non-loopback address: give it tls_cert and \
+             tls_key, or put it behind an HTTPS proxy and set secure_cookie = true in console.toml"
         );
     }
     let (threads, queue) = console.auth.hashing_capacity();
