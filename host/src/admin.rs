@@ -1015,6 +1015,9 @@ fn render_groups(groups: &[Value]) -> String {
     ]);
     for g in groups {
         let mut id = text(&g["id"]);
+        if g["tls"].as_bool() == Some(true) {
+            id.push_str(" (tls)");
+        }
         if g["down"].as_bool() == Some(true) {
             id.push_str(" (down)");
         }

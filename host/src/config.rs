@@ -362,3 +362,32 @@ impl PluginFile {
             .with_input_limit(self.max_input_kb))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_settings_go_together() {
+        let mut c = ProxyConfig::default();
+        assert!(c.tls_files().unwrap().is_none(), "TLS is off by default");
+        c.tls_listen = Some("127.0.0.1:0".into());
+        assert!(c.tls_files().is_err(), "a TLS listener needs a certificate");
+        c.tls_cert = Some("c.pem".into());
+        c.tls_key = Some("k.pem".into());
+        let f = c.tls_files().unwrap().unwrap();
+        assert_eq!((f.client_ca, f.client_auth), (None, ClientAuth::Required));
+        c.tls_listen = None;
+        assert!(
+            c.tls_files().is_err(),
+            "certificate files without a listener are a mistake"
+        );
+    }
+
+    #[test]
+    fn tls_client_auth_is_required_or_optional_in_the_file() {
+        let c: ProxyConfig = toml::from_str("tls_client_auth = \"optional\"").unwrap();
+        assert_eq!(c.tls_client_auth, ClientAuth::Optional);
+        assert!(toml::from_str::<ProxyConfig>("tls_client_auth = \"sometimes\"").is_err());
+    }
+}

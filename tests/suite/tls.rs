@@ -384,7 +384,12 @@ fn redis_crate_over_tls() {
     let pki = Pki::new();
     let cert = pki.issue("proxy", "tessera-proxy", "1003");
     let (r1, r2) = (RedisServer::start(), RedisServer::start());
-    let (_proxy, port) = tls_proxy(&[&r1, &r2], &cert, "");
+    // This one is set up with the command-line flags rather than proxy.toml.
+    let port = free_port();
+    let _proxy = Proxy::builder(&[&r1, &r2])
+        .args(&["--tls-listen", &format!("127.0.0.1:{port}")])
+        .args(&["--tls-cert", &cert.0, "--tls-key", &cert.1])
+        .start();
     let mut c = redis_tls(port, &pki.ca(), None).expect("TLS connection");
     let big = "x".repeat(300_000);
     let _: () = redis::cmd("SET")
