@@ -224,6 +224,9 @@ pub struct Stats {
     pub blocked: AtomicU64,
     /// Clients with CLIENT TRACKING on now (INFO's `tracking_clients`).
     pub tracking: AtomicU64,
+    /// Sockets on the TLS listener closed without a finished handshake: refused, not TLS,
+    /// or timed out (INFO's `proxy_tls_handshake_failures`).
+    pub tls_handshake_failures: AtomicU64,
 }
 
 /// Counts one client in a gauge of `Stats` while it lives.

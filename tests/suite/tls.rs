@@ -609,6 +609,20 @@ fn tls_port_closes_plain_resp_and_garbage_and_keeps_serving() {
     assert_eq!(stdout(&cli_tls(port, &pki.ca(), &[], &["PING"])), "PONG");
     let pong = crate::support::RawClient::connect(proxy.addr()).cmd(&["PING"]);
     assert_eq!(pong.text().as_deref(), Some("PONG"));
+    // INFO counts the three sockets that never finished a handshake.
+    let failures = || -> u64 {
+        let mut c = crate::support::connect(&format!("redis://{}/", proxy.addr()));
+        let info: String = redis::cmd("INFO").arg("server").query(&mut c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("proxy_tls_handshake_failures:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no proxy_tls_handshake_failures in INFO:\n{info}"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || failures() == 3),
+        "{}",
+        failures()
+    );
 }
 
 #[test]

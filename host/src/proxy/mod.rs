@@ -217,7 +217,11 @@ async fn start_session(
             tokio::select! {
                 r = server.accept(tcp, timeout) => match r {
                     Ok(s) => s,
-                    Err(e) => return debug!(?peer, error = %e, "TLS handshake failed"),
+                    Err(e) => {
+                        let failures = &worker.shared.stats.tls_handshake_failures;
+                        failures.fetch_add(1, Ordering::Relaxed);
+                        return debug!(?peer, error = %e, "TLS handshake failed");
+                    }
                 },
                 _ = stop.changed() => return,
             }
