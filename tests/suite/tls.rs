@@ -626,7 +626,7 @@ fn tls_port_closes_plain_resp_and_garbage_and_keeps_serving() {
 }
 
 #[test]
-fn tls_client_gone_while_blocked_is_noticed_after_its_close_notify() {
+fn tls_client_blocked_reads_what_came_meanwhile_and_is_noticed_gone_after_its_close_notify() {
     let pki = Pki::new();
     let cert = pki.issue("proxy", "tessera-proxy", "1008");
     let r = RedisServer::start();
@@ -637,6 +637,19 @@ fn tls_client_gone_while_blocked_is_noticed_after_its_close_notify() {
 import socket, ssl, time
 ctx = ssl.create_default_context(cafile="{ca}")
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", {port})), server_hostname="127.0.0.1")
+# A command sent while one is blocked waits its turn, and is read once the first is answered.
+s.sendall(b"*3\r\n$5\r\nBLPOP\r\n$6\r\ntls:bp\r\n$1\r\n1\r\n")
+time.sleep(0.3)
+s.sendall(b"*1\r\n$4\r\nPING\r\n")
+s.settimeout(10.0)
+buf = b""
+while b"+PONG" not in buf:
+    d = s.recv(100)
+    if not d:
+        break
+    buf += d
+assert buf == b"*-1\r\n+PONG\r\n", buf
+s.settimeout(None)
 s.sendall(b"*3\r\n$5\r\nBLPOP\r\n$6\r\ntls:bq\r\n$1\r\n0\r\n")
 time.sleep(1.0)
 s.settimeout(1.0)

@@ -658,7 +658,9 @@ impl Session {
 ///
 /// TLS: a client closing politely sends `close_notify` (bytes) before its FIN, so the peek
 /// would see "more" and wait for ever; there the FIN itself is watched for (`EPOLLRDHUP`,
-/// tokio's read-closed readiness), whatever bytes came before it.
+/// tokio's read-closed readiness), whatever bytes came before it. Bytes waiting are left
+/// unread and so is their readiness (cleared, the session's next read would wait for an edge
+/// that never comes); with bytes waiting the readiness is looked at again every 250 ms.
 async fn client_gone(stream: &Stream) {
     match stream {
         Stream::Plain(tcp) => {
@@ -674,13 +676,7 @@ async fn client_gone(stream: &Stream) {
             loop {
                 match tcp.ready(tokio::io::Interest::READABLE).await {
                     Ok(r) if r.is_read_closed() => return,
-                    Ok(_) => {
-                        // Bytes are waiting (a pipeline, a close_notify): clear the readiness
-                        // without reading them and wait for the next event.
-                        let _ = tcp.try_io(tokio::io::Interest::READABLE, || {
-                            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-                        });
-                    }
+                    Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
                     Err(_) => return,
                 }
             }
