@@ -775,8 +775,8 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     }
     // Health checks reach the servers over TLS: both masters are up, none down.
     assert!(
-        wait_until(Duration::from_secs(10), || {
-            let groups = api.get("/api/groups").ok();
+        wait_until(Duration::from_secs(30), || {
+            let groups = poll(&api, "/api/groups");
             groups.as_array().is_some_and(|gs| {
                 gs.iter()
                     .all(|g| g["down"] == false && g["servers"][0]["up"] == true)
@@ -792,13 +792,11 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     )
     .ok();
     assert!(
-        wait_until(Duration::from_secs(60), || {
-            api.get("/api/migrations").ok()["slots"]
+        wait_until(Duration::from_secs(90), || {
+            poll(&api, "/api/migrations")["slots"]
                 .as_array()
                 .is_some_and(Vec::is_empty)
-                && api
-                    .get("/api/slots")
-                    .ok()
+                && poll(&api, "/api/slots")
                     .as_array()
                     .is_some_and(|s| s.iter().all(|s| s["group"] == 2))
         }),
@@ -814,6 +812,14 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
         let v: String = redis::cmd("GET").arg(k).query(&mut c).unwrap();
         assert_eq!(&v, k);
     }
+}
+
+/// A GET while polling: a request that fails or times out on a loaded machine is "not yet".
+fn poll(api: &crate::support::Api, path: &str) -> serde_json::Value {
+    api.try_request("GET", path, None)
+        .ok()
+        .filter(|r| r.status == 200)
+        .map_or(serde_json::Value::Null, |r| r.json())
 }
 
 // ---------------------------------------------------------------------------------------------
