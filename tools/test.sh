@@ -20,6 +20,7 @@ test_packages=(
   chromium:chromium          # the console's end-to-end test in headless Chromium
   /usr/bin/python3:python3   # runs the redis-py client tests (tests/clients)
   /usr/lib/python3/dist-packages/redis/__init__.py:python3-redis  # redis-py, as applications use it
+  openssl:openssl            # the TLS tests make their CA and certificates, and read served ones
 )
 apt_install "${TESSERA_BUILD_PACKAGES[@]}" "${test_packages[@]}"
 # rustup does not add a missing target to an installed toolchain by itself.

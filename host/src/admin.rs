@@ -118,6 +118,10 @@ pub enum GroupCmd {
         /// Group id [default: the next free one].
         #[arg(long)]
         id: Option<u32>,
+        /// Its servers speak TLS only: proxies, health checks and the mover connect with TLS
+        /// (verified against each process's `--backend-tls-ca`; docs/tls.md).
+        #[arg(long)]
+        tls: bool,
     },
     /// Delete a group that has no slots and no servers.
     Delete {
@@ -376,11 +380,14 @@ async fn group(c: &Client, cmd: GroupCmd) -> anyhow::Result<Reply> {
             let human = render_groups(v.as_array().map_or(&[], Vec::as_slice));
             return Ok(Reply { json: v, human });
         }
-        GroupCmd::Create { id } => {
-            let body = match id {
+        GroupCmd::Create { id, tls } => {
+            let mut body = match id {
                 Some(id) => json!({ "id": id }),
                 None => json!({}),
             };
+            if tls {
+                body["tls"] = json!(true);
+            }
             let v = c.call(Method::POST, &["api", "groups"], Some(body)).await?;
             let summary = format!("created group {}", text(&v["id"]));
             (v, summary)
@@ -1052,6 +1059,9 @@ fn render_groups(groups: &[Value]) -> String {
     ]);
     for g in groups {
         let mut id = text(&g["id"]);
+        if g["tls"].as_bool() == Some(true) {
+            id.push_str(" (tls)");
+        }
         if g["down"].as_bool() == Some(true) {
             id.push_str(" (down)");
         }

@@ -1,11 +1,12 @@
 //! `proxy.toml`: every setting of `tessera proxy`. Command-line flags override the file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::resp::Limits;
+use crate::tls::{ClientAuth, ServerTlsFiles};
 use crate::users::{self, Users, UsersError};
 
 /// Settings of one proxy process.
@@ -77,6 +78,26 @@ pub struct ProxyConfig {
     pub plugins: Vec<PluginFile>,
     /// Static mode: the users clients may AUTH as (`[[users]]` tables; docs/users.md).
     pub users: Vec<crate::users::UserEntry>,
+    /// A second RESP listener that speaks TLS, beside `listen` (docs/tls.md). Needs
+    /// `tls_cert` and `tls_key`; both are reloaded when they change on disk.
+    pub tls_listen: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Verify client certificates against this CA bundle.
+    pub tls_client_ca: Option<PathBuf>,
+    /// With `tls_client_ca`: `"required"` (default; no certificate, no connection) or
+    /// `"optional"` (a certificate sent is verified, clients without one are served).
+    pub tls_client_auth: ClientAuth,
+    /// A TLS client that has not finished its handshake this long after connecting is
+    /// closed (it holds a `max_clients` slot meanwhile).
+    pub tls_handshake_timeout_ms: u64,
+    /// Static mode: every backend speaks TLS (cluster mode: per group, `group create --tls`).
+    pub backend_tls: bool,
+    /// The CA bundle backends' certificates are verified against (needed by any TLS backend).
+    pub backend_tls_ca: Option<PathBuf>,
+    /// A client certificate and key for backends that require one (`tls-auth-clients yes`).
+    pub backend_tls_cert: Option<PathBuf>,
+    pub backend_tls_key: Option<PathBuf>,
 }
 
 impl Default for ProxyConfig {
@@ -110,6 +131,16 @@ impl Default for ProxyConfig {
             shutdown_grace_ms: 10_000,
             plugins: Vec::new(),
             users: Vec::new(),
+            tls_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            tls_client_auth: ClientAuth::default(),
+            tls_handshake_timeout_ms: crate::tls::server::HANDSHAKE_TIMEOUT.as_millis() as u64,
+            backend_tls: false,
+            backend_tls_ca: None,
+            backend_tls_cert: None,
+            backend_tls_key: None,
         }
     }
 }
@@ -242,6 +273,41 @@ impl ProxyConfig {
         }
     }
 
+    /// The TLS listener's files, when `tls_listen` is set.
+    ///
+    /// # Errors
+    /// `tls_listen` without a certificate or key, or TLS files without `tls_listen`.
+    pub fn tls_files(&self) -> Result<Option<ServerTlsFiles>, ConfigError> {
+        match (&self.tls_listen, &self.tls_cert, &self.tls_key) {
+            (Some(_), Some(cert), Some(key)) => Ok(Some(ServerTlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: self.tls_client_ca.clone(),
+                client_auth: self.tls_client_auth,
+            })),
+            (Some(_), _, _) => Err(ConfigError::Invalid(
+                "tls_listen needs tls_cert and tls_key".into(),
+            )),
+            (None, None, None) if self.tls_client_ca.is_none() => Ok(None),
+            (None, ..) => Err(ConfigError::Invalid(
+                "tls_cert, tls_key and tls_client_ca are for tls_listen: set it too".into(),
+            )),
+        }
+    }
+
+    pub fn tls_handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.tls_handshake_timeout_ms.max(1))
+    }
+
+    /// The backend CA and client certificate.
+    pub fn backend_tls_files(&self) -> crate::tls::backend::BackendTlsFiles {
+        crate::tls::backend::BackendTlsFiles {
+            ca: self.backend_tls_ca.clone(),
+            cert: self.backend_tls_cert.clone(),
+            key: self.backend_tls_key.clone(),
+        }
+    }
+
     pub fn idle_timeout(&self) -> Option<Duration> {
         (self.client_idle_timeout_ms > 0)
             .then(|| Duration::from_millis(self.client_idle_timeout_ms))
@@ -303,5 +369,34 @@ impl PluginFile {
         Ok(spec
             .with_limits(self.cpu_budget_ms, self.memory_mb)
             .with_input_limit(self.max_input_kb))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_settings_go_together() {
+        let mut c = ProxyConfig::default();
+        assert!(c.tls_files().unwrap().is_none(), "TLS is off by default");
+        c.tls_listen = Some("127.0.0.1:0".into());
+        assert!(c.tls_files().is_err(), "a TLS listener needs a certificate");
+        c.tls_cert = Some("c.pem".into());
+        c.tls_key = Some("k.pem".into());
+        let f = c.tls_files().unwrap().unwrap();
+        assert_eq!((f.client_ca, f.client_auth), (None, ClientAuth::Required));
+        c.tls_listen = None;
+        assert!(
+            c.tls_files().is_err(),
+            "certificate files without a listener are a mistake"
+        );
+    }
+
+    #[test]
+    fn tls_client_auth_is_required_or_optional_in_the_file() {
+        let c: ProxyConfig = toml::from_str("tls_client_auth = \"optional\"").unwrap();
+        assert_eq!(c.tls_client_auth, ClientAuth::Optional);
+        assert!(toml::from_str::<ProxyConfig>("tls_client_auth = \"sometimes\"").is_err());
     }
 }

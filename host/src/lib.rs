@@ -24,6 +24,7 @@
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
 //! - [`telemetry`] — per-command counters and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
+//! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 
@@ -52,6 +53,7 @@ pub mod router;
 pub mod secret;
 pub mod session;
 pub mod telemetry;
+pub mod tls;
 pub mod up;
 pub mod users;
 pub mod worker;

@@ -62,6 +62,13 @@ struct ConsoleArgs {
     /// Listen address [default: the config's, else 127.0.0.1:9090].
     #[arg(long)]
     listen: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM; reloaded when it changes). Needs
+    /// --tls-key; the session cookie is then always `Secure`.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<ConsoleCmd>,
 }
@@ -106,6 +113,47 @@ struct ProxyArgs {
     /// NAME=open|closed: what a plugin's failure does to a command (default closed).
     #[arg(long = "plugin-fail")]
     plugin_fail: Vec<String>,
+    #[command(flatten)]
+    tls: ProxyTlsArgs,
+}
+
+/// TLS flags of `tessera proxy` (each overrides its proxy.toml setting; docs/tls.md).
+#[derive(clap::Args)]
+struct ProxyTlsArgs {
+    /// A TLS RESP listener beside --listen (needs --tls-cert and --tls-key).
+    #[arg(long)]
+    tls_listen: Option<String>,
+    /// Certificate chain (PEM) of the TLS listener; reloaded when the file changes.
+    #[arg(long)]
+    tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long)]
+    tls_key: Option<PathBuf>,
+    /// Verify client certificates against this CA bundle (PEM).
+    #[arg(long)]
+    tls_client_ca: Option<PathBuf>,
+    /// With --tls-client-ca: `required` (default) or `optional`.
+    #[arg(long, value_parser = ["required", "optional"])]
+    tls_client_auth: Option<String>,
+    #[command(flatten)]
+    backend: BackendTlsArgs,
+    /// Static mode: every backend speaks TLS.
+    #[arg(long)]
+    backend_tls: bool,
+}
+
+/// How this process verifies (and, optionally, authenticates to) TLS backends.
+#[derive(clap::Args)]
+struct BackendTlsArgs {
+    /// CA bundle (PEM) TLS backends' certificates are verified against.
+    #[arg(long)]
+    backend_tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for backends that require one.
+    #[arg(long, requires = "backend_tls_key")]
+    backend_tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, requires = "backend_tls_cert")]
+    backend_tls_key: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -138,6 +186,14 @@ struct DashboardArgs {
     /// Slots migrating at once per group.
     #[arg(long, default_value_t = 512)]
     max_slots_in_flight: usize,
+    /// Serve the API over HTTPS with this certificate chain (PEM; reloaded when it changes).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    backend_tls: BackendTlsArgs,
 }
 
 #[derive(clap::Args)]
@@ -243,6 +299,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(t) = args.threads {
         config.threads = t;
     }
+    args.tls.apply(&mut config);
     if args.plugin_configs.len() > args.plugins.len() {
         bail!(
             "--plugin-config given {} times but --plugin only {}",
@@ -345,6 +402,11 @@ fn run_console(args: ConsoleArgs) -> anyhow::Result<()> {
         Some(path) => tessera::console::ConsoleConfig::from_file(path)?,
         None => tessera::console::ConsoleConfig::default(),
     };
+    let mut config = config;
+    if let (Some(cert), Some(key)) = (args.tls_cert, args.tls_key) {
+        config.tls_cert = Some(cert);
+        config.tls_key = Some(key);
+    }
     let opts = tessera::console::ConsoleOptions {
         config,
         stores: args.stores,
@@ -395,6 +457,19 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     opts.health_interval = Duration::from_millis(args.health_interval_ms.max(100));
     opts.down_after = args.down_after.max(1);
     opts.max_slots_in_flight = args.max_slots_in_flight.max(1);
+    args.backend_tls.configure()?;
+    let https = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            tessera::tls::ServerTls::load(tessera::tls::ServerTlsFiles {
+                cert,
+                key,
+                client_ca: None,
+                client_auth: tessera::tls::ClientAuth::default(),
+            })
+            .context("--tls-cert/--tls-key")?,
+        ),
+        _ => None,
+    };
     runtime()?.block_on(async {
         let started = Dashboard::start(opts).await?;
         if let Some(token) = &started.new_token {
@@ -406,10 +481,11 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
             );
         }
         let addr = started.listener.local_addr()?;
-        tracing::info!(%addr, cluster = %args.cluster, "dashboard API listening");
+        let listener = tessera::tls::http::HttpListener::new(started.listener, https)?;
+        tracing::info!(%addr, cluster = %args.cluster, https = listener.is_tls(), "dashboard API listening");
         let d = started.dashboard.clone();
         tokio::spawn(d.clone().run_background());
-        let serve = tessera::api::serve(started.listener, tessera::api::dashboard::router(d.clone()), shutdown_signal());
+        let serve = tessera::api::serve(listener, tessera::api::dashboard::router(d.clone()), shutdown_signal());
         tokio::select! {
             r = serve => r?,
             _ = d.lock_lost() => bail!("this dashboard lost the cluster lock to another one; stopping"),
@@ -417,6 +493,45 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
         tracing::info!("dashboard stopped");
         Ok(())
     })
+}
+
+impl ProxyTlsArgs {
+    fn apply(self, config: &mut ProxyConfig) {
+        let set = |slot: &mut Option<PathBuf>, v: Option<PathBuf>| {
+            if v.is_some() {
+                *slot = v;
+            }
+        };
+        if self.tls_listen.is_some() {
+            config.tls_listen = self.tls_listen;
+        }
+        set(&mut config.tls_cert, self.tls_cert);
+        set(&mut config.tls_key, self.tls_key);
+        set(&mut config.tls_client_ca, self.tls_client_ca);
+        if let Some(mode) = self
+            .tls_client_auth
+            .as_deref()
+            .and_then(tessera::tls::ClientAuth::parse)
+        {
+            config.tls_client_auth = mode;
+        }
+        config.backend_tls |= self.backend_tls;
+        set(&mut config.backend_tls_ca, self.backend.backend_tls_ca);
+        set(&mut config.backend_tls_cert, self.backend.backend_tls_cert);
+        set(&mut config.backend_tls_key, self.backend.backend_tls_key);
+    }
+}
+
+impl BackendTlsArgs {
+    /// Loads the backend CA (and client certificate) into this process's connector.
+    fn configure(&self) -> anyhow::Result<()> {
+        tessera::tls::backend::configure(
+            self.backend_tls_ca.as_deref(),
+            self.backend_tls_cert.as_deref(),
+            self.backend_tls_key.as_deref(),
+        )
+        .context("backend TLS")
+    }
 }
 
 /// Completes on SIGTERM or Ctrl-C.

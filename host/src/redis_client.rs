@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 
 use crate::resp::{ReplyScanner, encode_request};
 
@@ -83,26 +82,28 @@ impl std::fmt::Debug for Credential {
 /// One connection to a Redis server.
 pub struct RedisClient {
     addr: String,
-    stream: TcpStream,
+    stream: crate::tls::Stream,
     rbuf: BytesMut,
     timeout: Duration,
 }
 
 impl RedisClient {
+    /// Connects through the backend connector (TLS to a group marked so, see `tls::backend`).
+    ///
     /// # Errors
     /// Connect failure or timeout.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        let connect = crate::tls::backend::backends().connect(addr);
+        let stream = tokio::time::timeout(timeout, connect)
             .await
             .map_err(|_| ClientError::Timeout {
                 addr: addr.into(),
                 ms: timeout.as_millis(),
             })?
-            .map_err(|e| ClientError::Io {
+            .map_err(|reason| ClientError::Io {
                 addr: addr.into(),
-                reason: e.to_string(),
+                reason,
             })?;
-        let _ = stream.set_nodelay(true);
         Ok(Self {
             addr: addr.into(),
             stream,
@@ -178,7 +179,7 @@ impl RedisClient {
             reason: e.to_string(),
         };
         tokio::time::timeout(timeout, async {
-            self.stream.write_all(req).await.map_err(io)?;
+            self.stream.send_all(req).await.map_err(io)?;
             self.read_replies(1)
                 .await
                 .map(|mut v| v.pop().unwrap_or(Value::Nil))
@@ -213,7 +214,7 @@ impl RedisClient {
         }
         let addr = self.addr.clone();
         self.stream
-            .write_all(&out)
+            .send_all(&out)
             .await
             .map_err(|e| ClientError::Io {
                 addr,

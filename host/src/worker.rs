@@ -39,6 +39,8 @@ pub struct Shared {
     pub users: arc_swap::ArcSwap<crate::users::Users>,
     pub started: Instant,
     pub listen_addr: SocketAddr,
+    /// The TLS listener's address and certificate, when it has one.
+    pub tls: Option<(SocketAddr, Arc<crate::tls::ServerTls>)>,
     /// Memory held for unfinished requests, all clients together.
     pub requests: Arc<MemoryPool>,
     /// Memory held for replies clients have not read yet.
@@ -99,6 +101,7 @@ impl Shared {
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,
+            tls: None,
             active: AtomicUsize::new(0),
             inflight: Default::default(),
             phase: AtomicUsize::new(0),
@@ -221,6 +224,9 @@ pub struct Stats {
     pub blocked: AtomicU64,
     /// Clients with CLIENT TRACKING on now (INFO's `tracking_clients`).
     pub tracking: AtomicU64,
+    /// Sockets on the TLS listener closed without a finished handshake: refused, not TLS,
+    /// or timed out (INFO's `proxy_tls_handshake_failures`).
+    pub tls_handshake_failures: AtomicU64,
 }
 
 /// Counts one client in a gauge of `Stats` while it lives.

@@ -80,3 +80,7 @@ mod roles;
 // connections (across proxies, a client gone while blocked, the limit, through a migration),
 // WAIT, scripts and functions on every group.
 mod sessions;
+// TLS: the proxy's TLS listener (redis-cli, redis-py, the redis crate), certificate reload,
+// client certificates, hostile sockets on the TLS port, TLS-only backends (static and in a
+// cluster: health checks, the mover), the dashboard and console over HTTPS.
+mod tls;

@@ -93,6 +93,7 @@ struct GroupView {
     id: GroupId,
     slots: usize,
     down: bool,
+    tls: bool,
     servers: Vec<ServerView>,
     /// While down: why automatic failover is not (yet) replacing the master.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,6 +115,7 @@ fn group_views(d: &Dashboard) -> Vec<GroupView> {
                 slots: st.slots.iter().filter(|s| s.group == Some(g.id)).count(),
                 down: st.down.contains(&g.id),
                 failover: d.failover.group_status(g.id),
+                tls: g.tls,
                 servers: g
                     .servers
                     .iter()
@@ -151,14 +153,18 @@ fn group_view(d: &Dashboard, id: GroupId) -> Result<Json<GroupView>, ApiError> {
 #[derive(Deserialize)]
 struct CreateGroup {
     id: Option<u32>,
+    /// The group's servers speak TLS only (docs/tls.md).
+    #[serde(default)]
+    tls: bool,
 }
 
 async fn create_group(
     State(d): State<Arc<Dashboard>>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let id = optional_json::<CreateGroup>(&body)?.and_then(|b| b.id);
-    let g = d.create_group(id).await?;
+    let b = optional_json::<CreateGroup>(&body)?;
+    let (id, tls) = b.map_or((None, false), |b| (b.id, b.tls));
+    let g = d.create_group(id, tls).await?;
     Ok((StatusCode::CREATED, group_view(&d, g.id)?).into_response())
 }
 

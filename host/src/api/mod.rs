@@ -16,11 +16,15 @@ pub use tokens::{ROLE_HEADER, TOKEN_HEADER};
 ///
 /// # Errors
 /// The server failed.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
+pub async fn serve<L>(
+    listener: L,
     router: axum::Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

@@ -216,6 +216,12 @@ impl ProxyAdmin {
         let table = topo
             .to_table()
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        // Before the swap: the first request to a TLS group's master connects with TLS.
+        crate::tls::backend::backends().mark(
+            topo.groups
+                .iter()
+                .filter_map(|g| Some((g.master.as_deref()?, g.tls))),
+        );
         self.shared.router.swap(table);
         *self.topology.lock().expect("topology lock poisoned") = Some(topo.clone());
         if let Err(left) = self.shared.drain(DRAIN_LIMIT).await {

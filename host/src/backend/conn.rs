@@ -10,8 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -21,6 +20,7 @@ use super::{Login, ReplyResult};
 use crate::error::DataError;
 use crate::limits::OutputAccount;
 use crate::resp::{Proto, ReplyScanner};
+use crate::tls::Stream;
 
 /// Settings shared by every connection of a proxy.
 #[derive(Debug, Clone)]
@@ -194,7 +194,18 @@ impl ConnTask {
                         debug!(addr = %self.addr, "backend reconnected");
                     }
                     failures = 0;
-                    let reason = self.serve(stream, first).await;
+                    // Plain: the socket's own halves, no lock between them (the hot path);
+                    // TLS: one state shared by both directions, so tokio's locked split.
+                    let reason = match stream {
+                        Stream::Plain(s) => {
+                            let (r, w) = s.into_split();
+                            self.serve(r, w, first).await
+                        }
+                        tls => {
+                            let (r, w) = tokio::io::split(tls);
+                            self.serve(r, w, first).await
+                        }
+                    };
                     if self.rx.is_closed() && self.rx.is_empty() {
                         return;
                     }
@@ -232,7 +243,7 @@ impl ConnTask {
         }
     }
 
-    async fn connect(&self) -> Result<TcpStream, String> {
+    async fn connect(&self) -> Result<Stream, String> {
         let fut = connect_logged_in(&self.addr, &self.login, self.proto);
         match tokio::time::timeout(self.opts.connect_timeout, fut).await {
             Ok(r) => r,
@@ -246,8 +257,12 @@ impl ConnTask {
     /// Runs the connection until it breaks, or until every handle is gone and the requests
     /// in flight have their replies; returns why. Requests in flight when it breaks are failed
     /// here; requests still queued stay queued for the next connection.
-    async fn serve(&mut self, stream: TcpStream, first: Request) -> String {
-        let (mut r, mut w) = stream.into_split();
+    async fn serve(
+        &mut self,
+        mut r: impl AsyncRead + Unpin,
+        mut w: impl AsyncWrite + Unpin,
+        first: Request,
+    ) -> String {
         let inflight: std::cell::RefCell<VecDeque<InFlight>> = Default::default();
         // Set when no handle is left: the reader ends once nothing is in flight.
         let closed = std::cell::Cell::new(false);
@@ -285,6 +300,8 @@ impl ConnTask {
                     w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
                     wbuf.clear();
                 }
+                // A no-op on a plain socket; TLS may hold the last record back until it.
+                w.flush().await.map_err(|e| e.to_string())?;
                 if rx.recv_many(&mut batch, 512).await == 0 {
                     closed.set(true);
                     wake.notify_one();
@@ -362,23 +379,17 @@ fn grow(rbuf: &mut BytesMut) {
     }
 }
 
-/// Connects to `addr`, runs `login`'s steps and, for RESP3, `HELLO 3`: a connection that acts
-/// as the login's user and speaks `proto` (every backend connection's handshake, the shared
-/// ones', the dedicated ones' and the pub/sub hub's).
+/// Connects to `addr` (with TLS if its group is marked so, see `tls::backend`), runs
+/// `login`'s steps and, for RESP3, `HELLO 3`: a connection that acts as the login's user and
+/// speaks `proto` (every backend connection's handshake, the shared ones', the dedicated
+/// ones' and the pub/sub hub's).
 ///
 /// # Errors
 /// The connection failed, or a step's reply was refused (its text says which).
-pub async fn connect_logged_in(
-    addr: &str,
-    login: &Login,
-    proto: Proto,
-) -> Result<TcpStream, String> {
-    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
+pub async fn connect_logged_in(addr: &str, login: &Login, proto: Proto) -> Result<Stream, String> {
+    let mut s = crate::tls::backend::backends().connect(addr).await?;
     for step in login.steps.iter() {
-        s.write_all(&step.request)
-            .await
-            .map_err(|e| e.to_string())?;
+        s.send_all(&step.request).await.map_err(|e| e.to_string())?;
         let reply = read_one(&mut s).await?;
         if !(step.accept)(&reply) {
             return Err(format!(
@@ -389,7 +400,7 @@ pub async fn connect_logged_in(
         }
     }
     if proto == Proto::Resp3 {
-        s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+        s.send_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
             .await
             .map_err(|e| e.to_string())?;
         let reply = read_one(&mut s).await?;
@@ -404,7 +415,7 @@ pub async fn connect_logged_in(
 }
 
 /// Reads exactly one reply (used only during the handshake).
-async fn read_one(s: &mut TcpStream) -> Result<Bytes, String> {
+async fn read_one(s: &mut Stream) -> Result<Bytes, String> {
     let mut buf = BytesMut::with_capacity(512);
     let mut scanner = ReplyScanner::default();
     loop {

@@ -53,10 +53,17 @@ pub struct ConsoleConfig {
     /// … for this long, doubled for each lockout in a row (at most 16 times this).
     #[serde(default = "default_lockout_secs")]
     pub lockout_secs: u64,
-    /// Send the session cookie with `Secure`. The console serves plain HTTP, so set this when
-    /// it is reached through an HTTPS proxy; `X-Forwarded-Proto` is never trusted for it.
+    /// Send the session cookie with `Secure`. Always on when the console serves HTTPS itself
+    /// (`tls_cert`); set it when plain HTTP is reached through an HTTPS proxy.
+    /// `X-Forwarded-Proto` is never trusted for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub secure_cookie: bool,
+    /// Serve HTTPS with this certificate chain and key (PEM; reloaded when they change;
+    /// docs/tls.md). `--tls-cert`/`--tls-key` win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<std::path::PathBuf>,
     #[serde(default)]
     pub users: Vec<User>,
     /// API token per cluster name, sent to that cluster's dashboard in its store only. Its
@@ -115,6 +122,8 @@ impl Default for ConsoleConfig {
             lockout_failures: default_lockout_failures(),
             lockout_secs: default_lockout_secs(),
             secure_cookie: false,
+            tls_cert: None,
+            tls_key: None,
             users: Vec::new(),
             tokens: BTreeMap::new(),
         }

@@ -173,11 +173,28 @@ pub async fn run(
         .clone()
         .or_else(|| opts.config.listen.clone())
         .unwrap_or_else(|| DEFAULT_LISTEN.into());
+    let tls = match (&opts.config.tls_cert, &opts.config.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            crate::tls::ServerTls::load(crate::tls::ServerTlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: None,
+                client_auth: crate::tls::ClientAuth::default(),
+            })
+            .context("the console's tls_cert/tls_key")?,
+        ),
+        (None, None) => None,
+        _ => anyhow::bail!("tls_cert and tls_key go together"),
+    };
+    let mut opts = opts;
+    // Served over TLS, the session cookie never travels in clear text.
+    opts.config.secure_cookie |= tls.is_some();
     let console = Console::new(opts)?;
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
     let addr = listener.local_addr()?;
+    let listener = crate::tls::http::HttpListener::new(listener, tls)?;
     if !assets::built() {
         tracing::warn!(
             "the front end is not built: / shows how (cd web && npm ci && npm run build); the API works"
@@ -186,8 +203,8 @@ pub async fn run(
     if !console.config.secure_cookie && !addr.ip().is_loopback() {
         tracing::warn!(
             %addr,
-            "the console serves plain HTTP on a non-loopback address: put it behind an HTTPS \
-             proxy and set secure_cookie = true in console.toml"
+            "the console serves plain HTTP on a non-loopback address: give it tls_cert and \
+             tls_key, or put it behind an HTTPS proxy and set secure_cookie = true in console.toml"
         );
     }
     let (threads, queue) = console.auth.hashing_capacity();
@@ -195,12 +212,16 @@ pub async fn run(
         %addr,
         stores = ?console.stores(),
         session_store = console.auth.session_store(),
+        https = listener.is_tls(),
         password_checks = threads,
         password_queue = queue,
         "console listening"
     );
     // With the peer address: the login lockout counts per client address.
     let app = router(console).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    // tap_io: axum gives `ConnectInfo<SocketAddr>` to a listener's wrapper, not to a custom
+    // listener itself.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;

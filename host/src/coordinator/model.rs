@@ -228,9 +228,20 @@ pub struct GroupModel {
     pub id: GroupId,
     /// `servers[0]` is the master; the rest replicate from it.
     pub servers: Vec<ServerModel>,
+    /// Its servers speak TLS only: every connection to them (proxies', health checks, the
+    /// mover) uses TLS (docs/tls.md). Set when the group is created; absent in older
+    /// documents, which are plain.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 impl GroupModel {
+    /// Tells this process's backend connector whether the group's servers speak TLS.
+    pub fn mark_tls(&self) {
+        crate::tls::backend::backends()
+            .mark(self.servers.iter().map(|s| (s.addr.as_str(), self.tls)));
+    }
+
     pub fn master(&self) -> Option<&str> {
         self.servers.first().map(|s| s.addr.as_str())
     }
@@ -306,6 +317,7 @@ pub fn topology(
                 id: g.id,
                 master: g.master().map(str::to_string),
                 down: down.contains(&g.id),
+                tls: g.tls,
             })
             .collect(),
         slots: routes,
@@ -388,4 +400,27 @@ pub async fn load_layout(
         }
     }
     Ok((groups, slots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_documents_without_tls_still_load_as_plain() {
+        let old = r#"{"schema":1,"id":3,"servers":[{"addr":"10.0.0.1:6379"}]}"#;
+        let g: GroupModel = serde_json::from_str(old).unwrap();
+        assert!(!g.tls);
+        assert_eq!(
+            serde_json::to_string(&g).unwrap(),
+            old,
+            "plain groups are written as before"
+        );
+        let tls = GroupModel { tls: true, ..g };
+        assert!(
+            serde_json::to_string(&tls)
+                .unwrap()
+                .contains(r#""tls":true"#)
+        );
+    }
 }

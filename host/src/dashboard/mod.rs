@@ -183,6 +183,9 @@ impl Dashboard {
         let (groups, slots) = model::load_layout(&*store, &paths)
             .await
             .context("loading the cluster layout")?;
+        for g in &groups {
+            g.mark_tls();
+        }
         let mut offline = HashSet::new();
         for (key, _) in store
             .list(&format!("{}proxy-offline/", paths.cluster_prefix()))

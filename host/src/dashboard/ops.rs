@@ -76,6 +76,7 @@ impl Dashboard {
     }
 
     async fn save_group(&self, g: &GroupModel) -> Result<(), ApiError> {
+        g.mark_tls();
         model::write(&*self.store, &self.paths.group(g.id), g).await?;
         self.state
             .lock()
@@ -87,7 +88,7 @@ impl Dashboard {
 
     /// # Errors
     /// 409 when the id is taken.
-    pub async fn create_group(&self, id: Option<u32>) -> Result<GroupModel, ApiError> {
+    pub async fn create_group(&self, id: Option<u32>, tls: bool) -> Result<GroupModel, ApiError> {
         let _ops = self.ops.lock().await;
         let id = match id {
             Some(0) => return Err(ApiError::bad_request("group ids start at 1")),
@@ -110,9 +111,10 @@ impl Dashboard {
             schema: SCHEMA_VERSION,
             id,
             servers: vec![],
+            tls,
         };
         self.save_group(&g).await?;
-        info!(group = %id, "group created");
+        info!(group = %id, tls, "group created");
         Ok(g)
     }
 
@@ -159,6 +161,8 @@ impl Dashboard {
                 other.id
             )));
         }
+        // Its group's TLS setting is the connector's before the first connection to it.
+        crate::tls::backend::backends().mark([(addr, g.tls)]);
         // Before anything else: from here on the dashboard works on it as its own user.
         let created = admin_user::provision(addr, &self.backend_admin, REDIS_TIMEOUT)
             .await

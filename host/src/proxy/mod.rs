@@ -1,6 +1,8 @@
-//! The proxy process: a listener, and worker threads that each run their own single-threaded
-//! runtime with their own sessions and backend connections (so a request and its reply never
-//! cross threads). Accepted sockets are handed to workers round-robin.
+//! The proxy process: a listener (and, with `tls_listen`, a TLS one beside it), and worker
+//! threads that each run their own single-threaded runtime with their own sessions and
+//! backend connections (so a request and its reply never cross threads). Accepted sockets are
+//! handed to workers round-robin; a TLS socket's handshake runs on its worker, within
+//! `tls_handshake_timeout_ms`, holding its `max_clients` slot.
 //!
 //! Shutdown (SIGTERM): stop accepting, let every session finish the commands it has read,
 //! close idle sessions, exit.
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::backend::{BackendOptions, Pool};
 use crate::config::ProxyConfig;
@@ -28,8 +30,13 @@ use crate::worker::{Admission, Shared, Worker};
 /// A bound proxy, not yet serving.
 pub struct Proxy {
     listener: std::net::TcpListener,
+    tls_listener: Option<std::net::TcpListener>,
     shared: Arc<Shared>,
 }
+
+/// An accepted socket on its way to a worker: its `max_clients` slot, and whether it came in
+/// on the TLS listener.
+type Accepted = (std::net::TcpStream, Admission, bool);
 
 impl Proxy {
     /// Binds the listen address; static mode routes with the slots split over `backends`.
@@ -38,21 +45,54 @@ impl Proxy {
     /// Invalid configuration or the address cannot be bound.
     pub fn bind(config: ProxyConfig) -> anyhow::Result<Self> {
         config.validate()?;
+        if config.backend_tls {
+            crate::tls::backend::backends()
+                .mark(config.backends.iter().map(|b| (b.as_str(), true)));
+        }
         let router = Arc::new(Router::new(SlotTable::split_evenly(&config.backends)));
         Self::bind_with_router(config, router)
     }
 
     /// Binds with a routing table managed elsewhere (cluster mode swaps it at run time).
+    /// Loads the TLS files (listener and backends) first.
     ///
     /// # Errors
-    /// The address cannot be bound.
+    /// An address cannot be bound, or a TLS file does not load.
     pub fn bind_with_router(config: ProxyConfig, router: Arc<Router>) -> anyhow::Result<Self> {
+        crate::tls::backend::backends()
+            .configure(&config.backend_tls_files())
+            .context("backend TLS")?;
+        let tls = match config.tls_files()? {
+            Some(files) => Some(crate::tls::ServerTls::load(files).context("tls_cert/tls_key")?),
+            None => None,
+        };
         let listener = std::net::TcpListener::bind(&config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         listener.set_nonblocking(true)?;
         let listen_addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(config, router, listen_addr));
-        Ok(Self { listener, shared })
+        let tls_listener = match &config.tls_listen {
+            Some(addr) => {
+                let l = std::net::TcpListener::bind(addr)
+                    .with_context(|| format!("binding tls_listen {addr}"))?;
+                l.set_nonblocking(true)?;
+                Some(l)
+            }
+            None => None,
+        };
+        let mut shared = Shared::new(config, router, listen_addr);
+        if let (Some(l), Some(tls)) = (&tls_listener, tls) {
+            shared.tls = Some((l.local_addr()?, tls));
+        }
+        Ok(Self {
+            listener,
+            tls_listener,
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The TLS listener's address, when there is one.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.shared.tls.as_ref().map(|(a, _)| *a)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -74,7 +114,7 @@ impl Proxy {
         let mut workers = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
-            let (tx, rx) = mpsc::unbounded_channel::<(std::net::TcpStream, Admission)>();
+            let (tx, rx) = mpsc::unbounded_channel::<Accepted>();
             let shared = shared.clone();
             let stop = stop_rx.clone();
             let handle = std::thread::Builder::new()
@@ -85,13 +125,22 @@ impl Proxy {
             handles.push(handle);
         }
         let listener = TcpListener::from_std(self.listener)?;
+        let tls_listener = match self.tls_listener {
+            Some(l) => Some(TcpListener::from_std(l)?),
+            None => None,
+        };
+        if let Some((addr, tls)) = &shared.tls {
+            tls.spawn_reload("proxy");
+            info!(%addr, "proxy listening for TLS");
+        }
         info!(addr = %shared.listen_addr, threads, backends = ?shared.config.backends, "proxy listening");
         tokio::pin!(shutdown);
         let mut next = 0usize;
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
-                accepted = listener.accept() => {
+                accepted = accept(&listener, tls_listener.as_ref()) => {
+                    let (accepted, tls) = accepted;
                     let (stream, peer) = match accepted {
                         Ok(a) => a,
                         Err(e) => {
@@ -104,18 +153,22 @@ impl Proxy {
                     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
                     let Some(admission) = shared.admit() else {
                         shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-                        let _ = stream.try_write(&DataError::MaxClients.reply());
+                        // Before a handshake there is no way to say why: just close.
+                        if !tls {
+                            let _ = stream.try_write(&DataError::MaxClients.reply());
+                        }
                         warn!(%peer, "connection refused: max_clients reached");
                         continue;
                     };
                     // A failed send drops the admission with the socket: the slot is free again.
-                    let _ = workers[next % threads].send((stream.into_std()?, admission));
+                    let _ = workers[next % threads].send((stream.into_std()?, admission, tls));
                     next = next.wrapping_add(1);
                 }
             }
         }
         info!("shutting down: no new connections; finishing in-flight commands");
         drop(listener);
+        drop(tls_listener);
         let _ = stop_tx.send(true);
         drop(workers);
         tokio::task::spawn_blocking(move || {
@@ -127,6 +180,55 @@ impl Proxy {
         info!("proxy stopped");
         Ok(())
     }
+}
+
+/// The next connection on either listener, and whether it is the TLS one's.
+async fn accept(
+    plain: &TcpListener,
+    tls: Option<&TcpListener>,
+) -> (std::io::Result<(tokio::net::TcpStream, SocketAddr)>, bool) {
+    match tls {
+        None => (plain.accept().await, false),
+        Some(tls) => tokio::select! {
+            a = plain.accept() => (a, false),
+            a = tls.accept() => (a, true),
+        },
+    }
+}
+
+/// A session on an accepted socket: the TLS handshake first when it came in on the TLS
+/// listener (bounded by `tls_handshake_timeout_ms`; a client that fails it, a plain-text
+/// one included, is closed).
+async fn start_session(
+    worker: Rc<Worker>,
+    s: std::net::TcpStream,
+    tls: bool,
+    stop: watch::Receiver<bool>,
+) {
+    let tcp = match tokio::net::TcpStream::from_std(s) {
+        Ok(tcp) => tcp,
+        Err(e) => return warn!(error = %e, "registering an accepted socket failed"),
+    };
+    let stream = match (&worker.shared.tls, tls) {
+        (Some((_, server)), true) => {
+            let peer = tcp.peer_addr().ok();
+            let timeout = worker.shared.config.tls_handshake_timeout();
+            let mut stop = stop.clone();
+            tokio::select! {
+                r = server.accept(tcp, timeout) => match r {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let failures = &worker.shared.stats.tls_handshake_failures;
+                        failures.fetch_add(1, Ordering::Relaxed);
+                        return debug!(?peer, error = %e, "TLS handshake failed");
+                    }
+                },
+                _ = stop.changed() => return,
+            }
+        }
+        _ => crate::tls::Stream::Plain(tcp),
+    };
+    Session::new(worker, stream, stop).run().await
 }
 
 /// Runs the plugins' `on_tick` hooks on this worker's instances.
@@ -146,7 +248,7 @@ async fn plugin_ticks(worker: Rc<Worker>) {
 
 fn worker_main(
     shared: Arc<Shared>,
-    mut rx: mpsc::UnboundedReceiver<(std::net::TcpStream, Admission)>,
+    mut rx: mpsc::UnboundedReceiver<Accepted>,
     mut stop: watch::Receiver<bool>,
 ) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -172,14 +274,11 @@ fn worker_main(
                     let Some(s) = s else { break };
                     let worker = worker.clone();
                     let stop = stop.clone();
-                    let (s, admission) = s;
+                    let (s, admission, tls) = s;
                     sessions.spawn_local(async move {
                         // Held until the task ends, however it ends.
                         let _admission = admission;
-                        match tokio::net::TcpStream::from_std(s) {
-                            Ok(stream) => Session::new(worker, stream, stop).run().await,
-                            Err(e) => warn!(error = %e, "registering an accepted socket failed"),
-                        }
+                        start_session(worker, s, tls, stop).await;
                     });
                 }
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}

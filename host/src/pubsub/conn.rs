@@ -14,8 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -23,6 +22,7 @@ use tracing::{debug, warn};
 use super::{Hub, HubInner};
 use crate::backend::Login;
 use crate::resp::ReplyScanner;
+use crate::tls::Stream;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -93,7 +93,17 @@ async fn run(
                 }
                 connected_before = true;
                 drop(hub_now);
-                match serve(stream, first, &mut rx, &hub).await {
+                let served = match stream {
+                    Stream::Plain(s) => {
+                        let (r, w) = s.into_split();
+                        serve(r, w, first, &mut rx, &hub).await
+                    }
+                    tls => {
+                        let (r, w) = tokio::io::split(tls);
+                        serve(r, w, first, &mut rx, &hub).await
+                    }
+                };
+                match served {
                     Ok(()) => return,
                     Err(reason) => warn!(%addr, %reason, "subscriber connection lost"),
                 }
@@ -128,15 +138,16 @@ async fn run(
 
 /// Serves one connection: `Ok` when the hub let it go, `Err` with why it broke.
 async fn serve(
-    stream: TcpStream,
+    mut r: impl AsyncRead + Unpin,
+    mut w: impl AsyncWrite + Unpin,
     first: Vec<Bytes>,
     rx: &mut mpsc::UnboundedReceiver<Cmd>,
     hub: &Weak<HubInner>,
 ) -> Result<(), String> {
-    let (mut r, mut w) = stream.into_split();
     for req in first {
         w.write_all(&req).await.map_err(|e| e.to_string())?;
     }
+    w.flush().await.map_err(|e| e.to_string())?;
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut scanner = ReplyScanner::default();
     let mut pending = Vec::new();
@@ -156,6 +167,7 @@ async fn serve(
                 next_sync += 1;
                 let mark = format!("tessera-sync-{next_sync}");
                 w.write_all(&wire_ping(mark.as_bytes())).await.map_err(|e| e.to_string())?;
+                w.flush().await.map_err(|e| e.to_string())?;
                 syncs.push_back((next_sync, None, Instant::now()));
             }
             n = rx.recv_many(&mut pending, 64) => {
@@ -174,6 +186,8 @@ async fn serve(
                     }
                 }
                 w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                // A no-op on a plain socket; TLS may hold the last record back until it.
+                w.flush().await.map_err(|e| e.to_string())?;
                 wbuf.clear();
             }
             read = r.read_buf(&mut rbuf) => {
@@ -228,6 +242,6 @@ fn sync_mark(frame: &[u8]) -> Option<u64> {
 }
 
 /// Connects, runs the login's steps and switches to RESP3.
-async fn connect(addr: &str, login: &Login) -> Result<TcpStream, String> {
+async fn connect(addr: &str, login: &Login) -> Result<Stream, String> {
     crate::backend::connect_logged_in(addr, login, crate::resp::Proto::Resp3).await
 }

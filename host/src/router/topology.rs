@@ -14,6 +14,9 @@ pub struct GroupRoute {
     pub master: Option<String>,
     #[serde(default)]
     pub down: bool,
+    /// The group's servers speak TLS only (absent: plain, as before TLS existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -106,6 +109,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn group_tls_is_optional_on_the_wire_both_ways() {
+        // A topology from before TLS existed parses as plain …
+        let old: GroupRoute = serde_json::from_str(r#"{"id":1,"master":"a:1"}"#).unwrap();
+        assert!(!old.tls);
+        // … a plain group is written as before (older proxies parse it unchanged) …
+        let plain = serde_json::to_string(&old).unwrap();
+        assert!(!plain.contains("tls"), "{plain}");
+        // … and a TLS group says so.
+        let tls = GroupRoute { tls: true, ..old };
+        let back: GroupRoute = serde_json::from_str(&serde_json::to_string(&tls).unwrap()).unwrap();
+        assert!(back.tls);
+    }
+
+    #[test]
     fn topology_becomes_a_table_with_down_groups_marked() {
         let mut slots = vec![SlotRoute::default(); SLOTS];
         slots[0].group = Some(GroupId(1));
@@ -117,11 +134,13 @@ mod tests {
                     id: GroupId(1),
                     master: Some("a:1".into()),
                     down: false,
+                    tls: false,
                 },
                 GroupRoute {
                     id: GroupId(2),
                     master: Some("b:2".into()),
                     down: true,
+                    tls: false,
                 },
             ],
             slots,

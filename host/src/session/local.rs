@@ -333,6 +333,14 @@ impl Session {
                 "proxy_backend_reconnects",
                 b.connection_losses.load(Relaxed).to_string(),
             ),
+            kv(
+                "proxy_tls_handshake_failures",
+                shared
+                    .stats
+                    .tls_handshake_failures
+                    .load(Relaxed)
+                    .to_string(),
+            ),
         ];
         let clients = vec![
             kv("connected_clients", shared.clients.len().to_string()),

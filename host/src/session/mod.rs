@@ -30,8 +30,7 @@ use std::task::Poll;
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
@@ -45,6 +44,7 @@ use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
 use crate::resp::{Limits, Proto, Request, RequestDecoder};
 use crate::router::SlotTable;
+use crate::tls::Stream;
 use crate::users::User;
 use crate::worker::Worker;
 use plugins::{Decision, Observers, PluginMerge, RewriteMerge};
@@ -63,7 +63,8 @@ const FLUSH_AT: usize = 64 * 1024;
 
 pub struct Session {
     worker: Rc<Worker>,
-    stream: TcpStream,
+    /// Plain TCP or TLS (the handshake is done before the session starts).
+    stream: Stream,
     stop: watch::Receiver<bool>,
     reg: Registration,
     decoder: RequestDecoder,
@@ -140,8 +141,8 @@ impl Queued {
 }
 
 impl Session {
-    pub fn new(worker: Rc<Worker>, stream: TcpStream, stop: watch::Receiver<bool>) -> Self {
-        let _ = stream.set_nodelay(true);
+    pub fn new(worker: Rc<Worker>, stream: Stream, stop: watch::Receiver<bool>) -> Self {
+        let _ = stream.tcp().set_nodelay(true);
         let peer = stream
             .peer_addr()
             .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
@@ -368,7 +369,7 @@ impl Session {
     /// Answers `e` and ends the session.
     async fn refuse(&mut self, e: DataError, wbuf: &mut BytesMut) -> End {
         wbuf.extend_from_slice(&e.reply());
-        let _ = self.stream.write_all(wbuf).await;
+        let _ = self.stream.send_all(wbuf).await;
         End::Refused(e)
     }
 
@@ -596,7 +597,7 @@ impl Session {
                     // while it is sent, see `blocking`).
                     drop(batch.take());
                     if !wbuf[..at].is_empty() {
-                        let write = self.stream.write_all(&wbuf[..at]);
+                        let write = self.stream.send_all(&wbuf[..at]);
                         tokio::select! {
                             biased;
                             o = account.overflowed() => return Err(End::Output(o)),
@@ -664,7 +665,7 @@ impl Session {
         }
         // Every reply is in: this batch no longer holds back a table swap.
         drop(batch);
-        let write = self.stream.write_all(wbuf);
+        let write = self.stream.send_all(wbuf);
         tokio::select! {
             biased;
             o = account.overflowed() => return Err(End::Output(o)),
@@ -682,12 +683,32 @@ impl Session {
 
 /// Resolves when the client has closed its side; never, once it has sent more (a pipeline
 /// after a blocking command is read when the command is answered).
-async fn client_gone(stream: &TcpStream) {
-    let mut b = [0u8; 1];
-    if let Ok(n) = stream.peek(&mut b).await
-        && n > 0
-    {
-        std::future::pending::<()>().await;
+///
+/// TLS: a client closing politely sends `close_notify` (bytes) before its FIN, so the peek
+/// would see "more" and wait for ever; there the FIN itself is watched for (`EPOLLRDHUP`,
+/// tokio's read-closed readiness), whatever bytes came before it. Bytes waiting are left
+/// unread and so is their readiness (cleared, the session's next read would wait for an edge
+/// that never comes); with bytes waiting the readiness is looked at again every 250 ms.
+async fn client_gone(stream: &Stream) {
+    match stream {
+        Stream::Plain(tcp) => {
+            let mut b = [0u8; 1];
+            if let Ok(n) = tcp.peek(&mut b).await
+                && n > 0
+            {
+                std::future::pending::<()>().await;
+            }
+        }
+        Stream::Tls(_) => {
+            let tcp = stream.tcp();
+            loop {
+                match tcp.ready(tokio::io::Interest::READABLE).await {
+                    Ok(r) if r.is_read_closed() => return,
+                    Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+                    Err(_) => return,
+                }
+            }
+        }
     }
 }
 

@@ -8,7 +8,6 @@ use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use rustc_hash::FxHashSet;
-use tokio::io::AsyncWriteExt;
 
 use super::reply::Pending;
 use super::{End, Session};
@@ -327,7 +326,7 @@ impl Session {
         }
         let mut out = BytesMut::new();
         let held = write_messages(self.proto, inbox, &mut out);
-        let write = self.stream.write_all(&out);
+        let write = self.stream.send_all(&out);
         tokio::select! {
             biased;
             o = account.overflowed() => return Err(End::Output(o)),

@@ -255,6 +255,8 @@ pub(crate) struct DashboardOptions {
     pub(crate) token_key_file: Option<PathBuf>,
     pub(crate) health_interval_ms: u64,
     pub(crate) down_after: u32,
+    /// More command-line arguments (e.g. `--backend-tls-ca`).
+    pub(crate) extra_args: Vec<String>,
 }
 
 impl DashboardOptions {
@@ -268,6 +270,7 @@ impl DashboardOptions {
             token_key_file: None,
             health_interval_ms: 200,
             down_after: 2,
+            extra_args: Vec::new(),
         }
     }
 
@@ -285,6 +288,7 @@ impl DashboardOptions {
         if let Some(k) = &self.token_key_file {
             cmd.arg("--token-key-file").arg(k);
         }
+        cmd.args(&self.extra_args);
         cmd
     }
 }
@@ -393,6 +397,11 @@ impl ClusterProxy {
     /// # Panics
     /// If it exits or never answers, after a few port retries.
     pub(crate) fn start(cluster: &str, store: &str) -> ClusterProxy {
+        Self::start_with_args(cluster, store, &[])
+    }
+
+    /// [`ClusterProxy::start`] with more command-line arguments.
+    pub(crate) fn start_with_args(cluster: &str, store: &str, extra: &[&str]) -> ClusterProxy {
         let dir = tempfile::tempdir().expect("creating temp dir");
         let mut command_line = String::new();
         for _attempt in 0..3 {
@@ -400,7 +409,8 @@ impl ClusterProxy {
             let mut cmd = Command::new(tessera_bin());
             cmd.args(["proxy", "--cluster", cluster, "--store", store])
                 .args(["--listen", &addr.to_string()])
-                .args(["--admin-listen", &admin_addr.to_string()]);
+                .args(["--admin-listen", &admin_addr.to_string()])
+                .args(extra);
             command_line = format!("{cmd:?}");
             // A proxy that requires AUTH (or refuses everyone) is up when it answers NOAUTH.
             let ready = || answers_ping(addr, &[b"+PONG", b"-NOAUTH"]);

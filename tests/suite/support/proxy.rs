@@ -33,12 +33,25 @@ pub(crate) struct ProxyBuilder {
     threads: Option<usize>,
     addresses_in_config: bool,
     admin: bool,
+    args: Vec<String>,
 }
 
 impl ProxyBuilder {
     /// Writes `toml` to `proxy.toml` in the proxy's temp dir and passes `--config`.
     pub(crate) fn config(mut self, toml: &str) -> ProxyBuilder {
         self.config = Some(toml.to_owned());
+        self
+    }
+
+    /// Adds a backend by address (one that is not a [`RedisServer`], e.g. TLS-only).
+    pub(crate) fn backend_addr(mut self, addr: SocketAddr) -> ProxyBuilder {
+        self.backends.push(addr);
+        self
+    }
+
+    /// More command-line arguments, after the others (flags override the config file).
+    pub(crate) fn args(mut self, args: &[&str]) -> ProxyBuilder {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
         self
     }
 
@@ -115,6 +128,7 @@ impl ProxyBuilder {
         if let Some(n) = self.threads {
             cmd.args(["--threads", &n.to_string()]);
         }
+        cmd.args(&self.args);
         if let Some(toml) = config {
             let path = dir.path().join("proxy.toml");
             std::fs::write(&path, toml).expect("writing proxy.toml");
