@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use crate::http_error::{ApiError, bearer_matches};
 use crate::plugins::Sample;
 use crate::plugins::catalog::Catalog;
-use crate::router::{PushAck, Topology};
+use crate::router::{MasterSeen, MastersSeen, PushAck, Topology};
 use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
 use crate::users::{Users, UsersDoc};
 use crate::worker::Shared;
@@ -372,34 +372,6 @@ impl ProxyAdmin {
 /// How long a probe of one master may take: a master that does not answer within it is
 /// seen down. Well under the dashboard's wait for the whole answer (`failover::ASK_TIMEOUT`).
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// What one proxy sees of the masters of its topology, at the moment it is asked.
-///
-/// ```text
-/// GET /api/proxy/masters?group=1
-/// {"token": "p-1", "epoch": 12,
-///  "masters": [{"group": 1, "addr": "10.0.0.5:6379", "reachable": false,
-///               "error": "connection refused", "rtt_us": null}]}
-/// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MastersSeen {
-    pub token: String,
-    pub epoch: u64,
-    pub masters: Vec<MasterSeen>,
-}
-
-/// One master, probed from this proxy.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MasterSeen {
-    pub group: u32,
-    pub addr: String,
-    /// It answered a PING (any reply, `-NOAUTH` included: the process is alive) in time.
-    pub reachable: bool,
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub rtt_us: Option<u64>,
-}
 
 #[derive(Deserialize)]
 struct MastersQuery {

@@ -7,7 +7,9 @@ mod topology;
 
 pub use fence::{FENCE_MARGIN, Fence};
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
-pub use topology::{GroupRoute, PushAck, SlotRoute, Topology, TopologyError};
+pub use topology::{
+    GroupRoute, MasterSeen, MastersSeen, PushAck, SlotRoute, Topology, TopologyError,
+};
 
 use crate::command::hash_key;
 

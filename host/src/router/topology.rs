@@ -43,6 +43,35 @@ pub struct PushAck {
     pub epoch: u64,
 }
 
+/// What one proxy sees of the masters of its topology, at the moment it is asked (its
+/// admin API's answer, read by the dashboard's automatic failover).
+///
+/// ```text
+/// GET /api/proxy/masters?group=1
+/// {"token": "p-1", "epoch": 12,
+///  "masters": [{"group": 1, "addr": "10.0.0.5:6379", "reachable": false,
+///               "error": "connection refused", "rtt_us": null}]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MastersSeen {
+    pub token: String,
+    pub epoch: u64,
+    pub masters: Vec<MasterSeen>,
+}
+
+/// One master, probed from this proxy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MasterSeen {
+    pub group: u32,
+    pub addr: String,
+    /// It answered a PING (any reply, `-NOAUTH` included: the process is alive) in time.
+    pub reachable: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub rtt_us: Option<u64>,
+}
+
 /// A whole routing state. `slots[i]` is slot `i`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use super::{FailoverSettings, MAX_ANSWER_BYTES};
-use crate::api::proxy::MastersSeen;
 use crate::router::GroupId;
+use crate::router::MastersSeen;
 
 /// What the dashboard knows of one down group, taken under the state lock.
 #[derive(Debug, Clone)]
