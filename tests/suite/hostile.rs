@@ -321,6 +321,49 @@ fn the_proxy_wide_request_memory_bound_holds() {
     assert_eq!(c.cmd(&["SET", "small", "1"]), Frame::Simple("OK".into()));
 }
 
+#[test]
+fn transaction_queues_count_against_the_proxy_wide_request_memory_bound() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("query_buffer_total = 4194304\n"));
+    let key = keys_on(0, "txq", 1).remove(0);
+    let value = "x".repeat(500_000);
+    // Two clients queue 500 kB SETs in MULTI, each under its own query buffer limit:
+    // together they reach the proxy's 4 MB bound, and the one that passes it is refused.
+    let mut a = cluster.proxy.raw();
+    let mut b = cluster.proxy.raw();
+    assert_eq!(a.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    assert_eq!(b.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    let mut refused = None;
+    'queue: for _ in 0..8 {
+        for c in [&mut a, &mut b] {
+            match c.cmd(&["SET", &key, &value]) {
+                Frame::Simple(q) if q == "QUEUED" => {}
+                other => {
+                    refused = Some(error_of(&other));
+                    break 'queue;
+                }
+            }
+        }
+    }
+    let e = refused.expect("sixteen 500 kB queued commands all fit a 4 MB bound");
+    assert!(e.contains("too much memory"), "{e}");
+    // DISCARD gives the memory back: a third client can queue 1.5 MB (the request being
+    // read counts too, with its buffer's room).
+    assert_eq!(a.cmd(&["DISCARD"]), Frame::Simple("OK".into()));
+    assert_eq!(b.cmd(&["DISCARD"]), Frame::Simple("OK".into()));
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    for _ in 0..3 {
+        assert_eq!(
+            c.cmd(&["SET", &key, &value]),
+            Frame::Simple("QUEUED".into())
+        );
+    }
+    match c.cmd(&["EXEC"]) {
+        Frame::Array(replies) => assert_eq!(replies.len(), 3),
+        other => panic!("EXEC: {other:?}"),
+    }
+}
+
 // === defect 4: replies a client never reads ===
 
 #[test]

@@ -15,6 +15,8 @@
 //! whole: a null reply after WATCH (as if a watched key changed), otherwise `-TRYAGAIN`.
 //! Never a partial transaction, never one run on an owner that no longer has the slot.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 
 use super::Session;
@@ -22,6 +24,7 @@ use super::reply::Pending;
 use crate::backend::Dedicated;
 use crate::command::{Kind, Local, Tx};
 use crate::error::DataError;
+use crate::limits::MemoryPool;
 use crate::pipeline::classify::Classified;
 use crate::resp::Proto;
 use crate::router::SlotId;
@@ -37,14 +40,34 @@ pub(crate) struct Transaction {
     watch: Option<Watch>,
 }
 
-/// Commands queued since MULTI.
-#[derive(Default)]
+/// Commands queued since MULTI. Their bytes are taken from the proxy's request memory
+/// (`query_buffer_total`, shared by every client's unfinished requests) while queued, and
+/// given back when the queue goes (EXEC, DISCARD, RESET, the client gone).
 struct Queue {
     bytes: BytesMut,
     count: u32,
     slot: Option<SlotId>,
     /// A command was refused while queuing: EXEC answers EXECABORT.
     failed: bool,
+    pool: Arc<MemoryPool>,
+}
+
+impl Queue {
+    fn new(pool: Arc<MemoryPool>) -> Self {
+        Self {
+            bytes: BytesMut::new(),
+            count: 0,
+            slot: None,
+            failed: false,
+            pool,
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.pool.release(self.bytes.len());
+    }
 }
 
 /// Keys watched on one backend, over a connection held for it.
@@ -108,7 +131,7 @@ impl Session {
         match t {
             Tx::Multi if self.tx.queuing() => err("MULTI calls can not be nested"),
             Tx::Multi => {
-                self.tx.queue = Some(Queue::default());
+                self.tx.queue = Some(Queue::new(self.worker.shared.requests.clone()));
                 Pending::Ready(Bytes::from_static(b"+OK\r\n"))
             }
             Tx::Discard => match self.tx.queue.take() {
@@ -176,6 +199,11 @@ impl Session {
         let bytes = c.req.as_bytes();
         if q.bytes.len() + bytes.len() > limit {
             return Err(DataError::QueryBufferLimit { limit });
+        }
+        if !q.pool.try_acquire(bytes.len()) {
+            return Err(DataError::ProxyRequestMemory {
+                limit: q.pool.limit(),
+            });
         }
         q.bytes.extend_from_slice(bytes);
         q.count += 1;
