@@ -281,10 +281,19 @@ fn a_request_over_the_query_buffer_limit_closes_only_its_client() {
     c.send(b"*5\r\n$4\r\nMSET\r\n");
     let chunk = format!("$600000\r\n{}\r\n", "x".repeat(600_000));
     c.send(chunk.as_bytes());
-    c.send(chunk.as_bytes());
-    let e = error_of(&c.read_frame());
-    assert!(e.contains("query buffer limit"), "{e}");
-    c.expect_closed(Duration::from_secs(2));
+    // Refused (and closed) part way through the second argument, the rest of it may meet a
+    // reset: then the reason is in the proxy's log.
+    if c.try_send(chunk.as_bytes()).is_ok() {
+        let e = error_of(&c.read_frame());
+        assert!(e.contains("query buffer limit"), "{e}");
+        c.expect_closed(Duration::from_secs(2));
+    } else {
+        assert!(
+            cluster.proxy.log().contains("query buffer limit"),
+            "{}",
+            cluster.proxy.log()
+        );
+    }
     // Under the limit is fine.
     let mut ok = cluster.proxy.raw();
     assert_eq!(
