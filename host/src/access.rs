@@ -75,7 +75,11 @@ pub fn required(method: &Method, path: &str) -> Option<Role> {
     }
     let operator = matches!(
         path,
-        "/api/migrations" | "/api/migrations/abort" | "/api/rebalance" | "/api/plugins"
+        "/api/migrations"
+            | "/api/migrations/abort"
+            | "/api/migrations/throttle"
+            | "/api/rebalance"
+            | "/api/plugins"
     ) || path.starts_with("/api/plugins/");
     Some(if operator {
         Role::Operator
@@ -113,6 +117,7 @@ mod tests {
         for (m, path) in [
             (&post, "/api/migrations"),
             (&post, "/api/migrations/abort"),
+            (&put, "/api/migrations/throttle"),
             (&post, "/api/rebalance"),
             (&put, "/api/plugins/filter/module"),
             (&post, "/api/plugins/filter/enable"),

@@ -81,6 +81,15 @@ pub enum AdminCmd {
         to: u16,
         /// Target group id.
         group: u32,
+        #[command(flatten)]
+        throttle: ThrottleArgs,
+    },
+    /// Change the running migration's speed cap (`--off` lifts it); it ends with the migration.
+    Throttle {
+        #[command(flatten)]
+        throttle: ThrottleArgs,
+        #[arg(long, conflicts_with_all = ["max_keys_per_sec", "max_mb_per_sec"])]
+        off: bool,
     },
     /// Even out slots over the groups (or by weight); `--dry-run` only shows the plan.
     Rebalance {
@@ -98,6 +107,39 @@ pub enum AdminCmd {
     },
     /// Migration progress: slots in flight, keys moved, keys per second, ETA.
     Migrations,
+}
+
+/// A migration's speed cap.
+#[derive(clap::Args, Debug)]
+pub struct ThrottleArgs {
+    /// At most this many keys per second, over every source.
+    #[arg(long)]
+    max_keys_per_sec: Option<u64>,
+    /// At most this many MB (MiB) per second, as the sources count memory (MEMORY USAGE).
+    #[arg(long)]
+    max_mb_per_sec: Option<f64>,
+}
+
+impl ThrottleArgs {
+    fn json(&self) -> Value {
+        json!({ "max_keys_per_sec": self.max_keys_per_sec, "max_mb_per_sec": self.max_mb_per_sec })
+    }
+}
+
+/// "5000 keys/s, 2.0 MiB/s", or "none".
+fn render_throttle(t: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = t["max_keys_per_sec"].as_u64() {
+        parts.push(format!("{k} keys/s"));
+    }
+    if t["max_bytes_per_sec"].is_u64() {
+        parts.push(format!("{}/s", human_bytes(&t["max_bytes_per_sec"])));
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 fn parse_weight(s: &str) -> Result<(u32, u32), String> {
@@ -134,6 +176,13 @@ pub enum GroupCmd {
         id: u32,
         /// Redis server address, host:port.
         addr: String,
+        /// The server has a password: a user of it that may create users (with
+        /// TESSERA_SERVER_PASSWORD), used once to create the control plane's user.
+        #[arg(long, default_value = "default", requires = "password")]
+        user: String,
+        /// That user's password (`requirepass` for `default`).
+        #[arg(long, env = "TESSERA_SERVER_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
     },
     /// Remove a server from a group.
     RemoveServer {
@@ -293,16 +342,42 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Group(cmd) => group(&client, cmd).await,
             AdminCmd::Slots(cmd) => slots(&client, cmd).await,
             AdminCmd::Proxy(cmd) => proxy(&client, cmd).await,
-            AdminCmd::Migrate { from, to, group } => {
-                let body = json!({ "from": from, "to": to, "group": group });
+            AdminCmd::Migrate {
+                from,
+                to,
+                group,
+                throttle,
+            } => {
+                let mut body = throttle.json();
+                body["from"] = json!(from);
+                body["to"] = json!(to);
+                body["group"] = json!(group);
                 let v = client
                     .call(Method::POST, &["api", "migrations"], Some(body))
                     .await?;
                 let human = format!(
-                    "queued {} slots of {from}-{to} to move to group {group}\n",
-                    text(&v["queued"])
+                    "queued {} slots of {from}-{to} to move to group {group} (speed cap: {})\n",
+                    text(&v["queued"]),
+                    render_throttle(&v["throttle"])
                 );
                 Ok(Reply { human, json: v })
+            }
+            AdminCmd::Throttle { throttle, off } => {
+                if !off && throttle.max_keys_per_sec.is_none() && throttle.max_mb_per_sec.is_none()
+                {
+                    anyhow::bail!("give --max-keys-per-sec and/or --max-mb-per-sec, or --off");
+                }
+                let v = client
+                    .call(
+                        Method::PUT,
+                        &["api", "migrations", "throttle"],
+                        Some(throttle.json()),
+                    )
+                    .await?;
+                Ok(Reply {
+                    human: format!("migration speed cap: {}\n", render_throttle(&v["throttle"])),
+                    json: v,
+                })
             }
             AdminCmd::Rebalance { dry_run, weights } => {
                 let mut body = json!({ "dry_run": dry_run });
@@ -401,11 +476,19 @@ async fn group(c: &Client, cmd: GroupCmd) -> anyhow::Result<Reply> {
                 human: format!("deleted group {id}\n"),
             });
         }
-        GroupCmd::AddServer { id, addr } => {
+        GroupCmd::AddServer {
+            id,
+            addr,
+            user,
+            password,
+        } => {
             let path = ["api", "groups", &id.to_string(), "servers"];
-            let v = c
-                .call(Method::POST, &path, Some(json!({ "addr": addr })))
-                .await?;
+            let mut body = json!({ "addr": addr });
+            if let Some(p) = password {
+                body["user"] = json!(user);
+                body["password"] = json!(p);
+            }
+            let v = c.call(Method::POST, &path, Some(body)).await?;
             (v, format!("added {addr} to group {id}"))
         }
         GroupCmd::RemoveServer { id, addr } => {
@@ -607,15 +690,28 @@ fn render_moves(v: &Value) -> String {
 /// Migration status: totals, then the slots in flight.
 fn render_migrations(v: &Value) -> String {
     let mut out = format!(
-        "pending {}  in flight {}  keys moved {}  keys/s {:.0}  eta {}\n",
+        "pending {}  in flight {}  keys moved {} ({})  keys/s {:.0}  {}/s  keys left ~{}  eta {}\n",
         text(&v["pending"]),
         text(&v["in_flight"]),
-        text(&v["keys_moved"]),
+        text(&v["run_keys_moved"]),
+        human_bytes(&v["run_bytes_moved"]),
         v["keys_per_sec"].as_f64().unwrap_or(0.0),
+        human_bytes(&json!(v["bytes_per_sec"].as_f64().unwrap_or(0.0) as u64)),
+        text(&v["keys_left"]),
         v["eta_secs"]
             .as_f64()
             .map_or("-".to_string(), |s| format!("{s:.0}s")),
     );
+    out.push_str(&format!(
+        "speed cap: {}  slowest mover command: {}\n",
+        render_throttle(&v["throttle"]),
+        v["slowest_command"]["ms"]
+            .as_f64()
+            .map_or("-".to_string(), |ms| format!(
+                "{ms:.1} ms ({})",
+                text(&v["slowest_command"]["command"])
+            )),
+    ));
     if let Some(b) = v["blocked"].as_str() {
         out.push_str(&format!("held: {b}\n"));
     }

@@ -361,7 +361,8 @@ impl Worker {
         login
     }
 
-    fn backend_admin(&self) -> Option<Credential> {
+    /// The control plane's backend user (cluster mode), which MIGRATE presents to a target.
+    pub(crate) fn backend_admin(&self) -> Option<Credential> {
         self.shared
             .backend_admin
             .read()

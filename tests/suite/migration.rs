@@ -720,3 +720,118 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
         }
     }
 }
+
+/// A direct connection to a server whose `default` user has `password`.
+fn conn_with_password(addr: SocketAddr, password: &str) -> redis::Connection {
+    redis::Client::open(format!("redis://:{password}@{addr}/"))
+        .and_then(|c| c.get_connection())
+        .unwrap_or_else(|e| panic!("connecting to {addr}: {e}"))
+}
+
+#[test]
+fn slots_move_between_servers_with_passwords_and_the_proxies_move_what_they_touch() {
+    const PASSWORD: &str = "s3cret-backend";
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    for s in &cp.servers {
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "requirepass", PASSWORD])
+            .query(&mut s.client())
+            .expect("CONFIG SET requirepass");
+    }
+    let api = cp.api();
+    api.post("/api/groups", &json!({"id": 1})).ok();
+    api.post("/api/groups", &json!({"id": 2})).ok();
+    // Without the server's password the dashboard cannot create its user there, and says so.
+    let refused = api
+        .post("/api/groups/1/servers", &json!({"addr": cp.server_addr(0)}))
+        .expect_error(409, "conflict");
+    assert!(
+        refused.contains("refused AUTH") && refused.contains("tessera-admin"),
+        "the refusal names the user and why: {refused}"
+    );
+    let wrong = api
+        .post(
+            "/api/groups/1/servers",
+            &json!({"addr": cp.server_addr(0), "password": "wrong"}),
+        )
+        .expect_error(409, "conflict");
+    assert!(
+        wrong.contains("the login given to create it"),
+        "a wrong password is named as such: {wrong}"
+    );
+    for (group, i) in [(1, 0), (2, 1)] {
+        api.post(
+            &format!("/api/groups/{group}/servers"),
+            &json!({"addr": cp.server_addr(i), "password": PASSWORD}),
+        )
+        .ok();
+    }
+    cp.assign(0, 1023, 1);
+    let proxy = cp.proxies[0].addr();
+    preload(proxy, 3000);
+    let mut c = conn(proxy);
+    let _: () = c.set("touched:count", 0).expect("SET");
+
+    // Capped at 1000 keys/s, the move of ~1500 keys takes over a second: long enough for the
+    // proxy to move the keys its client touches (MIGRATE … AUTH2 to a server with a password).
+    let queued = api
+        .post(
+            "/api/migrations",
+            &json!({"from": 0, "to": 511, "group": 2, "max_keys_per_sec": 1000}),
+        )
+        .ok();
+    assert_eq!(queued["throttle"]["max_keys_per_sec"], 1000, "{queued}");
+    let started = Instant::now();
+    wait_for(
+        "the cap to show in the status",
+        Duration::from_secs(10),
+        || status(&cp)["throttle"]["max_keys_per_sec"] == 1000,
+    );
+    let mut touched = 0;
+    while !idle(&cp) && started.elapsed() < Duration::from_secs(120) {
+        for i in (0..3000).step_by(97) {
+            let key = format!("fill:{i}");
+            let v: Option<String> = c.get(&key).expect("GET while slots move");
+            assert_eq!(v.as_deref(), Some(&"x".repeat(32)[..]), "{key} read back");
+        }
+        let _: i64 = c.incr("touched:count", 1).expect("INCR while slots move");
+        touched += 1;
+        thread::sleep(Duration::from_millis(50));
+    }
+    wait_for("the migration to finish", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    let took = started.elapsed();
+    let moved = cp.servers[1].addr();
+    let on_target: i64 = redis::cmd("DBSIZE")
+        .query(&mut conn_with_password(moved, PASSWORD))
+        .expect("DBSIZE");
+    assert!(on_target > 1000, "group 2 holds its half: {on_target}");
+    assert!(
+        took >= Duration::from_secs(1),
+        "{on_target} keys at 1000 keys/s took only {took:?}: the cap did not hold"
+    );
+    let st = status(&cp);
+    assert!(
+        st["bytes_moved"].as_u64().unwrap_or(0) > 32 * 1000,
+        "bytes moved are counted: {st}"
+    );
+    assert!(
+        st["throttle"]["max_keys_per_sec"].is_null(),
+        "the cap ends with the migration: {st}"
+    );
+    assert!(
+        st["slowest_command"]["ms"].as_f64().is_some(),
+        "the slowest mover command is reported: {st}"
+    );
+    let keys: Vec<String> = (0..3000).map(|i| format!("fill:{i}")).collect();
+    let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
+    assert!(
+        values
+            .iter()
+            .all(|v| v.as_deref() == Some(&"x".repeat(32)[..])),
+        "a key was lost or changed"
+    );
+    let count: i64 = c.get("touched:count").expect("GET");
+    assert_eq!(count, touched, "every acknowledged INCR is there");
+}

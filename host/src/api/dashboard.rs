@@ -43,6 +43,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/stats", get(stats))
         .route("/api/migrations", get(migrations).post(migrate))
         .route("/api/migrations/abort", post(abort))
+        .route("/api/migrations/throttle", put(set_throttle))
         .route("/api/rebalance", post(rebalance))
         .route("/api/users", get(list_users))
         .route("/api/users/{name}", put(set_user).delete(delete_user))
@@ -179,6 +180,10 @@ async fn delete_group(
 #[derive(Deserialize)]
 struct ServerBody {
     addr: String,
+    /// Adding a server with a password: a login of it that may create users (`user` defaults
+    /// to `default`), used once to create the control plane's user, never stored.
+    password: Option<String>,
+    user: Option<String>,
 }
 
 async fn add_server(
@@ -187,7 +192,13 @@ async fn add_server(
     body: Body<ServerBody>,
 ) -> Result<Json<GroupView>, ApiError> {
     let Json(b) = body?;
-    let g = d.add_server(parse_group(&id)?, &b.addr).await?;
+    let login = b.password.map(|password| crate::redis_client::Credential {
+        user: b.user.unwrap_or_else(|| "default".into()),
+        password,
+    });
+    let g = d
+        .add_server(parse_group(&id)?, &b.addr, login.as_ref())
+        .await?;
     group_view(&d, g.id)
 }
 
@@ -432,13 +443,73 @@ async fn migrations(State(d): State<Arc<Dashboard>>) -> Json<crate::dashboard::M
     Json(d.migration_status())
 }
 
+#[derive(Deserialize)]
+struct MigrateBody {
+    from: u32,
+    to: u32,
+    group: u32,
+    max_keys_per_sec: Option<u64>,
+    max_mb_per_sec: Option<f64>,
+}
+
+/// A migration's speed cap; an absent or null field is no cap.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ThrottleBody {
+    max_keys_per_sec: Option<u64>,
+    max_mb_per_sec: Option<f64>,
+}
+
+impl ThrottleBody {
+    fn limits(&self) -> Result<crate::migrate::throttle::Limits, ApiError> {
+        if self.max_keys_per_sec == Some(0) {
+            return Err(ApiError::bad_request(
+                "max_keys_per_sec must be at least 1 (leave it out for no cap)",
+            ));
+        }
+        let bytes = match self.max_mb_per_sec {
+            None => None,
+            Some(mb) if mb.is_finite() && mb > 0.0 && mb <= 1_000_000.0 => {
+                Some((mb * 1024.0 * 1024.0) as u64)
+            }
+            Some(mb) => {
+                return Err(ApiError::bad_request(format!(
+                    "max_mb_per_sec must be above 0 and at most 1000000, not {mb}"
+                )));
+            }
+        };
+        Ok(crate::migrate::throttle::Limits {
+            max_keys_per_sec: self.max_keys_per_sec,
+            max_bytes_per_sec: bytes,
+        })
+    }
+}
+
 async fn migrate(
     State(d): State<Arc<Dashboard>>,
-    body: Body<AssignBody>,
+    body: Body<MigrateBody>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(b) = body?;
+    let limits = ThrottleBody {
+        max_keys_per_sec: b.max_keys_per_sec,
+        max_mb_per_sec: b.max_mb_per_sec,
+    }
+    .limits()?;
     let queued = d.migrate_slots(b.from, b.to, GroupId(b.group)).await?;
-    Ok(Json(json!({"queued": queued})))
+    if !limits.is_none() {
+        d.set_migration_throttle(limits).await?;
+    }
+    Ok(Json(json!({"queued": queued, "throttle": limits})))
+}
+
+async fn set_throttle(
+    State(d): State<Arc<Dashboard>>,
+    body: Body<ThrottleBody>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(b) = body?;
+    let limits = b.limits()?;
+    d.set_migration_throttle(limits).await?;
+    Ok(Json(json!({"throttle": limits})))
 }
 
 #[derive(Deserialize, Default)]

@@ -65,6 +65,11 @@ impl Paths {
         format!("{}/migration-abort", self.base)
     }
 
+    /// The running migration's speed cap (`migrate::throttle::Limits`).
+    pub fn migration_throttle(&self) -> String {
+        format!("{}/migration-throttle", self.base)
+    }
+
     /// Automatic failover's settings and state (`dashboard::failover::FailoverDoc`).
     pub fn failover(&self) -> String {
         format!("{}/failover", self.base)

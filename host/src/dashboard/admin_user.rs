@@ -4,9 +4,12 @@
 //! (health checks, REPLICAOF, the mover) authenticates as it, so the proxies' own backend
 //! user can be cut down to the proxies' policy without cutting down the control plane.
 //!
-//! The user is created as `default` with no password, the stock setting of a new server. A
-//! server whose default user has a password and no `tessera-admin` is refused with the reason;
-//! the dashboard never falls back to working as `default`.
+//! The user is created as `default` with no password, the stock setting of a new server, or
+//! as a login the operator gives when adding a server with a password (`requirepass` or an
+//! ACL user: used once, never stored; the server keeps the user across restarts only with an
+//! ACL file, which is then saved). A server whose default user has a password and no
+//! `tessera-admin`, added without a login, is refused with the reason; the dashboard never
+//! falls back to working as another user.
 
 use std::time::Duration;
 
@@ -82,6 +85,7 @@ fn setuser_command(cred: &Credential) -> Vec<String> {
 pub async fn provision(
     addr: &str,
     cred: &Credential,
+    login: Option<&Credential>,
     timeout: Duration,
 ) -> Result<Provisioned, AdminUserError> {
     let mut c = RedisClient::connect(addr, timeout).await?;
@@ -97,10 +101,21 @@ pub async fn provision(
         auth: auth.clone(),
         reason,
     };
+    if let Some(login) = login {
+        c.auth(login)
+            .await
+            .map_err(|e| refused(format!("the login given to create it: {e}")))?;
+    }
     match c.cmd(&setuser_command(cred)).await? {
         Value::Error(e) => return Err(refused(e)),
         Value::Ok(_) => {}
         other => return Err(refused(format!("unexpected reply {other:?}"))),
+    }
+    if login.is_some() {
+        // Kept across a restart only in an ACL file; a server without one refuses ACL SAVE.
+        if let Value::Error(e) = c.cmd(&["ACL", "SAVE"]).await? {
+            warn!(server = %addr, reason = %e, "the control plane's user is not saved: the server forgets it when it restarts (give it an aclfile)");
+        }
     }
     c.auth(cred).await.map_err(|e| refused(e.to_string()))?;
     info!(server = %addr, user = %cred.user, "created the control plane's user on the server");
@@ -122,7 +137,7 @@ pub async fn connect(
         Err(ClientError::AuthRefused { .. }) => {}
         Err(e) => return Err(e.into()),
     }
-    if provision(addr, cred, timeout).await? == Provisioned::Created {
+    if provision(addr, cred, None, timeout).await? == Provisioned::Created {
         warn!(server = %addr, user = %cred.user, "the server had lost the control plane's user (restarted?): created it again");
     }
     Ok(RedisClient::connect_as(addr, timeout, Some(cred)).await?)

@@ -16,6 +16,7 @@ use crate::coordinator::model::{self, ActionState, SlotAction, SlotModel};
 use crate::http_error::ApiError;
 use crate::migrate::mover::{Mover, MoverConfig, Progress};
 use crate::migrate::plan::{self, Move};
+use crate::migrate::throttle::{Limits, Throttle};
 use crate::router::{GroupId, SLOTS};
 
 /// Migration bookkeeping the dashboard keeps in memory (the actions themselves are in the
@@ -24,8 +25,8 @@ use crate::router::{GroupId, SLOTS};
 pub(crate) struct Migrations {
     pub(crate) progress: Arc<Progress>,
     pub(crate) blocked: Mutex<Option<String>>,
-    /// (when, total keys moved) samples for the rate.
-    samples: Mutex<Vec<(Instant, u64)>>,
+    /// (when, total keys moved, total bytes moved) samples for the rates.
+    samples: Mutex<Vec<(Instant, u64, u64)>>,
     pub(crate) config: MoverConfig,
     /// Asks a running mover pass to stop at its next batch (abort).
     stop: std::sync::atomic::AtomicBool,
@@ -38,6 +39,11 @@ pub(crate) struct Migrations {
     blocked_since: Mutex<Option<Instant>>,
     /// The last handoffs' write pauses: (milliseconds, slots handed over).
     pauses: Mutex<Vec<(f64, usize)>>,
+    /// The running migration's speed cap (persisted, `Paths::migration_throttle`).
+    pub(crate) throttle: Throttle,
+    /// (keys, bytes) moved when the running migration started: the driver last found work
+    /// after none.
+    run_start: Mutex<Option<(u64, u64)>>,
 }
 
 /// Handoffs whose pause is kept for the status.
@@ -116,6 +122,13 @@ pub struct SlotProgress {
     pub keys_moved: u64,
 }
 
+/// The slowest command the mover sent, how long it may have blocked a server.
+#[derive(Debug, Serialize)]
+pub struct SlowestCommand {
+    pub ms: f64,
+    pub command: String,
+}
+
 #[derive(Debug, Serialize)]
 pub struct MigrationStatus {
     pub slots: Vec<SlotProgress>,
@@ -123,9 +136,21 @@ pub struct MigrationStatus {
     pub in_flight: usize,
     /// Keys moved by this dashboard since it started.
     pub keys_moved: u64,
+    /// Their memory on the sources (`MEMORY USAGE`), since it started.
+    pub bytes_moved: u64,
     pub keys_per_sec: f64,
-    /// Estimated from the keys per slot of the sources; `None` while nothing moves.
+    pub bytes_per_sec: f64,
+    /// Keys and bytes the running migration has moved (since the driver last was idle).
+    pub run_keys_moved: u64,
+    pub run_bytes_moved: u64,
+    /// Keys still to move, estimated per source group from its master's key count over the
+    /// slots it owns; `None` while nothing moves.
+    pub keys_left: Option<u64>,
     pub eta_secs: Option<f64>,
+    /// The cap set on the running migration.
+    pub throttle: Limits,
+    /// The slowest command the mover sent since this dashboard started.
+    pub slowest_command: Option<SlowestCommand>,
     pub blocked: Option<String>,
     pub max_slots_in_flight: usize,
     /// An abort was asked for; the driver turns the slots around at its next step.
@@ -409,6 +434,52 @@ impl Dashboard {
         Ok(())
     }
 
+    /// Sets the running migration's speed cap (kept until it ends), persisted for a successor.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn set_migration_throttle(&self, limits: Limits) -> Result<(), ApiError> {
+        if limits.is_none() {
+            self.store.delete(&self.paths.migration_throttle()).await?;
+        } else {
+            model::write(&*self.store, &self.paths.migration_throttle(), &limits).await?;
+        }
+        self.migrations.throttle.set(limits);
+        info!(?limits, "migration throttle set");
+        Ok(())
+    }
+
+    /// Reads the cap a predecessor set on a migration still running (at start).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub(crate) async fn load_throttle(&self) -> Result<(), ApiError> {
+        if let Some((l, _)) =
+            model::read::<Limits>(&*self.store, &self.paths.migration_throttle()).await?
+        {
+            self.migrations.throttle.set(l);
+        }
+        Ok(())
+    }
+
+    /// Nothing left to move: the migration's cap and run counters end with it.
+    async fn migration_idle(&self) {
+        self.migrations
+            .run_start
+            .lock()
+            .expect("run lock poisoned")
+            .take();
+        if !self.migrations.throttle.limits().is_none() {
+            // A migration queued meanwhile keeps the cap its start set.
+            let _ops = self.ops.lock().await;
+            if self.slot_models().iter().all(|s| s.action.is_none())
+                && let Err(e) = self.set_migration_throttle(Limits::default()).await
+            {
+                warn!(error = %e.message, "could not clear the migration throttle");
+            }
+        }
+    }
+
     pub fn migration_status(&self) -> MigrationStatus {
         let slots = self.slot_models();
         let moved = self
@@ -423,20 +494,26 @@ impl Dashboard {
             .progress
             .total
             .load(std::sync::atomic::Ordering::Relaxed);
-        let rate = {
+        let bytes = self
+            .migrations
+            .progress
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let (rate, byte_rate) = {
             let mut samples = self
                 .migrations
                 .samples
                 .lock()
                 .expect("samples lock poisoned");
             let now = Instant::now();
-            samples.push((now, total));
-            samples.retain(|(t, _)| now.duration_since(*t) < Duration::from_secs(10));
+            samples.push((now, total, bytes));
+            samples.retain(|(t, _, _)| now.duration_since(*t) < Duration::from_secs(10));
             match (samples.first(), samples.last()) {
-                (Some((t0, k0)), Some((t1, k1))) if t1 > t0 => {
-                    (k1 - k0) as f64 / t1.duration_since(*t0).as_secs_f64()
+                (Some((t0, k0, b0)), Some((t1, k1, b1))) if t1 > t0 => {
+                    let dt = t1.duration_since(*t0).as_secs_f64();
+                    ((k1 - k0) as f64 / dt, (b1 - b0) as f64 / dt)
                 }
-                _ => 0.0,
+                _ => (0.0, 0.0),
             }
         };
         let active: Vec<SlotProgress> = slots
@@ -457,32 +534,61 @@ impl Dashboard {
             .iter()
             .filter(|p| p.state == ActionState::Pending)
             .count();
-        // Keys per slot of the sources, from their masters' key counts.
-        let per_slot = {
+        // Keys left: per source group, its master's keys over the slots it owns (moving ones
+        // included), times its slots still to move, less what was moved of them.
+        let keys_left = {
             let st = self.state.lock().expect("state lock poisoned");
-            let keys: u64 = st
-                .groups
-                .values()
-                .filter_map(|g| {
-                    g.master()
+            let mut owned: HashMap<GroupId, u64> = HashMap::new();
+            for s in &slots {
+                if let Some(g) = s.group {
+                    *owned.entry(g).or_default() += 1;
+                }
+            }
+            let left: u64 = active
+                .iter()
+                .filter(|p| p.state <= ActionState::Migrating)
+                .map(|p| {
+                    let keys = st
+                        .groups
+                        .get(&p.source)
+                        .and_then(|g| g.master())
                         .and_then(|m| st.servers.get(m))
                         .and_then(|h| h.keys)
+                        .unwrap_or(0);
+                    let per_slot = keys / owned.get(&p.source).copied().unwrap_or(1).max(1);
+                    per_slot.saturating_sub(p.keys_moved)
                 })
                 .sum();
-            keys as f64 / SLOTS as f64
+            (!active.is_empty()).then_some(left)
         };
-        let remaining = active
-            .iter()
-            .filter(|p| p.state <= ActionState::Migrating)
-            .count() as f64
-            * per_slot;
+        let (run_keys, run_bytes) = self
+            .migrations
+            .run_start
+            .lock()
+            .expect("run lock poisoned")
+            .map_or((0, 0), |(k, b)| (total - k, bytes - b));
+        let slowest = self
+            .migrations
+            .progress
+            .slowest
+            .lock()
+            .expect("progress lock poisoned")
+            .clone()
+            .map(|(ms, command)| SlowestCommand { ms, command });
         MigrationStatus {
             in_flight: active.len() - pending,
             pending,
             slots: active,
             keys_moved: total,
+            bytes_moved: bytes,
             keys_per_sec: rate,
-            eta_secs: (rate > 0.0).then(|| remaining / rate),
+            bytes_per_sec: byte_rate,
+            run_keys_moved: run_keys,
+            run_bytes_moved: run_bytes,
+            keys_left,
+            eta_secs: keys_left.filter(|_| rate > 0.0).map(|k| k as f64 / rate),
+            throttle: self.migrations.throttle.limits(),
+            slowest_command: slowest,
             blocked: self
                 .migrations
                 .blocked
@@ -570,21 +676,25 @@ impl Dashboard {
             aborting,
             stop: &self.migrations.stop,
             credential: Some(&self.backend_admin),
+            throttle: &self.migrations.throttle,
         };
-        let found = mover
+        let complete = mover
             .pass()
             .await
             .map_err(|e| format!("moving keys from group {source} to group {target}: {e}"))?;
+        if !complete {
+            return Ok(()); // stopped for an abort: nothing is finished
+        }
         let _ops = self.ops.lock().await;
         let models = self.slot_models();
         let finished: Vec<SlotModel> = slots
-            .difference(&found)
+            .iter()
             .filter_map(|id| {
                 let mut s = models[*id as usize].clone();
-                let a = s
-                    .action
-                    .as_mut()
-                    .filter(|a| a.state == ActionState::Migrating)?;
+                let a = s.action.as_mut().filter(|a| {
+                    a.state == ActionState::Migrating
+                        && (a.source, a.target, a.aborting) == (source, target, aborting)
+                })?;
                 a.state = ActionState::Finished;
                 Some(s)
             })
@@ -626,8 +736,20 @@ impl Dashboard {
         }
         let slots = self.slot_models();
         if slots.iter().all(|s| s.action.is_none()) {
+            self.migration_idle().await;
             return false;
         }
+        self.migrations
+            .run_start
+            .lock()
+            .expect("run lock poisoned")
+            .get_or_insert_with(|| {
+                let p = &self.migrations.progress;
+                (
+                    p.total.load(std::sync::atomic::Ordering::Relaxed),
+                    p.bytes.load(std::sync::atomic::Ordering::Relaxed),
+                )
+            });
         // pending → preparing, under the cap of slots in flight per group.
         let cap = self.opts.max_slots_in_flight.max(1);
         let mut busy: HashMap<GroupId, usize> = HashMap::new();

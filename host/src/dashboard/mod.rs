@@ -256,6 +256,9 @@ impl Dashboard {
         if let Err(e) = self.load_abort().await {
             warn!(error = %e.message, "could not read a pending migration abort");
         }
+        if let Err(e) = self.load_throttle().await {
+            warn!(error = %e.message, "could not read the migration throttle");
+        }
         self.provision_servers().await;
         tokio::join!(health::run(self.clone()), migration::run(self));
     }
@@ -271,11 +274,9 @@ impl Dashboard {
                 .flat_map(|g| g.servers.iter().map(|s| s.addr.clone()))
                 .collect()
         };
-        let results = futures_util::future::join_all(
-            servers
-                .iter()
-                .map(|addr| admin_user::provision(addr, &self.backend_admin, ops::REDIS_TIMEOUT)),
-        )
+        let results = futures_util::future::join_all(servers.iter().map(|addr| {
+            admin_user::provision(addr, &self.backend_admin, None, ops::REDIS_TIMEOUT)
+        }))
         .await;
         for (addr, r) in servers.iter().zip(results) {
             if let Err(e) = r {

@@ -12,7 +12,7 @@ use crate::coordinator::model::{
     self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerModel, SlotModel,
 };
 use crate::http_error::ApiError;
-use crate::redis_client::Value;
+use crate::redis_client::{Credential, Value};
 use crate::router::{GroupId, SLOTS};
 
 pub(super) const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -141,10 +141,18 @@ impl Dashboard {
     }
 
     /// Adds a server: the first of a group becomes its master, later ones replicate from it.
+    /// `login`: a user of the server able to create the control plane's user on it (its
+    /// `default` user's password, say), used once and not kept; without it the dashboard
+    /// creates its user as `default` without a password, the stock setting.
     ///
     /// # Errors
     /// 404 unknown group, 409 a server already in a group or unreachable.
-    pub async fn add_server(&self, id: GroupId, addr: &str) -> Result<GroupModel, ApiError> {
+    pub async fn add_server(
+        &self,
+        id: GroupId,
+        addr: &str,
+        login: Option<&Credential>,
+    ) -> Result<GroupModel, ApiError> {
         let mut epoch = self.ops.lock().await;
         host_port(addr)?;
         let mut g = self.group(id)?;
@@ -164,7 +172,7 @@ impl Dashboard {
         // Its group's TLS setting is the connector's before the first connection to it.
         crate::tls::backend::backends().mark([(addr, g.tls)]);
         // Before anything else: from here on the dashboard works on it as its own user.
-        let created = admin_user::provision(addr, &self.backend_admin, REDIS_TIMEOUT)
+        let created = admin_user::provision(addr, &self.backend_admin, login, REDIS_TIMEOUT)
             .await
             .map_err(|e| server_error(addr, e))?;
         match g.master() {

@@ -15,6 +15,9 @@
 
 pub mod mover;
 pub mod plan;
+pub mod throttle;
+
+use crate::redis_client::Credential;
 
 /// The database of Tessera's internal keys on every backend (clients use database 0).
 pub const INTERNAL_DB: u32 = 1;
@@ -24,17 +27,17 @@ pub const BIG_KEY_ELEMENTS: u64 = 5_000;
 /// A string longer than this is moved in chunks.
 pub const BIG_KEY_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Moves keys off the source, atomically per call, run there by proxies and by the mover:
-/// each of KEYS that exists is either staged (too big for one MIGRATE: renamed to its
-/// staging key in the internal database, its marker set there to its TTL) or moved with one
-/// `MIGRATE … REPLACE KEYS`. ARGV: target host, target port, MIGRATE timeout (ms), element
-/// limit, byte limit, `stage-only` to stage big keys without moving the others (the mover
-/// moves those itself), and the internal database. Returns `{moved, markers, staged…}`: keys
-/// moved, keys of KEYS whose marker is present (being copied in chunks: wait), and the keys
-/// this call staged.
-pub const MOVE_KEYS_SCRIPT: &str = r#"
-local move, staged, markers = {}, {}, 0
-local db = tonumber(ARGV[7])
+/// Stages the big ones of KEYS on the source, atomically per call, run there by proxies and by
+/// the mover: each of KEYS that exists and is too big for one MIGRATE is renamed to its
+/// staging key in the internal database and its marker set there to its TTL. ARGV: element
+/// limit, byte limit, the internal database, and `measure` to sum the memory of the keys left
+/// for MIGRATE. Returns `{markers, bytes, staged…}`: keys of KEYS whose marker is present (this
+/// call's or an earlier one's: being copied in chunks), the bytes of the others (`measure`
+/// only, else 0), and the keys this call staged.
+pub const STAGE_BIG_KEYS_SCRIPT: &str = r#"
+local staged, markers, bytes = {}, 0, 0
+local db = tonumber(ARGV[3])
+local measure = ARGV[4] == 'measure'
 local function marked(k)
   redis.call('SELECT', db)
   local m = redis.call('EXISTS', '__tessera:marker:' .. k)
@@ -44,12 +47,12 @@ end
 for _, k in ipairs(KEYS) do
   if redis.call('EXISTS', k) == 1 then
     local t = redis.call('TYPE', k)['ok']
-    local n, limit = 0, tonumber(ARGV[4])
+    local n, limit = 0, tonumber(ARGV[1])
     if t == 'hash' then n = redis.call('HLEN', k)
     elseif t == 'set' then n = redis.call('SCARD', k)
     elseif t == 'zset' then n = redis.call('ZCARD', k)
     elseif t == 'list' then n = redis.call('LLEN', k)
-    elseif t == 'string' then n, limit = redis.call('STRLEN', k), tonumber(ARGV[5])
+    elseif t == 'string' then n, limit = redis.call('STRLEN', k), tonumber(ARGV[2])
     end
     if n > limit then
       local ttl = redis.call('PTTL', k)
@@ -66,58 +69,81 @@ for _, k in ipairs(KEYS) do
       redis.call('SELECT', 0)
       staged[#staged + 1] = k
       markers = markers + 1
-    else
-      move[#move + 1] = k
+    elseif measure then
+      bytes = bytes + (redis.call('MEMORY', 'USAGE', k) or 0)
     end
   elseif marked(k) then
     markers = markers + 1
   end
 end
-if ARGV[6] == 'stage-only' then
-  move = {}
-elseif #move > 0 then
-  redis.call('MIGRATE', ARGV[1], ARGV[2], '', 0, ARGV[3], 'REPLACE', 'KEYS', unpack(move))
-end
-local out = {#move, markers}
+local out = {markers, bytes}
 for _, k in ipairs(staged) do out[#out + 1] = k end
 return out
 "#;
 
-/// The `EVAL MOVE_KEYS_SCRIPT …` request that moves `keys` to `target` ("host:port").
+/// The proxies' move of `keys` to `target` ("host:port"), one transaction on the source (so
+/// as atomic there as one script): `MULTI`, the staging script, `MIGRATE … REPLACE [AUTH2 …]
+/// KEYS …` of what is left, `EXEC`. MIGRATE runs outside the script so that its `AUTH2`
+/// password, which Redis keeps out of SLOWLOG and MONITOR, never is a script argument. Four
+/// requests: the reply that counts is the last (`send_block` with 3 skipped).
 pub fn move_keys_request<K: AsRef<[u8]>>(
     target: &str,
     timeout_ms: u64,
+    credential: Option<&Credential>,
     keys: &[K],
 ) -> bytes::Bytes {
-    script_request(target, timeout_ms, keys, b"move")
+    let mut out = bytes::BytesMut::new();
+    out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+    out.extend_from_slice(&script_request(keys, b"-"));
+    out.extend_from_slice(&migrate_request(target, timeout_ms, credential, keys));
+    out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+    out.freeze()
 }
 
-/// The `EVAL MOVE_KEYS_SCRIPT …` request that only stages the big ones of `keys`.
+/// Requests `move_keys_request` writes before the reply that counts.
+pub const MOVE_KEYS_SKIPPED: u32 = 3;
+
+/// The mover's `EVAL STAGE_BIG_KEYS_SCRIPT …` that stages the big ones of `keys` and measures
+/// the others.
 pub fn stage_big_keys_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
-    script_request("-:0", 0, keys, b"stage-only")
+    script_request(keys, b"measure")
 }
 
-fn script_request<K: AsRef<[u8]>>(
-    target: &str,
-    timeout_ms: u64,
-    keys: &[K],
-    mode: &[u8],
-) -> bytes::Bytes {
-    let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
-    let (n, timeout) = (keys.len().to_string(), timeout_ms.to_string());
+fn script_request<K: AsRef<[u8]>>(keys: &[K], mode: &[u8]) -> bytes::Bytes {
+    let n = keys.len().to_string();
     let (elements, bytes) = (BIG_KEY_ELEMENTS.to_string(), BIG_KEY_BYTES.to_string());
     let db = INTERNAL_DB.to_string();
-    let mut args: Vec<&[u8]> = vec![b"EVAL", MOVE_KEYS_SCRIPT.as_bytes(), n.as_bytes()];
+    let mut args: Vec<&[u8]> = vec![b"EVAL", STAGE_BIG_KEYS_SCRIPT.as_bytes(), n.as_bytes()];
     args.extend(keys.iter().map(AsRef::as_ref));
-    args.extend([
+    args.extend([elements.as_bytes(), bytes.as_bytes(), db.as_bytes(), mode]);
+    let size = args.iter().map(|a| a.len()).sum();
+    crate::resp::encode_request(args.len(), args.iter().copied(), size)
+}
+
+/// `MIGRATE host port "" 0 timeout REPLACE [AUTH2 user password] KEYS …` to `target`.
+pub fn migrate_request<K: AsRef<[u8]>>(
+    target: &str,
+    timeout_ms: u64,
+    credential: Option<&Credential>,
+    keys: &[K],
+) -> bytes::Bytes {
+    let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
+    let timeout = timeout_ms.to_string();
+    let mut args: Vec<&[u8]> = vec![
+        b"MIGRATE",
         host.as_bytes(),
         port.as_bytes(),
+        b"",
+        b"0",
         timeout.as_bytes(),
-        elements.as_bytes(),
-        bytes.as_bytes(),
-        mode,
-        db.as_bytes(),
-    ]);
+        b"REPLACE",
+    ];
+    if let Some(c) = credential {
+        // Redis leaves AUTH2's arguments out of SLOWLOG and MONITOR.
+        args.extend([&b"AUTH2"[..], c.user.as_bytes(), c.password.as_bytes()]);
+    }
+    args.push(b"KEYS");
+    args.extend(keys.iter().map(AsRef::as_ref));
     let size = args.iter().map(|a| a.len()).sum();
     crate::resp::encode_request(args.len(), args.iter().copied(), size)
 }
@@ -167,22 +193,23 @@ end \
 redis.call('DEL', KEYS[3]) \
 return 1";
 
-/// What `MOVE_KEYS_SCRIPT` answered.
+/// What `STAGE_BIG_KEYS_SCRIPT` answered.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct MoveOutcome {
-    pub moved: u64,
     /// Keys whose marker is present: being copied in chunks.
     pub markers: u64,
+    /// Memory of the keys left for MIGRATE (when measured).
+    pub bytes: u64,
     /// Keys this call staged.
     pub staged: Vec<bytes::Bytes>,
 }
 
 impl MoveOutcome {
-    /// Parses the script's reply (`*n :moved :markers $key…`); `None` for anything else.
+    /// Parses the script's reply (`*n :markers :bytes $key…`); `None` for anything else.
     pub fn parse(reply: &[u8]) -> Option<MoveOutcome> {
         let parts = crate::resp::split_aggregate(reply)?;
-        let moved = crate::resp::parse_integer(parts.first()?)? as u64;
-        let markers = crate::resp::parse_integer(parts.get(1)?)? as u64;
+        let markers = crate::resp::parse_integer(parts.first()?)? as u64;
+        let bytes = crate::resp::parse_integer(parts.get(1)?)? as u64;
         let staged = parts[2..]
             .iter()
             .map(|p| {
@@ -193,10 +220,34 @@ impl MoveOutcome {
             })
             .collect::<Option<Vec<_>>>()?;
         Some(MoveOutcome {
-            moved,
             markers,
+            bytes,
             staged,
         })
+    }
+
+    /// Parses the `EXEC` reply of a [`move_keys_request`]: the script's outcome, or what went
+    /// wrong (the transaction or MIGRATE refused), as the server said it.
+    ///
+    /// # Errors
+    /// The server's words when the move did not happen.
+    pub fn parse_move(reply: &[u8]) -> Result<MoveOutcome, String> {
+        let said = || {
+            String::from_utf8_lossy(reply)
+                .trim_start_matches(['-', '+'])
+                .trim_end()
+                .to_string()
+        };
+        let parts = crate::resp::split_aggregate(reply).ok_or_else(said)?;
+        let [script, migrate] = parts[..] else {
+            return Err(said());
+        };
+        if migrate.first() == Some(&b'-') {
+            return Err(String::from_utf8_lossy(&migrate[1..])
+                .trim_end()
+                .to_string());
+        }
+        MoveOutcome::parse(script).ok_or_else(|| String::from_utf8_lossy(script).trim().into())
     }
 }
 
@@ -237,9 +288,9 @@ mod tests {
 
     #[test]
     fn move_outcome_parses_the_script_reply() {
-        let r = b"*4\r\n:3\r\n:1\r\n$3\r\nbig\r\n$1\r\nb\r\n";
+        let r = b"*4\r\n:1\r\n:300\r\n$3\r\nbig\r\n$1\r\nb\r\n";
         let o = MoveOutcome::parse(r).unwrap();
-        assert_eq!((o.moved, o.markers), (3, 1));
+        assert_eq!((o.markers, o.bytes), (1, 300));
         assert_eq!(
             o.staged,
             vec![
@@ -248,5 +299,29 @@ mod tests {
             ]
         );
         assert_eq!(MoveOutcome::parse(b"-ERR x\r\n"), None);
+    }
+
+    #[test]
+    fn a_move_is_its_transaction_and_fails_with_migrate() {
+        let ok = b"*2\r\n*2\r\n:0\r\n:0\r\n+NOKEY\r\n";
+        assert_eq!(MoveOutcome::parse_move(ok).unwrap(), MoveOutcome::default());
+        let refused = b"*2\r\n*2\r\n:0\r\n:0\r\n-IOERR error or timeout\r\n";
+        assert_eq!(
+            MoveOutcome::parse_move(refused).unwrap_err(),
+            "IOERR error or timeout"
+        );
+        assert_eq!(
+            MoveOutcome::parse_move(b"-EXECABORT x\r\n").unwrap_err(),
+            "EXECABORT x"
+        );
+        let cred = Credential {
+            user: "u".into(),
+            password: "p".into(),
+        };
+        let req = move_keys_request("127.0.0.1:7000", 5000, Some(&cred), &[b"k"]);
+        let text = String::from_utf8_lossy(&req);
+        assert!(text.starts_with("*1\r\n$5\r\nMULTI\r\n*8\r\n$4\r\nEVAL\r\n"));
+        assert!(text.contains("$5\r\nAUTH2\r\n$1\r\nu\r\n$1\r\np\r\n$4\r\nKEYS\r\n$1\r\nk\r\n"));
+        assert!(text.ends_with("*1\r\n$4\r\nEXEC\r\n"));
     }
 }

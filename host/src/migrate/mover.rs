@@ -1,23 +1,28 @@
 //! The background mover: scans a source master for keys of the slots being moved and moves
-//! them to the target master, a batch at a time with `migrate::MOVE_KEYS_SCRIPT` (the same
-//! script the proxies run): small keys go with one `MIGRATE … KEYS k1 … kn`, a key too big
-//! for one MIGRATE is staged and then copied in chunks, so neither server blocks for more
+//! them to the target master, a batch at a time: `migrate::STAGE_BIG_KEYS_SCRIPT` (the script
+//! the proxies run too) stages the keys too big for one MIGRATE, which are then copied in
+//! chunks, and the others go with `MIGRATE … KEYS k1 … kn`, so neither server blocks for more
 //! than a batch's or a chunk's work.
 //!
-//! One `pass` is a full SCAN of the source; a slot is finished when a full pass finds none of
-//! its keys. Passes are idempotent, so a dashboard that dies half way simply passes again
-//! (and a big key found staged is copied again from its staging key).
+//! One full SCAN of the source is enough: a pass starts only once every proxy routes the
+//! slots to the target, so no key of them is created on the source after it starts, and SCAN
+//! returns every key present from its start to its end. A key a proxy staged meanwhile (it
+//! touched it before the scan got there) is found by the marker scans, run every
+//! `MARKER_SCAN_EVERY` and once more at the end. Passes are idempotent, so a dashboard that
+//! dies half way simply passes again (and a big key found staged is copied again from its
+//! staging key).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tracing::{debug, info};
 
+use super::throttle::Throttle;
 use super::{
-    INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNSTAGE_SCRIPT, marker_key, stage_big_keys_request,
-    staging_key, temp_key,
+    INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNSTAGE_SCRIPT, marker_key, migrate_request,
+    stage_big_keys_request, staging_key, temp_key,
 };
 use crate::redis_client::{ClientError, Credential, RedisClient, Value};
 use crate::router::SlotId;
@@ -60,13 +65,21 @@ pub enum MoverError {
     },
 }
 
+/// How often a pass looks for big keys the proxies staged, so their commands wait little.
+const MARKER_SCAN_EVERY: Duration = Duration::from_millis(250);
+
 /// Keys moved per slot, shared with whoever reports progress.
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Per slot in flight (cleared when the slot is done).
     pub moved: Mutex<HashMap<u16, u64>>,
-    /// Since the dashboard started.
+    /// Keys moved since the dashboard started.
     pub total: std::sync::atomic::AtomicU64,
+    /// Their memory on the source (`MEMORY USAGE`), since the dashboard started.
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// The slowest command the mover sent (milliseconds, and which), since the dashboard
+    /// started: how long it may have blocked a server.
+    pub slowest: Mutex<Option<(f64, String)>>,
 }
 
 impl Progress {
@@ -80,9 +93,19 @@ impl Progress {
             .or_default() += n;
     }
 
-    fn add_total(&self, n: u64) {
+    fn add_total(&self, n: u64, bytes: u64) {
         self.total
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        self.bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn took(&self, what: &str, since: Instant) {
+        let ms = since.elapsed().as_secs_f64() * 1000.0;
+        let mut s = self.slowest.lock().expect("progress lock poisoned");
+        if s.as_ref().is_none_or(|(worst, _)| ms > *worst) {
+            *s = Some((ms, what.to_string()));
+        }
     }
 }
 
@@ -101,6 +124,8 @@ pub struct Mover<'a> {
     /// The user the mover authenticates as on both servers, and that MIGRATE presents to the
     /// target (`AUTH2`): the control plane's, which keeps every right.
     pub credential: Option<&'a Credential>,
+    /// The migration's speed cap, shared by every pass.
+    pub throttle: &'a Throttle,
 }
 
 /// One page of a SCAN-family reply: advances `cursor` and returns the page's items.
@@ -134,27 +159,31 @@ impl Mover<'_> {
         self.slots.contains(&slot).then_some(slot)
     }
 
-    /// One full pass. Returns the slots of which keys were found (and moved).
+    /// One full pass: when it returns `true`, no key of the slots is left on the source.
+    /// `false`: stopped early (an abort turns the slots around), nothing is finished.
     ///
     /// # Errors
     /// A server unreachable or refusing a command; nothing is lost, pass again.
-    pub async fn pass(&self) -> Result<BTreeSet<u16>, MoverError> {
+    pub async fn pass(&self) -> Result<bool, MoverError> {
         let mut src =
             RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
         if self.aborting {
             self.unstage_on_target().await?;
         }
-        let mut found = self.resume_staged().await?;
+        self.resume_staged().await?;
+        let mut markers_scanned = Instant::now();
         let mut cursor = b"0".to_vec();
         let count = self.config.scan_count.to_string();
+        let mut found = 0u64;
         loop {
             if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                // Stopped early: report every slot as found, so none is taken for finished.
-                return Ok(self.slots.clone());
+                return Ok(false);
             }
+            let sent = Instant::now();
             let reply = src
                 .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
                 .await?;
+            self.progress.took("SCAN", sent);
             let keys = scan_page(self.source, "SCAN", &reply, &mut cursor)?;
             let small: Vec<(Bytes, u16)> = keys
                 .iter()
@@ -162,35 +191,45 @@ impl Mover<'_> {
                 .filter_map(|k| Some((Bytes::copy_from_slice(k), self.wanted(k)?)))
                 .collect();
             for chunk in small.chunks(self.config.batch) {
-                for (_, slot) in chunk {
-                    found.insert(*slot);
-                }
-                let moved = self.move_batch(&mut src, chunk).await?;
-                self.progress.add_total(moved);
+                found += chunk.len() as u64;
+                self.move_batch(&mut src, chunk).await?;
+            }
+            if markers_scanned.elapsed() >= MARKER_SCAN_EVERY {
+                self.resume_staged().await?;
+                markers_scanned = Instant::now();
             }
             if cursor == b"0" {
                 break;
             }
         }
-        debug!(source = self.source, found = found.len(), "mover pass done");
-        Ok(found)
+        // Big keys proxies staged after the last marker scan.
+        self.resume_staged().await?;
+        debug!(source = self.source, found, "mover pass done");
+        Ok(true)
     }
 
     /// Copies again the big keys an interrupted pass left staged (their markers are in the
     /// internal database). Returns their slots.
-    async fn resume_staged(&self) -> Result<BTreeSet<u16>, MoverError> {
-        let mut found = BTreeSet::new();
+    async fn resume_staged(&self) -> Result<(), MoverError> {
         for key in self.marked_keys(self.source).await? {
             let Some(slot) = self.wanted(&key) else {
                 continue;
             };
-            info!(key = %String::from_utf8_lossy(&key), slot, "resuming the copy of a staged big key");
-            self.copy_big(&key).await?;
+            info!(key = %String::from_utf8_lossy(&key), slot, "copying a staged big key");
+            let bytes = self.copy_big(&key).await?;
             self.progress.add(slot, 1);
-            self.progress.add_total(1);
-            found.insert(slot);
+            self.progress.add_total(1, bytes);
+            self.pace(1, bytes).await;
         }
-        Ok(found)
+        Ok(())
+    }
+
+    /// Sleeps as long as the throttle asks after `keys` and `bytes` were moved.
+    async fn pace(&self, keys: u64, bytes: u64) {
+        let wait = self.throttle.charge(keys, bytes, Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// The keys with a marker on `server`: staged there, being copied.
@@ -235,60 +274,52 @@ impl Mover<'_> {
     /// block the source only a few milliseconds. REPLACE is safe: past the barrier nothing
     /// writes to the source, so a copy on the target is the same value left by a MIGRATE that
     /// failed half way; a key a proxy moved already is gone from the source and skipped.
-    /// Returns how many keys were moved.
     async fn move_batch(
         &self,
         src: &mut RedisClient,
         keys: &[(Bytes, u16)],
-    ) -> Result<u64, MoverError> {
+    ) -> Result<(), MoverError> {
         let names: Vec<&[u8]> = keys.iter().map(|(k, _)| &k[..]).collect();
-        let staged = src.encoded(&stage_big_keys_request(&names)).await?;
-        let Value::Array(parts) = &staged else {
-            return Err(refused(self.source, "staging big keys", &staged));
+        let sent = Instant::now();
+        let reply = src.encoded(&stage_big_keys_request(&names)).await?;
+        self.progress.took("EVAL (staging big keys)", sent);
+        // `{markers, bytes, staged…}` (migrate::STAGE_BIG_KEYS_SCRIPT).
+        let parts = match &reply {
+            Value::Array(p) if p.len() >= 2 => p,
+            _ => return Err(refused(self.source, "staging big keys", &reply)),
         };
-        let staged: Vec<Bytes> = parts
+        let measured = parts[1].as_int().unwrap_or(0).max(0) as u64;
+        let staged: Vec<Bytes> = parts[2..]
             .iter()
-            .skip(2)
             .filter_map(|v| v.as_bytes().map(Bytes::copy_from_slice))
             .collect();
-        let mut moved = 0;
         for (key, slot) in keys.iter().filter(|(k, _)| staged.contains(k)) {
-            self.copy_big(key).await?;
+            let bytes = self.copy_big(key).await?;
             self.progress.add(*slot, 1);
-            moved += 1;
+            self.progress.add_total(1, bytes);
+            self.pace(1, bytes).await;
         }
         let rest: Vec<&(Bytes, u16)> = keys.iter().filter(|(k, _)| !staged.contains(k)).collect();
-        let (host, port) = self
-            .target
-            .rsplit_once(':')
-            .unwrap_or((self.target, "6379"));
-        let timeout = self.config.timeout.as_millis().to_string();
+        let timeout = self.config.timeout.as_millis() as u64;
+        let per_key = measured / rest.len().max(1) as u64;
         for group in rest.chunks(self.config.migrate_batch.max(1)) {
-            let mut args: Vec<&[u8]> = vec![
-                b"MIGRATE",
-                host.as_bytes(),
-                port.as_bytes(),
-                b"",
-                b"0",
-                timeout.as_bytes(),
-                b"REPLACE",
-            ];
-            if let Some(c) = self.credential {
-                // Redis leaves AUTH2's arguments out of SLOWLOG and MONITOR.
-                args.extend([&b"AUTH2"[..], c.user.as_bytes(), c.password.as_bytes()]);
-            }
-            args.push(b"KEYS");
-            args.extend(group.iter().map(|(k, _)| &k[..]));
-            match src.cmd(&args).await? {
+            let names: Vec<&[u8]> = group.iter().map(|(k, _)| &k[..]).collect();
+            let req = migrate_request(self.target, timeout, self.credential, &names);
+            let sent = Instant::now();
+            match src.encoded(&req).await? {
                 Value::Ok(s) if s == "OK" || s == "NOKEY" => {}
                 other => return Err(refused(self.source, "MIGRATE", &other)),
             }
+            self.progress
+                .took(&format!("MIGRATE of {} keys", group.len()), sent);
             for (_, slot) in group {
                 self.progress.add(*slot, 1);
             }
-            moved += group.len() as u64;
+            let (n, bytes) = (group.len() as u64, per_key * group.len() as u64);
+            self.progress.add_total(n, bytes);
+            self.pace(n, bytes).await;
         }
-        Ok(moved)
+        Ok(())
     }
 
     /// For an abort going back: big keys the forward move had staged on this mover's target
@@ -321,13 +352,20 @@ impl Mover<'_> {
 
     /// Copies a staged big key (renamed to its staging key, marker set, both in the internal
     /// database) to a temp key in the target's internal database, then puts it in place.
-    async fn copy_big(&self, key: &[u8]) -> Result<(), MoverError> {
+    /// Returns its memory on the source.
+    async fn copy_big(&self, key: &[u8]) -> Result<u64, MoverError> {
         let (staging, marker, temp) = (staging_key(key), marker_key(key), temp_key(key));
         let mut src = self.internal(self.source).await?;
         let src = &mut src;
         let mut dst = self.internal(self.target).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let kind = src.cmd(&[&b"TYPE"[..], &staging]).await?;
+        let bytes = src
+            .cmd(&[&b"MEMORY"[..], b"USAGE", &staging])
+            .await?
+            .as_int()
+            .unwrap_or(0)
+            .max(0) as u64;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();
         let chunk = self.config.chunk.to_string();
         match &kind[..] {
@@ -401,7 +439,7 @@ impl Mover<'_> {
             b"none" => {
                 // Staging vanished (an earlier run finished): only the marker is left.
                 src.cmd(&[&b"UNLINK"[..], &marker]).await?;
-                return Ok(());
+                return Ok(0);
             }
             other => {
                 return Err(MoverError::Refused {
@@ -440,7 +478,7 @@ impl Mover<'_> {
         // Only now is the key complete on the target: release the waiting proxies.
         src.cmd(&[&b"UNLINK"[..], &staging, &marker]).await?;
         info!(key = %String::from_utf8_lossy(key), "big key copied in chunks");
-        Ok(())
+        Ok(bytes)
     }
 }
 

@@ -1,9 +1,9 @@
 //! The proxy's half of slot migration: a command on a key of a migrating slot first moves its
-//! keys off the source, then runs on the target. Moving is one script on the source
-//! (`migrate::MOVE_KEYS_SCRIPT`), atomic there: keys too big for one MIGRATE are staged for
-//! the mover to copy in chunks, the others are moved with `MIGRATE … REPLACE KEYS`, and it
-//! answers how many of the keys have a marker (a big key being copied). Of several proxies
-//! moving the same key, one moves it and the others find it gone.
+//! keys off the source, then runs on the target. Moving is one transaction on the source
+//! (`migrate::move_keys_request`), atomic there: a script stages the keys too big for one
+//! MIGRATE for the mover to copy in chunks and answers how many of the keys have a marker (a
+//! big key being copied), then `MIGRATE … REPLACE AUTH2 … KEYS` moves the others. Of several
+//! proxies moving the same key, one moves it and the others find it gone.
 //!
 //! The move and the marker checks are the proxy's own requests, on its control login (the
 //! client's confined user may neither MIGRATE nor touch Tessera's internal keys); the command
@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 use crate::backend::{Login, ReplyRx};
 use crate::error::{DataError, MoveFailure};
 use crate::limits::OutputAccount;
-use crate::migrate::{MoveOutcome, markers_exist_request, move_keys_request};
+use crate::migrate::{MOVE_KEYS_SKIPPED, MoveOutcome, markers_exist_request, move_keys_request};
 use crate::resp::{Proto, parse_integer};
 use crate::worker::Worker;
 
@@ -58,20 +58,26 @@ impl Moved {
         self
     }
 
-    fn control(&self, addr: &Arc<str>, req: Bytes) -> ReplyRx {
+    fn control(&self, addr: &Arc<str>, req: Bytes, skip: u32) -> ReplyRx {
         let w = &self.worker;
         w.pool
-            .send(addr, Proto::Resp2, &w.control_login(), req, None)
+            .send_block(addr, Proto::Resp2, &w.control_login(), req, skip, None)
     }
 
     fn send_move(&self) -> ReplyRx {
-        let req = move_keys_request(&self.target, MIGRATE_TIMEOUT_MS, &self.keys);
-        self.control(&self.source, req)
+        let credential = self.worker.backend_admin();
+        let req = move_keys_request(
+            &self.target,
+            MIGRATE_TIMEOUT_MS,
+            credential.as_ref(),
+            &self.keys,
+        );
+        self.control(&self.source, req, MOVE_KEYS_SKIPPED)
     }
 
     async fn target_has_markers(&self) -> Result<bool, DataError> {
         let req = markers_exist_request(&self.keys);
-        let reply = self.control(&self.target, req).await?;
+        let reply = self.control(&self.target, req, 0).await?;
         Ok(parse_integer(&reply).is_some_and(|n| n > 0))
     }
 
@@ -94,14 +100,13 @@ impl Moved {
         let mut pending = self.first.take().expect("Moved::start sent the first move");
         loop {
             let reply = pending.await?;
-            let Some(outcome) = MoveOutcome::parse(&reply) else {
-                let text = String::from_utf8_lossy(&reply);
-                return Err(DataError::MoveFailed(Box::new(MoveFailure {
+            let outcome = MoveOutcome::parse_move(&reply).map_err(|reply| {
+                DataError::MoveFailed(Box::new(MoveFailure {
                     from: self.source.clone(),
                     target: self.target.clone(),
-                    reply: text.trim_start_matches(['-', '+']).trim_end().to_string(),
-                })));
-            };
+                    reply,
+                }))
+            })?;
             if outcome.markers == 0 && !(self.aborting && self.target_has_markers().await?) {
                 self.worker.moved.insert(self.epoch, &self.keys);
                 return Ok(());
