@@ -147,6 +147,18 @@ export interface MigrationStatus {
   in_flight: number;
   keys_moved: number;
   keys_per_sec: number;
+  /** Memory of the keys moved (MEMORY USAGE on the sources), since the dashboard started. */
+  bytes_moved?: number;
+  bytes_per_sec?: number;
+  /** Keys and bytes the running migration has moved. */
+  run_keys_moved?: number;
+  run_bytes_moved?: number;
+  /** Keys still to move, estimated per source group; null while nothing moves. */
+  keys_left?: number | null;
+  /** The running migration's speed cap (null fields: no cap). */
+  throttle?: { max_keys_per_sec: number | null; max_bytes_per_sec: number | null };
+  /** The slowest command the mover sent: how long it may have blocked a server. */
+  slowest_command?: { ms: number; command: string } | null;
   eta_secs: number | null;
   blocked: string | null;
   max_slots_in_flight: number;

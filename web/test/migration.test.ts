@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
+import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
 
 describe('keys per second', () => {
   it('is the slope over the window', () => {
@@ -105,5 +105,28 @@ describe('slots in flight as ranges', () => {
       { from: 13, to: 13, state: 'pending', source: 1, target: 2, aborting: true, keys_moved: 1 },
       { from: 20, to: 20, state: 'pending', source: 1, target: 2, aborting: false, keys_moved: 1 },
     ]);
+  });
+});
+
+describe('done percent', () => {
+  const bySlots = progress(100, 87); // 13 % of the slots past their handoff
+  it('is by keys when the dashboard estimates the keys left, so a preparing move shows 0', () => {
+    expect(donePercent({ slots: [{} as never], run_keys_moved: 0, keys_left: 5000 }, bySlots)).toBe(0);
+    expect(donePercent({ slots: [{} as never], run_keys_moved: 2500, keys_left: 2500 }, bySlots)).toBe(50);
+    // Never 100 while a slot is still listed.
+    expect(donePercent({ slots: [{} as never], run_keys_moved: 5000, keys_left: 0 }, bySlots)).toBe(99.9);
+  });
+  it('falls back to slots without an estimate, and is 100 when nothing is left', () => {
+    expect(donePercent({ slots: [{} as never], keys_left: null }, bySlots)).toBe(13);
+    expect(donePercent({ slots: [], run_keys_moved: 0, keys_left: null }, progress(20, 0))).toBe(100);
+  });
+});
+
+describe('throttle text', () => {
+  const fmt = (n: number) => `${n} B`;
+  it('names each cap, or none', () => {
+    expect(describeThrottle({ max_keys_per_sec: 5000, max_bytes_per_sec: 1024 }, fmt)).toBe('5000 keys/s, 1024 B/s');
+    expect(describeThrottle({ max_keys_per_sec: null, max_bytes_per_sec: null }, fmt)).toBeNull();
+    expect(describeThrottle(undefined, fmt)).toBeNull();
   });
 });

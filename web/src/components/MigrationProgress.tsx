@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from 'react';
 import type { ClusterApi } from '../api';
 import { usePoll } from '../hooks';
-import { eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
-import { formatNumber } from '../lib/format';
+import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
+import { formatBytes, formatNumber } from '../lib/format';
 import { ErrorBox, useConfirm, useNotices } from './ui';
 import type { MigrationStatus } from '../types';
 
@@ -49,6 +49,8 @@ export function MigrationProgress({
   if (!status) return <ErrorBox error={error} />;
   const active = status.slots.length;
   const p = tracker.observe(active);
+  const pct = donePercent(status, p);
+  const cap = describeThrottle(status.throttle, formatBytes);
   const rate = status.keys_per_sec > 0 ? status.keys_per_sec : keysPerSecond(samples);
   const etaSecs = status.eta_secs ?? (active ? eta(active, tracker.slotRate(active)) : 0);
   const counts = stateCounts(status);
@@ -73,7 +75,7 @@ export function MigrationProgress({
 
   const state = tracker.state(active, turning);
   return (
-    <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={p.percent}>
+    <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={pct}>
       <ErrorBox error={error} />
       <div className="progress-head">
         <h3>Migration progress</h3>
@@ -86,13 +88,13 @@ export function MigrationProgress({
         </button>
       </div>
       <div className="progress-bar" aria-label="migration progress">
-        <div className="progress-fill" style={{ width: `${p.percent}%` }} />
+        <div className="progress-fill" style={{ width: `${pct}%` }} />
       </div>
       <div className="stats-row">
         <div className="stat">
           <div className="stat-label">Done</div>
           <div className="stat-value" data-testid="migration-percent">
-            {p.total ? `${p.percent}%` : '—'}
+            {p.total || active ? `${pct}%` : '—'}
           </div>
         </div>
         <div className="stat">
@@ -114,9 +116,18 @@ export function MigrationProgress({
             {active ? formatDuration(etaSecs) : '—'}
           </div>
         </div>
-        <div className="stat">
+        <div className="stat" title="By the running migration; its memory as the sources count it (MEMORY USAGE)">
           <div className="stat-label">Keys moved</div>
-          <div className="stat-value">{formatNumber(status.keys_moved)}</div>
+          <div className="stat-value" data-testid="migration-keys-moved">
+            {formatNumber(status.run_keys_moved ?? status.keys_moved)}
+            {status.run_bytes_moved != null ? <span className="muted small"> · {formatBytes(status.run_bytes_moved)}</span> : null}
+          </div>
+        </div>
+        <div className="stat" title="Estimated from each source group's keys over the slots it owns">
+          <div className="stat-label">Keys left</div>
+          <div className="stat-value" data-testid="migration-keys-left">
+            {status.keys_left != null ? `~${formatNumber(status.keys_left)}` : '—'}
+          </div>
         </div>
         <div className="stat" title="How long a slot serves no one while it is handed over (its commands wait in the proxies), per slot over the last handoffs">
           <div className="stat-label">Write pause p99</div>
@@ -131,6 +142,13 @@ export function MigrationProgress({
           .join(' · ') || 'no slot moving'}
         {' · '}
         {status.in_flight} in flight, {status.pending} pending (cap {status.max_slots_in_flight} per group)
+        {' · '}
+        <span data-testid="migration-throttle">speed cap: {cap ?? 'none'}</span>
+        {status.slowest_command ? (
+          <span title="The slowest command the mover sent: how long it may have blocked a server">
+            {' · '}slowest mover command {status.slowest_command.ms.toFixed(1)} ms ({status.slowest_command.command})
+          </span>
+        ) : null}
       </div>
       {status.blocked && (
         <div className="error-box" data-testid="migration-blocked">

@@ -59,6 +59,31 @@ export function progress(total: number, remaining: number): Progress {
   return { total: t, remaining, done, percent: Math.floor((done / t) * 1000) / 10 };
 }
 
+/**
+ * How far the running migration is, in percent: by keys when the dashboard estimates the keys
+ * left (keys moved over moved + left), else by slots. The bar and "Done" both show this one
+ * number; while slots prepare, nothing has moved and both say so.
+ */
+export function donePercent(
+  st: Pick<MigrationStatus, 'slots' | 'run_keys_moved' | 'keys_left'>,
+  bySlots: Progress,
+): number {
+  if (st.slots.length === 0) return bySlots.percent;
+  const moved = st.run_keys_moved ?? 0;
+  const left = st.keys_left;
+  if (left == null || moved + left === 0) return bySlots.percent;
+  return Math.min(99.9, Math.floor((moved / (moved + left)) * 1000) / 10);
+}
+
+/** "20000 keys/s, 2.0 MiB/s", or null for no cap. */
+export function describeThrottle(t: MigrationStatus['throttle'], formatBytes: (n: number) => string): string | null {
+  if (!t) return null;
+  const parts: string[] = [];
+  if (t.max_keys_per_sec != null) parts.push(`${t.max_keys_per_sec} keys/s`);
+  if (t.max_bytes_per_sec != null) parts.push(`${formatBytes(t.max_bytes_per_sec)}/s`);
+  return parts.length ? parts.join(', ') : null;
+}
+
 /** Slots of the status still to move (every listed slot; finished ones await their push). */
 export function activeSlots(st: Pick<MigrationStatus, 'slots'>): number {
   return st.slots.length;
