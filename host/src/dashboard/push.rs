@@ -149,7 +149,7 @@ impl Dashboard {
                     p.token.clone(),
                     p.admin_addr.clone(),
                     format!(
-                        "its registration is gone but it may still be running, cut off from                          the store; waiting {:.1} s more until it has surely fenced itself",
+                        "its registration is gone but it may still be running, cut off from the store; waiting {:.1} s more until it has surely fenced itself",
                         left.as_secs_f64()
                     ),
                 ));
