@@ -921,3 +921,62 @@ fn a_rebalance_with_a_proxy_cut_off_and_back_loses_no_acknowledged_write() {
         "checker with a proxy frozen 13 s during a rebalance: {acked} acknowledged, {unknown} errors; held meanwhile: {held}"
     );
 }
+
+/// An abort is persisted before it is answered: a dashboard that dies before applying it
+/// leaves it to its successor, which turns the slots around and brings every key back.
+#[test]
+fn an_abort_left_by_a_dead_dashboard_is_applied_by_its_successor() {
+    let mut cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let proxy = cp.proxies[0].addr();
+    preload(proxy, 20_000);
+    // Capped, so the move is still running when the dashboard dies.
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": 0, "to": 511, "group": 2, "max_keys_per_sec": 2000}),
+        )
+        .ok();
+    wait_for("keys to start moving", Duration::from_secs(60), || {
+        status(&cp)["keys_moved"].as_u64() > Some(0)
+    });
+    cp.kill_dashboard();
+    assert!(cp.servers[1].dbsize() > 0, "some keys had moved");
+    // What `POST /api/migrations/abort` persists before it answers.
+    let moves: Vec<Value> = (0..512)
+        .map(|s| json!({"slot": s, "source": 1, "target": 2}))
+        .collect();
+    let key = format!("/tessera/{}/migration-abort", cp.options().cluster);
+    let doc = json!({ "moves": moves }).to_string();
+    cp.with_store(async |s| {
+        s.put(&key, doc.into_bytes().into())
+            .await
+            .expect("store put")
+    });
+    cp.restart_dashboard();
+    wait_for(
+        "the successor to bring every key back",
+        Duration::from_secs(180),
+        || idle(&cp),
+    );
+    assert!(
+        owners(&cp).iter().all(|o| *o == Some(1)),
+        "every slot is group 1's again"
+    );
+    assert_eq!(
+        cp.servers[1].dbsize(),
+        0,
+        "keys were left on the abort's source"
+    );
+    let mut c = conn(proxy);
+    let keys: Vec<String> = (0..20_000).map(|i| format!("fill:{i}")).collect();
+    let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
+    assert!(values.iter().all(|v| v.is_some()), "a key was lost");
+    let left = cp.with_store(async |s| s.get(&key).await.expect("store get"));
+    assert!(
+        left.is_none(),
+        "the applied abort is cleared from the store"
+    );
+}
