@@ -98,7 +98,9 @@ R3=$(port)
 redis-server --bind 127.0.0.1 --port "$R3" --save '' --appendonly no --dir "$DIR" --logfile "$DIR/r$R3.log" &
 PIDS+=($!)
 until redis-cli -p "$R3" ping >/dev/null 2>&1; do sleep 0.1; done
-python3 - "$R2" "$R3" "$RATE" <<'PY'
+# redis-py: Debian's python3-redis (tools/test.sh installs it) under /usr/bin/python3.
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+"$PY" - "$R2" "$R3" "$RATE" <<'PY'
 import sys, time, redis
 src_port, dst_port, rate = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 src = redis.Redis(port=src_port)

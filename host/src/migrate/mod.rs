@@ -45,8 +45,8 @@ local function marked(k)
   return m == 1
 end
 for _, k in ipairs(KEYS) do
-  if redis.call('EXISTS', k) == 1 then
-    local t = redis.call('TYPE', k)['ok']
+  local t = redis.call('TYPE', k)['ok']
+  if t ~= 'none' then
     local n, limit = 0, tonumber(ARGV[1])
     if t == 'hash' then n = redis.call('HLEN', k)
     elseif t == 'set' then n = redis.call('SCARD', k)
