@@ -95,6 +95,28 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
     }
 }
 
+/// A refusal answered before the request's body was read (a middleware's 401 or 403): the
+/// body may still be on its way, so the connection is closed after the answer and says so
+/// (`Connection: close`). Without it the server closes the connection anyway, and a client
+/// that pooled it sends its next request into a closed socket.
+pub fn refuse_unread(req: &axum::extract::Request, err: ApiError) -> Response {
+    let mut resp = err.into_response();
+    let has_body = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes() != b"0")
+        || req
+            .headers()
+            .contains_key(axum::http::header::TRANSFER_ENCODING);
+    if has_body {
+        resp.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
+}
+
 /// A JSON body that may be absent or empty.
 ///
 /// # Errors

@@ -172,6 +172,15 @@ impl RedisClient {
     /// # Errors
     /// As `cmd`.
     pub async fn encoded(&mut self, req: &[u8]) -> Result<Value, ClientError> {
+        let mut replies = self.encoded_many(req, 1).await?;
+        Ok(replies.pop().unwrap_or(Value::Nil))
+    }
+
+    /// Sends already-encoded requests in one write and reads their `n` replies in order.
+    ///
+    /// # Errors
+    /// As `cmd`.
+    pub async fn encoded_many(&mut self, req: &[u8], n: usize) -> Result<Vec<Value>, ClientError> {
         let timeout = self.timeout;
         let addr = self.addr.clone();
         let io = |e: std::io::Error| ClientError::Io {
@@ -180,9 +189,7 @@ impl RedisClient {
         };
         tokio::time::timeout(timeout, async {
             self.stream.send_all(req).await.map_err(io)?;
-            self.read_replies(1)
-                .await
-                .map(|mut v| v.pop().unwrap_or(Value::Nil))
+            self.read_replies(n).await
         })
         .await
         .map_err(|_| ClientError::Timeout {

@@ -51,6 +51,8 @@ mod failover;
 mod pubsub;
 // Slot migration under load: the checker, an abort, crashes; a big key moved in chunks.
 mod migration;
+// How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
+mod migration_copy;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

@@ -350,9 +350,10 @@ async fn require_secret(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     match &a.secret_sha256 {
-        Some(h) if !bearer_matches(req.headers(), h) => ApiError::unauthorized().into_response(),
+        Some(h) if !bearer_matches(req.headers(), h) => {
+            crate::http_error::refuse_unread(&req, ApiError::unauthorized())
+        }
         _ => next.run(req).await,
     }
 }

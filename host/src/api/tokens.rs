@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::access::{self, Role};
 use crate::dashboard::{Caller, Dashboard, TokenView};
-use crate::http_error::{ApiError, bearer, optional_json};
+use crate::http_error::{ApiError, bearer, optional_json, refuse_unread};
 
 /// On every answer to a call made with a token: the token's role, so a client (the console)
 /// learns what it may do without asking.
@@ -48,7 +48,7 @@ pub(super) async fn authenticate(
         return next.run(req).await;
     }
     let Some(caller) = bearer(req.headers()).and_then(|t| d.authenticate(t)) else {
-        return ApiError::unauthorized().into_response();
+        return refuse_unread(&req, ApiError::unauthorized());
     };
     req.extensions_mut().insert(caller.clone());
     let mut resp = next.run(req).await;
@@ -68,14 +68,8 @@ pub(super) async fn permit(req: Request, next: Next) -> Response {
             .expect("only calls that need a role carry a caller");
         if caller.role < needs {
             let who = format!("token {}", caller.name);
-            return ApiError::forbidden(access::refusal(
-                &who,
-                caller.role,
-                req.method(),
-                req.uri().path(),
-                needs,
-            ))
-            .into_response();
+            let refusal = access::refusal(&who, caller.role, req.method(), req.uri().path(), needs);
+            return refuse_unread(&req, ApiError::forbidden(refusal));
         }
     }
     next.run(req).await

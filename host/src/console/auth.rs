@@ -32,7 +32,7 @@ use super::Console;
 use super::config::ConsoleConfig;
 use super::logins::LoginOutcome;
 use crate::coordinator::StoreError;
-use crate::http_error::ApiError;
+use crate::http_error::{ApiError, refuse_unread};
 use hasher::Hasher;
 use session::Sessions;
 use throttle::{Refusal, Throttle, Verdict, client_key};
@@ -177,8 +177,8 @@ pub async fn require_session(
 ) -> Response {
     let user = match c.auth.session(req.headers()).await {
         Ok(Some(user)) => user,
-        Ok(None) => return login_needed().into_response(),
-        Err(e) => return store_failed(&c, &e).into_response(),
+        Ok(None) => return refuse_unread(&req, login_needed()),
+        Err(e) => return refuse_unread(&req, store_failed(&c, &e)),
     };
     if is_mutation(req.method()) {
         let sent = req
@@ -187,12 +187,12 @@ pub async fn require_session(
             .map(HeaderValue::as_bytes)
             .unwrap_or_default();
         if !crate::secret::same(sent, user.csrf.as_bytes()) {
-            return ApiError::new(
+            let refusal = ApiError::new(
                 StatusCode::FORBIDDEN,
                 "csrf",
                 "missing or wrong X-CSRF-Token header: send the csrf value from /auth/login or /auth/me",
-            )
-            .into_response();
+            );
+            return refuse_unread(&req, refusal);
         }
     }
     req.extensions_mut().insert(user);

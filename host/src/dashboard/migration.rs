@@ -891,6 +891,11 @@ impl Dashboard {
             info!(slots = finished.len(), "slots migrated");
         }
         drop(epoch);
+        if self.slot_models().iter().all(|s| s.action.is_none()) {
+            // The last slots are done: the cap and the run's counters end now.
+            self.migration_idle().await;
+            return false;
+        }
         // migrating: one mover pass per (source, target). Listed once the passing lock is
         // ours: an abort that held it meanwhile has turned slots around, and a pass of the
         // old direction must not start after it (nor move keys the abort is bringing back).

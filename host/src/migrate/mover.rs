@@ -1,8 +1,21 @@
-//! The background mover: scans a source master for keys of the slots being moved and moves
-//! them to the target master, a batch at a time: `migrate::STAGE_BIG_KEYS_SCRIPT` (the script
-//! the proxies run too) stages the keys too big for one MIGRATE, which are then copied in
-//! chunks, and the others go with `MIGRATE … KEYS k1 … kn`, so neither server blocks for more
-//! than a batch's or a chunk's work.
+//! The background mover: scans a source master for keys of the slots being moved and copies
+//! them to the target master, a batch at a time, in three stages that run at once:
+//!
+//! 1. **scan**: SCAN the source, keep keys of the moving slots, cut them into batches;
+//! 2. **claim** (`migrate::CLAIM_SCRIPT`, one script call per batch on the source): big keys
+//!    are staged (then copied in chunks, `copy_big`); each other key is moved under its own
+//!    name into the internal database (in transit: proxies that touch it wait) and DUMPed
+//!    with its absolute expire time;
+//! 3. **restore**: the batch's `RESTORE … REPLACE ABSTTL` pipelined to the target, then one
+//!    `UNLINK` of the batch in the source's internal database, which releases the waiting
+//!    proxies.
+//!
+//! The source serializes while the target deserializes (the two run on different cores),
+//! and neither server blocks longer than one script call or one RESTORE: unlike MIGRATE,
+//! which holds the source until the target has restored. A key is on the source, in transit,
+//! or on the target, never in two places that a client can reach. A pass stopped for an
+//! abort finishes the batches it claimed; a mover that died leaves claimed keys in transit,
+//! which the next pass restores first (or an abort going back puts back in place).
 //!
 //! One full SCAN of the source is enough: a pass starts only once every proxy routes the
 //! slots to the target, so no key of them is created on the source after it starts, and SCAN
@@ -16,13 +29,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use tokio::sync::mpsc;
 use tracing::{debug, info};
 
 use super::throttle::Throttle;
 use super::{
-    INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNSTAGE_SCRIPT, marker_key, migrate_request,
-    stage_big_keys_request, staging_key, temp_key,
+    DUMP_TRANSIT_SCRIPT, INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNCLAIM_SCRIPT, UNSTAGE_SCRIPT,
+    claim_request, is_internal, marker_key, staging_key, temp_key,
 };
 use crate::redis_client::{ClientError, Credential, RedisClient, Value};
 use crate::router::SlotId;
@@ -32,12 +46,9 @@ use crate::router::SlotId;
 pub struct MoverConfig {
     /// SCAN's COUNT.
     pub scan_count: usize,
-    /// Keys per staging script call: with its type, size and memory checks a key costs the
-    /// script about 5 µs here, so 300 keys hold the source about 1.5 ms (1000 held it 5–15 ms
-    /// in a release build's bench).
+    /// Keys per claim (one script call on the source: type and size checks, a MOVE and a
+    /// DUMP per key) and per pipeline of RESTOREs on the target.
     pub batch: usize,
-    /// Keys per MIGRATE: it blocks the source for roughly 10–15 µs per small key here.
-    pub migrate_batch: usize,
     /// Elements (or bytes, for strings) copied per step of a big key.
     pub chunk: usize,
     pub timeout: Duration,
@@ -46,14 +57,17 @@ pub struct MoverConfig {
 impl Default for MoverConfig {
     fn default() -> Self {
         Self {
-            scan_count: 2000,
-            batch: 300,
-            migrate_batch: 300,
+            scan_count: 1000,
+            batch: 200,
             chunk: 500,
             timeout: Duration::from_secs(10),
         }
     }
 }
+
+/// Claimed batches waiting for their RESTORE: keys in transit are at most this many batches
+/// (plus the one being restored and the one being claimed), so proxies wait little.
+const CLAIMED_AHEAD: usize = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MoverError {
@@ -77,7 +91,7 @@ pub struct Progress {
     pub moved: Mutex<HashMap<u16, u64>>,
     /// Keys moved since the dashboard started.
     pub total: std::sync::atomic::AtomicU64,
-    /// Their memory on the source (`MEMORY USAGE`), since the dashboard started.
+    /// Their size: the DUMP payloads of small keys, the source's `MEMORY USAGE` of big ones.
     pub bytes: std::sync::atomic::AtomicU64,
     /// The slowest command the mover sent (milliseconds, and which), since the dashboard
     /// started: how long it may have blocked a server.
@@ -85,14 +99,12 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Per-slot count only; `add_total` counts keys moved.
-    fn add(&self, slot: u16, n: u64) {
-        *self
-            .moved
-            .lock()
-            .expect("progress lock poisoned")
-            .entry(slot)
-            .or_default() += n;
+    /// Per-slot counts only; `add_total` counts keys moved.
+    fn add_slots(&self, slots: impl Iterator<Item = u16>) {
+        let mut moved = self.moved.lock().expect("progress lock poisoned");
+        for slot in slots {
+            *moved.entry(slot).or_default() += 1;
+        }
     }
 
     fn add_total(&self, n: u64, bytes: u64) {
@@ -131,7 +143,7 @@ pub struct Mover<'a> {
 }
 
 /// One page of a SCAN-family reply: advances `cursor` and returns the page's items.
-fn scan_page<'v>(
+pub(super) fn scan_page<'v>(
     server: &str,
     what: &str,
     reply: &'v Value,
@@ -147,11 +159,57 @@ fn scan_page<'v>(
     Err(refused(server, what, reply))
 }
 
-fn refused(server: &str, what: &str, v: &Value) -> MoverError {
+pub(super) fn refused(server: &str, what: &str, v: &Value) -> MoverError {
     MoverError::Refused {
         server: server.into(),
         what: what.into(),
         reply: format!("{v:?}"),
+    }
+}
+
+/// A key claimed on the source (in transit in its internal database), with its dump.
+struct Transit {
+    key: Bytes,
+    slot: u16,
+    payload: Bytes,
+    /// Absolute expire time in ms (`PEXPIRETIME`), -1 for none.
+    expire_at: i64,
+}
+
+/// Parses `{key, payload, expire-at, …}` (from [`CLAIM_SCRIPT`] past its two lists, or
+/// [`DUMP_TRANSIT_SCRIPT`]).
+fn transits(server: &str, items: &[Value]) -> Result<Vec<Transit>, MoverError> {
+    items
+        .chunks(3)
+        .map(|t| match t {
+            [
+                Value::Bulk(key),
+                Value::Bulk(payload),
+                Value::Int(expire_at),
+            ] => Ok(Transit {
+                slot: SlotId::of_key(key).0,
+                key: key.clone(),
+                payload: payload.clone(),
+                expire_at: *expire_at,
+            }),
+            other => Err(MoverError::Refused {
+                server: server.into(),
+                what: "claiming keys".into(),
+                reply: format!("{other:?}"),
+            }),
+        })
+        .collect()
+}
+
+/// The keys of a reply's list, as bytes.
+fn key_list(v: &Value) -> Vec<Bytes> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_bytes)
+            .map(Bytes::copy_from_slice)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -161,24 +219,53 @@ impl Mover<'_> {
         self.slots.contains(&slot).then_some(slot)
     }
 
+    fn stopped(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// One full pass: when it returns `true`, no key of the slots is left on the source.
-    /// `false`: stopped early (an abort turns the slots around), nothing is finished.
+    /// `false`: stopped early (an abort turns the slots around), nothing is finished; the
+    /// batches already claimed are on the target.
     ///
     /// # Errors
-    /// A server unreachable or refusing a command; nothing is lost, pass again.
+    /// A server unreachable or refusing a command; nothing is lost (keys claimed and not yet
+    /// restored stay in transit on the source, where the next pass finds them): pass again.
     pub async fn pass(&self) -> Result<bool, MoverError> {
-        let mut src =
-            RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
         if self.aborting {
             self.unstage_on_target().await?;
         }
+        self.resume_transit().await?;
         self.resume_staged().await?;
-        let mut markers_scanned = Instant::now();
+        let (batches_tx, batches_rx) = mpsc::channel(1);
+        let (claimed_tx, claimed_rx) = mpsc::channel(CLAIMED_AHEAD);
+        // Each stage ends when its input ends or its output is dropped, so one failing
+        // stage ends the others; the restore stage finishes whatever was claimed.
+        let (scanned, claimed, restored) = tokio::join!(
+            self.scan(batches_tx),
+            self.claim(batches_rx, claimed_tx),
+            self.restore(claimed_rx),
+        );
+        restored?;
+        claimed?;
+        if !scanned? {
+            return Ok(false);
+        }
+        // Big keys proxies staged after the last marker scan.
+        self.resume_staged().await?;
+        Ok(true)
+    }
+
+    /// Stage 1: SCANs the source and sends batches of keys of the moving slots. `false`
+    /// when stopped (an abort) before the end.
+    async fn scan(&self, out: mpsc::Sender<Vec<(Bytes, u16)>>) -> Result<bool, MoverError> {
+        let mut src =
+            RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
         let mut cursor = b"0".to_vec();
         let count = self.config.scan_count.to_string();
         let mut found = 0u64;
+        let mut pending: Vec<(Bytes, u16)> = Vec::new();
         loop {
-            if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if self.stopped() {
                 return Ok(false);
             }
             let sent = Instant::now();
@@ -187,31 +274,205 @@ impl Mover<'_> {
                 .await?;
             self.progress.took("SCAN", sent);
             let keys = scan_page(self.source, "SCAN", &reply, &mut cursor)?;
-            let small: Vec<(Bytes, u16)> = keys
-                .iter()
-                .filter_map(Value::as_bytes)
-                .filter_map(|k| Some((Bytes::copy_from_slice(k), self.wanted(k)?)))
-                .collect();
-            for chunk in small.chunks(self.config.batch) {
-                found += chunk.len() as u64;
-                self.move_batch(&mut src, chunk).await?;
+            pending.extend(
+                keys.iter()
+                    .filter_map(Value::as_bytes)
+                    .filter_map(|k| Some((Bytes::copy_from_slice(k), self.wanted(k)?))),
+            );
+            let done = cursor == b"0";
+            while pending.len() >= self.config.batch || (done && !pending.is_empty()) {
+                let rest = pending.split_off(self.config.batch.min(pending.len()));
+                let batch = std::mem::replace(&mut pending, rest);
+                found += batch.len() as u64;
+                if out.send(batch).await.is_err() {
+                    return Ok(false); // a later stage failed; its error is the one reported
+                }
+            }
+            if done {
+                debug!(source = self.source, found, "mover scan done");
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Stage 2: claims each batch on the source (`CLAIM_SCRIPT`): big keys are staged and
+    /// copied in chunks here, the others sent on in transit with their dumps.
+    async fn claim(
+        &self,
+        mut batches: mpsc::Receiver<Vec<(Bytes, u16)>>,
+        out: mpsc::Sender<Vec<Transit>>,
+    ) -> Result<(), MoverError> {
+        let mut src =
+            RedisClient::connect_as(self.source, self.config.timeout, self.credential).await?;
+        let mut markers_scanned = Instant::now();
+        while let Some(batch) = batches.recv().await {
+            if self.stopped() {
+                return Ok(());
+            }
+            let names: Vec<&[u8]> = batch.iter().map(|(k, _)| &k[..]).collect();
+            let sent = Instant::now();
+            let reply = src.encoded(&claim_request(&names)).await?;
+            self.progress
+                .took(&format!("EVAL (claim of {} keys)", names.len()), sent);
+            // `{{staged…}, {conflicts…}, key, payload, expire-at, …}` (CLAIM_SCRIPT).
+            let Value::Array(parts) = &reply else {
+                return Err(refused(self.source, "claiming keys", &reply));
+            };
+            let (Some(staged), Some(conflicts)) = (parts.first(), parts.get(1)) else {
+                return Err(refused(self.source, "claiming keys", &reply));
+            };
+            let claimed = transits(self.source, &parts[2..])?;
+            if !claimed.is_empty() && out.send(claimed).await.is_err() {
+                // The restore stage failed: these stay in transit for the next pass.
+                return Ok(());
+            }
+            if let Some(k) = key_list(conflicts).first() {
+                return Err(MoverError::Refused {
+                    server: self.source.into(),
+                    what: "claiming keys".into(),
+                    reply: format!(
+                        "{} is both in database 0 and in transit in database {INTERNAL_DB}; \
+                         an earlier copy was interrupted in a way the mover cannot settle alone",
+                        String::from_utf8_lossy(k)
+                    ),
+                });
+            }
+            for key in key_list(staged) {
+                let bytes = self.copy_big(&key).await?;
+                self.progress
+                    .add_slots(std::iter::once(SlotId::of_key(&key).0));
+                self.progress.add_total(1, bytes);
+                self.pace(1, bytes).await;
             }
             if markers_scanned.elapsed() >= MARKER_SCAN_EVERY {
                 self.resume_staged().await?;
                 markers_scanned = Instant::now();
             }
+        }
+        Ok(())
+    }
+
+    /// Stage 3: restores each claimed batch on the target, then releases it on the source.
+    async fn restore(&self, mut claimed: mpsc::Receiver<Vec<Transit>>) -> Result<(), MoverError> {
+        let mut dst =
+            RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
+        let mut src = self.internal(self.source).await?;
+        while let Some(batch) = claimed.recv().await {
+            self.restore_batch(&mut dst, &mut src, &batch).await?;
+        }
+        Ok(())
+    }
+
+    /// `RESTORE key ttl payload REPLACE ABSTTL` of each key, pipelined to the target, then one
+    /// `UNLINK` of them in the source's internal database (`src`). REPLACE: while a key is in
+    /// transit no proxy writes it on the target, so a copy found there is this batch's own,
+    /// restored by a pass that stopped before its UNLINK. An expire time already past makes
+    /// RESTORE store nothing: a key that expired in transit ends deleted.
+    async fn restore_batch(
+        &self,
+        dst: &mut RedisClient,
+        src: &mut RedisClient,
+        batch: &[Transit],
+    ) -> Result<(), MoverError> {
+        let mut req = BytesMut::new();
+        let mut bytes = 0u64;
+        for t in batch {
+            let ttl = t.expire_at.max(0).to_string();
+            let args: [&[u8]; 6] = [
+                b"RESTORE",
+                &t.key,
+                ttl.as_bytes(),
+                &t.payload,
+                b"REPLACE",
+                b"ABSTTL",
+            ];
+            let size = args.iter().map(|a| a.len()).sum();
+            req.extend_from_slice(&crate::resp::encode_request(
+                args.len(),
+                args.iter().copied(),
+                size,
+            ));
+            bytes += t.payload.len() as u64;
+        }
+        let replies = dst.encoded_many(&req, batch.len()).await?;
+        if let Some((t, e)) = batch
+            .iter()
+            .zip(&replies)
+            .find(|(_, r)| !matches!(r, Value::Ok(_)))
+        {
+            return Err(MoverError::Refused {
+                server: self.target.into(),
+                what: format!("RESTORE of {}", String::from_utf8_lossy(&t.key)),
+                reply: format!("{e:?}"),
+            });
+        }
+        let mut unlink: Vec<&[u8]> = vec![b"UNLINK"];
+        unlink.extend(batch.iter().map(|t| &t.key[..]));
+        let sent = Instant::now();
+        src.cmd(&unlink).await?;
+        self.progress
+            .took(&format!("UNLINK of {} keys in transit", batch.len()), sent);
+        self.progress.add_slots(batch.iter().map(|t| t.slot));
+        let n = batch.len() as u64;
+        self.progress.add_total(n, bytes);
+        self.pace(n, bytes).await;
+        Ok(())
+    }
+
+    /// Restores the keys a stopped pass left in transit on the source (claimed, not yet
+    /// released), before anything else: proxies wait on them.
+    async fn resume_transit(&self) -> Result<(), MoverError> {
+        let mut src = self.internal(self.source).await?;
+        let left = self.transit_keys(&mut src, self.source).await?;
+        if left.is_empty() {
+            return Ok(());
+        }
+        info!(
+            source = self.source,
+            keys = left.len(),
+            "restoring keys left in transit"
+        );
+        let mut dst =
+            RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
+        let mut release = self.internal(self.source).await?;
+        for chunk in left.chunks(self.config.batch.max(1)) {
+            let reply = src
+                .encoded(&keys_script_request(DUMP_TRANSIT_SCRIPT, chunk, &[]))
+                .await?;
+            let Value::Array(items) = &reply else {
+                return Err(refused(self.source, "dumping keys in transit", &reply));
+            };
+            let batch = transits(self.source, items)?;
+            self.restore_batch(&mut dst, &mut release, &batch).await?;
+        }
+        Ok(())
+    }
+
+    /// The keys of the moving slots in transit on `server` (`c`: its internal database).
+    async fn transit_keys(
+        &self,
+        c: &mut RedisClient,
+        server: &str,
+    ) -> Result<Vec<Bytes>, MoverError> {
+        let mut cursor = b"0".to_vec();
+        let mut out = Vec::new();
+        loop {
+            let reply = c.cmd(&[&b"SCAN"[..], &cursor, b"COUNT", b"1000"]).await?;
+            let keys = scan_page(server, "SCAN", &reply, &mut cursor)?;
+            out.extend(
+                keys.iter()
+                    .filter_map(Value::as_bytes)
+                    .filter(|k| !is_internal(k) && self.wanted(k).is_some())
+                    .map(Bytes::copy_from_slice),
+            );
             if cursor == b"0" {
-                break;
+                return Ok(out);
             }
         }
-        // Big keys proxies staged after the last marker scan.
-        self.resume_staged().await?;
-        debug!(source = self.source, found, "mover pass done");
-        Ok(true)
     }
 
     /// Copies again the big keys an interrupted pass left staged (their markers are in the
-    /// internal database). Returns their slots.
+    /// internal database).
     async fn resume_staged(&self) -> Result<(), MoverError> {
         for key in self.marked_keys(self.source).await? {
             let Some(slot) = self.wanted(&key) else {
@@ -219,7 +480,7 @@ impl Mover<'_> {
             };
             info!(key = %String::from_utf8_lossy(&key), slot, "copying a staged big key");
             let bytes = self.copy_big(&key).await?;
-            self.progress.add(slot, 1);
+            self.progress.add_slots(std::iter::once(slot));
             self.progress.add_total(1, bytes);
             self.pace(1, bytes).await;
         }
@@ -271,62 +532,19 @@ impl Mover<'_> {
         Ok(c)
     }
 
-    /// Moves a batch of keys: big keys are staged (one script) and copied in chunks, the
-    /// others go with `MIGRATE … REPLACE KEYS` in groups of `migrate_batch`, short enough to
-    /// block the source only a few milliseconds. REPLACE is safe: past the barrier nothing
-    /// writes to the source, so a copy on the target is the same value left by a MIGRATE that
-    /// failed half way; a key a proxy moved already is gone from the source and skipped.
-    async fn move_batch(
-        &self,
-        src: &mut RedisClient,
-        keys: &[(Bytes, u16)],
-    ) -> Result<(), MoverError> {
-        let names: Vec<&[u8]> = keys.iter().map(|(k, _)| &k[..]).collect();
-        let sent = Instant::now();
-        let reply = src.encoded(&stage_big_keys_request(&names)).await?;
-        self.progress.took("EVAL (staging big keys)", sent);
-        // `{markers, bytes, staged…}` (migrate::STAGE_BIG_KEYS_SCRIPT).
-        let parts = match &reply {
-            Value::Array(p) if p.len() >= 2 => p,
-            _ => return Err(refused(self.source, "staging big keys", &reply)),
-        };
-        let measured = parts[1].as_int().unwrap_or(0).max(0) as u64;
-        let staged: Vec<Bytes> = parts[2..]
-            .iter()
-            .filter_map(|v| v.as_bytes().map(Bytes::copy_from_slice))
-            .collect();
-        for (key, slot) in keys.iter().filter(|(k, _)| staged.contains(k)) {
-            let bytes = self.copy_big(key).await?;
-            self.progress.add(*slot, 1);
-            self.progress.add_total(1, bytes);
-            self.pace(1, bytes).await;
-        }
-        let rest: Vec<&(Bytes, u16)> = keys.iter().filter(|(k, _)| !staged.contains(k)).collect();
-        let timeout = self.config.timeout.as_millis() as u64;
-        let per_key = measured / rest.len().max(1) as u64;
-        for group in rest.chunks(self.config.migrate_batch.max(1)) {
-            let names: Vec<&[u8]> = group.iter().map(|(k, _)| &k[..]).collect();
-            let req = migrate_request(self.target, timeout, self.credential, &names);
-            let sent = Instant::now();
-            match src.encoded(&req).await? {
-                Value::Ok(s) if s == "OK" || s == "NOKEY" => {}
-                other => return Err(refused(self.source, "MIGRATE", &other)),
-            }
-            self.progress
-                .took(&format!("MIGRATE of {} keys", group.len()), sent);
-            for (_, slot) in group {
-                self.progress.add(*slot, 1);
-            }
-            let (n, bytes) = (group.len() as u64, per_key * group.len() as u64);
-            self.progress.add_total(n, bytes);
-            self.pace(n, bytes).await;
-        }
-        Ok(())
-    }
-
-    /// For an abort going back: big keys the forward move had staged on this mover's target
-    /// (its source then) are renamed back in place, and their partial copies here dropped.
+    /// For an abort going back: on this mover's target (the forward move's source), keys
+    /// the forward move left in transit go back into database 0, and big keys it had staged
+    /// are renamed back in place (their partial copies here dropped). Proxies of an
+    /// aborting slot wait on both meanwhile.
     async fn unstage_on_target(&self) -> Result<(), MoverError> {
+        let mut dst = self.internal(self.target).await?;
+        let left = self.transit_keys(&mut dst, self.target).await?;
+        for chunk in left.chunks(self.config.batch.max(1)) {
+            let reply = dst
+                .encoded(&keys_script_request(UNCLAIM_SCRIPT, chunk, &[]))
+                .await?;
+            info!(keys = chunk.len(), back = ?reply, "abort: keys left in transit are back in place");
+        }
         let mut dst =
             RedisClient::connect_as(self.target, self.config.timeout, self.credential).await?;
         let mut src = self.internal(self.source).await?;
@@ -353,8 +571,8 @@ impl Mover<'_> {
     }
 
     /// Copies a staged big key (renamed to its staging key, marker set, both in the internal
-    /// database) to a temp key in the target's internal database, then puts it in place.
-    /// Returns its memory on the source.
+    /// database) to a temp key in the target's internal database, then puts it in place with
+    /// the expire time the marker holds. Returns its memory on the source.
     async fn copy_big(&self, key: &[u8]) -> Result<u64, MoverError> {
         let (staging, marker, temp) = (staging_key(key), marker_key(key), temp_key(key));
         let mut src = self.internal(self.source).await?;
@@ -369,77 +587,28 @@ impl Mover<'_> {
             .unwrap_or(0)
             .max(0) as u64;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();
-        let chunk = self.config.chunk.to_string();
         match &kind[..] {
             b"hash" | b"set" | b"zset" => {
-                let (scan, add): (&[u8], &[u8]) = match &kind[..] {
-                    b"hash" => (b"HSCAN", b"HSET"),
-                    b"set" => (b"SSCAN", b"SADD"),
-                    _ => (b"ZSCAN", b"ZADD"),
-                };
-                let mut cursor = b"0".to_vec();
-                loop {
-                    let r = src
-                        .cmd(&[scan, &staging, &cursor, b"COUNT", chunk.as_bytes()])
-                        .await?;
-                    let items = scan_page(self.source, "chunk scan", &r, &mut cursor)?;
-                    let mut items: Vec<&[u8]> = items.iter().filter_map(Value::as_bytes).collect();
-                    if kind == b"zset" {
-                        // ZSCAN gives member, score; ZADD wants score, member.
-                        for pair in items.chunks_mut(2) {
-                            pair.swap(0, 1);
-                        }
-                    }
-                    if !items.is_empty() {
-                        let mut args = vec![add, &temp[..]];
-                        args.extend(items);
-                        expect_ok(&mut dst, self.target, &args).await?;
-                    }
-                    if cursor == b"0" {
-                        break;
-                    }
-                }
+                self.copy_scanned(src, &mut dst, &kind, &staging, &temp)
+                    .await?
             }
-            b"list" => {
-                let step = self.config.chunk as i64;
-                let mut at = 0i64;
-                loop {
-                    let (a, b) = (at.to_string(), (at + step - 1).to_string());
-                    let r = src
-                        .cmd(&[&b"LRANGE"[..], &staging, a.as_bytes(), b.as_bytes()])
-                        .await?;
-                    let Value::Array(items) = &r else {
-                        return Err(refused(self.source, "LRANGE", &r));
-                    };
-                    if items.is_empty() {
-                        break;
-                    }
-                    let mut args: Vec<&[u8]> = vec![b"RPUSH", &temp];
-                    args.extend(items.iter().filter_map(Value::as_bytes));
-                    expect_ok(&mut dst, self.target, &args).await?;
-                    at += step;
-                }
-            }
-            b"string" => {
-                let step = (self.config.chunk * 1024) as i64;
-                let mut at = 0i64;
-                loop {
-                    let (a, b) = (at.to_string(), (at + step - 1).to_string());
-                    let r = src
-                        .cmd(&[&b"GETRANGE"[..], &staging, a.as_bytes(), b.as_bytes()])
-                        .await?;
-                    let Some(part) = r.as_bytes() else {
-                        return Err(refused(self.source, "GETRANGE", &r));
-                    };
-                    if part.is_empty() {
-                        break;
-                    }
-                    expect_ok(&mut dst, self.target, &[b"APPEND", &temp, part]).await?;
-                    at += step;
-                }
+            b"list" => self.copy_list(src, &mut dst, &staging, &temp).await?,
+            b"string" => self.copy_string(src, &mut dst, &staging, &temp).await?,
+            b"stream" => {
+                super::stream::copy(
+                    src,
+                    &mut dst,
+                    self.source,
+                    self.target,
+                    &staging,
+                    &temp,
+                    self.config.chunk,
+                )
+                .await?
             }
             b"none" => {
-                // Staging vanished (an earlier run finished): only the marker is left.
+                // Staging vanished (an earlier run finished, or it expired): only the marker
+                // is left.
                 src.cmd(&[&b"UNLINK"[..], &marker]).await?;
                 return Ok(0);
             }
@@ -454,16 +623,23 @@ impl Mover<'_> {
                 });
             }
         }
-        let ttl = src
+        // The marker holds the absolute expire time in ms (-1: none); a small positive
+        // number is a relative TTL left by a marker of an older Tessera.
+        let at = src
             .cmd(&[&b"GET"[..], &marker])
             .await?
             .as_int()
             .unwrap_or(-1);
-        if ttl > 0 {
+        if at > 0 {
+            let set: &[u8] = if at < 1_000_000_000_000 {
+                b"PEXPIRE"
+            } else {
+                b"PEXPIREAT"
+            };
             expect_ok(
                 &mut dst,
                 self.target,
-                &[b"PEXPIRE", &temp, ttl.to_string().as_bytes()],
+                &[set, &temp, at.to_string().as_bytes()],
             )
             .await?;
         }
@@ -476,15 +652,127 @@ impl Mover<'_> {
             key,
             db.as_bytes(),
         ];
-        expect_ok(&mut dst, self.target, &publish).await?;
+        let published = dst.cmd(&publish).await?;
+        match published {
+            Value::Int(1) => {}
+            Value::Int(0) if at > 0 => {
+                info!(key = %String::from_utf8_lossy(key), "a big key expired while it was copied");
+            }
+            other => return Err(refused(self.target, "putting a big key in place", &other)),
+        }
         // Only now is the key complete on the target: release the waiting proxies.
         src.cmd(&[&b"UNLINK"[..], &staging, &marker]).await?;
         info!(key = %String::from_utf8_lossy(key), "big key copied in chunks");
         Ok(bytes)
     }
+
+    /// A hash, set or sorted set, a SCAN page at a time.
+    async fn copy_scanned(
+        &self,
+        src: &mut RedisClient,
+        dst: &mut RedisClient,
+        kind: &[u8],
+        staging: &[u8],
+        temp: &[u8],
+    ) -> Result<(), MoverError> {
+        let chunk = self.config.chunk.to_string();
+        let (scan, add): (&[u8], &[u8]) = match kind {
+            b"hash" => (b"HSCAN", b"HSET"),
+            b"set" => (b"SSCAN", b"SADD"),
+            _ => (b"ZSCAN", b"ZADD"),
+        };
+        let mut cursor = b"0".to_vec();
+        loop {
+            let r = src
+                .cmd(&[scan, staging, &cursor, b"COUNT", chunk.as_bytes()])
+                .await?;
+            let items = scan_page(self.source, "chunk scan", &r, &mut cursor)?;
+            let mut items: Vec<&[u8]> = items.iter().filter_map(Value::as_bytes).collect();
+            if kind == b"zset" {
+                // ZSCAN gives member, score; ZADD wants score, member.
+                for pair in items.chunks_mut(2) {
+                    pair.swap(0, 1);
+                }
+            }
+            if !items.is_empty() {
+                let mut args = vec![add, temp];
+                args.extend(items);
+                expect_ok(dst, self.target, &args).await?;
+            }
+            if cursor == b"0" {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn copy_list(
+        &self,
+        src: &mut RedisClient,
+        dst: &mut RedisClient,
+        staging: &[u8],
+        temp: &[u8],
+    ) -> Result<(), MoverError> {
+        let step = self.config.chunk as i64;
+        let mut at = 0i64;
+        loop {
+            let (a, b) = (at.to_string(), (at + step - 1).to_string());
+            let r = src
+                .cmd(&[&b"LRANGE"[..], staging, a.as_bytes(), b.as_bytes()])
+                .await?;
+            let Value::Array(items) = &r else {
+                return Err(refused(self.source, "LRANGE", &r));
+            };
+            if items.is_empty() {
+                return Ok(());
+            }
+            let mut args: Vec<&[u8]> = vec![b"RPUSH", temp];
+            args.extend(items.iter().filter_map(Value::as_bytes));
+            expect_ok(dst, self.target, &args).await?;
+            at += step;
+        }
+    }
+
+    async fn copy_string(
+        &self,
+        src: &mut RedisClient,
+        dst: &mut RedisClient,
+        staging: &[u8],
+        temp: &[u8],
+    ) -> Result<(), MoverError> {
+        let step = (self.config.chunk * 1024) as i64;
+        let mut at = 0i64;
+        loop {
+            let (a, b) = (at.to_string(), (at + step - 1).to_string());
+            let r = src
+                .cmd(&[&b"GETRANGE"[..], staging, a.as_bytes(), b.as_bytes()])
+                .await?;
+            let Some(part) = r.as_bytes() else {
+                return Err(refused(self.source, "GETRANGE", &r));
+            };
+            if part.is_empty() {
+                return Ok(());
+            }
+            expect_ok(dst, self.target, &[b"APPEND", temp, part]).await?;
+            at += step;
+        }
+    }
 }
 
-async fn expect_ok(c: &mut RedisClient, server: &str, args: &[&[u8]]) -> Result<(), MoverError> {
+/// `EVAL script n keys… args…`.
+fn keys_script_request(script: &str, keys: &[Bytes], args: &[&[u8]]) -> Bytes {
+    let n = keys.len().to_string();
+    let mut all: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), n.as_bytes()];
+    all.extend(keys.iter().map(|k| &k[..]));
+    all.extend(args);
+    let size = all.iter().map(|a| a.len()).sum();
+    crate::resp::encode_request(all.len(), all.iter().copied(), size)
+}
+
+pub(super) async fn expect_ok(
+    c: &mut RedisClient,
+    server: &str,
+    args: &[&[u8]],
+) -> Result<(), MoverError> {
     match c.cmd(args).await? {
         Value::Error(e) => Err(MoverError::Refused {
             server: server.into(),
