@@ -37,6 +37,8 @@ pub(crate) struct Migrations {
     abort: Mutex<Option<AbortRequest>>,
     /// When the slots now held for a handoff were first pushed blocked.
     blocked_since: Mutex<Option<Instant>>,
+    /// A step that could not block its slots (a proxy does not answer) tries again then.
+    retry_at: Mutex<Option<Instant>>,
     /// The last handoffs' write pauses: (milliseconds, slots handed over).
     pauses: Mutex<Vec<(f64, usize)>>,
     /// The running migration's speed cap (persisted, `Paths::migration_throttle`).
@@ -45,6 +47,14 @@ pub(crate) struct Migrations {
     /// after none.
     run_start: Mutex<Option<(u64, u64)>>,
 }
+
+/// How long the driver waits before trying again to block slots that a proxy held up.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// How long each proxy has to acknowledge a push that blocks slots, well inside a proxy's
+/// `slot_hold_ms` (5 s by default): past it the block is taken back (`take_back_block`)
+/// rather than leaving the other proxies' clients held until they get `-TRYAGAIN`.
+const BLOCK_PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
@@ -612,10 +622,11 @@ impl Dashboard {
         from: ActionState,
         to: ActionState,
         persist: bool,
+        within: Option<Duration>,
     ) -> Result<(Instant, Instant), String> {
         let topo = self.persist_next(epoch).await.map_err(|e| e.message)?;
         let pushed = Instant::now();
-        self.push_all(&topo)
+        self.push_all_within(&topo, within)
             .await
             .map_err(|e| format!("waiting for proxies: {e}"))?;
         let acknowledged = Instant::now();
@@ -725,8 +736,69 @@ impl Dashboard {
             .expect("blocked lock poisoned") = why;
     }
 
+    /// Holds the driver back for [`RETRY_AFTER`], saying why.
+    fn hold_back(&self, why: String) {
+        self.set_blocked(Some(why));
+        *self
+            .migrations
+            .retry_at
+            .lock()
+            .expect("retry lock poisoned") = Some(Instant::now() + RETRY_AFTER);
+    }
+
+    /// A push that blocks slots reached some proxies and not all: the block is taken back.
+    /// The slots go back to pending (not those of an abort, which were routed to their
+    /// target before and stay blocked), and a table that serves them from their source again is
+    /// pushed to every proxy that takes it, so the proxies that got the block stop holding
+    /// their clients' commands while the step waits for the others. Safe without the
+    /// barrier: no proxy has routed a slot to its target yet, and both tables a proxy may
+    /// run meanwhile serve it from the source or not at all.
+    async fn take_back_block(&self, epoch: &mut u64, why: String) {
+        let back: Vec<SlotModel> = self
+            .slot_models()
+            .into_iter()
+            .filter_map(|mut s| {
+                let a = s
+                    .action
+                    .as_mut()
+                    .filter(|a| a.state == ActionState::Preparing && !a.aborting)?;
+                a.state = ActionState::Pending;
+                Some(s)
+            })
+            .collect();
+        let unblocked = match self.save_slots(back).await {
+            Ok(()) => self.persist_next(epoch).await.map_err(|e| e.message),
+            Err(e) => Err(e.message),
+        };
+        let missed = match unblocked {
+            Ok(topo) => self.push_reachable(&topo).await,
+            Err(e) => vec![format!("the store ({e})")],
+        };
+        self.migrations
+            .blocked_since
+            .lock()
+            .expect("pause lock poisoned")
+            .take();
+        if missed.is_empty() {
+            self.hold_back(format!("{why}; the block is taken back"));
+        } else {
+            self.hold_back(format!(
+                "{why}; the block is taken back, not yet on {}",
+                missed.join(", ")
+            ));
+        }
+    }
+
     /// One step of the driver; returns whether there is migration work left.
     async fn migration_step(&self) -> bool {
+        let retry_at = *self
+            .migrations
+            .retry_at
+            .lock()
+            .expect("retry lock poisoned");
+        if retry_at.is_some_and(|at| Instant::now() < at) && !self.abort_pending() {
+            return true;
+        }
         if self.abort_pending() {
             let _ops = self.ops.lock().await;
             if let Err(e) = self.apply_abort().await {
@@ -794,12 +866,19 @@ impl Dashboard {
         // slots' `prepared` state is kept in memory and persisted as `migrating` after. A
         // successor that finds them `preparing` blocks them again, which is safe.
         if prepared_any {
+            // Blocked only when every proxy answers: one that does not would hold the push,
+            // and the slots blocked on all the others (their clients held) meanwhile.
+            if let Err(e) = self.barrier_reachable(*epoch + 1).await {
+                self.hold_back(format!("waiting for proxies: {e}"));
+                return true;
+            }
             match self
                 .advance(
                     &mut epoch,
                     ActionState::Preparing,
                     ActionState::Prepared,
                     false,
+                    Some(BLOCK_PUSH_TIMEOUT),
                 )
                 .await
             {
@@ -811,7 +890,7 @@ impl Dashboard {
                         .get_or_insert(since);
                 }
                 Err(e) => {
-                    self.set_blocked(Some(e));
+                    self.take_back_block(&mut epoch, e).await;
                     return true;
                 }
             }
@@ -832,6 +911,7 @@ impl Dashboard {
                     ActionState::Prepared,
                     ActionState::Migrating,
                     true,
+                    None,
                 )
                 .await
             {

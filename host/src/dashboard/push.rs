@@ -12,6 +12,9 @@ use crate::coordinator::model::{self, ClusterMeta, ProxyModel};
 use crate::http_error::ApiError;
 use crate::router::{FENCE_MARGIN, PushAck, Topology};
 
+/// How long a proxy may take to answer the probe before a blocking push.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Proxies that did not acknowledge a pushed epoch.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{what} {epoch} is persisted but not acknowledged by {}", describe(.failed))]
@@ -77,10 +80,20 @@ impl Dashboard {
 
     /// Pushes the topology at `epoch` to every online proxy and waits for all.
     pub(crate) async fn push_all(&self, topo: &Topology) -> Result<usize, PushError> {
+        self.push_all_within(topo, None).await
+    }
+
+    /// [`Dashboard::push_all`], each proxy given `within` (else the push timeout) to
+    /// acknowledge.
+    pub(crate) async fn push_all_within(
+        &self,
+        topo: &Topology,
+        within: Option<Duration>,
+    ) -> Result<usize, PushError> {
         const WHAT: &str = "topology epoch";
         let online = self.online_proxies(WHAT, topo.epoch).await?;
         self.departed_unfenced(WHAT, topo.epoch, &online).await?;
-        let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
+        let results = join_all(online.iter().map(|p| self.push_one_within(p, topo, within))).await;
         settle(WHAT, topo.epoch, &online, results)
     }
 
@@ -168,13 +181,52 @@ impl Dashboard {
         })
     }
 
+    /// Whether a barrier push could reach every proxy it must: no departed proxy is still
+    /// inside its fencing margin, and every online proxy answers `/health` within
+    /// [`PROBE_TIMEOUT`]. Asked before a push that blocks slots, so that one frozen or
+    /// unreachable proxy does not leave the slots blocked on all the others (their clients
+    /// held) for a push timeout.
+    ///
+    /// # Errors
+    /// The proxies that would hold the push, and why.
+    pub(crate) async fn barrier_reachable(&self, epoch: u64) -> Result<(), PushError> {
+        const WHAT: &str = "topology epoch";
+        let online = self.online_proxies(WHAT, epoch).await?;
+        self.departed_unfenced(WHAT, epoch, &online).await?;
+        let probes = join_all(online.iter().map(|p| async move {
+            let call = self.http.get(format!("http://{}/health", p.admin_addr));
+            match call.timeout(PROBE_TIMEOUT).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("health: HTTP {}", r.status())),
+                Err(e) => Err(format!("unreachable: {e}")),
+            }
+        }))
+        .await;
+        settle(WHAT, epoch, &online, probes).map(|_| ())
+    }
+
+    /// Pushes `topo` to every online proxy that takes it, without the barrier's checks, and
+    /// says which did not: for a topology that only takes back a block no proxy has routed
+    /// past (any proxy may run it, or the one before it, safely).
+    pub(crate) async fn push_reachable(&self, topo: &Topology) -> Vec<String> {
+        let Ok(online) = self.online_proxies("topology epoch", topo.epoch).await else {
+            return vec!["the store (listing proxies)".into()];
+        };
+        let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
+        online
+            .iter()
+            .zip(results)
+            .filter_map(|(p, r)| r.err().map(|e| format!("proxy {} ({e})", p.token)))
+            .collect()
+    }
+
     /// Whether something may still answer on a proxy's admin port: anything but a refused
     /// connection (a frozen or cut-off proxy times out; a stopped one refuses).
     async fn listens(&self, admin_addr: &str) -> bool {
         let call = self.http.get(format!("http://{admin_addr}/health"));
         match call.timeout(Duration::from_millis(500)).send().await {
             Ok(_) => true,
-            Err(e) => !(e.is_connect() && !e.is_timeout()),
+            Err(e) => !e.is_connect() || e.is_timeout(),
         }
     }
 
@@ -195,16 +247,26 @@ impl Dashboard {
     /// # Errors
     /// Unreachable, refused, or the acknowledgement names another epoch.
     pub(crate) async fn push_one(&self, proxy: &ProxyModel, topo: &Topology) -> Result<(), String> {
-        let resp = self
+        self.push_one_within(proxy, topo, None).await
+    }
+
+    async fn push_one_within(
+        &self,
+        proxy: &ProxyModel,
+        topo: &Topology,
+        within: Option<Duration>,
+    ) -> Result<(), String> {
+        let mut call = self
             .proxy_call(
                 reqwest::Method::PUT,
                 &proxy.admin_addr,
                 "/api/proxy/topology",
             )
-            .json(topo)
-            .send()
-            .await
-            .map_err(|e| format!("unreachable: {e}"))?;
+            .json(topo);
+        if let Some(t) = within {
+            call = call.timeout(t);
+        }
+        let resp = call.send().await.map_err(|e| format!("unreachable: {e}"))?;
         let status = resp.status();
         if status == reqwest::StatusCode::CONFLICT {
             // It already runs a newer epoch (pushed by a successor dashboard): not ours to undo.

@@ -421,7 +421,7 @@ mod tests {
         };
         let req = move_keys_request("127.0.0.1:7000", 5000, Some(&cred), &[b"k"]);
         let text = String::from_utf8_lossy(&req);
-        assert!(text.starts_with("*1\r\n$5\r\nMULTI\r\n*8\r\n$4\r\nEVAL\r\n"));
+        assert!(text.starts_with("*1\r\n$5\r\nMULTI\r\n*7\r\n$4\r\nEVAL\r\n"));
         assert!(text.contains("$5\r\nAUTH2\r\n$1\r\nu\r\n$1\r\np\r\n$4\r\nKEYS\r\n$1\r\nk\r\n"));
         assert!(text.ends_with("*1\r\n$4\r\nEXEC\r\n"));
     }
