@@ -90,18 +90,15 @@ impl Store for FsStore {
     }
 
     async fn put(&self, key: &str, value: Bytes) -> Result<u64, StoreError> {
+        // As a batch of one: synced without the store lock held (see `write_many`).
         let key = key.to_owned();
-        self.blocking(move |root| {
-            let path = root.path_of(&key)?;
-            let _lock = root.lock()?;
-            let previous = root.read(&path, &key)?.map(|e| e.header.version);
-            root.write_value(&path, &key, previous, value)
-        })
-        .await
+        self.blocking(move |root| Ok(root.write_many(vec![(key, value)])?[0]))
+            .await
     }
 
     async fn put_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
-        self.blocking(move |root| root.write_many(entries)).await
+        self.blocking(move |root| root.write_many(entries).map(|_| ()))
+            .await
     }
 
     async fn compare_and_swap(
@@ -317,8 +314,8 @@ impl Root {
     /// the ephemeral nodes' heartbeats included, waited for the lock meanwhile (a proxy's
     /// heartbeat that waits long enough fences it, `router::Fence`). A key written by someone
     /// else while the lock was released is staged again under it, with a newer version.
-    /// Each directory is synced once, at the end.
-    fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<(), StoreError> {
+    /// Each directory is synced once, at the end. Returns the versions written, in order.
+    fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<Vec<u64>, StoreError> {
         /// Threads syncing at once.
         const SYNCERS: usize = 8;
         let mut staged: Vec<Staged> = Vec::with_capacity(entries.len());
@@ -399,7 +396,7 @@ impl Root {
                 .and_then(|d| d.sync_all())
                 .map_err(|e| io_err(&dir.to_string_lossy(), e))?;
         }
-        Ok(())
+        Ok(staged.iter().map(|s| s.version).collect())
     }
 
     /// A plain value's temp file beside `path`, with the next version (under the lock).
@@ -424,6 +421,7 @@ impl Root {
             path,
             key,
             previous,
+            version,
             value: entry.value,
             file,
         })
@@ -624,6 +622,8 @@ struct Staged {
     key: String,
     /// The key's version when it was staged.
     previous: Option<u64>,
+    /// The version it is written with.
+    version: u64,
     value: Bytes,
     file: File,
 }
