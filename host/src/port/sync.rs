@@ -55,6 +55,8 @@ struct StreamCounts {
 /// The stream's position.
 struct Position {
     replid: Option<String>,
+    /// Keys written by this run's full load (0 after a continue).
+    loaded: u64,
     /// Bytes of the stream read (the source's offset of the last byte read).
     read: u64,
     db: u64,
@@ -88,6 +90,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
             );
             Position {
                 replid: Some(replid),
+                loaded: 0,
                 read: s.offset,
                 db: s.db,
             }
@@ -107,9 +110,11 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
                     ]
                 )
             );
-            target = full_load(&mut replica, target, offset).await?;
+            let (t, loaded) = full_load(&mut replica, target, offset).await?;
+            target = t;
             Position {
                 replid,
+                loaded,
                 read: offset,
                 db: 0,
             }
@@ -123,7 +128,7 @@ async fn full_load(
     replica: &mut Replica,
     mut target: Target,
     offset: u64,
-) -> anyhow::Result<Target> {
+) -> anyhow::Result<(Target, u64)> {
     let rdb = replica.read_rdb().await?;
     replica.ack(offset).await?;
     let counts = Arc::new(LoadCounts::default());
@@ -149,7 +154,7 @@ async fn full_load(
                     ("functions", counts.functions.load(Ordering::Relaxed).to_string()),
                     ("seconds", format!("{:.2}", started.elapsed().as_secs_f64())),
                 ]));
-                return Ok(target);
+                return Ok((target, keys));
             }
             _ = tick.tick() => {
                 replica.ack(offset).await?;
@@ -173,6 +178,8 @@ async fn follow(
     mut pos: Position,
 ) -> anyhow::Result<()> {
     let stats = target.stats();
+    // Nothing of the stream is in flight yet: everything up to `read` is applied.
+    stats.applied_offset.store(pos.read, Ordering::SeqCst);
     let mut counts = StreamCounts::default();
     let mut monitor = Monitor::new(&args.from, args.from_password.clone());
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -192,7 +199,7 @@ async fn follow(
                 replica.ack(applied).await?;
                 save(&args, &pos, applied)?;
                 let source = monitor.offset().await;
-                println!("{}", monitor.report(&stats, &counts, applied, source));
+                println!("{}", monitor.report(&stats, &counts, &pos, applied, source));
             }
             _ = &mut stop => break,
         }
@@ -345,6 +352,7 @@ impl Monitor {
         &mut self,
         stats: &TargetStats,
         counts: &StreamCounts,
+        pos: &Position,
         applied: u64,
         source: Option<u64>,
     ) -> String {
@@ -356,6 +364,7 @@ impl Monitor {
         line(
             "sync",
             &[
+                ("keys_loaded", pos.loaded.to_string()),
                 ("commands", counts.commands.to_string()),
                 ("bytes", stats.bytes.load(Ordering::Relaxed).to_string()),
                 ("commands_per_s", self.rate.update(done).to_string()),
