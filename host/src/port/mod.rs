@@ -4,8 +4,10 @@
 //!
 //! Every key is written with ordinary commands (`apply`) through a proxy (`target`), so it
 //! takes the proxy's slot routing and plugins. The dump parser (`rdb`, `stream`, `encoding`,
-//! `lzf`, `crc64`) is our own: no RDB crate on crates.io reads Redis 7.x's listpacks,
-//! stream types 2 and 3 and functions; it is written to be safe on hostile files.
+//! `lzf`, `crc64`) is our own: the `rdb` crate (0.3) knows no FUNCTION2 opcode, reads every
+//! `0x80`/`0x81` length as 32 bits (64-bit lengths misparse) and hands values to a formatter
+//! as it goes (so a bad file is found after part of it is written); `librdb` wraps a C
+//! library. Ours is written to be safe on hostile files.
 
 pub mod apply;
 pub mod crc64;
