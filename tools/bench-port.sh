@@ -3,9 +3,9 @@
 # and of `sync` (its full load, then its command stream under redis-benchmark writes), into a
 # proxy in front of two redis-servers.
 #   tools/bench-port.sh [--keys 1000000] [--mix]
-# --keys: small keys (DEBUG POPULATE, 32-byte values). --mix: instead, a mix of a tenth as
-# many keys in each of strings, lists, hashes, sets and sorted sets (10 elements each, 20 for
-# hashes as fields and values), with TTLs on a third of the strings.
+# --keys: small keys (DEBUG POPULATE, 32-byte values). --mix: instead, KEYS/10 keys of each
+# of six kinds (so 0.6 × KEYS keys): 32-byte strings (a third with a TTL), integers, and
+# lists, hashes, sets and sorted sets of 10 elements each.
 # Needs a release build (cargo build --release -p tessera; TESSERA_BIN=path overrides),
 # redis-server, redis-cli, redis-benchmark, python3. Everything runs on 127.0.0.1 and is
 # stopped at exit.
