@@ -67,6 +67,8 @@ echo "source: $TOTAL keys, RDB $(stat -c %s "$RDB") bytes"
 
 echo "== restore"
 "$BIN" port restore --rdb "$RDB" --to 127.0.0.1:$P | tail -1
+GOT=$(( $(redis-cli -p "$B1" dbsize) + $(redis-cli -p "$B2" dbsize) ))
+[ "$GOT" = "$TOTAL" ] || { echo "restore wrote $GOT keys, the source holds $TOTAL" >&2; exit 1; }
 
 echo "== sync: full load"
 for b in $B1 $B2; do redis-cli -p "$b" flushall >/dev/null; done
@@ -77,13 +79,15 @@ until grep -q "port sync loaded" "$DIR/sync.log"; do sleep 0.2; kill -0 $SYNC ||
 LOADED=$(grep "port sync loaded" "$DIR/sync.log")
 SECS=$(sed -E 's/.*seconds=([0-9.]+).*/\1/' <<<"$LOADED")
 echo "$LOADED"
+GOT=$(( $(redis-cli -p "$B1" dbsize) + $(redis-cli -p "$B2" dbsize) ))
+[ "$GOT" = "$TOTAL" ] || { echo "sync loaded $GOT keys, the source holds $TOTAL" >&2; exit 1; }
 echo "full load: $(python3 -c "print(round($TOTAL / $SECS))") keys/s"
 
-echo "== sync: command stream (redis-benchmark SET, 200000 requests, 50 clients, pipeline 16)"
+echo "== sync: command stream (redis-benchmark SET, 1000000 requests, 50 clients, pipeline 16)"
 START=$(date +%s.%N)
-redis-benchmark -p "$SRC" -t set -n 200000 -r 1000000 -c 50 -P 16 -q | tr "\r" "\n" | grep -a "per second" | tail -1
+redis-benchmark -p "$SRC" -t set -n 1000000 -r 1000000 -c 50 -P 16 -q | tr "\r" "\n" | grep -a "per second" | tail -1
 TARGET=$(redis-cli -p "$SRC" info replication | sed -n 's/^master_repl_offset:\([0-9]*\).*/\1/p')
 until [ -s "$DIR/port.state" ] && [ "$(python3 -c "import json; print(json.load(open('$DIR/port.state'))['offset'])")" -ge "$TARGET" ]; do sleep 0.05; done
 END=$(date +%s.%N)
-echo "stream: 200000 SETs applied through the proxy in $(python3 -c "print(round($END - $START, 2))") s: $(python3 -c "print(round(200000 / ($END - $START)))") commands/s (from the first write to caught up; the state file is saved once a second)"
+echo "stream: 1000000 SETs applied through the proxy in $(python3 -c "print(round($END - $START, 2))") s: $(python3 -c "print(round(1000000 / ($END - $START)))") commands/s (from the first write to caught up; the state file is saved once a second)"
 tail -1 "$DIR/sync.log"
