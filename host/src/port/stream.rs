@@ -160,3 +160,46 @@ fn decode_node(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_node_decodes_same_field_entries_own_field_entries_and_skips_deleted_ones() {
+        let master = StreamId { ms: 100, seq: 0 };
+        // 2 live, 1 deleted; master fields [a, b]; then three entries.
+        let flat = t(&[
+            "2", "1", "2", "a", "b", "0", // master entry
+            "2", "0", "0", "1", "2", "6", // same fields: a=1 b=2, ID 100-0
+            "3", "5", "1", "x", "y", "8", // deleted, same fields
+            "0", "7", "3", "1", "c", "9", "7", // own fields: c=9, ID 107-3
+        ]);
+        let mut out = Vec::new();
+        decode_node(master, &flat, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].id, StreamId { ms: 100, seq: 0 });
+        assert_eq!(
+            out[0].fields,
+            vec![
+                (b"a".to_vec(), b"1".to_vec()),
+                (b"b".to_vec(), b"2".to_vec())
+            ]
+        );
+        assert_eq!(out[1].id, StreamId { ms: 107, seq: 3 });
+        assert_eq!(out[1].fields, vec![(b"c".to_vec(), b"9".to_vec())]);
+    }
+
+    #[test]
+    fn a_short_or_garbled_node_is_an_error() {
+        let master = StreamId::default();
+        let mut out = Vec::new();
+        assert!(decode_node(master, &t(&["1", "0", "1", "a", "0", "2", "0"]), &mut out).is_err());
+        assert!(decode_node(master, &t(&["x"]), &mut out).is_err());
+        assert!(decode_node(master, &t(&["1", "0", "99999"]), &mut out).is_err());
+    }
+}
