@@ -438,3 +438,83 @@ fn sync_follows_writes_and_resumes_with_psync_continue_after_a_restart() {
         "a DEL while down was applied"
     );
 }
+
+#[test]
+fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
+    let cluster = Cluster::with_config("session_password = \"proxy-pw\"\n");
+    let mut proxy =
+        crate::support::connect(&format!("redis://:proxy-pw@{}/", cluster.proxy.addr()));
+    let source = RedisServer::start();
+    let _: () = q(
+        &mut source.client(),
+        &["CONFIG", "SET", "requirepass", "source-pw"],
+    );
+    let mut src = crate::support::connect(&format!("redis://:source-pw@{}/", source.addr()));
+    let _: () = q(&mut src, &["SET", "before", "1"]);
+    let _: () = q(&mut src, &["HSET", "h", "f", "v"]);
+
+    // restore: refused without the proxy's password, fine with it.
+    let _: () = q(&mut src, &["SAVE"]);
+    let dir: Vec<String> = q(&mut src, &["CONFIG", "GET", "dir"]);
+    let rdb = Path::new(&dir[1]).join("dump.rdb");
+    let out = restore(&rdb, &cluster);
+    assert!(
+        !out.status.success(),
+        "restore without a password was accepted"
+    );
+    let out = Command::new(tessera_bin())
+        .args(["port", "restore", "--rdb"])
+        .arg(&rdb)
+        .args([
+            "--to",
+            &cluster.proxy.addr().to_string(),
+            "--to-password",
+            "proxy-pw",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(q::<String>(&mut proxy, &["HGET", "h", "f"]), "v");
+
+    // sync: the source's password for the replica link and the lag monitor.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sync.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(tessera_bin())
+        .args([
+            "port",
+            "sync",
+            "--from",
+            &source.addr().to_string(),
+            "--from-password",
+            "source-pw",
+        ])
+        .args([
+            "--to",
+            &cluster.proxy.addr().to_string(),
+            "--to-password",
+            "proxy-pw",
+        ])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let sync = Sync { child, log };
+    let _: () = q(&mut src, &["SET", "after", "2"]);
+    let arrived = wait_until(Duration::from_secs(30), || {
+        q::<Option<String>>(&mut proxy, &["GET", "after"]).as_deref() == Some("2")
+    });
+    assert!(arrived, "a write never arrived: {}", sync.output());
+    let lag_known = wait_until(Duration::from_secs(5), || {
+        sync.output().contains("lag_bytes=0")
+    });
+    assert!(
+        lag_known,
+        "the lag monitor did not authenticate: {}",
+        sync.output()
+    );
+}
