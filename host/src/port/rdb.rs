@@ -24,7 +24,10 @@ pub enum RdbError {
     UnsupportedVersion(u32),
     #[error("the file ends early (at byte {at}, wanted {wanted} more bytes)")]
     Truncated { at: usize, wanted: u64 },
-    #[error("checksum mismatch: the file says {stored:016x}, its bytes give {computed:016x}")]
+    #[error(
+        "checksum mismatch: the file says {stored:016x}, its bytes give {computed:016x} (the \
+         file is damaged or cut short)"
+    )]
     Checksum { stored: u64, computed: u64 },
     #[error("at byte {at}: {what}")]
     Malformed { at: usize, what: String },
