@@ -27,6 +27,7 @@
 //! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
+//! - [`port`] — `tessera port`: import an RDB file or follow a Redis server through a proxy.
 
 pub mod access;
 pub mod acl;
@@ -45,6 +46,7 @@ pub mod limits;
 pub mod migrate;
 pub mod pipeline;
 pub mod plugins;
+pub mod port;
 pub mod proxy;
 pub mod pubsub;
 pub mod redis_client;

@@ -38,6 +38,9 @@ enum Cmd {
     Console(ConsoleArgs),
     /// Start a local cluster: store, redis-server groups, dashboard, proxies and the console.
     Up(UpArgs),
+    /// Import into a cluster through a proxy: an RDB file (restore), or a live Redis server
+    /// followed as its replica (sync).
+    Port(tessera::port::PortArgs),
     /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
     HashPassword,
     /// (`tessera up`'s children) Run PROGRAM, stopped with SIGTERM when process PARENT dies.
@@ -240,6 +243,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Proxy(args) => run_proxy(args),
         Cmd::Dashboard(args) => run_dashboard(args),
         Cmd::Admin(args) => tessera::admin::run(args),
+        Cmd::Port(args) => tessera::port::run(args),
         Cmd::Console(args) => run_console(args),
         Cmd::Up(args) => tessera::up::run(tessera::up::UpOptions {
             data_dir: args.data_dir,

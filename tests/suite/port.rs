@@ -1,0 +1,520 @@
+//! `tessera port` with real processes: a source redis-server holding every type, its RDB
+//! restored through the proxy of a two-group cluster and compared key by key (type-aware,
+//! TTLs within a second); a live sync under writes, stopped and resumed with PSYNC continue;
+//! a damaged RDB refused with nothing written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::support::{Cluster, RedisServer, tessera_bin, wait_until};
+
+fn q<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Nil => "nil".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `name → value` of a flat `[name, value, …]` reply, keeping only `keep`.
+fn fields(v: &Value, keep: &[&str]) -> Vec<String> {
+    let Value::Array(items) = v else {
+        return vec![format!("{v:?}")];
+    };
+    items
+        .chunks(2)
+        .filter(|p| keep.contains(&text(&p[0]).as_str()))
+        .map(|p| format!("{}={}", text(&p[0]), text(&p[1])))
+        .collect()
+}
+
+/// A key's value and metadata as text, independent of encoding and iteration order (seen
+/// times of stream consumers and idle times excluded: they are the copy's own).
+fn snapshot(c: &mut redis::Connection, key: &str) -> String {
+    let kind: String = q(c, &["TYPE", key]);
+    let body = match kind.as_str() {
+        "string" => format!("{:?}", q::<Vec<u8>>(c, &["GET", key])),
+        "list" => format!("{:?}", q::<Vec<Vec<u8>>>(c, &["LRANGE", key, "0", "-1"])),
+        "set" => {
+            let mut m: Vec<Vec<u8>> = q(c, &["SMEMBERS", key]);
+            m.sort();
+            format!("{m:?}")
+        }
+        "zset" => format!(
+            "{:?}",
+            q::<Vec<String>>(c, &["ZRANGE", key, "0", "-1", "WITHSCORES"])
+        ),
+        "hash" => {
+            let mut m: Vec<(Vec<u8>, Vec<u8>)> = q(c, &["HGETALL", key]);
+            m.sort();
+            format!("{m:?}")
+        }
+        "stream" => stream_snapshot(c, key),
+        "none" => "missing".into(),
+        other => panic!("unexpected type {other}"),
+    };
+    format!("{kind}:{body}")
+}
+
+fn stream_snapshot(c: &mut redis::Connection, key: &str) -> String {
+    let entries: Value = q(c, &["XRANGE", key, "-", "+"]);
+    let info: Value = q(c, &["XINFO", "STREAM", key]);
+    let meta = [
+        "length",
+        "last-generated-id",
+        "max-deleted-entry-id",
+        "entries-added",
+    ];
+    let mut out = format!("{entries:?} {:?}", fields(&info, &meta));
+    let Value::Array(groups) = q::<Value>(c, &["XINFO", "GROUPS", key]) else {
+        panic!("XINFO GROUPS")
+    };
+    for g in &groups {
+        let keep = [
+            "name",
+            "pending",
+            "last-delivered-id",
+            "entries-read",
+            "consumers",
+        ];
+        let f = fields(g, &keep);
+        let name = f[0].trim_start_matches("name=").to_string();
+        let Value::Array(pending) = q::<Value>(c, &["XPENDING", key, &name, "-", "+", "1000"])
+        else {
+            panic!("XPENDING")
+        };
+        // [id, consumer, idle, deliveries]: all but the idle time.
+        let pel: Vec<String> = pending
+            .iter()
+            .map(|p| match p {
+                Value::Array(r) => format!("{}/{}/{}", text(&r[0]), text(&r[1]), text(&r[3])),
+                _ => format!("{p:?}"),
+            })
+            .collect();
+        out.push_str(&format!(" {f:?} {pel:?}"));
+    }
+    out
+}
+
+/// Every key of the source compared through the proxy; TTLs within a second. `Err` names
+/// the first difference.
+fn compare(source: &RedisServer, proxy: &mut redis::Connection) -> Result<usize, String> {
+    let mut src = source.client();
+    let keys = source.keys();
+    for key in &keys {
+        let want = snapshot(&mut src, key);
+        let got = snapshot(proxy, key);
+        if want != got {
+            return Err(format!("{key}: source {want:.300}\nproxy {got:.300}"));
+        }
+        let (a, b): (i64, i64) = (q(&mut src, &["PTTL", key]), q(proxy, &["PTTL", key]));
+        if (a < 0) != (b < 0) || (a - b).abs() > 1000 {
+            return Err(format!("{key}: PTTL source {a}, proxy {b}"));
+        }
+    }
+    Ok(keys.len())
+}
+
+fn dbsize(cluster: &Cluster) -> i64 {
+    cluster.backends.iter().map(RedisServer::dbsize).sum()
+}
+
+/// Fills `c` with every type: strings (int, raw, big), lists, sets (intset, listpack,
+/// hashtable), sorted sets, hashes (small, big), a stream with a group and pending entries,
+/// TTLs, and a function library.
+fn fill_every_type(c: &mut redis::Connection) {
+    let big_string = "x".repeat(3 * 1024 * 1024 + 17);
+    let mut p = redis::pipe();
+    p.cmd("SET").arg("str:int").arg("12345").ignore();
+    p.cmd("SET").arg("str:raw").arg("hello world").ignore();
+    p.cmd("SET").arg("str:big").arg(&big_string).ignore();
+    p.cmd("SET")
+        .arg("str:ttl")
+        .arg("soon")
+        .arg("PX")
+        .arg(600_000)
+        .ignore();
+    p.cmd("RPUSH")
+        .arg("list:small")
+        .arg(&["a", "b", "c"])
+        .ignore();
+    let long: Vec<String> = (0..2000)
+        .map(|i| format!("item-{i}-{}", "y".repeat(i % 50)))
+        .collect();
+    p.cmd("RPUSH").arg("list:big").arg(&long).ignore();
+    p.cmd("SADD")
+        .arg("set:int")
+        .arg(&[1, 2, 3, -40000])
+        .ignore();
+    p.cmd("SADD").arg("set:lp").arg(&["a", "b", "c"]).ignore();
+    let members: Vec<String> = (0..1500).map(|i| format!("m{i}")).collect();
+    p.cmd("SADD").arg("set:ht").arg(&members).ignore();
+    p.cmd("ZADD")
+        .arg("zset:small")
+        .arg(&["1", "a", "2.5", "b", "-inf", "c"])
+        .ignore();
+    for i in 0..700 {
+        p.cmd("ZADD")
+            .arg("zset:big")
+            .arg(f64::from(i) / 3.0)
+            .arg(format!("z{i}"))
+            .ignore();
+    }
+    p.cmd("HSET")
+        .arg("hash:small")
+        .arg(&["f1", "v1", "f2", "2"])
+        .ignore();
+    p.cmd("EXPIRE").arg("hash:small").arg(3000).ignore();
+    for i in 0..1200 {
+        p.cmd("HSET")
+            .arg("hash:big")
+            .arg(format!("f{i}"))
+            .arg(format!("v{i}"))
+            .ignore();
+    }
+    p.cmd("PEXPIRE").arg("list:big").arg(900_000).ignore();
+    for i in 1..=20 {
+        p.cmd("XADD")
+            .arg("stream")
+            .arg(format!("{i}-1"))
+            .arg("n")
+            .arg(i)
+            .ignore();
+    }
+    p.cmd("XGROUP")
+        .arg(&["CREATE", "stream", "g1", "0"])
+        .ignore();
+    p.cmd("XGROUP")
+        .arg(&["CREATE", "stream", "g2", "$"])
+        .ignore();
+    p.cmd("XREADGROUP")
+        .arg(&[
+            "GROUP", "g1", "alice", "COUNT", "3", "STREAMS", "stream", ">",
+        ])
+        .ignore();
+    p.cmd("XREADGROUP")
+        .arg(&["GROUP", "g1", "bob", "COUNT", "2", "STREAMS", "stream", ">"])
+        .ignore();
+    p.cmd("XACK").arg(&["stream", "g1", "2-1"]).ignore();
+    p.cmd("XDEL").arg(&["stream", "20-1"]).ignore();
+    p.cmd("XGROUP")
+        .arg(&["CREATE", "empty-stream", "g", "$", "MKSTREAM"])
+        .ignore();
+    let lib =
+        "#!lua name=portlib\nredis.register_function('echo1', function(k, a) return a[1] end)";
+    p.cmd("FUNCTION").arg("LOAD").arg(lib).ignore();
+    let _: () = p.query(c).expect("filling the source");
+}
+
+/// SAVE on `source` and the path of the dump it wrote.
+fn save(source: &RedisServer) -> PathBuf {
+    let mut c = source.client();
+    let _: () = q(&mut c, &["SAVE"]);
+    let dir: Vec<String> = q(&mut c, &["CONFIG", "GET", "dir"]);
+    let file: Vec<String> = q(&mut c, &["CONFIG", "GET", "dbfilename"]);
+    Path::new(&dir[1]).join(&file[1])
+}
+
+fn restore(rdb: &Path, cluster: &Cluster) -> Output {
+    Command::new(tessera_bin())
+        .args(["port", "restore", "--rdb"])
+        .arg(rdb)
+        .args(["--to", &cluster.proxy.addr().to_string()])
+        .output()
+        .expect("running tessera port restore")
+}
+
+#[test]
+fn restore_imports_every_type_through_the_proxy_of_a_two_group_cluster() {
+    let source = RedisServer::start();
+    fill_every_type(&mut source.client());
+    let rdb = save(&source);
+    let cluster = Cluster::start();
+    let out = restore(&rdb, &cluster);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "restore failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("functions=1"), "{stdout}");
+    let mut proxy = cluster.proxy.client();
+    let n = compare(&source, &mut proxy).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(n, 15);
+    assert_eq!(dbsize(&cluster), source.dbsize());
+    assert!(
+        cluster.backends.iter().all(|b| b.dbsize() > 0),
+        "keys landed on both groups"
+    );
+    let echoed: String = q(&mut proxy, &["FCALL", "echo1", "0", "hi"]);
+    assert_eq!(echoed, "hi");
+}
+
+#[test]
+fn a_damaged_rdb_is_refused_clearly_and_nothing_is_written() {
+    let source = RedisServer::start();
+    fill_every_type(&mut source.client());
+    let good = std::fs::read(save(&source)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start();
+    let truncated = dir.path().join("truncated.rdb");
+    std::fs::write(&truncated, &good[..good.len() * 2 / 3]).unwrap();
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x55;
+    let corrupted = dir.path().join("corrupted.rdb");
+    std::fs::write(&corrupted, &flipped).unwrap();
+    let newer = dir.path().join("newer.rdb");
+    std::fs::write(&newer, [b"REDIS0012".as_slice(), &good[9..]].concat()).unwrap();
+    for (file, says) in [
+        (&truncated, "is not importable, nothing was written"),
+        (&corrupted, "checksum mismatch"),
+        (&newer, "RDB version 12"),
+    ] {
+        let out = restore(file, &cluster);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{} was accepted", file.display());
+        assert!(stderr.contains(says), "{}: {stderr}", file.display());
+        assert_eq!(dbsize(&cluster), 0, "{} wrote keys", file.display());
+    }
+}
+
+/// A running `tessera port sync`, its output in a file; killed on drop.
+struct Sync {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Sync {
+    fn start(source: &RedisServer, cluster: &Cluster, state: &Path, log: PathBuf) -> Sync {
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(tessera_bin())
+            .args(["port", "sync", "--from", &source.addr().to_string()])
+            .args(["--to", &cluster.proxy.addr().to_string(), "--state"])
+            .arg(state)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("running tessera port sync");
+        Sync { child, log }
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, and waits for it to exit.
+    fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let exited = wait_until(Duration::from_secs(10), || {
+            self.child.try_wait().expect("try_wait").is_some()
+        });
+        assert!(exited, "sync did not stop: {}", self.output());
+    }
+}
+
+impl Drop for Sync {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until every source key equals its copy through the proxy.
+fn converge(source: &RedisServer, cluster: &Cluster, sync: &Sync) {
+    let mut proxy = cluster.proxy.client();
+    let mut last = String::new();
+    let ok = wait_until(Duration::from_secs(40), || {
+        match compare(source, &mut proxy) {
+            Ok(_) => dbsize(cluster) == source.dbsize(),
+            Err(e) => {
+                last = e;
+                false
+            }
+        }
+    });
+    assert!(
+        ok,
+        "never converged: {last}\nsync output:\n{}",
+        sync.output()
+    );
+}
+
+#[test]
+fn sync_follows_writes_and_resumes_with_psync_continue_after_a_restart() {
+    let source = RedisServer::start();
+    fill_every_type(&mut source.client());
+    let cluster = Cluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("port.state");
+    // A writer keeps writing, before and during the full sync and the stream.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, mut c) = (stop.clone(), source.client());
+        thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut p = redis::pipe();
+                p.cmd("SET").arg(format!("w:{}", i % 500)).arg(i).ignore();
+                p.cmd("RPUSH").arg("w:list").arg(i).ignore();
+                p.cmd("HINCRBY")
+                    .arg("w:hash")
+                    .arg(format!("f{}", i % 7))
+                    .arg(1)
+                    .ignore();
+                p.cmd("XADD")
+                    .arg("w:stream")
+                    .arg("*")
+                    .arg("i")
+                    .arg(i)
+                    .ignore();
+                p.cmd("SET")
+                    .arg(format!("w:ttl:{}", i % 50))
+                    .arg(i)
+                    .arg("EX")
+                    .arg(300)
+                    .ignore();
+                let _: () = p.query(&mut c).expect("writer");
+                i += 1;
+                thread::sleep(Duration::from_millis(2));
+            }
+            i
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let mut sync = Sync::start(&source, &cluster, &state, dir.path().join("sync1.log"));
+    assert!(
+        wait_until(Duration::from_secs(30), || sync
+            .output()
+            .contains("port sync loaded")),
+        "the full sync never loaded: {}",
+        sync.output()
+    );
+    thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(written > 100, "the writer wrote {written} rounds");
+    converge(&source, &cluster, &sync);
+    assert!(
+        sync.output().contains("psync=fullresync"),
+        "{}",
+        sync.output()
+    );
+    sync.stop();
+
+    // Writes while it is down, then a restart: it continues from its offset.
+    let mut c = source.client();
+    for i in 0..300 {
+        let _: () = q(&mut c, &["SET", &format!("after:{i}"), &i.to_string()]);
+    }
+    let _: () = q(&mut c, &["RPUSH", "w:list", "after-restart"]);
+    let _: () = q(&mut c, &["DEL", "str:raw"]);
+    let sync2 = Sync::start(&source, &cluster, &state, dir.path().join("sync2.log"));
+    converge(&source, &cluster, &sync2);
+    let out = sync2.output();
+    assert!(out.contains("psync=continue"), "did not resume: {out}");
+    assert!(!out.contains("psync=fullresync"), "{out}");
+    assert!(
+        !cluster.owner_of("str:raw").has("str:raw"),
+        "a DEL while down was applied"
+    );
+}
+
+#[test]
+fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
+    let cluster = Cluster::with_config("session_password = \"proxy-pw\"\n");
+    let mut proxy =
+        crate::support::connect(&format!("redis://:proxy-pw@{}/", cluster.proxy.addr()));
+    let source = RedisServer::start();
+    let _: () = q(
+        &mut source.client(),
+        &["CONFIG", "SET", "requirepass", "source-pw"],
+    );
+    let mut src = crate::support::connect(&format!("redis://:source-pw@{}/", source.addr()));
+    let _: () = q(&mut src, &["SET", "before", "1"]);
+    let _: () = q(&mut src, &["HSET", "h", "f", "v"]);
+
+    // restore: refused without the proxy's password, fine with it.
+    let _: () = q(&mut src, &["SAVE"]);
+    let dir: Vec<String> = q(&mut src, &["CONFIG", "GET", "dir"]);
+    let rdb = Path::new(&dir[1]).join("dump.rdb");
+    let out = restore(&rdb, &cluster);
+    assert!(
+        !out.status.success(),
+        "restore without a password was accepted"
+    );
+    let out = Command::new(tessera_bin())
+        .args(["port", "restore", "--rdb"])
+        .arg(&rdb)
+        .args([
+            "--to",
+            &cluster.proxy.addr().to_string(),
+            "--to-password",
+            "proxy-pw",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(q::<String>(&mut proxy, &["HGET", "h", "f"]), "v");
+
+    // sync: the source's password for the replica link and the lag monitor.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sync.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(tessera_bin())
+        .args([
+            "port",
+            "sync",
+            "--from",
+            &source.addr().to_string(),
+            "--from-password",
+            "source-pw",
+        ])
+        .args([
+            "--to",
+            &cluster.proxy.addr().to_string(),
+            "--to-password",
+            "proxy-pw",
+        ])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let sync = Sync { child, log };
+    let _: () = q(&mut src, &["SET", "after", "2"]);
+    let arrived = wait_until(Duration::from_secs(30), || {
+        q::<Option<String>>(&mut proxy, &["GET", "after"]).as_deref() == Some("2")
+    });
+    assert!(arrived, "a write never arrived: {}", sync.output());
+    let lag_known = wait_until(Duration::from_secs(5), || {
+        sync.output().contains("lag_bytes=0")
+    });
+    assert!(
+        lag_known,
+        "the lag monitor did not authenticate: {}",
+        sync.output()
+    );
+}
