@@ -159,9 +159,8 @@ mod tests {
     #[test]
     fn skewed_load_moves_hot_slots_until_within_tolerance() {
         let mut m = vec![1.0; SLOTS];
-        for s in 0..20 {
-            m[s] = 100.0; // 20 hot slots, all on group 1
-        }
+        // 20 hot slots, all on group 1.
+        m.iter_mut().take(20).for_each(|v| *v = 100.0);
         let plan = rebalance_by_measure(&halves(), &m, &g(&[1, 2]), 0.1);
         assert!(within(&plan, 0.1), "{:?}", plan.after);
         assert!(plan.moves.iter().all(|mv| mv.from == GroupId(1)));
