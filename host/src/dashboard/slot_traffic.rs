@@ -50,8 +50,10 @@ impl SlotTraffic {
         }
     }
 
-    /// Rates between the oldest and the newest read. A proxy counts only if present in
-    /// both and its counters did not go back (a restarted proxy counts from its next read).
+    /// Rates per proxy from its oldest usable read of the window to the newest read, summed.
+    /// A proxy's oldest usable read is the first that holds it with counters no higher than
+    /// now: a proxy that registered late counts from its first read, a restarted one from its
+    /// first read after the restart.
     pub(crate) fn rates(&self) -> Rates {
         let s = self.samples.lock().expect("slot samples lock poisoned");
         let mut r = Rates {
@@ -60,21 +62,23 @@ impl SlotTraffic {
             window: Duration::ZERO,
             proxies: 0,
         };
-        let (Some(first), Some(last)) = (s.front(), s.back()) else {
+        let Some(last) = s.back() else {
             return r;
         };
-        let secs = last.at.duration_since(first.at).as_secs_f64();
-        if secs <= 0.0 {
-            return r;
-        }
-        r.window = last.at.duration_since(first.at);
         for (token, new) in &last.proxies {
-            let Some(old) = first.proxies.get(token) else {
+            let Some((at, old)) = s.iter().find_map(|read| {
+                let old = read.proxies.get(token)?;
+                let behind = new.iter().zip(old.iter()).all(|(n, o)| n[0] >= o[0]);
+                behind.then_some((read.at, old))
+            }) else {
                 continue;
             };
-            if new.iter().zip(old.iter()).any(|(n, o)| n[0] < o[0]) {
+            let span = last.at.duration_since(at);
+            if span.is_zero() {
                 continue;
             }
+            let secs = span.as_secs_f64();
+            r.window = r.window.max(span);
             r.proxies += 1;
             for (slot, (n, o)) in new.iter().zip(old.iter()).enumerate() {
                 r.ops_per_sec[slot] += (n[0] - o[0]) as f64 / secs;
@@ -178,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn old_reads_leave_the_window_and_restarts_are_skipped() {
+    fn old_reads_leave_the_window_and_a_restart_counts_from_its_next_read() {
         let t = SlotTraffic::default();
         let t0 = Instant::now();
         let w = Duration::from_secs(10);
@@ -191,7 +195,32 @@ mod tests {
         assert_eq!(
             t.rates().proxies,
             0,
-            "a proxy whose counters went back is skipped"
+            "a restarted proxy needs a second read"
         );
+        t.push(read(t0 + Duration::from_secs(30), "a", 1, 53), w);
+        assert_eq!(
+            t.rates().ops_per_sec[1],
+            10.0,
+            "counted from its first read after the restart"
+        );
+    }
+
+    #[test]
+    fn a_proxy_that_registered_late_counts_from_its_first_read() {
+        let t = SlotTraffic::default();
+        let t0 = Instant::now();
+        let w = Duration::from_secs(60);
+        t.push(
+            Sample {
+                at: t0,
+                proxies: HashMap::new(),
+            },
+            w,
+        );
+        t.push(read(t0 + Duration::from_secs(5), "a", 2, 0), w);
+        t.push(read(t0 + Duration::from_secs(7), "a", 2, 40), w);
+        let r = t.rates();
+        assert_eq!((r.proxies, r.ops_per_sec[2]), (1, 20.0));
+        assert_eq!(r.window, Duration::from_secs(2));
     }
 }
