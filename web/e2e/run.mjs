@@ -475,6 +475,9 @@ async function main() {
       1000,
     );
     await tid('heat-ops').check();
+    // The heatmap sits below the slot map: back to the map before dragging over it by mouse.
+    await tid('slot-grid').scrollIntoViewIfNeeded();
+    await page.evaluate(() => window.scrollTo(0, 0));
     const slots = await waitFor(
       'the slot map to load',
       async () => {
