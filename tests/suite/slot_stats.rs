@@ -228,3 +228,143 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
         );
     }
 }
+
+#[test]
+fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
+    let cp = two_groups();
+    let proxy = cp.proxies[0].addr();
+    let hot = hot_keys(8);
+    {
+        let mut c = conn(proxy);
+        for k in &hot {
+            let _: () = c.set(k, "x").unwrap();
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = traffic(proxy, hot.clone(), stop.clone());
+    wait_for("load measured on group 1", Duration::from_secs(20), || {
+        let v = stats(&cp);
+        v["window_secs"].as_f64() > Some(1.0) && group_total(&v, 1, "ops_per_sec") > 100.0
+    });
+    let before = owners(&cp);
+
+    // A dry run, by the API and by the CLI: a plan, nothing moved.
+    let plan = cp
+        .api()
+        .post(
+            "/api/rebalance",
+            &json!({"dry_run": true, "by": "load", "tolerance": 20}),
+        )
+        .ok();
+    let moves = plan["moves"].as_array().unwrap();
+    assert!(
+        (3..=5).contains(&moves.len()),
+        "about half of 8 equally hot slots move: {plan}"
+    );
+    let hot_slots: Vec<u64> = hot.iter().map(|k| slot(k.as_bytes()) as u64).collect();
+    for m in moves {
+        assert_eq!((m["from"].as_u64(), m["to"].as_u64()), (Some(1), Some(2)));
+        assert!(hot_slots.contains(&m["slot"].as_u64().unwrap()), "{m}");
+    }
+    let (b1, a1, a2) = (
+        plan["before"]["1"].as_f64().unwrap(),
+        plan["after"]["1"].as_f64().unwrap(),
+        plan["after"]["2"].as_f64().unwrap(),
+    );
+    assert!(
+        a1 < b1 && (a1 - a2).abs() <= 0.4 * (a1 + a2) / 2.0,
+        "{plan}"
+    );
+    let cli = cp.admin_cli(
+        crate::support::TOKEN,
+        &[
+            "rebalance",
+            "--by",
+            "load",
+            "--tolerance",
+            "20",
+            "--dry-run",
+        ],
+    );
+    let text = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        cli.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert!(
+        text.contains("rebalance by load (tolerance ±20 %): would move"),
+        "{text}"
+    );
+    assert!(text.contains("group 1 → group 2"), "{text}");
+    // Without --yes and without a terminal: the plan is shown, nothing is queued.
+    let refused = cp.admin_cli(crate::support::TOKEN, &["rebalance", "--by", "load"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--yes"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(idle(&cp), "nothing queued");
+    assert_eq!(owners(&cp), before, "a dry run moves nothing");
+
+    // Run it.
+    let run = cp.admin_cli(
+        crate::support::TOKEN,
+        &[
+            "rebalance",
+            "--by",
+            "load",
+            "--tolerance",
+            "20",
+            "--yes",
+            "--json",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let queued: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let moved: Vec<u64> = queued["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["slot"].as_u64().unwrap())
+        .collect();
+    assert!(!moved.is_empty() && moved.iter().all(|s| hot_slots.contains(s)));
+    wait_for("the rebalance to finish", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    let after = owners(&cp);
+    for s in &moved {
+        assert_eq!(after[*s as usize], Some(2), "slot {s} moved to group 2");
+    }
+    for (s, o) in after.iter().enumerate() {
+        if !moved.contains(&(s as u64)) {
+            assert_eq!(*o, before[s], "slot {s} stayed");
+        }
+    }
+    // The load follows: after a fresh window both groups carry about half.
+    thread::sleep(Duration::from_secs(4));
+    wait_for("the load to even out", Duration::from_secs(20), || {
+        let v = stats(&cp);
+        let (l1, l2) = (
+            group_total(&v, 1, "ops_per_sec"),
+            group_total(&v, 2, "ops_per_sec"),
+        );
+        l1 > 0.0 && l2 > 0.0 && (l1 - l2).abs() <= 0.5 * (l1 + l2) / 2.0
+    });
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+    // A second plan finds nothing worth moving.
+    let again = cp
+        .api()
+        .post(
+            "/api/rebalance",
+            &json!({"dry_run": true, "by": "load", "tolerance": 50}),
+        )
+        .ok();
+    assert_eq!(again["slots"], 0, "{again}");
+}
