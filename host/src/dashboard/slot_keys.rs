@@ -175,7 +175,6 @@ pub(super) async fn run(d: Arc<Dashboard>) {
                 Err(e) => debug!(group = g.0, error = %e, "slot keys: group not scanned"),
             }
         }
-        let mut groups = d.slot_keys.groups.lock().expect("slot keys lock poisoned");
         // A group that failed keeps its last estimate; a removed group goes.
         let known: Vec<GroupId> = d
             .state
@@ -185,6 +184,7 @@ pub(super) async fn run(d: Arc<Dashboard>) {
             .keys()
             .copied()
             .collect();
+        let mut groups = d.slot_keys.groups.lock().expect("slot keys lock poisoned");
         groups.retain(|g, _| known.contains(g));
         groups.extend(fresh);
     }
