@@ -1,4 +1,4 @@
-//! Slot hashing and command lookup: the per-command routing work.
+//! Slot hashing, command lookup and the per-slot counters: the per-command routing work.
 //! Run: `cargo bench -p tessera --bench slot_hash`
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -6,6 +6,7 @@ use std::hint::black_box;
 use tessera::command::CommandTable;
 use tessera::resp::Request;
 use tessera::router::SlotId;
+use tessera::telemetry::SlotStats;
 
 fn slot_hash(c: &mut Criterion) {
     let mut group = c.benchmark_group("slot_hash");
@@ -33,5 +34,25 @@ fn command_lookup(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, slot_hash, command_lookup);
+/// What the per-slot statistics add to a command: the first key's slot, then three relaxed
+/// adds on this thread's shard.
+fn slot_count(c: &mut Criterion) {
+    let stats = SlotStats::new(2);
+    let mut group = c.benchmark_group("slot_stats");
+    group.bench_function("record", |b| {
+        b.iter(|| stats.record(black_box(289), black_box(40), black_box(5)))
+    });
+    group.bench_function("slot_and_record", |b| {
+        b.iter(|| {
+            let slot = SlotId::of_key(black_box(b"key:000000012345")).0;
+            stats.record(slot, 40, 5)
+        })
+    });
+    group.bench_function("counts_all_slots", |b| {
+        b.iter(|| stats.counts().slots.len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, slot_hash, command_lookup, slot_count);
 criterion_main!(benches);

@@ -3,6 +3,7 @@
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
 mod failover;
+mod rebalance;
 mod token;
 
 use std::io::Write;
@@ -91,14 +92,9 @@ pub enum AdminCmd {
         #[arg(long, conflicts_with_all = ["max_keys_per_sec", "max_mb_per_sec"])]
         off: bool,
     },
-    /// Even out slots over the groups (or by weight); `--dry-run` only shows the plan.
-    Rebalance {
-        #[arg(long)]
-        dry_run: bool,
-        /// Weights as GROUP=WEIGHT, e.g. `--weight 1=2 --weight 2=1`.
-        #[arg(long = "weight", value_parser = parse_weight)]
-        weights: Vec<(u32, u32)>,
-    },
+    /// Even out slots, weight, measured load or memory over the groups: shows the plan, then
+    /// queues it once confirmed (`--yes`); `--dry-run` only shows it.
+    Rebalance(rebalance::RebalanceArgs),
     /// Abort migrations: the given slots, or all with `--all`; moved keys go back.
     Abort {
         #[arg(long, conflicts_with = "slots")]
@@ -379,22 +375,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
                     json: v,
                 })
             }
-            AdminCmd::Rebalance { dry_run, weights } => {
-                let mut body = json!({ "dry_run": dry_run });
-                if !weights.is_empty() {
-                    body["weights"] = weights
-                        .iter()
-                        .map(|(g, w)| (g.to_string(), json!(w)))
-                        .collect();
-                }
-                let v = client
-                    .call(Method::POST, &["api", "rebalance"], Some(body))
-                    .await?;
-                Ok(Reply {
-                    human: render_moves(&v),
-                    json: v,
-                })
-            }
+            AdminCmd::Rebalance(a) => rebalance::run(&client, a, args.json).await,
             AdminCmd::Abort { all, slots } => {
                 if !all && slots.is_empty() {
                     anyhow::bail!("name the slots to abort, or --all");
@@ -658,33 +639,6 @@ fn render_users(users: &[Value]) -> String {
         ]);
     }
     t.render()
-}
-
-/// A rebalance plan: moves collapsed per (from, to).
-fn render_moves(v: &Value) -> String {
-    let moves = v["moves"].as_array().map_or(&[][..], Vec::as_slice);
-    let mut per: std::collections::BTreeMap<(u64, u64), Vec<u64>> = Default::default();
-    for m in moves {
-        per.entry((
-            m["from"].as_u64().unwrap_or(0),
-            m["to"].as_u64().unwrap_or(0),
-        ))
-        .or_default()
-        .push(m["slot"].as_u64().unwrap_or(0));
-    }
-    let verb = if v["dry_run"].as_bool() == Some(true) {
-        "would move"
-    } else {
-        "moving"
-    };
-    let mut out = format!("{verb} {} slots\n", moves.len());
-    for ((from, to), slots) in per {
-        out.push_str(&format!(
-            "  group {from} → group {to}: {} slots\n",
-            slots.len()
-        ));
-    }
-    out
 }
 
 /// Migration status: totals, then the slots in flight.

@@ -17,12 +17,14 @@
 //! - [`proxy`] — listener, worker threads, shutdown; cluster mode.
 //! - [`config`] — `proxy.toml`.
 //! - [`coordinator`] — the `Store` trait (fs, etcd) and the cluster's documents.
-//! - [`dashboard`] — the topology owner: lock, operations, barrier pushes, health, migrations.
-//! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning.
+//! - [`dashboard`] — the topology owner: lock, operations, barrier pushes, health, migrations,
+//!   per-slot statistics.
+//! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning (by
+//!   slots, weight, load or memory).
 //! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
 //! - [`access`] — the roles of API tokens and console users, and which route needs which.
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
-//! - [`telemetry`] — per-command counters and Prometheus text.
+//! - [`telemetry`] — per-command and per-slot counters and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.

@@ -189,6 +189,15 @@ struct DashboardArgs {
     /// Slots migrating at once per group.
     #[arg(long, default_value_t = 512)]
     max_slots_in_flight: usize,
+    /// Seconds between reads of every proxy's per-slot counters (`GET /api/slots/stats`).
+    #[arg(long, default_value_t = 5.0)]
+    slot_sample_secs: f64,
+    /// Seconds of reads the per-slot rates are measured over.
+    #[arg(long, default_value_t = 60.0)]
+    slot_window_secs: f64,
+    /// Seconds between estimates of each group's keys and memory per slot (a bounded SCAN).
+    #[arg(long, default_value_t = 30.0)]
+    slot_keys_secs: f64,
     /// Serve the API over HTTPS with this certificate chain (PEM; reloaded when it changes).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -461,6 +470,9 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     opts.health_interval = Duration::from_millis(args.health_interval_ms.max(100));
     opts.down_after = args.down_after.max(1);
     opts.max_slots_in_flight = args.max_slots_in_flight.max(1);
+    opts.slot_sample = Duration::from_secs_f64(args.slot_sample_secs.clamp(0.1, 3600.0));
+    opts.slot_window = Duration::from_secs_f64(args.slot_window_secs.clamp(0.2, 86_400.0));
+    opts.slot_keys = Duration::from_secs_f64(args.slot_keys_secs.clamp(0.5, 86_400.0));
     args.backend_tls.configure()?;
     let https = match (args.tls_cert, args.tls_key) {
         (Some(cert), Some(key)) => Some(

@@ -23,7 +23,7 @@ use crate::plugins::PluginHost;
 use crate::pubsub::Hub;
 use crate::redis_client::Credential;
 use crate::router::Router;
-use crate::telemetry::CommandStats;
+use crate::telemetry::{CommandStats, SlotStats};
 use crate::users::User;
 
 /// State every worker shares.
@@ -33,6 +33,8 @@ pub struct Shared {
     pub clients: Arc<ClientRegistry>,
     pub stats: Stats,
     pub command_stats: CommandStats,
+    /// Operations and bytes per slot (`GET /api/proxy/slots`).
+    pub slot_stats: SlotStats,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
@@ -77,6 +79,7 @@ impl Shared {
         let replies = Arc::new(MemoryPool::new(config.output_buffer_total));
         let backend_admin = RwLock::new(config.backend_admin());
         let dedicated = DedicatedLimit::new(config.dedicated_connections);
+        let slot_stats = SlotStats::new(config.threads());
         // Start-up checks the table first (`tessera proxy` fails with the reason); should an
         // invalid one get here anyway, no one logs in rather than everyone.
         let users = config.users_table().unwrap_or_else(|e| {
@@ -98,6 +101,7 @@ impl Shared {
             plugins,
             stats: Stats::default(),
             command_stats: CommandStats::default(),
+            slot_stats,
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,

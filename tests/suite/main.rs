@@ -53,6 +53,8 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// Per-slot statistics (traffic through a proxy, keys and memory) and a rebalance by load.
+mod slot_stats;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

@@ -444,6 +444,40 @@ async function main() {
     // Slot map: select 20 slots of one group (click + shift-click) and move them to another.
     await tid('tab-slots').click();
     await tid('slot-0').waitFor();
+    // The heatmap beside it shows the benchmark's load: ops/s on most slots (its 50000 random
+    // keys spread over every slot), the same numbers as GET /api/slots/stats; memory on toggle.
+    await tid('slot-heatmap').waitFor();
+    const heat = await waitFor(
+      'the heatmap to show ops/s on most slots after the benchmark',
+      async () => {
+        const values = await page.locator('[data-testid="heat-grid"] [data-value]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
+        const busy = values.filter((v) => v > 0).length;
+        return values.length === 1024 && busy > 900 ? { busy, max: Math.max(...values) } : null;
+      },
+      30_000,
+      500,
+    );
+    const stats = await (await ctx.request.get(`${capi}/slots/stats`)).json();
+    const apiBusy = stats.slots.ops_per_sec.filter((v) => v > 0).length;
+    if (apiBusy < 900) throw new Error(`GET /api/slots/stats shows ops/s on ${apiBusy} slots`);
+    log(`heatmap: ops/s on ${heat.busy} slots, busiest ${heat.max.toFixed(1)} ops/s; the API: ${apiBusy} slots over ${stats.window_secs.toFixed(0)} s`);
+    await shot('06-heatmap-ops');
+    await tid('heat-memory').check();
+    await waitFor(
+      'the heatmap to show memory per slot',
+      async () => {
+        const s = await (await ctx.request.get(`${capi}/slots/stats`)).json();
+        if (!s.groups.every((g) => g.keys_exact !== null)) return null; // no key scan yet
+        const values = await page.locator('[data-testid="heat-grid"] [data-value]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
+        return values.filter((v) => v > 0).length > 900 ? true : null;
+      },
+      60_000,
+      1000,
+    );
+    await tid('heat-ops').check();
+    // The heatmap sits below the slot map: back to the map before dragging over it by mouse.
+    await tid('slot-grid').scrollIntoViewIfNeeded();
+    await page.evaluate(() => window.scrollTo(0, 0));
     const slots = await waitFor(
       'the slot map to load',
       async () => {

@@ -12,12 +12,15 @@ import type {
   LoginEvent,
   MigrateReply,
   MigrationStatus,
+  Move,
   Overview,
   Plugin,
   PluginCatalog,
   PluginMetrics,
   Proxy,
+  RebalanceBy,
   RebalanceReply,
+  SlotStats,
   Role,
   Slot,
   Stats,
@@ -222,10 +225,19 @@ export class ClusterApi {
   abort(slots?: number[]) {
     return this.c.post<AbortReply>(`${this.base}/migrations/abort`, slots ? { slots } : {});
   }
-  rebalance(dryRun: boolean, weights?: Record<string, number>) {
+  rebalance(dryRun: boolean, weights?: Record<string, number>, by?: RebalanceBy, tolerance?: number) {
     const body: Record<string, unknown> = { dry_run: dryRun };
     if (weights) body.weights = weights;
+    if (by) body.by = by;
+    if (tolerance != null) body.tolerance = tolerance;
     return this.c.post<RebalanceReply>(`${this.base}/rebalance`, body);
+  }
+  /** Queues the moves of a plan shown earlier, exactly (409 if the cluster changed). */
+  queueMoves(moves: Move[], by?: RebalanceBy) {
+    return this.c.post<RebalanceReply>(`${this.base}/rebalance`, { moves, by });
+  }
+  slotStats(signal?: AbortSignal) {
+    return this.c.get<SlotStats>(`${this.base}/slots/stats`, signal);
   }
   plugins(signal?: AbortSignal) {
     return this.c.get<Plugin[]>(`${this.base}/plugins`, signal);

@@ -193,10 +193,42 @@ export interface AssignReply {
   epoch: number;
   assigned: number;
 }
+export type RebalanceBy = 'slots' | 'weight' | 'load' | 'memory';
 export interface RebalanceReply {
   dry_run: boolean;
   moves: Move[];
   slots: number;
+  by?: RebalanceBy;
+  /** Percent of the mean (load and memory). */
+  tolerance?: number | null;
+  /** Each group's measure before and after the moves (slots, ops/s or bytes). */
+  before?: Record<string, number>;
+  after?: Record<string, number>;
+  notes?: string[];
+}
+
+/** GET /api/slots/stats: per-slot arrays (index = slot) and per-group totals. */
+export interface SlotStats {
+  window_secs: number;
+  sample_secs: number;
+  keys_every_secs: number;
+  proxies: number;
+  slots: {
+    group: number[];
+    ops_per_sec: number[];
+    bytes_per_sec: number[];
+    keys: number[];
+    memory: number[];
+  };
+  groups: {
+    group: number;
+    slots: number;
+    ops_per_sec: number;
+    bytes_per_sec: number;
+    keys: number;
+    memory: number;
+    keys_exact: boolean | null;
+  }[];
 }
 
 /** A catalog entry (GET /plugins adds `order`; the mutating routes return it without). */

@@ -115,6 +115,23 @@ describe('API client', () => {
     expect(JSON.parse(calls[3].init.body as string)).toEqual({});
   });
 
+  it('a rebalance by load sends by and tolerance; a previewed plan is queued as its moves', async () => {
+    const moves = [{ slot: 7, from: 1, to: 2 }];
+    const { f, calls } = stub([
+      json(200, { user: 'u', csrf: 'x' }),
+      json(200, { dry_run: true, by: 'load', moves, slots: 1 }),
+      json(200, { dry_run: false, moves, slots: 1 }),
+    ]);
+    const c = new Client(f);
+    await c.me();
+    const k = c.cluster('local');
+    await k.rebalance(true, undefined, 'load', 15);
+    expect(JSON.parse(calls[1].init.body as string)).toEqual({ dry_run: true, by: 'load', tolerance: 15 });
+    await k.queueMoves(moves, 'load');
+    expect(calls[2].url).toBe('/api/clusters/local/rebalance');
+    expect(JSON.parse(calls[2].init.body as string)).toEqual({ moves, by: 'load' });
+  });
+
   it('logout forgets the token even when the call fails', async () => {
     const { f } = stub([json(200, { user: 'u', csrf: 'x' }), json(500, { error: { code: 'internal', message: 'boom' } })]);
     const c = new Client(f);

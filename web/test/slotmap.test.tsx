@@ -12,6 +12,18 @@ const slots = Array.from({ length: 1024 }, (_, id) => ({
   ...(id === 700 ? { action: { state: 'migrating', source: 2, target: 1, aborting: false } } : {}),
 }));
 const groups = [1, 2].map((id) => ({ id, slots: 512, down: false, servers: [{ addr: `127.0.0.1:700${id}`, role: 'master', up: true }] }));
+const ops = Array.from({ length: 1024 }, (_, i) => (i === 5 ? 400 : i < 512 ? 1 : 0));
+const slotStats = {
+  window_secs: 60,
+  sample_secs: 5,
+  keys_every_secs: 30,
+  proxies: 1,
+  slots: { group: slots.map((s) => s.group), ops_per_sec: ops, bytes_per_sec: ops, keys: ops, memory: ops.map((o) => o * 100) },
+  groups: [
+    { group: 1, slots: 512, ops_per_sec: 911, bytes_per_sec: 911, keys: 911, memory: 91100, keys_exact: true },
+    { group: 2, slots: 512, ops_per_sec: 0, bytes_per_sec: 0, keys: 0, memory: 0, keys_exact: false },
+  ],
+};
 const status = {
   slots: [{ slot: 700, state: 'migrating', source: 2, target: 1, aborting: false, keys_moved: 42 }],
   pending: 0,
@@ -35,6 +47,8 @@ function setup() {
         ? slots
         : method === 'GET' && url === `${base}/groups`
           ? groups
+          : method === 'GET' && url === `${base}/slots/stats`
+            ? slotStats
           : method === 'GET' && url === `${base}/migrations`
             ? status
             : method === 'POST' && url === `${base}/migrations`
@@ -68,6 +82,18 @@ describe('SlotMap', () => {
     fireEvent.mouseUp(window);
     expect(screen.getByTestId('slot-detail-action').textContent).toBe('migrating: group 2 → 1');
     expect(screen.getByTestId('slot-detail').textContent).toContain('42');
+  });
+
+  it('shows a heatmap of ops/s per slot beside the map, and memory on toggle', async () => {
+    setup();
+    await waitFor(() => expect(screen.getByTestId('heat-5').getAttribute('data-value')).toBe('400'));
+    expect(document.querySelectorAll('.heat-cell').length).toBe(1024);
+    expect(screen.getByTestId('heat-600').getAttribute('data-value')).toBe('0');
+    expect(screen.getByTestId('heat-5').style.background).not.toBe(screen.getByTestId('heat-6').style.background);
+    expect(screen.getByTestId('heat-summary').textContent).toContain('busiest slot 400 ops/s');
+    expect(screen.getByTestId('heat-groups').textContent).toContain('(est.)');
+    fireEvent.click(screen.getByTestId('heat-memory'));
+    expect(screen.getByTestId('heat-5').getAttribute('data-value')).toBe('40000');
   });
 
   it('drag selects a range, which migrates to the chosen group', async () => {

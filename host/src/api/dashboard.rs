@@ -45,6 +45,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/migrations/abort", post(abort))
         .route("/api/migrations/throttle", put(set_throttle))
         .route("/api/rebalance", post(rebalance))
+        .route("/api/slots/stats", get(slot_stats))
         .route("/api/users", get(list_users))
         .route("/api/users/{name}", put(set_user).delete(delete_user))
         .route("/api/audit", super::audit::list_route(audit.clone()))
@@ -533,22 +534,62 @@ async fn abort(
 struct RebalanceBody {
     #[serde(default)]
     dry_run: bool,
+    /// What to even out; absent: `weight` when weights are given, else `slots`.
+    by: Option<crate::dashboard::RebalanceBy>,
     /// Group id → weight; an even split by slot count when absent.
     weights: Option<std::collections::BTreeMap<u32, u32>>,
+    /// Load and memory: how far from the mean a group may stay, in percent (default 10).
+    tolerance: Option<f64>,
+    /// Moves planned earlier (a dry run's), queued as they are instead of planning again.
+    moves: Option<Vec<crate::migrate::plan::Move>>,
 }
 
 async fn rebalance(
     State(d): State<Arc<Dashboard>>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
+    use crate::dashboard::RebalanceBy;
     let b: RebalanceBody = optional_json(&body)?.unwrap_or_default();
+    if let Some(moves) = b.moves {
+        if b.dry_run {
+            return Err(ApiError::bad_request(
+                "planned moves are queued, not planned",
+            ));
+        }
+        d.queue_planned(&moves).await?;
+        return Ok(Json(
+            json!({"dry_run": false, "by": b.by, "moves": moves, "slots": moves.len()}),
+        ));
+    }
+    let by = b.by.unwrap_or(if b.weights.is_some() {
+        RebalanceBy::Weight
+    } else {
+        RebalanceBy::Slots
+    });
+    let tolerance = b.tolerance.unwrap_or(10.0);
+    if !(0.0..=100.0).contains(&tolerance) {
+        return Err(ApiError::bad_request(
+            "tolerance is a percent of the mean, 0 to 100",
+        ));
+    }
     let weights = b
         .weights
         .map(|w| w.into_iter().map(|(g, w)| (GroupId(g), w)).collect());
-    let moves = d.rebalance(weights, b.dry_run).await?;
-    Ok(Json(
-        json!({"dry_run": b.dry_run, "moves": moves, "slots": moves.len()}),
-    ))
+    let plan = d
+        .rebalance(by, weights, tolerance / 100.0, b.dry_run)
+        .await?;
+    let mut v = serde_json::to_value(&plan).expect("a plan serializes");
+    v["dry_run"] = json!(b.dry_run);
+    v["slots"] = json!(plan.moves.len());
+    if let Some(t) = plan.tolerance {
+        v["tolerance"] = json!(t * 100.0);
+    }
+    Ok(Json(v))
+}
+
+/// Per-slot ops/s, bytes/s, keys and memory, and per-group totals (`docs/api.md`).
+async fn slot_stats(State(d): State<Arc<Dashboard>>) -> Json<crate::dashboard::SlotStatsView> {
+    Json(d.slot_stats())
 }
 
 // === users ===

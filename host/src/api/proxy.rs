@@ -12,6 +12,7 @@
 //! GET  /metrics             Prometheus text
 //! GET  /api/proxy/info      token, addresses, epoch, sessions
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
+//! GET  /api/proxy/slots     cumulative ops, bytes in and bytes out of each slot with traffic
 //! GET  /api/proxy/topology  the topology last applied
 //! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
 //!                           proxy secret; automatic failover's quorum asks it)
@@ -36,7 +37,7 @@ use crate::http_error::{ApiError, bearer_matches};
 use crate::plugins::Sample;
 use crate::plugins::catalog::Catalog;
 use crate::router::{MasterSeen, MastersSeen, PushAck, Topology};
-use crate::telemetry::{CommandCount, ProxyGauges, render_proxy};
+use crate::telemetry::{CommandCount, ProxyGauges, SlotCounts, render_proxy};
 use crate::users::{Users, UsersDoc};
 use crate::worker::Shared;
 
@@ -135,6 +136,7 @@ impl ProxyAdmin {
         let api = Router::new()
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
+            .route("/api/proxy/slots", get(slot_counts))
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/masters", get(masters_seen))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
@@ -301,6 +303,11 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
 
 async fn info(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyInfo> {
     Json(a.info())
+}
+
+/// Cumulative per-slot counters since the proxy started (only slots with traffic).
+async fn slot_counts(State(a): State<Arc<ProxyAdmin>>) -> Json<SlotCounts> {
+    Json(a.shared.slot_stats.counts())
 }
 
 async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {

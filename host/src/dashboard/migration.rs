@@ -15,7 +15,7 @@ use super::Dashboard;
 use crate::coordinator::model::{self, ActionState, SlotAction, SlotModel};
 use crate::http_error::ApiError;
 use crate::migrate::mover::{Mover, MoverConfig, Progress};
-use crate::migrate::plan::{self, Move};
+use crate::migrate::plan::Move;
 use crate::migrate::throttle::{Limits, Throttle};
 use crate::router::{GroupId, SLOTS};
 
@@ -254,7 +254,7 @@ impl Dashboard {
         Ok(())
     }
 
-    async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
+    pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
         let models = self.slot_models();
         let queued = moves
             .iter()
@@ -270,51 +270,6 @@ impl Dashboard {
             })
             .collect();
         self.save_slots(queued).await
-    }
-
-    /// Plans (and unless `dry_run`, queues) a rebalance: even by slot count, or by weight.
-    ///
-    /// # Errors
-    /// 409 while a migration is in progress; 404 a weight for an unknown group.
-    pub async fn rebalance(
-        &self,
-        weights: Option<BTreeMap<GroupId, u32>>,
-        dry_run: bool,
-    ) -> Result<Vec<Move>, ApiError> {
-        let _ops = self.ops.lock().await;
-        let (groups, slots) = {
-            let st = self.state.lock().expect("state lock poisoned");
-            let groups: Vec<GroupId> = st
-                .groups
-                .values()
-                .filter(|g| g.master().is_some())
-                .map(|g| g.id)
-                .collect();
-            (groups, st.slots.clone())
-        };
-        let weights = match weights {
-            Some(w) => {
-                if let Some(g) = w.keys().find(|g| !groups.contains(g)) {
-                    return Err(ApiError::not_found(format!(
-                        "group {g} does not exist or has no server"
-                    )));
-                }
-                w
-            }
-            None => groups.iter().map(|&g| (g, 1)).collect(),
-        };
-        if !dry_run && slots.iter().any(|s| s.action.is_some()) {
-            return Err(ApiError::conflict(
-                "a migration is in progress: wait for it or abort it first",
-            ));
-        }
-        let owners: Vec<Option<GroupId>> = slots.iter().map(|s| s.group).collect();
-        let moves = plan::rebalance(&owners, &weights);
-        if !dry_run {
-            self.queue(&moves).await?;
-            info!(slots = moves.len(), "rebalance queued");
-        }
-        Ok(moves)
     }
 
     /// Aborts the migration of the given slots (all when `None`): pending ones are dropped,

@@ -14,6 +14,10 @@ mod migration;
 mod ops;
 pub mod plugins;
 mod push;
+mod rebalance;
+mod slot_keys;
+mod slot_stats;
+mod slot_traffic;
 mod token_key;
 pub mod tokens;
 pub mod users;
@@ -21,6 +25,8 @@ pub mod users;
 pub use health::{ProxyHealth, ServerHealth};
 pub use migration::{MigrationStatus, SlotProgress};
 pub use push::PushError;
+pub use rebalance::{RebalanceBy, RebalancePlan};
+pub use slot_stats::{GroupTotals, Measure, SlotArrays, SlotStatsView};
 pub use token_key::default_key_file;
 pub use tokens::{Caller, TokenView};
 
@@ -60,6 +66,12 @@ pub struct DashboardOptions {
     pub push_timeout: Duration,
     /// Slots migrating at once per group (as source or target).
     pub max_slots_in_flight: usize,
+    /// How often every online proxy's slot counters are read.
+    pub slot_sample: Duration,
+    /// The span per-slot rates are measured over.
+    pub slot_window: Duration,
+    /// How often each group's keys and memory per slot are estimated (`slot_keys`).
+    pub slot_keys: Duration,
 }
 
 impl DashboardOptions {
@@ -74,6 +86,9 @@ impl DashboardOptions {
             down_after: 3,
             push_timeout: Duration::from_secs(5),
             max_slots_in_flight: 512,
+            slot_sample: Duration::from_secs(5),
+            slot_window: Duration::from_secs(60),
+            slot_keys: Duration::from_secs(30),
         }
     }
 }
@@ -117,6 +132,9 @@ pub struct Dashboard {
     /// Fires when a write found the cluster lock held by someone else.
     lost: tokio::sync::watch::Receiver<bool>,
     pub(crate) migrations: migration::Migrations,
+    /// Per-slot traffic read from the proxies, and keys and memory per slot.
+    pub(crate) slot_traffic: slot_traffic::SlotTraffic,
+    pub(crate) slot_keys: slot_keys::SlotKeys,
     /// Automatic failover's settings and state (`failover`).
     pub(crate) failover: failover::Failover,
     /// The audit log, one for the API layer and failover alike (its sequence numbers and
@@ -238,6 +256,8 @@ impl Dashboard {
             http,
             stats: cache::Cached::new(STATS_FOR),
             migrations: Default::default(),
+            slot_traffic: Default::default(),
+            slot_keys: Default::default(),
             failover,
             audit: std::sync::OnceLock::new(),
             opts,
@@ -260,7 +280,12 @@ impl Dashboard {
             warn!(error = %e.message, "could not read the migration throttle");
         }
         self.provision_servers().await;
-        tokio::join!(health::run(self.clone()), migration::run(self));
+        tokio::join!(
+            health::run(self.clone()),
+            slot_traffic::run(self.clone()),
+            slot_keys::run(self.clone()),
+            migration::run(self)
+        );
     }
 
     /// Creates the admin user on every server in the store that lacks it (servers added

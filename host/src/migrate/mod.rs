@@ -23,6 +23,7 @@
 //! `allow-oom`: a source over its `maxmemory` (the reason to move slots off it) must still
 //! give its keys away.
 
+pub mod measure;
 pub mod mover;
 pub mod plan;
 mod stream;

@@ -43,7 +43,7 @@ use crate::pipeline::classify::classify;
 use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
 use crate::resp::{Limits, Proto, Request, RequestDecoder};
-use crate::router::SlotTable;
+use crate::router::{SlotId, SlotTable};
 use crate::tls::Stream;
 use crate::users::User;
 use crate::worker::Worker;
@@ -117,7 +117,14 @@ struct Queued {
     reply: QueuedReply,
     observers: Observers,
     id: Option<CommandId>,
+    /// The slot of the command's first key (`NO_SLOT`: keyless) and its request's size, for
+    /// the per-slot counters.
+    slot: u16,
+    bytes_in: u32,
 }
+
+/// `Queued::slot` of a command without keys.
+const NO_SLOT: u16 = u16::MAX;
 
 enum QueuedReply {
     One(Pending),
@@ -136,6 +143,8 @@ impl Queued {
             reply: QueuedReply::One(Pending::error(e)),
             observers: Observers::default(),
             id,
+            slot: NO_SLOT,
+            bytes_in: 0,
         }
     }
 }
@@ -394,20 +403,34 @@ impl Session {
                 return Queued::error(None, &e);
             }
         };
+        let mut q = self.dispatch_classified(&c);
+        // A command on several slots (MGET split, …) counts on its first key's slot: one
+        // hash per command, where spreading it would cost one per key.
+        if let Some(&k) = c.keys.first() {
+            q.slot = SlotId::of_key(req.arg(k as usize)).0;
+            q.bytes_in = u32::try_from(req.as_bytes().len()).unwrap_or(u32::MAX);
+        }
+        q
+    }
+
+    /// A classified request through the plugin layer, plan and send.
+    fn dispatch_classified(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Queued {
         let id = Some(c.cmd.id);
-        if let Some(e) = self.pubsub_refuses(&c) {
+        if let Some(e) = self.pubsub_refuses(c) {
             return Queued::error(id, &e);
         }
-        let decision = self.run_plugins(&c);
+        let decision = self.run_plugins(c);
         if self.tx.queuing() && !transaction::runs_while_queuing(c.cmd.kind) {
             // Between MULTI and EXEC a plugin may let a command through or refuse it; what
             // it would answer or rewrite cannot be part of the block sent to the server.
             let e = match decision {
                 Decision::Continue(obs) => {
                     return Queued {
-                        reply: QueuedReply::One(self.queue(&c)),
+                        reply: QueuedReply::One(self.queue(c)),
                         observers: obs,
                         id,
+                        slot: NO_SLOT,
+                        bytes_in: 0,
                     };
                 }
                 Decision::Fail(e) => e,
@@ -420,8 +443,8 @@ impl Session {
         }
         let (reply, observers) = match decision {
             Decision::Continue(obs) => {
-                let reply = self.execute(&c);
-                self.tracked(&c);
+                let reply = self.execute(c);
+                self.tracked(c);
                 (QueuedReply::One(reply), obs)
             }
             Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
@@ -453,6 +476,8 @@ impl Session {
             reply,
             observers,
             id,
+            slot: NO_SLOT,
+            bytes_in: 0,
         }
     }
 
@@ -570,6 +595,7 @@ impl Session {
             return Ok(());
         }
         let stats = &self.worker.shared.command_stats;
+        let slot_stats = &self.worker.shared.slot_stats;
         let conn = self.reg.info.id;
         let account = self.account.clone();
         for q in queue.drain(..) {
@@ -649,6 +675,9 @@ impl Session {
             if let Some(id) = q.id {
                 let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
                 stats.record(id, error, started.elapsed());
+            }
+            if q.slot != NO_SLOT {
+                slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);
             }
             if wbuf.len() >= FLUSH_AT {
                 // Without waiting: a slow reader must not hold the batch (and a table swap

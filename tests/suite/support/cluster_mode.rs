@@ -521,6 +521,7 @@ pub(crate) struct ControlPlaneBuilder {
     servers: usize,
     proxies: usize,
     store: Option<String>,
+    dashboard_args: Vec<String>,
 }
 
 impl ControlPlaneBuilder {
@@ -533,6 +534,12 @@ impl ControlPlaneBuilder {
     /// Starts `n` proxies once the dashboard is up.
     pub(crate) fn proxies(mut self, n: usize) -> Self {
         self.proxies = n;
+        self
+    }
+
+    /// More command-line arguments of the dashboard (e.g. `--slot-sample-secs 0.5`).
+    pub(crate) fn dashboard_args(mut self, args: &[&str]) -> Self {
+        self.dashboard_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -551,6 +558,7 @@ impl ControlPlaneBuilder {
             .unwrap_or_else(|| format!("fs://{}", dir.path().join("store").display()));
         let servers = (0..self.servers).map(|_| RedisServer::start()).collect();
         let mut options = DashboardOptions::new(&store);
+        options.extra_args = self.dashboard_args;
         if given {
             // A given store (etcd) has no place beside it for the token key.
             options.token_key_file = Some(dir.path().join("token-key"));

@@ -4,9 +4,9 @@ import { MigrationProgress, trackerFor, useMigrations } from '../components/Migr
 import { summarizeFlight } from '../lib/migration';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import { usePoll } from '../hooks';
-import { formatNumber } from '../lib/format';
+import { formatBytes, formatNumber } from '../lib/format';
 import { groupColor, parseRange, planDelta, rangeLabel, summarizeMoves } from '../lib/slots';
-import type { RebalanceReply } from '../types';
+import type { RebalanceBy, RebalanceReply } from '../types';
 
 export function Migrations({ c }: { c: ClusterApi }) {
   const mig = useMigrations(c);
@@ -19,6 +19,9 @@ export function Migrations({ c }: { c: ClusterApi }) {
   const [weights, setWeights] = useState<Record<number, string>>({});
   const [plan, setPlan] = useState<RebalanceReply | null>(null);
   const [planWeights, setPlanWeights] = useState<Record<string, number> | undefined>(undefined);
+  const [by, setBy] = useState<RebalanceBy>('slots');
+  const [tolerance, setTolerance] = useState('10');
+  const measured = by === 'load' || by === 'memory';
 
   const groupIds = (groups.data ?? []).filter((g) => g.servers.length > 0).map((g) => g.id);
 
@@ -52,9 +55,13 @@ export function Migrations({ c }: { c: ClusterApi }) {
   };
 
   const preview = async () => {
-    const w = currentWeights();
+    const w = measured ? undefined : currentWeights();
     if (typeof w === 'string') return setRangeErr(w);
-    const p = await run('Rebalance preview', () => c.rebalance(true, w));
+    const tol = Number(tolerance);
+    if (measured && !(tol >= 0 && tol <= 100)) return setRangeErr('the tolerance is a percent, 0 to 100');
+    const p = await run('Rebalance preview', () =>
+      measured ? c.rebalance(true, undefined, by, tol) : c.rebalance(true, w, w ? 'weight' : 'slots'),
+    );
     if (p) {
       setPlan(p);
       setPlanWeights(w);
@@ -69,7 +76,12 @@ export function Migrations({ c }: { c: ClusterApi }) {
     );
     if (!ok) return;
     const before = mig.data?.slots.length ?? 0;
-    const rep = await run('Rebalance', () => c.rebalance(false, planWeights), (x) => `${x.slots} slot(s) queued by the rebalance`);
+    // A measured plan is queued exactly as previewed (the measure moves on meanwhile).
+    const rep = await run(
+      'Rebalance',
+      () => (plan.by === 'load' || plan.by === 'memory' ? c.queueMoves(plan.moves, plan.by) : c.rebalance(false, planWeights)),
+      (x) => `${x.slots} slot(s) queued by the rebalance`,
+    );
     if (rep) {
       trackerFor(c.name).start(rep.slots, before);
       if (rep.slots !== plan.slots)
@@ -124,9 +136,28 @@ export function Migrations({ c }: { c: ClusterApi }) {
         </div>
         <div className="panel">
           <h3>Rebalance</h3>
-          <p className="muted small">Even split by slot count, or by the weights given (blank: 1).</p>
+          <p className="muted small">
+            Even split by slot count, or by the weights given (blank: 1); or even out the measured load (ops/s) or memory
+            within a tolerance, moving few slots.
+          </p>
           <div className="toolbar">
-            {groupIds.map((g) => (
+            <label>
+              by{' '}
+              <select value={by} onChange={(e) => setBy(e.target.value as RebalanceBy)} data-testid="rebalance-by">
+                <option value="slots">slots / weight</option>
+                <option value="load">load (ops/s)</option>
+                <option value="memory">memory</option>
+              </select>
+            </label>
+            {measured && (
+              <label>
+                tolerance ±
+                <input size={3} value={tolerance} onChange={(e) => setTolerance(e.target.value)} data-testid="rebalance-tolerance" /> %
+              </label>
+            )}
+          </div>
+          <div className="toolbar">
+            {!measured && groupIds.map((g) => (
               <label key={g}>
                 <span className="swatch" style={{ background: groupColor(g) }} /> g{g}{' '}
                 <input
@@ -159,6 +190,35 @@ export function Migrations({ c }: { c: ClusterApi }) {
                 )}
                 .
               </p>
+              {plan.before && plan.after && (
+                <table className="table compact" data-testid="rebalance-measure">
+                  <thead>
+                    <tr>
+                      <th>Group</th>
+                      <th className="num">Before ({plan.by === 'load' ? 'ops/s' : plan.by === 'memory' ? 'memory' : 'slots'})</th>
+                      <th className="num">After</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {Object.keys(plan.before).map((g) => {
+                      const f = (v: number | undefined) =>
+                        plan.by === 'memory' ? formatBytes(Math.round(v ?? 0)) : formatNumber(v ?? 0);
+                      return (
+                        <tr key={g}>
+                          <td>group {g}</td>
+                          <td className="num">{f(plan.before?.[g])}</td>
+                          <td className="num">{f(plan.after?.[g])}</td>
+                        </tr>
+                      );
+                    })}
+                  </tbody>
+                </table>
+              )}
+              {(plan.notes ?? []).map((n) => (
+                <p key={n} className="muted small">
+                  {n}
+                </p>
+              ))}
               {ranges.length > 0 && (
                 <table className="table compact">
                   <thead>

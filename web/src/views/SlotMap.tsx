@@ -1,6 +1,7 @@
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import type { ClusterApi } from '../api';
 import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
+import { SlotHeatmap } from '../components/SlotHeatmap';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import { usePoll } from '../hooks';
 import {
@@ -201,6 +202,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
           <div className="muted small" data-testid="slot-ranges">
             {ranges.map((r) => `${rangeLabel(r.from, r.to)} → ${r.group == null ? 'none' : `g${r.group}`}`).join(', ')}
           </div>
+          <SlotHeatmap c={c} />
         </div>
         <aside className="slot-side">
           <div className="panel">

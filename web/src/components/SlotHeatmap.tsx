@@ -1,0 +1,80 @@
+// The slot heatmap: ops/s or memory per slot (GET /api/slots/stats), in the slot map's layout.
+
+import { memo, useMemo, useState } from 'react';
+import type { ClusterApi } from '../api';
+import { usePoll } from '../hooks';
+import { formatBytes, formatShort } from '../lib/format';
+import { heatColor, heatValues, type HeatMeasure } from '../lib/heat';
+
+const COLS = 32;
+
+const HeatCell = memo(function HeatCell({ slot, value, max, measure }: { slot: number; value: number; max: number; measure: HeatMeasure }) {
+  const label = measure === 'ops' ? `${formatShort(value)} ops/s` : formatBytes(Math.round(value));
+  return (
+    <div
+      className="heat-cell"
+      style={{ background: heatColor(value, max) }}
+      data-testid={`heat-${slot}`}
+      data-value={value}
+      title={`slot ${slot}: ${label}`}
+    />
+  );
+});
+
+export function SlotHeatmap({ c }: { c: ClusterApi }) {
+  const stats = usePoll((s) => c.slotStats(s), 2000, [c.name]);
+  const [measure, setMeasure] = useState<HeatMeasure>('ops');
+  const values = useMemo(() => heatValues(stats.data, measure), [stats.data, measure]);
+  const max = Math.max(0, ...values);
+  const total = values.reduce((a, b) => a + b, 0);
+  const fmt = (v: number) => (measure === 'ops' ? `${formatShort(v)} ops/s` : formatBytes(Math.round(v)));
+  return (
+    <div className="panel" data-testid="slot-heatmap">
+      <h3>Heatmap</h3>
+      <div className="toolbar">
+        <label>
+          <input type="radio" checked={measure === 'ops'} onChange={() => setMeasure('ops')} data-testid="heat-ops" /> ops/s
+        </label>
+        <label>
+          <input type="radio" checked={measure === 'memory'} onChange={() => setMeasure('memory')} data-testid="heat-memory" /> memory
+        </label>
+        <span className="muted small" data-testid="heat-summary">
+          total {fmt(total)}, busiest slot {fmt(max)}
+          {stats.data && measure === 'ops' && ` (over ${stats.data.window_secs.toFixed(0)} s)`}
+        </span>
+      </div>
+      <div className="slot-grid" style={{ gridTemplateColumns: `repeat(${COLS}, 1fr)` }} data-testid="heat-grid">
+        {values.map((v, i) => (
+          <HeatCell key={i} slot={i} value={v} max={max} measure={measure} />
+        ))}
+      </div>
+      {stats.data && (
+        <table className="table compact" data-testid="heat-groups">
+          <thead>
+            <tr>
+              <th>Group</th>
+              <th className="num">Slots</th>
+              <th className="num">ops/s</th>
+              <th className="num">Keys</th>
+              <th className="num">Memory</th>
+            </tr>
+          </thead>
+          <tbody>
+            {stats.data.groups.map((g) => (
+              <tr key={g.group}>
+                <td>group {g.group}</td>
+                <td className="num">{g.slots}</td>
+                <td className="num">{formatShort(g.ops_per_sec)}</td>
+                <td className="num">
+                  {formatShort(g.keys)}
+                  {g.keys_exact === false && <span className="muted small"> (est.)</span>}
+                </td>
+                <td className="num">{formatBytes(Math.round(g.memory))}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
