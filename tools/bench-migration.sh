@@ -4,19 +4,21 @@
 # prints keys/s, client latency with and without migration, and what the servers recorded
 # as blocking (LATENCY LATEST with a 5 ms threshold, SLOWLOG over 5 ms).
 #   tools/bench-migration.sh [--keys 1000000] [--big] [--no-load] [--abort-after SECS]
+#                            [--max-keys-per-sec N]
 # --abort-after: SECS into the move, POST /api/migrations/abort, and print how long it took to
 # answer (the slots then move back). Needs a release build (cargo build --release -p tessera;
 # TESSERA_BIN=path overrides), redis-server, redis-cli, redis-benchmark. Everything runs on
 # 127.0.0.1 and is stopped at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KEYS=1000000 BIG=0 LOAD=1 ABORT=
+KEYS=1000000 BIG=0 LOAD=1 ABORT= CAP=
 while [ $# -gt 0 ]; do
   case "$1" in
     --keys) KEYS=$2; shift 2 ;;
     --big) BIG=1; shift ;;
     --no-load) LOAD=0; shift ;;
     --abort-after) ABORT=$2; shift 2 ;;
+    --max-keys-per-sec) CAP=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +64,7 @@ for r in $R1 $R2; do
   redis-cli -p "$r" latency reset >/dev/null; redis-cli -p "$r" slowlog reset >/dev/null
 done
 START=$(date +%s.%N)
-api POST /api/migrations '{"from":0,"to":511,"group":2}' >/dev/null
+api POST /api/migrations "{\"from\":0,\"to\":511,\"group\":2${CAP:+,\"max_keys_per_sec\":$CAP}}" >/dev/null
 LOADPID=
 if [ "$LOAD" = 1 ]; then
   ( while :; do bench 100000 >> "$DIR/during.csv"; done ) &
