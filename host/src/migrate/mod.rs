@@ -26,6 +26,7 @@
 pub mod measure;
 pub mod mover;
 pub mod plan;
+mod reply;
 mod stream;
 pub mod throttle;
 

@@ -33,12 +33,14 @@ use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tracing::{debug, info};
 
+pub use super::reply::MoverError;
+use super::reply::{expect_ok, refused, scan_page};
 use super::throttle::Throttle;
 use super::{
     DUMP_TRANSIT_SCRIPT, INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, UNCLAIM_SCRIPT, UNSTAGE_SCRIPT,
     claim_request, is_internal, marker_key, staging_key, temp_key,
 };
-use crate::redis_client::{ClientError, Credential, RedisClient, Value};
+use crate::redis_client::{Credential, RedisClient, Value};
 use crate::router::SlotId;
 
 /// Tunables of the mover.
@@ -68,18 +70,6 @@ impl Default for MoverConfig {
 /// Claimed batches waiting for their RESTORE: keys in transit are at most this many batches
 /// (plus the one being restored and the one being claimed), so proxies wait little.
 const CLAIMED_AHEAD: usize = 1;
-
-#[derive(Debug, thiserror::Error)]
-pub enum MoverError {
-    #[error("{0}")]
-    Client(#[from] ClientError),
-    #[error("{server} refused {what}: {reply}")]
-    Refused {
-        server: String,
-        what: String,
-        reply: String,
-    },
-}
 
 /// How often a pass looks for big keys the proxies staged, so their commands wait little.
 const MARKER_SCAN_EVERY: Duration = Duration::from_millis(250);
@@ -140,31 +130,6 @@ pub struct Mover<'a> {
     pub credential: Option<&'a Credential>,
     /// The migration's speed cap, shared by every pass.
     pub throttle: &'a Throttle,
-}
-
-/// One page of a SCAN-family reply: advances `cursor` and returns the page's items.
-pub(super) fn scan_page<'v>(
-    server: &str,
-    what: &str,
-    reply: &'v Value,
-    cursor: &mut Vec<u8>,
-) -> Result<&'v [Value], MoverError> {
-    if let Value::Array(parts) = reply
-        && let (Some(next), Some(Value::Array(items))) =
-            (parts.first().and_then(Value::as_bytes), parts.get(1))
-    {
-        *cursor = next.to_vec();
-        return Ok(items);
-    }
-    Err(refused(server, what, reply))
-}
-
-pub(super) fn refused(server: &str, what: &str, v: &Value) -> MoverError {
-    MoverError::Refused {
-        server: server.into(),
-        what: what.into(),
-        reply: format!("{v:?}"),
-    }
 }
 
 /// A key claimed on the source (in transit in its internal database), with its dump.
@@ -766,19 +731,4 @@ fn keys_script_request(script: &str, keys: &[Bytes], args: &[&[u8]]) -> Bytes {
     all.extend(args);
     let size = all.iter().map(|a| a.len()).sum();
     crate::resp::encode_request(all.len(), all.iter().copied(), size)
-}
-
-pub(super) async fn expect_ok(
-    c: &mut RedisClient,
-    server: &str,
-    args: &[&[u8]],
-) -> Result<(), MoverError> {
-    match c.cmd(args).await? {
-        Value::Error(e) => Err(MoverError::Refused {
-            server: server.into(),
-            what: String::from_utf8_lossy(args[0]).into_owned(),
-            reply: e,
-        }),
-        _ => Ok(()),
-    }
 }

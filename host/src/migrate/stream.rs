@@ -11,7 +11,7 @@
 
 use bytes::BytesMut;
 
-use super::mover::{MoverError, expect_ok, refused};
+use super::reply::{MoverError, expect_ok, refused};
 use crate::redis_client::{RedisClient, Value};
 
 /// The value of `name` in a flat `[name, value, …]` reply (XINFO's RESP2 shape).

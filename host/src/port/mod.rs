@@ -3,7 +3,7 @@
 //! RDB it sends and then applies its live command stream, resuming from a saved offset.
 //!
 //! Every key is written with ordinary commands (`apply`) through a proxy (`target`), so it
-//! takes the proxy's slot routing and plugins. The dump parser (`rdb`, `stream`, `encoding`,
+//! takes the proxy's slot routing and plugins. The dump parser (`rdb`, `input`, `stream`, `encoding`,
 //! `lzf`, `crc64`) is our own: the `rdb` crate (0.3) knows no FUNCTION2 opcode, reads every
 //! `0x80`/`0x81` length as 32 bits (64-bit lengths misparse) and hands values to a formatter
 //! as it goes (so a bad file is found after part of it is written); `librdb` wraps a C
@@ -12,6 +12,7 @@
 pub mod apply;
 pub mod crc64;
 pub mod encoding;
+pub mod input;
 pub mod load;
 pub mod lzf;
 pub mod progress;

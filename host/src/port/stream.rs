@@ -4,7 +4,7 @@
 //! and consumers. Deleted entries are dropped here.
 
 use super::encoding;
-use super::rdb::{Input, RdbError, printable};
+use super::input::{Input, RdbError, printable};
 use super::value::{Consumer, Group, Pending, Stream, StreamEntry, StreamId};
 
 /// Entry flags in a stream listpack.
