@@ -249,6 +249,15 @@ struct Ports {
 const SERVER_PORTS: std::ops::Range<u16> = 20000..32000;
 
 impl Ports {
+    /// Never hands out `own`: the ports this run binds itself (proxies, admin APIs,
+    /// dashboards, the console), which may lie in [`SERVER_PORTS`] and are bound only after
+    /// the servers start.
+    fn excluding(own: impl IntoIterator<Item = u16>) -> Self {
+        Self {
+            handed_out: own.into_iter().collect(),
+        }
+    }
+
     fn pick(&mut self) -> anyhow::Result<u16> {
         let span = u64::from(SERVER_PORTS.end - SERVER_PORTS.start);
         for _ in 0..500 {
@@ -536,7 +545,17 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     let plans: Vec<Plan> = (0..opts.clusters).map(|i| Plan::new(&opts, i)).collect();
 
     let mut children = Children::default();
-    let mut ports = Ports::default();
+    let own = plans
+        .iter()
+        .flat_map(|p| {
+            p.proxies
+                .iter()
+                .flat_map(|(data, admin)| [data, admin])
+                .chain([&p.dashboard_addr])
+        })
+        .filter_map(|addr| addr.rsplit_once(':')?.1.parse().ok())
+        .chain([opts.console_port]);
+    let mut ports = Ports::excluding(own);
     let mut servers: Vec<Vec<(String, String)>> = Vec::new(); // per cluster: (master, replica)
     for plan in &plans {
         std::fs::create_dir_all(&plan.dir)?;

@@ -137,8 +137,8 @@ function bindable(port) {
 
 /**
  * `n` consecutive free ports (a flag of `up` whose further clusters take the next ones),
- * below the kernel's ephemeral range: `up` gives its redis-servers ports the kernel picks
- * (port 0), which could otherwise land in a range chosen here before the proxies bind it.
+ * below the kernel's ephemeral range, where no outgoing connection takes them. `up` picks
+ * its redis-servers' ports in 20000–31999 too, never one of the ports it was given here.
  */
 async function freePortRun(n) {
   const [lo] = fs
