@@ -53,7 +53,7 @@ node_ok || { echo "test.sh: tests/clients needs Node.js >= 20.19 with npm" >&2; 
 # separate target triple, so this does not rebuild the workspace.
 cargo build --locked --release --target wasm32-unknown-unknown \
   -p tessera-plugin-filter -p tessera-plugin-bucket -p tessera-plugin-metrics \
-  -p tessera-plugin-faulty -p tessera-plugin-template
+  -p tessera-plugin-faulty -p tessera-plugin-template -p tessera-plugin-converter
 
 # One build of everything (lib, bin, tests, benches in test mode), then every test.
 cargo test --workspace --all-targets --locked

@@ -32,7 +32,7 @@
 //!
 //! Layout: `hooks.rs` the trait, `command.rs` / `replies.rs` the input views, `out.rs` the
 //! output builders, `manifest.rs` the hook declaration, `resp.rs` a small RESP reader/writer,
-//! `host/` the imports, `rt.rs` the ABI glue behind the macro, `testing/` the fake host.
+//! `transform.rs` reply trees to rewrite, `host/` the imports, `rt.rs` the ABI glue behind the macro, `testing/` the fake host.
 
 #![deny(missing_docs)]
 
@@ -45,6 +45,7 @@ mod replies;
 pub mod resp;
 #[doc(hidden)]
 pub mod rt;
+pub mod transform;
 
 #[cfg(all(feature = "testing", not(target_arch = "wasm32")))]
 pub mod testing;
@@ -56,6 +57,7 @@ pub use out::{Action, Merge, Out, ReplyAction, ReplyOut, Rewrite};
 pub use replies::Replies;
 pub use resp::{RespWriter, Value};
 pub use tessera_plugin_abi::{class, cmd, command_id, command_name};
+pub use transform::Node;
 
 /// The ABI itself (layouts and constants), for plugins that need something the SDK does not wrap.
 pub use tessera_plugin_abi as abi;

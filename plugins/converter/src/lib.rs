@@ -1,0 +1,177 @@
+//! Tessera converter plugin: confines authenticated users to a key namespace (keys get a
+//! prefix on the way in and lose it on the way out) and stores large string, hash and list
+//! values LZ4-compressed. `namespace.rs` and `values.rs` plan each command, `reply.rs`
+//! converts replies, `codec.rs` is the stored format. README.md has the config and the rules.
+
+use rustc_hash::FxHashMap;
+use tessera_plugin_sdk::{
+    Action, Command, Conn, Manifest, Merge, Out, Plugin, Replies, ReplyAction, ReplyOut, cmd, host,
+};
+
+mod codec;
+mod config;
+mod namespace;
+mod plan;
+mod reply;
+#[cfg(test)]
+mod tests;
+mod values;
+
+use config::Config;
+use plan::{Plan, ReplyCtx};
+
+/// The plugin.
+#[derive(Debug)]
+pub struct Converter {
+    cfg: Config,
+    /// Each connection's namespace, looked up at its first hooked command and dropped on
+    /// AUTH, HELLO, RESET (the user may change) and close.
+    clients: FxHashMap<u64, Option<u16>>,
+}
+
+impl Plugin for Converter {
+    fn init(config: &[u8]) -> Result<(Self, Manifest), String> {
+        let cfg = Config::parse(config)?;
+        let mut m = Manifest::new();
+        if !cfg.prefixes.is_empty() {
+            // Any command of a confined client may need its keys prefixed or be refused; SCAN,
+            // KEYS and SORT patterns and values are arguments, so values are copied.
+            m = m.hook_all().class_values().want_close();
+        } else if let Some(c) = &cfg.compression {
+            for &id in values::HOOKED {
+                m = m.hook_with_values(id);
+            }
+            if !c.prefixes.iter().any(|p| p.is_empty()) {
+                for p in &c.prefixes {
+                    m = m.prefix(p);
+                }
+            }
+        }
+        Ok((
+            Converter {
+                cfg,
+                clients: FxHashMap::default(),
+            },
+            m,
+        ))
+    }
+
+    fn on_command(&mut self, conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
+        if c.is(cmd::AUTH) || c.is(cmd::HELLO) || c.is(cmd::RESET) {
+            self.clients.remove(&conn.0);
+            return Action::PASS;
+        }
+        let ns = self.namespace(conn);
+        let comp = self
+            .cfg
+            .compression
+            .as_ref()
+            .filter(|comp| c.keys().any(|(_, k)| comp.covers(k)));
+        if ns.is_none() && comp.is_none() {
+            return Action::PASS;
+        }
+        let name = String::from_utf8_lossy(c.name()).to_ascii_uppercase();
+        let mut p = Plan::default();
+        if ns.is_some()
+            && let Some(why) = namespace::refusal(c, self.cfg.scripts)
+        {
+            return out.deny_fmt(format_args!("ERR converter: {name} {why}"));
+        }
+        if let Some(comp) = comp
+            && let Err(why) = values::plan(c, comp, &mut p)
+        {
+            return out.deny_fmt(format_args!("ERR converter: {name} {why}"));
+        }
+        if let Some(ns) = ns {
+            namespace::plan(c, ns, &self.cfg.prefixes[usize::from(ns)], &mut p);
+        }
+        emit(c, &p, out)
+    }
+
+    fn on_reply(
+        &mut self,
+        _conn: Conn,
+        ctx: u64,
+        replies: &Replies<'_>,
+        out: ReplyOut<'_>,
+    ) -> ReplyAction {
+        let Some(ctx) = ReplyCtx::decode(ctx) else {
+            return out.error("ERR converter: unknown reply context");
+        };
+        let Some(raw) = replies.get(0) else {
+            return out.error("ERR converter: no reply");
+        };
+        let max_value = self.cfg.compression.as_ref().map_or(0, |c| c.max_value);
+        let mut conv = reply::Convert {
+            ctx,
+            prefix: ctx
+                .namespace
+                .and_then(|n| self.cfg.prefixes.get(usize::from(n)))
+                .map(Vec::as_slice),
+            max_value,
+            budget: max_value.saturating_mul(2),
+        };
+        match reply::convert(raw, &mut conv) {
+            Ok(r) if r == raw => ReplyAction::PASS,
+            Ok(r) => out.replace_raw(&r),
+            Err(e) => out.error(&e),
+        }
+    }
+
+    fn on_close(&mut self, conn: Conn) {
+        self.clients.remove(&conn.0);
+    }
+}
+
+impl Converter {
+    /// The namespace of `conn`'s user (cached per connection).
+    fn namespace(&mut self, conn: Conn) -> Option<u16> {
+        if self.cfg.prefixes.is_empty() {
+            return None;
+        }
+        let cfg = &self.cfg;
+        *self.clients.entry(conn.0).or_insert_with(|| {
+            host::client_info(conn)
+                .and_then(|i| i.user)
+                .and_then(|u| cfg.namespace_of(&u))
+        })
+    }
+}
+
+/// Turns a plan into the action: pass, observe (only the reply changes) or rewrite.
+fn emit(c: &Command<'_>, p: &Plan, out: Out<'_>) -> Action {
+    let ctx = p.reply.encode();
+    if p.unchanged() {
+        return if p.reply.needed() {
+            out.observe(ctx)
+        } else {
+            Action::PASS
+        };
+    }
+    let merge = if p.reply.needed() {
+        Merge::Plugin
+    } else {
+        Merge::First
+    };
+    let mut rw = out.rewrite(merge, ctx);
+    rw.command(c.len() + p.appended.len());
+    match p.name {
+        Some(name) => rw.arg(name),
+        None => rw.input(0),
+    };
+    for i in 1..c.len() {
+        if let Some(b) = p.replacement(i) {
+            rw.arg(b);
+        } else if let (Some(prefix), true) = (&p.key_prefix, c.is_key(i)) {
+            rw.arg_parts(&[prefix, c.bytes(i).unwrap_or_default()]);
+        } else {
+            rw.input(i);
+        }
+    }
+    for a in &p.appended {
+        rw.arg(a);
+    }
+    rw.finish()
+}
+
+tessera_plugin_sdk::export_plugin!(Converter);
