@@ -121,7 +121,7 @@ fn redis_crate_with_a_wrong_password_fails_to_connect() {
 }
 
 /// `tessera hash-password` for `password`: the hash a `[[users]]` entry holds.
-fn hash(password: &str) -> String {
+pub(crate) fn hash(password: &str) -> String {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let mut child = Command::new(crate::support::tessera_bin())

@@ -59,6 +59,8 @@ mod slot_stats;
 mod fencing;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
+// The converter plugin: key namespaces per user and value compression, against plain Redis.
+mod converter;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;

@@ -97,6 +97,10 @@ pub(crate) fn plan(c: &Command<'_>, comp: &Compression, p: &mut Plan) -> Result<
         match op {
             // HRANDFIELD without WITHVALUES returns fields only.
             ReplyOp::Pairs if !has_word(c, b"WITHVALUES") => p.reply.decompress = false,
+            // SET answers a value only with its GET option.
+            ReplyOp::Values if c.is(cmd::SET) && !has_word(c, b"GET") => {
+                p.reply.decompress = false;
+            }
             ReplyOp::Len => {
                 p.name = Some(if c.is(cmd::STRLEN) { b"GET" } else { b"HGET" });
                 p.reply.op = op;
