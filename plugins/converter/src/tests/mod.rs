@@ -78,14 +78,8 @@ fn keys_of_a_namespaced_user_get_its_prefix_and_others_pass() {
     // Not confined: nothing changes; keyless commands of confined users pass too.
     assert_eq!(h.on_command(3, &command(&["SET", "x", "1"])), Outcome::Pass);
     assert_eq!(h.on_command(1, &command(&["PING"])), Outcome::Pass);
-    // The identity is looked up once per connection, again after AUTH.
-    let calls = testing::client_info_calls();
-    h.on_command(1, &command(&["GET", "x"]));
-    assert_eq!(testing::client_info_calls(), calls);
-    assert_eq!(
-        h.on_command(1, &command(&["AUTH", "bob", "pw"])),
-        Outcome::Pass
-    );
+    // The user is asked for on every command: a client that logs in as another user is in
+    // the other namespace at once.
     testing::set_client(1, ClientInfo::new("10.0.0.1:5000").user("bob"));
     assert_eq!(rewritten(&mut h, 1, &["GET", "x"]), [["GET", "b:x"]]);
 }
@@ -133,6 +127,27 @@ fn scan_and_keys_patterns_stay_inside_the_namespace_and_replies_lose_the_prefix(
     assert_eq!(
         h.run(1, &blpop, &mut backend),
         b">2\r\n$1\r\nq\r\n$1\r\nv\r\n"
+    );
+}
+
+#[test]
+fn sort_patterns_that_read_keys_get_the_prefix() {
+    let mut h = harness(CONFIG);
+    assert_eq!(
+        rewritten(
+            &mut h,
+            1,
+            &[
+                "SORT", "ids", "LIMIT", "0", "5", "BY", "w_*", "GET", "#", "GET", "h_*->f"
+            ]
+        ),
+        [[
+            "SORT", "a:ids", "LIMIT", "0", "5", "BY", "a:w_*", "GET", "#", "GET", "a:h_*->f"
+        ]]
+    );
+    assert_eq!(
+        rewritten(&mut h, 1, &["SORT", "ids", "BY", "nosort"]),
+        [["SORT", "a:ids", "BY", "nosort"]]
     );
 }
 
