@@ -210,6 +210,27 @@ fn sequence(d: &mut Diff) {
     d.same_unordered(&["HGETALL", "@c:h"]);
     d.same_unordered(&["HVALS", "@c:h"]);
     d.same_unordered(&["HKEYS", "@c:h"]);
+    let (via, direct) = d.both(&["HSCAN", "@c:h", "0", "COUNT", "1000"]);
+    assert_eq!(hscan_pairs(via), hscan_pairs(direct), "HSCAN");
+    // HRANDFIELD picks at random: each value it returns must be the field's value.
+    let picked = match d.via.cmd(&["HRANDFIELD", "c:h", "-6", "WITHVALUES"]) {
+        // RESP3: [[field, value], …]; RESP2: field, value, ….
+        Frame::Array(v) if matches!(v.first(), Some(Frame::Array(_))) => v
+            .into_iter()
+            .flat_map(|p| match p {
+                Frame::Array(p) => p,
+                other => panic!("not a pair: {other:?}"),
+            })
+            .collect(),
+        Frame::Array(v) => v,
+        other => panic!("HRANDFIELD: {other:?}"),
+    };
+    assert_eq!(picked.len(), 12);
+    for pair in picked.chunks(2) {
+        let field = pair[0].text().expect("field");
+        let (_, value) = d.both(&["HGET", "@c:h", &field]);
+        assert_eq!(pair[1], value, "HRANDFIELD's value of {field}");
+    }
     // Lists (the two list keys share a hash tag: LMOVE and BLPOP name both).
     for cmd in [
         &["RPUSH", "@c:{t}l", big, "a", big2, "b"][..],
@@ -331,6 +352,20 @@ fn a_namespaced_user_gets_the_replies_of_plain_redis_with_the_prefix_in_resp2_an
         assert_eq!(via, ["c:m1", "c:m3"]);
         assert_eq!(key_list(unprefix(direct, "alice:")).len(), 2);
     }
+}
+
+/// HSCAN's field-value pairs of one complete call, sorted.
+fn hscan_pairs(f: Frame) -> Vec<String> {
+    let Frame::Array(v) = f else {
+        panic!("HSCAN: {f:?}")
+    };
+    assert_eq!(v[0], Frame::bulk("0"), "HSCAN did not finish in one call");
+    let Frame::Array(items) = &v[1] else {
+        panic!("HSCAN items: {v:?}")
+    };
+    let mut pairs: Vec<String> = items.chunks(2).map(|p| format!("{p:?}")).collect();
+    pairs.sort();
+    pairs
 }
 
 fn key_list(f: Frame) -> Vec<String> {
