@@ -30,14 +30,21 @@ impl Plugin for Converter {
         let cfg = Config::parse(config)?;
         let mut m = Manifest::new();
         if !cfg.prefixes.is_empty() {
-            // Any command of a confined client may need its keys prefixed or be refused; SCAN,
-            // KEYS and SORT patterns and values are arguments, so values are copied.
-            m = m.hook_all().class_values();
-        } else if let Some(c) = &cfg.compression {
+            // Any command of a confined client may need its keys prefixed or be refused. Keys
+            // are always copied; values only where an argument decides something (patterns,
+            // subcommands), so a large value of any client is not copied into the plugin.
+            m = m.hook_all();
+            for &id in namespace::READS_ARGS {
+                m = m.hook_with_values(id);
+            }
+        }
+        if let Some(c) = &cfg.compression {
             for &id in values::HOOKED {
                 m = m.hook_with_values(id);
             }
-            if !c.prefixes.iter().any(|p| p.is_empty()) {
+            // The proxy checks the prefixes natively, for every hooked command: only when
+            // nothing else is hooked.
+            if cfg.prefixes.is_empty() && !c.prefixes.iter().any(|p| p.is_empty()) {
                 for p in &c.prefixes {
                     m = m.prefix(p);
                 }

@@ -8,6 +8,18 @@ use tessera_plugin_sdk::{Command, cmd};
 use crate::config::Scripts;
 use crate::plan::{Plan, ReplyOp};
 
+/// The commands whose non-key arguments this module reads (patterns, subcommands): hooked
+/// with their values.
+pub(crate) const READS_ARGS: &[u16] = &[
+    cmd::SCAN,
+    cmd::KEYS,
+    cmd::SORT,
+    cmd::SORT_RO,
+    cmd::CLIENT,
+    cmd::SCRIPT,
+    cmd::FUNCTION,
+];
+
 /// Why a namespaced client may not run `c`, if it may not (the text follows
 /// `ERR converter: <NAME> `).
 pub(crate) fn refusal(c: &Command<'_>, scripts: Scripts) -> Option<&'static str> {

@@ -45,7 +45,7 @@ pub(crate) fn convert(raw: &[u8], conv: &mut Convert<'_>) -> Result<Vec<u8>, Str
             }
         }
         ReplyOp::Keys => keep_keys(&mut node, conv),
-        ReplyOp::Len => return Ok(len(&node, conv)?),
+        ReplyOp::Len => return len(&node, conv),
     }
     Ok(node.to_vec())
 }

@@ -85,6 +85,23 @@ fn keys_of_a_namespaced_user_get_its_prefix_and_others_pass() {
 }
 
 #[test]
+fn values_are_not_copied_into_the_plugin_unless_it_reads_them() {
+    let h = harness(CONFIG);
+    let m = h.manifest();
+    assert!(!m.copies_values(&command(&["ZADD", "z", "1", "m"])));
+    assert!(!m.copies_values(&command(&["EXPIRE", "k", "10"])));
+    assert!(m.copies_values(&command(&["SCAN", "0"])));
+    assert!(m.copies_values(&command(&["CLIENT", "TRACKING", "on"])));
+    assert!(m.copies_values(&command(&["SET", "k", "v"])));
+    // An elided value is passed on by reference.
+    let mut h = harness(CONFIG);
+    assert_eq!(
+        rewritten(&mut h, 1, &["ZADD", "z", "1", "member"]),
+        [["ZADD", "a:z", "1", "member"]]
+    );
+}
+
+#[test]
 fn scripts_may_run_with_their_keys_prefixed_when_configured() {
     let cfg = r#"{"namespaces":[{"users":["alice"],"prefix":"a:"}],"scripts":"prefix_keys"}"#;
     let mut h = harness(cfg);
