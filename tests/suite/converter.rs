@@ -533,3 +533,41 @@ fn old_plain_values_still_read_and_corrupt_compressed_ones_are_clear_errors() {
         assert_eq!(c.cmd(&["GET", "c:old"]), Frame::bulk(&old));
     }
 }
+
+#[test]
+fn compression_alone_compresses_only_its_prefixes_for_every_client() {
+    let a = RedisServer::start();
+    let plain = RedisServer::start();
+    let config = json!({ "compression": { "prefixes": ["doc:"], "min_bytes": 512 } });
+    let p = Proxy::builder(&[&a])
+        .config(&plugin_toml("converter", &config, ""))
+        .start();
+    let mut d = Diff {
+        via: p.raw(),
+        direct: plain.raw(),
+        prefix: "",
+    };
+    let big = doc(6000, 4);
+    for cmd in [
+        &["SET", "@doc:1", &big][..],
+        &["SET", "@other:1", &big],
+        &["GET", "@doc:1"],
+        &["GET", "@other:1"],
+        &["MGET", "@doc:1", "@other:1", "@doc:none"],
+        &["STRLEN", "@doc:1"],
+        &["GETRANGE", "@other:1", "0", "9"],
+        &["APPEND", "@other:1", "!"],
+    ] {
+        d.same(cmd);
+    }
+    let Frame::Bulk(stored) = a.raw().cmd(&["GET", "doc:1"]) else {
+        panic!("doc:1 not stored")
+    };
+    assert!(stored.starts_with(b"\xFFTZ1") && stored.len() < 6000 / 2);
+    assert_eq!(a.raw().cmd(&["STRLEN", "other:1"]), Frame::Integer(6001));
+    let e = error_of(&d.via.cmd(&["GETRANGE", "doc:1", "0", "9"]));
+    assert!(
+        e.starts_with("ERR converter: GETRANGE works on a value's bytes"),
+        "{e}"
+    );
+}
