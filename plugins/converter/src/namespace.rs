@@ -45,7 +45,10 @@ pub(crate) fn refusal(c: &Command<'_>, scripts: Scripts) -> Option<&'static str>
             "is not available in a namespace: channels are shared by every client, and messages \
              and keyspace notifications name keys outside it",
         ),
-        cmd::MONITOR | cmd::DEBUG | cmd::CONFIG => Some("is not available in a namespace"),
+        cmd::MONITOR | cmd::SLOWLOG => {
+            Some("is not available in a namespace: it shows other clients' commands and keys")
+        }
+        cmd::DEBUG | cmd::CONFIG => Some("is not available in a namespace"),
         cmd::CLIENT if sub(b"TRACKING") => Some(
             "TRACKING is not available in a namespace: invalidation messages name the stored \
              keys",

@@ -178,6 +178,7 @@ fn commands_that_cannot_be_confined_are_refused() {
         &["MULTI"],
         &["SCRIPT", "FLUSH"],
         &["CLIENT", "TRACKING", "on"],
+        &["SLOWLOG", "GET"],
     ] {
         match h.on_command(1, &command(args)) {
             Outcome::Deny(e) => assert!(e.starts_with("ERR converter: "), "{e}"),
