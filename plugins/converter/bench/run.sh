@@ -12,7 +12,8 @@ wasm=$root/target/wasm32-unknown-unknown/release/tessera_plugin_converter.wasm
 dir=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
-redis-server --port 26379 --save '' --appendonly no --daemonize no >/dev/null &
+rport=$((20000 + RANDOM % 5000)); pport=$((25000 + RANDOM % 5000))
+redis-server --port $rport --save '' --appendonly no --daemonize no >/dev/null &
 pids+=($!)
 sleep 0.5
 hash=$(printf 'pw' | "$bin" hash-password)
@@ -30,8 +31,8 @@ printf '%s' "$users" >"$dir/none.toml"
 { printf '%s' "$users"; plugin "$zip"; } >"$dir/zip.toml"
 
 bench() { # name config auth-args data-size
-  local port=26400
-  "$bin" proxy --listen 127.0.0.1:$port --backends 127.0.0.1:26379 --config "$dir/$2.toml" \
+  local port=$pport
+  "$bin" proxy --listen 127.0.0.1:$port --backends 127.0.0.1:$rport --config "$dir/$2.toml" \
     >"$dir/proxy.log" 2>&1 &
   local p=$!
   for _ in $(seq 50); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done

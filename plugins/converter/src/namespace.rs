@@ -121,6 +121,7 @@ fn sort_patterns(c: &Command<'_>, prefix: &[u8], p: &mut Plan) {
     let mut i = 2;
     while i + 1 < c.len() {
         let opt = c.bytes(i).unwrap_or_default();
+        // Parsed as Redis parses SORT's options, so no pattern is read as something else.
         if opt.eq_ignore_ascii_case(b"BY") || opt.eq_ignore_ascii_case(b"GET") {
             let pat = c.bytes(i + 1).unwrap_or_default();
             if pat.contains(&b'*') {
@@ -129,6 +130,8 @@ fn sort_patterns(c: &Command<'_>, prefix: &[u8], p: &mut Plan) {
             i += 2;
         } else if opt.eq_ignore_ascii_case(b"LIMIT") {
             i += 3;
+        } else if opt.eq_ignore_ascii_case(b"STORE") {
+            i += 2;
         } else {
             i += 1;
         }

@@ -124,6 +124,15 @@ fn scan_and_keys_patterns_stay_inside_the_namespace_and_replies_lose_the_prefix(
         [["SCAN", "7", "match", "a:u*", "COUNT", "5"]]
     );
     assert_eq!(rewritten(&mut h, 2, &["KEYS", "*"]), [["KEYS", "b:*"]]);
+    // Redis uses the last MATCH; every one gets the prefix. A malformed SCAN stays malformed.
+    assert_eq!(
+        rewritten(&mut h, 1, &["SCAN", "0", "MATCH", "x", "MATCH", "*"]),
+        [["SCAN", "0", "MATCH", "a:x", "MATCH", "a:*"]]
+    );
+    assert_eq!(
+        rewritten(&mut h, 1, &["SCAN", "0", "MATCH"]),
+        [["SCAN", "0", "MATCH", "MATCH", "a:*"]]
+    );
     let mut backend = |c: &[Vec<u8>]| -> Vec<u8> {
         match c[0].as_slice() {
             b"SCAN" => b"*2\r\n$2\r\n12\r\n*2\r\n$3\r\na:x\r\n$4\r\na:yy\r\n".to_vec(),
@@ -161,6 +170,12 @@ fn sort_patterns_that_read_keys_get_the_prefix() {
         [[
             "SORT", "a:ids", "LIMIT", "0", "5", "BY", "a:w_*", "GET", "#", "GET", "a:h_*->f"
         ]]
+    );
+    // The argument after STORE is the destination key, even when it reads "BY".
+    let store = command(&["SORT", "ids", "STORE", "BY", "GET", "x_*"]).with_keys(&[1, 3]);
+    assert_eq!(
+        h.on_command(1, &store).rewrite().strings(),
+        [["SORT", "a:ids", "STORE", "a:BY", "GET", "a:x_*"]]
     );
     assert_eq!(
         rewritten(&mut h, 1, &["SORT", "ids", "BY", "nosort"]),
