@@ -1,6 +1,6 @@
 //! Rewriting replies: [`Node`] parses one RESP reply into a tree whose bulk strings can be
-//! replaced or whose elements can be dropped, and writes it back with every other byte as the
-//! server sent it (same protocol, same types: a RESP3 map stays a map, `_` stays `_`). For
+//! replaced or whose elements can be dropped, and writes it back as the server sent it (same
+//! protocol, same types: a RESP3 map stays a map, `_` stays `_`; see [`Node::write`]). For
 //! plugins that change keys or values on their way back to the client (namespaces,
 //! compression). Reading is [`crate::resp`]'s job; this module only builds on it.
 
@@ -131,8 +131,9 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// Appends the tree as RESP to `out`: untouched values byte for byte, aggregates with
-    /// their own type byte and their current element count (a map counts pairs).
+    /// Appends the tree as RESP to `out`: [`Node::Raw`] values byte for byte, bulk strings and
+    /// aggregates with their own type byte and their current length in canonical decimal, as
+    /// Redis writes them (a map counts pairs).
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             Node::Raw(r) => out.extend_from_slice(r),
@@ -209,6 +210,33 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n.to_vec(), b"*2\r\n$1\r\nA\r\n*1\r\n$1\r\nB\r\n");
+    }
+
+    #[test]
+    fn mutated_replies_never_panic_and_parsed_ones_write_back_the_same() {
+        let seed = b"*4\r\n$3\r\nabc\r\n%1\r\n+k\r\n*2\r\n:1\r\n_\r\n~1\r\n,1.5\r\n$-1\r\n";
+        let mut x: u32 = 0x9E37_79B9;
+        for _ in 0..20_000 {
+            let mut m = seed.to_vec();
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let at = x as usize % m.len();
+                match x % 3 {
+                    0 => m[at] = (x >> 8) as u8,
+                    1 => m.truncate(at),
+                    _ => m.insert(at, b"*$:%\r\n-1"[(x >> 8) as usize % 8]),
+                }
+                if m.is_empty() {
+                    break;
+                }
+            }
+            if let Ok((n, _)) = Node::parse(&m) {
+                let again = n.to_vec();
+                assert_eq!(Node::parse(&again).map(|(n, _)| n), Ok(n));
+            }
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use serde_json::json;
 
 use crate::auth::hash;
-use crate::support::{Frame, Proxy, RawClient, RedisServer, plugin_toml};
+use crate::support::{Frame, Proxy, RawClient, RedisServer, metric, plugin_toml};
 
 const PASSWORD: &str = "pw-1";
 
@@ -33,7 +33,7 @@ fn proxy(backends: &[&RedisServer], extra: serde_json::Value) -> Proxy {
          {}",
         plugin_toml("converter", &config, "")
     );
-    Proxy::builder(backends).config(&toml).start()
+    Proxy::builder(backends).config(&toml).admin().start()
 }
 
 /// A client of `proxy` logged in as `user`, in RESP3 if asked.
@@ -532,6 +532,11 @@ fn old_plain_values_still_read_and_corrupt_compressed_ones_are_clear_errors() {
         assert_eq!(c.cmd(&["LINDEX", "c:list", "0"]), Frame::bulk("fine"));
         assert_eq!(c.cmd(&["GET", "c:old"]), Frame::bulk(&old));
     }
+    assert_eq!(
+        metric(&p.metrics(), "tessera_plugin_converter_reply_errors_total"),
+        Some(8.0),
+        "each failed conversion is counted"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! values LZ4-compressed. `namespace.rs` and `values.rs` plan each command, `reply.rs`
 //! converts replies, `codec.rs` is the stored format. README.md has the config and the rules.
 
+use tessera_plugin_sdk::host::{Metric, Series};
 use tessera_plugin_sdk::{
     Action, Command, Conn, Manifest, Merge, Out, Plugin, Replies, ReplyAction, ReplyOut, host,
 };
@@ -23,6 +24,9 @@ use plan::{Plan, ReplyCtx};
 #[derive(Debug)]
 pub struct Converter {
     cfg: Config,
+    /// Replies that could not be converted (a corrupt or oversized stored value, mostly):
+    /// `tessera_plugin_converter_reply_errors_total`.
+    reply_errors: Series,
 }
 
 impl Plugin for Converter {
@@ -50,7 +54,14 @@ impl Plugin for Converter {
                 }
             }
         }
-        Ok((Converter { cfg }, m))
+        let reply_errors = Metric::counter(
+            "reply_errors_total",
+            "Replies answered with an error because a stored value could not be decompressed",
+            &[],
+        )
+        .and_then(|m| m.series(&[]))
+        .unwrap_or(Series::NONE);
+        Ok((Converter { cfg, reply_errors }, m))
     }
 
     fn on_command(&mut self, conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
@@ -107,7 +118,10 @@ impl Plugin for Converter {
         match reply::convert(raw, &mut conv) {
             Ok(r) if r == raw => ReplyAction::PASS,
             Ok(r) => out.replace_raw(&r),
-            Err(e) => out.error(&e),
+            Err(e) => {
+                self.reply_errors.inc();
+                out.error(&e)
+            }
         }
     }
 }

@@ -284,4 +284,5 @@ fn large_values_are_stored_compressed_and_read_back_plain() {
         "{}",
         String::from_utf8_lossy(&got)
     );
+    assert_eq!(testing::counter("reply_errors_total", &[]), Some(1));
 }
