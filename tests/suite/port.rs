@@ -518,3 +518,71 @@ fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
         sync.output()
     );
 }
+
+/// A fake source: answers the replica handshake, then announces a full resync whose RDB is
+/// `head` followed by up to 4 MiB of zeros (less if the reader hangs up first).
+fn hostile_source(head: &'static str) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serve = thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut out = conn;
+        // Requests arrive as RESP arrays: answer each by its name (REPLCONF, then PSYNC).
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let upper = line.trim_end().to_ascii_uppercase();
+            if upper == "REPLCONF" {
+                out.write_all(b"+OK\r\n").unwrap();
+            } else if upper == "PSYNC" {
+                break;
+            }
+        }
+        let replid = "0123456789abcdef0123456789abcdef01234567";
+        write!(out, "+FULLRESYNC {replid} 0\r\n{head}\r\n").unwrap();
+        let zeros = vec![0u8; 64 * 1024];
+        for _ in 0..64 {
+            if out.write_all(&zeros).is_err() {
+                return;
+            }
+        }
+    });
+    (addr, serve)
+}
+
+#[test]
+fn sync_stops_at_its_rdb_limit_when_a_source_sends_more() {
+    let cluster = Cluster::start();
+    for (head, says) in [
+        // An announced length past the limit: refused before a byte of it is read.
+        ("$1099511627776", "sends an RDB of 1099511627776 bytes"),
+        // An EOF-marked RDB whose mark never comes: cut at the limit.
+        (
+            "$EOF:abcdefabcdefabcdefabcdefabcdefabcdefabcd",
+            "sends an RDB of more than 1048576 bytes",
+        ),
+    ] {
+        let (addr, serve) = hostile_source(head);
+        let out = Command::new("timeout")
+            .args(["30", tessera_bin().to_str().unwrap()])
+            .args(["port", "sync", "--from", &addr.to_string()])
+            .args(["--to", &cluster.proxy.addr().to_string()])
+            .args(["--max-rdb-mb", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("running tessera port sync");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{head}: {stderr}");
+        assert!(stderr.contains(says), "{head}: {stderr}");
+        assert!(stderr.contains("--max-rdb-mb"), "{head}: {stderr}");
+        assert_eq!(dbsize(&cluster), 0, "{head}: keys were written");
+        serve.join().unwrap();
+    }
+}

@@ -27,6 +27,15 @@ pub enum ReplicaError {
     },
     #[error("source {addr} sent something unexpected: {what}")]
     Protocol { addr: String, what: String },
+    #[error(
+        "source {addr} sends an RDB of {what}, over the limit of {limit} bytes (--max-rdb-mb): \
+         nothing was written; raise the limit if the source is the right one"
+    )]
+    TooLarge {
+        addr: String,
+        what: String,
+        limit: usize,
+    },
 }
 
 /// How the source answered PSYNC.
@@ -178,6 +187,14 @@ impl Replica {
         }
     }
 
+    fn too_large(&self, what: String, limit: usize) -> ReplicaError {
+        ReplicaError::TooLarge {
+            addr: self.addr.clone(),
+            what,
+            limit,
+        }
+    }
+
     fn protocol(&self, what: String) -> ReplicaError {
         ReplicaError::Protocol {
             addr: self.addr.clone(),
@@ -185,12 +202,12 @@ impl Replica {
         }
     }
 
-    /// Reads the RDB payload after a full resync. Memory grows with the bytes received, not
-    /// with the announced length.
+    /// Reads the RDB payload after a full resync, at most `limit` bytes of it. Memory grows
+    /// with the bytes received, not with the announced length.
     ///
     /// # Errors
-    /// A lost connection or a malformed header.
-    pub async fn read_rdb(&mut self) -> Result<Vec<u8>, ReplicaError> {
+    /// A lost connection, a malformed header, or an RDB over `limit`.
+    pub async fn read_rdb(&mut self, limit: usize) -> Result<Vec<u8>, ReplicaError> {
         let head = self.line().await?;
         let Some(spec) = head.strip_prefix('$') else {
             return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
@@ -211,12 +228,18 @@ impl Replica {
                     self.buf.extend_from_slice(&rest);
                     return Ok(data);
                 }
+                if data.len() > limit.saturating_add(mark.len()) {
+                    return Err(self.too_large(format!("more than {limit} bytes"), limit));
+                }
                 self.fill().await?;
             }
         }
         let len: usize = spec
             .parse()
             .map_err(|_| self.protocol(format!("bad RDB length {spec:?}")))?;
+        if len > limit {
+            return Err(self.too_large(format!("{len} bytes"), limit));
+        }
         let mut data = Vec::with_capacity(len.min(64 * 1024 * 1024));
         while data.len() < len {
             if self.buf.is_empty() {

@@ -40,6 +40,11 @@ pub struct SyncArgs {
     /// Where to keep the resume point (replid, offset); a restart continues from it.
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// The largest RDB the source may send, in MiB. A full resync holds the whole RDB in
+    /// memory while it is checked and loaded; past this the sync stops with an error rather
+    /// than let a wrongly pointed or hostile source exhaust this machine's memory.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub max_rdb_mb: u64,
 }
 
 /// Counters of the command stream.
@@ -110,7 +115,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
                     ]
                 )
             );
-            let (t, loaded) = full_load(&mut replica, target, offset).await?;
+            let (t, loaded) = full_load(&mut replica, target, offset, max_rdb_bytes(&args)).await?;
             target = t;
             Position {
                 replid,
@@ -123,13 +128,19 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
     follow(args, replica, target, pos).await
 }
 
+/// `--max-rdb-mb` in bytes.
+fn max_rdb_bytes(args: &SyncArgs) -> usize {
+    usize::try_from(args.max_rdb_mb << 20).unwrap_or(usize::MAX)
+}
+
 /// Reads the RDB and loads it, sending ACKs meanwhile so the source keeps this replica.
 async fn full_load(
     replica: &mut Replica,
     mut target: Target,
     offset: u64,
+    max_rdb: usize,
 ) -> anyhow::Result<(Target, u64)> {
-    let rdb = replica.read_rdb().await?;
+    let rdb = replica.read_rdb(max_rdb).await?;
     replica.ack(offset).await?;
     let counts = Arc::new(LoadCounts::default());
     let stats = target.stats();
