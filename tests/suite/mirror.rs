@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -472,4 +474,82 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
     let v = cp.api().get("/api/mirror").ok();
     assert_eq!(v["figures"]["sent"], 3, "nothing mirrored once off: {v}");
     assert!(!shadow.has("unmirrored"));
+}
+
+/// A fake shadow on a free port: every connection gets `reply` once it has sent something,
+/// then, with `endless`, megabytes of a bulk string that never ends, until the proxy hangs
+/// up. Counts the connections the proxy dropped while it was still sending.
+fn hostile_shadow(reply: &'static [u8], endless: bool) -> (SocketAddr, Arc<AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cut = Arc::new(AtomicUsize::new(0));
+    let counted = cut.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let cut = counted.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                if conn.read(&mut buf).unwrap_or(0) == 0 || conn.write_all(reply).is_err() {
+                    return;
+                }
+                let chunk = vec![b'z'; 1 << 20];
+                // At most 1 GiB: far past any bound, so stopping early means the proxy cut it.
+                for _ in 0..1024 {
+                    if !endless {
+                        break;
+                    }
+                    if conn.write_all(&chunk).is_err() {
+                        cut.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
+                while conn.read(&mut buf).unwrap_or(0) > 0 {}
+            });
+        }
+    });
+    (addr, cut)
+}
+
+#[test]
+fn a_shadow_answering_garbage_or_without_end_costs_clients_nothing() {
+    let (b1, b2) = (RedisServer::start(), RedisServer::start());
+    for (reply, endless) in [
+        (&b"hello garbage\r\n"[..], false),
+        (b"$999999999999\r\n", true),
+    ] {
+        let (target, cut) = hostile_shadow(reply, endless);
+        let proxy = Proxy::builder(&[&b1, &b2])
+            .admin()
+            .config(&mirror_toml(target, "all", "max_queue_bytes = 1048576\n"))
+            .start();
+        let mut con = proxy.client();
+        for i in 0..300 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("h{i}"))
+                .arg(i)
+                .query(&mut con)
+                .unwrap();
+            let got: i64 = redis::cmd("GET")
+                .arg(format!("h{i}"))
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(got, i);
+        }
+        let v = drained(proxy.admin());
+        assert!(v["figures"]["errors"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(
+            v["figures"]["mismatched"], 0,
+            "no reply, no comparison: {v}"
+        );
+        if endless {
+            assert!(
+                cut.load(Ordering::Relaxed) > 0,
+                "the proxy hung up on the endless reply"
+            );
+            let rss = proxy.rss();
+            assert!(rss < 256 << 20, "proxy RSS {rss} after endless replies");
+        }
+    }
 }

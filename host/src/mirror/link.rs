@@ -1,7 +1,9 @@
 //! A worker's link to the shadow: one connection per protocol (the backend connection code,
 //! so connect, login, pipelining, timeouts and backoff are the data path's own), the bounded
 //! queue of commands sent and not yet answered, and the task that compares each shadow reply
-//! with the primary's, in order, as it arrives.
+//! with the primary's, in order, as it arrives. A shadow reply larger than `max_queue_bytes`
+//! drops its connection (the commands in flight count as errors): a shadow that never stops
+//! sending cannot make the proxy hold more.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -137,6 +139,7 @@ impl Link {
                 timeout: SHADOW_TIMEOUT,
                 connect_timeout: SHADOW_CONNECT_TIMEOUT,
                 stats: self.backend_stats.clone(),
+                max_reply: self.active.config.max_queue_bytes,
             };
             BackendConn::spawn(
                 Arc::from(self.active.config.target.trim()),
