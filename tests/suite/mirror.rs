@@ -64,6 +64,18 @@ fn pid_of(server: &RedisServer) -> u32 {
         .expect("process_id in INFO")
 }
 
+/// `connected_clients` of the server's INFO (the asking connection included).
+fn connected_clients(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query(&mut server.client())
+        .expect("INFO clients");
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("connected_clients in INFO")
+}
+
 fn signal(pid: u32, sig: &str) {
     let status = std::process::Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -465,6 +477,16 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
             Value::Null
         );
     }
+    // The proxies let their connections to the former shadow go.
+    let mut clients = 0;
+    let closed = wait_until(CATCH_UP, || {
+        clients = connected_clients(&shadow);
+        clients == 1
+    });
+    assert!(
+        closed,
+        "{clients} clients still on the shadow (1 is this check's)"
+    );
     let mut con = connect(&format!("redis://{}/", cp.proxies[0].addr()));
     let _: () = redis::cmd("SET")
         .arg("unmirrored")

@@ -35,8 +35,10 @@ struct Link {
     generation: u64,
     active: Arc<Active>,
     /// By protocol: RESP2, RESP3 (a command goes to the shadow in its client's protocol, so
-    /// both replies are in the same one and compare byte for byte).
-    conns: [Option<BackendConn>; 2],
+    /// both replies are in the same one and compare byte for byte). Shared with the comparing
+    /// task, which lets them go once the settings change (mirroring off included), so no
+    /// connection to a former shadow stays open.
+    conns: Rc<RefCell<[Option<BackendConn>; 2]>>,
     queue: Rc<Queue>,
     to_compare: mpsc::UnboundedSender<Entry>,
     login: Login,
@@ -84,7 +86,7 @@ impl WorkerMirror {
             stats.dropped(Drop::QueueBytes);
             return;
         }
-        let reply = link.conn(t.proto).send(t.req.clone(), None);
+        let reply = link.send(t.proto, t.req.clone());
         q.entries.set(q.entries.get() + 1);
         q.bytes.set(q.bytes.get() + held);
         stats.queued(held);
@@ -107,7 +109,13 @@ impl Link {
     fn new(active: Arc<Active>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let queue = Rc::new(Queue::default());
-        tokio::task::spawn_local(compare_all(rx, queue.clone(), active.stats.clone()));
+        let conns: Rc<RefCell<[Option<BackendConn>; 2]>> = Rc::default();
+        tokio::task::spawn_local(compare_all(
+            rx,
+            queue.clone(),
+            active.clone(),
+            conns.clone(),
+        ));
         let login = match &active.config.password {
             None => Login::none(),
             Some(p) => Login {
@@ -124,7 +132,7 @@ impl Link {
         Self {
             generation: active.generation,
             active,
-            conns: [None, None],
+            conns,
             queue,
             to_compare: tx,
             login,
@@ -132,22 +140,26 @@ impl Link {
         }
     }
 
-    fn conn(&mut self, proto: Proto) -> &BackendConn {
+    /// Sends `req` on the connection for `proto` (made on first use).
+    fn send(&self, proto: Proto, req: Bytes) -> ReplyRx {
         let i = usize::from(proto == Proto::Resp3);
-        self.conns[i].get_or_insert_with(|| {
-            let opts = BackendOptions {
-                timeout: SHADOW_TIMEOUT,
-                connect_timeout: SHADOW_CONNECT_TIMEOUT,
-                stats: self.backend_stats.clone(),
-                max_reply: self.active.config.max_queue_bytes,
-            };
-            BackendConn::spawn(
-                Arc::from(self.active.config.target.trim()),
-                proto,
-                self.login.clone(),
-                opts,
-            )
-        })
+        let mut conns = self.conns.borrow_mut();
+        conns[i]
+            .get_or_insert_with(|| {
+                let opts = BackendOptions {
+                    timeout: SHADOW_TIMEOUT,
+                    connect_timeout: SHADOW_CONNECT_TIMEOUT,
+                    stats: self.backend_stats.clone(),
+                    max_reply: self.active.config.max_queue_bytes,
+                };
+                BackendConn::spawn(
+                    Arc::from(self.active.config.target.trim()),
+                    proto,
+                    self.login.clone(),
+                    opts,
+                )
+            })
+            .send(req, None)
     }
 
     fn settle(q: &Queue, stats: &MirrorStats, held: usize) {
@@ -162,9 +174,28 @@ impl Link {
 async fn compare_all(
     mut rx: mpsc::UnboundedReceiver<Entry>,
     queue: Rc<Queue>,
-    stats: Arc<MirrorStats>,
+    active: Arc<Active>,
+    conns: Rc<RefCell<[Option<BackendConn>; 2]>>,
 ) {
-    while let Some(e) = rx.recv().await {
+    let stats = active.stats.clone();
+    let mut generations = active.generations.clone();
+    let mut current = true;
+    loop {
+        let e = tokio::select! {
+            e = rx.recv() => match e {
+                Some(e) => e,
+                None => return,
+            },
+            changed = generations.changed(), if current => {
+                // Settings changed (or the mirror is gone): the next command of this worker
+                // makes a new link; this one lets its connections go once their replies are in.
+                current = changed.is_ok() && *generations.borrow() == active.generation;
+                if !current {
+                    *conns.borrow_mut() = [None, None];
+                }
+                continue;
+            }
+        };
         let t = &e.ticket;
         match e.reply.await {
             Err(_) => stats.error(),

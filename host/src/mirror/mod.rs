@@ -37,6 +37,8 @@ pub(crate) struct Active {
     /// Bumped at every change: a worker's link made for another generation is replaced.
     pub(crate) generation: u64,
     pub(crate) stats: Arc<MirrorStats>,
+    /// The generation in force from now on: a link of an older one lets its connections go.
+    pub(crate) generations: tokio::sync::watch::Receiver<u64>,
 }
 
 /// A proxy's mirror: the settings in force (shared by its workers) and its counters.
@@ -45,6 +47,7 @@ pub struct Mirror {
     on: AtomicBool,
     active: ArcSwapOption<Active>,
     generation: AtomicU64,
+    generations: tokio::sync::watch::Sender<u64>,
     /// The version of the dashboard document in force (0: proxy.toml's or none).
     version: AtomicU64,
     pub stats: Arc<MirrorStats>,
@@ -57,6 +60,7 @@ impl Mirror {
             on: AtomicBool::new(false),
             active: ArcSwapOption::empty(),
             generation: AtomicU64::new(0),
+            generations: tokio::sync::watch::Sender::new(0),
             version: AtomicU64::new(0),
             stats: Arc::default(),
         };
@@ -88,10 +92,12 @@ impl Mirror {
                 config,
                 generation,
                 stats: self.stats.clone(),
+                generations: self.generations.subscribe(),
             })
         });
         self.on.store(active.is_some(), Ordering::Relaxed);
         self.active.store(active);
+        self.generations.send_replace(generation);
     }
 
     /// Applies a dashboard document unless it is older than the one in force.
