@@ -107,7 +107,7 @@ impl Dashboard {
             }));
         }
         total.commands = by_command.into_values().collect();
-        samples.sort_by(|a, b| b.1.unix_ms.cmp(&a.1.unix_ms));
+        samples.sort_by_key(|s| std::cmp::Reverse(s.1.unix_ms));
         samples.truncate(SAMPLES);
         let samples: Vec<Value> = samples
             .into_iter()

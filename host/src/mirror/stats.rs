@@ -220,7 +220,7 @@ impl MirrorStats {
     /// Appends the `tessera_mirror_*` series to a Prometheus text exposition.
     pub fn render(&self, out: &mut String) {
         let f = self.figures();
-        let series: [(&str, &str, &str, fn(&CommandFigures) -> u64); 4] = [
+        let series: [Series; 4] = [
             (
                 "sent",
                 "counter",
@@ -285,6 +285,14 @@ impl MirrorStats {
         );
     }
 }
+
+/// A per-command series: name, type, help, and its value in a command's figures.
+type Series = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&CommandFigures) -> u64,
+);
 
 /// `bytes` as text, cut at `max` (marked with `…`), with CR, LF and non-printable bytes
 /// escaped so a sample is one readable line.
