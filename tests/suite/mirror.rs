@@ -2,7 +2,9 @@
 //! to a third, plain redis-server. The shadow ends up equal to the primary after a mixed write
 //! load; a divergence planted on it shows as mismatched GETs with samples; a stopped shadow
 //! costs clients nothing and the queue stays within its bound; mirroring resumes after it
-//! comes back; the CLI sets it on a dashboard-managed cluster and every proxy follows.
+//! comes back; garbage and endless replies are cut off; RESP3 clients are mirrored in RESP3; a
+//! password is sent as AUTH; the CLI sets it on a dashboard-managed cluster and every proxy
+//! follows.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -573,5 +575,84 @@ fn a_shadow_answering_garbage_or_without_end_costs_clients_nothing() {
             let rss = proxy.rss();
             assert!(rss < 256 << 20, "proxy RSS {rss} after endless replies");
         }
+    }
+}
+
+#[test]
+fn a_resp3_client_is_mirrored_in_resp3_and_its_maps_compare() {
+    let (b1, b2, shadow) = (
+        RedisServer::start(),
+        RedisServer::start(),
+        RedisServer::start(),
+    );
+    let proxy = Proxy::builder(&[&b1, &b2])
+        .admin()
+        .config(&mirror_toml(shadow.addr(), "all", ""))
+        .start();
+    let mut raw = proxy.raw();
+    let hello = raw.cmd(&["HELLO", "3"]);
+    assert!(matches!(hello, crate::support::Frame::Map(_)), "{hello:?}");
+    raw.cmd(&["HSET", "h3", "f1", "1", "f2", "2", "f3", "3"]);
+    let all = raw.cmd(&["HGETALL", "h3"]);
+    assert!(
+        matches!(all, crate::support::Frame::Map(_)),
+        "RESP3 map: {all:?}"
+    );
+    drained(proxy.admin());
+    // The shadow's hash, written by the mirror, in another field order: still the same map.
+    let _: () = redis::cmd("DEL")
+        .arg("h3")
+        .query(&mut shadow.client())
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h3")
+        .arg(&["f3", "3", "f2", "2", "f1", "1"])
+        .query(&mut shadow.client())
+        .unwrap();
+    raw.cmd(&["HGETALL", "h3"]);
+    let v = drained(proxy.admin());
+    let h = command(&v, "hgetall");
+    assert_eq!(h["compared"], 2, "{v}");
+    assert_eq!(
+        h["mismatched"], 0,
+        "maps compare as maps, in any order: {v}"
+    );
+    assert_eq!(command(&v, "hset")["mismatched"], 0, "{v}");
+}
+
+#[test]
+fn a_shadow_with_a_password_is_sent_auth_and_a_wrong_one_counts_as_errors() {
+    let (b1, b2, shadow) = (
+        RedisServer::start(),
+        RedisServer::start(),
+        RedisServer::start(),
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "shadow-secret"])
+        .query(&mut shadow.client())
+        .unwrap();
+    for (password, reaches) in [("shadow-secret", true), ("wrong", false)] {
+        let proxy = Proxy::builder(&[&b1, &b2])
+            .admin()
+            .config(&mirror_toml(
+                shadow.addr(),
+                "writes",
+                &format!("password = \"{password}\"\n"),
+            ))
+            .start();
+        let mut con = proxy.client();
+        let key = format!("auth:{password}");
+        let _: () = redis::cmd("SET").arg(&key).arg(1).query(&mut con).unwrap();
+        let v = drained(proxy.admin());
+        assert_eq!(v["config"]["password"], true, "never shown: {v}");
+        assert!(!v.to_string().contains(password), "{v}");
+        let mut direct = shadow.client();
+        let _: () = redis::cmd("AUTH")
+            .arg("shadow-secret")
+            .query(&mut direct)
+            .unwrap();
+        let n: i64 = redis::cmd("EXISTS").arg(&key).query(&mut direct).unwrap();
+        assert_eq!(n == 1, reaches, "{password}: {v}");
+        assert_eq!(v["figures"]["errors"] == 0, reaches, "{v}");
     }
 }
