@@ -125,14 +125,15 @@ impl Mirror {
     /// passes only forwarded commands), blocking commands, pub/sub, transactions, scripts
     /// (a script cached on the primary is not on the shadow), admin and fan-out commands.
     pub fn ticket(&self, c: &Classified<'_>, proto: Proto) -> Option<Box<Ticket>> {
-        let active = self.active.load_full()?;
-        if active.config.mode == Mode::Writes && !c.cmd.write {
-            return None;
-        }
         if !matches!(c.cmd.kind, Kind::Keyed | Kind::Split(_))
             || c.cmd.options == Options::ScriptCall
             || c.blocks()
         {
+            return None;
+        }
+        let guard = self.active.load();
+        let active = guard.as_ref()?;
+        if active.config.mode == Mode::Writes && !c.cmd.write {
             return None;
         }
         let req = c.req.as_bytes();
@@ -146,7 +147,7 @@ impl Mirror {
             name: c.cmd.name,
             rule: rule(c.cmd.name),
             proto,
-            active,
+            active: active.clone(),
         }))
     }
 }
