@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::{
-    ControlPlane, Proxy, RedisServer, TOKEN, cli_stdout, connect, metric, wait_until,
+    ControlPlane, Frame, Proxy, RedisServer, TOKEN, cli_stdout, connect, metric, wait_until,
 };
 
 /// How long the shadow may take to catch up (a readiness wait, not a timed assertion).
@@ -591,13 +591,10 @@ fn a_resp3_client_is_mirrored_in_resp3_and_its_maps_compare() {
         .start();
     let mut raw = proxy.raw();
     let hello = raw.cmd(&["HELLO", "3"]);
-    assert!(matches!(hello, crate::support::Frame::Map(_)), "{hello:?}");
+    assert!(matches!(hello, Frame::Map(_)), "{hello:?}");
     raw.cmd(&["HSET", "h3", "f1", "1", "f2", "2", "f3", "3"]);
     let all = raw.cmd(&["HGETALL", "h3"]);
-    assert!(
-        matches!(all, crate::support::Frame::Map(_)),
-        "RESP3 map: {all:?}"
-    );
+    assert!(matches!(all, Frame::Map(_)), "RESP3 map: {all:?}");
     drained(proxy.admin());
     // The shadow's hash, written by the mirror, in another field order: still the same map.
     let _: () = redis::cmd("DEL")
@@ -655,4 +652,44 @@ fn a_shadow_with_a_password_is_sent_auth_and_a_wrong_one_counts_as_errors() {
         assert_eq!(n == 1, reaches, "{password}: {v}");
         assert_eq!(v["figures"]["errors"] == 0, reaches, "{v}");
     }
+}
+
+#[test]
+fn transactions_blocking_pubsub_and_proxy_answered_commands_are_not_mirrored() {
+    let (b1, b2, shadow) = (
+        RedisServer::start(),
+        RedisServer::start(),
+        RedisServer::start(),
+    );
+    let proxy = Proxy::builder(&[&b1, &b2])
+        .admin()
+        .config(&mirror_toml(shadow.addr(), "all", ""))
+        .start();
+    let mut raw = proxy.raw();
+    assert_eq!(raw.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        raw.cmd(&["SET", "{t}a", "1"]),
+        Frame::Simple("QUEUED".into())
+    );
+    assert_eq!(raw.cmd(&["INCR", "{t}b"]), Frame::Simple("QUEUED".into()));
+    assert!(matches!(raw.cmd(&["EXEC"]), Frame::Array(_)));
+    assert_eq!(raw.cmd(&["BLPOP", "empty", "0.05"]), Frame::NullArray);
+    assert_eq!(raw.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    assert!(
+        matches!(raw.cmd(&["KEYS", "*"]), Frame::Error(_)),
+        "refused by the policy"
+    );
+    assert!(
+        matches!(raw.cmd(&["MSET", "{x}1", "a", "{y}2"]), Frame::Error(_)),
+        "arity"
+    );
+    assert_eq!(raw.cmd(&["PUBLISH", "ch", "m"]), Frame::Integer(0));
+    let v = drained(proxy.admin());
+    assert_eq!(v["figures"]["sent"], 0, "{v}");
+    assert_eq!(shadow.dbsize(), 0);
+    // The same write outside a transaction is mirrored.
+    assert_eq!(raw.cmd(&["SET", "{t}a", "1"]), Frame::Simple("OK".into()));
+    let v = drained(proxy.admin());
+    assert_eq!(v["figures"]["sent"], 1, "{v}");
+    assert!(shadow.has("{t}a"));
 }
