@@ -432,6 +432,15 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
             &json!({"target": target, "mode": "sideways"}),
         )
         .expect_error(400, "bad_request");
+    let viewer = cp
+        .api()
+        .post("/api/tokens", &json!({"name": "v", "role": "viewer"}))
+        .ok();
+    let as_viewer = cp.api().with_token(viewer["token"].as_str().unwrap());
+    as_viewer.get("/api/mirror").ok();
+    as_viewer
+        .put("/api/mirror", &json!({ "target": target }))
+        .expect_error(403, "forbidden");
 
     let out = cp.admin_cli(
         TOKEN,

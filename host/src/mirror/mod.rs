@@ -161,3 +161,33 @@ pub struct Ticket {
     proto: Proto,
     active: Arc<Active>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(version: u64, target: Option<&str>) -> MirrorDoc {
+        MirrorDoc {
+            version,
+            config: target.map(|t| MirrorConfig {
+                target: t.into(),
+                ..MirrorConfig::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_document_older_than_the_one_in_force_is_refused() {
+        let m = Mirror::new(None);
+        assert!(!m.on());
+        m.apply(&doc(2, Some("h:1"))).unwrap();
+        assert!(m.on());
+        let e = m.apply(&doc(1, None)).unwrap_err();
+        assert!(e.contains("older"), "{e}");
+        assert!(m.on(), "still mirroring after a refused document");
+        assert!(m.apply(&doc(3, Some("not-an-address"))).is_err());
+        assert_eq!(m.version(), 2);
+        m.apply(&doc(3, None)).unwrap();
+        assert!(!m.on() && m.config().is_none());
+    }
+}
