@@ -3,6 +3,7 @@
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
 mod failover;
+mod mirror;
 mod rebalance;
 mod token;
 
@@ -74,6 +75,9 @@ pub enum AdminCmd {
     /// Automatic failover (docs/failover.md): on, off, settings, why not, failovers done.
     #[command(subcommand)]
     Failover(failover::FailoverCmd),
+    /// Mirror commands to a shadow target and compare its replies (docs/mirroring.md).
+    #[command(subcommand)]
+    Mirror(mirror::MirrorCmd),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -406,6 +410,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::User(cmd) => user(&client, cmd).await,
             AdminCmd::Token(cmd) => token::run(&client, cmd).await,
             AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
+            AdminCmd::Mirror(cmd) => mirror::run(&client, cmd).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {

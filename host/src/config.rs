@@ -98,6 +98,8 @@ pub struct ProxyConfig {
     /// A client certificate and key for backends that require one (`tls-auth-clients yes`).
     pub backend_tls_cert: Option<PathBuf>,
     pub backend_tls_key: Option<PathBuf>,
+    /// Static mode: mirror commands to a shadow target (`[mirror]`; docs/mirroring.md).
+    pub mirror: Option<crate::mirror::MirrorConfig>,
 }
 
 impl Default for ProxyConfig {
@@ -141,6 +143,7 @@ impl Default for ProxyConfig {
             backend_tls_ca: None,
             backend_tls_cert: None,
             backend_tls_key: None,
+            mirror: None,
         }
     }
 }
@@ -181,6 +184,10 @@ impl ProxyConfig {
     /// # Errors
     /// A setting that cannot work, with the reason.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(m) = &self.mirror {
+            m.validate()
+                .map_err(|e| ConfigError::Invalid(format!("[mirror]: {e}")))?;
+        }
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(
                 "no backends: give --backends or `backends = [...]`".into(),

@@ -28,6 +28,7 @@
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.
+//! - [`mirror`] — a copy of client commands to a shadow target, its replies compared.
 //! - [`admin`] — the `tessera admin` CLI; [`up`] — `tessera up`.
 //! - [`port`] — `tessera port`: import an RDB file or follow a Redis server through a proxy.
 
@@ -46,6 +47,7 @@ pub mod error;
 pub mod http_error;
 pub mod limits;
 pub mod migrate;
+pub mod mirror;
 pub mod pipeline;
 pub mod plugins;
 pub mod port;

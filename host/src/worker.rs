@@ -37,6 +37,8 @@ pub struct Shared {
     pub slot_stats: SlotStats,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
+    /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).
+    pub mirror: crate::mirror::Mirror,
     /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
     pub users: arc_swap::ArcSwap<crate::users::Users>,
     pub started: Instant,
@@ -87,6 +89,7 @@ impl Shared {
             crate::users::Users::refuse_all(0)
         });
         Self {
+            mirror: crate::mirror::Mirror::new(config.mirror.clone()),
             users: arc_swap::ArcSwap::from_pointee(users),
             requests,
             replies,
@@ -261,6 +264,8 @@ pub struct Worker {
     pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
     /// This thread's pub/sub subscriptions and subscriber connections.
     pub pubsub: Hub,
+    /// This thread's link to the mirror's shadow.
+    pub mirror: crate::mirror::WorkerMirror,
     logins: RefCell<Logins>,
 }
 
@@ -288,6 +293,7 @@ impl Worker {
             pool,
             dedicated,
             moved: MovedKeys::default(),
+            mirror: Default::default(),
             plugins: RefCell::new(None),
             logins: RefCell::new(Logins::default()),
         }

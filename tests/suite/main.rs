@@ -93,3 +93,7 @@ mod sessions;
 // client certificates, hostile sockets on the TLS port, TLS-only backends (static and in a
 // cluster: health checks, the mover), the dashboard and console over HTTPS.
 mod tls;
+// Mirroring with a diff: a shadow redis-server equal to the primary after a mixed write load,
+// a planted divergence counted with samples, a stopped shadow within its bound, the CLI on a
+// dashboard-managed cluster.
+mod mirror;

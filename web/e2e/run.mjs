@@ -4,8 +4,9 @@
 //   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
 //   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
 //   through a proxy, disable), makes a viewer token in the tokens view (checked on the
-//   dashboard: it reads, a migration is 403, once revoked 401), finds those changes with the
-//   user in the audit log and its logins in the separate login log. A screenshot of every
+//   dashboard: it reads, a migration is 403, once revoked 401), mirrors the first cluster to
+//   a proxy of the second in the mirror view (a planted divergence shown as mismatched GETs),
+//   finds those changes with the user in the audit log and its logins in the separate login log. A screenshot of every
 //   view goes to e2e/screenshots/.
 //
 // Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
@@ -617,6 +618,10 @@ async function main() {
     // only, and is refused once revoked there.
     const tokenAudit = await tokensStep({ tid, text, shot, base, ctx, name });
 
+    // Mirror: this cluster's commands copied to the other cluster's proxy, a divergence
+    // planted there shown as mismatched GETs with both replies, then stopped.
+    const mirrorAudit = await mirrorStep({ tid, text, shot, base, ctx, name, proxy: proxies[0].addr });
+
     // The other cluster, through the switcher: its own overview and slot map.
     const other = clusterNames.find((n) => n !== name);
     await tid('cluster-switch').selectOption(other);
@@ -636,6 +641,7 @@ async function main() {
       ['POST', '/api/rebalance'],
       ...pluginAudit,
       ...tokenAudit,
+      ...mirrorAudit,
     ];
     await waitFor(
       `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
@@ -686,6 +692,57 @@ async function main() {
  * refused by it through a proxy, GET still served), its metrics panel, disabled. Returns the
  * audit rows the changes must leave, as [method, path].
  */
+/**
+ * The mirror view: mirror everything from the first cluster to a proxy of the other, see a
+ * write arrive there, plant a different value there and see its GETs as mismatches with both
+ * replies, stop mirroring. Returns the audit rows it made.
+ */
+async function mirrorStep({ tid, text, shot, base, ctx, name, proxy }) {
+  const clusters = await (await ctx.request.get(`${base}/api/clusters`)).json();
+  const other = clusters.find((c) => c.name !== name);
+  if (!other) throw new Error('the mirror step needs a second cluster as the shadow');
+  const shadowProxies = await (await ctx.request.get(`${base}/api/clusters/${encodeURIComponent(other.name)}/proxies`)).json();
+  const shadow = shadowProxies[0]?.addr;
+  if (!shadow) throw new Error(`cluster ${other.name} has no proxy: ${JSON.stringify(shadowProxies)}`);
+  await tid('tab-mirror').click();
+  await tid('mirror-state').waitFor();
+  await tid('mirror-target').fill(shadow);
+  await tid('mirror-mode').selectOption('all');
+  await tid('mirror-apply').click();
+  await waitFor(`the mirror to be on towards ${shadow}`, async () => (await text('mirror-state')) === `on: all to ${shadow}`, 30_000);
+  const key = `e2e:mirror:${Date.now()}`;
+  const set = await resp(proxy, 'SET', key, 'primary-value');
+  if (set !== 'OK') throw new Error(`SET through ${proxy} answered ${JSON.stringify(set)}`);
+  await waitFor(`the mirrored SET to reach ${other.name}`, async () => (await resp(shadow, 'GET', key)) === 'primary-value', 15_000);
+  await resp(shadow, 'SET', key, 'shadow-value');
+  for (let i = 0; i < 3; i++) {
+    const got = await resp(proxy, 'GET', key);
+    if (got !== 'primary-value') throw new Error(`GET through the mirrored cluster answered ${JSON.stringify(got)}`);
+  }
+  const sample = await waitFor(
+    'a GET mismatch sample with both replies in the mirror view',
+    async () => {
+      if (!(await tid('mirror-sample-0').count())) return null;
+      const t = await text('mirror-sample-0');
+      return t.includes(`GET ${key}`) && t.includes('primary-value') && t.includes('shadow-value') ? t : null;
+    },
+    20_000,
+    500,
+  );
+  const mismatched = Number((await text('mirror-mismatched')).replace(/[^0-9]/g, ''));
+  if (mismatched < 3) throw new Error(`the mirror view shows ${mismatched} mismatches, not at least 3`);
+  log(`mirror: ${mismatched} mismatches, latest: ${sample}`);
+  await shot('12c-mirror');
+  await tid('mirror-off').click();
+  await tid('confirm-dialog').waitFor();
+  await tid('confirm-ok').click();
+  await waitFor('the mirror to be off', async () => (await text('mirror-state')) === 'off', 30_000);
+  return [
+    ['PUT', '/api/mirror'],
+    ['DELETE', '/api/mirror'],
+  ];
+}
+
 /** The tokens view: make a viewer token, check it on the dashboard, revoke it. Returns the audit rows it made. */
 async function tokensStep({ tid, text, shot, base, ctx, name }) {
   const clusters = await (await ctx.request.get(`${base}/api/clusters`)).json();

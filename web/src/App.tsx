@@ -7,6 +7,7 @@ import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
 import { Login } from './views/Login';
 import { Migrations } from './views/Migrations';
+import { MirrorView } from './views/Mirror';
 import { OverviewView } from './views/Overview';
 import { Plugins } from './views/Plugins';
 import { Proxies } from './views/Proxies';
@@ -64,6 +65,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   migrations: 'Migrations',
   proxies: 'Proxies',
   plugins: 'Plugins',
+  mirror: 'Mirror',
   tokens: 'Tokens',
 };
 
@@ -155,6 +157,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'migrations' && <Migrations key={name} c={c} />}
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}
+      {tab === 'mirror' && <MirrorView key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );

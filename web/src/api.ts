@@ -12,6 +12,8 @@ import type {
   LoginEvent,
   MigrateReply,
   MigrationStatus,
+  Mirror,
+  MirrorChange,
   Move,
   Overview,
   Plugin,
@@ -263,6 +265,15 @@ export class ClusterApi {
   }
   pluginMetrics(name: string, signal?: AbortSignal) {
     return this.c.get<PluginMetrics>(`${this.base}/plugins/${enc(name)}/metrics`, signal);
+  }
+  mirror(signal?: AbortSignal) {
+    return this.c.get<Mirror>(`${this.base}/mirror`, signal);
+  }
+  setMirror(change: MirrorChange) {
+    return this.c.put<Mirror>(`${this.base}/mirror`, change);
+  }
+  mirrorOff() {
+    return this.c.del<Mirror>(`${this.base}/mirror`);
   }
   tokens(signal?: AbortSignal) {
     return this.c.get<Token[]>(`${this.base}/tokens`, signal);

@@ -287,3 +287,60 @@ export interface AuditEntry {
   kind?: string;
   [k: string]: unknown;
 }
+
+/** GET /api/mirror (docs/mirroring.md). */
+export type MirrorMode = 'writes' | 'all';
+
+export interface MirrorSettings {
+  target: string;
+  mode: MirrorMode;
+  /** Whether a password is set (never the password). */
+  password: boolean;
+  max_queue: number;
+  max_queue_bytes: number;
+  max_command_bytes: number;
+}
+
+export interface MirrorCommand {
+  command: string;
+  sent: number;
+  compared: number;
+  mismatched: number;
+  uncompared: number;
+}
+
+export interface MirrorFigures {
+  sent: number;
+  compared: number;
+  mismatched: number;
+  uncompared: number;
+  errors: number;
+  dropped: Record<string, number>;
+  queue_entries: number;
+  queue_bytes: number;
+  commands: MirrorCommand[];
+}
+
+export interface MirrorSample {
+  command: string;
+  args: string[];
+  primary: string;
+  shadow: string;
+  unix_ms: number;
+  proxy?: string;
+}
+
+export interface Mirror {
+  version: number;
+  config: MirrorSettings | null;
+  figures: MirrorFigures;
+  proxies: { token: string; addr: string; version?: number; on?: boolean; queue_entries?: number; queue_bytes?: number; error?: string }[];
+  samples: MirrorSample[];
+}
+
+/** PUT /api/mirror. */
+export interface MirrorChange {
+  target: string;
+  mode: MirrorMode;
+  password?: string;
+}

@@ -3,6 +3,7 @@
 
 mod audit;
 pub mod dashboard;
+mod mirror;
 mod plugins;
 pub mod proxy;
 mod tokens;

@@ -22,6 +22,7 @@
 //! GET  /api/proxy/plugins/{name}/metrics  samples
 //! GET  /api/proxy/users     the users table in force (never a hash)
 //! PUT  /api/proxy/users     apply a newer users table (Bearer: the proxy secret)
+//! GET  /api/proxy/mirror    mirror settings, counters, samples (PUT: the dashboard's push)
 //! ```
 
 use std::sync::atomic::Ordering::{self, Relaxed};
@@ -142,6 +143,10 @@ impl ProxyAdmin {
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
+            .route(
+                "/api/proxy/mirror",
+                get(super::mirror::proxy_view).put(super::mirror::proxy_apply),
+            )
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 require_secret,
@@ -298,6 +303,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
         },
     );
     s.plugins.render_metrics(&mut out);
+    s.mirror.stats.render(&mut out);
     out
 }
 

@@ -29,6 +29,10 @@ pub struct BackendOptions {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub stats: Arc<BackendStats>,
+    /// A reply growing past this many bytes drops the connection (its requests fail): the
+    /// bound on what a server that is not one of the cluster's (a mirror's shadow) can make
+    /// the proxy hold. `usize::MAX` for the cluster's own servers.
+    pub max_reply: usize,
 }
 
 /// Counters shared by every backend connection of a proxy (INFO and /metrics read them).
@@ -336,6 +340,9 @@ impl ConnTask {
                 }
                 if closed.get() && inflight.borrow().is_empty() {
                     return Err("no longer used".into());
+                }
+                if rbuf.len() > self.opts.max_reply {
+                    return Err(format!("a reply over {} bytes", self.opts.max_reply));
                 }
                 grow(&mut rbuf);
                 let read = tokio::select! {

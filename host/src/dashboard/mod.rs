@@ -11,6 +11,7 @@ mod guard;
 mod health;
 pub mod metrics;
 mod migration;
+mod mirror;
 mod ops;
 pub mod plugins;
 mod push;

@@ -123,6 +123,15 @@ pub async fn run(
         );
     }
     load_users(&admin, &*store, &paths).await?;
+    let mirror = crate::mirror::read_doc(&*store, &paths)
+        .await
+        .context("reading the mirror settings")?;
+    // Once the cluster has mirror settings they replace proxy.toml's `[mirror]`.
+    if mirror.version > 0
+        && let Err(e) = admin.shared.mirror.apply(&mirror)
+    {
+        warn!(error = %e, "the cluster's mirror settings were not applied");
+    }
     // Before a client is served: the data connections' confined user is set up with it, and
     // the proxy's own requests (moving keys, INFO) run as it.
     match &meta.backend_admin {

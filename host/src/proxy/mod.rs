@@ -261,6 +261,7 @@ fn worker_main(
             timeout: Duration::from_millis(shared.config.backend_timeout_ms.max(1)),
             connect_timeout: Duration::from_millis(shared.config.backend_connect_timeout_ms.max(1)),
             stats: shared.backend_stats.clone(),
+            max_reply: usize::MAX,
         };
         let worker = Rc::new(Worker::new(
             shared.clone(),

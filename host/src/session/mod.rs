@@ -121,6 +121,8 @@ struct Queued {
     /// the per-slot counters.
     slot: u16,
     bytes_in: u32,
+    /// To be mirrored once its reply is in (docs/mirroring.md).
+    mirror: Option<Box<crate::mirror::Ticket>>,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -145,6 +147,7 @@ impl Queued {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            mirror: None,
         }
     }
 }
@@ -404,6 +407,15 @@ impl Session {
             }
         };
         let mut q = self.dispatch_classified(&c);
+        // Forwarded to the backends, not answered or refused by the proxy or a plugin.
+        if self.worker.shared.mirror.on()
+            && !matches!(
+                q.reply,
+                QueuedReply::One(Pending::Ready(_) | Pending::After(..))
+            )
+        {
+            q.mirror = self.worker.shared.mirror.ticket(&c, self.proto);
+        }
         // A command on several slots (MGET split, …) counts on its first key's slot: one
         // hash per command, where spreading it would cost one per key.
         if let Some(&k) = c.keys.first() {
@@ -431,6 +443,7 @@ impl Session {
                         id,
                         slot: NO_SLOT,
                         bytes_in: 0,
+                        mirror: None,
                     };
                 }
                 Decision::Fail(e) => e,
@@ -478,6 +491,7 @@ impl Session {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            mirror: None,
         }
     }
 
@@ -675,6 +689,9 @@ impl Session {
             if let Some(id) = q.id {
                 let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
                 stats.record(id, error, started.elapsed());
+            }
+            if let Some(t) = q.mirror {
+                self.worker.mirror.send(t, &wbuf[at..]);
             }
             if q.slot != NO_SLOT {
                 slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);

@@ -1,0 +1,33 @@
+//! The cluster's mirror document in the store: written by the dashboard, pushed to every
+//! proxy, read by a proxy when it starts (so one started later mirrors too).
+
+use serde::{Deserialize, Serialize};
+
+use super::MirrorConfig;
+use crate::coordinator::model::{self, Paths};
+use crate::coordinator::{Store, StoreError};
+
+/// The mirror settings a dashboard stores and pushes: `config` is `None` when off. `version`
+/// grows with each change, so a proxy never applies an older document after a newer one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MirrorDoc {
+    pub version: u64,
+    pub config: Option<MirrorConfig>,
+}
+
+/// Where a cluster keeps its mirror document.
+pub fn store_key(paths: &Paths) -> String {
+    format!("{}mirror", paths.cluster_prefix())
+}
+
+/// The cluster's mirror document (the default, off, when there is none).
+///
+/// # Errors
+/// The store fails, or the document is not a mirror document.
+pub async fn read_doc(store: &dyn Store, paths: &Paths) -> Result<MirrorDoc, StoreError> {
+    Ok(model::read::<MirrorDoc>(store, &store_key(paths))
+        .await?
+        .map(|(d, _)| d)
+        .unwrap_or_default())
+}
