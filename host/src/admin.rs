@@ -3,6 +3,7 @@
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
 mod failover;
+mod read_policy;
 mod rebalance;
 mod token;
 
@@ -74,6 +75,8 @@ pub enum AdminCmd {
     /// Automatic failover (docs/failover.md): on, off, settings, why not, failovers done.
     #[command(subcommand)]
     Failover(failover::FailoverCmd),
+    /// Where read-only commands go (docs/replica-reads.md): show, or set MODE and the bound.
+    ReadPolicy(read_policy::ReadPolicyArgs),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -406,6 +409,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::User(cmd) => user(&client, cmd).await,
             AdminCmd::Token(cmd) => token::run(&client, cmd).await,
             AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
+            AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {

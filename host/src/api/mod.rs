@@ -5,6 +5,7 @@ mod audit;
 pub mod dashboard;
 mod plugins;
 pub mod proxy;
+mod read_policy;
 mod tokens;
 pub use proxy::apply_catalog as plugins_apply;
 

@@ -216,13 +216,19 @@ impl ProxyAdmin {
             )));
         }
         let table = topo
-            .to_table()
+            .to_table_with(&self.shared.router.replicas)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         // Before the swap: the first request to a TLS group's master connects with TLS.
         crate::tls::backend::backends().mark(
             topo.groups
                 .iter()
                 .filter_map(|g| Some((g.master.as_deref()?, g.tls))),
+        );
+        // And to its replicas (reads under the read policy, and their probes).
+        crate::tls::backend::backends().mark(
+            topo.groups
+                .iter()
+                .flat_map(|g| g.replicas.iter().map(move |r| (r.as_str(), g.tls))),
         );
         self.shared.router.swap(table);
         *self.topology.lock().expect("topology lock poisoned") = Some(topo.clone());

@@ -89,7 +89,11 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
 /// command without keys, such as `EVAL … 0`).
 fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
     let slot = c.slot()?;
-    let to = table.route(slot)?;
+    let to = if c.cmd.replica_read {
+        table.read_route(slot)?
+    } else {
+        table.route(slot)?
+    };
     let bytes = c.req.as_bytes().clone();
     let entry = table.slot(slot);
     Ok(match entry.migrating_from {
@@ -133,9 +137,26 @@ fn split(
     // (backend, source while migrating, argument indices of its keys), in first-seen order.
     type Group = (BackendIdx, Option<BackendIdx>, Vec<usize>);
     let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
+    // A read's server per group, chosen once: one sub-command per group, as for the masters.
+    let mut readers: SmallVec<[(crate::router::GroupId, BackendIdx); 4]> = SmallVec::new();
     for i in (1..req.argc()).step_by(step) {
         let slot = SlotId::of_key(req.arg(i));
-        let b = table.route(slot)?;
+        let b = if c.cmd.replica_read {
+            let group = table.slot(slot).group;
+            match readers.iter().find(|(g, _)| *g == group) {
+                Some(&(_, b)) if table.slot(slot).migrating_from.is_none() => {
+                    table.route(slot)?;
+                    b
+                }
+                _ => {
+                    let b = table.read_route(slot)?;
+                    readers.push((group, b));
+                    b
+                }
+            }
+        } else {
+            table.route(slot)?
+        };
         let from = table.slot(slot).migrating_from;
         match groups
             .iter_mut()
