@@ -83,7 +83,11 @@ impl Dashboard {
         p.validate().map_err(ApiError::bad_request)?;
         model::write(&*self.store, &self.paths.read_policy(), &p).await?;
         *self.read_policy.lock().expect("read policy lock poisoned") = p;
-        info!(mode = p.mode.as_str(), max_lag_ms = p.max_lag_ms, "read policy changed");
+        info!(
+            mode = p.mode.as_str(),
+            max_lag_ms = p.max_lag_ms,
+            "read policy changed"
+        );
         self.commit(&mut epoch).await?;
         Ok(self.read_policy_view())
     }

@@ -77,7 +77,11 @@ async fn probe(
 ) -> Option<Replication> {
     let ask = async {
         if conn.is_none() {
-            *conn = Some(RedisClient::connect_as(addr, PROBE_TIMEOUT, cred).await.ok()?);
+            *conn = Some(
+                RedisClient::connect_as(addr, PROBE_TIMEOUT, cred)
+                    .await
+                    .ok()?,
+            );
         }
         let c = conn.as_mut()?;
         match c.cmd(&[&b"INFO"[..], b"replication"]).await.ok()? {
@@ -85,7 +89,10 @@ async fn probe(
             v => v.as_text().map(|t| parse(&t)),
         }
     };
-    let got = tokio::time::timeout(PROBE_TIMEOUT, ask).await.ok().flatten();
+    let got = tokio::time::timeout(PROBE_TIMEOUT, ask)
+        .await
+        .ok()
+        .flatten();
     if got.is_none() {
         *conn = None;
     }
@@ -156,7 +163,11 @@ pub async fn run(router: Arc<Router>, cred: Option<Credential>) {
         let table = router.load_full();
         let mut wanted = Vec::new();
         if table.read.mode != ReadMode::Master {
-            for set in table.replica_sets().iter().filter(|s| !s.members.is_empty()) {
+            for set in table
+                .replica_sets()
+                .iter()
+                .filter(|s| !s.members.is_empty())
+            {
                 let Some(master) = (0..crate::router::SLOTS as u16)
                     .map(|s| table.slot(crate::router::SlotId(s)))
                     .find(|e| e.group == set.group)
@@ -173,7 +184,9 @@ pub async fn run(router: Arc<Router>, cred: Option<Credential>) {
             }
         }
         tasks.retain(|k, t| {
-            let keep = wanted.iter().any(|(g, m, r, _)| (g, m, r) == (&k.0, &k.1, &k.2));
+            let keep = wanted
+                .iter()
+                .any(|(g, m, r, _)| (g, m, r) == (&k.0, &k.1, &k.2));
             if !keep {
                 t.abort();
             }
@@ -210,9 +223,16 @@ mod tests {
 
     #[test]
     fn info_replication_of_a_master_and_of_a_replica() {
-        let m = parse("# Replication\r\nrole:master\r\nconnected_slaves:1\r\nmaster_replid:abc\r\nmaster_repl_offset:1234\r\n");
-        assert_eq!((m.role.as_str(), m.offset, m.replid.as_str()), ("master", 1234, "abc"));
-        let r = parse("role:slave\r\nmaster_link_status:up\r\nslave_read_repl_offset:1300\r\nslave_repl_offset:1200\r\nmaster_replid:abc\r\nmaster_repl_offset:1200\r\n");
+        let m = parse(
+            "# Replication\r\nrole:master\r\nconnected_slaves:1\r\nmaster_replid:abc\r\nmaster_repl_offset:1234\r\n",
+        );
+        assert_eq!(
+            (m.role.as_str(), m.offset, m.replid.as_str()),
+            ("master", 1234, "abc")
+        );
+        let r = parse(
+            "role:slave\r\nmaster_link_status:up\r\nslave_read_repl_offset:1300\r\nslave_repl_offset:1200\r\nmaster_replid:abc\r\nmaster_repl_offset:1200\r\n",
+        );
         assert!(r.link_up);
         assert_eq!(r.offset, 1200, "the offset processed, not the one read");
         let down = parse("role:slave\r\nmaster_link_status:down\r\n");
@@ -230,6 +250,10 @@ mod tests {
         assert_eq!(reached(&h, "abc", 399), Some(20));
         assert_eq!(reached(&h, "abc", 400), Some(30));
         assert_eq!(reached(&h, "abc", 99), None);
-        assert_eq!(reached(&h, "other", 1000), None, "another history proves nothing");
+        assert_eq!(
+            reached(&h, "other", 1000),
+            None,
+            "another history proves nothing"
+        );
     }
 }

@@ -221,11 +221,18 @@ mod tests {
         let sent = now_us();
         f.prove(sent);
         assert!(f.fresh(sent + 999_999, 1_000_000));
-        assert!(!f.fresh(sent + 1_000_000, 1_000_000), "expired at the bound");
+        assert!(
+            !f.fresh(sent + 1_000_000, 1_000_000),
+            "expired at the bound"
+        );
         f.reset();
         assert!(!f.fresh(sent + 1, 1_000_000));
         f.prove(sent);
-        assert_eq!(f.proven_at(), None, "a probe sent before the reset proves nothing");
+        assert_eq!(
+            f.proven_at(),
+            None,
+            "a probe sent before the reset proves nothing"
+        );
         let later = now_us();
         f.prove(later);
         assert_eq!(f.proven_at(), Some(later));

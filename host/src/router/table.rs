@@ -116,7 +116,10 @@ impl SlotTable {
         if self.read.mode == ReadMode::Master {
             return Ok(master);
         }
-        let Some(set) = self.replica_sets.get(self.slot_replicas[slot.0 as usize] as usize) else {
+        let Some(set) = self
+            .replica_sets
+            .get(self.slot_replicas[slot.0 as usize] as usize)
+        else {
             return Ok(master);
         };
         match set.pick(now_us(), self.read.max_lag_ms.saturating_mul(1000)) {
@@ -228,10 +231,7 @@ impl SlotTableBuilder {
         addrs: &[String],
         registry: &ReplicaRegistry,
     ) -> &mut Self {
-        let members = addrs
-            .iter()
-            .map(|a| (a.clone(), registry.get(a)))
-            .collect();
+        let members = addrs.iter().map(|a| (a.clone(), registry.get(a))).collect();
         self.replicas.push((group, members));
         self
     }
@@ -425,20 +425,41 @@ mod tests {
         let t = with_replicas(ReadMode::PreferReplica, &reg);
         assert_eq!(t.backends().len(), 2, "replicas are not among the masters");
         let addr = |b| t.backend_addr(b).to_string();
-        assert_eq!(addr(t.read_route(SlotId(1)).unwrap()), "m:1", "unproven: master");
+        assert_eq!(
+            addr(t.read_route(SlotId(1)).unwrap()),
+            "m:1",
+            "unproven: master"
+        );
         reg.get("r:1").prove(now_us());
         assert_eq!(addr(t.read_route(SlotId(1)).unwrap()), "r:1");
         assert_eq!(addr(t.route(SlotId(1)).unwrap()), "m:1", "writes stay");
-        assert_eq!(addr(t.read_route(SlotId(7)).unwrap()), "m:1", "a moving slot");
+        assert_eq!(
+            addr(t.read_route(SlotId(7)).unwrap()),
+            "m:1",
+            "a moving slot"
+        );
         assert!(matches!(
             t.read_route(SlotId(8)),
             Err(DataError::SlotBlocked(8))
         ));
-        assert_eq!(addr(t.read_route(SlotId(600)).unwrap()), "m:2", "no replica");
+        assert_eq!(
+            addr(t.read_route(SlotId(600)).unwrap()),
+            "m:2",
+            "no replica"
+        );
         let master = with_replicas(ReadMode::Master, &reg);
-        assert_eq!(master.backend_addr(master.read_route(SlotId(1)).unwrap()).as_ref(), "m:1");
+        assert_eq!(
+            master
+                .backend_addr(master.read_route(SlotId(1)).unwrap())
+                .as_ref(),
+            "m:1"
+        );
         let only = with_replicas(ReadMode::ReplicaOnly, &reg);
-        assert_eq!(only.backend_addr(only.read_route(SlotId(1)).unwrap()).as_ref(), "r:1");
+        assert_eq!(
+            only.backend_addr(only.read_route(SlotId(1)).unwrap())
+                .as_ref(),
+            "r:1"
+        );
         reg.get("r:1").revoke();
         assert_eq!(
             only.read_route(SlotId(1)),
@@ -468,7 +489,11 @@ mod tests {
         router.swap(b.build(2));
         assert_eq!(reg.get("r:1").proven_at(), None);
         reg.get("r:1").prove(before);
-        assert_eq!(reg.get("r:1").proven_at(), None, "a probe sent before the swap");
+        assert_eq!(
+            reg.get("r:1").proven_at(),
+            None,
+            "a probe sent before the swap"
+        );
     }
 
     #[test]
