@@ -96,6 +96,16 @@ fn prefer_replica_sends_reads_to_the_replica_and_writes_to_the_master() {
     assert_eq!(stored, json!({"mode": "prefer-replica", "max_lag_ms": 500}));
 
     until_replica_serves(&mut c, &keys[0], &cp.servers[1]);
+    // The proxy says so too.
+    let seen = cp.proxies[0].admin().get("/api/proxy/replicas").ok();
+    assert_eq!(seen["policy"]["mode"], "prefer-replica", "{seen}");
+    assert_eq!(
+        seen["replicas"][0]["addr"],
+        cp.server_addr(1).as_str(),
+        "{seen}"
+    );
+    assert_eq!(seen["replicas"][0]["group"], 1, "{seen}");
+    assert!(seen["replicas"][0]["proven_ms_ago"].is_u64(), "{seen}");
     let replica_before = get_calls(&cp.servers[1]);
     for round in 0..20 {
         for k in &keys {
@@ -132,6 +142,30 @@ fn prefer_replica_sends_reads_to_the_replica_and_writes_to_the_master() {
     let g2 = keys_on(1, "rr2:", 1).remove(0);
     assert_eq!(c.cmd(&["SET", &g2, "x"]), Frame::Simple("OK".into()));
     assert_eq!(c.cmd(&["GET", &g2]), Frame::bulk("x"));
+
+    // `replica-only`: a group with no fresh replica refuses reads with a clear TRYAGAIN,
+    // while group 1's replica goes on serving.
+    set_policy(&cp, "replica-only", 500);
+    let refused = c.cmd(&["GET", &g2]);
+    assert_eq!(
+        refused.error(),
+        Some(
+            "TRYAGAIN no replica of group 2 is known to be within 500 ms of its master (read policy replica-only)"
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        c.cmd(&["SET", &g2, "y"]),
+        Frame::Simple("OK".into()),
+        "writes are not reads"
+    );
+    until_replica_serves(&mut c, &keys[0], &cp.servers[1]);
+    let mut last = Frame::Null;
+    let read = wait_until(Duration::from_secs(10), || {
+        last = c.cmd(&["GET", &keys[0]]);
+        last == Frame::bulk("v3")
+    });
+    assert!(read, "GET {} under replica-only: {last:?}", keys[0]);
 
     // Back to `master`: the push is acknowledged before the call returns, so from now on the
     // replica gets no read at all.

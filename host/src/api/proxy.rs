@@ -16,6 +16,8 @@
 //! GET  /api/proxy/topology  the topology last applied
 //! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
 //!                           proxy secret; automatic failover's quorum asks it)
+//! GET  /api/proxy/replicas  each replica and whether reads may go to it now (Bearer: the
+//!                           proxy secret; docs/replica-reads.md)
 //! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
 //! GET  /api/proxy/plugins   plugins in force
 //! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
@@ -139,6 +141,7 @@ impl ProxyAdmin {
             .route("/api/proxy/slots", get(slot_counts))
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/masters", get(masters_seen))
+            .route("/api/proxy/replicas", get(replicas_seen))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
@@ -395,6 +398,13 @@ struct MastersQuery {
 /// Probes the masters of the topology in force (only those: the caller cannot make this
 /// proxy connect anywhere else), or of one group with `?group=N`. Needs the proxy secret,
 /// as a probe costs a connection to each master.
+/// The replicas this proxy may read from now (docs/replica-reads.md).
+async fn replicas_seen(
+    State(a): State<Arc<ProxyAdmin>>,
+) -> Json<crate::router::replicas::ReplicasSeen> {
+    Json(a.shared.router.load().replicas_seen())
+}
+
 async fn masters_seen(
     State(a): State<Arc<ProxyAdmin>>,
     query: Result<axum::extract::Query<MastersQuery>, axum::extract::rejection::QueryRejection>,

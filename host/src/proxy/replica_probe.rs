@@ -99,9 +99,17 @@ async fn probe(
     got
 }
 
+/// The probes' ticker: a probe that took long (up to its deadline) is followed by one
+/// interval of rest, not by a burst of the ticks it missed.
+fn every_interval() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(Duration::from_millis(PROBE_INTERVAL_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
 async fn probe_master(addr: Arc<str>, cred: Option<Credential>, history: History) {
     let mut conn = None;
-    let mut tick = tokio::time::interval(Duration::from_millis(PROBE_INTERVAL_MS));
+    let mut tick = every_interval();
     loop {
         tick.tick().await;
         let sent_us = now_us();
@@ -130,7 +138,7 @@ async fn probe_replica(
     fresh: Arc<Freshness>,
 ) {
     let mut conn = None;
-    let mut tick = tokio::time::interval(Duration::from_millis(PROBE_INTERVAL_MS));
+    let mut tick = every_interval();
     loop {
         tick.tick().await;
         match probe(&addr, cred.as_ref(), &mut conn).await {

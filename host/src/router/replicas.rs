@@ -92,6 +92,31 @@ impl ReadPolicy {
     }
 }
 
+/// What one proxy knows of its replicas now (its admin API's answer).
+///
+/// ```text
+/// GET /api/proxy/replicas
+/// {"policy": {"mode": "prefer-replica", "max_lag_ms": 500},
+///  "replicas": [{"group": 1, "addr": "10.0.0.6:6379", "fresh": true, "proven_ms_ago": 130}]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicasSeen {
+    pub policy: ReadPolicy,
+    pub replicas: Vec<ReplicaSeen>,
+}
+
+/// One replica, as this proxy's probes last proved it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicaSeen {
+    pub group: GroupId,
+    pub addr: String,
+    /// A read routed now may go to it.
+    pub fresh: bool,
+    /// How long ago the master probe it was last proven against was sent; `None`: never,
+    /// or revoked.
+    pub proven_ms_ago: Option<u64>,
+}
+
 // === the proxy's clock ===
 
 static BASE: LazyLock<Instant> = LazyLock::new(Instant::now);

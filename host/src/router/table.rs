@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
-use super::replicas::{Freshness, ReadMode, ReadPolicy, ReplicaRegistry, ReplicaSet, now_us};
+use super::replicas::{
+    Freshness, ReadMode, ReadPolicy, ReplicaRegistry, ReplicaSeen, ReplicaSet, ReplicasSeen, now_us,
+};
 use super::{GroupId, SLOTS, SlotId};
 use crate::error::DataError;
 
@@ -132,16 +134,39 @@ impl SlotTable {
         }
     }
 
-    /// Replica sets whose freshness proofs predate what this table asks of them: their
-    /// group's master differs from `old`'s, or the group owns a slot here that it did not
-    /// serve settled in `old` (the moved keys reached the master after those proofs).
-    fn arrivals(&self, old: &SlotTable) -> Vec<&ReplicaSet> {
-        let mut out: Vec<&ReplicaSet> = Vec::new();
+    /// Every replica of this table and whether a read routed now may go to it.
+    pub fn replicas_seen(&self) -> ReplicasSeen {
+        let now = now_us();
+        let max_lag_us = self.read.max_lag_ms.saturating_mul(1000);
+        let replicas = self
+            .replica_sets
+            .iter()
+            .flat_map(|set| {
+                set.members.iter().map(move |(b, f)| ReplicaSeen {
+                    group: set.group,
+                    addr: self.backend_addr(*b).to_string(),
+                    fresh: self.read.mode != ReadMode::Master && f.fresh(now, max_lag_us),
+                    proven_ms_ago: f.proven_at().map(|p| now.saturating_sub(p) / 1000),
+                })
+            })
+            .collect();
+        ReplicasSeen {
+            policy: self.read,
+            replicas,
+        }
+    }
+
+    /// Replicas whose freshness proofs predate what this table asks of them: their group's
+    /// master differs from `old`'s, or the group owns a slot here that it did not serve
+    /// settled in `old` (the moved keys reached the master after those proofs), or the
+    /// replica was not in its group's set in `old` (a proof may be another group's).
+    fn arrivals(&self, old: &SlotTable) -> Vec<&Arc<Freshness>> {
+        let mut sets: Vec<&ReplicaSet> = Vec::new();
         for (i, e) in self.slots.iter().enumerate() {
             let Some(set) = self.replica_sets.get(self.slot_replicas[i] as usize) else {
                 continue;
             };
-            if out.iter().any(|s| s.group == set.group) {
+            if sets.iter().any(|s| s.group == set.group) {
                 continue;
             }
             let o = &old.slots[i];
@@ -150,7 +175,21 @@ impl SlotTable {
                 _ => false,
             };
             if !same_master || o.group != e.group || o.migrating_from.is_some() || o.blocked {
-                out.push(set);
+                sets.push(set);
+            }
+        }
+        let mut out: Vec<&Arc<Freshness>> = sets
+            .iter()
+            .flat_map(|s| s.members.iter().map(|(_, f)| f))
+            .collect();
+        for set in &self.replica_sets {
+            let before = old.replica_sets.iter().find(|o| o.group == set.group);
+            for (_, f) in set.members.iter() {
+                let known =
+                    before.is_some_and(|o| o.members.iter().any(|(_, g)| Arc::ptr_eq(f, g)));
+                if !known {
+                    out.push(f);
+                }
             }
         }
         out
@@ -366,10 +405,8 @@ impl Router {
     pub fn swap(&self, table: SlotTable) {
         // Before the new table is visible: a replica whose group just gained a slot or a
         // master is proven afresh, by probes sent after this point.
-        for set in table.arrivals(&self.table.load()) {
-            for (_, fresh) in set.members.iter() {
-                fresh.reset();
-            }
+        for fresh in table.arrivals(&self.table.load()) {
+            fresh.reset();
         }
         let epoch = table.epoch;
         self.table.store(Arc::new(table));
@@ -493,6 +530,21 @@ mod tests {
             reg.get("r:1").proven_at(),
             None,
             "a probe sent before the swap"
+        );
+        // r:1 moves to group 2 (same slots): its proof was group 1's.
+        let later = now_us();
+        reg.get("r:1").prove(later);
+        let mut b = SlotTableBuilder::default();
+        for s in 0..SLOTS as u16 {
+            let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
+            b.assign(SlotId(s), GroupId(g), m);
+        }
+        b.replicas(GroupId(2), &["r:1".into()], &reg);
+        router.swap(b.build(3));
+        assert_eq!(
+            reg.get("r:1").proven_at(),
+            None,
+            "a replica new to its group"
         );
     }
 

@@ -120,7 +120,9 @@ impl Topology {
             b.group_down(g.id);
         }
         b.read_policy(self.read);
-        for g in self.groups.iter().filter(|g| !g.replicas.is_empty()) {
+        // Every group gets a set, empty or not: under `replica-only` a group without a
+        // replica refuses reads like one whose replicas are all stale.
+        for g in &self.groups {
             b.replicas(g.id, &g.replicas, registry);
         }
         for (i, s) in self.slots.iter().enumerate() {
