@@ -210,8 +210,11 @@ pub struct SlotTableBuilder {
     aborting: Vec<SlotId>,
     blocked: Vec<SlotId>,
     read: ReadPolicy,
-    replicas: Vec<(GroupId, Vec<(String, Arc<Freshness>)>)>,
+    replicas: Vec<(GroupId, Vec<PendingReplica>)>,
 }
+
+/// A replica's address and freshness, interned at `build` (after every master).
+type PendingReplica = (String, Arc<Freshness>);
 
 impl SlotTableBuilder {
     fn intern(&mut self, addr: &str) -> BackendIdx {
