@@ -537,6 +537,36 @@ mod tests {
         Request::from_args(args)
     }
 
+    #[test]
+    fn only_plain_keyed_reads_may_go_to_a_replica() {
+        let t = CommandTable::get();
+        let replica = |name: &str| t.by_name(name).unwrap().replica_read;
+        for name in [
+            "GET", "HGETALL", "ZRANGE", "MGET", "EXISTS", "STRLEN", "XRANGE",
+        ] {
+            assert!(replica(name), "{name}");
+        }
+        for name in [
+            "SET",
+            "INCR",
+            "DEL",
+            "TOUCH",
+            "EVAL_RO",
+            "EVALSHA_RO",
+            "FCALL_RO",
+            "EVAL",
+            "BLPOP",
+            "XREAD",
+            "SORT_RO",
+            "MEMORY|USAGE",
+            "KEYS",
+            "SCAN",
+            "WAIT",
+        ] {
+            assert!(!replica(name), "{name}");
+        }
+    }
+
     fn keys(args: &[&str]) -> Vec<String> {
         let r = req(args);
         let cmd = CommandTable::get().lookup(&r).unwrap();

@@ -460,6 +460,47 @@ mod tests {
     }
 
     #[test]
+    fn a_read_goes_to_a_fresh_replica_and_a_write_to_the_master() {
+        use crate::router::replicas::{ReadMode, ReadPolicy, ReplicaRegistry, now_us};
+        let reg = ReplicaRegistry::default();
+        let mut b = SlotTableBuilder::default();
+        for s in 0..crate::router::SLOTS as u16 {
+            b.assign(SlotId(s), GroupId(1), "m:1");
+        }
+        b.replicas(GroupId(1), &["r:1".into()], &reg)
+            .read_policy(ReadPolicy {
+                mode: ReadMode::PreferReplica,
+                max_lag_ms: 60_000,
+            });
+        let t = b.build(1);
+        reg.get("r:1").prove(now_us());
+        let m = MovedKeys::default();
+        let to = |args: &[&str]| match plan(&classified(args), &t, &m).unwrap() {
+            Plan::One(Part::Send(s)) => t.backend_addr(s.to).to_string(),
+            p => panic!("{args:?} planned as {p:?}"),
+        };
+        assert_eq!(to(&["GET", "a"]), "r:1");
+        assert_eq!(
+            to(&["MGET", "a", "b", "c"]),
+            "r:1",
+            "one group: one request"
+        );
+        assert_eq!(to(&["SET", "a", "1"]), "m:1");
+        assert_eq!(to(&["TOUCH", "a"]), "m:1");
+        // Fan-outs reach the masters only.
+        let Plan::Gather { parts, .. } = to_all(
+            &t,
+            &Bytes::from_static(b"*1\r\n$4\r\nPING\r\n"),
+            Channel::Data,
+            Merge::AllOk,
+        )
+        .unwrap() else {
+            panic!("to_all gathers");
+        };
+        assert_eq!(parts.len(), 1);
+    }
+
+    #[test]
     fn blocked_and_unowned_slots_answer_their_routing_error() {
         let mut b = SlotTableBuilder::default();
         b.assign(SlotId::of_key(b"k"), GroupId(1), "a:1")
