@@ -4,6 +4,7 @@
 
 mod failover;
 mod mirror;
+mod read_policy;
 mod rebalance;
 mod token;
 
@@ -78,6 +79,8 @@ pub enum AdminCmd {
     /// Mirror commands to a shadow target and compare its replies (docs/mirroring.md).
     #[command(subcommand)]
     Mirror(mirror::MirrorCmd),
+    /// Where read-only commands go (docs/replica-reads.md): show, or set MODE and the bound.
+    ReadPolicy(read_policy::ReadPolicyArgs),
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -411,6 +414,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Token(cmd) => token::run(&client, cmd).await,
             AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
             AdminCmd::Mirror(cmd) => mirror::run(&client, cmd).await,
+            AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {

@@ -124,6 +124,10 @@ pub enum DataError {
     #[error("ERR no backend is serving any slot")]
     NoBackend,
     #[error(
+        "TRYAGAIN no replica of group {group} is known to be within {max_lag_ms} ms of its master (read policy replica-only)"
+    )]
+    NoFreshReplica { group: u32, max_lag_ms: u64 },
+    #[error(
         "TRYAGAIN slot {0} is moving to another group: the transaction was discarded, nothing of it ran; retry it"
     )]
     TransactionMoved(u16),
@@ -212,6 +216,7 @@ impl DataError {
             | SlotBlocked(_)
             | Fenced
             | NoBackend
+            | NoFreshReplica { .. }
             | TransactionMoved(_) => Side::Routing,
             BackendUnavailable { .. }
             | BackendDropped

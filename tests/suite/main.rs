@@ -45,6 +45,9 @@ mod control_plane;
 mod dashboard_api;
 // A killed master: its slots fail with a clear error until a replica is promoted.
 mod failover;
+// Replica reads: the read policy, reads served by fresh replicas only, never older than the
+// bound (under writes, a frozen replica), never for a moving slot.
+mod replica_reads;
 // Pub/sub: byte-exact against direct Redis in RESP2 and RESP3, across two proxies (raw and the
 // redis crate), subscribers through a slot move, an abort and a promotion, a subscriber that
 // never reads, 1000 idle subscribers.

@@ -20,6 +20,8 @@ import type {
   PluginCatalog,
   PluginMetrics,
   Proxy,
+  ReadPolicy,
+  ReadPolicyView,
   RebalanceBy,
   RebalanceReply,
   SlotStats,
@@ -190,6 +192,12 @@ export class ClusterApi {
   }
   groups(signal?: AbortSignal) {
     return this.c.get<Group[]>(`${this.base}/groups`, signal);
+  }
+  readPolicy(signal?: AbortSignal) {
+    return this.c.get<ReadPolicyView>(`${this.base}/read-policy`, signal);
+  }
+  setReadPolicy(p: Partial<ReadPolicy>) {
+    return this.c.put<ReadPolicyView>(`${this.base}/read-policy`, p);
   }
   createGroup(id?: number) {
     return this.c.post<Group>(`${this.base}/groups`, id === undefined ? {} : { id });

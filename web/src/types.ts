@@ -76,6 +76,27 @@ export interface Group {
   servers: Server[];
 }
 
+/** Where read-only commands go (docs/replica-reads.md). */
+export type ReadMode = 'master' | 'prefer-replica' | 'replica-only';
+
+export interface ReadPolicy {
+  mode: ReadMode;
+  max_lag_ms: number;
+}
+
+export interface ReplicaState {
+  group: number;
+  addr: string;
+  up: boolean;
+  link?: string | null;
+  lag_bytes?: number | null;
+}
+
+export interface ReadPolicyView {
+  policy: ReadPolicy;
+  replicas: ReplicaState[];
+}
+
 export type ActionState = 'pending' | 'preparing' | 'prepared' | 'migrating' | 'finished';
 
 export interface SlotAction {

@@ -52,6 +52,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .merge(super::plugins::dashboard_routes())
         .merge(super::tokens::routes())
         .merge(super::mirror::dashboard_routes())
+        .merge(super::read_policy::routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
         // Outermost first: the token (401 without a valid one), then the audit record (only
         // of calls that passed it, so strangers cannot flood the log), then the role (403,

@@ -6,6 +6,7 @@ pub mod dashboard;
 mod mirror;
 mod plugins;
 pub mod proxy;
+mod read_policy;
 mod tokens;
 pub use proxy::apply_catalog as plugins_apply;
 

@@ -16,6 +16,8 @@
 //! GET  /api/proxy/topology  the topology last applied
 //! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
 //!                           proxy secret; automatic failover's quorum asks it)
+//! GET  /api/proxy/replicas  each replica and whether reads may go to it now (Bearer: the
+//!                           proxy secret; docs/replica-reads.md)
 //! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
 //! GET  /api/proxy/plugins   plugins in force
 //! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
@@ -140,6 +142,7 @@ impl ProxyAdmin {
             .route("/api/proxy/slots", get(slot_counts))
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/masters", get(masters_seen))
+            .route("/api/proxy/replicas", get(replicas_seen))
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
@@ -221,13 +224,19 @@ impl ProxyAdmin {
             )));
         }
         let table = topo
-            .to_table()
+            .to_table_with(&self.shared.router.replicas)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         // Before the swap: the first request to a TLS group's master connects with TLS.
         crate::tls::backend::backends().mark(
             topo.groups
                 .iter()
                 .filter_map(|g| Some((g.master.as_deref()?, g.tls))),
+        );
+        // And to its replicas (reads under the read policy, and their probes).
+        crate::tls::backend::backends().mark(
+            topo.groups
+                .iter()
+                .flat_map(|g| g.replicas.iter().map(move |r| (r.as_str(), g.tls))),
         );
         self.shared.router.swap(table);
         *self.topology.lock().expect("topology lock poisoned") = Some(topo.clone());
@@ -395,6 +404,13 @@ struct MastersQuery {
 /// Probes the masters of the topology in force (only those: the caller cannot make this
 /// proxy connect anywhere else), or of one group with `?group=N`. Needs the proxy secret,
 /// as a probe costs a connection to each master.
+/// The replicas this proxy may read from now (docs/replica-reads.md).
+async fn replicas_seen(
+    State(a): State<Arc<ProxyAdmin>>,
+) -> Json<crate::router::replicas::ReplicasSeen> {
+    Json(a.shared.router.load().replicas_seen())
+}
+
 async fn masters_seen(
     State(a): State<Arc<ProxyAdmin>>,
     query: Result<axum::extract::Query<MastersQuery>, axum::extract::rejection::QueryRejection>,

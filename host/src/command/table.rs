@@ -140,6 +140,9 @@ pub struct Command {
     pub options: Options,
     /// Redis puts it in `@dangerous`.
     pub dangerous: bool,
+    /// A keyed read with no side effect that a replica may answer under the read policy
+    /// (docs/replica-reads.md): never a script or function, a blocking command, or a write.
+    pub replica_read: bool,
     raw: &'static RawCommand,
 }
 
@@ -280,6 +283,7 @@ impl Command {
             write: raw.flags & F_WRITE != 0,
             options,
             dangerous: raw.acl & A_DANGEROUS != 0,
+            replica_read: replica_read(raw, kind, options),
             raw,
         }
     }
@@ -395,6 +399,22 @@ impl Command {
     pub fn has_key_specs(&self) -> bool {
         !self.raw.keys.is_empty()
     }
+}
+
+/// Whether a replica may answer the command: Redis flags it read-only and not a write, it is
+/// routed by key (or an MGET or EXISTS split by key), and nothing about it makes its reply
+/// depend on more than its keys (no script, no blocking, no options that read other keys).
+/// TOUCH is flagged read-only but exists for its side effect (the keys' access time).
+fn replica_read(raw: &RawCommand, kind: Kind, options: Options) -> bool {
+    raw.name != "TOUCH"
+        && raw.flags & F_READONLY != 0
+        && raw.flags & (F_WRITE | F_BLOCKING | F_NOSCRIPT) == 0
+        && raw.acl & (A_SCRIPTING | A_BLOCKING | A_DANGEROUS | A_WRITE) == 0
+        && options == Options::Plain
+        && matches!(
+            kind,
+            Kind::Keyed | Kind::Split(Split::Mget) | Kind::Split(Split::Sum)
+        )
 }
 
 /// SORT's `STORE dest`, skipping the arguments of LIMIT, BY and GET (Redis `sortGetKeys`).
@@ -515,6 +535,36 @@ mod tests {
 
     fn req(args: &[&str]) -> Request {
         Request::from_args(args)
+    }
+
+    #[test]
+    fn only_plain_keyed_reads_may_go_to_a_replica() {
+        let t = CommandTable::get();
+        let replica = |name: &str| t.by_name(name).unwrap().replica_read;
+        for name in [
+            "GET", "HGETALL", "ZRANGE", "MGET", "EXISTS", "STRLEN", "XRANGE",
+        ] {
+            assert!(replica(name), "{name}");
+        }
+        for name in [
+            "SET",
+            "INCR",
+            "DEL",
+            "TOUCH",
+            "EVAL_RO",
+            "EVALSHA_RO",
+            "FCALL_RO",
+            "EVAL",
+            "BLPOP",
+            "XREAD",
+            "SORT_RO",
+            "MEMORY|USAGE",
+            "KEYS",
+            "SCAN",
+            "WAIT",
+        ] {
+            assert!(!replica(name), "{name}");
+        }
     }
 
     fn keys(args: &[&str]) -> Vec<String> {

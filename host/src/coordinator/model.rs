@@ -70,6 +70,11 @@ impl Paths {
         format!("{}/migration-throttle", self.base)
     }
 
+    /// The read policy (`router::ReadPolicy`, docs/replica-reads.md).
+    pub fn read_policy(&self) -> String {
+        format!("{}/read-policy", self.base)
+    }
+
     /// Automatic failover's settings and state (`dashboard::failover::FailoverDoc`).
     pub fn failover(&self) -> String {
         format!("{}/failover", self.base)
@@ -323,9 +328,11 @@ pub fn topology(
                 master: g.master().map(str::to_string),
                 down: down.contains(&g.id),
                 tls: g.tls,
+                replicas: g.servers.iter().skip(1).map(|s| s.addr.clone()).collect(),
             })
             .collect(),
         slots: routes,
+        read: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ mod mirror;
 mod ops;
 pub mod plugins;
 mod push;
+pub mod read_policy;
 mod rebalance;
 mod slot_keys;
 mod slot_stats;
@@ -138,6 +139,8 @@ pub struct Dashboard {
     pub(crate) slot_keys: slot_keys::SlotKeys,
     /// Automatic failover's settings and state (`failover`).
     pub(crate) failover: failover::Failover,
+    /// Where read-only commands go (`read_policy`), pushed with the topology.
+    pub(crate) read_policy: Mutex<crate::router::ReadPolicy>,
     /// The audit log, one for the API layer and failover alike (its sequence numbers and
     /// trimming assume a single writer per dashboard).
     audit: std::sync::OnceLock<Arc<audit::AuditLog>>,
@@ -235,6 +238,7 @@ impl Dashboard {
                 warn!(error = %e, "the failover document is unreadable: automatic failover is off until it is set again");
                 failover::Failover::default()
             });
+        let read_policy = read_policy::load(&*store, &paths).await;
         info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
         let http = reqwest::Client::builder()
             .timeout(opts.push_timeout)
@@ -260,6 +264,7 @@ impl Dashboard {
             slot_traffic: Default::default(),
             slot_keys: Default::default(),
             failover,
+            read_policy: Mutex::new(read_policy),
             audit: std::sync::OnceLock::new(),
             opts,
             _lock: Mutex::new(lock),
@@ -336,7 +341,9 @@ impl Dashboard {
     pub(crate) fn topology(&self, epoch: u64) -> Topology {
         let st = self.state.lock().expect("state lock poisoned");
         let groups: Vec<GroupModel> = st.groups.values().cloned().collect();
-        model::topology(epoch, &groups, &st.slots, &st.down)
+        let mut topo = model::topology(epoch, &groups, &st.slots, &st.down);
+        topo.read = self.read_policy();
+        topo
     }
 
     /// A call to a proxy's admin API (`path` from `/api/proxy/…`), carrying the proxy secret

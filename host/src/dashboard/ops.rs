@@ -185,7 +185,8 @@ impl Dashboard {
         g.servers.push(ServerModel { addr: addr.into() });
         self.save_group(&g).await?;
         info!(group = %id, %addr, master = becomes_master, admin_user = ?created, "server added");
-        if becomes_master && self.slots_of(id) > 0 {
+        // A new replica reaches the proxies only when they may read from it.
+        if (becomes_master || self.reads_replicas()) && self.slots_of(id) > 0 {
             self.commit(&mut epoch).await?;
         }
         Ok(g)
@@ -215,7 +216,7 @@ impl Dashboard {
             .servers
             .remove(addr);
         info!(group = %id, %addr, "server removed");
-        if pos == 0 && slots > 0 {
+        if (pos == 0 || self.reads_replicas()) && slots > 0 {
             self.commit(&mut epoch).await?;
         }
         Ok(g)

@@ -89,7 +89,11 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
 /// command without keys, such as `EVAL … 0`).
 fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
     let slot = c.slot()?;
-    let to = table.route(slot)?;
+    let to = if c.cmd.replica_read {
+        table.read_route(slot)?
+    } else {
+        table.route(slot)?
+    };
     let bytes = c.req.as_bytes().clone();
     let entry = table.slot(slot);
     Ok(match entry.migrating_from {
@@ -133,9 +137,26 @@ fn split(
     // (backend, source while migrating, argument indices of its keys), in first-seen order.
     type Group = (BackendIdx, Option<BackendIdx>, Vec<usize>);
     let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
+    // A read's server per group, chosen once: one sub-command per group, as for the masters.
+    let mut readers: SmallVec<[(crate::router::GroupId, BackendIdx); 4]> = SmallVec::new();
     for i in (1..req.argc()).step_by(step) {
         let slot = SlotId::of_key(req.arg(i));
-        let b = table.route(slot)?;
+        let b = if c.cmd.replica_read {
+            let group = table.slot(slot).group;
+            match readers.iter().find(|(g, _)| *g == group) {
+                Some(&(_, b)) if table.slot(slot).migrating_from.is_none() => {
+                    table.route(slot)?;
+                    b
+                }
+                _ => {
+                    let b = table.read_route(slot)?;
+                    readers.push((group, b));
+                    b
+                }
+            }
+        } else {
+            table.route(slot)?
+        };
         let from = table.slot(slot).migrating_from;
         match groups
             .iter_mut()
@@ -436,6 +457,47 @@ mod tests {
             plan(&c, &t, &moved).unwrap(),
             Plan::One(Part::Send(_))
         ));
+    }
+
+    #[test]
+    fn a_read_goes_to_a_fresh_replica_and_a_write_to_the_master() {
+        use crate::router::replicas::{ReadMode, ReadPolicy, ReplicaRegistry, now_us};
+        let reg = ReplicaRegistry::default();
+        let mut b = SlotTableBuilder::default();
+        for s in 0..crate::router::SLOTS as u16 {
+            b.assign(SlotId(s), GroupId(1), "m:1");
+        }
+        b.replicas(GroupId(1), &["r:1".into()], &reg)
+            .read_policy(ReadPolicy {
+                mode: ReadMode::PreferReplica,
+                max_lag_ms: 60_000,
+            });
+        let t = b.build(1);
+        reg.get("r:1").prove(now_us());
+        let m = MovedKeys::default();
+        let to = |args: &[&str]| match plan(&classified(args), &t, &m).unwrap() {
+            Plan::One(Part::Send(s)) => t.backend_addr(s.to).to_string(),
+            p => panic!("{args:?} planned as {p:?}"),
+        };
+        assert_eq!(to(&["GET", "a"]), "r:1");
+        assert_eq!(
+            to(&["MGET", "a", "b", "c"]),
+            "r:1",
+            "one group: one request"
+        );
+        assert_eq!(to(&["SET", "a", "1"]), "m:1");
+        assert_eq!(to(&["TOUCH", "a"]), "m:1");
+        // Fan-outs reach the masters only.
+        let Plan::Gather { parts, .. } = to_all(
+            &t,
+            &Bytes::from_static(b"*1\r\n$4\r\nPING\r\n"),
+            Channel::Data,
+            Merge::AllOk,
+        )
+        .unwrap() else {
+            panic!("to_all gathers");
+        };
+        assert_eq!(parts.len(), 1);
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub async fn run(
     };
     // An empty table until the store's is loaded below; no client is accepted before that.
     let router = Arc::new(Router::new(SlotTableBuilder::default().build(0)));
+    let probes = tokio::spawn(super::replica_probe::run(
+        router.clone(),
+        meta.backend_admin.clone(),
+    ));
     let proxy = Proxy::bind_with_router(config, router)?;
     let admin_listener = tokio::net::TcpListener::bind(&opts.admin_listen)
         .await
@@ -162,6 +166,7 @@ pub async fn run(
     // Dropping the registration task releases the node.
     registration.abort();
     let _ = registration.await;
+    probes.abort();
     let _ = stop_admin.send(());
     result
 }

@@ -8,6 +8,7 @@
 //! close idle sessions, exit.
 
 pub mod cluster;
+pub mod replica_probe;
 
 use std::net::SocketAddr;
 use std::rc::Rc;

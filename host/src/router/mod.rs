@@ -2,10 +2,12 @@
 //! swapped atomically (`arc-swap`) so readers never take a lock.
 
 mod fence;
+pub mod replicas;
 mod table;
 mod topology;
 
 pub use fence::{FENCE_MARGIN, Fence};
+pub use replicas::{ReadMode, ReadPolicy};
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
 pub use topology::{
     GroupRoute, MasterSeen, MastersSeen, PushAck, SlotRoute, Topology, TopologyError,

@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
+use super::replicas::{
+    Freshness, ReadMode, ReadPolicy, ReplicaRegistry, ReplicaSeen, ReplicaSet, ReplicasSeen, now_us,
+};
 use super::{GroupId, SLOTS, SlotId};
 use crate::error::DataError;
 
@@ -37,8 +40,18 @@ pub struct SlotEntry {
 pub struct SlotTable {
     pub epoch: u64,
     slots: Box<[SlotEntry]>,
+    /// The masters first (`backends()`), then the replicas (reached only by `read_route`).
     backends: Vec<Arc<str>>,
+    masters: usize,
+    /// Where read-only commands go (docs/replica-reads.md).
+    pub read: ReadPolicy,
+    replica_sets: Vec<ReplicaSet>,
+    /// Per slot: index into `replica_sets`, or `NO_REPLICAS` for a slot that is moving or
+    /// held (its reads stay on the master the migration rules name).
+    slot_replicas: Box<[u16]>,
 }
+
+const NO_REPLICAS: u16 = u16::MAX;
 
 impl SlotTable {
     /// Static mode: the 1024 slots split evenly, in order, over `addrs` (group i+1 = addr i).
@@ -59,9 +72,15 @@ impl SlotTable {
         &self.slots[slot.0 as usize]
     }
 
-    /// Every distinct backend address, in `BackendIdx` order.
+    /// Every distinct master address, in `BackendIdx` order (replicas are not among them:
+    /// commands sent to every backend go to every master).
     pub fn backends(&self) -> &[Arc<str>] {
-        &self.backends
+        &self.backends[..self.masters]
+    }
+
+    /// Each group's replicas, as this table routes reads to them.
+    pub fn replica_sets(&self) -> &[ReplicaSet] {
+        &self.replica_sets
     }
 
     pub fn backend_addr(&self, idx: BackendIdx) -> &Arc<str> {
@@ -87,6 +106,95 @@ impl SlotTable {
         }
     }
 
+    /// The backend a read-only command on `slot` goes to under the read policy: a fresh
+    /// replica of the owning group (taking turns), else the master (`prefer-replica`), or an
+    /// error (`replica-only`). A slot that is moving or held reads from its master.
+    ///
+    /// # Errors
+    /// Those of [`SlotTable::route`]; under `replica-only`, no replica is fresh.
+    #[inline]
+    pub fn read_route(&self, slot: SlotId) -> Result<BackendIdx, DataError> {
+        let master = self.route(slot)?;
+        if self.read.mode == ReadMode::Master {
+            return Ok(master);
+        }
+        let Some(set) = self
+            .replica_sets
+            .get(self.slot_replicas[slot.0 as usize] as usize)
+        else {
+            return Ok(master);
+        };
+        match set.pick(now_us(), self.read.max_lag_ms.saturating_mul(1000)) {
+            Some(replica) => Ok(replica),
+            None if self.read.mode == ReadMode::PreferReplica => Ok(master),
+            None => Err(DataError::NoFreshReplica {
+                group: set.group.0,
+                max_lag_ms: self.read.max_lag_ms,
+            }),
+        }
+    }
+
+    /// Every replica of this table and whether a read routed now may go to it.
+    pub fn replicas_seen(&self) -> ReplicasSeen {
+        let now = now_us();
+        let max_lag_us = self.read.max_lag_ms.saturating_mul(1000);
+        let replicas = self
+            .replica_sets
+            .iter()
+            .flat_map(|set| {
+                set.members.iter().map(move |(b, f)| ReplicaSeen {
+                    group: set.group,
+                    addr: self.backend_addr(*b).to_string(),
+                    fresh: self.read.mode != ReadMode::Master && f.fresh(now, max_lag_us),
+                    proven_ms_ago: f.proven_at().map(|p| now.saturating_sub(p) / 1000),
+                })
+            })
+            .collect();
+        ReplicasSeen {
+            policy: self.read,
+            replicas,
+        }
+    }
+
+    /// Replicas whose freshness proofs predate what this table asks of them: their group's
+    /// master differs from `old`'s, or the group owns a slot here that it did not serve
+    /// settled in `old` (the moved keys reached the master after those proofs), or the
+    /// replica was not in its group's set in `old` (a proof may be another group's).
+    fn arrivals(&self, old: &SlotTable) -> Vec<&Arc<Freshness>> {
+        let mut sets: Vec<&ReplicaSet> = Vec::new();
+        for (i, e) in self.slots.iter().enumerate() {
+            let Some(set) = self.replica_sets.get(self.slot_replicas[i] as usize) else {
+                continue;
+            };
+            if sets.iter().any(|s| s.group == set.group) {
+                continue;
+            }
+            let o = &old.slots[i];
+            let same_master = match (e.master, o.master) {
+                (Some(n), Some(p)) => self.backend_addr(n) == old.backend_addr(p),
+                _ => false,
+            };
+            if !same_master || o.group != e.group || o.migrating_from.is_some() || o.blocked {
+                sets.push(set);
+            }
+        }
+        let mut out: Vec<&Arc<Freshness>> = sets
+            .iter()
+            .flat_map(|s| s.members.iter().map(|(_, f)| f))
+            .collect();
+        for set in &self.replica_sets {
+            let before = old.replica_sets.iter().find(|o| o.group == set.group);
+            for (_, f) in set.members.iter() {
+                let known =
+                    before.is_some_and(|o| o.members.iter().any(|(_, g)| Arc::ptr_eq(f, g)));
+                if !known {
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+
     /// Whether any slot is migrating (the data path then takes the slower, careful route).
     pub fn any_migrating(&self) -> bool {
         self.slots.iter().any(|s| s.migrating_from.is_some())
@@ -101,7 +209,12 @@ pub struct SlotTableBuilder {
     down: Vec<GroupId>,
     aborting: Vec<SlotId>,
     blocked: Vec<SlotId>,
+    read: ReadPolicy,
+    replicas: Vec<(GroupId, Vec<PendingReplica>)>,
 }
+
+/// A replica's address and freshness, interned at `build` (after every master).
+type PendingReplica = (String, Arc<Freshness>);
 
 impl SlotTableBuilder {
     fn intern(&mut self, addr: &str) -> BackendIdx {
@@ -147,13 +260,31 @@ impl SlotTableBuilder {
         self
     }
 
+    /// Routes reads by `policy` (the default: every read to the master).
+    pub fn read_policy(&mut self, policy: ReadPolicy) -> &mut Self {
+        self.read = policy;
+        self
+    }
+
+    /// Gives `group` its replicas, whose freshness is kept in `registry`.
+    pub fn replicas(
+        &mut self,
+        group: GroupId,
+        addrs: &[String],
+        registry: &ReplicaRegistry,
+    ) -> &mut Self {
+        let members = addrs.iter().map(|a| (a.clone(), registry.get(a))).collect();
+        self.replicas.push((group, members));
+        self
+    }
+
     /// Marks a group's master as down.
     pub fn group_down(&mut self, group: GroupId) -> &mut Self {
         self.down.push(group);
         self
     }
 
-    pub fn build(self, epoch: u64) -> SlotTable {
+    pub fn build(mut self, epoch: u64) -> SlotTable {
         let unserved = SlotEntry {
             group: GroupId(0),
             master: None,
@@ -163,6 +294,21 @@ impl SlotTableBuilder {
             blocked: false,
         };
         let mut slots = vec![unserved; SLOTS];
+        // Replicas after every master, so `backends()` is the masters alone. An address that
+        // is some group's master is never taken as a replica.
+        let masters = self.backends.len();
+        let mut replica_sets = Vec::new();
+        for (group, members) in std::mem::take(&mut self.replicas) {
+            let mut set = Vec::new();
+            for (addr, fresh) in members {
+                if self.backends[..masters].iter().any(|m| **m == *addr) {
+                    continue;
+                }
+                set.push((self.intern(&addr), fresh));
+            }
+            replica_sets.push(ReplicaSet::new(group, set));
+        }
+        let mut slot_replicas = vec![NO_REPLICAS; SLOTS].into_boxed_slice();
         for (i, s) in self.slots.into_iter().enumerate() {
             if let Some((group, master, from)) = s {
                 let down = self.down.contains(&group);
@@ -176,12 +322,22 @@ impl SlotTableBuilder {
                     aborting,
                     blocked,
                 };
+                if from.is_none()
+                    && !blocked
+                    && let Some(r) = replica_sets.iter().position(|r| r.group == group)
+                {
+                    slot_replicas[i] = r as u16;
+                }
             }
         }
         SlotTable {
             epoch,
             slots: slots.into_boxed_slice(),
             backends: self.backends,
+            masters,
+            read: self.read,
+            replica_sets,
+            slot_replicas,
         }
     }
 }
@@ -196,6 +352,8 @@ pub struct Router {
     followers: std::sync::Mutex<Vec<std::sync::Weak<AtomicU64>>>,
     /// Whether this proxy may route at all (cluster mode: while its registration is sure).
     pub fence: super::Fence,
+    /// The replicas' freshness, shared by the tables swapped in and the probes.
+    pub replicas: ReplicaRegistry,
 }
 
 impl Router {
@@ -206,6 +364,7 @@ impl Router {
             swapped,
             followers: Default::default(),
             fence: Default::default(),
+            replicas: Default::default(),
         }
     }
 
@@ -219,6 +378,12 @@ impl Router {
         f.retain(|w| w.strong_count() > 0);
         f.push(Arc::downgrade(&at));
         (rx, at)
+    }
+
+    /// The epoch of each table swapped in, for those who only watch (no barrier waits on
+    /// them, unlike [`Router::follow`]).
+    pub fn swapped(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swapped.subscribe()
     }
 
     /// Whether every follower has caught up with `epoch`.
@@ -241,6 +406,11 @@ impl Router {
 
     /// Installs a new table.
     pub fn swap(&self, table: SlotTable) {
+        // Before the new table is visible: a replica whose group just gained a slot or a
+        // master is proven afresh, by probes sent after this point.
+        for fresh in table.arrivals(&self.table.load()) {
+            fresh.reset();
+        }
         let epoch = table.epoch;
         self.table.store(Arc::new(table));
         self.swapped.send_replace(epoch);
@@ -268,6 +438,117 @@ mod tests {
             .collect();
         assert_eq!(counts, [342, 341, 341]);
         assert_eq!(t.slot(SlotId(1023)).group, GroupId(3));
+    }
+
+    /// Slots 0-511 to group 1 (master m:1, replica r:1), 512-1023 to group 2 (m:2, no
+    /// replica); slot 7 migrating to group 1 from m:2; slot 8 held.
+    fn with_replicas(mode: ReadMode, reg: &ReplicaRegistry) -> SlotTable {
+        let mut b = SlotTableBuilder::default();
+        for s in 0..SLOTS as u16 {
+            let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
+            let from = (s == 7).then_some("m:2");
+            b.assign_migrating(SlotId(s), GroupId(g), m, from);
+        }
+        b.blocked(SlotId(8))
+            .replicas(GroupId(1), &["r:1".into()], reg)
+            .replicas(GroupId(2), &[], reg)
+            .read_policy(ReadPolicy {
+                mode,
+                max_lag_ms: 1000,
+            });
+        b.build(1)
+    }
+
+    #[test]
+    fn reads_go_to_a_fresh_replica_only_as_the_policy_says() {
+        let reg = ReplicaRegistry::default();
+        let t = with_replicas(ReadMode::PreferReplica, &reg);
+        assert_eq!(t.backends().len(), 2, "replicas are not among the masters");
+        let addr = |b| t.backend_addr(b).to_string();
+        assert_eq!(
+            addr(t.read_route(SlotId(1)).unwrap()),
+            "m:1",
+            "unproven: master"
+        );
+        reg.get("r:1").prove(now_us());
+        assert_eq!(addr(t.read_route(SlotId(1)).unwrap()), "r:1");
+        assert_eq!(addr(t.route(SlotId(1)).unwrap()), "m:1", "writes stay");
+        assert_eq!(
+            addr(t.read_route(SlotId(7)).unwrap()),
+            "m:1",
+            "a moving slot"
+        );
+        assert!(matches!(
+            t.read_route(SlotId(8)),
+            Err(DataError::SlotBlocked(8))
+        ));
+        assert_eq!(
+            addr(t.read_route(SlotId(600)).unwrap()),
+            "m:2",
+            "no replica"
+        );
+        let master = with_replicas(ReadMode::Master, &reg);
+        assert_eq!(
+            master
+                .backend_addr(master.read_route(SlotId(1)).unwrap())
+                .as_ref(),
+            "m:1"
+        );
+        let only = with_replicas(ReadMode::ReplicaOnly, &reg);
+        assert_eq!(
+            only.backend_addr(only.read_route(SlotId(1)).unwrap())
+                .as_ref(),
+            "r:1"
+        );
+        reg.get("r:1").revoke();
+        assert_eq!(
+            only.read_route(SlotId(1)),
+            Err(DataError::NoFreshReplica {
+                group: 1,
+                max_lag_ms: 1000
+            })
+        );
+    }
+
+    #[test]
+    fn a_group_that_gains_a_slot_proves_its_replicas_afresh() {
+        let reg = ReplicaRegistry::default();
+        let router = Router::new(with_replicas(ReadMode::PreferReplica, &reg));
+        let before = now_us();
+        reg.get("r:1").prove(before);
+        // The same routes again: nothing arrives, the proof stands.
+        router.swap(with_replicas(ReadMode::PreferReplica, &reg));
+        assert_eq!(reg.get("r:1").proven_at(), Some(before));
+        // Slot 7's migration ends: group 1 gains it.
+        let mut b = SlotTableBuilder::default();
+        for s in 0..SLOTS as u16 {
+            let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
+            b.assign(SlotId(s), GroupId(g), m);
+        }
+        b.replicas(GroupId(1), &["r:1".into()], &reg);
+        router.swap(b.build(2));
+        assert_eq!(reg.get("r:1").proven_at(), None);
+        reg.get("r:1").prove(before);
+        assert_eq!(
+            reg.get("r:1").proven_at(),
+            None,
+            "a probe sent before the swap"
+        );
+        // r:1 moves to group 2 (same slots): its proof was group 1's.
+        let later = now_us();
+        reg.get("r:1").prove(later);
+        let mut b = SlotTableBuilder::default();
+        for s in 0..SLOTS as u16 {
+            let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
+            b.assign(SlotId(s), GroupId(g), m);
+        }
+        b.replicas(GroupId(2), &["r:1".into()], &reg);
+        router.swap(b.build(3));
+        assert_eq!(
+            reg.get("r:1").proven_at(),
+            None,
+            "a replica new to its group"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::replicas::{ReadPolicy, ReplicaRegistry};
 use super::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +18,9 @@ pub struct GroupRoute {
     /// The group's servers speak TLS only (absent: plain, as before TLS existed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tls: bool,
+    /// The group's replicas (its servers after the master), for reads under the read policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,6 +82,9 @@ pub struct Topology {
     pub epoch: u64,
     pub groups: Vec<GroupRoute>,
     pub slots: Vec<SlotRoute>,
+    /// Where read-only commands go (absent: every read to the master).
+    #[serde(default, skip_serializing_if = "ReadPolicy::is_default")]
+    pub read: ReadPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +101,16 @@ impl Topology {
     /// # Errors
     /// A topology that does not describe every slot, or names a group it does not list.
     pub fn to_table(&self) -> Result<SlotTable, TopologyError> {
+        self.to_table_with(&ReplicaRegistry::default())
+    }
+
+    /// Builds the routing table, its replicas' freshness kept in `registry` (a proxy's
+    /// router's, which its probes update; [`Topology::to_table`]'s own is never proven, so
+    /// every read goes to the master).
+    ///
+    /// # Errors
+    /// As [`Topology::to_table`].
+    pub fn to_table_with(&self, registry: &ReplicaRegistry) -> Result<SlotTable, TopologyError> {
         if self.slots.len() != SLOTS {
             return Err(TopologyError::SlotCount(self.slots.len()));
         }
@@ -101,6 +118,12 @@ impl Topology {
         let mut b = SlotTableBuilder::default();
         for g in self.groups.iter().filter(|g| g.down) {
             b.group_down(g.id);
+        }
+        b.read_policy(self.read);
+        // Every group gets a set, empty or not: under `replica-only` a group without a
+        // replica refuses reads like one whose replicas are all stale.
+        for g in &self.groups {
+            b.replicas(g.id, &g.replicas, registry);
         }
         for (i, s) in self.slots.iter().enumerate() {
             let Some(gid) = s.group else { continue };
@@ -164,15 +187,18 @@ mod tests {
                     master: Some("a:1".into()),
                     down: false,
                     tls: false,
+                    replicas: vec![],
                 },
                 GroupRoute {
                     id: GroupId(2),
                     master: Some("b:2".into()),
                     down: true,
                     tls: false,
+                    replicas: vec![],
                 },
             ],
             slots,
+            read: Default::default(),
         };
         let table = t.to_table().unwrap();
         assert_eq!(table.epoch, 7);

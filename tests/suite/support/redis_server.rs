@@ -89,6 +89,16 @@ impl RedisServer {
         keys
     }
 
+    /// `kill <sig>` of the server (`-STOP` freezes it, `-CONT` wakes it; a frozen server is
+    /// still killed on drop).
+    pub(crate) fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill {sig} of redis-server {}", self.addr);
+    }
+
     /// Kills the server with SIGKILL and reaps it; the port stays reserved for [`Self::restart`].
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();

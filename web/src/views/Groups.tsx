@@ -5,6 +5,7 @@ import { usePoll } from '../hooks';
 import { formatBytes, formatNumber } from '../lib/format';
 import { groupColor } from '../lib/slots';
 import type { Group, Server } from '../types';
+import { ReadPolicyPanel } from './ReadPolicy';
 
 function lagText(s: Server): string {
   if (s.role === 'master') return '—';
@@ -48,6 +49,7 @@ export function Groups({ c }: { c: ClusterApi }) {
           Add group
         </button>
       </div>
+      <ReadPolicyPanel c={c} />
       <ErrorBox error={error} />
       {data?.length === 0 && <p className="muted">No group yet.</p>}
       {data?.map((g) => (

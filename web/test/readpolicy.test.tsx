@@ -1,0 +1,60 @@
+import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '../src/api';
+import { NoticesProvider } from '../src/components/ui';
+import { ReadPolicyPanel } from '../src/views/ReadPolicy';
+
+afterEach(cleanup);
+
+const view = {
+  policy: { mode: 'master', max_lag_ms: 1000 },
+  replicas: [{ group: 1, addr: '127.0.0.1:7002', up: true, link: 'up', lag_bytes: 0 }],
+};
+
+function setup(put: (body: unknown) => [number, unknown]) {
+  const calls: { method: string; url: string; body: unknown }[] = [];
+  const f = async (url: string, init?: RequestInit) => {
+    const method = init?.method ?? 'GET';
+    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    calls.push({ method, url, body });
+    const r = method === 'GET' ? [200, view] : put(body);
+    return new Response(JSON.stringify(r[1]), { status: r[0] as number });
+  };
+  const client = new Client(f);
+  client.csrf = 'tok';
+  render(
+    <NoticesProvider>
+      <ReadPolicyPanel c={client.cluster('local')} />
+    </NoticesProvider>,
+  );
+  return calls;
+}
+
+describe('Read policy panel', () => {
+  it('shows the policy and each replica, and sets a new policy', async () => {
+    const calls = setup((body) => [200, { ...view, policy: body }]);
+    await waitFor(() => expect(screen.getByTestId('read-policy-mode').textContent).toBe('master'));
+    expect(screen.getByTestId('replica-state-127.0.0.1:7002').textContent).toContain('0 B');
+    fireEvent.change(screen.getByTestId('read-policy-select'), { target: { value: 'prefer-replica' } });
+    fireEvent.change(screen.getByTestId('read-policy-lag'), { target: { value: '500' } });
+    await act(async () => fireEvent.click(screen.getByTestId('read-policy-apply')));
+    await waitFor(() => expect(calls.some((c) => c.method === 'PUT')).toBe(true));
+    expect(calls.find((c) => c.method === 'PUT')).toMatchObject({
+      url: '/api/clusters/local/read-policy',
+      body: { mode: 'prefer-replica', max_lag_ms: 500 },
+    });
+  });
+
+  it('refuses a bound out of range before calling, and shows the API refusal', async () => {
+    const calls = setup(() => [403, { error: { code: 'forbidden', message: 'viewer has the role viewer; PUT /api/read-policy needs admin or above' } }]);
+    await waitFor(() => expect(screen.getByTestId('read-policy-mode').textContent).toBe('master'));
+    fireEvent.change(screen.getByTestId('read-policy-lag'), { target: { value: '50' } });
+    await act(async () => fireEvent.click(screen.getByTestId('read-policy-apply')));
+    expect(screen.getByTestId('read-policy').textContent).toContain('200 to 3600000');
+    expect(calls.filter((c) => c.method === 'PUT')).toEqual([]);
+    fireEvent.change(screen.getByTestId('read-policy-lag'), { target: { value: '500' } });
+    await act(async () => fireEvent.click(screen.getByTestId('read-policy-apply')));
+    const err = await screen.findByTestId('notice-error');
+    expect(err.textContent).toContain('needs admin or above (403 forbidden)');
+  });
+});
