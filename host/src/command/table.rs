@@ -87,6 +87,8 @@ pub enum Local {
     Dbsize,
     /// RESET: the connection back to its state at connect.
     Reset,
+    /// SLOWLOG and COMMANDLOG: the proxy's own command log (`telemetry::CommandLog`).
+    CommandLog,
 }
 
 /// The pub/sub commands: subscriptions are the session's (through its worker's hub), the rest
@@ -176,7 +178,7 @@ impl CommandTable {
 
     fn build() -> Self {
         let mut commands = Vec::new();
-        for raw in COMMANDS {
+        for raw in COMMANDS.iter().chain(super::commandlog::COMMANDS) {
             commands.push(Command::new(raw, commands.len()));
             for sub in raw.subcommands {
                 commands.push(Command::new(sub, commands.len()));
@@ -442,6 +444,9 @@ fn classify(raw: &RawCommand) -> Kind {
         | "CLIENT|TRACKINGINFO"
         | "CLIENT|UNBLOCK" => Kind::Local(Local::Client),
         "RESET" => Kind::Local(Local::Reset),
+        n if n.starts_with("SLOWLOG|") || n.starts_with("COMMANDLOG|") => {
+            Kind::Local(Local::CommandLog)
+        }
         n if n == "COMMAND" || n.starts_with("COMMAND|") => Kind::Local(Local::Command),
         "MGET" => Kind::Split(Split::Mget),
         "MSET" => Kind::Split(Split::Mset),

@@ -14,6 +14,7 @@
 //! replies it has not read (`output_buffer_*`, see `limits`), and the commands in flight.
 
 mod blocking;
+mod commandlog;
 mod hold;
 mod local;
 mod migrate;
@@ -44,6 +45,7 @@ use crate::pipeline::merge::Merge;
 use crate::pipeline::plan::{Plan, plan};
 use crate::resp::{Limits, Proto, Request, RequestDecoder};
 use crate::router::{SlotId, SlotTable};
+use crate::telemetry::Measured;
 use crate::tls::Stream;
 use crate::users::User;
 use crate::worker::Worker;
@@ -121,6 +123,10 @@ struct Queued {
     /// the per-slot counters.
     slot: u16,
     bytes_in: u32,
+    /// When the command was dispatched (`None`: it waits by design, and the slow log leaves
+    /// it out), and its request, for the command log.
+    dispatched: Option<Instant>,
+    req: bytes::Bytes,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -145,6 +151,8 @@ impl Queued {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            dispatched: None,
+            req: bytes::Bytes::new(),
         }
     }
 }
@@ -395,6 +403,7 @@ impl Session {
 
     /// One request through classify, the plugin layer, plan and send.
     fn dispatch(&mut self, req: Request) -> Queued {
+        let dispatched = Instant::now();
         let policy = self.worker.shared.policy();
         let c = match classify(&req, &policy, self.rights.as_deref()) {
             Ok(c) => c,
@@ -410,6 +419,8 @@ impl Session {
             q.slot = SlotId::of_key(req.arg(k as usize)).0;
             q.bytes_in = u32::try_from(req.as_bytes().len()).unwrap_or(u32::MAX);
         }
+        q.dispatched = (!c.blocks() && c.cmd.kind != Kind::Wait).then_some(dispatched);
+        q.req = req.into_bytes();
         q
     }
 
@@ -431,6 +442,8 @@ impl Session {
                         id,
                         slot: NO_SLOT,
                         bytes_in: 0,
+                        dispatched: None,
+                        req: bytes::Bytes::new(),
                     };
                 }
                 Decision::Fail(e) => e,
@@ -478,6 +491,8 @@ impl Session {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            dispatched: None,
+            req: bytes::Bytes::new(),
         }
     }
 
@@ -674,7 +689,16 @@ impl Session {
             account.charge(wbuf.len() - at);
             if let Some(id) = q.id {
                 let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
-                stats.record(id, error, started.elapsed());
+                let now = Instant::now();
+                stats.record(id, error, now - started);
+                let m = Measured {
+                    duration: q.dispatched.map(|d| now - d),
+                    bytes_in: q.req.len(),
+                    bytes_out: wbuf.len() - at,
+                };
+                if self.worker.shared.command_log.wants(&m) {
+                    self.log_command(&m, &q.req);
+                }
             }
             if q.slot != NO_SLOT {
                 slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);
