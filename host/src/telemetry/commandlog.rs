@@ -22,7 +22,7 @@ const MAX_ARGS: usize = 32;
 /// `SLOWLOG_ENTRY_MAX_STRING`).
 const MAX_ARG_BYTES: usize = 128;
 /// The most entries one log may be configured to keep: with the bounds above, one entry holds
-/// at most ~6 KiB, so the three logs together at most ~60 MiB.
+/// at most ~6 KiB, so the three logs together at most ~180 MiB (~2.3 MiB at the default 128).
 pub const COMMANDLOG_MAX_LEN: usize = 10_000;
 
 /// The three logs, in the order of their index.
