@@ -11,6 +11,7 @@ import { OverviewView } from './views/Overview';
 import { Plugins } from './views/Plugins';
 import { Proxies } from './views/Proxies';
 import { SlotMap } from './views/SlotMap';
+import { SlowLog } from './views/SlowLog';
 import { ROLE_TEXT, Tokens } from './views/Tokens';
 
 type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: string };
@@ -64,6 +65,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   migrations: 'Migrations',
   proxies: 'Proxies',
   plugins: 'Plugins',
+  slowlog: 'Slow log',
   tokens: 'Tokens',
 };
 
@@ -155,6 +157,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'migrations' && <Migrations key={name} c={c} />}
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}
+      {tab === 'slowlog' && <SlowLog key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );

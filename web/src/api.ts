@@ -7,6 +7,8 @@ import type {
   AssignReply,
   AuditEntry,
   ClusterSummary,
+  CommandLog,
+  CommandLogType,
   CreatedToken,
   Group,
   LoginEvent,
@@ -263,6 +265,10 @@ export class ClusterApi {
   }
   pluginMetrics(name: string, signal?: AbortSignal) {
     return this.c.get<PluginMetrics>(`${this.base}/plugins/${enc(name)}/metrics`, signal);
+  }
+  /** Every proxy's command log of `type`, merged newest first (operator role). */
+  commandLog(type: CommandLogType, signal?: AbortSignal) {
+    return this.c.get<CommandLog>(`${this.base}/commandlog?type=${type}`, signal);
   }
   tokens(signal?: AbortSignal) {
     return this.c.get<Token[]>(`${this.base}/tokens`, signal);
