@@ -118,6 +118,7 @@ mod tests {
             assert_eq!(required(&get, path), Some(Role::Viewer), "{path}");
         }
         assert_eq!(required(&get, "/api/tokens"), Some(Role::Admin));
+        assert_eq!(required(&get, "/api/commandlog"), Some(Role::Operator));
         for (m, path) in [
             (&post, "/api/migrations"),
             (&post, "/api/migrations/abort"),

@@ -637,6 +637,8 @@ mod tests {
         assert_eq!(kind("SORT"), Kind::Keyed);
         assert_eq!(kind("SCRIPT|KILL"), Kind::ScriptKill);
         assert_eq!(kind("COMMAND|DOCS"), Kind::Local(Local::Command));
+        assert_eq!(kind("SLOWLOG|GET"), Kind::Local(Local::CommandLog));
+        assert_eq!(kind("COMMANDLOG|RESET"), Kind::Local(Local::CommandLog));
         assert!(t.len() > 300, "{} commands", t.len());
     }
 
