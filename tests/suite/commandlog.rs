@@ -181,7 +181,8 @@ fn a_slow_script_is_logged_and_a_fast_command_is_not() {
 #[test]
 fn large_requests_and_replies_are_logged_by_size() {
     let cluster = Cluster::with_config(
-        "commandlog_request_larger_than = 1048576\ncommandlog_reply_larger_than = 1048576\n",
+        "commandlog_request_larger_than = 1048576\ncommandlog_reply_larger_than = 1048576\n\
+         slowlog_log_slower_than = -1\n",
     );
     let mut raw = cluster.proxy.raw();
     let big = "x".repeat(2 << 20);
@@ -215,7 +216,11 @@ fn large_requests_and_replies_are_logged_by_size() {
     );
 
     assert_eq!(int(&raw.cmd(&["COMMANDLOG", "LEN", "large-reply"])), 1);
-    assert_eq!(int(&raw.cmd(&["COMMANDLOG", "LEN", "slow"])), 0);
+    assert_eq!(
+        int(&raw.cmd(&["COMMANDLOG", "LEN", "slow"])),
+        0,
+        "a negative threshold turns the slow log off"
+    );
     assert_eq!(
         raw.cmd(&["COMMANDLOG", "LEN", "huge"]),
         Frame::Error(
