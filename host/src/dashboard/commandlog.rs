@@ -94,7 +94,7 @@ impl Dashboard {
                 }));
         }
         out.entries
-            .sort_by(|a, b| (b.entry.time, b.entry.id).cmp(&(a.entry.time, a.entry.id)));
+            .sort_by_key(|e| std::cmp::Reverse((e.entry.time, e.entry.id)));
         if let Some(n) = count {
             out.entries.truncate(n);
         }
