@@ -7,7 +7,10 @@ use std::collections::HashSet;
 
 use redis::Value as RValue;
 
-use crate::support::{Cluster, ClusterProxy, ControlPlane, Frame, RawClient};
+use crate::support::{
+    Cluster, ClusterProxy, ControlPlane, Frame, RawClient, RedisServer, tessera_bin,
+};
+use crate::support::{free_port, run_with_timeout};
 
 /// Every command is slow enough for the slow log.
 const LOG_ALL: &str = "slowlog_log_slower_than = 0\nadmin_commands = true\n";
@@ -344,4 +347,24 @@ fn the_dashboard_merges_the_logs_of_two_proxies_naming_each_proxy() {
         .get("/api/commandlog?type=huge")
         .expect_error(400, "bad_request");
     assert!(m.contains("large-request"), "{m}");
+}
+
+#[test]
+fn a_log_longer_than_the_cap_is_refused_at_start_with_the_reason() {
+    let backend = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.toml");
+    std::fs::write(&config, "slowlog_max_len = 20000\n").unwrap();
+    let out = run_with_timeout(
+        std::process::Command::new(tessera_bin())
+            .arg("proxy")
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--backends", &backend.addr().to_string()])
+            .arg("--config")
+            .arg(&config),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("slowlog_max_len"), "{err}");
 }
