@@ -71,6 +71,10 @@ pub fn required(method: &Method, path: &str) -> Option<Role> {
     }
     let tokens = path == "/api/tokens" || path.starts_with("/api/tokens/");
     if *method == Method::GET || *method == Method::HEAD {
+        // The command log shows clients' keys and values, not just counts.
+        if path == "/api/commandlog" {
+            return Some(Role::Operator);
+        }
         return Some(if tokens { Role::Admin } else { Role::Viewer });
     }
     let operator = matches!(
@@ -114,6 +118,7 @@ mod tests {
             assert_eq!(required(&get, path), Some(Role::Viewer), "{path}");
         }
         assert_eq!(required(&get, "/api/tokens"), Some(Role::Admin));
+        assert_eq!(required(&get, "/api/commandlog"), Some(Role::Operator));
         for (m, path) in [
             (&post, "/api/migrations"),
             (&post, "/api/migrations/abort"),

@@ -100,6 +100,18 @@ pub struct ProxyConfig {
     pub backend_tls_key: Option<PathBuf>,
     /// Static mode: mirror commands to a shadow target (`[mirror]`; docs/mirroring.md).
     pub mirror: Option<crate::mirror::MirrorConfig>,
+    /// Commands taking at least this many µs from dispatch to complete reply enter the slow
+    /// log (negative: off; 0: every command). See docs/commandlog.md.
+    pub slowlog_log_slower_than: i64,
+    /// Entries the slow log keeps (at most 10000; 0: off).
+    pub slowlog_max_len: usize,
+    /// Commands whose request is at least this many bytes enter the large-request log
+    /// (negative: off).
+    pub commandlog_request_larger_than: i64,
+    pub commandlog_large_request_max_len: usize,
+    /// Commands whose reply is at least this many bytes enter the large-reply log (negative: off).
+    pub commandlog_reply_larger_than: i64,
+    pub commandlog_large_reply_max_len: usize,
 }
 
 impl Default for ProxyConfig {
@@ -144,6 +156,12 @@ impl Default for ProxyConfig {
             backend_tls_cert: None,
             backend_tls_key: None,
             mirror: None,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            commandlog_request_larger_than: 1 << 20,
+            commandlog_large_request_max_len: 128,
+            commandlog_reply_larger_than: 1 << 20,
+            commandlog_large_reply_max_len: 128,
         }
     }
 }
@@ -212,7 +230,32 @@ impl ProxyConfig {
                     .into(),
             ));
         }
+        let cap = crate::telemetry::COMMANDLOG_MAX_LEN;
+        if [
+            self.slowlog_max_len,
+            self.commandlog_large_request_max_len,
+            self.commandlog_large_reply_max_len,
+        ]
+        .iter()
+        .any(|&n| n > cap)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "slowlog_max_len and commandlog_*_max_len must be at most {cap}"
+            )));
+        }
         Ok(())
+    }
+
+    /// The command log's thresholds and lengths.
+    pub fn commandlog(&self) -> crate::telemetry::CommandLogSettings {
+        crate::telemetry::CommandLogSettings {
+            slow_us: self.slowlog_log_slower_than,
+            slow_max_len: self.slowlog_max_len,
+            request_bytes: self.commandlog_request_larger_than,
+            request_max_len: self.commandlog_large_request_max_len,
+            reply_bytes: self.commandlog_reply_larger_than,
+            reply_max_len: self.commandlog_large_reply_max_len,
+        }
     }
 
     pub fn limits(&self) -> Limits {

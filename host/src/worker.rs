@@ -35,6 +35,8 @@ pub struct Shared {
     pub command_stats: CommandStats,
     /// Operations and bytes per slot (`GET /api/proxy/slots`).
     pub slot_stats: SlotStats,
+    /// The slow, large-request and large-reply logs (SLOWLOG, COMMANDLOG).
+    pub command_log: crate::telemetry::CommandLog,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).
@@ -82,6 +84,7 @@ impl Shared {
         let backend_admin = RwLock::new(config.backend_admin());
         let dedicated = DedicatedLimit::new(config.dedicated_connections);
         let slot_stats = SlotStats::new(config.threads());
+        let command_log = crate::telemetry::CommandLog::new(&config.commandlog());
         // Start-up checks the table first (`tessera proxy` fails with the reason); should an
         // invalid one get here anyway, no one logs in rather than everyone.
         let users = config.users_table().unwrap_or_else(|e| {
@@ -105,6 +108,7 @@ impl Shared {
             stats: Stats::default(),
             command_stats: CommandStats::default(),
             slot_stats,
+            command_log,
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,

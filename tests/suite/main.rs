@@ -56,6 +56,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// SLOWLOG and COMMANDLOG from the proxy's own measurements: entries, slow scripts, large
+// requests and replies, a hostile client's bounded entries, the dashboard's merge.
+mod commandlog;
 // Per-slot statistics (traffic through a proxy, keys and memory) and a rebalance by load.
 mod slot_stats;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.

@@ -3,10 +3,12 @@
 //   console), then headless Chromium logs in, watches QPS under redis-benchmark load, moves
 //   20 slots in the slot map to 100%, starts a larger move and aborts it, loads the filter
 //   plugin through the plugins view (invalid and refused configs, enable, FLUSHALL refused
-//   through a proxy, disable), makes a viewer token in the tokens view (checked on the
-//   dashboard: it reads, a migration is 403, once revoked 401), mirrors the first cluster to
-//   a proxy of the second in the mirror view (a planted divergence shown as mismatched GETs),
-//   finds those changes with the user in the audit log and its logins in the separate login log. A screenshot of every
+//   through a proxy, disable), charts the metrics plugin's own metrics, finds a slow script
+//   and a large reply in the slow log view (checked against the API), makes a viewer token in
+//   the tokens view (checked on the dashboard: it reads, a migration is 403, once revoked 401),
+//   mirrors the first cluster to a proxy of the second in the mirror view (a planted divergence
+//   shown as mismatched GETs), finds those changes with the user in the audit log and its
+//   logins in the separate login log. A screenshot of every
 //   view goes to e2e/screenshots/.
 //
 // Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
@@ -632,6 +634,12 @@ async function main() {
     // Plugins: the filter through the view, checked through a proxy.
     const pluginAudit = await pluginsStep({ page, tid, text, shot, capi, ctx, proxy: proxies[0].addr });
 
+    // The chart of a plugin's own metrics (the metrics plugin `up` loads), against the API.
+    await pluginChartStep({ page, tid, capi, ctx });
+
+    // The slow log view: a slow script and a large reply through a proxy, as the API has them.
+    await slowLogStep({ page, tid, text, shot, capi, ctx, proxy: proxies[0].addr });
+
     // Tokens: a viewer token made in the tokens view works on the dashboard itself, reads
     // only, and is refused once revoked there.
     const tokenAudit = await tokensStep({ tid, text, shot, base, ctx, name });
@@ -647,7 +655,7 @@ async function main() {
     await tid('tab-overview').click();
     await page.locator('[data-testid="qps-chart"] canvas').first().waitFor({ timeout: 20_000 });
     await waitFor(`${other}'s overview to load`, async () => /\d/.test(await text('keys-total')), 20_000);
-    await shot('13-other-cluster');
+    await shot('14-other-cluster');
 
     // Audit: the migrations and the abort, with the user who made them.
     await tid('nav-audit').click();
@@ -687,7 +695,7 @@ async function main() {
     if ((await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count()) > 0) {
       throw new Error('a login shows in the audit log of changes');
     }
-    await shot('14-audit');
+    await shot('15-audit');
 
     // Log out: back to the login form, and the data routes answer 401 again.
     await tid('logout').click();
@@ -702,6 +710,78 @@ async function main() {
     fs.rmSync(profile, { recursive: true, force: true });
   }
   return fed;
+}
+
+/**
+ * The metrics plugin's chart on the plugins view: points accumulate, one per poll, and every
+ * series it draws is one the dashboard's metrics route reports.
+ */
+async function pluginChartStep({ page, tid, capi, ctx }) {
+  await tid('tab-plugins').click();
+  await tid('plugin-open-metrics').click();
+  const chart = tid('plugin-chart');
+  await chart.waitFor({ timeout: 20_000 });
+  const drawn = await waitFor(
+    'the metrics plugin chart to hold two points or more',
+    async () => {
+      const points = Number(await chart.getAttribute('data-points'));
+      const series = (await chart.getAttribute('data-series')) ?? '';
+      return points >= 2 && series ? series.split('\n') : null;
+    },
+    30_000,
+    500,
+  );
+  await page.locator('[data-testid="plugin-chart"] canvas').first().waitFor();
+  const m = await (await ctx.request.get(`${capi}/plugins/metrics/metrics`)).json();
+  const key = (x) => {
+    const labels = Object.entries(x.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+    return labels ? `${x.name}{${labels}}` : x.name;
+  };
+  const reported = new Set(m.samples.map(key));
+  const unknown = drawn.filter((k) => !reported.has(k));
+  if (unknown.length) throw new Error(`the chart draws series the API does not report: ${unknown.join(', ')}`);
+  log(`plugin chart: ${drawn.length} series, e.g. ${drawn[0]}`);
+}
+
+/**
+ * The slow log view: a ~100 ms script and a 1.5 MB reply through a proxy show in the slow and
+ * large-reply tabs, on the proxy and with the arguments the dashboard's API gives.
+ */
+async function slowLogStep({ tid, text, shot, capi, ctx, proxy }) {
+  const marker = `e2e-slow-${Date.now()}`;
+  const script = `-- ${marker}\nlocal s = redis.call('TIME') local t0 = s[1] * 1000000 + s[2] while true do local n = redis.call('TIME') if n[1] * 1000000 + n[2] - t0 >= 100000 then break end end return 1`;
+  const ran = await resp(proxy, 'EVAL', script, '0');
+  if (ran !== '1') throw new Error(`the slow script answered ${JSON.stringify(ran)}`);
+  const big = 'b'.repeat(1_500_000);
+  if ((await resp(proxy, 'SET', 'e2e:big', big)) !== 'OK') throw new Error('SET e2e:big failed');
+  if ((await resp(proxy, 'GET', 'e2e:big')) !== big) throw new Error('GET e2e:big did not return the value');
+
+  await tid('tab-slowlog').click();
+  const row = (needle) => async () => {
+    const rows = await tid('slowlog-entry').evaluateAll(
+      (els, n) => els.map((e) => [...e.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')).filter((r) => r[3].includes(n)),
+      needle,
+    );
+    return rows[0] ?? null;
+  };
+  const slowRow = await waitFor('the slow script in the slow log view', row(marker), 20_000, 500);
+  const slow = await (await ctx.request.get(`${capi}/commandlog?type=slow`)).json();
+  const api = slow.entries.find((e) => e.args[0] === 'EVAL' && e.args[1].includes(marker));
+  if (!api) throw new Error(`GET /api/commandlog?type=slow has no entry for the script: ${JSON.stringify(slow).slice(0, 400)}`);
+  if (slowRow[1] !== api.proxy_addr) throw new Error(`the view shows proxy ${slowRow[1]}, the API ${api.proxy_addr}`);
+  if (slowRow[3] !== api.args.join(' ')) throw new Error(`the view shows ${JSON.stringify(slowRow[3])}, the API ${JSON.stringify(api.args)}`);
+  if (api.value < 100_000) throw new Error(`the script's logged duration is ${api.value} µs, under its 100 ms`);
+  log(`slow log: ${slowRow[2]} for the script on ${slowRow[1]} (API: ${api.value} µs)`);
+  await shot('13-slow-log');
+
+  await tid('slowlog-type-large-reply').click();
+  const bigRow = await waitFor('GET e2e:big in the large-reply view', row('GET e2e:big'), 20_000, 500);
+  const replies = await (await ctx.request.get(`${capi}/commandlog?type=large-reply`)).json();
+  const bigApi = replies.entries.find((e) => e.args.join(' ') === 'GET e2e:big');
+  if (!bigApi || bigApi.value < 1_500_000) throw new Error(`GET /api/commandlog?type=large-reply: ${JSON.stringify(bigApi)}`);
+  log(`large-reply log: ${bigRow[2]} for GET e2e:big (API: ${bigApi.value} bytes)`);
+  const summary = await text('slowlog-summary');
+  if (!new RegExp(`from ${replies.proxies} prox`).test(summary)) throw new Error(`summary "${summary}" vs ${replies.proxies} proxies in the API`);
 }
 
 /**

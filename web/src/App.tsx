@@ -12,6 +12,7 @@ import { OverviewView } from './views/Overview';
 import { Plugins } from './views/Plugins';
 import { Proxies } from './views/Proxies';
 import { SlotMap } from './views/SlotMap';
+import { SlowLog } from './views/SlowLog';
 import { ROLE_TEXT, Tokens } from './views/Tokens';
 
 type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: string };
@@ -66,6 +67,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   proxies: 'Proxies',
   plugins: 'Plugins',
   mirror: 'Mirror',
+  slowlog: 'Slow log',
   tokens: 'Tokens',
 };
 
@@ -158,6 +160,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}
       {tab === 'mirror' && <MirrorView key={name} c={c} />}
+      {tab === 'slowlog' && <SlowLog key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );

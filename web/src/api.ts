@@ -7,6 +7,8 @@ import type {
   AssignReply,
   AuditEntry,
   ClusterSummary,
+  CommandLog,
+  CommandLogType,
   CreatedToken,
   Group,
   LoginEvent,
@@ -282,6 +284,10 @@ export class ClusterApi {
   }
   mirrorOff() {
     return this.c.del<Mirror>(`${this.base}/mirror`);
+  }
+  /** Every proxy's command log of `type`, merged newest first (operator role). */
+  commandLog(type: CommandLogType, signal?: AbortSignal) {
+    return this.c.get<CommandLog>(`${this.base}/commandlog?type=${type}`, signal);
   }
   tokens(signal?: AbortSignal) {
     return this.c.get<Token[]>(`${this.base}/tokens`, signal);

@@ -365,3 +365,25 @@ export interface MirrorChange {
   mode: MirrorMode;
   password?: string;
 }
+
+/** The command logs a proxy keeps (`docs/commandlog.md`). */
+export type CommandLogType = 'slow' | 'large-request' | 'large-reply';
+
+/** One entry of the cluster's command log: `value` is µs for `slow`, bytes otherwise. */
+export interface CommandLogEntry {
+  proxy: string;
+  proxy_addr: string;
+  id: number;
+  /** Unix seconds. */
+  time: number;
+  value: number;
+  client_addr: string;
+  client_name: string;
+
+/** `GET /api/commandlog`: every proxy's log of one type, merged newest first. */
+export interface CommandLog {
+  type: CommandLogType;
+  proxies: number;
+  unreachable: string[];
+  entries: CommandLogEntry[];
+}

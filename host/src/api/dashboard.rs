@@ -50,6 +50,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/users/{name}", put(set_user).delete(delete_user))
         .route("/api/audit", super::audit::list_route(audit.clone()))
         .merge(super::plugins::dashboard_routes())
+        .merge(super::commandlog::dashboard_routes())
         .merge(super::tokens::routes())
         .merge(super::mirror::dashboard_routes())
         .merge(super::read_policy::routes())

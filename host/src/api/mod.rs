@@ -2,6 +2,7 @@
 //! error → HTTP mapping only; the logic lives in `proxy`, `dashboard` and `coordinator`.
 
 mod audit;
+mod commandlog;
 pub mod dashboard;
 mod mirror;
 mod plugins;

@@ -13,6 +13,7 @@
 //! GET  /api/proxy/info      token, addresses, epoch, sessions
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
 //! GET  /api/proxy/slots     cumulative ops, bytes in and bytes out of each slot with traffic
+//! GET  /api/proxy/commandlog?type=slow|large-request|large-reply  the proxy's command log
 //! GET  /api/proxy/topology  the topology last applied
 //! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
 //!                           proxy secret; automatic failover's quorum asks it)
@@ -150,6 +151,7 @@ impl ProxyAdmin {
                 "/api/proxy/mirror",
                 get(super::mirror::proxy_view).put(super::mirror::proxy_apply),
             )
+            .merge(super::commandlog::proxy_routes())
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 require_secret,

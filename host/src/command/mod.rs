@@ -4,6 +4,7 @@
 //! (`generated.rs`, by `tools/gen-command-table.py`); `table.rs` adds the proxy's policy on
 //! top: route by key, split, answer locally, fan out, or refuse.
 
+mod commandlog;
 mod generated;
 mod spec;
 mod table;

@@ -87,6 +87,8 @@ pub enum Local {
     Dbsize,
     /// RESET: the connection back to its state at connect.
     Reset,
+    /// SLOWLOG and COMMANDLOG: the proxy's own command log (`telemetry::CommandLog`).
+    CommandLog,
 }
 
 /// The pub/sub commands: subscriptions are the session's (through its worker's hub), the rest
@@ -179,7 +181,7 @@ impl CommandTable {
 
     fn build() -> Self {
         let mut commands = Vec::new();
-        for raw in COMMANDS {
+        for raw in COMMANDS.iter().chain(super::commandlog::COMMANDS) {
             commands.push(Command::new(raw, commands.len()));
             for sub in raw.subcommands {
                 commands.push(Command::new(sub, commands.len()));
@@ -462,6 +464,9 @@ fn classify(raw: &RawCommand) -> Kind {
         | "CLIENT|TRACKINGINFO"
         | "CLIENT|UNBLOCK" => Kind::Local(Local::Client),
         "RESET" => Kind::Local(Local::Reset),
+        n if n.starts_with("SLOWLOG|") || n.starts_with("COMMANDLOG|") => {
+            Kind::Local(Local::CommandLog)
+        }
         n if n == "COMMAND" || n.starts_with("COMMAND|") => Kind::Local(Local::Command),
         "MGET" => Kind::Split(Split::Mget),
         "MSET" => Kind::Split(Split::Mset),
@@ -682,6 +687,8 @@ mod tests {
         assert_eq!(kind("SORT"), Kind::Keyed);
         assert_eq!(kind("SCRIPT|KILL"), Kind::ScriptKill);
         assert_eq!(kind("COMMAND|DOCS"), Kind::Local(Local::Command));
+        assert_eq!(kind("SLOWLOG|GET"), Kind::Local(Local::CommandLog));
+        assert_eq!(kind("COMMANDLOG|RESET"), Kind::Local(Local::CommandLog));
         assert!(t.len() > 300, "{} commands", t.len());
     }
 

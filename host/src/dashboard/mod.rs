@@ -6,6 +6,7 @@
 pub mod admin_user;
 pub mod audit;
 pub mod cache;
+pub mod commandlog;
 pub mod failover;
 mod guard;
 mod health;

@@ -94,6 +94,11 @@ impl Request {
         &self.raw
     }
 
+    /// The request's bytes, kept after the request is done with (no copy).
+    pub fn into_bytes(self) -> Bytes {
+        self.raw
+    }
+
     pub fn argc(&self) -> usize {
         self.args.len()
     }

@@ -70,6 +70,7 @@ impl Session {
                 Ok(Frame::Simple("RESET"))
             }
             Local::Info => return self.info(req),
+            Local::CommandLog => self.command_log(c.cmd.name, req),
             Local::Command | Local::Time => {
                 let table = self.worker.shared.router.load();
                 return match plan::to_any(&table, req.as_bytes(), Channel::Control) {

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, type ClusterApi } from '../api';
+import { PluginChart } from '../components/PluginChart';
 import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
 import { usePoll } from '../hooks';
 import { formatConfig, validateConfig } from '../lib/config';
@@ -263,6 +264,7 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
             : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
         </p>
       )}
+      {m.data && m.data.samples.length > 0 && <PluginChart key={name} data={m.data} />}
       {m.data && m.data.samples.length > 0 ? (
         <table className="table compact">
           <thead>

@@ -1,0 +1,77 @@
+import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '../src/api';
+import { PluginChart, seriesKey } from '../src/components/PluginChart';
+import type { PluginMetrics } from '../src/types';
+import { SlowLog } from '../src/views/SlowLog';
+
+afterEach(cleanup);
+
+const entry = (proxy: string, id: number, value: number, args: string[]) => ({
+  proxy,
+  proxy_addr: `127.0.0.1:1900${proxy === 'aaaa' ? 0 : 1}`,
+  id,
+  time: 1_796_400_000 + id,
+  value,
+  args,
+  client_addr: '127.0.0.1:50000',
+  client_name: 'reporter',
+});
+
+function cluster(route: (url: string) => [number, unknown]) {
+  const urls: string[] = [];
+  const client = new Client(async (url: string) => {
+    urls.push(url);
+    const [status, body] = route(url);
+    return new Response(JSON.stringify(body), { status });
+  });
+  return { c: client.cluster('local'), urls };
+}
+
+describe('Slow log view', () => {
+  it('shows each type of the merged log with its unit and proxy, and switches type', async () => {
+    const { c, urls } = cluster((url) => {
+      if (url.endsWith('type=slow'))
+        return [200, { type: 'slow', proxies: 2, unreachable: [], entries: [entry('bbbb', 3, 104_233, ['EVAL', 'return 1', '0']), entry('aaaa', 1, 20, ['GET', 'k'])] }];
+      return [200, { type: 'large-reply', proxies: 2, unreachable: ['cccccccccc'], entries: [entry('aaaa', 0, 2_097_165, ['GET', 'big'])] }];
+    });
+    render(<SlowLog c={c} />);
+    const rows = await screen.findAllByTestId('slowlog-entry');
+    expect(rows).toHaveLength(2);
+    expect(rows[0].textContent).toContain('EVAL return 1 0');
+    expect(rows[0].textContent).toContain('104.2 ms');
+    expect(rows[1].textContent).toContain('20 µs');
+    expect(rows[0].textContent).toContain('127.0.0.1:19001');
+    fireEvent.click(screen.getByTestId('slowlog-type-large-reply'));
+    await waitFor(() => expect(screen.getByTestId('slowlog-args').textContent).toBe('GET big'));
+    expect(screen.getByTestId('slowlog-value').textContent).toBe('2.0 MiB');
+    expect(screen.getByTestId('slowlog-summary').textContent).toContain('not answering: cccccccc');
+    expect(urls).toContain('/api/clusters/local/commandlog?type=large-reply');
+  });
+
+  it('explains a 403: the log needs the operator role', async () => {
+    const { c } = cluster(() => [403, { error: { code: 'forbidden', message: 'viewer' } }]);
+    render(<SlowLog c={c} />);
+    await screen.findByTestId('slowlog-forbidden');
+  });
+});
+
+describe('PluginChart', () => {
+  it('adds a point per read and draws a line per series, buckets left out', () => {
+    const read = (v: number): PluginMetrics => ({
+      proxies: 2,
+      samples: [
+        { name: 'filter_denied_total', labels: { command: 'flushall' }, value: v },
+        { name: 'filter_latency_bucket', labels: { le: '0.1' }, value: 1 },
+      ],
+    });
+    const { container, rerender } = render(<PluginChart data={read(1)} />);
+    const chart = () => container.querySelector('[data-testid="plugin-chart"]') as HTMLElement;
+    expect(chart().dataset.points).toBe('1');
+    expect(chart().dataset.series).toBe(seriesKey(read(1).samples[0]));
+    expect(seriesKey(read(1).samples[0])).toBe('filter_denied_total{command=flushall}');
+    rerender(<PluginChart data={read(5)} />);
+    expect(chart().dataset.points).toBe('2');
+    expect(container.querySelector('.uplot')).not.toBeNull();
+  });
+});
