@@ -377,8 +377,10 @@ export interface CommandLogEntry {
   /** Unix seconds. */
   time: number;
   value: number;
+  args: string[];
   client_addr: string;
   client_name: string;
+}
 
 /** `GET /api/commandlog`: every proxy's log of one type, merged newest first. */
 export interface CommandLog {
