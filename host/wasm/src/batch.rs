@@ -6,11 +6,8 @@
 //! that was running (the guest's progress counter says which) while the ones before it keep
 //! their results and the ones after it are left for a fresh instance.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use tessera_plugin_abi::batch::{
-    BATCH_DONE, BATCH_ENTRY, BatchResults, batch_done, batch_table_size, put_batch_entry,
-    put_batch_header,
+    BATCH_DONE, BATCH_ENTRY, BatchResults, batch_table_size, put_batch_entry, put_batch_header,
 };
 use tessera_plugin_abi::{self as abi, ArgIn};
 
@@ -83,8 +80,7 @@ impl Instance {
         let mut off = batch_table_size(n);
         for (i, (c, &size)) in cmds.iter().zip(sizes).enumerate() {
             let table = &mut dst[off..off + size];
-            if abi::encode_command(table, c.class, c.args.len(), c.args.iter().copied()).is_none()
-            {
+            if abi::encode_command(table, c.class, c.args.len(), c.args.iter().copied()).is_none() {
                 results.push(Err(CallError::Fault(Fault::bad_output(
                     "argument longer than 1 GiB",
                 ))));
@@ -95,10 +91,10 @@ impl Instance {
         }
         let progress = self.input_offset() + BATCH_DONE;
         let r = self.guarded_batch(progress, conn, n);
-        self.count_calls(n);
         self.count_batch();
         match r {
             Ok(r) => {
+                self.count_calls(n);
                 let (_, count, out_len) = abi::unpack(r);
                 if count == 0 {
                     // The guest could not read the batch: one call per command instead.
@@ -123,6 +119,8 @@ impl Instance {
                 // Faulted at command `done`: the ones before it finished (their results are
                 // in `out`, described by the descriptor as it was after each of them).
                 let done = self.batch_progress(n);
+                // The commands done and the one that faulted reached the plugin; the rest not.
+                self.count_calls((done + 1).min(n));
                 if done == 0 {
                     results.push(Err(e));
                     return 1;

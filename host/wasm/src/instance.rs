@@ -465,7 +465,9 @@ impl Instance {
     pub(crate) fn out_range_after_fault(&mut self) -> Option<std::ops::Range<usize>> {
         let data = self.memory.data(&self.store);
         let p = self.exports.arena_ptr as usize;
-        let a = data.get(p..p.checked_add(Arena::SIZE)?).and_then(Arena::decode)?;
+        let a = data
+            .get(p..p.checked_add(Arena::SIZE)?)
+            .and_then(Arena::decode)?;
         let start = a.out_off as usize;
         let end = start.checked_add(a.out_cap as usize)?;
         (end <= data.len()).then_some(start..end)

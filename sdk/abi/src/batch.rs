@@ -154,13 +154,23 @@ mod tests {
         let cmds: [&[&[u8]]; 2] = [&[b"SET", b"k", b"v"], &[b"GET", b"x"]];
         let sizes: Vec<usize> = cmds
             .iter()
-            .map(|c| command_size(c.iter().map(|b| ArgIn { bytes: b, key: false, elide: false })))
+            .map(|c| {
+                command_size(c.iter().map(|b| ArgIn {
+                    bytes: b,
+                    key: false,
+                    elide: false,
+                }))
+            })
             .collect();
         let mut buf = vec![0u8; batch_table_size(2) + sizes.iter().sum::<usize>()];
         put_batch_header(&mut buf, 2);
         let mut off = batch_table_size(2);
         for (i, c) in cmds.iter().enumerate() {
-            let args = c.iter().map(|b| ArgIn { bytes: b, key: false, elide: false });
+            let args = c.iter().map(|b| ArgIn {
+                bytes: b,
+                key: false,
+                elide: false,
+            });
             encode_command(&mut buf[off..off + sizes[i]], 0, c.len(), args).unwrap();
             put_batch_entry(&mut buf, i, off, sizes[i], 7 + i as u16);
             off += sizes[i];
@@ -169,7 +179,10 @@ mod tests {
         assert_eq!(v.len(), 2);
         let (id, t) = v.command(1).unwrap();
         assert_eq!(id, 8);
-        assert_eq!(CommandView::parse(t).unwrap().arg(1).unwrap().bytes, Some(&b"x"[..]));
+        assert_eq!(
+            CommandView::parse(t).unwrap().arg(1).unwrap().bytes,
+            Some(&b"x"[..])
+        );
         // An entry pointing outside `in` fails alone.
         put_batch_entry(&mut buf, 0, 1 << 30, 16, 7);
         let v = BatchView::parse(&buf).unwrap();
@@ -193,6 +206,9 @@ mod tests {
         out[8..16].copy_from_slice(&pack(action::DENY, 0, 9).to_le_bytes());
         let r = BatchResults::parse(&out, 2).unwrap();
         assert_eq!(r.iter().nth(1), Some(Err(BatchError::OutputOutside(1))));
-        assert_eq!(BatchResults::parse(&out[..8], 2).err(), Some(BatchError::ResultsOutside));
+        assert_eq!(
+            BatchResults::parse(&out[..8], 2).err(),
+            Some(BatchError::ResultsOutside)
+        );
     }
 }

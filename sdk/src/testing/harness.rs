@@ -283,11 +283,14 @@ impl<P: Plugin> Harness<P> {
         }
         let r = self.rt.on_commands(conn as i64, hooked.len() as i32);
         let (_, count, len) = unpack(r);
-        assert_eq!(count as usize, hooked.len(), "every command of the batch was done");
+        assert_eq!(
+            count as usize,
+            hooked.len(),
+            "every command of the batch was done"
+        );
         assert_eq!(batch_done(self.rt.input_mut(), hooked.len()), hooked.len());
         let out = self.rt.output(len as usize).to_vec();
-        let results = BatchResults::parse(&out, hooked.len())
-            .expect("results in out");
+        let results = BatchResults::parse(&out, hooked.len()).expect("results in out");
         let mut decoded = results
             .iter()
             .zip(&hooked)
@@ -310,40 +313,40 @@ impl<P: Plugin> Harness<P> {
 fn decode(r: i64, out: &[u8], cmd: &TestCommand) -> Outcome {
     let (act, count, _) = unpack(r);
     match act {
-            action::PASS => Outcome::Pass,
-            action::DENY => Outcome::Deny(text(out)),
-            action::REPLY => {
-                check_one_reply(out);
-                Outcome::Reply(out.to_vec())
-            }
-            action::OBSERVE => {
-                let ctx: [u8; 8] = out.try_into().expect("OBSERVE carries an 8-byte ctx");
-                Outcome::Observe(u64::from_le_bytes(ctx))
-            }
-            action::REWRITE => {
-                let view = RewriteView::parse(out, count)
-                    .unwrap_or_else(|e| panic!("the host refuses this rewrite block: {e:?}"));
-                let mut commands = Vec::new();
-                for c in view.commands() {
-                    let mut args = Vec::new();
-                    for a in c.expect("validated") {
-                        args.push(match a.expect("validated") {
-                            RewriteArg::Bytes(b) => b.to_vec(),
-                            RewriteArg::Input(i) => cmd
-                                .args
-                                .get(i as usize)
-                                .unwrap_or_else(|| panic!("rewrite refers to input {i}"))
-                                .clone(),
-                        });
-                    }
-                    commands.push(args);
+        action::PASS => Outcome::Pass,
+        action::DENY => Outcome::Deny(text(out)),
+        action::REPLY => {
+            check_one_reply(out);
+            Outcome::Reply(out.to_vec())
+        }
+        action::OBSERVE => {
+            let ctx: [u8; 8] = out.try_into().expect("OBSERVE carries an 8-byte ctx");
+            Outcome::Observe(u64::from_le_bytes(ctx))
+        }
+        action::REWRITE => {
+            let view = RewriteView::parse(out, count)
+                .unwrap_or_else(|e| panic!("the host refuses this rewrite block: {e:?}"));
+            let mut commands = Vec::new();
+            for c in view.commands() {
+                let mut args = Vec::new();
+                for a in c.expect("validated") {
+                    args.push(match a.expect("validated") {
+                        RewriteArg::Bytes(b) => b.to_vec(),
+                        RewriteArg::Input(i) => cmd
+                            .args
+                            .get(i as usize)
+                            .unwrap_or_else(|| panic!("rewrite refers to input {i}"))
+                            .clone(),
+                    });
                 }
-                Outcome::Rewrite(RewriteOut {
-                    merge: Merge::from_code(view.merge).expect("validated"),
-                    ctx: view.ctx,
-                    commands,
-                })
+                commands.push(args);
             }
+            Outcome::Rewrite(RewriteOut {
+                merge: Merge::from_code(view.merge).expect("validated"),
+                ctx: view.ctx,
+                commands,
+            })
+        }
         other => panic!("unknown on_command action {other}"),
     }
 }
