@@ -1,7 +1,7 @@
 //! The plugin layer's pre-pass over a pipeline: when the chain hooks anything, the requests
 //! read together are decoded ahead (up to the session's batch room), and each run of plain
 //! routed commands (keyed or split, not blocking) is shown to the plugins at once, one call
-//! per plugin for all of the run's commands it hooks (`WorkerChain` batches). The session then
+//! per plugin for all of the run's commands it hooks (`Instance::on_commands`). The session then
 //! dispatches the requests one by one as before, each taking its precomputed [`Decision`].
 //!
 //! A run ends before any other command (AUTH, HELLO, SELECT, MULTI, SUBSCRIBE, a blocking

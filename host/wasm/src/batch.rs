@@ -18,8 +18,11 @@ use crate::instance::{CmdOutcome, Instance, outcome_of};
 /// decided by the caller, as for [`Instance::on_command`]).
 #[derive(Debug, Clone, Copy)]
 pub struct BatchCmd<'a> {
+    /// ABI command id.
     pub cmd: u16,
+    /// `class::*` bits.
     pub class: u32,
+    /// The argument table.
     pub args: &'a [ArgIn<'a>],
 }
 

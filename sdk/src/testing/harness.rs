@@ -301,9 +301,12 @@ impl<P: Plugin> Harness<P> {
             .collect::<Vec<_>>()
             .into_iter();
         cmds.iter()
-            .map(|c| match self.manifest.hooks(c) {
-                true => decoded.next().expect("one outcome per hooked command"),
-                false => Outcome::NotHooked,
+            .map(|c| {
+                if self.manifest.hooks(c) {
+                    decoded.next().expect("one outcome per hooked command")
+                } else {
+                    Outcome::NotHooked
+                }
             })
             .collect()
     }
