@@ -1037,6 +1037,12 @@ fn a_pipeline_through_three_plugins_gets_the_replies_of_its_commands_sent_one_by
         "HLEN big:h",
         "DEL a",
         "GET a",
+        "MULTI",
+        "SET {t}1 1",
+        "INCR {t}1",
+        "GET {t}1",
+        "EXEC",
+        "SET {t}2 2",
     ]);
     let mut c = proxy.raw();
     let alone = one_by_one(&mut c, &script);
@@ -1045,11 +1051,19 @@ fn a_pipeline_through_three_plugins_gets_the_replies_of_its_commands_sent_one_by
     let together = pipelined(&mut c, &script);
     assert_eq!(together, alone);
     // The script really mixes what plugins decide: denials (name, read-only, size), rewrites
-    // (bucket) and plain commands, all observed by metrics.
+    // (bucket), plain commands and a transaction, all observed by metrics.
     let errors = alone.iter().filter(|f| f.error().is_some()).count();
     assert_eq!(errors, 4, "{alone:?}");
     assert_eq!(alone[3], Frame::Integer(3));
     assert_eq!(alone[8], Frame::bulk("v2"));
+    assert_eq!(
+        alone[20],
+        Frame::Array(vec![
+            Frame::Simple("OK".into()),
+            Frame::Integer(2),
+            Frame::bulk("2")
+        ])
+    );
     let after = proxy.metrics();
     let m = |text: &str, name: &str| metric(text, name).unwrap_or(0.0);
     let set = r#"tessera_plugin_metrics_commands_total{command="set",tenant="none",client="none"}"#;
