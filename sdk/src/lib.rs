@@ -66,7 +66,7 @@ pub use tessera_plugin_abi as abi;
 ///
 /// On `wasm32` this generates every export of `sdk/ABI.md`: the version marker
 /// `tessera_plugin_abi_v1`, `tp_arena`, `tp_reserve`, `tp_init`, `tp_on_command`,
-/// `tp_on_reply`, `tp_on_close` and `tp_on_tick`. On other targets it generates nothing, so the
+/// `tp_on_commands` (a pipeline's commands in one call), `tp_on_reply`, `tp_on_close` and `tp_on_tick`. On other targets it generates nothing, so the
 /// same crate builds natively for tests (see the `testing` feature).
 ///
 /// The generated code contains `#[unsafe(no_mangle)]` but no `unsafe` block; every raw memory
@@ -101,6 +101,11 @@ macro_rules! export_plugin {
             #[unsafe(no_mangle)]
             extern "C" fn tp_on_command(conn: i64, cmd: i32, nargs: i32) -> i64 {
                 TESSERA_PLUGIN.with(|rt| rt.on_command(conn, cmd, nargs))
+            }
+
+            #[unsafe(no_mangle)]
+            extern "C" fn tp_on_commands(conn: i64, n: i32) -> i64 {
+                TESSERA_PLUGIN.with(|rt| rt.on_commands(conn, n))
             }
 
             #[unsafe(no_mangle)]

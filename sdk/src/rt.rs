@@ -3,6 +3,7 @@
 //! `testing` harness drives exactly this code natively; only `Global` is wasm-specific.
 //! Not a public API.
 
+use tessera_plugin_abi::batch::{BATCH_RESULT, BatchView, set_batch_done};
 use tessera_plugin_abi::{
     Arena, CommandView, INIT_ERROR, INIT_OK, LEN_MASK, RepliesView, action, pack, reply_action,
     unpack,
@@ -30,6 +31,8 @@ pub struct Runtime<P> {
     out: Vec<u8>,
     /// The capacity last advertised for `out` (the descriptor is rewritten when it changes).
     out_cap: usize,
+    /// Where one command of a batch writes its answer before it is appended to `out`.
+    scratch: Vec<u8>,
     plugin: Option<P>,
 }
 
@@ -53,19 +56,14 @@ impl<P> Runtime<P> {
             input: Vec::new(),
             out: Vec::new(),
             out_cap: 0,
+            scratch: Vec::new(),
             plugin: None,
         }
     }
 
     fn sync(&mut self) {
         self.out_cap = self.out.capacity();
-        self.desc = Arena {
-            in_off: addr(self.input.as_ptr()),
-            in_cap: self.input.len() as u32,
-            out_off: addr(self.out.as_ptr()),
-            out_cap: self.out_cap as u32,
-        }
-        .encode();
+        self.desc = descriptor(&self.input, &self.out);
     }
 
     fn ensure(&mut self) {
@@ -180,13 +178,64 @@ impl<P: Plugin> Runtime<P> {
         let Some(plugin) = plugin.as_mut() else {
             return self.fail(action::DENY, "ERR plugin is not initialized");
         };
-        let view = match CommandView::parse(input) {
+        let view = match CommandView::parse_lazy(input) {
             Some(v) if v.len() == nargs as usize => v,
             _ => return self.fail(action::DENY, "ERR plugin received a malformed command"),
         };
         let cmd = Command::new(view, cmd as u16);
         let result = plugin.on_command(Conn(conn as u64), &cmd, Out::new(out));
         self.finish(result.raw(), action::DENY)
+    }
+
+    /// `tp_on_commands`: a batch table in `in` (`tessera_plugin_abi::batch`). Each command goes
+    /// through `on_command` in order, exactly as if it came alone; its packed result goes into
+    /// `out`'s result array and its output after the earlier ones. The progress counter in
+    /// `in` is advanced after each command, once `out` and the descriptor describe it, so a
+    /// trap is charged to the command that was running. A batch it cannot read returns
+    /// `count` 0: the host then sends those commands one by one.
+    pub fn on_commands(&mut self, conn: i64, n: i32) -> i64 {
+        let Self {
+            desc,
+            input,
+            out,
+            out_cap,
+            scratch,
+            plugin,
+        } = self;
+        let Some(plugin) = plugin.as_mut() else {
+            return 0;
+        };
+        let n = nargs_usize(n);
+        match BatchView::parse(input) {
+            Some(v) if v.len() == n => {}
+            _ => return 0,
+        }
+        let Some(results) = n.checked_mul(BATCH_RESULT) else {
+            return 0;
+        };
+        out.clear();
+        out.resize(results, 0);
+        for i in 0..n {
+            let entry = BatchView::parse(input).and_then(|v| v.command(i));
+            let cmd = entry.and_then(|(id, t)| Some(Command::new(CommandView::parse_lazy(t)?, id)));
+            let mut r = match cmd {
+                Some(cmd) => plugin
+                    .on_command(Conn(conn as u64), &cmd, Out::new(scratch))
+                    .raw(),
+                None => deny(scratch, "ERR plugin received a malformed command"),
+            };
+            if unpack(r).2 as usize > scratch.len() {
+                r = deny(scratch, "ERR plugin returned a stale result");
+            }
+            out.extend_from_slice(&scratch[..unpack(r).2 as usize]);
+            out[i * BATCH_RESULT..(i + 1) * BATCH_RESULT].copy_from_slice(&r.to_le_bytes());
+            if out.capacity() != *out_cap {
+                *out_cap = out.capacity();
+                *desc = descriptor(input, out);
+            }
+            set_batch_done(input, i + 1);
+        }
+        pack(0, n as u32, out.len() as u32)
     }
 
     /// `tp_on_reply`: the reply table is in `in`.
@@ -219,6 +268,24 @@ impl<P: Plugin> Runtime<P> {
             p.on_tick();
         }
     }
+}
+
+/// The arena descriptor for these buffers (`out`'s capacity is advertised).
+fn descriptor(input: &[u8], out: &Vec<u8>) -> [u8; Arena::SIZE] {
+    Arena {
+        in_off: addr(input.as_ptr()),
+        in_cap: input.len() as u32,
+        out_off: addr(out.as_ptr()),
+        out_cap: out.capacity() as u32,
+    }
+    .encode()
+}
+
+/// Writes a denial into `buf` (one command of a batch the runtime could not hand over).
+fn deny(buf: &mut Vec<u8>, msg: &str) -> i64 {
+    buf.clear();
+    buf.extend_from_slice(msg.as_bytes());
+    pack(action::DENY, 0, buf.len() as u32)
 }
 
 fn nargs_usize(n: i32) -> usize {

@@ -101,6 +101,28 @@ fn every_action_round_trips_through_the_abi() {
 }
 
 #[test]
+fn a_batch_answers_each_command_as_a_call_of_its_own() {
+    testing::reset();
+    let cmds = [
+        command(&["KEYS", "abc*"]),
+        command(&["SET", "k", "v"]),
+        command(&["PING"]),
+        command(&["GET", "k"]),
+        command(&["MGET", "a", "b", "c"]),
+        command(&["CONFIG", "GET", "x"]),
+        command(&["KEYS", "x"]),
+    ];
+    let mut h = Harness::<Kitchen>::new("{}");
+    let alone: Vec<Outcome> = cmds.iter().map(|c| h.on_command(1, c)).collect();
+    let together = h.on_commands(1, &cmds);
+    assert_eq!(together, alone);
+    assert_eq!(together[1], Outcome::NotHooked);
+    assert_eq!(together[6], Outcome::Deny("ERR no 1".into()));
+    // Both runs reached the plugin: six hooked commands each.
+    assert_eq!(testing::counter("seen_total", &["any"]), Some(12));
+}
+
+#[test]
 fn run_plays_backend_merges_and_on_reply() {
     testing::reset();
     let mut h = Harness::<Kitchen>::new("{}");

@@ -964,3 +964,222 @@ fn the_metrics_plugin_counts_by_command_tenant_and_client_on_the_proxy_metrics()
         ) > 0.0
     );
 }
+
+// === Issue 14: a pipeline's hooked commands reach each plugin in one call ===
+
+/// Sends `script` as one pipeline and reads its replies.
+fn pipelined(c: &mut crate::support::RawClient, script: &[Vec<String>]) -> Vec<Frame> {
+    let mut bytes = Vec::new();
+    for cmd in script {
+        let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        bytes.extend(crate::support::encode(&args));
+    }
+    c.send(&bytes);
+    script.iter().map(|_| c.read_frame()).collect()
+}
+
+fn one_by_one(c: &mut crate::support::RawClient, script: &[Vec<String>]) -> Vec<Frame> {
+    script
+        .iter()
+        .map(|cmd| c.cmd(&cmd.iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect()
+}
+
+fn script(lines: &[&str]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .map(|l| l.split(' ').map(str::to_owned).collect())
+        .collect()
+}
+
+fn flush(servers: &[&RedisServer]) {
+    for s in servers {
+        let _: () = redis::cmd("FLUSHALL").query(&mut s.client()).unwrap();
+    }
+}
+
+#[test]
+fn a_pipeline_through_three_plugins_gets_the_replies_of_its_commands_sent_one_by_one() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let filter = json!({
+        "deny_commands": ["FLUSHALL", "KEYS"],
+        "read_only_keys": ["frozen:*"],
+        "max_value_bytes": 10,
+    });
+    let config = plugin_toml("filter", &filter, "")
+        + &plugin_toml("metrics", &json!({}), "fail = \"open\"")
+        + &plugin_toml(
+            "bucket",
+            &json!({ "patterns": [{ "prefix": "big:", "buckets": 4 }] }),
+            "",
+        );
+    let proxy = Proxy::builder(&[&a, &b])
+        .config(&config)
+        .threads(1)
+        .admin()
+        .start();
+    let long = "v".repeat(20);
+    let script = script(&[
+        "SET a 1",
+        "FLUSHALL",
+        "SET frozen:x 1",
+        "HSET big:h f1 v1 f2 v2 f3 v3",
+        "GET a",
+        &format!("SET b {long}"),
+        "INCR n",
+        "KEYS *",
+        "HGET big:h f2",
+        "HLEN big:h",
+        "GET frozen:x",
+        "INCR a",
+        "HDEL big:h f1",
+        "HLEN big:h",
+        "DEL a",
+        "GET a",
+        "MULTI",
+        "SET {t}1 1",
+        "INCR {t}1",
+        "GET {t}1",
+        "EXEC",
+        "SET {t}2 2",
+    ]);
+    let mut c = proxy.raw();
+    let alone = one_by_one(&mut c, &script);
+    let before = proxy.metrics();
+    flush(&[&a, &b]);
+    let together = pipelined(&mut c, &script);
+    assert_eq!(together, alone);
+    // The script really mixes what plugins decide: denials (name, read-only, size), rewrites
+    // (bucket), plain commands and a transaction, all observed by metrics.
+    let errors = alone.iter().filter(|f| f.error().is_some()).count();
+    assert_eq!(errors, 4, "{alone:?}");
+    assert_eq!(alone[3], Frame::Integer(3));
+    assert_eq!(alone[8], Frame::bulk("v2"));
+    assert_eq!(
+        alone[20],
+        Frame::Array(vec![
+            Frame::Simple("OK".into()),
+            Frame::Integer(2),
+            Frame::bulk("2")
+        ])
+    );
+    let after = proxy.metrics();
+    let m = |text: &str, name: &str| metric(text, name).unwrap_or(0.0);
+    let set = r#"tessera_plugin_metrics_commands_total{command="set",tenant="none",client="none"}"#;
+    assert_eq!(m(&after, set), 2.0 * m(&before, set), "{after}");
+    // One call per plugin for the pipeline's commands (the filter hooks writes, metrics all).
+    let batches = r#"tessera_plugin_batches_total{plugin="metrics"}"#;
+    assert_eq!(
+        m(&before, batches),
+        0.0,
+        "commands sent one by one were batched"
+    );
+    assert!(
+        m(&after, batches) >= 1.0,
+        "the pipeline was not batched:\n{after}"
+    );
+}
+
+#[test]
+fn a_command_that_faults_a_plugin_in_a_pipeline_fails_alone() {
+    let server = RedisServer::start();
+    let config = json!({ "mode": "trap", "key_prefix": "b", "fault_prefix": "boom" });
+    let proxy = Proxy::builder(&[&server])
+        .config(&plugin_toml("faulty", &config, "fail = \"open\""))
+        .threads(1)
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    let script = script(&[
+        "SET b1 1",
+        "SET b2 2",
+        "SET boom:1 x",
+        "SET b3 3",
+        "GET b1",
+        "SET boom:2 x",
+        "SET b4 4",
+        "GET b4",
+    ]);
+    let replies = pipelined(&mut c, &script);
+    for i in [0, 1, 3, 6] {
+        assert_eq!(replies[i], Frame::Simple("OK".into()), "{i}: {replies:?}");
+    }
+    assert_eq!(replies[4], Frame::bulk("1"));
+    assert_eq!(replies[7], Frame::bulk("4"));
+    for i in [2, 5] {
+        let e = error_of(&replies[i]);
+        assert!(e.starts_with("ERR plugin faulty failed: trap"), "{e}");
+    }
+    assert!(!server.has("boom:1") && !server.has("boom:2"));
+    let m = proxy.metrics();
+    let faults = metric(
+        &m,
+        r#"tessera_plugin_faults_total{plugin="faulty",reason="trap"}"#,
+    );
+    assert_eq!(faults, Some(2.0), "{m}");
+    assert!(metric(&m, r#"tessera_plugin_batches_total{plugin="faulty"}"#).unwrap() >= 1.0);
+    // Every command reached the plugin once: the neighbours were not given to it twice.
+    let calls = metric(&m, r#"tessera_plugin_calls_total{plugin="faulty"}"#).unwrap();
+    assert_eq!(calls, 8.0, "{m}");
+}
+
+#[test]
+fn the_cpu_budget_of_a_batch_is_per_command() {
+    let server = RedisServer::start();
+    // Each command spins 3 ms against a 5 ms budget: a batch of 12 takes 36 ms and passes.
+    let config = json!({ "mode": "slow", "ms": 3, "key_prefix": "s" });
+    let proxy = Proxy::builder(&[&server])
+        .config(&plugin_toml("faulty", &config, "cpu_budget_ms = 5"))
+        .threads(1)
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    let lines: Vec<String> = (0..12).map(|i| format!("SET s{i} v")).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let replies = pipelined(&mut c, &script(&lines));
+    assert!(
+        replies.iter().all(|r| *r == Frame::Simple("OK".into())),
+        "{replies:?}"
+    );
+    assert_eq!(server.dbsize(), 12);
+}
+
+#[test]
+fn commands_over_the_input_limit_in_a_pipeline_fail_alone_and_large_ones_split_the_batch() {
+    let server = RedisServer::start();
+    let config = json!({ "max_value_bytes": 1000, "read_only_keys": ["frozen:*"] });
+    let proxy = Proxy::builder(&[&server])
+        .config(&plugin_toml("filter", &config, "max_input_kb = 64"))
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    let huge = format!("k:{}", "x".repeat(100 << 10));
+    // 40 KiB each: one fits the limit, two do not: the batch is split between them.
+    let large_a = format!("a:{}", "x".repeat(40 << 10));
+    let large_b = format!("b:{}", "x".repeat(40 << 10));
+    let script = script(&[
+        "SET k1 v",
+        &format!("SET {huge} v"),
+        "SET k2 v",
+        &format!("SET {large_a} v"),
+        &format!("SET {large_b} v"),
+        "SET frozen:1 v",
+        "SET k3 v",
+    ]);
+    let replies = pipelined(&mut c, &script);
+    for i in [0, 2, 3, 4, 6] {
+        assert_eq!(replies[i], Frame::Simple("OK".into()), "{i}");
+    }
+    let e = error_of(&replies[1]);
+    assert!(
+        e.contains("input limit of 65536 bytes"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
+    assert!(error_of(&replies[5]).to_lowercase().contains("read-only"));
+    assert_eq!(server.dbsize(), 5);
+    let m = proxy.metrics();
+    let refused = r#"tessera_plugin_inputs_refused_total{plugin="filter",input="command"}"#;
+    assert_eq!(metric(&m, refused), Some(1.0), "{m}");
+}

@@ -17,6 +17,7 @@ mod blocking;
 mod commandlog;
 mod hold;
 mod local;
+mod lookahead;
 mod migrate;
 mod plugins;
 mod pubsub;
@@ -93,6 +94,8 @@ pub struct Session {
     subs: pubsub::Subscriptions,
     /// CLIENT TRACKING, while on.
     tracking: Option<tracking::ClientTracking>,
+    /// Requests decoded ahead for the plugin layer's pre-pass (`lookahead`).
+    lookahead: lookahead::Lookahead,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -201,6 +204,7 @@ impl Session {
             closing: false,
             tx: Transaction::default(),
             tracking: None,
+            lookahead: lookahead::Lookahead::default(),
         }
     }
 
@@ -257,13 +261,13 @@ impl Session {
                     buffered = true;
                     break;
                 }
-                match self.decoder.decode(&mut rbuf) {
+                match self.next_request(&mut rbuf, MAX_BATCH - queue.len()) {
                     Ok(Some(req)) => {
                         let q = self.dispatch(req);
                         let blocked = q.blocked();
                         queue.push(q);
                         if self.closing || self.pause_until.is_some() || blocked {
-                            buffered = !rbuf.is_empty();
+                            buffered = !rbuf.is_empty() || !self.lookahead.is_empty();
                             break;
                         }
                     }

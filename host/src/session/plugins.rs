@@ -12,7 +12,8 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
 use tessera_wasm::{
-    CallError, ChainStep, CmdOutcome, InstanceRef, ReplyOutcome, Verdict, WorkerChain,
+    BatchCmd, CallError, ChainStep, CmdOutcome, Generation, InstanceRef, ReplyOutcome, Verdict,
+    WorkerChain,
 };
 
 use super::Session;
@@ -25,7 +26,7 @@ use crate::resp::Request;
 struct Observer {
     inst: InstanceRef,
     ctx: u64,
-    generation: std::sync::Arc<tessera_wasm::Generation>,
+    generation: std::sync::Arc<Generation>,
 }
 
 /// The plugins that watch one command's reply, in chain order (a `Vec`: usually empty, and
@@ -94,6 +95,10 @@ fn error_bytes(text: &[u8]) -> Bytes {
 impl Session {
     /// Runs the plugin chain on a classified command.
     pub(super) fn run_plugins(&mut self, c: &Classified<'_>) -> Decision {
+        // Decided already with the rest of its pipeline (`lookahead`).
+        if let Some(d) = self.lookahead.take_decision() {
+            return d;
+        }
         // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
         let worker = self.worker.clone();
         let shared = &worker.shared;
@@ -138,71 +143,63 @@ impl Session {
                     Verdict::Fail => return Decision::Fail(failed(g.name(), &reason)),
                 },
             };
-            let args: SmallVec<[ArgIn<'_>; 8]> = (0..req.argc())
-                .map(|a| {
-                    let key = c.keys.contains(&(a as u32));
-                    ArgIn {
-                        bytes: req.arg(a),
-                        key,
-                        elide: !values && a != 0 && !key,
-                    }
-                })
-                .collect();
+            let args = args_of(c, values);
             let outcome = inst.borrow_mut().on_command(conn, id, class, &args);
-            let outcome = match outcome {
-                Ok(o) => o,
-                Err(e) => {
-                    if let Some(f) = e.fault() {
-                        wc.report_fault(i, f);
-                    }
-                    // Fail-open never passes a command that was too large for the plugin or
-                    // made it fault: any client could skip the plugin that way.
-                    match g.spec.fail.when_command_failed(&e) {
-                        Verdict::Skip => continue,
-                        Verdict::Fail => return Decision::Fail(call_failed(g.name(), &e)),
-                    }
-                }
-            };
-            match outcome {
-                CmdOutcome::Pass => {}
-                CmdOutcome::Observe(ctx) => observers.0.push(Observer {
-                    inst,
-                    ctx,
-                    generation: g.clone(),
-                }),
-                CmdOutcome::Deny(text) => return Decision::Reply(error_bytes(&text), observers),
-                // One complete RESP reply: checked by the runtime.
-                CmdOutcome::Reply(bytes) => return Decision::Reply(bytes.into(), observers),
-                CmdOutcome::Rewrite {
-                    merge,
-                    ctx,
-                    count,
-                    block,
-                } => {
-                    let Some(commands) = rewritten(req, &block, count) else {
-                        // Validated by the runtime already; a failure here is a bug.
-                        return Decision::Fail(failed(g.name(), "malformed rewrite"));
-                    };
-                    let merge = if merge == abi::merge::PLUGIN {
-                        RewriteMerge::Plugin(PluginMerge {
-                            inst,
-                            ctx,
-                            name: g.name().to_owned(),
-                            conn,
-                        })
-                    } else {
-                        RewriteMerge::Host(merge)
-                    };
-                    return Decision::Rewrite {
-                        name: g.name().to_owned(),
-                        commands,
-                        merge,
-                        observers,
-                    };
-                }
+            if let Some(d) = settle(wc, i, g, &inst, outcome, req, conn, &mut observers) {
+                return d;
             }
         }
         Decision::Continue(observers)
+    }
+
+    /// Runs the chain on a run of classified commands read together (see `lookahead`): each
+    /// plugin gets, in one call, every command of the run it hooks that earlier plugins let
+    /// through. Per command the result is what [`Session::run_plugins`] decides for it alone.
+    pub(super) fn run_plugins_batch(&mut self, cs: &[Classified<'_>]) -> Vec<Decision> {
+        let worker = self.worker.clone();
+        let shared = &worker.shared;
+        let chain = shared.plugins.chain();
+        let n = cs.len();
+        let mut observers: Vec<Observers> = (0..n).map(|_| Observers::default()).collect();
+        let mut ended: Vec<Option<Decision>> = (0..n).map(|_| None).collect();
+        let ids: SmallVec<[(u16, u32); 32]> = cs
+            .iter()
+            .map(|c| crate::plugins::abi_of(c.cmd.id))
+            .collect();
+        let hooked = |&(id, class): &(u16, u32)| chain.hooks_any(id, class);
+        if ids.iter().any(hooked) {
+            let mut slot = worker.plugins.borrow_mut();
+            let wc = match &mut *slot {
+                Some(wc) => Some(wc),
+                None => match shared.plugins.runtime() {
+                    Ok(rt) => Some(slot.insert(WorkerChain::new(rt.clone()))),
+                    Err(e) => {
+                        for (k, d) in ended.iter_mut().enumerate() {
+                            if hooked(&ids[k]) {
+                                *d = Some(Decision::Fail(DataError::PluginsUnavailable(
+                                    e.to_string(),
+                                )));
+                            }
+                        }
+                        None
+                    }
+                },
+            };
+            if let Some(wc) = wc {
+                wc.sync(&chain);
+                let conn = self.reg.info.id;
+                for i in 0..wc.len() {
+                    let g = &chain.plugins[i];
+                    let run = PluginRun { i, g, conn };
+                    run.call(wc, cs, &ids, &mut ended, &mut observers);
+                }
+            }
+        }
+        ended
+            .into_iter()
+            .zip(observers)
+            .map(|(d, o)| d.unwrap_or(Decision::Continue(o)))
+            .collect()
     }
 
     /// Tells the plugins that asked that this connection closed.
@@ -214,6 +211,174 @@ impl Session {
             wc.close(self.reg.info.id);
         }
     }
+}
+
+/// One plugin of the chain over a batch of commands.
+struct PluginRun<'g> {
+    i: usize,
+    g: &'g std::sync::Arc<Generation>,
+    conn: u64,
+}
+
+impl PluginRun<'_> {
+    /// Gives the plugin every command still going that it hooks, in as few calls as its
+    /// input limit allows; a fault costs the command that caused it, and the commands after
+    /// it go to a fresh instance.
+    fn call(
+        &self,
+        wc: &mut WorkerChain,
+        cs: &[Classified<'_>],
+        ids: &[(u16, u32)],
+        ended: &mut [Option<Decision>],
+        observers: &mut [Observers],
+    ) {
+        let g = self.g;
+        let mut sel: SmallVec<[usize; 32]> = SmallVec::new();
+        let mut args: Vec<SmallVec<[ArgIn<'_>; 8]>> = Vec::new();
+        for (k, c) in cs.iter().enumerate() {
+            let (id, class) = ids[k];
+            if ended[k].is_some() {
+                continue;
+            }
+            let Some(values) = g.hooks.wants(id, class) else {
+                continue;
+            };
+            if !g.hooks.keys_match(c.key_args()) {
+                continue;
+            }
+            sel.push(k);
+            args.push(args_of(c, values));
+        }
+        if sel.is_empty() {
+            return;
+        }
+        let batch: Vec<BatchCmd<'_>> = sel
+            .iter()
+            .zip(&args)
+            .map(|(&k, a)| BatchCmd {
+                cmd: ids[k].0,
+                class: ids[k].1,
+                args: a,
+            })
+            .collect();
+        let mut results = Vec::with_capacity(sel.len());
+        let mut pos = 0;
+        while pos < sel.len() {
+            let inst = match wc.step(self.i) {
+                ChainStep::Call(inst) => inst,
+                ChainStep::Unavailable(reason) => {
+                    if g.spec.fail.when_unavailable() == Verdict::Fail {
+                        for &k in &sel[pos..] {
+                            ended[k] = Some(Decision::Fail(failed(g.name(), &reason)));
+                        }
+                    }
+                    return;
+                }
+            };
+            let done = inst
+                .borrow_mut()
+                .on_commands(self.conn, &batch[pos..], &mut results);
+            for (j, outcome) in results.drain(..).enumerate() {
+                let k = sel[pos + j];
+                ended[k] = settle(
+                    wc,
+                    self.i,
+                    g,
+                    &inst,
+                    outcome,
+                    cs[k].req,
+                    self.conn,
+                    &mut observers[k],
+                );
+            }
+            pos += done.max(1);
+        }
+    }
+}
+
+/// The argument table of a command as a plugin sees it (values elided unless it asked).
+fn args_of<'r>(c: &Classified<'r>, values: bool) -> SmallVec<[ArgIn<'r>; 8]> {
+    let req = c.req;
+    (0..req.argc())
+        .map(|a| {
+            let key = c.keys.contains(&(a as u32));
+            ArgIn {
+                bytes: req.arg(a),
+                key,
+                elide: !values && a != 0 && !key,
+            }
+        })
+        .collect()
+}
+
+/// What plugin `i`'s answer does to a command: `None` goes on to the next plugin (PASS,
+/// OBSERVE, or a failure its policy skips); `Some` ends the command's way through the chain.
+#[allow(clippy::too_many_arguments)]
+fn settle(
+    wc: &mut WorkerChain,
+    i: usize,
+    g: &std::sync::Arc<Generation>,
+    inst: &InstanceRef,
+    outcome: Result<CmdOutcome, CallError>,
+    req: &Request,
+    conn: u64,
+    observers: &mut Observers,
+) -> Option<Decision> {
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            if let Some(f) = e.fault() {
+                wc.report_fault(i, f);
+            }
+            // Fail-open never passes a command that was too large for the plugin or made it
+            // fault: any client could skip the plugin that way.
+            return match g.spec.fail.when_command_failed(&e) {
+                Verdict::Skip => None,
+                Verdict::Fail => Some(Decision::Fail(call_failed(g.name(), &e))),
+            };
+        }
+    };
+    Some(match outcome {
+        CmdOutcome::Pass => return None,
+        CmdOutcome::Observe(ctx) => {
+            observers.0.push(Observer {
+                inst: inst.clone(),
+                ctx,
+                generation: g.clone(),
+            });
+            return None;
+        }
+        CmdOutcome::Deny(text) => Decision::Reply(error_bytes(&text), std::mem::take(observers)),
+        // One complete RESP reply: checked by the runtime.
+        CmdOutcome::Reply(bytes) => Decision::Reply(bytes.into(), std::mem::take(observers)),
+        CmdOutcome::Rewrite {
+            merge,
+            ctx,
+            count,
+            block,
+        } => {
+            let Some(commands) = rewritten(req, &block, count) else {
+                // Validated by the runtime already; a failure here is a bug.
+                return Some(Decision::Fail(failed(g.name(), "malformed rewrite")));
+            };
+            let merge = if merge == abi::merge::PLUGIN {
+                RewriteMerge::Plugin(PluginMerge {
+                    inst: inst.clone(),
+                    ctx,
+                    name: g.name().to_owned(),
+                    conn,
+                })
+            } else {
+                RewriteMerge::Host(merge)
+            };
+            Decision::Rewrite {
+                name: g.name().to_owned(),
+                commands,
+                merge,
+                observers: std::mem::take(observers),
+            }
+        }
+    })
 }
 
 /// The commands of a rewrite block (arguments may refer back to the original request's).

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tessera_plugin_abi::{ArgIn, class, cmd};
-use tessera_wasm::{Chain, ChainStep, CmdOutcome, PluginSpec, Runtime, RuntimeConfig, WorkerChain};
+use tessera_wasm::{
+    BatchCmd, Chain, ChainStep, CmdOutcome, PluginSpec, Runtime, RuntimeConfig, WorkerChain,
+};
 
 fn wasm(name: &str) -> Option<Vec<u8>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -84,6 +86,34 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    // Issue 14: a pipeline's SETs in one call, against one call each (per batch; divide by
+    // its size for the cost per command).
+    for n in [16usize, 128] {
+        let batch: Vec<BatchCmd<'_>> = (0..n)
+            .map(|_| BatchCmd {
+                cmd: cmd::SET,
+                class: class::WRITE,
+                args: &set,
+            })
+            .collect();
+        let mut results = Vec::with_capacity(n);
+        c.bench_function(&format!("filter: {n} SETs, one call each"), |b| {
+            b.iter(|| {
+                for c in &batch {
+                    let _ = inst.on_command(1, c.cmd, c.class, std::hint::black_box(c.args));
+                }
+            })
+        });
+        c.bench_function(&format!("filter: {n} SETs in one batch"), |b| {
+            b.iter(|| {
+                let mut done = 0;
+                while done < n {
+                    results.clear();
+                    done += inst.on_commands(1, std::hint::black_box(&batch[done..]), &mut results);
+                }
+            })
+        });
+    }
     drop(inst);
 
     if let Some(mut bucket) = worker(

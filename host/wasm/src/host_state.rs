@@ -20,6 +20,10 @@ pub(crate) struct CallClock {
     pub(crate) max_ticks: u32,
     /// Set by the deadline callback when it stops a call.
     pub(crate) stopped: Option<&'static str>,
+    /// During a batch call: where the guest's progress counter is in memory. When it moves,
+    /// the callback starts the budget again (the budget is per command).
+    pub(crate) progress: Option<usize>,
+    pub(crate) last_progress: u32,
 }
 
 impl CallClock {

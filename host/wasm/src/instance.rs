@@ -46,6 +46,8 @@ struct Exports {
     init: TypedFunc<i32, i64>,
     on_command: TypedFunc<(i64, i32, i32), i64>,
     on_reply: TypedFunc<(i64, i64, i32), i64>,
+    /// Optional (`tp_on_commands`): without it a batch is one call per command.
+    on_commands: Option<TypedFunc<(i64, i32), i64>>,
     on_close: Option<TypedFunc<i64, ()>>,
     on_tick: Option<TypedFunc<(), ()>>,
     arena_ptr: u32,
@@ -125,7 +127,20 @@ impl Instance {
         );
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|mut ctx| {
+            // In a batch, the budget is per command: the guest's progress counter restarts it.
+            let progress = ctx.data().clock.progress.and_then(|at| {
+                let mem = ctx.data().memory?.data(&ctx);
+                let b = mem.get(at..at.checked_add(4)?)?;
+                Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            });
             let c = &mut ctx.data_mut().clock;
+            if let Some(p) = progress
+                && p != c.last_progress
+            {
+                c.last_progress = p;
+                c.ticks = 0;
+                c.cpu_start = None;
+            }
             c.ticks += 1;
             let now = thread_cpu_time();
             let Some(start) = c.cpu_start else {
@@ -162,6 +177,9 @@ impl Instance {
         let init = func!(abi::export::INIT);
         let on_command = func!(abi::export::ON_COMMAND);
         let on_reply = func!(abi::export::ON_REPLY);
+        let on_commands = inst
+            .get_typed_func(&mut store, abi::export::ON_COMMANDS)
+            .ok();
         let on_close = inst.get_typed_func(&mut store, abi::export::ON_CLOSE).ok();
         let on_tick = inst.get_typed_func(&mut store, abi::export::ON_TICK).ok();
         store.data_mut().clock.reset();
@@ -180,6 +198,7 @@ impl Instance {
                 init,
                 on_command,
                 on_reply,
+                on_commands,
                 on_close,
                 on_tick,
                 arena_ptr,
@@ -244,14 +263,14 @@ impl Instance {
     }
 
     /// The plugin produced something unusable: the instance is dead, the fault counted.
-    fn fail(&mut self, fault: Fault) -> CallError {
+    pub(crate) fn fail(&mut self, fault: Fault) -> CallError {
         self.dead = true;
         self.store.data().plugin.count_fault(fault.kind);
         CallError::Fault(fault)
     }
 
     /// Refuses an input over the limit before anything is copied; the instance is unharmed.
-    fn admit(&self, input: Input, size: usize) -> Result<(), CallError> {
+    pub(crate) fn admit(&self, input: Input, size: usize) -> Result<(), CallError> {
         if self.dead {
             return Err(CallError::Dead);
         }
@@ -267,7 +286,7 @@ impl Instance {
     }
 
     /// Makes `in` at least `len` bytes, and returns it.
-    fn input_buffer(&mut self, len: usize) -> Result<&mut [u8], CallError> {
+    pub(crate) fn input_buffer(&mut self, len: usize) -> Result<&mut [u8], CallError> {
         if len > self.arena.in_cap as usize {
             let Ok(len32) = i32::try_from(len) else {
                 return Err(self.fail(Fault::bad_output("input larger than 2 GiB")));
@@ -297,7 +316,7 @@ impl Instance {
 
     /// Where the last call's `out_len` bytes are (re-reading the descriptor: the guest may
     /// have grown `out`), checked against the advertised capacity and the memory.
-    fn out_range(&mut self, len: u32) -> Result<std::ops::Range<usize>, CallError> {
+    pub(crate) fn out_range(&mut self, len: u32) -> Result<std::ops::Range<usize>, CallError> {
         self.read_arena().map_err(|f| self.fail(f))?;
         if len > self.arena.out_cap {
             return Err(self.fail(Fault::bad_output("output longer than the out buffer")));
@@ -378,39 +397,80 @@ impl Instance {
         if r == 0 {
             return Ok(CmdOutcome::Pass);
         }
-        let (action, count, out_len) = abi::unpack(r);
+        let (action, _, out_len) = abi::unpack(r);
         match action {
             abi::action::PASS => Ok(CmdOutcome::Pass),
-            abi::action::DENY => Ok(CmdOutcome::Deny(sanitize_error(self.out(out_len)?))),
-            abi::action::REPLY => Ok(CmdOutcome::Reply(self.out_reply(out_len)?)),
-            abi::action::REWRITE => self.rewrite(count, out_len, args.len()),
             abi::action::OBSERVE => self.observe_ctx(out_len).map(CmdOutcome::Observe),
-            other => Err(self.fail(Fault::bad_output(format!("unknown action {other}")))),
+            _ => {
+                let out = self.out(out_len)?;
+                outcome_of(r, &out, args.len()).map_err(|f| self.fail(f))
+            }
         }
     }
 
-    fn rewrite(&mut self, count: u32, out_len: u32, nargs: usize) -> Result<CmdOutcome, CallError> {
-        let block = self.out(out_len)?;
-        let view = abi::RewriteView::parse(&block, count)
-            .map_err(|e| self.fail(Fault::bad_output(format!("malformed rewrite: {e:?}"))))?;
-        for c in view.commands() {
-            let c = c.map_err(|e| self.fail(Fault::bad_output(format!("{e:?}"))))?;
-            for a in c {
-                if let Ok(abi::RewriteArg::Input(i)) = a
-                    && i as usize >= nargs
-                {
-                    return Err(self.fail(Fault::bad_output(format!(
-                        "rewrite refers to argument {i} of a {nargs}-argument command"
-                    ))));
-                }
-            }
-        }
-        Ok(CmdOutcome::Rewrite {
-            merge: view.merge,
-            ctx: view.ctx,
-            count,
-            block,
-        })
+    /// Whether the module exports `tp_on_commands`.
+    pub(crate) fn has_batch(&self) -> bool {
+        self.exports.on_commands.is_some()
+    }
+
+    /// Where `in` starts in the guest's memory.
+    pub(crate) fn input_offset(&self) -> usize {
+        self.arena.in_off as usize
+    }
+
+    /// The guest's memory, to read output in place.
+    pub(crate) fn memory_bytes(&self) -> &[u8] {
+        self.memory.data(&self.store)
+    }
+
+    /// Counts commands given to the plugin (`tessera_plugin_calls_total`).
+    pub(crate) fn count_calls(&self, n: usize) {
+        self.store.data().plugin.calls.fetch_add(n as u64, Relaxed);
+    }
+
+    /// Counts one `tp_on_commands` call (`tessera_plugin_batches_total`).
+    pub(crate) fn count_batch(&self) {
+        self.store.data().plugin.batches.fetch_add(1, Relaxed);
+    }
+
+    /// Calls `tp_on_commands(conn, n)` under the CPU budget, per command: the deadline
+    /// callback watches the progress counter at `progress` in memory.
+    pub(crate) fn guarded_batch(
+        &mut self,
+        progress: usize,
+        conn: u64,
+        n: usize,
+    ) -> Result<i64, CallError> {
+        let Some(f) = self.exports.on_commands.clone() else {
+            return Err(CallError::Dead);
+        };
+        let clock = &mut self.store.data_mut().clock;
+        clock.progress = Some(progress);
+        clock.last_progress = 0;
+        let r = self.guarded(|s, _| f.call(s, (conn as i64, n as i32)));
+        self.store.data_mut().clock.progress = None;
+        r
+    }
+
+    /// The batch's progress counter (commands finished), read from `in` after a fault.
+    pub(crate) fn batch_progress(&self, n: usize) -> usize {
+        let start = self.arena.in_off as usize;
+        self.memory_bytes()
+            .get(start..)
+            .map_or(0, |input| abi::batch::batch_done(input, n))
+    }
+
+    /// The whole `out` buffer as the descriptor describes it now (after a fault: the guest
+    /// re-advertises `out` before it counts a command done). `None` if it is not in memory.
+    pub(crate) fn out_range_after_fault(&mut self) -> Option<std::ops::Range<usize>> {
+        let data = self.memory.data(&self.store);
+        let p = self.exports.arena_ptr as usize;
+        let a = data
+            .get(p..p.checked_add(Arena::SIZE)?)
+            .and_then(Arena::decode)?;
+        let start = a.out_off as usize;
+        let end = start.checked_add(a.out_cap as usize)?;
+        (end <= data.len()).then_some(start..end)
     }
 
     /// The u64 ctx of an OBSERVE, read in place (no allocation on the path of every observed
@@ -478,6 +538,51 @@ impl Instance {
             None => Ok(()),
         }
     }
+}
+
+/// A command's outcome from its packed result and its `out` bytes (any action but PASS and
+/// OBSERVE read from memory elsewhere). Plugin output: anything unusable is a fault.
+pub(crate) fn outcome_of(r: i64, out: &[u8], nargs: usize) -> Result<CmdOutcome, Fault> {
+    let (action, count, _) = abi::unpack(r);
+    match action {
+        abi::action::PASS => Ok(CmdOutcome::Pass),
+        abi::action::DENY => Ok(CmdOutcome::Deny(sanitize_error(out.to_vec()))),
+        abi::action::REPLY if abi::is_one_reply(out) => Ok(CmdOutcome::Reply(out.to_vec())),
+        abi::action::REPLY => Err(Fault::bad_output(
+            "its reply is not one complete RESP reply",
+        )),
+        abi::action::REWRITE => rewrite_of(count, out, nargs),
+        // Lenient since ABI v1 shipped: no ctx means ctx 0.
+        abi::action::OBSERVE => Ok(CmdOutcome::Observe(
+            out.get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes),
+        )),
+        other => Err(Fault::bad_output(format!("unknown action {other}"))),
+    }
+}
+
+fn rewrite_of(count: u32, block: &[u8], nargs: usize) -> Result<CmdOutcome, Fault> {
+    let view = abi::RewriteView::parse(block, count)
+        .map_err(|e| Fault::bad_output(format!("malformed rewrite: {e:?}")))?;
+    for c in view.commands() {
+        let c = c.map_err(|e| Fault::bad_output(format!("{e:?}")))?;
+        for a in c {
+            if let Ok(abi::RewriteArg::Input(i)) = a
+                && i as usize >= nargs
+            {
+                return Err(Fault::bad_output(format!(
+                    "rewrite refers to argument {i} of a {nargs}-argument command"
+                )));
+            }
+        }
+    }
+    Ok(CmdOutcome::Rewrite {
+        merge: view.merge,
+        ctx: view.ctx,
+        count,
+        block: block.to_vec(),
+    })
 }
 
 /// Error text as one RESP error line: no CR/LF, non-empty.

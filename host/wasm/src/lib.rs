@@ -15,6 +15,7 @@
 //! This crate knows nothing of sessions or routing: the proxy hands it argument slices and gets
 //! actions back.
 
+mod batch;
 mod chain;
 mod client;
 pub mod cputime;
@@ -30,6 +31,7 @@ mod runtime;
 mod spec;
 pub mod state;
 
+pub use batch::BatchCmd;
 pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
 pub use client::{ClientFacts, ClientLookup};
 pub use fault::{CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict};

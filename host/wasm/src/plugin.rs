@@ -15,7 +15,10 @@ pub struct PluginShared {
     pub name: String,
     pub state: SharedState,
     pub metrics: PluginMetrics,
+    /// Commands given to `on_command` (alone or in a batch).
     pub calls: AtomicU64,
+    /// `tp_on_commands` calls: each gave the plugin several commands at once.
+    pub batches: AtomicU64,
     /// Faults by reason (`FAULT_REASONS` order).
     pub faults: [AtomicU64; FAULT_REASONS.len()],
     /// Inputs refused as over the input limit: commands, replies.

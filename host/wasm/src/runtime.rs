@@ -335,7 +335,7 @@ impl Runtime {
         }
         let _ = writeln!(
             out,
-            "# HELP tessera_plugin_calls_total Calls into plugins (on_command)."
+            "# HELP tessera_plugin_calls_total Commands given to plugins (on_command, alone or in a batch)."
         );
         let _ = writeln!(out, "# TYPE tessera_plugin_calls_total counter");
         for s in &shared {
@@ -344,6 +344,19 @@ impl Runtime {
                 "tessera_plugin_calls_total{{plugin=\"{}\"}} {}",
                 s.name,
                 s.calls.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_batches_total Calls into plugins that gave them several commands of one pipeline at once (tp_on_commands)."
+        );
+        let _ = writeln!(out, "# TYPE tessera_plugin_batches_total counter");
+        for s in &shared {
+            let _ = writeln!(
+                out,
+                "tessera_plugin_batches_total{{plugin=\"{}\"}} {}",
+                s.name,
+                s.batches.load(Ordering::Relaxed)
             );
         }
         let _ = writeln!(

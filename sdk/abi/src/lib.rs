@@ -11,6 +11,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod batch;
 mod commands;
 pub use commands::{COMMAND_NAMES, cmd};
 
@@ -39,6 +40,11 @@ pub mod export {
     pub const ON_COMMAND: &str = "tp_on_command";
     /// `(conn: i64, ctx: i64, nreplies: i32) -> i64`: the reply table is in `in`.
     pub const ON_REPLY: &str = "tp_on_reply";
+    /// `(conn: i64, n: i32) -> i64`, optional: `n` commands of one connection in one call
+    /// (a batch table in `in`, see [`super::batch`]); the result packs `count` = commands
+    /// done and `out_len` = the bytes of `out` used. Without it the host calls
+    /// `tp_on_command` once per command.
+    pub const ON_COMMANDS: &str = "tp_on_commands";
     /// `(conn: i64) -> ()`, optional: a client connection closed.
     pub const ON_CLOSE: &str = "tp_on_close";
     /// `() -> ()`, optional: called every `tick_ms` of the manifest.
@@ -395,6 +401,26 @@ impl<'a> CommandView<'a> {
         Some(view)
     }
 
+    /// Checks only the header and that the argument entries lie inside `buf`; each entry's
+    /// range is checked when [`CommandView::arg`] reads it (a range outside `buf` is `None`
+    /// there). For the guest's hot path: a hook that reads two arguments of a long command
+    /// does not pay for validating all of them.
+    pub fn parse_lazy(buf: &'a [u8]) -> Option<Self> {
+        let nargs = get_u32(buf, 0)?;
+        let flags = get_u32(buf, 4)?;
+        let class = get_u32(buf, 8)?;
+        let table_end = CMD_HEADER.checked_add((nargs as usize).checked_mul(ARG_ENTRY)?)?;
+        if buf.len() < table_end {
+            return None;
+        }
+        Some(Self {
+            buf,
+            nargs,
+            flags,
+            class,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.nargs as usize
     }
@@ -422,7 +448,8 @@ impl<'a> CommandView<'a> {
         let bytes = if lf & ARG_ELIDED != 0 {
             None
         } else {
-            self.buf.get(off..off + len as usize)
+            // Checked here, not trusted from `parse_lazy`: outside `buf` is no argument.
+            Some(self.buf.get(off..off.checked_add(len as usize)?)?)
         };
         Some(Arg {
             bytes,

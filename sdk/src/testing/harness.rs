@@ -244,47 +244,117 @@ impl<P: Plugin> Harness<P> {
         let r = self
             .rt
             .on_command(conn as i64, i32::from(cmd.id), cmd.args.len() as i32);
-        let (act, count, len) = unpack(r);
-        let out = self.rt.output(len as usize);
-        match act {
-            action::PASS => Outcome::Pass,
-            action::DENY => Outcome::Deny(text(out)),
-            action::REPLY => {
-                check_one_reply(out);
-                Outcome::Reply(out.to_vec())
-            }
-            action::OBSERVE => {
-                let ctx: [u8; 8] = out.try_into().expect("OBSERVE carries an 8-byte ctx");
-                Outcome::Observe(u64::from_le_bytes(ctx))
-            }
-            action::REWRITE => {
-                let view = RewriteView::parse(out, count)
-                    .unwrap_or_else(|e| panic!("the host refuses this rewrite block: {e:?}"));
-                let mut commands = Vec::new();
-                for c in view.commands() {
-                    let mut args = Vec::new();
-                    for a in c.expect("validated") {
-                        args.push(match a.expect("validated") {
-                            RewriteArg::Bytes(b) => b.to_vec(),
-                            RewriteArg::Input(i) => cmd
-                                .args
-                                .get(i as usize)
-                                .unwrap_or_else(|| panic!("rewrite refers to input {i}"))
-                                .clone(),
-                        });
-                    }
-                    commands.push(args);
-                }
-                Outcome::Rewrite(RewriteOut {
-                    merge: Merge::from_code(view.merge).expect("validated"),
-                    ctx: view.ctx,
-                    commands,
-                })
-            }
-            other => panic!("unknown on_command action {other}"),
-        }
+        let (_, _, len) = unpack(r);
+        decode(r, self.rt.output(len as usize), cmd)
     }
 
+    /// Calls `tp_on_commands` with the commands the manifest hooks, as the host batches a
+    /// pipeline ([`Outcome::NotHooked`] for the others): the outcomes must be those of calling
+    /// [`Harness::on_command`] on each in turn.
+    pub fn on_commands(&mut self, conn: u64, cmds: &[TestCommand]) -> Vec<Outcome> {
+        use tessera_plugin_abi::batch::{
+            BatchResults, batch_done, batch_table_size, put_batch_entry, put_batch_header,
+        };
+        let hooked: Vec<&TestCommand> = cmds.iter().filter(|c| self.manifest.hooks(c)).collect();
+        let tables: Vec<Vec<u8>> = hooked
+            .iter()
+            .map(|cmd| {
+                let copy_values = self.manifest.copies_values(cmd);
+                let args = cmd.args.iter().enumerate().map(|(i, a)| ArgIn {
+                    bytes: a,
+                    key: cmd.is_key(i),
+                    elide: i > 0 && !cmd.is_key(i) && !copy_values,
+                });
+                let mut t = vec![0; command_size(args.clone())];
+                encode_command(&mut t, cmd.class, cmd.args.len(), args).expect("encoding");
+                t
+            })
+            .collect();
+        let mut size = batch_table_size(hooked.len());
+        size += tables.iter().map(Vec::len).sum::<usize>();
+        assert_eq!(self.rt.reserve(size as i32, 0), 0);
+        let input = self.rt.input_mut();
+        put_batch_header(input, hooked.len());
+        let mut off = batch_table_size(hooked.len());
+        for (i, t) in tables.iter().enumerate() {
+            input[off..off + t.len()].copy_from_slice(t);
+            put_batch_entry(input, i, off, t.len(), hooked[i].id);
+            off += t.len();
+        }
+        let r = self.rt.on_commands(conn as i64, hooked.len() as i32);
+        let (_, count, len) = unpack(r);
+        assert_eq!(
+            count as usize,
+            hooked.len(),
+            "every command of the batch was done"
+        );
+        assert_eq!(batch_done(self.rt.input_mut(), hooked.len()), hooked.len());
+        let out = self.rt.output(len as usize).to_vec();
+        let results = BatchResults::parse(&out, hooked.len()).expect("results in out");
+        let mut decoded = results
+            .iter()
+            .zip(&hooked)
+            .map(|(r, cmd)| {
+                let (r, bytes) = r.expect("each output inside out");
+                decode(r, bytes, cmd)
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
+        cmds.iter()
+            .map(|c| {
+                if self.manifest.hooks(c) {
+                    decoded.next().expect("one outcome per hooked command")
+                } else {
+                    Outcome::NotHooked
+                }
+            })
+            .collect()
+    }
+}
+
+/// One `on_command` result as the host reads it (`out` is that command's output).
+fn decode(r: i64, out: &[u8], cmd: &TestCommand) -> Outcome {
+    let (act, count, _) = unpack(r);
+    match act {
+        action::PASS => Outcome::Pass,
+        action::DENY => Outcome::Deny(text(out)),
+        action::REPLY => {
+            check_one_reply(out);
+            Outcome::Reply(out.to_vec())
+        }
+        action::OBSERVE => {
+            let ctx: [u8; 8] = out.try_into().expect("OBSERVE carries an 8-byte ctx");
+            Outcome::Observe(u64::from_le_bytes(ctx))
+        }
+        action::REWRITE => {
+            let view = RewriteView::parse(out, count)
+                .unwrap_or_else(|e| panic!("the host refuses this rewrite block: {e:?}"));
+            let mut commands = Vec::new();
+            for c in view.commands() {
+                let mut args = Vec::new();
+                for a in c.expect("validated") {
+                    args.push(match a.expect("validated") {
+                        RewriteArg::Bytes(b) => b.to_vec(),
+                        RewriteArg::Input(i) => cmd
+                            .args
+                            .get(i as usize)
+                            .unwrap_or_else(|| panic!("rewrite refers to input {i}"))
+                            .clone(),
+                    });
+                }
+                commands.push(args);
+            }
+            Outcome::Rewrite(RewriteOut {
+                merge: Merge::from_code(view.merge).expect("validated"),
+                ctx: view.ctx,
+                commands,
+            })
+        }
+        other => panic!("unknown on_command action {other}"),
+    }
+}
+
+impl<P: Plugin> Harness<P> {
     /// Calls `on_reply` with these raw replies.
     pub fn on_reply(&mut self, conn: u64, ctx: u64, replies: &[&[u8]]) -> ReplyOutcome {
         let size = replies_size(replies.iter().copied());

@@ -40,6 +40,9 @@ struct Config {
     tag: Option<String>,
     #[serde(default)]
     ms: u64,
+    /// Misbehave only on keys starting with this (within `key_prefix`); the other hooked
+    /// commands pass, so they share a batch with the ones that fault.
+    fault_prefix: Option<String>,
 }
 
 fn default_prefix() -> String {
@@ -53,6 +56,7 @@ pub struct Faulty {
     prefix: Vec<u8>,
     tag: Option<String>,
     ms: u64,
+    fault_prefix: Option<Vec<u8>>,
 }
 
 impl Plugin for Faulty {
@@ -74,6 +78,7 @@ impl Plugin for Faulty {
             prefix: cfg.key_prefix.into_bytes(),
             tag: cfg.tag,
             ms: cfg.ms,
+            fault_prefix: cfg.fault_prefix.map(String::into_bytes),
         };
         Ok((plugin, manifest))
     }
@@ -81,6 +86,11 @@ impl Plugin for Faulty {
     fn on_command(&mut self, _conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
         // The host already filtered by prefix; check again so native tests see the same.
         if !c.keys().any(|(_, k)| k.starts_with(&self.prefix)) {
+            return Action::PASS;
+        }
+        if let Some(p) = &self.fault_prefix
+            && !c.keys().any(|(_, k)| k.starts_with(p))
+        {
             return Action::PASS;
         }
         match self.mode {

@@ -1,0 +1,134 @@
+//! The plugin layer's pre-pass over a pipeline: when the chain hooks anything, the requests
+//! read together are decoded ahead (up to the session's batch room), and each run of plain
+//! routed commands (keyed or split, not blocking) is shown to the plugins at once, one call
+//! per plugin for all of the run's commands it hooks (`Instance::on_commands`). The session then
+//! dispatches the requests one by one as before, each taking its precomputed [`Decision`].
+//!
+//! A run ends before any other command (AUTH, HELLO, SELECT, MULTI, SUBSCRIBE, a blocking
+//! command …): those change what later commands are or may do, so the commands after them are
+//! decided only once they have been dispatched. Plugins still see every command in order.
+
+use std::collections::VecDeque;
+
+use bytes::BytesMut;
+
+use super::Session;
+use super::plugins::Decision;
+use crate::command::Kind;
+use crate::pipeline::classify::{Classified, classify};
+use crate::resp::{ProtocolError, Request};
+
+/// Requests decoded ahead, with the plugin decisions made for them.
+#[derive(Default)]
+pub(super) struct Lookahead {
+    ahead: VecDeque<Ahead>,
+    /// The decision for the request just handed to the session (taken by `run_plugins`).
+    decided: Option<Decision>,
+}
+
+struct Ahead {
+    req: Result<Request, ProtocolError>,
+    /// Whether the pre-pass has looked at it (`decision` is `None` for the commands it left
+    /// to the per-command path).
+    checked: bool,
+    decision: Option<Decision>,
+}
+
+impl Lookahead {
+    /// Whether requests wait here (the session must not block on a read then).
+    pub(super) fn is_empty(&self) -> bool {
+        self.ahead.is_empty()
+    }
+
+    /// The decision made ahead for the request being dispatched, if any.
+    pub(super) fn take_decision(&mut self) -> Option<Decision> {
+        self.decided.take()
+    }
+}
+
+/// Whether a command may share a pre-pass with the commands around it: a plain routed command
+/// that changes nothing about how the next ones are classified or dispatched.
+fn batchable(c: &Classified<'_>) -> bool {
+    matches!(c.cmd.kind, Kind::Keyed | Kind::Split(_)) && !c.blocks()
+}
+
+impl Session {
+    /// The next request to dispatch: from those decoded ahead, or from the read buffer. With
+    /// plugins that hook anything, decodes up to `room` requests ahead and decides the run at
+    /// the front in one pass.
+    pub(super) fn next_request(
+        &mut self,
+        rbuf: &mut BytesMut,
+        room: usize,
+    ) -> Result<Option<Request>, ProtocolError> {
+        if self.lookahead.ahead.is_empty() {
+            self.lookahead.decided = None;
+            if self.worker.shared.plugins.chain().is_empty() {
+                return self.decoder.decode(rbuf);
+            }
+            while self.lookahead.ahead.len() < room.max(1) {
+                let req = match self.decoder.decode(rbuf) {
+                    Ok(Some(r)) => Ok(r),
+                    Ok(None) => break,
+                    Err(e) => Err(e),
+                };
+                let end = req.is_err();
+                self.lookahead.ahead.push_back(Ahead {
+                    req,
+                    checked: false,
+                    decision: None,
+                });
+                if end {
+                    break;
+                }
+            }
+        }
+        if self.lookahead.ahead.front().is_some_and(|a| !a.checked) {
+            self.decide_run();
+        }
+        let Some(a) = self.lookahead.ahead.pop_front() else {
+            return Ok(None);
+        };
+        self.lookahead.decided = a.decision;
+        a.req.map(Some)
+    }
+
+    /// Decides the run of batchable commands at the front of the lookahead in one pass of
+    /// the chain. The first command that is not batchable is marked checked without a
+    /// decision: the session dispatches it the ordinary way.
+    fn decide_run(&mut self) {
+        if self.lookahead.ahead.len() == 1 {
+            // A lone request (P1): nothing to batch, and no second classification.
+            self.lookahead.ahead[0].checked = true;
+            return;
+        }
+        let mut ahead = std::mem::take(&mut self.lookahead.ahead);
+        let policy = self.worker.shared.policy();
+        let mut run: Vec<Classified<'_>> = Vec::new();
+        for a in ahead.iter() {
+            let Ok(req) = &a.req else { break };
+            let Ok(c) = classify(req, &policy, self.rights.as_deref()) else {
+                break;
+            };
+            if !batchable(&c) || self.pubsub_refuses(&c).is_some() {
+                break;
+            }
+            run.push(c);
+        }
+        let n = run.len();
+        let decisions = if n > 1 {
+            self.run_plugins_batch(&run)
+        } else {
+            Vec::new()
+        };
+        drop(run);
+        // A run of one (or none) is left to the per-command path: nothing to batch.
+        for (a, d) in ahead.iter_mut().zip(decisions) {
+            a.decision = Some(d);
+        }
+        for a in ahead.iter_mut().take(n.max(1)) {
+            a.checked = true;
+        }
+        self.lookahead.ahead = ahead;
+    }
+}
