@@ -98,6 +98,8 @@ pub struct ProxyConfig {
     /// A client certificate and key for backends that require one (`tls-auth-clients yes`).
     pub backend_tls_cert: Option<PathBuf>,
     pub backend_tls_key: Option<PathBuf>,
+    /// Hot-key counting (`[hotkeys]`; docs/hotkeys.md).
+    pub hotkeys: crate::telemetry::HotKeysConfig,
 }
 
 impl Default for ProxyConfig {
@@ -141,6 +143,7 @@ impl Default for ProxyConfig {
             backend_tls_ca: None,
             backend_tls_cert: None,
             backend_tls_key: None,
+            hotkeys: crate::telemetry::HotKeysConfig::default(),
         }
     }
 }
@@ -181,6 +184,7 @@ impl ProxyConfig {
     /// # Errors
     /// A setting that cannot work, with the reason.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.hotkeys.validate().map_err(ConfigError::Invalid)?;
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(
                 "no backends: give --backends or `backends = [...]`".into(),

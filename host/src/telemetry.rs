@@ -4,8 +4,10 @@
 //! renders, and writes the latency histograms from the bucket counters itself (a `metrics`
 //! histogram handle per command measured ~2× more proxy CPU per request at c50 P1).
 
+mod hotkeys;
 mod slots;
 
+pub use hotkeys::{HotKey, HotKeyRecorder, HotKeys, HotKeysConfig, HotKeysView, escape};
 pub use slots::{SlotCounts, SlotStats};
 
 use std::sync::OnceLock;

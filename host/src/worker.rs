@@ -23,7 +23,7 @@ use crate::plugins::PluginHost;
 use crate::pubsub::Hub;
 use crate::redis_client::Credential;
 use crate::router::Router;
-use crate::telemetry::{CommandStats, SlotStats};
+use crate::telemetry::{CommandStats, HotKeyRecorder, HotKeys, SlotStats};
 use crate::users::User;
 
 /// State every worker shares.
@@ -35,6 +35,8 @@ pub struct Shared {
     pub command_stats: CommandStats,
     /// Operations and bytes per slot (`GET /api/proxy/slots`).
     pub slot_stats: SlotStats,
+    /// The hot keys the workers publish (`GET /api/proxy/hotkeys`).
+    pub hotkeys: Arc<HotKeys>,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
@@ -80,6 +82,7 @@ impl Shared {
         let backend_admin = RwLock::new(config.backend_admin());
         let dedicated = DedicatedLimit::new(config.dedicated_connections);
         let slot_stats = SlotStats::new(config.threads());
+        let hotkeys = Arc::new(HotKeys::new(config.hotkeys.clone(), config.threads()));
         // Start-up checks the table first (`tessera proxy` fails with the reason); should an
         // invalid one get here anyway, no one logs in rather than everyone.
         let users = config.users_table().unwrap_or_else(|e| {
@@ -102,6 +105,7 @@ impl Shared {
             stats: Stats::default(),
             command_stats: CommandStats::default(),
             slot_stats,
+            hotkeys,
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,
@@ -261,6 +265,8 @@ pub struct Worker {
     pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
     /// This thread's pub/sub subscriptions and subscriber connections.
     pub pubsub: Hub,
+    /// This thread's hot-key counting.
+    pub hotkeys: Rc<HotKeyRecorder>,
     logins: RefCell<Logins>,
 }
 
@@ -284,6 +290,7 @@ impl Worker {
         let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
         Self {
             pubsub: Hub::new(shared.router.clone(), shared.redirects.clone()),
+            hotkeys: Rc::new(HotKeyRecorder::new(shared.hotkeys.clone())),
             shared,
             pool,
             dedicated,

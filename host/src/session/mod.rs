@@ -121,6 +121,8 @@ struct Queued {
     /// the per-slot counters.
     slot: u16,
     bytes_in: u32,
+    /// The first key, when the hot-key counting samples this command.
+    hot_key: Option<bytes::Bytes>,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -145,6 +147,7 @@ impl Queued {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            hot_key: None,
         }
     }
 }
@@ -409,6 +412,9 @@ impl Session {
         if let Some(&k) = c.keys.first() {
             q.slot = SlotId::of_key(req.arg(k as usize)).0;
             q.bytes_in = u32::try_from(req.as_bytes().len()).unwrap_or(u32::MAX);
+            if self.worker.hotkeys.wants() {
+                q.hot_key = Some(req.arg_bytes(k as usize));
+            }
         }
         q
     }
@@ -431,6 +437,7 @@ impl Session {
                         id,
                         slot: NO_SLOT,
                         bytes_in: 0,
+                        hot_key: None,
                     };
                 }
                 Decision::Fail(e) => e,
@@ -478,6 +485,7 @@ impl Session {
             id,
             slot: NO_SLOT,
             bytes_in: 0,
+            hot_key: None,
         }
     }
 
@@ -678,6 +686,11 @@ impl Session {
             }
             if q.slot != NO_SLOT {
                 slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);
+            }
+            if let Some(key) = &q.hot_key {
+                self.worker
+                    .hotkeys
+                    .record(key, q.bytes_in as usize, wbuf.len() - at);
             }
             if wbuf.len() >= FLUSH_AT {
                 // Without waiting: a slow reader must not hold the batch (and a table swap
