@@ -9,6 +9,7 @@ pub mod cache;
 pub mod failover;
 mod guard;
 mod health;
+mod hotkeys;
 pub mod metrics;
 mod migration;
 mod ops;
@@ -23,6 +24,7 @@ pub mod tokens;
 pub mod users;
 
 pub use health::{ProxyHealth, ServerHealth};
+pub use hotkeys::{ClusterHotKey, ClusterHotKeys, SeenBy};
 pub use migration::{MigrationStatus, SlotProgress};
 pub use push::PushError;
 pub use rebalance::{RebalanceBy, RebalancePlan};

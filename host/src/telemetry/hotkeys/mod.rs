@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::router::SlotId;
 use sketch::{Counted, KeyId, Window};
 
 /// `[hotkeys]` in proxy.toml.
@@ -106,7 +107,8 @@ struct Published {
 /// One key of a view.
 ///
 /// ```text
-/// {"key": "user:\\xff1", "key_len": 6, "truncated": false, "ops": 1200, "bytes": 48000}
+/// {"key": "user:\\xff1", "key_len": 6, "truncated": false, "slot": 421, "ops": 1200,
+///  "bytes": 48000}
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotKey {
@@ -115,6 +117,8 @@ pub struct HotKey {
     /// The key's full length in bytes.
     pub key_len: u64,
     pub truncated: bool,
+    /// The key's slot (unknown for a truncated key).
+    pub slot: Option<u16>,
     /// Operations and request plus reply bytes over the window (estimates: never under the
     /// true count of a key kept every sub-window, over it by at most the sketch's error).
     pub ops: u64,
@@ -227,6 +231,7 @@ impl HotKeys {
                 key: escape(&k.head),
                 key_len: k.len,
                 truncated: (k.head.len() as u64) < k.len,
+                slot: ((k.head.len() as u64) == k.len).then(|| SlotId::of_key(&k.head).0),
                 ops,
                 bytes,
             })
