@@ -130,8 +130,12 @@ impl Top {
     }
 
     /// Offers a key with its estimate: kept if it is in the table or beats the lowest count.
+    /// A key under `floor` is not looked at (the common case, a cold key, ends here).
     #[inline]
-    pub(super) fn offer(&mut self, hash: u64, key: &[u8], count: u64) {
+    pub(super) fn offer(&mut self, hash: u64, key: &[u8], count: u64, floor: u64) {
+        if count < floor {
+            return;
+        }
         if let Some(s) = self.entries.get_mut(&hash) {
             s.count = s.count.max(count);
             return;
@@ -196,7 +200,17 @@ pub(super) struct Window {
     sketch: Sketch,
     by_ops: Top,
     by_bytes: Top,
+    /// Ops and bytes recorded in the sub-window, for the admission floor.
+    total: (u64, u64),
 }
+
+/// A key enters a table only with at least this many times its fair share of a sketch cell
+/// (`total / width`). Without a floor, under a uniform load of many keys every cold key's
+/// estimate (the cells' noise, which grows through the sub-window) beats the table's stale
+/// lowest count, and each record would evict and rescan: measured 1 µs per record against
+/// 100 000 random keys, against ~40 ns with the floor. A key under it carries less than
+/// `ADMIT / width` of the sub-window's traffic (0.2 % at the default width): not hot.
+const ADMIT: u64 = 2;
 
 impl Window {
     pub(super) fn new(k: usize, width: usize, depth: usize, max_key_bytes: usize) -> Self {
@@ -204,6 +218,7 @@ impl Window {
             sketch: Sketch::new(width, depth),
             by_ops: Top::new(k, max_key_bytes),
             by_bytes: Top::new(k, max_key_bytes),
+            total: (0, 0),
         }
     }
 
@@ -216,8 +231,13 @@ impl Window {
     #[inline]
     pub(super) fn record(&mut self, hash: u64, key: &[u8], ops: u64, bytes: u64) {
         let (o, b) = self.sketch.add(hash, ops, bytes);
-        self.by_ops.offer(hash, key, o);
-        self.by_bytes.offer(hash, key, b);
+        self.total.0 = self.total.0.saturating_add(ops);
+        self.total.1 = self.total.1.saturating_add(bytes);
+        // `width` is a power of two: the share is a shift.
+        let shift = (self.sketch.mask + 1).trailing_zeros();
+        let floor = |total: u64| ADMIT.saturating_mul(total) >> shift;
+        self.by_ops.offer(hash, key, o, floor(self.total.0));
+        self.by_bytes.offer(hash, key, b, floor(self.total.1));
     }
 
     /// The keys of both tables with their estimates, and a fresh start.
@@ -234,6 +254,7 @@ impl Window {
             })
             .collect();
         self.sketch.clear();
+        self.total = (0, 0);
         self.by_ops.clear();
         self.by_bytes.clear();
         out
@@ -286,7 +307,7 @@ mod tests {
     fn a_full_table_keeps_k_keys() {
         let mut t = Top::new(3, 8);
         for i in 0..100u64 {
-            t.offer(i, format!("k{i}").as_bytes(), i);
+            t.offer(i, format!("k{i}").as_bytes(), i, 0);
         }
         let mut kept: Vec<_> = t.keys().map(|(h, _)| h).collect();
         kept.sort();
