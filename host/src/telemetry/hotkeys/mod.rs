@@ -217,7 +217,8 @@ impl HotKeys {
                 if now - p.at > window {
                     continue;
                 }
-                oldest = oldest.min(p.at - c.sub_window());
+                // `checked_sub`: an hour-long sub-window on a host up for less would underflow.
+                oldest = oldest.min(p.at.checked_sub(c.sub_window()).unwrap_or(p.at));
                 for e in &p.entries {
                     let s = sums.entry(e.key.clone()).or_default();
                     s.0 += e.ops;
