@@ -3,6 +3,7 @@
 //! response; every rule (what may be deleted, who owns a slot) is the dashboard's.
 
 mod failover;
+mod hotkeys;
 mod mirror;
 mod read_policy;
 mod rebalance;
@@ -110,6 +111,8 @@ pub enum AdminCmd {
     },
     /// Migration progress: slots in flight, keys moved, keys per second, ETA.
     Migrations,
+    /// The hottest keys by operations and by bytes, summed over the proxies (docs/hotkeys.md).
+    Hotkeys(hotkeys::HotKeysArgs),
 }
 
 /// A migration's speed cap.
@@ -415,6 +418,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
             AdminCmd::Mirror(cmd) => mirror::run(&client, cmd).await,
             AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
+            AdminCmd::Hotkeys(a) => hotkeys::run(&client, a).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;
                 Ok(Reply {

@@ -112,6 +112,8 @@ pub struct ProxyConfig {
     /// Commands whose reply is at least this many bytes enter the large-reply log (negative: off).
     pub commandlog_reply_larger_than: i64,
     pub commandlog_large_reply_max_len: usize,
+    /// Hot-key counting (`[hotkeys]`; docs/hotkeys.md).
+    pub hotkeys: crate::telemetry::HotKeysConfig,
 }
 
 impl Default for ProxyConfig {
@@ -162,6 +164,7 @@ impl Default for ProxyConfig {
             commandlog_large_request_max_len: 128,
             commandlog_reply_larger_than: 1 << 20,
             commandlog_large_reply_max_len: 128,
+            hotkeys: crate::telemetry::HotKeysConfig::default(),
         }
     }
 }
@@ -206,6 +209,7 @@ impl ProxyConfig {
             m.validate()
                 .map_err(|e| ConfigError::Invalid(format!("[mirror]: {e}")))?;
         }
+        self.hotkeys.validate().map_err(ConfigError::Invalid)?;
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(
                 "no backends: give --backends or `backends = [...]`".into(),

@@ -24,7 +24,7 @@
 //! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
 //! - [`access`] — the roles of API tokens and console users, and which route needs which.
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
-//! - [`telemetry`] — per-command and per-slot counters and Prometheus text.
+//! - [`telemetry`] — per-command and per-slot counters, hot keys, and Prometheus text.
 //! - [`redis_client`] — a small client for the control plane.
 //! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`users`] — the users clients AUTH as: table, password hashes, lookup.

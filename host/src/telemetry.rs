@@ -5,11 +5,13 @@
 //! histogram handle per command measured ~2× more proxy CPU per request at c50 P1).
 
 mod commandlog;
+mod hotkeys;
 mod slots;
 
 pub use commandlog::{
     COMMANDLOG_MAX_LEN, CommandLog, CommandLogSettings, Entry, EntryView, LogType, Measured,
 };
+pub use hotkeys::{HotKey, HotKeyRecorder, HotKeys, HotKeysConfig, HotKeysView, escape};
 pub use slots::{SlotCounts, SlotStats};
 
 use std::sync::OnceLock;

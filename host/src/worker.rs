@@ -23,7 +23,7 @@ use crate::plugins::PluginHost;
 use crate::pubsub::Hub;
 use crate::redis_client::Credential;
 use crate::router::Router;
-use crate::telemetry::{CommandStats, SlotStats};
+use crate::telemetry::{CommandStats, HotKeyRecorder, HotKeys, SlotStats};
 use crate::users::User;
 
 /// State every worker shares.
@@ -37,6 +37,8 @@ pub struct Shared {
     pub slot_stats: SlotStats,
     /// The slow, large-request and large-reply logs (SLOWLOG, COMMANDLOG).
     pub command_log: crate::telemetry::CommandLog,
+    /// The hot keys the workers publish (`GET /api/proxy/hotkeys`).
+    pub hotkeys: Arc<HotKeys>,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).
@@ -85,6 +87,7 @@ impl Shared {
         let dedicated = DedicatedLimit::new(config.dedicated_connections);
         let slot_stats = SlotStats::new(config.threads());
         let command_log = crate::telemetry::CommandLog::new(&config.commandlog());
+        let hotkeys = Arc::new(HotKeys::new(config.hotkeys.clone(), config.threads()));
         // Start-up checks the table first (`tessera proxy` fails with the reason); should an
         // invalid one get here anyway, no one logs in rather than everyone.
         let users = config.users_table().unwrap_or_else(|e| {
@@ -109,6 +112,7 @@ impl Shared {
             command_stats: CommandStats::default(),
             slot_stats,
             command_log,
+            hotkeys,
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,
@@ -270,6 +274,8 @@ pub struct Worker {
     pub pubsub: Hub,
     /// This thread's link to the mirror's shadow.
     pub mirror: crate::mirror::WorkerMirror,
+    /// This thread's hot-key counting.
+    pub hotkeys: Rc<HotKeyRecorder>,
     logins: RefCell<Logins>,
 }
 
@@ -293,6 +299,7 @@ impl Worker {
         let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
         Self {
             pubsub: Hub::new(shared.router.clone(), shared.redirects.clone()),
+            hotkeys: Rc::new(HotKeyRecorder::new(shared.hotkeys.clone())),
             shared,
             pool,
             dedicated,

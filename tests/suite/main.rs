@@ -61,6 +61,8 @@ mod migration_copy;
 mod commandlog;
 // Per-slot statistics (traffic through a proxy, keys and memory) and a rebalance by load.
 mod slot_stats;
+// Hot keys: planted keys ranked per proxy and merged over two; memory bounded.
+mod hotkeys;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

@@ -462,6 +462,35 @@ async function main() {
     await waitFor('the proxies table to list the proxies', async () => (await page.locator('[data-testid^="proxy-state-"]').count()) >= proxies.length, 15_000);
     await shot('05-proxies');
 
+    // Hot keys: a benchmark without -r hammers the one key `key:__rand_int__`; the Hot keys tab
+    // lists it first by operations, as GET /api/hotkeys does, with the proxy that saw it.
+    const hammer = start('redis-benchmark (one key)', BENCH, ['-h', host, '-p', port, '-t', 'get', '-n', '200000', '-c', '4', '-q']);
+    await tid('tab-hotkeys').click();
+    await tid('hotkeys-ops').waitFor();
+    const hotKey = await waitFor(
+      'the Hot keys tab to list the hammered key first, as the API does',
+      async () => {
+        const first = page.locator('[data-testid="hotkeys-ops-row"]').first();
+        if (!(await first.count())) return null;
+        const shown = (await first.locator('td').first().innerText()).trim();
+        const api = await (await ctx.request.get(`${capi}/hotkeys`)).json();
+        const top = api.by_ops?.[0];
+        if (shown !== 'key:__rand_int__' || top?.key !== shown) return null;
+        if (!top.seen_by.some((p) => p.addr === proxies[0].addr)) throw new Error(`GET /api/hotkeys: ${JSON.stringify(top)} not seen by ${proxies[0].addr}`);
+        return { shown, ops: top.ops };
+      },
+      30_000,
+      500,
+    );
+    log(`hot keys: ${hotKey.shown} first, ${hotKey.ops} ops in the window`);
+    await shot('05b-hotkeys');
+    try {
+      process.kill(-hammer.pid, 'SIGTERM');
+    } catch {
+      // already done
+    }
+    await hammer.exited;
+
     // Slot map: select 20 slots of one group (click + shift-click) and move them to another.
     await tid('tab-slots').click();
     await tid('slot-0').waitFor();

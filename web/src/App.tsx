@@ -5,6 +5,7 @@ import { CLUSTER_TABS, hrefFor, navigate, usePoll, useRoute, type ClusterTab } f
 import { Audit } from './views/Audit';
 import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
+import { HotKeysView } from './views/HotKeys';
 import { Login } from './views/Login';
 import { Migrations } from './views/Migrations';
 import { MirrorView } from './views/Mirror';
@@ -63,6 +64,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   overview: 'Overview',
   groups: 'Groups & servers',
   slots: 'Slot map',
+  hotkeys: 'Hot keys',
   migrations: 'Migrations',
   proxies: 'Proxies',
   plugins: 'Plugins',
@@ -156,6 +158,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'overview' && <OverviewView key={name} c={c} />}
       {tab === 'groups' && <Groups key={name} c={c} />}
       {tab === 'slots' && <SlotMap key={name} c={c} />}
+      {tab === 'hotkeys' && <HotKeysView key={name} c={c} />}
       {tab === 'migrations' && <Migrations key={name} c={c} />}
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}

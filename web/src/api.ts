@@ -27,6 +27,7 @@ import type {
   RebalanceBy,
   RebalanceReply,
   SlotStats,
+  HotKeys,
   Role,
   Slot,
   Stats,
@@ -250,6 +251,9 @@ export class ClusterApi {
   }
   slotStats(signal?: AbortSignal) {
     return this.c.get<SlotStats>(`${this.base}/slots/stats`, signal);
+  }
+  hotKeys(signal?: AbortSignal) {
+    return this.c.get<HotKeys>(`${this.base}/hotkeys`, signal);
   }
   plugins(signal?: AbortSignal) {
     return this.c.get<Plugin[]>(`${this.base}/plugins`, signal);

@@ -252,6 +252,28 @@ export interface SlotStats {
   }[];
 }
 
+/** One key of GET /api/hotkeys, summed over the proxies that listed it. */
+export interface HotKey {
+  /** At most the proxies' max_key_bytes; bytes outside printable ASCII as \xHH. */
+  key: string;
+  key_len: number;
+  truncated: boolean;
+  slot: number | null;
+  group: number | null;
+  ops: number;
+  bytes: number;
+  seen_by: { token: string; addr: string; ops: number; bytes: number }[];
+}
+
+/** GET /api/hotkeys: the cluster's top keys by ops and by bytes. */
+export interface HotKeys {
+  proxies: number;
+  unanswered: string[];
+  window_secs: number;
+  by_ops: HotKey[];
+  by_bytes: HotKey[];
+}
+
 /** A catalog entry (GET /plugins adds `order`; the mutating routes return it without). */
 export interface Plugin {
   name: string;

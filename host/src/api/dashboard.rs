@@ -46,6 +46,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/api/migrations/throttle", put(set_throttle))
         .route("/api/rebalance", post(rebalance))
         .route("/api/slots/stats", get(slot_stats))
+        .route("/api/hotkeys", get(hotkeys))
         .route("/api/users", get(list_users))
         .route("/api/users/{name}", put(set_user).delete(delete_user))
         .route("/api/audit", super::audit::list_route(audit.clone()))
@@ -593,6 +594,18 @@ async fn rebalance(
 /// Per-slot ops/s, bytes/s, keys and memory, and per-group totals (`docs/api.md`).
 async fn slot_stats(State(d): State<Arc<Dashboard>>) -> Json<crate::dashboard::SlotStatsView> {
     Json(d.slot_stats())
+}
+
+/// Every online proxy's hot keys, merged per key (`docs/hotkeys.md`).
+async fn hotkeys(
+    State(d): State<Arc<Dashboard>>,
+    query: Result<
+        axum::extract::Query<super::proxy::HotKeysQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
+) -> Result<Json<crate::dashboard::ClusterHotKeys>, ApiError> {
+    let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    Ok(Json(d.hotkeys(q.limit()?).await))
 }
 
 // === users ===

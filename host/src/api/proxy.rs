@@ -14,6 +14,7 @@
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
 //! GET  /api/proxy/slots     cumulative ops, bytes in and bytes out of each slot with traffic
 //! GET  /api/proxy/commandlog?type=slow|large-request|large-reply  the proxy's command log
+//! GET  /api/proxy/hotkeys   the top keys by ops and by bytes over the recent window
 //! GET  /api/proxy/topology  the topology last applied
 //! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
 //!                           proxy secret; automatic failover's quorum asks it)
@@ -141,6 +142,7 @@ impl ProxyAdmin {
             .route("/api/proxy/info", get(info))
             .route("/api/proxy/stats", get(stats))
             .route("/api/proxy/slots", get(slot_counts))
+            .route("/api/proxy/hotkeys", get(hotkeys))
             .route("/api/proxy/topology", get(topology).put(push_topology))
             .route("/api/proxy/masters", get(masters_seen))
             .route("/api/proxy/replicas", get(replicas_seen))
@@ -325,6 +327,38 @@ async fn info(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyInfo> {
 /// Cumulative per-slot counters since the proxy started (only slots with traffic).
 async fn slot_counts(State(a): State<Arc<ProxyAdmin>>) -> Json<SlotCounts> {
     Json(a.shared.slot_stats.counts())
+}
+
+/// `?limit=` of the hot-key views (proxy and dashboard): 1 to `MAX_HOTKEYS`, default 20.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HotKeysQuery {
+    pub(crate) limit: Option<usize>,
+}
+
+/// The most keys a hot-key view lists per ranking.
+pub(crate) const MAX_HOTKEYS: usize = 1000;
+
+impl HotKeysQuery {
+    /// # Errors
+    /// A limit of 0 or over `MAX_HOTKEYS` (400).
+    pub(crate) fn limit(&self) -> Result<usize, ApiError> {
+        match self.limit.unwrap_or(20) {
+            n @ 1..=MAX_HOTKEYS => Ok(n),
+            n => Err(ApiError::bad_request(format!(
+                "limit must be in 1..={MAX_HOTKEYS}, got {n}"
+            ))),
+        }
+    }
+}
+
+/// The top keys by ops and by bytes over the window (`telemetry::HotKeys::view`).
+async fn hotkeys(
+    State(a): State<Arc<ProxyAdmin>>,
+    query: Result<axum::extract::Query<HotKeysQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<crate::telemetry::HotKeysView>, ApiError> {
+    let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    Ok(Json(a.shared.hotkeys.view(q.limit()?)))
 }
 
 async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {

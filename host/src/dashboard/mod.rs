@@ -10,6 +10,7 @@ pub mod commandlog;
 pub mod failover;
 mod guard;
 mod health;
+mod hotkeys;
 pub mod metrics;
 mod migration;
 mod mirror;
@@ -26,6 +27,7 @@ pub mod tokens;
 pub mod users;
 
 pub use health::{ProxyHealth, ServerHealth};
+pub use hotkeys::{ClusterHotKey, ClusterHotKeys, SeenBy};
 pub use migration::{MigrationStatus, SlotProgress};
 pub use push::PushError;
 pub use rebalance::{RebalanceBy, RebalancePlan};

@@ -269,6 +269,7 @@ fn worker_main(
             Pool::new(opts, shared.config.backend_connections),
         ));
         tokio::task::spawn_local(plugin_ticks(worker.clone()));
+        tokio::task::spawn_local(worker.hotkeys.clone().run());
         let mut sessions = tokio::task::JoinSet::new();
         loop {
             tokio::select! {

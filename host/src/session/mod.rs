@@ -132,6 +132,8 @@ struct Queued {
     /// design), and its request.
     timed: bool,
     req: bytes::Bytes,
+    /// The first key, when the hot-key counting samples this command.
+    hot_key: Option<bytes::Bytes>,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -159,6 +161,7 @@ impl Queued {
             mirror: None,
             timed: false,
             req: bytes::Bytes::new(),
+            hot_key: None,
         }
     }
 }
@@ -433,6 +436,9 @@ impl Session {
         if let Some(&k) = c.keys.first() {
             q.slot = SlotId::of_key(req.arg(k as usize)).0;
             q.bytes_in = u32::try_from(req.as_bytes().len()).unwrap_or(u32::MAX);
+            if self.worker.hotkeys.wants() {
+                q.hot_key = Some(req.arg_bytes(k as usize));
+            }
         }
         q.timed = !c.blocks() && c.cmd.kind != Kind::Wait;
         q.req = req.into_bytes();
@@ -460,6 +466,7 @@ impl Session {
                         mirror: None,
                         timed: false,
                         req: bytes::Bytes::new(),
+                        hot_key: None,
                     };
                 }
                 Decision::Fail(e) => e,
@@ -510,6 +517,7 @@ impl Session {
             mirror: None,
             timed: false,
             req: bytes::Bytes::new(),
+            hot_key: None,
         }
     }
 
@@ -724,6 +732,11 @@ impl Session {
             }
             if q.slot != NO_SLOT {
                 slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);
+            }
+            if let Some(key) = &q.hot_key {
+                self.worker
+                    .hotkeys
+                    .record(key, q.bytes_in as usize, wbuf.len() - at);
             }
             if wbuf.len() >= FLUSH_AT {
                 // Without waiting: a slow reader must not hold the batch (and a table swap

@@ -1,0 +1,83 @@
+// The cluster's hot keys (GET /api/hotkeys): the top keys by operations and by bytes over the
+// proxies' recent window, summed over the proxies, with the share each proxy saw.
+import type { ClusterApi } from '../api';
+import { ErrorBox, Stat } from '../components/ui';
+import { usePoll } from '../hooks';
+import { formatBytes, formatNumber } from '../lib/format';
+import type { HotKey } from '../types';
+
+export function HotKeysView({ c }: { c: ClusterApi }) {
+  const hot = usePoll((s) => c.hotKeys(s), 3000, [c.name]);
+  const v = hot.data;
+  return (
+    <section>
+      <ErrorBox error={hot.error} />
+      {v && (
+        <>
+          <div className="stats-row">
+            <Stat label="Window" value={`${Math.round(v.window_secs)} s`} testid="hotkeys-window" />
+            <Stat label="Proxies counted" value={v.proxies} testid="hotkeys-proxies" />
+            {v.unanswered.length > 0 && <Stat label="Proxies not answering" value={v.unanswered.length} testid="hotkeys-unanswered" />}
+          </div>
+          <div className="columns">
+            <Ranking title="By operations" keys={v.by_ops} testid="hotkeys-ops" />
+            <Ranking title="By bytes" keys={v.by_bytes} testid="hotkeys-bytes" />
+          </div>
+          <p className="muted small">
+            Counts are estimates over each proxy's sliding window (never under a key's true count while it stays in a proxy's top list). Long keys are cut; bytes outside printable ASCII show as \xHH.
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Ranking({ title, keys, testid }: { title: string; keys: HotKey[]; testid: string }) {
+  return (
+    <div>
+      <h3>{title}</h3>
+      <table className="table" data-testid={testid}>
+        <thead>
+          <tr>
+            <th>Key</th>
+            <th className="num">Ops</th>
+            <th className="num">Bytes</th>
+            <th className="num">Slot</th>
+            <th className="num">Group</th>
+            <th>Seen by</th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr key={`${k.key}/${k.key_len}`} data-testid={`${testid}-row`}>
+              <td className="mono" title={k.truncated ? `${k.key_len} bytes, cut` : undefined}>
+                {k.key}
+                {k.truncated && <span className="muted small"> … ({formatBytes(k.key_len)})</span>}
+              </td>
+              <td className="num" data-testid={`${testid}-ops`}>
+                {formatNumber(k.ops)}
+              </td>
+              <td className="num">{formatBytes(k.bytes)}</td>
+              <td className="num">{k.slot ?? '—'}</td>
+              <td className="num">{k.group ?? '—'}</td>
+              <td className="small">
+                {k.seen_by.map((s) => (
+                  <div key={s.token}>
+                    {s.addr}: {formatNumber(s.ops)}
+                  </div>
+                ))}
+              </td>
+            </tr>
+          ))}
+          {keys.length === 0 && (
+            <tr>
+              <td colSpan={6} className="muted">
+                No traffic counted yet.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}
