@@ -1,5 +1,6 @@
-//! The command log's HTTP routes: a proxy's own log, and the dashboard's merge of every
-//! proxy's (`dashboard::commandlog`). Both take the log's type and an optional count.
+//! The command log's HTTP routes: the dashboard's merge of every proxy's log
+//! (`dashboard::commandlog`), and the query both it and a proxy's own route (`proxy`) take:
+//! the log's type and an optional count.
 //!
 //! ```text
 //! GET /api/proxy/commandlog?type=slow|large-request|large-reply[&count=N]   (proxy admin API)
@@ -13,23 +14,22 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::proxy::ProxyAdmin;
 use crate::dashboard::Dashboard;
-use crate::dashboard::commandlog::{ClusterLog, ProxyLog};
+use crate::dashboard::commandlog::ClusterLog;
 use crate::http_error::ApiError;
 use crate::telemetry::LogType;
 
-type LogQuery = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
+pub(super) type LogQuery = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
 
 #[derive(Deserialize)]
-struct Params {
+pub(super) struct Params {
     #[serde(rename = "type")]
     log_type: Option<String>,
     count: Option<usize>,
 }
 
 /// The type asked for (`slow` when absent), or a 400 naming the valid ones.
-fn parse(q: LogQuery) -> Result<(LogType, Option<usize>), ApiError> {
+pub(super) fn parse(q: LogQuery) -> Result<(LogType, Option<usize>), ApiError> {
     let Query(p) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let t = match p.log_type.as_deref() {
         None => LogType::Slow,
@@ -42,25 +42,8 @@ fn parse(q: LogQuery) -> Result<(LogType, Option<usize>), ApiError> {
     Ok((t, p.count))
 }
 
-pub(super) fn proxy_routes() -> Router<Arc<ProxyAdmin>> {
-    Router::new().route("/api/proxy/commandlog", get(proxy_log))
-}
-
 pub(super) fn dashboard_routes() -> Router<Arc<Dashboard>> {
     Router::new().route("/api/commandlog", get(cluster_log))
-}
-
-async fn proxy_log(
-    State(a): State<Arc<ProxyAdmin>>,
-    q: LogQuery,
-) -> Result<Json<ProxyLog>, ApiError> {
-    let (log_type, count) = parse(q)?;
-    let log = &a.shared.command_log;
-    Ok(Json(ProxyLog {
-        log_type,
-        len: log.len(log_type),
-        entries: log.get(log_type, count).iter().map(Into::into).collect(),
-    }))
 }
 
 async fn cluster_log(

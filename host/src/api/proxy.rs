@@ -149,11 +149,8 @@ impl ProxyAdmin {
             .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
             .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
             .route("/api/proxy/users", get(users_list).put(users_apply))
-            .route(
-                "/api/proxy/mirror",
-                get(super::mirror::proxy_view).put(super::mirror::proxy_apply),
-            )
-            .merge(super::commandlog::proxy_routes())
+            .route("/api/proxy/mirror", get(mirror_view).put(mirror_apply))
+            .route("/api/proxy/commandlog", get(command_log))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 require_secret,
@@ -603,4 +600,52 @@ async fn users_apply(
     let Json(doc) = body?;
     let version = a.apply_users(&doc)?;
     Ok(Json(json!({ "version": version })))
+}
+
+/// `GET /api/proxy/commandlog`: this proxy's own log of one type (docs/commandlog.md).
+async fn command_log(
+    State(a): State<Arc<ProxyAdmin>>,
+    q: super::commandlog::LogQuery,
+) -> Result<Json<crate::dashboard::commandlog::ProxyLog>, ApiError> {
+    let (log_type, count) = super::commandlog::parse(q)?;
+    let log = &a.shared.command_log;
+    Ok(Json(crate::dashboard::commandlog::ProxyLog {
+        log_type,
+        len: log.len(log_type),
+        entries: log.get(log_type, count).iter().map(Into::into).collect(),
+    }))
+}
+
+/// `GET /api/proxy/mirror`: settings in force, counters by command, dropped, samples
+/// (docs/mirroring.md).
+async fn mirror_view(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
+    let m = &a.shared.mirror;
+    Json(json!({
+        "token": a.token,
+        "version": m.version(),
+        "config": m.config().map(|c| c.view()),
+        "figures": m.stats.figures(),
+        "samples": m.stats.samples(),
+    }))
+}
+
+/// `PUT /api/proxy/mirror`: the dashboard's push of a mirror document.
+async fn mirror_apply(
+    State(a): State<Arc<ProxyAdmin>>,
+    body: Result<Json<crate::mirror::MirrorDoc>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    if a.secret_sha256.is_none() {
+        return Err(ApiError::conflict(
+            "this proxy runs in static mode: its mirror comes from proxy.toml's [mirror]",
+        ));
+    }
+    let Json(doc) = body?;
+    a.shared.mirror.apply(&doc).map_err(|e| {
+        if e.contains("older") {
+            ApiError::conflict(e)
+        } else {
+            ApiError::bad_request(e)
+        }
+    })?;
+    Ok(Json(json!({ "version": doc.version })))
 }
