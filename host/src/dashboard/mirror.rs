@@ -43,21 +43,8 @@ impl Dashboard {
     }
 
     async fn push_mirror_one(&self, proxy: &ProxyModel, doc: &MirrorDoc) -> Result<(), String> {
-        let resp = self
-            .proxy_call(reqwest::Method::PUT, &proxy.admin_addr, "/api/proxy/mirror")
-            .json(doc)
-            .timeout(PROXY_TIMEOUT)
-            .send()
+        self.put_to_proxy(proxy, "/api/proxy/mirror", doc, Some(PROXY_TIMEOUT))
             .await
-            .map_err(|e| format!("unreachable: {e}"))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        Err(format!(
-            "HTTP {status}: {}",
-            resp.text().await.unwrap_or_default()
-        ))
     }
 
     /// The cluster's settings, every registered proxy's figures summed (and per proxy: the

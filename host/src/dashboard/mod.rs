@@ -362,6 +362,35 @@ impl Dashboard {
             .bearer_auth(&self.proxy_secret)
     }
 
+    /// PUTs `body` to one proxy's admin API at `path` (a push of settings every proxy must
+    /// take), within `timeout` (`None`: the push timeout every proxy call has): `Err` says
+    /// why it did not, with the proxy's own error message when it gave one.
+    pub(crate) async fn put_to_proxy<T: serde::Serialize + ?Sized>(
+        &self,
+        proxy: &ProxyModel,
+        path: &str,
+        body: &T,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<(), String> {
+        let mut call = self
+            .proxy_call(reqwest::Method::PUT, &proxy.admin_addr, path)
+            .json(body);
+        if let Some(t) = timeout {
+            call = call.timeout(t);
+        }
+        let resp = call.send().await.map_err(|e| format!("unreachable: {e}"))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = resp.text().await.unwrap_or_default();
+        let msg = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or(body);
+        Err(format!("{status}: {msg}"))
+    }
+
     /// Proxies registered in the store.
     ///
     /// # Errors

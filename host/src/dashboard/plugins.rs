@@ -67,6 +67,9 @@ fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry
         .ok_or_else(|| not_found(name))
 }
 
+/// How long a proxy may take to load a pushed catalog (it compiles new modules first).
+const PLUGINS_PUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Dashboard {
     pub async fn plugins(&self) -> Result<Catalog, ApiError> {
         Ok(catalog::read(&*self.store, &self.paths)
@@ -284,6 +287,9 @@ impl Dashboard {
     }
 
     /// Pushes the catalog to every online proxy; all must load it.
+    ///
+    /// A proxy compiles every module it has not seen before it answers: hence more time than
+    /// other pushes.
     pub(crate) async fn push_plugins(&self, cat: &Catalog) -> Result<usize, PushError> {
         const WHAT: &str = "plugin catalog version";
         let online = self.online_proxies(WHAT, cat.version).await?;
@@ -296,27 +302,8 @@ impl Dashboard {
         proxy: &ProxyModel,
         cat: &Catalog,
     ) -> Result<(), String> {
-        let resp = self
-            .proxy_call(
-                reqwest::Method::PUT,
-                &proxy.admin_addr,
-                "/api/proxy/plugins",
-            )
-            .json(cat)
-            .timeout(std::time::Duration::from_secs(30))
-            .send()
+        self.put_to_proxy(proxy, "/api/proxy/plugins", cat, Some(PLUGINS_PUSH_TIMEOUT))
             .await
-            .map_err(|e| format!("unreachable: {e}"))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let body = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or(body);
-        Err(format!("{status}: {msg}"))
     }
 
     /// A plugin's metric samples summed over the online proxies.

@@ -197,22 +197,8 @@ impl Dashboard {
         proxy: &ProxyModel,
         doc: &UsersDoc,
     ) -> Result<(), String> {
-        let resp = self
-            .proxy_call(reqwest::Method::PUT, &proxy.admin_addr, "/api/proxy/users")
-            .json(doc)
-            .send()
+        self.put_to_proxy(proxy, "/api/proxy/users", doc, None)
             .await
-            .map_err(|e| format!("unreachable: {e}"))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let body = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or(body);
-        Err(format!("{status}: {msg}"))
     }
 
     /// Brings proxies whose table is older than the store's up to date (health loop).
