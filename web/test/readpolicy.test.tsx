@@ -1,3 +1,6 @@
+// The read-policy panel against a fake console: the policy and each replica shown, a new policy
+// set (the body sent), a bound out of range refused before any call, the API's refusal shown.
+
 import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api';

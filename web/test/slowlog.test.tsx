@@ -1,3 +1,6 @@
+// The slow log view against a fake console (each log type with its unit and proxy, a 403
+// explained), and the plugin metrics chart (a point per read, a line per series).
+
 import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api';
