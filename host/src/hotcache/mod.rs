@@ -174,6 +174,7 @@ struct Entry {
 }
 
 /// What a cacheable GET took when it was sent: its key and the invalidation count then.
+#[derive(Debug)]
 pub struct Ticket {
     pub key: Bytes,
     seen: u64,
