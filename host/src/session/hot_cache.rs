@@ -1,7 +1,7 @@
 //! A session's use of its worker's hot-key cache (`hotcache`): which commands may be answered
 //! from it (a plain GET of a hot key under a configured prefix, after classify and the plugin
-//! layer, outside MULTI and WATCH, on a slot that is not moving, while every master's tracking
-//! link is up), and the fill of a miss's reply.
+//! layer, outside MULTI and WATCH, on a slot that is not moving, read from its master, while
+//! every master's tracking link is up), and the fill of a miss's reply.
 
 use bytes::Bytes;
 
@@ -9,6 +9,7 @@ use super::Session;
 use crate::hotcache::Ticket;
 use crate::pipeline::classify::Classified;
 use crate::router::SlotId;
+use crate::router::replicas::ReadMode;
 
 /// What the cache makes of a command.
 pub(super) enum Cached {
@@ -45,7 +46,12 @@ impl Session {
         }
         let table = self.worker.shared.router.load();
         let slot = table.slot(SlotId::of_key(key));
-        if slot.blocked || slot.migrating_from.is_some() {
+        // A replica may answer with a value older than an invalidation already taken in;
+        // only a master's reply is cached.
+        if slot.blocked
+            || slot.migrating_from.is_some()
+            || (c.cmd.replica_read && table.read.mode != ReadMode::Master)
+        {
             return Cached::Pass;
         }
         if !cache.serving(table.backends()) {
