@@ -449,6 +449,11 @@ impl Hub {
         let mut remove = Batch::default();
         {
             let mut s = self.inner.state.borrow_mut();
+            // A new table may have a new master (a failover, which can lose writes) or move
+            // slots: what the cache holds is let go.
+            if let Some(c) = &s.cache {
+                c.clear();
+            }
             for space in Space::ALL {
                 for (name, entry) in s.subs[space.index()].iter_mut() {
                     let want = owners(&table, space, name);
