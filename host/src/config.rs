@@ -214,6 +214,11 @@ impl ProxyConfig {
         }
         self.hotkeys.validate().map_err(ConfigError::Invalid)?;
         self.hot_cache.validate().map_err(ConfigError::Invalid)?;
+        if self.hot_cache.on() && !self.hotkeys.enabled {
+            return Err(ConfigError::Invalid(
+                "hot_cache needs hot-key counting: [hotkeys] enabled = true".into(),
+            ));
+        }
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(
                 "no backends: give --backends or `backends = [...]`".into(),
