@@ -114,6 +114,8 @@ pub struct ProxyConfig {
     pub commandlog_large_reply_max_len: usize,
     /// Hot-key counting (`[hotkeys]`; docs/hotkeys.md).
     pub hotkeys: crate::telemetry::HotKeysConfig,
+    /// The cache of hot keys (`[hot_cache]`; off unless prefixes are given; docs/hotkeys.md).
+    pub hot_cache: crate::hotcache::HotCacheConfig,
 }
 
 impl Default for ProxyConfig {
@@ -165,6 +167,7 @@ impl Default for ProxyConfig {
             commandlog_reply_larger_than: 1 << 20,
             commandlog_large_reply_max_len: 128,
             hotkeys: crate::telemetry::HotKeysConfig::default(),
+            hot_cache: crate::hotcache::HotCacheConfig::default(),
         }
     }
 }
@@ -210,6 +213,12 @@ impl ProxyConfig {
                 .map_err(|e| ConfigError::Invalid(format!("[mirror]: {e}")))?;
         }
         self.hotkeys.validate().map_err(ConfigError::Invalid)?;
+        self.hot_cache.validate().map_err(ConfigError::Invalid)?;
+        if self.hot_cache.on() && !self.hotkeys.enabled {
+            return Err(ConfigError::Invalid(
+                "hot_cache needs hot-key counting: [hotkeys] enabled = true".into(),
+            ));
+        }
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(
                 "no backends: give --backends or `backends = [...]`".into(),

@@ -44,6 +44,7 @@ pub mod console;
 pub mod coordinator;
 pub mod dashboard;
 pub mod error;
+pub mod hotcache;
 pub mod http_error;
 pub mod limits;
 pub mod migrate;

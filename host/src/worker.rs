@@ -39,6 +39,8 @@ pub struct Shared {
     pub command_log: crate::telemetry::CommandLog,
     /// The hot keys the workers publish (`GET /api/proxy/hotkeys`).
     pub hotkeys: Arc<HotKeys>,
+    /// The hot-key cache's figures, all workers together.
+    pub hot_cache: Arc<crate::hotcache::HotCacheStats>,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).
@@ -113,6 +115,7 @@ impl Shared {
             slot_stats,
             command_log,
             hotkeys,
+            hot_cache: Arc::default(),
             backend_stats: Arc::default(),
             started: Instant::now(),
             listen_addr,
@@ -276,6 +279,8 @@ pub struct Worker {
     pub mirror: crate::mirror::WorkerMirror,
     /// This thread's hot-key counting.
     pub hotkeys: Rc<HotKeyRecorder>,
+    /// This thread's cache of hot keys (shared with its hub, which invalidates it).
+    pub hot_cache: Rc<crate::hotcache::HotCache>,
     logins: RefCell<Logins>,
 }
 
@@ -297,8 +302,17 @@ const CONFINED_LOGINS: usize = 1024;
 impl Worker {
     pub fn new(shared: Arc<Shared>, pool: Pool) -> Self {
         let dedicated = DedicatedPool::new(pool.options().clone(), shared.dedicated.clone());
+        let hot_cache = Rc::new(crate::hotcache::HotCache::new(
+            shared.config.hot_cache.clone(),
+            shared.hot_cache.clone(),
+        ));
+        let pubsub = Hub::new(shared.router.clone(), shared.redirects.clone());
+        if hot_cache.on() {
+            pubsub.set_cache(hot_cache.clone());
+        }
         Self {
-            pubsub: Hub::new(shared.router.clone(), shared.redirects.clone()),
+            pubsub,
+            hot_cache,
             hotkeys: Rc::new(HotKeyRecorder::new(shared.hotkeys.clone())),
             shared,
             pool,

@@ -63,6 +63,8 @@ mod commandlog;
 mod slot_stats;
 // Hot keys: planted keys ranked per proxy and merged over two; memory bounded.
 mod hotkeys;
+// Hot-key cache: served hits, invalidation through any proxy or straight to Redis, link down.
+mod hot_cache;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

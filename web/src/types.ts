@@ -272,6 +272,19 @@ export interface HotKeys {
   window_secs: number;
   by_ops: HotKey[];
   by_bytes: HotKey[];
+  /** The proxies' hot-key caches ([hot_cache]), summed; counters since each proxy started. */
+  hot_cache?: HotCacheFigures;
+}
+
+/** A hot-key cache's figures (GET /api/proxy/hotkeys, summed in GET /api/hotkeys). */
+export interface HotCacheFigures {
+  enabled: boolean;
+  hits: number;
+  misses: number;
+  fills: number;
+  invalidations: number;
+  entries: number;
+  bytes: number;
 }
 
 /** A catalog entry (GET /plugins adds `order`; the mutating routes return it without). */

@@ -314,6 +314,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     );
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
+    s.hot_cache.render(s.config.hot_cache.on(), &mut out);
     out
 }
 
@@ -355,7 +356,10 @@ async fn hotkeys(
     query: Result<axum::extract::Query<HotKeysQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<crate::telemetry::HotKeysView>, ApiError> {
     let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    Ok(Json(a.shared.hotkeys.view(q.limit()?)))
+    let mut view = a.shared.hotkeys.view(q.limit()?);
+    let s = &a.shared;
+    view.hot_cache = s.hot_cache.figures(s.config.hot_cache.on());
+    Ok(Json(view))
 }
 
 async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {

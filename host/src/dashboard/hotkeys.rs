@@ -31,6 +31,9 @@ pub struct ClusterHotKeys {
     pub window_secs: f64,
     pub by_ops: Vec<ClusterHotKey>,
     pub by_bytes: Vec<ClusterHotKey>,
+    /// The proxies' hot-key caches, summed.
+    #[serde(default)]
+    pub hot_cache: crate::hotcache::HotCacheFigures,
 }
 
 /// One key summed over the proxies that listed it.
@@ -139,6 +142,7 @@ impl Dashboard {
             window_secs: 0.0,
             by_ops: Vec::new(),
             by_bytes: Vec::new(),
+            hot_cache: Default::default(),
         };
         let mut reads = Vec::new();
         for (p, view) in online.iter().zip(read) {
@@ -148,6 +152,7 @@ impl Dashboard {
             };
             out.proxies += 1;
             out.window_secs = out.window_secs.max(view.window_secs);
+            out.hot_cache.add(&view.hot_cache);
             let seen = SeenBy {
                 token: p.token.clone(),
                 addr: p.addr.clone(),
@@ -204,6 +209,7 @@ mod tests {
             memory_bytes: 0,
             memory_limit_bytes: 0,
             max_key_bytes: 128,
+            hot_cache: Default::default(),
         };
         (seen, view)
     }

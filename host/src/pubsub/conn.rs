@@ -96,16 +96,21 @@ async fn run(
                 let served = match stream {
                     Stream::Plain(s) => {
                         let (r, w) = s.into_split();
-                        serve(r, w, first, &mut rx, &hub).await
+                        serve(&addr, r, w, first, &mut rx, &hub).await
                     }
                     tls => {
                         let (r, w) = tokio::io::split(tls);
-                        serve(r, w, first, &mut rx, &hub).await
+                        serve(&addr, r, w, first, &mut rx, &hub).await
                     }
                 };
                 match served {
                     Ok(()) => return,
-                    Err(reason) => warn!(%addr, %reason, "subscriber connection lost"),
+                    Err(reason) => {
+                        warn!(%addr, %reason, "subscriber connection lost");
+                        if let Some(inner) = hub.upgrade() {
+                            Hub { inner }.link_down(&addr);
+                        }
+                    }
                 }
             }
             Ok(Err(reason)) => {
@@ -138,6 +143,7 @@ async fn run(
 
 /// Serves one connection: `Ok` when the hub let it go, `Err` with why it broke.
 async fn serve(
+    addr: &Arc<str>,
     mut r: impl AsyncRead + Unpin,
     mut w: impl AsyncWrite + Unpin,
     first: Vec<Bytes>,
@@ -211,6 +217,7 @@ async fn serve(
                                 }
                             }
                         }
+                        Some(b'+') => hub.tracking_confirmed(addr),
                         Some(b'-' | b'!') => warn!(
                             error = %String::from_utf8_lossy(&frame).trim_end(),
                             "subscriber connection: request refused"

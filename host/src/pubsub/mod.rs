@@ -97,6 +97,8 @@ struct State {
     tracking: Tracking,
     /// Backends whose subscriber connection reports every write (`CLIENT TRACKING ON BCAST`).
     tracking_on: FxHashSet<Arc<str>>,
+    /// The worker's hot-key cache, when on: told of every invalidation and tracking link.
+    cache: Option<Rc<crate::hotcache::HotCache>>,
 }
 
 struct HubInner {
@@ -173,6 +175,48 @@ impl Hub {
             s.tracking.start(sink, target, bcast);
         }
         self.report_writes()
+    }
+
+    /// The worker's hot-key cache is kept true by this hub (set once, at the worker's start).
+    pub fn set_cache(&self, cache: Rc<crate::hotcache::HotCache>) {
+        self.inner.state.borrow_mut().cache = Some(cache);
+    }
+
+    /// Starts the reports of writes the cache needs (once; the cache is a BCAST sink of its
+    /// prefixes that never stops tracking). Its links count as up once each backend has
+    /// answered `CLIENT TRACKING ON` (`tracking_confirmed`).
+    pub fn track_for_cache(&self, login: &Login) {
+        let prefixes = {
+            let mut s = self.inner.state.borrow_mut();
+            let Some(c) = &s.cache else { return };
+            if c.started.replace(true) {
+                return;
+            }
+            let p = c.prefixes();
+            s.next_sink += 1;
+            let id = s.next_sink;
+            (id, p)
+        };
+        let _ = self.track(prefixes.0, Target::Nowhere, Some(prefixes.1), login);
+    }
+
+    /// The subscriber connection to `addr` answered `+OK`: on a connection that reports
+    /// writes, that is `CLIENT TRACKING ON` confirmed (the cache never turns it off).
+    fn tracking_confirmed(&self, addr: &Arc<str>) {
+        let s = self.inner.state.borrow();
+        if let Some(c) = &s.cache
+            && s.tracking_on.contains(addr)
+        {
+            c.link_up(addr);
+        }
+    }
+
+    /// The subscriber connection to `addr` broke: writes there go unreported until it is
+    /// back, so the cache empties and stops serving now.
+    fn link_down(&self, addr: &Arc<str>) {
+        if let Some(c) = &self.inner.state.borrow().cache {
+            c.link_down(addr);
+        }
     }
 
     /// `sink` stops tracking; once no session of the worker tracks, the backends stop
@@ -328,11 +372,18 @@ impl Hub {
         if s.conns.is_empty() {
             return;
         }
+        // The old connections end without a break being seen: the cache's links go with them.
+        if let Some(c) = &s.cache {
+            for a in s.conns.keys() {
+                c.link_down(a);
+            }
+        }
         s.conns.clear();
         let addrs: FxHashSet<Arc<str>> = s
             .subs
             .iter()
             .flat_map(|m| m.values().flat_map(|e| e.on.iter().cloned()))
+            .chain(s.tracking_on.iter().cloned())
             .collect();
         for a in addrs {
             let c = SubConn::spawn(a.clone(), login.clone(), self.weak());
@@ -398,6 +449,11 @@ impl Hub {
         let mut remove = Batch::default();
         {
             let mut s = self.inner.state.borrow_mut();
+            // A new table may have a new master (a failover, which can lose writes) or move
+            // slots: what the cache holds is let go.
+            if let Some(c) = &s.cache {
+                c.clear();
+            }
             for space in Space::ALL {
                 for (name, entry) in s.subs[space.index()].iter_mut() {
                     let want = owners(&table, space, name);
@@ -468,6 +524,12 @@ impl Hub {
             wire::Push::Invalidate(parts) => {
                 let deliveries = {
                     let mut s = self.inner.state.borrow_mut();
+                    if let Some(c) = &s.cache {
+                        match tracking::invalidated_keys(&parts) {
+                            Some(keys) => keys.iter().for_each(|k| c.invalidate(k)),
+                            None => c.clear(),
+                        }
+                    }
                     match tracking::invalidated_keys(&parts) {
                         Some(keys) => keys
                             .iter()

@@ -16,6 +16,7 @@
 mod blocking;
 mod commandlog;
 mod hold;
+mod hot_cache;
 mod local;
 mod lookahead;
 mod migrate;
@@ -134,6 +135,8 @@ struct Queued {
     req: bytes::Bytes,
     /// The first key, when the hot-key counting samples this command.
     hot_key: Option<bytes::Bytes>,
+    /// A GET whose reply fills the hot-key cache.
+    hot_fill: Option<Box<crate::hotcache::Ticket>>,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -162,6 +165,7 @@ impl Queued {
             timed: false,
             req: bytes::Bytes::new(),
             hot_key: None,
+            hot_fill: None,
         }
     }
 }
@@ -467,6 +471,7 @@ impl Session {
                         timed: false,
                         req: bytes::Bytes::new(),
                         hot_key: None,
+                        hot_fill: None,
                     };
                 }
                 Decision::Fail(e) => e,
@@ -477,9 +482,17 @@ impl Session {
             self.tx.refused();
             return Queued::error(id, &e);
         }
+        let mut hot_fill = None;
         let (reply, observers) = match decision {
             Decision::Continue(obs) => {
-                let reply = self.execute(c);
+                let reply = match self.hot_cache_lookup(c) {
+                    hot_cache::Cached::Hit(b) => Pending::Ready(b),
+                    hot_cache::Cached::Fill(t) => {
+                        hot_fill = Some(t);
+                        self.execute(c)
+                    }
+                    hot_cache::Cached::Pass => self.execute(c),
+                };
                 self.tracked(c);
                 (QueuedReply::One(reply), obs)
             }
@@ -518,6 +531,7 @@ impl Session {
             timed: false,
             req: bytes::Bytes::new(),
             hot_key: None,
+            hot_fill,
         }
     }
 
@@ -707,6 +721,9 @@ impl Session {
             }
             if let Some(o) = account.overflow() {
                 return Err(End::Output(o));
+            }
+            if let Some(t) = q.hot_fill {
+                self.hot_cache_fill(*t, &wbuf[at..]);
             }
             if !q.observers.is_empty() {
                 q.observers.apply(conn, wbuf, at);

@@ -90,6 +90,12 @@ impl Transaction {
         }
     }
 
+    /// Keys are watched (the next EXEC depends on them).
+    #[inline]
+    pub(crate) fn watching(&self) -> bool {
+        self.watch.is_some()
+    }
+
     /// Back to no transaction (RESET): the watch's connection is let go.
     pub(crate) fn reset(&mut self) {
         self.queue = None;

@@ -4,7 +4,13 @@ import type { ClusterApi } from '../api';
 import { ErrorBox, Stat } from '../components/ui';
 import { usePoll } from '../hooks';
 import { formatBytes, formatNumber } from '../lib/format';
-import type { HotKey } from '../types';
+import type { HotCacheFigures, HotKey } from '../types';
+
+/** Hits over the cache's lookups (hits and misses) since the proxies started. */
+export function hitRate(f: HotCacheFigures): string {
+  const lookups = f.hits + f.misses;
+  return lookups === 0 ? '–' : `${((100 * f.hits) / lookups).toFixed(1)} %`;
+}
 
 export function HotKeysView({ c }: { c: ClusterApi }) {
   const hot = usePoll((s) => c.hotKeys(s), 3000, [c.name]);
@@ -18,6 +24,12 @@ export function HotKeysView({ c }: { c: ClusterApi }) {
             <Stat label="Window" value={`${Math.round(v.window_secs)} s`} testid="hotkeys-window" />
             <Stat label="Proxies counted" value={v.proxies} testid="hotkeys-proxies" />
             {v.unanswered.length > 0 && <Stat label="Proxies not answering" value={v.unanswered.length} testid="hotkeys-unanswered" />}
+            {v.hot_cache?.enabled && (
+              <>
+                <Stat label="Cache hit rate" value={hitRate(v.hot_cache)} testid="hotkeys-cache-hit-rate" />
+                <Stat label="Cache held" value={`${formatNumber(v.hot_cache.entries)} keys, ${formatBytes(v.hot_cache.bytes)}`} testid="hotkeys-cache-held" />
+              </>
+            )}
           </div>
           <div className="columns">
             <Ranking title="By operations" keys={v.by_ops} testid="hotkeys-ops" />

@@ -146,6 +146,10 @@ pub struct HotKeysView {
     pub memory_bytes: u64,
     pub memory_limit_bytes: u64,
     pub max_key_bytes: usize,
+    /// The proxy's hot-key cache (`[hot_cache]`): hits, misses, fills, invalidations since
+    /// start, entries and bytes now.
+    #[serde(default)]
+    pub hot_cache: crate::hotcache::HotCacheFigures,
 }
 
 impl HotKeys {
@@ -254,6 +258,7 @@ impl HotKeys {
             memory_bytes: memory as u64,
             memory_limit_bytes: self.memory_limit() as u64,
             max_key_bytes: c.max_key_bytes,
+            hot_cache: Default::default(),
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct HotKeyRecorder {
     /// Commands left until the next sampled one.
     countdown: Cell<u32>,
     window: RefCell<Window>,
+    /// The by-ops table's keys (hashes) of the sub-window last closed, so a key stays hot
+    /// across a rotation.
+    was_hot: RefCell<rustc_hash::FxHashSet<u64>>,
 }
 
 impl HotKeyRecorder {
@@ -26,6 +29,7 @@ impl HotKeyRecorder {
             shard: hot.take_shard(),
             countdown: Cell::new(0),
             window: RefCell::new(window),
+            was_hot: RefCell::default(),
             hot,
         }
     }
@@ -58,8 +62,20 @@ impl HotKeyRecorder {
         }
     }
 
+    /// Whether `key` is in the worker's by-ops table now or was at the last sub-window's end.
+    pub fn is_hot(&self, key: &[u8]) -> bool {
+        let h = hash_key(key);
+        self.was_hot.borrow().contains(&h) || self.window.try_borrow().is_ok_and(|w| w.hot(h))
+    }
+
     /// Closes the sub-window: its entries go to the shared view.
     pub fn rotate(&self) {
+        {
+            let w = self.window.borrow();
+            let mut was = self.was_hot.borrow_mut();
+            was.clear();
+            was.extend(w.hot_hashes());
+        }
         let entries = self.window.borrow_mut().take();
         self.hot.publish(self.shard, entries);
     }

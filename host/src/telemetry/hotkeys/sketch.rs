@@ -175,6 +175,14 @@ impl Top {
     }
 
     /// The hashes and keys held.
+    fn contains(&self, hash: u64) -> bool {
+        self.entries.contains_key(&hash)
+    }
+
+    fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries.keys().copied()
+    }
+
     fn keys(&self) -> impl Iterator<Item = (u64, KeyId)> + '_ {
         self.entries.iter().map(|(&h, s)| {
             (
@@ -238,6 +246,16 @@ impl Window {
         let floor = |total: u64| ADMIT.saturating_mul(total) >> shift;
         self.by_ops.offer(hash, key, o, floor(self.total.0));
         self.by_bytes.offer(hash, key, b, floor(self.total.1));
+    }
+
+    /// Whether the key of `hash` is in the by-ops table.
+    pub(super) fn hot(&self, hash: u64) -> bool {
+        self.by_ops.contains(hash)
+    }
+
+    /// The hashes of the by-ops table's keys.
+    pub(super) fn hot_hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_ops.hashes()
     }
 
     /// The keys of both tables with their estimates, and a fresh start.
