@@ -33,11 +33,11 @@ fn make_hot(a: &Proxy, key: &str) {
         &format!("{key} served from the cache"),
         Duration::from_secs(30),
         || {
-            let before = metric(a, "hits");
+            let before = metric(a, "hits_total");
             for _ in 0..200 {
                 let _: Option<String> = c.get(key).unwrap();
             }
-            metric(a, "hits") > before
+            metric(a, "hits_total") > before
         },
     );
 }
@@ -63,7 +63,7 @@ fn hot_reads_hit_the_cache_and_writes_anywhere_reach_the_next_read() {
     let (a, b) = proxies(&servers);
     let _: () = conn(b.addr()).set("h:hot", "v1").unwrap();
     make_hot(&a, "h:hot");
-    assert!(metric(&a, "fills") > 0 && metric(&a, "entries") > 0);
+    assert!(metric(&a, "fills_total") > 0 && metric(&a, "entries") > 0);
     assert_eq!(get(a.addr(), "h:hot").as_deref(), Some("v1"));
 
     // Written through the other proxy: the invalidation reaches A's cache.
@@ -81,7 +81,7 @@ fn hot_reads_hit_the_cache_and_writes_anywhere_reach_the_next_read() {
         Duration::from_secs(10),
         || get(a.addr(), "h:hot").as_deref() == Some("v3"),
     );
-    assert!(metric(&a, "invalidations") >= 2);
+    assert!(metric(&a, "invalidations_total") >= 2);
     make_hot(&a, "h:hot");
     assert_eq!(get(a.addr(), "h:hot").as_deref(), Some("v3"));
 
@@ -94,7 +94,7 @@ fn hot_reads_hit_the_cache_and_writes_anywhere_reach_the_next_read() {
         Duration::from_secs(10),
         || metric(&a, "entries") == 0,
     );
-    let misses = metric(&a, "misses");
+    let misses = metric(&a, "misses_total");
     let got = get(a.addr(), "h:hot");
     assert_ne!(got.as_deref(), Some("v3"), "a stale value served");
     wait_for(
@@ -102,7 +102,7 @@ fn hot_reads_hit_the_cache_and_writes_anywhere_reach_the_next_read() {
         Duration::from_secs(10),
         || get(a.addr(), "h:hot").as_deref() == Some("v4"),
     );
-    assert!(metric(&a, "misses") > misses);
+    assert!(metric(&a, "misses_total") > misses);
     // And once the link is back, the key is served from the cache again, fresh.
     make_hot(&a, "h:hot");
     assert_eq!(get(a.addr(), "h:hot").as_deref(), Some("v4"));
@@ -117,7 +117,7 @@ fn what_the_cache_must_not_answer_goes_to_redis() {
 
     // A key outside the prefixes is never cached, however hot.
     let _: () = conn(b.addr()).set("other:hot", "x").unwrap();
-    let fills = metric(&a, "fills");
+    let fills = metric(&a, "fills_total");
     let mut c = conn(a.addr());
     for _ in 0..2000 {
         let _: Option<String> = c.get("other:hot").unwrap();
@@ -127,11 +127,15 @@ fn what_the_cache_must_not_answer_goes_to_redis() {
     for _ in 0..2000 {
         let _: Option<String> = c.get("h:big").unwrap();
     }
-    assert_eq!(metric(&a, "fills"), fills, "no fill for other:hot or h:big");
+    assert_eq!(
+        metric(&a, "fills_total"),
+        fills,
+        "no fill for other:hot or h:big"
+    );
 
     // Inside MULTI, the GET goes to Redis.
     make_hot(&a, "h:hot");
-    let hits = metric(&a, "hits");
+    let hits = metric(&a, "hits_total");
     let mut raw = a.raw();
     assert_eq!(raw.cmd(&["MULTI"]), Frame::Simple("OK".into()));
     assert_eq!(raw.cmd(&["GET", "h:hot"]), Frame::Simple("QUEUED".into()));
@@ -152,13 +156,13 @@ fn what_the_cache_must_not_answer_goes_to_redis() {
         "{refused:?}"
     );
     assert_eq!(
-        metric(&a, "hits"),
+        metric(&a, "hits_total"),
         hits,
         "none of these answered from the cache"
     );
     // A plain GET is.
     assert_eq!(raw.cmd(&["GET", "h:hot"]), Frame::bulk("v1"));
-    assert_eq!(metric(&a, "hits"), hits + 1);
+    assert_eq!(metric(&a, "hits_total"), hits + 1);
 }
 
 #[test]
@@ -182,7 +186,7 @@ fn the_cache_stays_within_max_bytes_under_many_hot_keys() {
     };
     wait_for("hot keys filled", Duration::from_secs(30), || {
         round();
-        metric(&a, "fills") > 0
+        metric(&a, "fills_total") > 0
     });
     for _ in 0..20 {
         round();

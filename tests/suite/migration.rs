@@ -670,6 +670,14 @@ fn aborting_while_a_big_key_is_copied_never_hides_it() {
         })
     };
     let s = slot(key.as_bytes());
+    // The target takes no writes for a while, so the big key's copy is certainly under way,
+    // not finished, when the abort comes: unpaused, a copy of 100k fields can end before it.
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(8000)
+        .arg("WRITE")
+        .query(&mut cp.servers[1].client())
+        .unwrap();
     cp.api()
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();

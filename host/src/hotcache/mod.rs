@@ -129,25 +129,25 @@ impl HotCacheStats {
         let f = self.figures(enabled);
         let series: [(&str, &str, &str, u64); 6] = [
             (
-                "hits",
+                "hits_total",
                 "counter",
                 "GETs answered from the hot-key cache",
                 f.hits,
             ),
             (
-                "misses",
+                "misses_total",
                 "counter",
                 "GETs of hot keys the cache could not answer",
                 f.misses,
             ),
             (
-                "fills",
+                "fills_total",
                 "counter",
                 "Replies stored in the hot-key cache",
                 f.fills,
             ),
             (
-                "invalidations",
+                "invalidations_total",
                 "counter",
                 "Cache entries removed by a write, a flush or a broken tracking link",
                 f.invalidations,
