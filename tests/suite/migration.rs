@@ -864,6 +864,77 @@ fn slots_move_between_servers_with_passwords_and_the_proxies_move_what_they_touc
     assert_eq!(count, touched, "every acknowledged INCR is there");
 }
 
+/// A bytes cap holds inside a big key: each chunk is charged as it is copied. It used to be
+/// charged once the whole key was in place, so a big key went at full speed. Watched on the
+/// target: the assembled copy never holds more than the cap allows for the time passed.
+#[test]
+fn a_bytes_cap_holds_while_a_big_key_is_copied_in_chunks() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "big:capped";
+    let mut c = conn(cp.proxies[0].addr());
+    // 200,000 fields of 14 bytes a pair (field and value): 2.8 MB, ~2.7 s at 1 MiB/s.
+    const FIELDS: usize = 200_000;
+    const PAIR: u64 = 14;
+    for start in (0..FIELDS).step_by(2000) {
+        let fields: Vec<(String, String)> = (start..start + 2000)
+            .map(|i| (format!("f{i:06}"), format!("v{i:06}")))
+            .collect();
+        let _: () = c.hset_multiple(key, &fields).expect("HSET");
+    }
+    let cap: u64 = 1024 * 1024;
+    let mut target = cp.servers[1].client();
+    let _: () = redis::cmd("SELECT")
+        .arg(1)
+        .query(&mut target)
+        .expect("SELECT");
+    let temp = format!("__tessera:temp:{key}");
+    let s = slot(key.as_bytes());
+    let started = Instant::now();
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": s, "to": s, "group": 2, "max_mb_per_sec": 1}),
+        )
+        .ok();
+    let (mut samples, mut most) = (0, 0u64);
+    while !(idle(&cp) && owners(&cp)[s as usize] == Some(2)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the big key did not move in 120 s"
+        );
+        let fields: u64 = target.hlen(&temp).expect("HLEN of the copy");
+        let elapsed = started.elapsed().as_secs_f64();
+        // The cap's budget for the time passed, its 100 ms burst, and one 500-pair chunk
+        // sent before it was charged.
+        let allowed = cap as f64 * (elapsed + 0.1) + (500 * PAIR) as f64;
+        let copied = fields * PAIR;
+        assert!(
+            copied as f64 <= allowed,
+            "{copied} bytes copied after {elapsed:.2} s at a cap of {cap} bytes/s"
+        );
+        if fields > 0 {
+            samples += 1;
+            most = most.max(copied);
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        samples >= 5,
+        "the copy was seen only {samples} times (largest {most} bytes): too fast for the cap"
+    );
+    assert!(
+        cp.dashboard.log().contains("big key copied in chunks"),
+        "the big key did not take the chunked path"
+    );
+    let n: usize = c.hlen(key).expect("HLEN");
+    assert_eq!(n, FIELDS, "every field arrived");
+    let v: String = c.hget(key, "f123456").expect("HGET");
+    assert_eq!(v, "v123456");
+}
+
 /// The checker through a rebalance onto a new group while one of the two proxies is frozen
 /// (SIGSTOP) past its registration's lease, then thawed: no acknowledged write is lost and
 /// no read goes back in time; the thawed proxy fences itself, comes back, and serves.

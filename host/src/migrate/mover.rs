@@ -307,7 +307,8 @@ impl Mover<'_> {
                 self.progress
                     .add_slots(std::iter::once(SlotId::of_key(&key).0));
                 self.progress.add_total(1, bytes);
-                self.pace(1, bytes).await;
+                // Its bytes were charged chunk by chunk.
+                self.throttle.pace(1, 0).await;
             }
             if markers_scanned.elapsed() >= MARKER_SCAN_EVERY {
                 self.resume_staged().await?;
@@ -380,7 +381,7 @@ impl Mover<'_> {
         self.progress.add_slots(batch.iter().map(|t| t.slot));
         let n = batch.len() as u64;
         self.progress.add_total(n, bytes);
-        self.pace(n, bytes).await;
+        self.throttle.pace(n, bytes).await;
         Ok(())
     }
 
@@ -447,17 +448,9 @@ impl Mover<'_> {
             let bytes = self.copy_big(&key).await?;
             self.progress.add_slots(std::iter::once(slot));
             self.progress.add_total(1, bytes);
-            self.pace(1, bytes).await;
+            self.throttle.pace(1, 0).await;
         }
         Ok(())
-    }
-
-    /// Sleeps as long as the throttle asks after `keys` and `bytes` were moved.
-    async fn pace(&self, keys: u64, bytes: u64) {
-        let wait = self.throttle.charge(keys, bytes, Instant::now());
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
-        }
     }
 
     /// The keys with a marker on `server`: staged there, being copied.
@@ -537,7 +530,9 @@ impl Mover<'_> {
 
     /// Copies a staged big key (renamed to its staging key, marker set, both in the internal
     /// database) to a temp key in the target's internal database, then puts it in place with
-    /// the expire time the marker holds. Returns its memory on the source.
+    /// the expire time the marker holds. Each chunk is charged to the throttle as it is
+    /// sent (a big key is not one step of the cap: at 1 MB/s a 500 MB key would otherwise
+    /// go at full speed, then owe minutes). Returns the bytes copied.
     async fn copy_big(&self, key: &[u8]) -> Result<u64, MoverError> {
         let (staging, marker, temp) = (staging_key(key), marker_key(key), temp_key(key));
         let mut src = self.internal(self.source).await?;
@@ -545,14 +540,8 @@ impl Mover<'_> {
         let mut dst = self.internal(self.target).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let kind = src.cmd(&[&b"TYPE"[..], &staging]).await?;
-        let bytes = src
-            .cmd(&[&b"MEMORY"[..], b"USAGE", &staging])
-            .await?
-            .as_int()
-            .unwrap_or(0)
-            .max(0) as u64;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();
-        match &kind[..] {
+        let bytes = match &kind[..] {
             b"hash" | b"set" | b"zset" => {
                 self.copy_scanned(src, &mut dst, &kind, &staging, &temp)
                     .await?
@@ -563,11 +552,11 @@ impl Mover<'_> {
                 super::stream::copy(
                     src,
                     &mut dst,
-                    self.source,
-                    self.target,
+                    (self.source, self.target),
                     &staging,
                     &temp,
                     self.config.chunk,
+                    self.throttle,
                 )
                 .await?
             }
@@ -587,7 +576,7 @@ impl Mover<'_> {
                     ),
                 });
             }
-        }
+        };
         // The marker holds the absolute expire time in ms (-1: none); a small positive
         // number is a relative TTL left by a marker of an older Tessera.
         let at = src
@@ -631,7 +620,7 @@ impl Mover<'_> {
         Ok(bytes)
     }
 
-    /// A hash, set or sorted set, a SCAN page at a time.
+    /// A hash, set or sorted set, a SCAN page at a time. Returns the bytes copied.
     async fn copy_scanned(
         &self,
         src: &mut RedisClient,
@@ -639,13 +628,14 @@ impl Mover<'_> {
         kind: &[u8],
         staging: &[u8],
         temp: &[u8],
-    ) -> Result<(), MoverError> {
+    ) -> Result<u64, MoverError> {
         let chunk = self.config.chunk.to_string();
         let (scan, add): (&[u8], &[u8]) = match kind {
             b"hash" => (b"HSCAN", b"HSET"),
             b"set" => (b"SSCAN", b"SADD"),
             _ => (b"ZSCAN", b"ZADD"),
         };
+        let mut copied = 0;
         let mut cursor = b"0".to_vec();
         loop {
             let r = src
@@ -660,12 +650,15 @@ impl Mover<'_> {
                 }
             }
             if !items.is_empty() {
+                let chunk: u64 = items.iter().map(|i| i.len() as u64).sum();
                 let mut args = vec![add, temp];
                 args.extend(items);
                 expect_ok(dst, self.target, &args).await?;
+                copied += chunk;
+                self.throttle.pace(0, chunk).await;
             }
             if cursor == b"0" {
-                return Ok(());
+                return Ok(copied);
             }
         }
     }
@@ -676,9 +669,9 @@ impl Mover<'_> {
         dst: &mut RedisClient,
         staging: &[u8],
         temp: &[u8],
-    ) -> Result<(), MoverError> {
+    ) -> Result<u64, MoverError> {
         let step = self.config.chunk as i64;
-        let mut at = 0i64;
+        let (mut at, mut copied) = (0i64, 0);
         loop {
             let (a, b) = (at.to_string(), (at + step - 1).to_string());
             let r = src
@@ -688,11 +681,14 @@ impl Mover<'_> {
                 return Err(refused(self.source, "LRANGE", &r));
             };
             if items.is_empty() {
-                return Ok(());
+                return Ok(copied);
             }
             let mut args: Vec<&[u8]> = vec![b"RPUSH", temp];
             args.extend(items.iter().filter_map(Value::as_bytes));
+            let chunk: u64 = args[2..].iter().map(|i| i.len() as u64).sum();
             expect_ok(dst, self.target, &args).await?;
+            copied += chunk;
+            self.throttle.pace(0, chunk).await;
             at += step;
         }
     }
@@ -703,9 +699,9 @@ impl Mover<'_> {
         dst: &mut RedisClient,
         staging: &[u8],
         temp: &[u8],
-    ) -> Result<(), MoverError> {
+    ) -> Result<u64, MoverError> {
         let step = (self.config.chunk * 1024) as i64;
-        let mut at = 0i64;
+        let (mut at, mut copied) = (0i64, 0);
         loop {
             let (a, b) = (at.to_string(), (at + step - 1).to_string());
             let r = src
@@ -715,9 +711,11 @@ impl Mover<'_> {
                 return Err(refused(self.source, "GETRANGE", &r));
             };
             if part.is_empty() {
-                return Ok(());
+                return Ok(copied);
             }
             expect_ok(dst, self.target, &[b"APPEND", temp, part]).await?;
+            copied += part.len() as u64;
+            self.throttle.pace(0, part.len() as u64).await;
             at += step;
         }
     }

@@ -12,6 +12,7 @@
 use bytes::BytesMut;
 
 use super::reply::{MoverError, expect_ok, refused};
+use super::throttle::Throttle;
 use crate::redis_client::{RedisClient, Value};
 
 /// The value of `name` in a flat `[name, value, …]` reply (XINFO's RESP2 shape).
@@ -52,16 +53,18 @@ async fn pipelined(
 }
 
 /// Copies the stream `staging` on `src` into `temp` on `dst` (both connections on the
-/// internal database), `chunk` entries a step.
+/// internal database; `servers` names them: source, target), `chunk` entries a step, each
+/// step charged to `throttle`. Returns the bytes of the entries copied.
 pub(super) async fn copy(
     src: &mut RedisClient,
     dst: &mut RedisClient,
-    source: &str,
-    target: &str,
+    (source, target): (&str, &str),
     staging: &[u8],
     temp: &[u8],
     chunk: usize,
-) -> Result<(), MoverError> {
+    throttle: &Throttle,
+) -> Result<u64, MoverError> {
+    let mut copied = 0;
     let count = chunk.max(1).to_string();
     // Entries, in ID order.
     let mut start = b"-".to_vec();
@@ -96,6 +99,13 @@ pub(super) async fn copy(
             last = Some(id);
         }
         pipelined(dst, target, "XADD", &cmds).await?;
+        let bytes = cmds
+            .iter()
+            .flat_map(|args| &args[2..])
+            .map(|a| a.len() as u64)
+            .sum();
+        copied += bytes;
+        throttle.pace(0, bytes).await;
         let Some(last) = last else { break };
         start = [&b"("[..], last].concat();
         if entries.len() < chunk.max(1) {
@@ -163,7 +173,7 @@ pub(super) async fn copy(
         pipelined(dst, target, "XGROUP CREATECONSUMER", &cmds).await?;
         copy_pending(src, dst, source, target, staging, temp, &name, &count).await?;
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// One group's pending entries, a page at a time.

@@ -1,7 +1,7 @@
 //! A migration's speed cap, in keys/s and in bytes/s: a virtual clock shared by every mover
 //! pass (passes from several sources run in parallel and share one cap). Each batch a pass
-//! moves is charged after it is sent; the charge says how long to sleep so that the moves
-//! since the cap was set stay under it, with a short burst allowed.
+//! moves, and each chunk of a big key, is charged after it is sent; the charge says how long
+//! to sleep so that the moves since the cap was set stay under it, with a short burst allowed.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -46,6 +46,14 @@ impl Throttle {
         let mut st = self.state.lock().expect("throttle lock poisoned");
         st.limits = limits;
         st.free_at = None;
+    }
+
+    /// Charges `keys` and `bytes` just moved and sleeps as long as the cap asks.
+    pub async fn pace(&self, keys: u64, bytes: u64) {
+        let wait = self.charge(keys, bytes, Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Charges `keys` and `bytes` just moved at `now`; returns how long to sleep before the
