@@ -117,6 +117,13 @@ impl Request {
         (i < self.args.len()).then(|| self.arg(i))
     }
 
+    /// Where argument `i` lies in [`Request::as_bytes`]: its start and length. The start is
+    /// never 0 (the frame begins with its header).
+    #[inline]
+    pub fn arg_range(&self, i: usize) -> (u32, u32) {
+        self.args[i]
+    }
+
     /// Argument `i` as a `Bytes` sharing the frame's buffer.
     pub fn arg_bytes(&self, i: usize) -> Bytes {
         let (start, len) = self.args[i];

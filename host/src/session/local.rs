@@ -157,7 +157,7 @@ impl Session {
             .min(AUTH_DELAY_MAX);
         let at = tokio::time::Instant::now() + delay;
         self.pause_until = Some(at);
-        Pending::After(at, DataError::WrongPass.reply())
+        Pending::After(Box::new((at, DataError::WrongPass.reply())))
     }
 
     fn auth(&mut self, req: &Request) -> Pending {

@@ -63,7 +63,7 @@ impl Session {
     ) -> Result<Option<Request>, ProtocolError> {
         if self.lookahead.ahead.is_empty() {
             self.lookahead.decided = None;
-            if self.worker.shared.plugins.chain().is_empty() {
+            if !self.plugins_on {
                 return self.decoder.decode(rbuf);
             }
             while self.lookahead.ahead.len() < room.max(1) {

@@ -97,6 +97,9 @@ pub struct Session {
     tracking: Option<tracking::ClientTracking>,
     /// Requests decoded ahead for the plugin layer's pre-pass (`lookahead`).
     lookahead: lookahead::Lookahead,
+    /// The plugin chain had plugins when the batch being dispatched was read: looked at once
+    /// a batch, not once a command (a chain installed meanwhile applies from the next batch).
+    plugins_on: bool,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -119,24 +122,37 @@ async fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
 }
 
 /// One command's place in the reply order.
+///
+/// Every command's record is built, moved into the batch's queue and moved out again: it is
+/// kept within 128 bytes, past which those moves become `memmove` calls (issue 14's record
+/// had grown to 176 bytes and `memmove` to 3 % of the proxy's CPU, docs/bench.md). What only
+/// some commands carry is boxed.
 struct Queued {
     reply: QueuedReply,
     observers: Observers,
-    id: Option<CommandId>,
-    /// The slot of the command's first key (`NO_SLOT`: keyless) and its request's size, for
-    /// the per-slot counters.
-    slot: u16,
-    bytes_in: u32,
+    /// The request as read (its bytes, not a copy), for the command log, the per-slot
+    /// counters and the hot-key count once the reply is in.
+    req: bytes::Bytes,
     /// To be mirrored once its reply is in (docs/mirroring.md).
     mirror: Option<Box<crate::mirror::Ticket>>,
-    /// For the command log: whether the slow log times it (not a command that waits by
-    /// design), and its request.
-    timed: bool,
-    req: bytes::Bytes,
-    /// The first key, when the hot-key counting samples this command.
-    hot_key: Option<bytes::Bytes>,
     /// A GET whose reply fills the hot-key cache.
     hot_fill: Option<Box<crate::hotcache::Ticket>>,
+    id: Option<CommandId>,
+    /// The first key (where it lies in `req`), when the hot-key count samples this command.
+    hot_key: Option<KeyAt>,
+    /// The slot of the command's first key (`NO_SLOT`: keyless), for the per-slot counters.
+    slot: u16,
+    /// Whether the slow log times it (not a command that waits by design).
+    timed: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Queued>() <= 128);
+
+/// Where a key lies in its request's bytes (a request's arguments never start at 0).
+#[derive(Clone, Copy)]
+struct KeyAt {
+    start: std::num::NonZeroU32,
+    len: u32,
 }
 
 /// `Queued::slot` of a command without keys.
@@ -149,24 +165,39 @@ enum QueuedReply {
 }
 
 impl Queued {
+    fn new(reply: QueuedReply, observers: Observers, id: Option<CommandId>) -> Self {
+        Self {
+            reply,
+            observers,
+            req: bytes::Bytes::new(),
+            mirror: None,
+            hot_fill: None,
+            id,
+            hot_key: None,
+            slot: NO_SLOT,
+            timed: false,
+        }
+    }
+
     /// A command that may hold its connection: the batch ends with it.
     fn blocked(&self) -> bool {
         matches!(self.reply, QueuedReply::One(Pending::Blocked(_)))
     }
 
     fn error(id: Option<CommandId>, e: &DataError) -> Self {
-        Self {
-            reply: QueuedReply::One(Pending::error(e)),
-            observers: Observers::default(),
+        Self::new(
+            QueuedReply::One(Pending::error(e)),
+            Observers::default(),
             id,
-            slot: NO_SLOT,
-            bytes_in: 0,
-            mirror: None,
-            timed: false,
-            req: bytes::Bytes::new(),
-            hot_key: None,
-            hot_fill: None,
-        }
+        )
+    }
+}
+
+impl KeyAt {
+    /// The key's bytes in `req`.
+    fn of(self, req: &[u8]) -> Option<&[u8]> {
+        let start = self.start.get() as usize;
+        req.get(start..start + self.len as usize)
     }
 }
 
@@ -212,6 +243,7 @@ impl Session {
             tx: Transaction::default(),
             tracking: None,
             lookahead: lookahead::Lookahead::default(),
+            plugins_on: false,
         }
     }
 
@@ -259,6 +291,7 @@ impl Session {
             self.refresh_login();
             // Read once per batch, when its bytes are in: see `router::Fence`.
             self.fenced = !self.worker.shared.router.fence.serving();
+            self.plugins_on = !self.worker.shared.plugins.chain().is_empty();
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
             let mut refused = None;
@@ -439,9 +472,9 @@ impl Session {
         // hash per command, where spreading it would cost one per key.
         if let Some(&k) = c.keys.first() {
             q.slot = SlotId::of_key(req.arg(k as usize)).0;
-            q.bytes_in = u32::try_from(req.as_bytes().len()).unwrap_or(u32::MAX);
             if self.worker.hotkeys.wants() {
-                q.hot_key = Some(req.arg_bytes(k as usize));
+                let (start, len) = req.arg_range(k as usize);
+                q.hot_key = std::num::NonZeroU32::new(start).map(|start| KeyAt { start, len });
             }
         }
         q.timed = !c.blocks() && c.cmd.kind != Kind::Wait;
@@ -461,18 +494,7 @@ impl Session {
             // it would answer or rewrite cannot be part of the block sent to the server.
             let e = match decision {
                 Decision::Continue(obs) => {
-                    return Queued {
-                        reply: QueuedReply::One(self.queue(c)),
-                        observers: obs,
-                        id,
-                        slot: NO_SLOT,
-                        bytes_in: 0,
-                        mirror: None,
-                        timed: false,
-                        req: bytes::Bytes::new(),
-                        hot_key: None,
-                        hot_fill: None,
-                    };
+                    return Queued::new(QueuedReply::One(self.queue(c)), obs, id);
                 }
                 Decision::Fail(e) => e,
                 Decision::Reply(..) | Decision::Rewrite { .. } => {
@@ -521,18 +543,9 @@ impl Session {
                 (reply, observers)
             }
         };
-        Queued {
-            reply,
-            observers,
-            id,
-            slot: NO_SLOT,
-            bytes_in: 0,
-            mirror: None,
-            timed: false,
-            req: bytes::Bytes::new(),
-            hot_key: None,
-            hot_fill,
-        }
+        let mut q = Queued::new(reply, observers, id);
+        q.hot_fill = hot_fill;
+        q
     }
 
     /// Plans and sends a classified command (or answers it, if it is the session's own).
@@ -748,12 +761,12 @@ impl Session {
                 self.worker.mirror.send(t, &wbuf[at..]);
             }
             if q.slot != NO_SLOT {
-                slot_stats.record(q.slot, q.bytes_in as usize, wbuf.len() - at);
+                slot_stats.record(q.slot, q.req.len(), wbuf.len() - at);
             }
-            if let Some(key) = &q.hot_key {
+            if let Some(key) = q.hot_key.and_then(|k| k.of(&q.req)) {
                 self.worker
                     .hotkeys
-                    .record(key, q.bytes_in as usize, wbuf.len() - at);
+                    .record(key, q.req.len(), wbuf.len() - at);
             }
             if wbuf.len() >= FLUSH_AT {
                 // Without waiting: a slow reader must not hold the batch (and a table swap

@@ -99,6 +99,9 @@ impl Session {
         if let Some(d) = self.lookahead.take_decision() {
             return d;
         }
+        if !self.plugins_on {
+            return Decision::Continue(Observers::default());
+        }
         // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
         let worker = self.worker.clone();
         let shared = &worker.shared;

@@ -17,8 +17,9 @@ use crate::resp::Proto;
 pub(crate) enum Pending {
     /// Encoded already (proxy-answered commands, errors).
     Ready(Bytes),
-    /// Encoded already, but not to be sent before `Instant` (a failed AUTH is slowed down).
-    After(Instant, Bytes),
+    /// Encoded already, but not to be sent before `Instant` (a failed AUTH is slowed down;
+    /// boxed: rare, and it would make every `Pending` larger).
+    After(Box<(Instant, Bytes)>),
     /// One backend's reply, forwarded as is.
     One(ReplyRx),
     /// A command on a migrating slot: its keys are moved first, then it runs on the target.
@@ -64,7 +65,8 @@ impl Pending {
     pub(crate) async fn resolve(self, account: &OutputAccount) -> Result<Bytes, DataError> {
         match self {
             Pending::Ready(b) => Ok(b),
-            Pending::After(at, b) => {
+            Pending::After(after) => {
+                let (at, b) = *after;
                 tokio::time::sleep_until(at).await;
                 Ok(b)
             }

@@ -15,6 +15,8 @@ pub struct HotKeyRecorder {
     shard: usize,
     /// Commands left until the next sampled one.
     countdown: Cell<u32>,
+    /// xorshift64 state for the gaps between samples.
+    rng: Cell<u64>,
     window: RefCell<Window>,
     /// The by-ops table's keys (hashes) of the sub-window last closed, so a key stays hot
     /// across a rotation.
@@ -25,16 +27,22 @@ impl HotKeyRecorder {
     pub fn new(hot: Arc<HotKeys>) -> Self {
         let c = &hot.config;
         let window = Window::new(c.top, c.sketch_width, c.sketch_depth, c.max_key_bytes);
+        let shard = hot.take_shard();
         Self {
-            shard: hot.take_shard(),
+            shard,
             countdown: Cell::new(0),
+            // Any nonzero seed will do; the shard keeps the workers' sequences apart.
+            rng: Cell::new(0x9e37_79b9_7f4a_7c15 ^ shard as u64),
             window: RefCell::new(window),
             was_hot: RefCell::default(),
             hot,
         }
     }
 
-    /// Whether the next command is to be recorded (one in `sample_one_in`; never when off).
+    /// Whether the next command is to be recorded (one in `sample_one_in` on average; never
+    /// when off). The gaps between samples are random, uniform in `0..2N-1` commands: a
+    /// fixed gap would alias with a client's repeating pattern (one cycling through two keys,
+    /// sampled one in two, would show only one of them).
     #[inline]
     pub fn wants(&self) -> bool {
         if !self.hot.config.enabled {
@@ -42,7 +50,7 @@ impl HotKeyRecorder {
         }
         match self.countdown.get() {
             0 => {
-                self.countdown.set(self.hot.config.sample_one_in.max(1) - 1);
+                self.countdown.set(self.next_gap());
                 true
             }
             n => {
@@ -50,6 +58,20 @@ impl HotKeyRecorder {
                 false
             }
         }
+    }
+
+    /// Commands to skip before the next sample: mean `sample_one_in - 1`.
+    fn next_gap(&self) -> u32 {
+        let n = self.hot.config.sample_one_in.max(1);
+        if n == 1 {
+            return 0;
+        }
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        (x % (2 * u64::from(n) - 1)) as u32
     }
 
     /// Counts one sampled command on `key` with its request and reply sizes.
@@ -92,5 +114,40 @@ impl HotKeyRecorder {
             tick.tick().await;
             self.rotate();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::hotkeys::HotKeysConfig;
+
+    fn recorder(sample_one_in: u32) -> HotKeyRecorder {
+        let config = HotKeysConfig {
+            sample_one_in,
+            ..HotKeysConfig::default()
+        };
+        HotKeyRecorder::new(Arc::new(HotKeys::new(config, 1)))
+    }
+
+    #[test]
+    fn one_in_n_on_average_and_no_aliasing_with_a_repeating_pattern() {
+        let r = recorder(8);
+        // A client cycling through two keys: a fixed gap of 8 would only ever see one.
+        let mut seen = [0u32; 2];
+        for i in 0..80_000 {
+            if r.wants() {
+                seen[i % 2] += 1;
+            }
+        }
+        let total = seen[0] + seen[1];
+        assert!((9_000..11_000).contains(&total), "{total} samples of 80000");
+        assert!(seen.iter().all(|&n| n > 4_000), "{seen:?}");
+    }
+
+    #[test]
+    fn one_in_one_records_everything() {
+        let r = recorder(1);
+        assert!((0..1000).all(|_| r.wants()));
     }
 }
