@@ -16,7 +16,7 @@ pub(super) enum Cached {
     /// Answered from the cache.
     Hit(Bytes),
     /// Sent to Redis; its reply fills the cache.
-    Fill(Box<Ticket>),
+    Fill(Ticket),
     /// Not the cache's.
     Pass,
 }
@@ -60,7 +60,7 @@ impl Session {
         }
         match cache.lookup(key) {
             Ok(reply) => Cached::Hit(reply),
-            Err(t) => Cached::Fill(Box::new(t)),
+            Err(t) => Cached::Fill(t),
         }
     }
 

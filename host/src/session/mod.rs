@@ -133,10 +133,8 @@ struct Queued {
     /// The request as read (its bytes, not a copy), for the command log, the per-slot
     /// counters and the hot-key count once the reply is in.
     req: bytes::Bytes,
-    /// To be mirrored once its reply is in (docs/mirroring.md).
-    mirror: Option<Box<crate::mirror::Ticket>>,
-    /// A GET whose reply fills the hot-key cache.
-    hot_fill: Option<Box<crate::hotcache::Ticket>>,
+    /// A mirror copy or a hot-key cache fill to make once the reply is in.
+    extra: Option<Box<Extra>>,
     id: Option<CommandId>,
     /// The first key (where it lies in `req`), when the hot-key count samples this command.
     hot_key: Option<KeyAt>,
@@ -147,6 +145,15 @@ struct Queued {
 }
 
 const _: () = assert!(std::mem::size_of::<Queued>() <= 128);
+
+/// What few commands carry to their reply.
+#[derive(Default)]
+struct Extra {
+    /// To be mirrored (docs/mirroring.md).
+    mirror: Option<Box<crate::mirror::Ticket>>,
+    /// A GET whose reply fills the hot-key cache.
+    hot_fill: Option<crate::hotcache::Ticket>,
+}
 
 /// Where a key lies in its request's bytes (a request's arguments never start at 0).
 #[derive(Clone, Copy)]
@@ -170,8 +177,7 @@ impl Queued {
             reply,
             observers,
             req: bytes::Bytes::new(),
-            mirror: None,
-            hot_fill: None,
+            extra: None,
             id,
             hot_key: None,
             slot: NO_SLOT,
@@ -296,6 +302,8 @@ impl Session {
             let batch = Batch::enter(self.worker.clone());
             let mut refused = None;
             buffered = false;
+            // Plugins timing a command see the batch's dispatch (the loop below never awaits).
+            let clock = self.plugins_on.then(|| tessera_wasm::clock::pin(started));
             loop {
                 if queue.len() >= MAX_BATCH {
                     buffered = true;
@@ -320,6 +328,7 @@ impl Session {
                     }
                 }
             }
+            drop(clock);
             if refused.is_none()
                 && let Err(e) = self.check_query_buffer(&rbuf)
             {
@@ -465,8 +474,9 @@ impl Session {
                 q.reply,
                 QueuedReply::One(Pending::Ready(_) | Pending::After(..))
             )
+            && let Some(t) = self.worker.shared.mirror.ticket(&c, self.proto)
         {
-            q.mirror = self.worker.shared.mirror.ticket(&c, self.proto);
+            q.extra.get_or_insert_default().mirror = Some(t);
         }
         // A command on several slots (MGET split, …) counts on its first key's slot: one
         // hash per command, where spreading it would cost one per key.
@@ -544,7 +554,12 @@ impl Session {
             }
         };
         let mut q = Queued::new(reply, observers, id);
-        q.hot_fill = hot_fill;
+        if hot_fill.is_some() {
+            q.extra = Some(Box::new(Extra {
+                mirror: None,
+                hot_fill,
+            }));
+        }
         q
     }
 
@@ -735,16 +750,19 @@ impl Session {
             if let Some(o) = account.overflow() {
                 return Err(End::Output(o));
             }
-            if let Some(t) = q.hot_fill {
-                self.hot_cache_fill(*t, &wbuf[at..]);
+            let mut extra = q.extra.map(|e| *e).unwrap_or_default();
+            if let Some(t) = extra.hot_fill.take() {
+                self.hot_cache_fill(t, &wbuf[at..]);
             }
+            // Read once the reply is in: the counters' time, and the clock observers see.
+            let now = Instant::now();
             if !q.observers.is_empty() {
+                let _clock = tessera_wasm::clock::pin(now);
                 q.observers.apply(conn, wbuf, at);
             }
             account.charge(wbuf.len() - at);
             if let Some(id) = q.id {
                 let error = matches!(wbuf.get(at), Some(b'-' | b'!'));
-                let now = Instant::now();
                 stats.record(id, error, now - started);
                 // Timed from the batch's dispatch: a clock read per command at dispatch cost
                 // ~10 % of requests per CPU-second at P16 (docs/commandlog.md).
@@ -757,7 +775,7 @@ impl Session {
                     self.log_command(&m, &q.req);
                 }
             }
-            if let Some(t) = q.mirror {
+            if let Some(t) = extra.mirror {
                 self.worker.mirror.send(t, &wbuf[at..]);
             }
             if q.slot != NO_SLOT {

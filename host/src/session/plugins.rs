@@ -12,8 +12,8 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tessera_plugin_abi::{self as abi, ArgIn, RewriteArg, RewriteView};
 use tessera_wasm::{
-    BatchCmd, CallError, ChainStep, CmdOutcome, Generation, InstanceRef, ReplyOutcome, Verdict,
-    WorkerChain,
+    BatchCmd, CallError, ChainStep, CmdOutcome, FailPolicy, Generation, InstanceRef, ReplyOutcome,
+    Verdict, WorkerChain,
 };
 
 use super::Session;
@@ -22,17 +22,19 @@ use crate::error::DataError;
 use crate::pipeline::classify::Classified;
 use crate::resp::Request;
 
-/// A plugin that asked to see the reply of the command it passed.
+/// A plugin that asked to see the reply of the command it passed: its instance (kept alive
+/// across a reload until the reply), its context and its failure policy. No reference count
+/// is taken on the generation: an observed command pays one `Rc` clone.
 struct Observer {
     inst: InstanceRef,
     ctx: u64,
-    generation: std::sync::Arc<Generation>,
+    fail: FailPolicy,
 }
 
-/// The plugins that watch one command's reply, in chain order (a `Vec`: usually empty, and
-/// then it costs no allocation and little room in every queued command).
+/// The plugins that watch one command's reply, in chain order. One is held inline: an
+/// observing plugin (metrics) costs no allocation per command.
 #[derive(Default)]
-pub(super) struct Observers(Vec<Observer>);
+pub(super) struct Observers(SmallVec<[Observer; 1]>);
 
 /// What the plugin layer decided for a command.
 pub(super) enum Decision {
@@ -347,7 +349,7 @@ fn settle(
             observers.0.push(Observer {
                 inst: inst.clone(),
                 ctx,
-                generation: g.clone(),
+                fail: g.spec.fail,
             });
             return None;
         }
@@ -412,9 +414,9 @@ impl Observers {
     /// it; only a replacement copies anything.
     pub(super) fn apply(self, conn: u64, out: &mut BytesMut, at: usize) {
         for o in self.0.into_iter().rev() {
-            let fail = o.generation.spec.fail;
-            let name = o.generation.name();
-            let r = o.inst.borrow_mut().on_reply(conn, o.ctx, &[&out[at..]]);
+            let fail = o.fail;
+            let mut inst = o.inst.borrow_mut();
+            let r = inst.on_reply(conn, o.ctx, &[&out[at..]]);
             let replacement = match r {
                 Ok(ReplyOutcome::Pass) => continue,
                 // One complete RESP reply: checked by the runtime.
@@ -424,9 +426,10 @@ impl Observers {
                 // decides (fail-open passes the reply unobserved).
                 Err(e) => match fail.when_reply_failed(&e) {
                     Verdict::Skip => continue,
-                    Verdict::Fail => call_failed(name, &e).reply(),
+                    Verdict::Fail => call_failed(inst.name(), &e).reply(),
                 },
             };
+            drop(inst);
             out.truncate(at);
             out.extend_from_slice(&replacement);
         }

@@ -374,5 +374,10 @@ pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.func_wrap(m, import::NOW_US, |_c: Caller<'_, HostState>| -> i64 {
         START.elapsed().as_micros() as i64
     })?;
+    linker.func_wrap(m, import::STAGE_US, |_c: Caller<'_, HostState>| -> i64 {
+        crate::clock::stage()
+            .saturating_duration_since(*START)
+            .as_micros() as i64
+    })?;
     Ok(())
 }

@@ -212,6 +212,11 @@ impl Instance {
         Ok(me)
     }
 
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.store.data().plugin.name
+    }
+
     pub fn is_dead(&self) -> bool {
         self.dead
     }

@@ -18,6 +18,7 @@
 mod batch;
 mod chain;
 mod client;
+pub mod clock;
 pub mod cputime;
 mod fault;
 mod generation;

@@ -5,7 +5,8 @@
 //!
 //! Hot path: `on_command` resolves three small indexes (command id, tenant, client) to a cached
 //! series slot and returns OBSERVE with `slot << 32 | start µs`; `on_reply` makes three import
-//! calls (count, latency, errors when the reply is one). Series handles are resolved once per
+//! calls (count, latency, errors when the reply is one). Times are the proxy's own readings
+//! (`stage_us`: the batch's dispatch, the reply's arrival), so no clock is read here. Series handles are resolved once per
 //! label combination; tenant and client sets are capped (overflow → `other`).
 
 use rustc_hash::FxHashMap;
@@ -169,7 +170,7 @@ impl Plugin for Metrics {
     }
 
     fn on_command(&mut self, conn: Conn, c: &Command<'_>, out: Out<'_>) -> Action {
-        let start = host::now_us();
+        let start = host::stage_us();
         let tenant = match c.first_key() {
             Some(k) => match find(k, &self.delimiter) {
                 Some(end) => self.tenants.get(&k[..end]),
@@ -198,7 +199,7 @@ impl Plugin for Metrics {
             return ReplyAction::PASS;
         };
         // Microseconds modulo 2^32 (71 minutes): fine for a command's latency.
-        let elapsed = (host::now_us() as u32).wrapping_sub(ctx as u32);
+        let elapsed = (host::stage_us() as u32).wrapping_sub(ctx as u32);
         slot.count.inc();
         let histogram = if ctx & BLOCKED != 0 {
             slot.blocked

@@ -71,6 +71,7 @@ pub mod import {
     pub const CLIENT_INFO: &str = "client_info";
     pub const NOW_MS: &str = "now_ms";
     pub const NOW_US: &str = "now_us";
+    pub const STAGE_US: &str = "stage_us";
 }
 
 /// Status codes returned by imports (negative).

@@ -303,3 +303,12 @@ pub fn now_ms() -> u64 {
 pub fn now_us() -> u64 {
     sys::now_us().max(0) as u64
 }
+
+/// The proxy's own reading of the stage being run, on `now_us`'s scale: in `on_command` the
+/// moment the command's batch was dispatched, in `on_reply` the moment its reply was in.
+/// It costs the plugin no clock read (the proxy reads the clock there anyway) and does not
+/// move within one call; elsewhere (ticks, closes) it is `now_us`. For a latency measured
+/// as the proxy measures it.
+pub fn stage_us() -> u64 {
+    sys::stage_us().max(0) as u64
+}

@@ -81,6 +81,8 @@ mod wasm {
         fn tessera_now_ms() -> i64;
         #[link_name = "now_us"]
         fn tessera_now_us() -> i64;
+        #[link_name = "stage_us"]
+        fn tessera_stage_us() -> i64;
     }
 
     // SAFETY (every function below): the imports only read `len` bytes at each `(ptr, len)`
@@ -212,6 +214,11 @@ mod wasm {
         // SAFETY: no pointers.
         unsafe { tessera_now_us() }
     }
+
+    pub(crate) fn stage_us() -> i64 {
+        // SAFETY: no pointers.
+        unsafe { tessera_stage_us() }
+    }
 }
 
 #[cfg(all(not(target_arch = "wasm32"), not(feature = "testing")))]
@@ -268,5 +275,8 @@ mod stub {
             .get_or_init(std::time::Instant::now)
             .elapsed()
             .as_micros() as i64
+    }
+    pub(crate) fn stage_us() -> i64 {
+        now_us()
     }
 }

@@ -409,6 +409,10 @@ pub(crate) mod sys {
     pub(crate) fn now_us() -> i64 {
         with(|h| h.clock_us as i64)
     }
+
+    pub(crate) fn stage_us() -> i64 {
+        now_us()
+    }
 }
 
 /// Marks the fake host as inside `tp_init` (where `metric_define` is allowed).

@@ -57,7 +57,7 @@ pub fn client_info_calls() -> u64 {
     fake::with(|h| h.client_info_calls)
 }
 
-/// Advances both clocks (`now_ms`, `now_us`) by `ms` milliseconds.
+/// Advances the clocks (`now_ms`, `now_us`, `stage_us`) by `ms` milliseconds.
 pub fn advance_ms(ms: u64) {
     advance_us(ms * 1000);
 }
