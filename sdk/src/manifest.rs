@@ -1,7 +1,9 @@
 //! [`Manifest`]: what a plugin hooks, returned by `init`. The host compiles it into a
 //! per-command bitmap, so an unhooked command never enters the plugin.
 
-use tessera_plugin_abi::{HOOK_VALUES, MF_ALL, MF_CLASS_VALUES, MF_WANT_CLOSE, ManifestBuilder};
+use tessera_plugin_abi::{
+    HOOK_VALUES, MF_ALL, MF_CLASS_VALUES, MF_OBSERVE_HEADS, MF_WANT_CLOSE, ManifestBuilder,
+};
 
 /// The hook declaration. A command is hooked when it is listed ([`Manifest::hook`]), when it
 /// has a hooked class ([`Manifest::hook_class`]) or with [`Manifest::hook_all`]. Only names and
@@ -61,6 +63,17 @@ impl Manifest {
     /// [`Manifest::hook_all`].
     pub fn class_values(mut self) -> Self {
         self.inner.flags |= MF_CLASS_VALUES;
+        self
+    }
+
+    /// Asks for only the head and size of each reply it observes: `on_reply` gets a reply's
+    /// first line (its type, and a bulk string's length or an aggregate's count, or a simple
+    /// reply's value; at most 64 bytes) through [`crate::Replies::get`], and its full size
+    /// through [`crate::Replies::size`], instead of a copy of the whole reply. For plugins that
+    /// count or time replies: a large reply then costs them nothing, and never exceeds their
+    /// input limit. A rewrite's merge still gets whole replies.
+    pub fn observe_heads(mut self) -> Self {
+        self.inner.flags |= MF_OBSERVE_HEADS;
         self
     }
 

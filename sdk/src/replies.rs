@@ -26,12 +26,24 @@ impl<'a> Replies<'a> {
         self.view.is_empty()
     }
 
-    /// Reply `i` as raw RESP.
+    /// Reply `i` as raw RESP; only its head (first line, at most 64 bytes) when the plugin
+    /// asked for heads ([`crate::Manifest::observe_heads`], see [`Replies::heads`]).
     pub fn get(&self, i: usize) -> Option<&'a [u8]> {
         self.view.get(i)
     }
 
-    /// Reply `i` parsed; `None` past the end or if it is not one valid RESP value.
+    /// Whether these are heads only.
+    pub fn heads(&self) -> bool {
+        self.view.heads()
+    }
+
+    /// Reply `i`'s full size in bytes (also when only its head was passed).
+    pub fn size(&self, i: usize) -> Option<usize> {
+        self.view.size(i)
+    }
+
+    /// Reply `i` parsed; `None` past the end or if it is not one valid RESP value (a head of
+    /// a bulk string or an aggregate is not).
     pub fn value(&self, i: usize) -> Option<Value<'a>> {
         resp::parse(self.get(i)?).ok().map(|(v, _)| v)
     }

@@ -965,6 +965,57 @@ fn the_metrics_plugin_counts_by_command_tenant_and_client_on_the_proxy_metrics()
     );
 }
 
+/// The metrics plugin asks for reply heads (`observe_heads`): a reply far over its input
+/// limit is counted and timed, and reaches the client whole. Given whole, it would be over the
+/// limit, and the plugin (fail-closed, the default) would turn the client's value into an error.
+#[test]
+fn an_observer_of_heads_counts_a_reply_over_its_input_limit_and_the_client_gets_it() {
+    let a = RedisServer::start();
+    let proxy = Proxy::builder(&[&a])
+        .config(&plugin_toml("metrics", &json!({}), "max_input_kb = 64"))
+        .admin()
+        .start();
+    let mut c = proxy.raw();
+    let big = "v".repeat(1 << 20);
+    assert_eq!(c.cmd(&["SET", "t:big", &big]), Frame::Simple("OK".into()));
+    for _ in 0..3 {
+        assert_eq!(c.cmd(&["GET", "t:big"]), Frame::bulk(&big));
+    }
+    error_of(&c.cmd(&["INCR", "t:big"]));
+    let m = proxy.metrics();
+    let series = |name: &str, labels: &str| {
+        metric(&m, &format!("tessera_plugin_metrics_{name}{{{labels}}}"))
+            .unwrap_or_else(|| panic!("no {name}{{{labels}}}"))
+    };
+    assert_eq!(
+        series(
+            "commands_total",
+            r#"command="get",tenant="t",client="none""#
+        ),
+        3.0
+    );
+    assert_eq!(
+        series(
+            "command_duration_seconds_count",
+            r#"command="get",tenant="t""#
+        ),
+        3.0
+    );
+    assert_eq!(
+        series(
+            "command_errors_total",
+            r#"command="incr",tenant="t",client="none""#
+        ),
+        1.0
+    );
+    let refused: f64 = m
+        .lines()
+        .filter(|l| l.starts_with("tessera_plugin_inputs_refused_total{plugin=\"metrics\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(refused, 0.0, "nothing was over the limit");
+}
+
 // === Issue 14: a pipeline's hooked commands reach each plugin in one call ===
 
 /// Sends `script` as one pipeline and reads its replies.

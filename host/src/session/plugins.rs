@@ -29,6 +29,8 @@ struct Observer {
     inst: InstanceRef,
     ctx: u64,
     fail: FailPolicy,
+    /// The plugin asked for the reply's head and size, not a copy (`observe_heads`).
+    heads: bool,
 }
 
 /// The plugins that watch one command's reply, in chain order. One is held inline: an
@@ -350,6 +352,7 @@ fn settle(
                 inst: inst.clone(),
                 ctx,
                 fail: g.spec.fail,
+                heads: g.hooks.observe_heads,
             });
             return None;
         }
@@ -416,7 +419,11 @@ impl Observers {
         for o in self.0.into_iter().rev() {
             let fail = o.fail;
             let mut inst = o.inst.borrow_mut();
-            let r = inst.on_reply(conn, o.ctx, &[&out[at..]]);
+            let r = if o.heads {
+                inst.on_reply_head(conn, o.ctx, &out[at..])
+            } else {
+                inst.on_reply(conn, o.ctx, &[&out[at..]])
+            };
             let replacement = match r {
                 Ok(ReplyOutcome::Pass) => continue,
                 // One complete RESP reply: checked by the runtime.

@@ -26,6 +26,8 @@ pub struct Hooks {
     pub class_values: bool,
     pub prefixes: Vec<Vec<u8>>,
     pub want_close: bool,
+    /// Observed replies reach the plugin as heads and sizes (`MF_OBSERVE_HEADS`).
+    pub observe_heads: bool,
     pub tick_ms: u32,
     /// What the plugin declared it denies to every client.
     pub denied: DeniedToAll,
@@ -122,6 +124,7 @@ impl Hooks {
             all: m.flags & abi::MF_ALL != 0,
             class_values: m.flags & abi::MF_CLASS_VALUES != 0,
             want_close: m.flags & abi::MF_WANT_CLOSE != 0,
+            observe_heads: m.flags & abi::MF_OBSERVE_HEADS != 0,
             tick_ms: m.tick_ms,
             denied: DeniedToAll::from_manifest(m)?,
             ..Hooks::default()

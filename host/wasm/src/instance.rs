@@ -499,6 +499,27 @@ impl Instance {
         }
     }
 
+    /// Calls `tp_on_reply` with an observed reply's head and size (a plugin that asked for
+    /// heads, `Hooks::observe_heads`): a few bytes copied, whatever the reply's size.
+    ///
+    /// # Errors
+    /// As [`Instance::on_reply`].
+    pub fn on_reply_head(
+        &mut self,
+        conn: u64,
+        ctx: u64,
+        reply: &[u8],
+    ) -> Result<ReplyOutcome, CallError> {
+        let replies = [reply];
+        let size = abi::reply_heads_size(&replies);
+        self.admit(Input::Reply, size)?;
+        let dst = self.input_buffer(size)?;
+        if abi::encode_reply_heads(dst, &replies).is_none() {
+            return Err(CallError::Fault(Fault::bad_output("reply table")));
+        }
+        self.reply_call(conn, ctx, 1)
+    }
+
     /// Calls `tp_on_reply` with raw RESP replies.
     ///
     /// # Errors
@@ -516,7 +537,11 @@ impl Instance {
         if abi::encode_replies(dst, replies.len(), replies.iter().copied()).is_none() {
             return Err(CallError::Fault(Fault::bad_output("reply table")));
         }
-        let n = replies.len() as i32;
+        self.reply_call(conn, ctx, replies.len() as i32)
+    }
+
+    /// `tp_on_reply` on the reply table in `in`, and its outcome.
+    fn reply_call(&mut self, conn: u64, ctx: u64, n: i32) -> Result<ReplyOutcome, CallError> {
         let r = self.guarded(|s, e| e.on_reply.call(s, (conn as i64, ctx as i64, n)))?;
         if r == 0 {
             return Ok(ReplyOutcome::Pass);

@@ -5,7 +5,9 @@
 //!
 //! Hot path: `on_command` resolves three small indexes (command id, tenant, client) to a cached
 //! series slot and returns OBSERVE with `slot << 32 | start µs`; `on_reply` makes three import
-//! calls (count, latency, errors when the reply is one). Times are the proxy's own readings
+//! calls (count, latency, errors when the reply is one). It asks for reply heads only
+//! (`observe_heads`): a reply's first byte says whether it is an error, and a large reply
+//! is not copied into the plugin. Times are the proxy's own readings
 //! (`stage_us`: the batch's dispatch, the reply's arrival), so no clock is read here. Series handles are resolved once per
 //! label combination; tenant and client sets are capped (overflow → `other`).
 
@@ -165,6 +167,7 @@ impl Plugin for Metrics {
             .hook_all()
             .hook_with_values(cmd::XREAD)
             .hook_with_values(cmd::XREADGROUP)
+            .observe_heads()
             .want_close();
         Ok((plugin, manifest))
     }

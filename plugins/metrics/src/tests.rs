@@ -10,7 +10,10 @@ fn run(h: &mut Harness<Metrics>, conn: u64, args: &[&str], reply: &[u8], took_us
         other => panic!("expected OBSERVE, got {other:?}"),
     };
     testing::advance_us(took_us);
-    assert_eq!(h.on_reply(conn, ctx, &[reply]), testing::ReplyOutcome::Pass);
+    assert_eq!(
+        h.on_observed_reply(conn, ctx, reply),
+        testing::ReplyOutcome::Pass
+    );
 }
 
 #[test]

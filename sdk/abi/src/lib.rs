@@ -462,8 +462,54 @@ impl<'a> CommandView<'a> {
 
 // ---------------------------------------------------------------------------------------------
 // Reply tables (host → guest, for on_reply): `u32 n, u32 flags, n × {u32 off, u32 len}`, bytes.
+// With flag REPLIES_HEADS (an observer whose manifest has MF_OBSERVE_HEADS): each entry is the
+// reply's head only, and `n × u32` full reply sizes follow the entries, before the bytes.
 
 pub const REPLIES_HEADER: usize = 8;
+/// Reply-table flag: the entries are heads ([`reply_head`]); the full sizes follow them.
+pub const REPLIES_HEADS: u32 = 1 << 0;
+/// Most bytes of a reply's head.
+pub const REPLY_HEAD_MAX: usize = 64;
+
+/// A reply's head: its first line with its CRLF (the type, and the length of a bulk string or
+/// the count of an aggregate, or the value of a simple string, error or number), cut at
+/// [`REPLY_HEAD_MAX`] bytes.
+pub fn reply_head(reply: &[u8]) -> &[u8] {
+    let cut = &reply[..reply.len().min(REPLY_HEAD_MAX)];
+    match cut.windows(2).position(|w| w == b"\r\n") {
+        Some(i) => &cut[..i + 2],
+        None => cut,
+    }
+}
+
+/// Bytes [`encode_reply_heads`] needs.
+pub fn reply_heads_size(replies: &[&[u8]]) -> usize {
+    replies.iter().fold(REPLIES_HEADER, |n, r| {
+        n + ARG_ENTRY + 4 + reply_head(r).len()
+    })
+}
+
+/// Writes a reply table of heads (flag [`REPLIES_HEADS`]); returns the bytes written.
+pub fn encode_reply_heads(dst: &mut [u8], replies: &[&[u8]]) -> Option<usize> {
+    let n = replies.len();
+    let sizes = REPLIES_HEADER + n * ARG_ENTRY;
+    let mut data = sizes + n * 4;
+    if dst.len() < data {
+        return None;
+    }
+    for (i, r) in replies.iter().enumerate() {
+        let head = reply_head(r);
+        let end = data + head.len();
+        dst.get_mut(data..end)?.copy_from_slice(head);
+        put_u32(dst, REPLIES_HEADER + i * ARG_ENTRY, data as u32);
+        put_u32(dst, REPLIES_HEADER + i * ARG_ENTRY + 4, head.len() as u32);
+        put_u32(dst, sizes + i * 4, u32::try_from(r.len()).ok()?);
+        data = end;
+    }
+    put_u32(dst, 0, n as u32);
+    put_u32(dst, 4, REPLIES_HEADS);
+    Some(data)
+}
 
 /// Bytes [`encode_replies`] needs.
 pub fn replies_size<'a>(replies: impl Iterator<Item = &'a [u8]>) -> usize {
@@ -501,17 +547,23 @@ pub fn encode_replies<'a>(
     Some(data)
 }
 
-/// A reply table as the guest reads it: raw RESP per reply.
+/// A reply table as the guest reads it: raw RESP per reply (or each reply's head, with
+/// [`REPLIES_HEADS`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RepliesView<'a> {
     buf: &'a [u8],
     n: u32,
+    flags: u32,
 }
 
 impl<'a> RepliesView<'a> {
     pub fn parse(buf: &'a [u8]) -> Option<Self> {
         let n = get_u32(buf, 0)?;
-        let table_end = REPLIES_HEADER.checked_add((n as usize).checked_mul(ARG_ENTRY)?)?;
+        let flags = get_u32(buf, 4)?;
+        let mut table_end = REPLIES_HEADER.checked_add((n as usize).checked_mul(ARG_ENTRY)?)?;
+        if flags & REPLIES_HEADS != 0 {
+            table_end = table_end.checked_add((n as usize).checked_mul(4)?)?;
+        }
         if buf.len() < table_end {
             return None;
         }
@@ -522,7 +574,7 @@ impl<'a> RepliesView<'a> {
                 return None;
             }
         }
-        Some(Self { buf, n })
+        Some(Self { buf, n, flags })
     }
 
     pub fn len(&self) -> usize {
@@ -533,6 +585,12 @@ impl<'a> RepliesView<'a> {
         self.n == 0
     }
 
+    /// Whether the entries are heads ([`REPLIES_HEADS`]) rather than whole replies.
+    pub fn heads(&self) -> bool {
+        self.flags & REPLIES_HEADS != 0
+    }
+
+    /// Reply `i`'s bytes as the table holds them (the whole reply, or its head).
     pub fn get(&self, i: usize) -> Option<&'a [u8]> {
         if i >= self.n as usize {
             return None;
@@ -540,6 +598,18 @@ impl<'a> RepliesView<'a> {
         let off = get_u32(self.buf, REPLIES_HEADER + i * ARG_ENTRY)? as usize;
         let len = get_u32(self.buf, REPLIES_HEADER + i * ARG_ENTRY + 4)? as usize;
         self.buf.get(off..off + len)
+    }
+
+    /// Reply `i`'s full size in bytes, whether the table holds it whole or its head.
+    pub fn size(&self, i: usize) -> Option<usize> {
+        if !self.heads() {
+            return self.get(i).map(<[u8]>::len);
+        }
+        if i >= self.n as usize {
+            return None;
+        }
+        let sizes = REPLIES_HEADER + self.n as usize * ARG_ENTRY;
+        get_u32(self.buf, sizes + i * 4).map(|s| s as usize)
     }
 }
 
@@ -730,6 +800,9 @@ pub const MF_ALL: u32 = 1 << 1;
 pub const MF_CLASS_VALUES: u32 = 1 << 2;
 /// Manifest flag: the "denied to every client" section follows the prefixes.
 pub const MF_DENIES: u32 = 1 << 3;
+/// Manifest flag: an observed reply reaches `on_reply` as its head and size only (a reply table
+/// with [`REPLIES_HEADS`]), not copied whole. A rewrite's merge still gets whole replies.
+pub const MF_OBSERVE_HEADS: u32 = 1 << 4;
 /// Hook flag: copy the values of this command's arguments (otherwise only lengths).
 pub const HOOK_VALUES: u16 = 1 << 0;
 /// Most names a "denied to every client" section may list.

@@ -204,3 +204,37 @@ fn the_denied_to_all_section_is_optional_and_backward_compatible() {
     long.encode(&mut out);
     assert!(ManifestView::parse(&out).is_none());
 }
+
+#[test]
+fn reply_heads_carry_the_first_line_and_the_full_size() {
+    let big = format!("${}\r\n{}\r\n", 100_000, "x".repeat(100_000));
+    let long_error = format!("-ERR {}\r\n", "e".repeat(200));
+    let replies: [&[u8]; 4] = [
+        b"+OK\r\n",
+        big.as_bytes(),
+        long_error.as_bytes(),
+        b"*2\r\n:1\r\n:2\r\n",
+    ];
+    let mut buf = vec![0u8; reply_heads_size(&replies)];
+    assert!(buf.len() < 200, "heads, not copies: {}", buf.len());
+    let end = encode_reply_heads(&mut buf, &replies).unwrap();
+    assert_eq!(end, buf.len());
+    let v = RepliesView::parse(&buf).unwrap();
+    assert!(v.heads());
+    assert_eq!(v.get(0), Some(&b"+OK\r\n"[..]));
+    assert_eq!(v.get(1), Some(&b"$100000\r\n"[..]));
+    assert_eq!(v.size(1), Some(big.len()));
+    assert_eq!(v.get(2).unwrap().len(), REPLY_HEAD_MAX);
+    assert!(v.get(2).unwrap().starts_with(b"-ERR eee"));
+    assert_eq!(v.get(3), Some(&b"*2\r\n"[..]));
+    assert_eq!(v.size(3), Some(12));
+    assert_eq!(v.size(4), None);
+    // A table cut before its sizes is refused.
+    assert!(RepliesView::parse(&buf[..REPLIES_HEADER + 4 * ARG_ENTRY + 8]).is_none());
+    // Whole replies: the size is the length.
+    let mut whole = vec![0u8; replies_size(replies.iter().copied())];
+    encode_replies(&mut whole, 4, replies.iter().copied()).unwrap();
+    let w = RepliesView::parse(&whole).unwrap();
+    assert!(!w.heads());
+    assert_eq!(w.size(1), Some(big.len()));
+}

@@ -2,9 +2,9 @@
 //! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
 
 use tessera_plugin_abi::{
-    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_WANT_CLOSE, ManifestView,
-    RewriteArg, RewriteView, action, command_size, encode_command, encode_replies, replies_size,
-    reply_action, unpack,
+    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_OBSERVE_HEADS,
+    MF_WANT_CLOSE, ManifestView, RewriteArg, RewriteView, action, command_size, encode_command,
+    encode_replies, encode_reply_heads, replies_size, reply_action, reply_heads_size, unpack,
 };
 
 use super::command::TestCommand;
@@ -18,7 +18,7 @@ use crate::rt::Runtime;
 /// The manifest a plugin returned, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ManifestInfo {
-    /// `MF_*` hook flags (`MF_WANT_CLOSE`, `MF_ALL`, `MF_CLASS_VALUES`); the section flag
+    /// `MF_*` hook flags (`MF_WANT_CLOSE`, `MF_ALL`, `MF_CLASS_VALUES`, `MF_OBSERVE_HEADS`); the section flag
     /// `MF_DENIES` is decoded into [`ManifestInfo::denied`] instead.
     pub flags: u32,
     /// Hooked classes.
@@ -355,20 +355,37 @@ fn decode(r: i64, out: &[u8], cmd: &TestCommand) -> Outcome {
 }
 
 impl<P: Plugin> Harness<P> {
+    /// Calls `on_reply` with an observed command's reply as the host passes it: only its head
+    /// and size if the manifest asked for heads ([`crate::Manifest::observe_heads`]), else
+    /// whole.
+    pub fn on_observed_reply(&mut self, conn: u64, ctx: u64, reply: &[u8]) -> ReplyOutcome {
+        if self.manifest.flags & MF_OBSERVE_HEADS == 0 {
+            return self.on_reply(conn, ctx, &[reply]);
+        }
+        let replies = [reply];
+        let size = reply_heads_size(&replies);
+        assert_eq!(self.rt.reserve(size as i32, 0), 0);
+        let n = encode_reply_heads(self.rt.input_mut(), &replies);
+        assert_eq!(n, Some(size), "reply table encoding");
+        self.reply_call(conn, ctx, 1)
+    }
+
     /// Calls `on_reply` with these raw replies.
     pub fn on_reply(&mut self, conn: u64, ctx: u64, replies: &[&[u8]]) -> ReplyOutcome {
         let size = replies_size(replies.iter().copied());
         assert_eq!(self.rt.reserve(size as i32, 0), 0);
         let n = encode_replies(self.rt.input_mut(), replies.len(), replies.iter().copied());
         assert_eq!(n, Some(size), "reply table encoding");
-        let r = self
-            .rt
-            .on_reply(conn as i64, ctx as i64, replies.len() as i32);
+        self.reply_call(conn, ctx, replies.len())
+    }
+
+    fn reply_call(&mut self, conn: u64, ctx: u64, n: usize) -> ReplyOutcome {
+        let r = self.rt.on_reply(conn as i64, ctx as i64, n as i32);
         let (act, _, len) = unpack(r);
         let out = self.rt.output(len as usize);
         match act {
             reply_action::PASS => {
-                assert_eq!(replies.len(), 1, "PASS is only valid with one reply");
+                assert_eq!(n, 1, "PASS is only valid with one reply");
                 ReplyOutcome::Pass
             }
             reply_action::REPLACE => {
