@@ -11,10 +11,11 @@
 use std::collections::VecDeque;
 
 use bytes::BytesMut;
+use smallvec::SmallVec;
 
 use super::Session;
 use super::plugins::Decision;
-use crate::command::Kind;
+use crate::command::{Command, Kind};
 use crate::pipeline::classify::{Classified, classify};
 use crate::resp::{ProtocolError, Request};
 
@@ -24,7 +25,12 @@ pub(super) struct Lookahead {
     ahead: VecDeque<Ahead>,
     /// The decision for the request just handed to the session (taken by `run_plugins`).
     decided: Option<Decision>,
+    /// Its classification, made by the pre-pass (taken by `dispatch`: not classified twice).
+    classified: Option<Kept>,
 }
+
+/// What classify found for a request, without the borrow of the request.
+type Kept = (&'static Command, SmallVec<[u32; 4]>);
 
 struct Ahead {
     req: Result<Request, ProtocolError>,
@@ -32,6 +38,7 @@ struct Ahead {
     /// to the per-command path).
     checked: bool,
     decision: Option<Decision>,
+    classified: Option<Kept>,
 }
 
 impl Lookahead {
@@ -43,6 +50,14 @@ impl Lookahead {
     /// The decision made ahead for the request being dispatched, if any.
     pub(super) fn take_decision(&mut self) -> Option<Decision> {
         self.decided.take()
+    }
+
+    /// The classification made ahead for `req`, the request being dispatched, if any. It
+    /// holds for the dispatch: the run it was made in ends before any command that changes
+    /// the session's rights or protocol.
+    pub(super) fn take_classified<'r>(&mut self, req: &'r Request) -> Option<Classified<'r>> {
+        let (cmd, keys) = self.classified.take()?;
+        Some(Classified { cmd, req, keys })
     }
 }
 
@@ -63,6 +78,7 @@ impl Session {
     ) -> Result<Option<Request>, ProtocolError> {
         if self.lookahead.ahead.is_empty() {
             self.lookahead.decided = None;
+            self.lookahead.classified = None;
             if !self.plugins_on {
                 return self.decoder.decode(rbuf);
             }
@@ -77,6 +93,7 @@ impl Session {
                     req,
                     checked: false,
                     decision: None,
+                    classified: None,
                 });
                 if end {
                     break;
@@ -90,6 +107,7 @@ impl Session {
             return Ok(None);
         };
         self.lookahead.decided = a.decision;
+        self.lookahead.classified = a.classified;
         a.req.map(Some)
     }
 
@@ -121,10 +139,15 @@ impl Session {
         } else {
             Vec::new()
         };
-        drop(run);
+        let kept: Vec<Kept> = if n > 1 {
+            run.into_iter().map(|c| (c.cmd, c.keys)).collect()
+        } else {
+            Vec::new()
+        };
         // A run of one (or none) is left to the per-command path: nothing to batch.
-        for (a, d) in ahead.iter_mut().zip(decisions) {
+        for ((a, d), k) in ahead.iter_mut().zip(decisions).zip(kept) {
             a.decision = Some(d);
+            a.classified = Some(k);
         }
         for a in ahead.iter_mut().take(n.max(1)) {
             a.checked = true;

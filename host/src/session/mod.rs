@@ -459,13 +459,15 @@ impl Session {
 
     /// One request through classify, the plugin layer, plan and send.
     fn dispatch(&mut self, req: Request) -> Queued {
-        let policy = self.worker.shared.policy();
-        let c = match classify(&req, &policy, self.rights.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                self.tx.refused();
-                return Queued::error(None, &e);
-            }
+        let c = match self.lookahead.take_classified(&req) {
+            Some(c) => c,
+            None => match classify(&req, &self.worker.shared.policy(), self.rights.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.tx.refused();
+                    return Queued::error(None, &e);
+                }
+            },
         };
         let mut q = self.dispatch_classified(&c);
         // Forwarded to the backends, not answered or refused by the proxy or a plugin.
@@ -507,7 +509,7 @@ impl Session {
                     return Queued::new(QueuedReply::One(self.queue(c)), obs, id);
                 }
                 Decision::Fail(e) => e,
-                Decision::Reply(..) | Decision::Rewrite { .. } => {
+                Decision::Reply(..) | Decision::Rewrite(_) => {
                     DataError::NotInTransaction(crate::error::display_name(c.cmd.name))
                 }
             };
@@ -530,12 +532,13 @@ impl Session {
             }
             Decision::Reply(b, obs) => (QueuedReply::One(Pending::Ready(b)), obs),
             Decision::Fail(e) => return Queued::error(id, &e),
-            Decision::Rewrite {
-                name,
-                commands,
-                merge,
-                observers,
-            } => {
+            Decision::Rewrite(rewrite) => {
+                let plugins::Rewrite {
+                    name,
+                    commands,
+                    merge,
+                    observers,
+                } = *rewrite;
                 let parts = commands
                     .into_iter()
                     .map(|r| self.execute_rewritten(&name, r))

@@ -44,16 +44,20 @@ pub(super) enum Decision {
     Continue(Observers),
     /// A plugin answered (its reply or its denial); earlier plugins observe it.
     Reply(Bytes, Observers),
-    /// A plugin rewrote it into these commands, whose replies `merge` joins.
-    Rewrite {
-        /// The plugin that rewrote it.
-        name: String,
-        commands: Vec<Request>,
-        merge: RewriteMerge,
-        observers: Observers,
-    },
+    /// A plugin rewrote it into other commands (boxed: rare, and it would make every
+    /// decision of a pipeline larger).
+    Rewrite(Box<Rewrite>),
     /// The chain failed closed: the command gets this error.
     Fail(DataError),
+}
+
+/// A plugin's rewrite of a command: the commands, whose replies `merge` joins.
+pub(super) struct Rewrite {
+    /// The plugin that rewrote it.
+    pub(super) name: String,
+    pub(super) commands: Vec<Request>,
+    pub(super) merge: RewriteMerge,
+    pub(super) observers: Observers,
 }
 
 /// How a rewrite's replies become one.
@@ -240,8 +244,10 @@ impl PluginRun<'_> {
         observers: &mut [Observers],
     ) {
         let g = self.g;
-        let mut sel: SmallVec<[usize; 32]> = SmallVec::new();
-        let mut args: Vec<SmallVec<[ArgIn<'_>; 8]>> = Vec::new();
+        // The commands it hooks, each with where its arguments lie in one flat table (one
+        // allocation for the run, not one per command).
+        let mut sel: SmallVec<[(usize, usize, usize); 32]> = SmallVec::new();
+        let mut args: Vec<ArgIn<'_>> = Vec::with_capacity(cs.len() * 4);
         for (k, c) in cs.iter().enumerate() {
             let (id, class) = ids[k];
             if ended[k].is_some() {
@@ -253,21 +259,22 @@ impl PluginRun<'_> {
             if !g.hooks.keys_match(c.key_args()) {
                 continue;
             }
-            sel.push(k);
-            args.push(args_of(c, values));
+            let start = args.len();
+            args.extend(args_iter(c, values));
+            sel.push((k, start, args.len()));
         }
         if sel.is_empty() {
             return;
         }
         let batch: Vec<BatchCmd<'_>> = sel
             .iter()
-            .zip(&args)
-            .map(|(&k, a)| BatchCmd {
+            .map(|&(k, start, end)| BatchCmd {
                 cmd: ids[k].0,
                 class: ids[k].1,
-                args: a,
+                args: &args[start..end],
             })
             .collect();
+        let sel: SmallVec<[usize; 32]> = sel.iter().map(|&(k, ..)| k).collect();
         let mut results = Vec::with_capacity(sel.len());
         let mut pos = 0;
         while pos < sel.len() {
@@ -305,17 +312,22 @@ impl PluginRun<'_> {
 
 /// The argument table of a command as a plugin sees it (values elided unless it asked).
 fn args_of<'r>(c: &Classified<'r>, values: bool) -> SmallVec<[ArgIn<'r>; 8]> {
+    args_iter(c, values).collect()
+}
+
+fn args_iter<'r, 'c>(
+    c: &'c Classified<'r>,
+    values: bool,
+) -> impl Iterator<Item = ArgIn<'r>> + use<'r, 'c> {
     let req = c.req;
-    (0..req.argc())
-        .map(|a| {
-            let key = c.keys.contains(&(a as u32));
-            ArgIn {
-                bytes: req.arg(a),
-                key,
-                elide: !values && a != 0 && !key,
-            }
-        })
-        .collect()
+    (0..req.argc()).map(move |a| {
+        let key = c.keys.contains(&(a as u32));
+        ArgIn {
+            bytes: req.arg(a),
+            key,
+            elide: !values && a != 0 && !key,
+        }
+    })
 }
 
 /// What plugin `i`'s answer does to a command: `None` goes on to the next plugin (PASS,
@@ -379,12 +391,12 @@ fn settle(
             } else {
                 RewriteMerge::Host(merge)
             };
-            Decision::Rewrite {
+            Decision::Rewrite(Box::new(Rewrite {
                 name: g.name().to_owned(),
                 commands,
                 merge,
                 observers: std::mem::take(observers),
-            }
+            }))
         }
     })
 }
