@@ -172,8 +172,9 @@ fn write_load(proxy: &Proxy, n: usize) {
     }
 }
 
-#[test]
-fn mirrored_writes_leave_the_shadow_equal_to_the_primary() {
+/// Two backends, a shadow, and a proxy (with its admin API) over the backends mirroring
+/// `what` ("writes" or "all") to the shadow.
+fn mirrored(what: &str) -> (RedisServer, RedisServer, RedisServer, Proxy) {
     let (b1, b2, shadow) = (
         RedisServer::start(),
         RedisServer::start(),
@@ -181,8 +182,14 @@ fn mirrored_writes_leave_the_shadow_equal_to_the_primary() {
     );
     let proxy = Proxy::builder(&[&b1, &b2])
         .admin()
-        .config(&mirror_toml(shadow.addr(), "writes", ""))
+        .config(&mirror_toml(shadow.addr(), what, ""))
         .start();
+    (b1, b2, shadow, proxy)
+}
+
+#[test]
+fn mirrored_writes_leave_the_shadow_equal_to_the_primary() {
+    let (b1, b2, shadow, proxy) = mirrored("writes");
     std::thread::scope(|s| {
         for n in 0..4 {
             let proxy = &proxy;
@@ -231,15 +238,7 @@ fn mirrored_writes_leave_the_shadow_equal_to_the_primary() {
 
 #[test]
 fn a_divergence_planted_on_the_shadow_is_counted_with_samples() {
-    let (b1, b2, shadow) = (
-        RedisServer::start(),
-        RedisServer::start(),
-        RedisServer::start(),
-    );
-    let proxy = Proxy::builder(&[&b1, &b2])
-        .admin()
-        .config(&mirror_toml(shadow.addr(), "all", ""))
-        .start();
+    let (_b1, _b2, shadow, proxy) = mirrored("all");
     let mut con = proxy.client();
     for (k, v) in [("planted", "primary-value"), ("same", "equal")] {
         let _: () = redis::cmd("SET").arg(k).arg(v).query(&mut con).unwrap();
@@ -589,15 +588,7 @@ fn a_shadow_answering_garbage_or_without_end_costs_clients_nothing() {
 
 #[test]
 fn a_resp3_client_is_mirrored_in_resp3_and_its_maps_compare() {
-    let (b1, b2, shadow) = (
-        RedisServer::start(),
-        RedisServer::start(),
-        RedisServer::start(),
-    );
-    let proxy = Proxy::builder(&[&b1, &b2])
-        .admin()
-        .config(&mirror_toml(shadow.addr(), "all", ""))
-        .start();
+    let (_b1, _b2, shadow, proxy) = mirrored("all");
     let mut raw = proxy.raw();
     let hello = raw.cmd(&["HELLO", "3"]);
     assert!(matches!(hello, Frame::Map(_)), "{hello:?}");
@@ -665,15 +656,7 @@ fn a_shadow_with_a_password_is_sent_auth_and_a_wrong_one_counts_as_errors() {
 
 #[test]
 fn transactions_blocking_pubsub_and_proxy_answered_commands_are_not_mirrored() {
-    let (b1, b2, shadow) = (
-        RedisServer::start(),
-        RedisServer::start(),
-        RedisServer::start(),
-    );
-    let proxy = Proxy::builder(&[&b1, &b2])
-        .admin()
-        .config(&mirror_toml(shadow.addr(), "all", ""))
-        .start();
+    let (_b1, _b2, shadow, proxy) = mirrored("all");
     let mut raw = proxy.raw();
     assert_eq!(raw.cmd(&["MULTI"]), Frame::Simple("OK".into()));
     assert_eq!(

@@ -925,10 +925,7 @@ fn the_metrics_plugin_counts_by_command_tenant_and_client_on_the_proxy_metrics()
     // An error reply, counted as one.
     error_of(&c.cmd(&["INCR", "acme:user:1"]));
     let m = proxy.metrics();
-    let series = |name: &str, labels: &str| {
-        metric(&m, &format!("tessera_plugin_metrics_{name}{{{labels}}}"))
-            .unwrap_or_else(|| panic!("no {name}{{{labels}}} in\n{m}"))
-    };
+    let series = |name: &str, labels: &str| metrics_series(&m, name, labels);
     assert_eq!(
         series(
             "commands_total",
@@ -965,6 +962,12 @@ fn the_metrics_plugin_counts_by_command_tenant_and_client_on_the_proxy_metrics()
     );
 }
 
+/// A series of the metrics plugin in the proxy's `/metrics` text.
+fn metrics_series(m: &str, name: &str, labels: &str) -> f64 {
+    metric(m, &format!("tessera_plugin_metrics_{name}{{{labels}}}"))
+        .unwrap_or_else(|| panic!("no {name}{{{labels}}} in\n{m}"))
+}
+
 /// The metrics plugin asks for reply heads (`observe_heads`): a reply far over its input
 /// limit is counted and timed, and reaches the client whole. Given whole, it would be over the
 /// limit, and the plugin (fail-closed, the default) would turn the client's value into an error.
@@ -983,10 +986,7 @@ fn an_observer_of_heads_counts_a_reply_over_its_input_limit_and_the_client_gets_
     }
     error_of(&c.cmd(&["INCR", "t:big"]));
     let m = proxy.metrics();
-    let series = |name: &str, labels: &str| {
-        metric(&m, &format!("tessera_plugin_metrics_{name}{{{labels}}}"))
-            .unwrap_or_else(|| panic!("no {name}{{{labels}}}"))
-    };
+    let series = |name: &str, labels: &str| metrics_series(&m, name, labels);
     assert_eq!(
         series(
             "commands_total",
