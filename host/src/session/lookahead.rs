@@ -1,8 +1,9 @@
-//! The plugin layer's pre-pass over a pipeline: when the chain hooks anything, the requests
-//! read together are decoded ahead (up to the session's batch room), and each run of plain
-//! routed commands (keyed or split, not blocking) is shown to the plugins at once, one call
-//! per plugin for all of the run's commands it hooks (`Instance::on_commands`). The session then
-//! dispatches the requests one by one as before, each taking its precomputed [`Decision`].
+//! The plugin layer's pre-pass over a pipeline: when a request that a plugin hooks starts a run
+//! of plain routed commands (keyed or split, not blocking), the requests read with it are
+//! decoded ahead (up to the session's batch room), and the run is shown to the plugins at once,
+//! one call per plugin for all of the run's commands it hooks (`Instance::on_commands`). The
+//! session then dispatches the requests one by one as before, each taking its precomputed
+//! [`Decision`] and classification. A request no plugin hooks, met first, goes straight on.
 //!
 //! A run ends before any other command (AUTH, HELLO, SELECT, MULTI, SUBSCRIBE, a blocking
 //! command …): those change what later commands are or may do, so the commands after them are
@@ -14,7 +15,7 @@ use bytes::BytesMut;
 use smallvec::SmallVec;
 
 use super::Session;
-use super::plugins::Decision;
+use super::plugins::{Decision, Observers};
 use crate::command::{Command, Kind};
 use crate::pipeline::classify::{Classified, classify};
 use crate::resp::{ProtocolError, Request};
@@ -79,9 +80,36 @@ impl Session {
         if self.lookahead.ahead.is_empty() {
             self.lookahead.decided = None;
             self.lookahead.classified = None;
-            if !self.plugins_on {
+            let Some(chain) = &self.chain else {
                 return self.decoder.decode(rbuf);
+            };
+            // One request first: unless a plugin hooks it and it may share a pre-pass, it goes
+            // straight on (classified once, here), and nothing is decoded ahead for it. A
+            // command no plugin hooks then costs what it costs without plugins, and a bitmap
+            // test.
+            let Some(req) = self.decoder.decode(rbuf)? else {
+                return Ok(None);
+            };
+            let Ok(c) = classify(&req, &self.worker.shared.policy(), self.rights.as_deref()) else {
+                // Refused: `dispatch` classifies it again and says why.
+                return Ok(Some(req));
+            };
+            let (id, class) = crate::plugins::abi_of(c.cmd.id);
+            let hooked = chain.hooks_any(id, class);
+            if !hooked || !batchable(&c) {
+                if !hooked {
+                    self.lookahead.decided = Some(Decision::Continue(Observers::default()));
+                }
+                self.lookahead.classified = Some((c.cmd, c.keys));
+                return Ok(Some(req));
             }
+            let kept = (c.cmd, c.keys);
+            self.lookahead.ahead.push_back(Ahead {
+                req: Ok(req),
+                checked: false,
+                decision: None,
+                classified: Some(kept),
+            });
             while self.lookahead.ahead.len() < room.max(1) {
                 let req = match self.decoder.decode(rbuf) {
                     Ok(Some(r)) => Ok(r),
@@ -116,7 +144,7 @@ impl Session {
     /// decision: the session dispatches it the ordinary way.
     fn decide_run(&mut self) {
         if self.lookahead.ahead.len() == 1 {
-            // A lone request (P1): nothing to batch, and no second classification.
+            // A lone request (P1): nothing to batch (its classification, if made, is kept).
             self.lookahead.ahead[0].checked = true;
             return;
         }
@@ -125,8 +153,16 @@ impl Session {
         let mut run: Vec<Classified<'_>> = Vec::new();
         for a in ahead.iter() {
             let Ok(req) = &a.req else { break };
-            let Ok(c) = classify(req, &policy, self.rights.as_deref()) else {
-                break;
+            let c = match &a.classified {
+                Some((cmd, keys)) => Classified {
+                    cmd,
+                    req,
+                    keys: keys.clone(),
+                },
+                None => match classify(req, &policy, self.rights.as_deref()) {
+                    Ok(c) => c,
+                    Err(_) => break,
+                },
             };
             if !batchable(&c) || self.pubsub_refuses(&c).is_some() {
                 break;
