@@ -69,9 +69,9 @@ fn batchable(c: &Classified<'_>) -> bool {
 }
 
 impl Session {
-    /// The next request to dispatch: from those decoded ahead, or from the read buffer. With
-    /// plugins that hook anything, decodes up to `room` requests ahead and decides the run at
-    /// the front in one pass.
+    /// The next request to dispatch: from those decoded ahead, or from the read buffer. When a
+    /// plugin hooks the next request and it may share a pre-pass, decodes up to `room` requests
+    /// ahead and decides the run at the front in one pass.
     pub(super) fn next_request(
         &mut self,
         rbuf: &mut BytesMut,
