@@ -80,9 +80,9 @@ impl Session {
         if self.lookahead.ahead.is_empty() {
             self.lookahead.decided = None;
             self.lookahead.classified = None;
-            let Some(chain) = &self.chain else {
+            if !self.plugins_on {
                 return self.decoder.decode(rbuf);
-            };
+            }
             // One request first: unless a plugin hooks it and it may share a pre-pass, it goes
             // straight on (classified once, here), and nothing is decoded ahead for it. A
             // command no plugin hooks then costs what it costs without plugins, and a bitmap
@@ -95,7 +95,7 @@ impl Session {
                 return Ok(Some(req));
             };
             let (id, class) = crate::plugins::abi_of(c.cmd.id);
-            let hooked = chain.hooks_any(id, class);
+            let hooked = self.worker.shared.plugins.chain().hooks_any(id, class);
             if !hooked || !batchable(&c) {
                 if !hooked {
                     self.lookahead.decided = Some(Decision::Continue(Observers::default()));

@@ -97,10 +97,11 @@ pub struct Session {
     tracking: Option<tracking::ClientTracking>,
     /// Requests decoded ahead for the plugin layer's pre-pass (`lookahead`).
     lookahead: lookahead::Lookahead,
-    /// The plugin chain when the batch being dispatched was read (`None`: no plugins): loaded
-    /// once a batch, not once a command (a chain installed meanwhile applies from the next
-    /// batch).
-    chain: Option<std::sync::Arc<tessera_wasm::Chain>>,
+    /// The plugin chain had plugins when the batch being dispatched was read: looked at once
+    /// a batch (a chain installed meanwhile applies from the next batch). A flag, not the
+    /// chain's `Arc`: holding that would count every batch of every worker on one shared
+    /// reference count.
+    plugins_on: bool,
 }
 
 /// Why a session ended (logged at debug level, or warn for limits).
@@ -250,7 +251,7 @@ impl Session {
             tx: Transaction::default(),
             tracking: None,
             lookahead: lookahead::Lookahead::default(),
-            chain: None,
+            plugins_on: false,
         }
     }
 
@@ -298,17 +299,13 @@ impl Session {
             self.refresh_login();
             // Read once per batch, when its bytes are in: see `router::Fence`.
             self.fenced = !self.worker.shared.router.fence.serving();
-            let chain = arc_swap::Guard::into_inner(self.worker.shared.plugins.chain());
-            self.chain = (!chain.is_empty()).then_some(chain);
+            self.plugins_on = !self.worker.shared.plugins.chain().is_empty();
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
             let mut refused = None;
             buffered = false;
             // Plugins timing a command see the batch's dispatch (the loop below never awaits).
-            let clock = self
-                .chain
-                .is_some()
-                .then(|| tessera_wasm::clock::pin(started));
+            let clock = self.plugins_on.then(|| tessera_wasm::clock::pin(started));
             loop {
                 if queue.len() >= MAX_BATCH {
                     buffered = true;

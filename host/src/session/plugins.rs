@@ -107,7 +107,7 @@ impl Session {
         if let Some(d) = self.lookahead.take_decision() {
             return d;
         }
-        if self.chain.is_none() {
+        if !self.plugins_on {
             return Decision::Continue(Observers::default());
         }
         // An Rc clone (not the Arc'd shared state): no atomic on the path of every command.
