@@ -279,10 +279,7 @@ fn a_hostile_client_with_huge_and_many_arguments_gets_bounded_entries() {
 #[test]
 fn the_dashboard_merges_the_logs_of_two_proxies_naming_each_proxy() {
     let mut cp = ControlPlane::builder().servers(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.toml");
     std::fs::write(&config, LOG_ALL).unwrap();

@@ -72,10 +72,7 @@ fn keys(list: &Value) -> Vec<String> {
 #[test]
 fn planted_keys_rank_per_proxy_and_a_key_split_over_both_ranks_first_cluster_wide() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
     let _: () = conn(a).set("planted:big", "x".repeat(20_000)).unwrap();
     let _noise = [Benchmark::start(a), Benchmark::start(b)];

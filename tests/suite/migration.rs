@@ -256,10 +256,7 @@ pub(crate) fn preload(proxy: SocketAddr, n: usize) {
 #[test]
 fn acknowledged_writes_survive_migration_abort_and_crashes() {
     let mut cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let proxies: Vec<SocketAddr> = cp.proxies.iter().map(|p| p.addr()).collect();
     preload(proxies[0], 60_000);
 
@@ -387,10 +384,7 @@ fn acknowledged_writes_survive_migration_abort_and_crashes() {
 #[test]
 fn clients_get_no_error_while_slots_move_back_and_forth() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let proxies: Vec<SocketAddr> = cp.proxies.iter().map(|p| p.addr()).collect();
     preload(proxies[0], 20_000);
     let stop = Arc::new(AtomicBool::new(false));

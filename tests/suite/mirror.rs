@@ -413,10 +413,7 @@ fn a_stopped_shadow_costs_clients_nothing_and_the_queue_stays_bounded() {
 #[test]
 fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
     let mut cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let shadow = RedisServer::start();
     let target = shadow.addr().to_string();
 

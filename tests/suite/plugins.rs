@@ -317,10 +317,7 @@ fn a_module_that_is_not_a_tessera_plugin_stops_a_static_proxy_with_the_reason() 
 /// A cluster: 2 groups, 2 proxies; returns the control plane.
 fn cluster() -> ControlPlane {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     cp
 }
 

@@ -274,10 +274,7 @@ fn pubsub_introspection_merges_every_backend() {
 /// Two groups of one server each, slots split between them, two proxies.
 fn two_proxies() -> ControlPlane {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let epoch = cp.proxies[0].epoch();
     assert!(wait_until(Duration::from_secs(10), || {
         cp.proxies.iter().all(|p| p.epoch() >= epoch)

@@ -128,10 +128,7 @@ fn a_transaction_refused_at_queue_time_runs_nothing() {
 #[test]
 fn a_blocking_queue_fed_through_one_proxy_drains_through_the_other_exactly_once() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
     let items = 300;
     let consumers: Vec<_> = (0..4)
@@ -575,10 +572,7 @@ fn two_hundred_blocked_clients_cost_a_bounded_memory_each() {
 #[test]
 fn redis_py_locks_transactions_and_queues_work_across_two_proxies() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/redis_py_sessions.py");
     let out = crate::support::run_with_timeout(
         std::process::Command::new("/usr/bin/python3")
@@ -600,10 +594,7 @@ fn redis_py_locks_transactions_and_queues_work_across_two_proxies() {
 #[test]
 fn ioredis_scripts_transactions_and_queues_work_across_two_proxies() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/clients");
     assert!(
         std::path::Path::new(dir)
@@ -649,10 +640,7 @@ fn resp3(addr: std::net::SocketAddr) -> RawClient {
 #[test]
 fn tracking_invalidates_what_clients_of_every_proxy_cached() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
     let mut writer = conn(b);
     let _: () = writer.set("cached", "v1").unwrap();
@@ -847,10 +835,7 @@ fn client_unblock_reaches_a_command_blocked_through_the_proxy_and_info_counts_it
 #[test]
 fn blocked_clients_pop_each_element_once_through_an_aborted_move() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     let (a, b) = (cp.proxies[0].addr(), cp.proxies[1].addr());
     // Enough keys in the moving slots that the move is caught half way.
     let mut c = conn(a);

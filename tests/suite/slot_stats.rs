@@ -31,10 +31,7 @@ fn two_groups() -> ControlPlane {
         .proxies(1)
         .dashboard_args(&FAST)
         .start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 511, 1);
-    cp.assign(512, 1023, 2);
+    cp.split_over_two_groups();
     cp
 }
 

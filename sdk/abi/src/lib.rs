@@ -376,20 +376,8 @@ pub struct Arg<'a> {
 impl<'a> CommandView<'a> {
     /// Parses and validates the table (every entry inside `buf`).
     pub fn parse(buf: &'a [u8]) -> Option<Self> {
-        let nargs = get_u32(buf, 0)?;
-        let flags = get_u32(buf, 4)?;
-        let class = get_u32(buf, 8)?;
-        let table_end = CMD_HEADER.checked_add((nargs as usize).checked_mul(ARG_ENTRY)?)?;
-        if buf.len() < table_end {
-            return None;
-        }
-        let view = Self {
-            buf,
-            nargs,
-            flags,
-            class,
-        };
-        for i in 0..nargs as usize {
+        let view = Self::parse_lazy(buf)?;
+        for i in 0..view.nargs as usize {
             let off = get_u32(buf, CMD_HEADER + i * ARG_ENTRY)? as usize;
             let lf = get_u32(buf, CMD_HEADER + i * ARG_ENTRY + 4)?;
             if lf & ARG_ELIDED == 0 {

@@ -623,6 +623,15 @@ impl ControlPlane {
         v["epoch"].as_u64().expect("assign answers an epoch")
     }
 
+    /// The usual two-group layout: group 1 of server 0 owns slots 0–511, group 2 of server 1
+    /// owns 512–1023.
+    pub(crate) fn split_over_two_groups(&self) {
+        self.group(1, &[0]);
+        self.group(2, &[1]);
+        self.assign(0, 511, 1);
+        self.assign(512, 1023, 2);
+    }
+
     /// Starts one more proxy; returns its index in `proxies`.
     pub(crate) fn start_proxy(&mut self) -> usize {
         let p = ClusterProxy::start(&self.options.cluster, &self.options.store);
