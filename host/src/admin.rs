@@ -7,6 +7,7 @@ mod hotkeys;
 mod mirror;
 mod read_policy;
 mod rebalance;
+mod routes;
 mod token;
 
 use std::io::Write;
@@ -82,6 +83,11 @@ pub enum AdminCmd {
     Mirror(mirror::MirrorCmd),
     /// Where read-only commands go (docs/replica-reads.md): show, or set MODE and the bound.
     ReadPolicy(read_policy::ReadPolicyArgs),
+    /// Key prefixes routed to other clusters (docs/prefix-routes.md): list, add, remove.
+    Routes {
+        #[command(subcommand)]
+        cmd: Option<routes::RoutesCmd>,
+    },
     /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
     Migrate {
         /// First slot (0-1023).
@@ -418,6 +424,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Failover(cmd) => failover::run(&client, cmd).await,
             AdminCmd::Mirror(cmd) => mirror::run(&client, cmd).await,
             AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
+            AdminCmd::Routes { cmd } => routes::run(&client, cmd).await,
             AdminCmd::Hotkeys(a) => hotkeys::run(&client, a).await,
             AdminCmd::Stats => {
                 let v = client.call(Method::GET, &["api", "stats"], None).await?;

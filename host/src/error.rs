@@ -113,6 +113,14 @@ pub enum DataError {
     CrossSlot,
     #[error("ERR slot {0} is not served by any group")]
     SlotNotServed(u16),
+    #[error(
+        "CROSSSLOT keys of this command belong to different clusters (key prefix routes: {0}); send it once per cluster"
+    )]
+    CrossCluster(String),
+    #[error(
+        "TRYAGAIN keys starting with '{prefix}' belong to cluster {cluster}, and none of its proxies is reachable from this one now"
+    )]
+    RouteUnreachable { prefix: String, cluster: Arc<str> },
     #[error("ERR group {group} master {addr} is down")]
     MasterDown { group: u32, addr: Arc<str> },
     #[error("TRYAGAIN slot {0} is being handed to another group; retry shortly")]
@@ -212,6 +220,8 @@ impl DataError {
             QueryBufferLimit { .. } | ProxyRequestMemory { .. } | MaxClients => Side::Limit,
             CrossSlot
             | SlotNotServed(_)
+            | CrossCluster(_)
+            | RouteUnreachable { .. }
             | MasterDown { .. }
             | SlotBlocked(_)
             | Fenced

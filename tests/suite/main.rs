@@ -107,3 +107,7 @@ mod tls;
 // a planted divergence counted with samples, a stopped shadow within its bound, the CLI on a
 // dashboard-managed cluster.
 mod mirror;
+// Routing by key prefix: a prefix of one cluster routed to another in the same store, every
+// kind of command on it, cross-cluster commands refused, writes through the route across the
+// other cluster's migration and the loss of its proxy, bad changes and a wrong password.
+mod prefix_routes;

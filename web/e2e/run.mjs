@@ -7,8 +7,10 @@
 //   and a large reply in the slow log view (checked against the API), makes a viewer token in
 //   the tokens view (checked on the dashboard: it reads, a migration is 403, once revoked 401),
 //   mirrors the first cluster to a proxy of the second in the mirror view (a planted divergence
-//   shown as mismatched GETs), finds those changes with the user in the audit log and its
-//   logins in the separate login log. A screenshot of every
+//   shown as mismatched GETs), routes a key prefix of the first cluster to the second in the
+//   routes view (a key SET through the first cluster's proxy is read back through the
+//   second's; the clusters page lists the route), finds those changes with the user in the
+//   audit log and its logins in the separate login log. A screenshot of every
 //   view goes to e2e/screenshots/.
 //
 // Env: TESSERA_BIN (default ../target/debug/tessera, or under CARGO_TARGET_DIR when set),
@@ -677,6 +679,11 @@ async function main() {
     // planted there shown as mismatched GETs with both replies, then stopped.
     const mirrorAudit = await mirrorStep({ tid, text, shot, base, ctx, name, proxy: proxies[0].addr });
 
+    // Routes: a key prefix of this cluster routed to the other cluster in the routes view, a
+    // key written through this cluster's proxy read back through the other's, the route in
+    // the clusters page's Routes column, then removed.
+    const routesAudit = await routesStep({ tid, text, shot, base, ctx, name, proxy: proxies[0].addr });
+
     // The other cluster, through the switcher: its own overview and slot map.
     const other = clusterNames.find((n) => n !== name);
     await tid('cluster-switch').selectOption(other);
@@ -697,6 +704,7 @@ async function main() {
       ...pluginAudit,
       ...tokenAudit,
       ...mirrorAudit,
+      ...routesAudit,
     ];
     await waitFor(
       `audit rows for ${wanted.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
@@ -868,6 +876,102 @@ async function mirrorStep({ tid, text, shot, base, ctx, name, proxy }) {
     ['PUT', '/api/mirror'],
     ['DELETE', '/api/mirror'],
   ];
+}
+
+/**
+ * The routes view: route the prefix `e2e-routed:` of the first cluster to the other cluster
+ * (no user), wait until every proxy of the first forwards it to a proxy of the other, SET a
+ * key through the first cluster's proxy and GET it through the other's, see the route in the
+ * clusters page's Routes column, then remove it (confirmed). Returns the audit rows it made.
+ */
+async function routesStep({ tid, text, shot, base, ctx, name, proxy }) {
+  const prefix = 'e2e-routed:';
+  const capi = `${base}/api/clusters/${encodeURIComponent(name)}`;
+  const clusters = await (await ctx.request.get(`${base}/api/clusters`)).json();
+  const other = clusters.find((c) => c.name !== name);
+  if (!other) throw new Error('the routes step needs a second cluster to route to');
+  const otherProxies = await (await ctx.request.get(`${base}/api/clusters/${encodeURIComponent(other.name)}/proxies`)).json();
+  const otherAddrs = Array.isArray(otherProxies) ? otherProxies.map((p) => p.addr) : [];
+  const otherProxy = otherAddrs[0];
+  if (!otherProxy) throw new Error(`cluster ${other.name} has no proxy: ${JSON.stringify(otherProxies)}`);
+  const ownProxies = await (await ctx.request.get(`${capi}/proxies`)).json();
+  const want = ownProxies.length;
+  // The key is in neither cluster before (the route does not exist yet: DEL through the first
+  // cluster's proxy is served by its own groups).
+  const key = `${prefix}k`;
+  const value = `routed-${Date.now()}`;
+  await resp(proxy, 'DEL', key);
+  await resp(otherProxy, 'DEL', key);
+
+  await tid('tab-routes').click();
+  await tid('routes-table').waitFor({ timeout: 20_000 });
+  const before = await (await ctx.request.get(`${capi}/routes`)).json();
+  if (!Array.isArray(before.clusters) || !before.clusters.includes(other.name)) {
+    throw new Error(`GET /routes does not offer cluster ${other.name} to route to: ${JSON.stringify(before).slice(0, 400)}`);
+  }
+  await tid('route-prefix').fill(prefix);
+  await tid('route-cluster').selectOption(other.name);
+  await tid('route-user').fill('');
+  await tid('route-password').fill('');
+  await tid('route-add').click();
+  await tid(`route-row-${prefix}`).waitFor({ timeout: 15_000 });
+  const status = tid(`route-status-${prefix}`);
+  await waitFor(
+    `all ${want} proxies of ${name} to route ${prefix} in the routes view`,
+    async () => {
+      const routing = Number(await status.getAttribute('data-routing'));
+      const total = Number(await status.getAttribute('data-proxies'));
+      if (total === want && routing === total) return true;
+      // Why not yet, for the timeout's message: the badge and each proxy's line.
+      throw new Error(`the view shows "${(await tid(`route-row-${prefix}`).innerText()).replace(/\s+/g, ' ')}"`);
+    },
+    60_000,
+    500,
+  );
+  // As the API has it: every proxy of this cluster forwards the prefix to a proxy of the other.
+  const now = await (await ctx.request.get(`${capi}/routes`)).json();
+  const route = now.routes.find((r) => r.prefix === prefix);
+  if (!route || route.cluster !== other.name || route.user) throw new Error(`GET /routes has the route as ${JSON.stringify(route)}`);
+  for (const p of now.proxies) {
+    const r = p.routes.find((x) => x.prefix === prefix);
+    if (!r?.target || !otherAddrs.includes(r.target)) {
+      throw new Error(`proxy ${p.addr} routes ${prefix} to ${JSON.stringify(r)}, not to a proxy of ${other.name} (${otherAddrs.join(', ')})`);
+    }
+  }
+  log(`routes: ${prefix} → ${other.name}: ${now.proxies.map((p) => `${p.addr} → ${p.routes.find((x) => x.prefix === prefix).target}`).join(', ')}`);
+  await shot('12d-routes');
+
+  // A key with the prefix written through this cluster's proxy lives in the other cluster.
+  const set = await resp(proxy, 'SET', key, value);
+  if (set !== 'OK') throw new Error(`SET ${key} through ${proxy} answered ${JSON.stringify(set)}`);
+  const there = await resp(otherProxy, 'GET', key);
+  if (there !== value) throw new Error(`GET ${key} through ${other.name}'s proxy ${otherProxy} answered ${JSON.stringify(there)}, not ${value}`);
+  const back = await resp(proxy, 'GET', key);
+  if (back !== value) throw new Error(`GET ${key} through ${proxy} answered ${JSON.stringify(back)}, not ${value}`);
+  log(`routes: SET ${key} through ${proxy}, read back through ${other.name}'s proxy ${otherProxy}`);
+
+  // The clusters page lists the route in its Routes column.
+  await tid('nav-clusters').click();
+  await tid('clusters-table').waitFor({ timeout: 20_000 });
+  const shown = `${prefix} → ${other.name}`;
+  await waitFor(`the Routes column of ${name} to show "${shown}"`, async () => (await text(`cluster-routes-${name}`)).includes(shown), 20_000, 500);
+  await shot('12e-clusters-routes');
+
+  // Removed again in the view.
+  await tid(`cluster-link-${name}`).click();
+  await tid('tab-routes').click();
+  await tid(`route-remove-${prefix}`).click();
+  await tid('confirm-dialog').waitFor();
+  await tid('confirm-ok').click();
+  await tid(`route-row-${prefix}`).waitFor({ state: 'detached', timeout: 15_000 });
+  const after = await (await ctx.request.get(`${capi}/routes`)).json();
+  if (after.routes.some((r) => r.prefix === prefix)) throw new Error(`GET /routes still lists ${prefix}: ${JSON.stringify(after.routes)}`);
+  // Every proxy of this cluster serves the prefix from its own groups again, where the key
+  // never was.
+  await waitFor(`GET ${key} through ${proxy} to miss once the route is removed`, async () => (await resp(proxy, 'GET', key)) === null, 30_000, 500);
+  log(`routes: ${prefix} removed; ${key} is no longer seen through ${proxy}`);
+  await resp(otherProxy, 'DEL', key);
+  return [['PUT', '/api/routes']];
 }
 
 /** The tokens view: make a viewer token, check it on the dashboard, revoke it. Returns the audit rows it made. */

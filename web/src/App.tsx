@@ -12,6 +12,7 @@ import { MirrorView } from './views/Mirror';
 import { OverviewView } from './views/Overview';
 import { Plugins } from './views/Plugins';
 import { Proxies } from './views/Proxies';
+import { RoutesView } from './views/Routes';
 import { SlotMap } from './views/SlotMap';
 import { SlowLog } from './views/SlowLog';
 import { ROLE_TEXT, Tokens } from './views/Tokens';
@@ -69,6 +70,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   proxies: 'Proxies',
   plugins: 'Plugins',
   mirror: 'Mirror',
+  routes: 'Routes',
   slowlog: 'Slow log',
   tokens: 'Tokens',
 };
@@ -163,6 +165,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'proxies' && <Proxies key={name} c={c} />}
       {tab === 'plugins' && <Plugins key={name} c={c} />}
       {tab === 'mirror' && <MirrorView key={name} c={c} />}
+      {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
       {tab === 'slowlog' && <SlowLog key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>

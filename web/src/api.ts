@@ -20,6 +20,8 @@ import type {
   Overview,
   Plugin,
   PluginCatalog,
+  PrefixRouteChange,
+  PrefixRoutes,
   PluginMetrics,
   Proxy,
   ReadPolicy,
@@ -288,6 +290,14 @@ export class ClusterApi {
   }
   mirrorOff() {
     return this.c.del<Mirror>(`${this.base}/mirror`);
+  }
+  /** Key prefixes routed to other clusters, and what each proxy does with them now. */
+  routes(signal?: AbortSignal) {
+    return this.c.get<PrefixRoutes>(`${this.base}/routes`, signal);
+  }
+  /** Replaces the whole list (admin). */
+  setRoutes(routes: PrefixRouteChange[]) {
+    return this.c.put<PrefixRoutes>(`${this.base}/routes`, { routes });
   }
   /** Every proxy's command log of `type`, merged newest first (operator role). */
   commandLog(type: CommandLogType, signal?: AbortSignal) {

@@ -24,6 +24,14 @@ export interface Overview {
   ops_per_sec: number;
   memory_bytes: number;
   keys: number;
+  /** Key prefixes this cluster's proxies send to other clusters (absent on older dashboards). */
+  routes?: RouteBrief[];
+}
+
+/** A prefix route as the overview lists it. */
+export interface RouteBrief {
+  prefix: string;
+  cluster: string;
 }
 
 /** What a dashboard token or a console user may do (docs/api.md, "Tokens and roles"). */
@@ -423,4 +431,48 @@ export interface CommandLog {
   proxies: number;
   unreachable: string[];
   entries: CommandLogEntry[];
+}
+
+/** A key prefix whose commands this cluster's proxies forward to a proxy of another cluster. */
+export interface PrefixRoute {
+  prefix: string;
+  /** Another cluster in the same store. */
+  cluster: string;
+  /** The user the target cluster's proxies are authenticated as; null or absent: no AUTH. Never the password. */
+  user?: string | null;
+}
+
+/** What one proxy of this cluster does with a prefix right now. */
+export interface ProxyPrefixRoute {
+  prefix: string;
+  cluster: string;
+  /** The other cluster's proxy it forwards to; null when none is reachable (then `error`). */
+  target: string | null;
+  error?: string | null;
+}
+
+export interface ProxyRouting {
+  addr: string;
+  /** Set when the proxy did not answer (then `routes` is empty). */
+  error?: string | null;
+  routes: ProxyPrefixRoute[];
+}
+
+/** GET /api/routes, and the reply of PUT. */
+export interface PrefixRoutes {
+  routes: PrefixRoute[];
+  /** The other clusters of the store a route may name. */
+  clusters: string[];
+  proxies: ProxyRouting[];
+}
+
+/**
+ * One route of PUT /api/routes (the whole list). A `user` without `password` keeps the
+ * password the server has for that prefix and user; neither: no credential.
+ */
+export interface PrefixRouteChange {
+  prefix: string;
+  cluster: string;
+  user?: string;
+  password?: string;
 }

@@ -41,6 +41,25 @@ describe('ClustersTable', () => {
     expect(screen.getByTestId('cluster-health-beta').textContent).toBe('no dashboard');
     expect(screen.getByTestId('cluster-row-beta').textContent).toContain('no dashboard holds the lock');
   });
+  it('lists each cluster\'s prefix routes, or a dash (none, or an older dashboard)', () => {
+    const clusters: ClusterSummary[] = [
+      {
+        name: 'alpha',
+        store: 'fs:///a',
+        dashboard: overview.dashboard,
+        reachable: true,
+        overview: { ...overview, routes: [{ prefix: 'user:', cluster: 'beta' }, { prefix: 'sess:', cluster: 'gamma' }] },
+        error: null,
+      },
+      { name: 'beta', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'beta', routes: [] }, error: null },
+      { name: 'gamma', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'gamma' }, error: null },
+      { name: 'delta', store: 'fs:///a', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock' },
+    ];
+    render(<ClustersTable clusters={clusters} />);
+    const alpha = screen.getByTestId('cluster-routes-alpha');
+    expect([...alpha.querySelectorAll('div')].map((d) => d.textContent)).toEqual(['user: → beta', 'sess: → gamma']);
+    for (const n of ['beta', 'gamma', 'delta']) expect(screen.getByTestId(`cluster-routes-${n}`).textContent).toBe('—');
+  });
   it('health names the problems', () => {
     const c: ClusterSummary = {
       name: 'x',

@@ -55,6 +55,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .merge(super::tokens::routes())
         .merge(super::mirror::dashboard_routes())
         .merge(super::read_policy::routes())
+        .merge(super::routes::routes())
         .fallback(|| async { ApiError::not_found("no such route: see /api/openapi.json") })
         // Outermost first: the token (401 without a valid one), then the audit record (only
         // of calls that passed it, so strangers cannot flood the log), then the role (403,
@@ -439,6 +440,7 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiErr
         "slots_assigned": st.slots.iter().filter(|s| s.group.is_some()).count(),
         "slots_unassigned": st.slots.iter().filter(|s| s.group.is_none()).count(),
         "ops_per_sec": stats["ops_per_sec"],
+        "routes": d.prefix_routes().iter().map(|r| json!({"prefix": r.prefix, "cluster": r.cluster})).collect::<Vec<_>>(),
         "memory_bytes": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.memory_bytes)).sum::<u64>(),
         "keys": st.groups.values().filter_map(|g| g.master().and_then(|m| st.servers.get(m)).and_then(|h| h.keys)).sum::<u64>(),
     })))

@@ -8,6 +8,7 @@ mod mirror;
 mod plugins;
 pub mod proxy;
 mod read_policy;
+mod routes;
 mod tokens;
 pub use proxy::apply_catalog as plugins_apply;
 

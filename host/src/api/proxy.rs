@@ -27,6 +27,7 @@
 //! GET  /api/proxy/users     the users table in force (never a hash)
 //! PUT  /api/proxy/users     apply a newer users table (Bearer: the proxy secret)
 //! GET  /api/proxy/mirror    mirror settings, counters, samples (PUT: the dashboard's push)
+//! GET  /api/proxy/routes    where each key prefix routed to another cluster goes now
 //! ```
 
 use std::sync::atomic::Ordering::{self, Relaxed};
@@ -151,6 +152,7 @@ impl ProxyAdmin {
             .route("/api/proxy/users", get(users_list).put(users_apply))
             .route("/api/proxy/mirror", get(mirror_view).put(mirror_apply))
             .route("/api/proxy/commandlog", get(command_log))
+            .route("/api/proxy/routes", get(routes_seen))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 require_secret,
@@ -225,7 +227,7 @@ impl ProxyAdmin {
             )));
         }
         let table = topo
-            .to_table_with(&self.shared.router.replicas)
+            .to_table_with(&self.shared.router.replicas, &self.shared.router.targets)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         // Before the swap: the first request to a TLS group's master connects with TLS.
         crate::tls::backend::backends().mark(
@@ -253,6 +255,43 @@ impl ProxyAdmin {
             epoch: topo.epoch,
         })
     }
+}
+
+// === impl ProxyAdmin: prefix routes ===
+
+impl ProxyAdmin {
+    /// The prefix routes of the topology in force (none before the first).
+    pub fn prefix_routes(&self) -> Vec<crate::router::prefix::PrefixRoute> {
+        let t = self.topology.lock().expect("topology lock poisoned");
+        t.as_ref().map(|t| t.routes.clone()).unwrap_or_default()
+    }
+
+    /// Builds the table in force afresh, with the prefix routes' current targets
+    /// (`proxy::routes` found one changed): the same epoch and slots, so no drain — a command
+    /// sent to the previous target is answered there.
+    ///
+    /// # Errors
+    /// 400 for a topology that no longer builds (it did when applied).
+    pub async fn reroute(&self) -> Result<(), ApiError> {
+        let _serial = self.applying.lock().await;
+        let topo = self
+            .topology
+            .lock()
+            .expect("topology lock poisoned")
+            .clone();
+        let Some(topo) = topo else { return Ok(()) };
+        let table = topo
+            .to_table_with(&self.shared.router.replicas, &self.shared.router.targets)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        self.shared.router.swap(table);
+        Ok(())
+    }
+}
+
+async fn routes_seen(
+    State(a): State<Arc<ProxyAdmin>>,
+) -> Json<Vec<crate::router::prefix::RouteStatus>> {
+    Json(a.shared.router.targets.statuses())
 }
 
 // === impl ProxyAdmin: users ===

@@ -70,6 +70,11 @@ impl Paths {
         format!("{}/migration-throttle", self.base)
     }
 
+    /// The key prefix routes (`dashboard::routes::RoutesDoc`, docs/prefix-routes.md).
+    pub fn prefix_routes(&self) -> String {
+        format!("{}/routes", self.base)
+    }
+
     /// The read policy (`router::ReadPolicy`, docs/replica-reads.md).
     pub fn read_policy(&self) -> String {
         format!("{}/read-policy", self.base)
@@ -333,7 +338,28 @@ pub fn topology(
             .collect(),
         slots: routes,
         read: Default::default(),
+        routes: Vec::new(),
     }
+}
+
+/// The proxies registered in a cluster (unreadable nodes are skipped, with a warning).
+///
+/// # Errors
+/// The store fails.
+pub async fn registered_proxies(
+    store: &dyn super::Store,
+    paths: &Paths,
+) -> Result<Vec<ProxyModel>, super::StoreError> {
+    let mut out = Vec::new();
+    for (key, v) in store.list(&paths.proxies_prefix()).await? {
+        match serde_json::from_slice::<super::Holder>(&v.value)
+            .and_then(|h| serde_json::from_value::<ProxyModel>(h.payload))
+        {
+            Ok(p) => out.push(p),
+            Err(e) => tracing::warn!(%key, error = %e, "ignoring an unreadable proxy node"),
+        }
+    }
+    Ok(out)
 }
 
 /// Reads a JSON document.

@@ -19,6 +19,7 @@ pub mod plugins;
 mod push;
 pub mod read_policy;
 mod rebalance;
+pub mod routes;
 mod slot_keys;
 mod slot_stats;
 mod slot_traffic;
@@ -144,6 +145,8 @@ pub struct Dashboard {
     pub(crate) failover: failover::Failover,
     /// Where read-only commands go (`read_policy`), pushed with the topology.
     pub(crate) read_policy: Mutex<crate::router::ReadPolicy>,
+    /// Key prefixes routed to other clusters (`routes`), pushed with the topology.
+    pub(crate) prefix_routes: Mutex<Vec<crate::router::prefix::PrefixRoute>>,
     /// The audit log, one for the API layer and failover alike (its sequence numbers and
     /// trimming assume a single writer per dashboard).
     audit: std::sync::OnceLock<Arc<audit::AuditLog>>,
@@ -242,6 +245,7 @@ impl Dashboard {
                 failover::Failover::default()
             });
         let read_policy = read_policy::load(&*store, &paths).await;
+        let prefix_routes = routes::load(&*store, &paths).await;
         info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
         let http = reqwest::Client::builder()
             .timeout(opts.push_timeout)
@@ -268,6 +272,7 @@ impl Dashboard {
             slot_keys: Default::default(),
             failover,
             read_policy: Mutex::new(read_policy),
+            prefix_routes: Mutex::new(prefix_routes),
             audit: std::sync::OnceLock::new(),
             opts,
             _lock: Mutex::new(lock),
@@ -346,6 +351,7 @@ impl Dashboard {
         let groups: Vec<GroupModel> = st.groups.values().cloned().collect();
         let mut topo = model::topology(epoch, &groups, &st.slots, &st.down);
         topo.read = self.read_policy();
+        topo.routes = self.prefix_routes();
         topo
     }
 
@@ -396,16 +402,7 @@ impl Dashboard {
     /// # Errors
     /// The store fails.
     pub async fn registered_proxies(&self) -> Result<Vec<ProxyModel>, coordinator::StoreError> {
-        let mut out = Vec::new();
-        for (key, v) in self.store.list(&self.paths.proxies_prefix()).await? {
-            match serde_json::from_slice::<Holder>(&v.value)
-                .and_then(|h| serde_json::from_value::<ProxyModel>(h.payload))
-            {
-                Ok(p) => out.push(p),
-                Err(e) => warn!(%key, error = %e, "ignoring an unreadable proxy node"),
-            }
-        }
-        Ok(out)
+        model::registered_proxies(&*self.store, &self.paths).await
     }
 }
 

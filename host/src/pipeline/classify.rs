@@ -12,7 +12,7 @@ use crate::command::{Command, CommandTable, Kind, Local, Options};
 use crate::error::{DataError, display_name};
 use crate::migrate::INTERNAL_PREFIX;
 use crate::resp::Request;
-use crate::router::SlotId;
+use crate::router::{SlotId, SlotTable};
 use crate::users::{KEYSPACE, User, command_classes};
 
 /// The proxy-wide rules, from the proxy's config and what its backends allow.
@@ -44,17 +44,38 @@ impl Classified<'_> {
         self.keys.iter().map(|&i| self.req.arg(i as usize))
     }
 
-    /// The one slot every key hashes to (slot 0 for a command without keys).
+    /// The one slot every key is in under `table` (slot 0 for a command without keys).
     ///
     /// # Errors
-    /// `CROSSSLOT`: keys in different slots.
-    pub fn slot(&self) -> Result<SlotId, DataError> {
-        let mut slots = self.key_args().map(SlotId::of_key);
+    /// `CROSSSLOT`: keys in different slots, or in different clusters (prefix routes).
+    pub fn slot(&self, table: &SlotTable) -> Result<SlotId, DataError> {
+        let mut slots = self.key_args().map(|k| table.slot_of(k));
         let slot = slots.next().unwrap_or(SlotId(0));
         if slots.any(|s| s != slot) {
-            return Err(DataError::CrossSlot);
+            return Err(self.cross_cluster(table).unwrap_or(DataError::CrossSlot));
         }
         Ok(slot)
+    }
+
+    /// `CROSSSLOT` naming the clusters, when the keys are not all in one cluster.
+    #[cold]
+    pub fn cross_cluster(&self, table: &SlotTable) -> Option<DataError> {
+        if !table.has_routes() {
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for k in self.key_args() {
+            let name = match table.routed(table.slot_of(k)) {
+                Some((prefix, cluster)) => {
+                    format!("'{}' → {cluster}", String::from_utf8_lossy(prefix))
+                }
+                None => "others → this cluster".to_string(),
+            };
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        (names.len() > 1).then(|| DataError::CrossCluster(names.join(", ")))
     }
 
     /// The command may hold its connection until answered: a blocking command, or XREAD and

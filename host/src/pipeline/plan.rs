@@ -88,7 +88,7 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
 /// The request for the master of the one slot all the command's keys hash to (slot 0's for a
 /// command without keys, such as `EVAL … 0`).
 fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
-    let slot = c.slot()?;
+    let slot = c.slot(table)?;
     let to = if c.cmd.replica_read {
         table.read_route(slot)?
     } else {
@@ -140,7 +140,7 @@ fn split(
     // A read's server per group, chosen once: one sub-command per group, as for the masters.
     let mut readers: SmallVec<[(crate::router::GroupId, BackendIdx); 4]> = SmallVec::new();
     for i in (1..req.argc()).step_by(step) {
-        let slot = SlotId::of_key(req.arg(i));
+        let slot = table.slot_of(req.arg(i));
         let b = if c.cmd.replica_read {
             let group = table.slot(slot).group;
             match readers.iter().find(|(g, _)| *g == group) {
@@ -165,6 +165,11 @@ fn split(
             Some((_, _, keys)) => keys.push(i),
             None => groups.push((b, from, vec![i])),
         }
+    }
+    if groups.len() > 1
+        && let Some(e) = c.cross_cluster(table)
+    {
+        return Err(e);
     }
     if let [(b, None, _)] = groups.as_slice() {
         return Ok(Plan::One(Part::Send(Send {
@@ -205,7 +210,7 @@ fn split(
                     target: *b,
                     aborting: keys
                         .iter()
-                        .any(|&i| table.slot(SlotId::of_key(req.arg(i))).aborting),
+                        .any(|&i| table.slot(table.slot_of(req.arg(i))).aborting),
                     epoch: table.epoch,
                     keys: keys.iter().map(|&i| req.arg_bytes(i)).collect(),
                     bytes,

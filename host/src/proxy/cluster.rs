@@ -30,6 +30,8 @@ pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
 const FENCE_STEP: Duration = Duration::from_millis(100);
 /// How often a fenced proxy tries to register again and reload its table.
 const RETRY: Duration = Duration::from_secs(1);
+/// How long a starting proxy looks for its prefix routes' targets before it serves.
+const ROUTES_AT_START: Duration = Duration::from_secs(2);
 
 /// Where a cluster-mode proxy finds its cluster.
 #[derive(Debug, Clone)]
@@ -150,6 +152,10 @@ pub async fn run(
         Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
     }
     info!(cluster = %opts.cluster, %token, admin = %admin_addr, "proxy registered");
+    // Targets for the prefix routes before the first client, within a bound: a route whose
+    // cluster does not answer yet gets its target from the keeper's next rounds.
+    let _ = tokio::time::timeout(ROUTES_AT_START, super::routes::check(&admin, &*store)).await;
+    let route_keeper = tokio::spawn(super::routes::run(admin.clone(), store.clone()));
     serve_within(&admin, &node);
     let registration = tokio::spawn(keep_registered(
         admin.clone(),
@@ -167,6 +173,7 @@ pub async fn run(
     registration.abort();
     let _ = registration.await;
     probes.abort();
+    route_keeper.abort();
     let _ = stop_admin.send(());
     result
 }

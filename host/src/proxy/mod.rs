@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod replica_probe;
+pub mod routes;
 
 use std::net::SocketAddr;
 use std::rc::Rc;

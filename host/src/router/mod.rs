@@ -2,6 +2,7 @@
 //! swapped atomically (`arc-swap`) so readers never take a lock.
 
 mod fence;
+pub mod prefix;
 pub mod replicas;
 mod table;
 mod topology;

@@ -2,16 +2,22 @@
 //! while the slot moves, the master it moves from. Backend addresses are interned into a
 //! dense list, so a proxy worker keeps its connections by `BackendIdx` and never hashes an
 //! address on the hot path.
+//!
+//! Past the cluster's 1024 slots, a table may hold one slot per key prefix routed to another
+//! cluster (`router::prefix`): its master is that cluster's proxy this one forwards to. A
+//! prefix's slot number is its own for the life of the process (`RouteTargets::slot_index`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
+use super::prefix::Target;
 use super::replicas::{
     Freshness, ReadMode, ReadPolicy, ReplicaRegistry, ReplicaSeen, ReplicaSet, ReplicasSeen, now_us,
 };
 use super::{GroupId, SLOTS, SlotId};
+use crate::backend::Login;
 use crate::error::DataError;
 
 /// Index into `SlotTable::backends`.
@@ -49,7 +55,32 @@ pub struct SlotTable {
     /// Per slot: index into `replica_sets`, or `NO_REPLICAS` for a slot that is moving or
     /// held (its reads stay on the master the migration rules name).
     slot_replicas: Box<[u16]>,
+    /// Key prefixes routed to other clusters, longest first, with their slots.
+    routes: Box<[(Box<[u8]>, SlotId)]>,
+    /// Per slot past `SLOTS`: its prefix route, if it is one of this table's.
+    routed: Box<[Option<RoutedPrefix>]>,
+    /// The first backend index of the routes' targets (after every master and replica).
+    routes_from: usize,
 }
+
+/// A key prefix routed to another cluster, as a table holds it.
+#[derive(Debug)]
+struct RoutedPrefix {
+    prefix: Box<[u8]>,
+    cluster: Arc<str>,
+    /// Its target's login (its address is the slot's master).
+    login: Login,
+}
+
+/// What a slot past the table's end (a prefix route of a table swapped out since) reads as.
+const UNSERVED: SlotEntry = SlotEntry {
+    group: GroupId(0),
+    master: None,
+    down: false,
+    migrating_from: None,
+    aborting: false,
+    blocked: false,
+};
 
 const NO_REPLICAS: u16 = u16::MAX;
 
@@ -69,7 +100,60 @@ impl SlotTable {
 
     #[inline]
     pub fn slot(&self, slot: SlotId) -> &SlotEntry {
-        &self.slots[slot.0 as usize]
+        self.slots.get(slot.0 as usize).unwrap_or(&UNSERVED)
+    }
+
+    /// The slot of `key`: its prefix route's, or `crc32(hash key) % 1024`.
+    #[inline]
+    pub fn slot_of(&self, key: &[u8]) -> SlotId {
+        if self.routes.is_empty() {
+            return SlotId::of_key(key);
+        }
+        self.routed_slot(key).unwrap_or_else(|| SlotId::of_key(key))
+    }
+
+    fn routed_slot(&self, key: &[u8]) -> Option<SlotId> {
+        let r = self.routes.iter().find(|(p, _)| key.starts_with(p))?;
+        Some(r.1)
+    }
+
+    /// The prefix and cluster of a slot that is one of this table's prefix routes.
+    pub fn routed(&self, slot: SlotId) -> Option<(&[u8], &Arc<str>)> {
+        let r = self
+            .routed
+            .get((slot.0 as usize).checked_sub(SLOTS)?)?
+            .as_ref()?;
+        Some((&r.prefix, &r.cluster))
+    }
+
+    /// Whether `slot` is past the cluster's own (a prefix route's, in force or not).
+    #[inline]
+    pub fn is_routed(slot: SlotId) -> bool {
+        slot.0 as usize >= SLOTS
+    }
+
+    /// Whether this table routes any key prefix to another cluster.
+    pub fn has_routes(&self) -> bool {
+        !self.routes.is_empty()
+    }
+
+    /// The login for a request to `backend`: a route target's own, else `session`'s.
+    #[inline]
+    pub fn login_for<'a>(&'a self, backend: BackendIdx, session: &'a Login) -> &'a Login {
+        if (backend as usize) < self.routes_from {
+            return session;
+        }
+        self.route_at(backend).map_or(session, |r| &r.login)
+    }
+
+    /// Whether `backend` is a prefix route's target (another cluster's proxy).
+    pub fn is_route_target(&self, backend: BackendIdx) -> bool {
+        (backend as usize) >= self.routes_from && self.route_at(backend).is_some()
+    }
+
+    fn route_at(&self, backend: BackendIdx) -> Option<&RoutedPrefix> {
+        let s = (SLOTS..self.slots.len()).find(|&s| self.slots[s].master == Some(backend))?;
+        self.routed[s - SLOTS].as_ref()
     }
 
     /// Every distinct master address, in `BackendIdx` order (replicas are not among them:
@@ -102,7 +186,18 @@ impl SlotTable {
                 group: entry.group.0,
                 addr: self.backend_addr(b).clone(),
             }),
-            None => Err(DataError::SlotNotServed(slot.0)),
+            None => Err(self.unserved(slot)),
+        }
+    }
+
+    #[cold]
+    fn unserved(&self, slot: SlotId) -> DataError {
+        match self.routed(slot) {
+            Some((prefix, cluster)) => DataError::RouteUnreachable {
+                prefix: String::from_utf8_lossy(prefix).into_owned(),
+                cluster: cluster.clone(),
+            },
+            None => DataError::SlotNotServed(slot.0),
         }
     }
 
@@ -118,10 +213,8 @@ impl SlotTable {
         if self.read.mode == ReadMode::Master {
             return Ok(master);
         }
-        let Some(set) = self
-            .replica_sets
-            .get(self.slot_replicas[slot.0 as usize] as usize)
-        else {
+        let set = self.slot_replicas.get(slot.0 as usize);
+        let Some(set) = set.and_then(|&r| self.replica_sets.get(r as usize)) else {
             return Ok(master);
         };
         match set.pick(now_us(), self.read.max_lag_ms.saturating_mul(1000)) {
@@ -162,7 +255,12 @@ impl SlotTable {
     /// replica was not in its group's set in `old` (a proof may be another group's).
     fn arrivals(&self, old: &SlotTable) -> Vec<&Arc<Freshness>> {
         let mut sets: Vec<&ReplicaSet> = Vec::new();
-        for (i, e) in self.slots.iter().enumerate() {
+        for (i, e) in self
+            .slots
+            .iter()
+            .enumerate()
+            .take(SLOTS.min(old.slots.len()))
+        {
             let Some(set) = self.replica_sets.get(self.slot_replicas[i] as usize) else {
                 continue;
             };
@@ -211,6 +309,8 @@ pub struct SlotTableBuilder {
     blocked: Vec<SlotId>,
     read: ReadPolicy,
     replicas: Vec<(GroupId, Vec<PendingReplica>)>,
+    /// Prefix, its slot index past `SLOTS`, cluster, and the target when one is known.
+    routes: Vec<(String, usize, Arc<str>, Option<Target>)>,
 }
 
 /// A replica's address and freshness, interned at `build` (after every master).
@@ -278,6 +378,20 @@ impl SlotTableBuilder {
         self
     }
 
+    /// Routes keys starting with `prefix` to `cluster` as slot `SLOTS + index`, through
+    /// `target` (none known: its commands get `RouteUnreachable`).
+    pub fn prefix_route(
+        &mut self,
+        prefix: &str,
+        index: usize,
+        cluster: &str,
+        target: Option<Target>,
+    ) -> &mut Self {
+        self.routes
+            .push((prefix.into(), index, cluster.into(), target));
+        self
+    }
+
     /// Marks a group's master as down.
     pub fn group_down(&mut self, group: GroupId) -> &mut Self {
         self.down.push(group);
@@ -285,15 +399,7 @@ impl SlotTableBuilder {
     }
 
     pub fn build(mut self, epoch: u64) -> SlotTable {
-        let unserved = SlotEntry {
-            group: GroupId(0),
-            master: None,
-            down: false,
-            migrating_from: None,
-            aborting: false,
-            blocked: false,
-        };
-        let mut slots = vec![unserved; SLOTS];
+        let mut slots = vec![UNSERVED; SLOTS];
         // Replicas after every master, so `backends()` is the masters alone. An address that
         // is some group's master is never taken as a replica.
         let masters = self.backends.len();
@@ -308,7 +414,7 @@ impl SlotTableBuilder {
             }
             replica_sets.push(ReplicaSet::new(group, set));
         }
-        let mut slot_replicas = vec![NO_REPLICAS; SLOTS].into_boxed_slice();
+        let mut slot_replicas = vec![NO_REPLICAS; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
             if let Some((group, master, from)) = s {
                 let down = self.down.contains(&group);
@@ -330,6 +436,34 @@ impl SlotTableBuilder {
                 }
             }
         }
+        // The routes' targets after every master and replica, one index each (a route's login
+        // is found by its index).
+        let routes_from = self.backends.len();
+        let routes = std::mem::take(&mut self.routes);
+        let extra = routes.iter().map(|r| r.1 + 1).max().unwrap_or(0);
+        slots.resize(SLOTS + extra, UNSERVED);
+        slot_replicas.resize(SLOTS + extra, NO_REPLICAS);
+        let mut routed: Vec<Option<RoutedPrefix>> = (0..extra).map(|_| None).collect();
+        let mut order = Vec::with_capacity(routes.len());
+        for (prefix, index, cluster, target) in routes {
+            let (master, login) = match target {
+                Some(t) => {
+                    self.backends.push(t.addr);
+                    (Some((self.backends.len() - 1) as BackendIdx), t.login)
+                }
+                None => (None, Login::none()),
+            };
+            slots[SLOTS + index] = SlotEntry { master, ..UNSERVED };
+            let prefix = prefix.into_bytes().into_boxed_slice();
+            order.push((prefix.clone(), SlotId((SLOTS + index) as u16)));
+            routed[index] = Some(RoutedPrefix {
+                prefix,
+                cluster,
+                login,
+            });
+        }
+        // Longest first: the first prefix a key starts with is its longest.
+        order.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
         SlotTable {
             epoch,
             slots: slots.into_boxed_slice(),
@@ -337,7 +471,10 @@ impl SlotTableBuilder {
             masters,
             read: self.read,
             replica_sets,
-            slot_replicas,
+            slot_replicas: slot_replicas.into_boxed_slice(),
+            routes: order.into_boxed_slice(),
+            routed: routed.into_boxed_slice(),
+            routes_from,
         }
     }
 }
@@ -354,6 +491,8 @@ pub struct Router {
     pub fence: super::Fence,
     /// The replicas' freshness, shared by the tables swapped in and the probes.
     pub replicas: ReplicaRegistry,
+    /// Where each key prefix routed to another cluster goes now (`proxy::routes`).
+    pub targets: super::prefix::RouteTargets,
 }
 
 impl Router {
@@ -365,6 +504,7 @@ impl Router {
             followers: Default::default(),
             fence: Default::default(),
             replicas: Default::default(),
+            targets: Default::default(),
         }
     }
 
@@ -560,5 +700,49 @@ mod tests {
         assert_eq!(t.backend_addr(e.master.unwrap()).as_ref(), "b:2");
         assert_eq!(t.backend_addr(e.migrating_from.unwrap()).as_ref(), "a:1");
         assert!(t.any_migrating());
+    }
+
+    #[test]
+    fn a_prefix_route_is_a_slot_past_the_clusters_with_its_own_login() {
+        let login = crate::backend::Login {
+            id: 42,
+            steps: Arc::from(Vec::new()),
+        };
+        let target = |a: &str, l: &Login| Target {
+            addr: a.into(),
+            login: l.clone(),
+        };
+        let mut b = SlotTableBuilder::default();
+        for s in 0..SLOTS as u16 {
+            b.assign(SlotId(s), GroupId(1), "a:1");
+        }
+        b.prefix_route("user:", 0, "b", Some(target("pb:1", &login)))
+            .prefix_route("user:vip:", 3, "c", Some(target("pc:1", &Login::none())))
+            .prefix_route("down:", 1, "d", None);
+        let t = b.build(5);
+        let session = Login::none();
+        // The longest prefix wins; a key outside every prefix hashes as always.
+        assert_eq!(t.slot_of(b"user:1"), SlotId(SLOTS as u16));
+        assert_eq!(t.slot_of(b"user:vip:1"), SlotId(SLOTS as u16 + 3));
+        assert_eq!(t.slot_of(b"foo"), SlotId::of_key(b"foo"));
+        assert_eq!(t.slot_of(b"use"), SlotId::of_key(b"use"));
+        let to_b = t.route(t.slot_of(b"user:1")).unwrap();
+        assert_eq!(t.backend_addr(to_b).as_ref(), "pb:1");
+        assert_eq!(t.login_for(to_b, &session).id, 42);
+        assert!(t.is_route_target(to_b));
+        // The cluster's own masters keep the session's login, and fan-outs never see a target.
+        let own = t.route(t.slot_of(b"foo")).unwrap();
+        assert!(std::ptr::eq(t.login_for(own, &session), &session));
+        assert_eq!(t.backends().len(), 1);
+        // A route without a target, and a slot no route of this table has, are unserved.
+        let e = t.route(t.slot_of(b"down:1")).unwrap_err();
+        assert!(matches!(e, DataError::RouteUnreachable { .. }), "{e}");
+        assert!(matches!(
+            t.route(SlotId(SLOTS as u16 + 2)),
+            Err(DataError::SlotNotServed(_))
+        ));
+        assert!(t.route(SlotId(SLOTS as u16 + 500)).is_err());
+        assert_eq!(t.routed(SlotId(SLOTS as u16 + 3)).unwrap().1.as_ref(), "c");
+        assert!(t.read_route(SlotId(SLOTS as u16 + 500)).is_err());
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::prefix::{PrefixRoute, RouteTargets, check_bounds};
 use super::replicas::{ReadPolicy, ReplicaRegistry};
 use super::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
 
@@ -85,6 +86,9 @@ pub struct Topology {
     /// Where read-only commands go (absent: every read to the master).
     #[serde(default, skip_serializing_if = "ReadPolicy::is_default")]
     pub read: ReadPolicy,
+    /// Key prefixes routed to other clusters (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<PrefixRoute>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,6 +97,8 @@ pub enum TopologyError {
     SlotCount(usize),
     #[error("slot {slot} names group {group}, which is not in the topology")]
     UnknownGroup { slot: u16, group: GroupId },
+    #[error("prefix routes: {0}")]
+    Routes(String),
 }
 
 impl Topology {
@@ -101,25 +107,41 @@ impl Topology {
     /// # Errors
     /// A topology that does not describe every slot, or names a group it does not list.
     pub fn to_table(&self) -> Result<SlotTable, TopologyError> {
-        self.to_table_with(&ReplicaRegistry::default())
+        self.to_table_with(&ReplicaRegistry::default(), &RouteTargets::default())
     }
 
     /// Builds the routing table, its replicas' freshness kept in `registry` (a proxy's
     /// router's, which its probes update; [`Topology::to_table`]'s own is never proven, so
-    /// every read goes to the master).
+    /// every read goes to the master), and its prefix routes to the targets in `targets`.
     ///
     /// # Errors
-    /// As [`Topology::to_table`].
-    pub fn to_table_with(&self, registry: &ReplicaRegistry) -> Result<SlotTable, TopologyError> {
+    /// As [`Topology::to_table`], and prefix routes out of bounds.
+    pub fn to_table_with(
+        &self,
+        registry: &ReplicaRegistry,
+        targets: &RouteTargets,
+    ) -> Result<SlotTable, TopologyError> {
         if self.slots.len() != SLOTS {
             return Err(TopologyError::SlotCount(self.slots.len()));
         }
+        check_bounds(&self.routes).map_err(TopologyError::Routes)?;
         let groups: HashMap<GroupId, &GroupRoute> = self.groups.iter().map(|g| (g.id, g)).collect();
         let mut b = SlotTableBuilder::default();
         for g in self.groups.iter().filter(|g| g.down) {
             b.group_down(g.id);
         }
         b.read_policy(self.read);
+        for r in &self.routes {
+            let index = targets.slot_index(&r.prefix).ok_or_else(|| {
+                TopologyError::Routes(format!(
+                    "this proxy has routed {} distinct prefixes since it started, the most it \
+                     keeps apart; restart it to route {:?}",
+                    super::prefix::MAX_PREFIX_SLOTS,
+                    r.prefix
+                ))
+            })?;
+            b.prefix_route(&r.prefix, index, &r.cluster, targets.get(&r.prefix));
+        }
         // Every group gets a set, empty or not: under `replica-only` a group without a
         // replica refuses reads like one whose replicas are all stale.
         for g in &self.groups {
@@ -199,6 +221,7 @@ mod tests {
             ],
             slots,
             read: Default::default(),
+            routes: vec![],
         };
         let table = t.to_table().unwrap();
         assert_eq!(table.epoch, 7);

@@ -105,7 +105,12 @@ impl Blocking {
                 }
                 Err(e) => return Err(e),
             };
-            let mut conn = worker.dedicated.take(&addr, self.proto, &self.login)?;
+            // A prefix route's target is another cluster's proxy, logged in as the route says.
+            let login = match table.route(self.slot) {
+                Ok(b) => table.login_for(b, &self.login),
+                Err(_) => &self.login,
+            };
+            let mut conn = worker.dedicated.take(&addr, self.proto, login)?;
             let mut rx = conn.send(self.req.clone(), Some(&self.account));
             let _unblockable = match conn.client_id().await {
                 Some(id) => Some(BlockedOn::new(&worker, self.client, addr.clone(), id)),
@@ -135,9 +140,13 @@ impl Blocking {
                     }
                     _ = swaps.changed() => {}
                 }
-                // A swap is draining: stay if the slot still lives here, at rest.
+                // A swap is draining: stay if the slot still lives here, at rest. A prefix
+                // route's slot stays: the other cluster's proxy moves its keys itself, and a
+                // new target of this proxy's changes nothing for a command already there.
                 let table = worker.shared.router.load_full();
-                if matches!(route(&table, self.slot), Ok(Route::At(ref a)) if *a == addr) {
+                if SlotTable::is_routed(self.slot)
+                    || matches!(route(&table, self.slot), Ok(Route::At(ref a)) if *a == addr)
+                {
                     continue;
                 }
                 break;

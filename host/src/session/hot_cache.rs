@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::Session;
 use crate::hotcache::Ticket;
 use crate::pipeline::classify::Classified;
-use crate::router::SlotId;
+use crate::router::SlotTable;
 use crate::router::replicas::ReadMode;
 
 /// What the cache makes of a command.
@@ -45,7 +45,12 @@ impl Session {
             return Cached::Pass;
         }
         let table = self.worker.shared.router.load();
-        let slot = table.slot(SlotId::of_key(key));
+        let slot_id = table.slot_of(key);
+        // A prefix route's keys are another cluster's: its writes would not invalidate here.
+        if SlotTable::is_routed(slot_id) {
+            return Cached::Pass;
+        }
+        let slot = table.slot(slot_id);
         // A replica may answer with a value older than an invalidation already taken in;
         // only a master's reply is cached.
         if slot.blocked

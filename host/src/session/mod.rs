@@ -80,6 +80,8 @@ pub struct Session {
     login_version: u64,
     /// The proxy was fenced when the batch being dispatched was read (`router::Fence`).
     fenced: bool,
+    /// The table in force routes key prefixes to other clusters (read once per batch).
+    routes_on: bool,
     /// Bytes held for this client's replies.
     account: Rc<OutputAccount>,
     /// Bytes of the read buffer counted against the proxy's request memory.
@@ -235,6 +237,7 @@ impl Session {
             subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
             fenced: false,
+            routes_on: false,
             worker,
             stream,
             stop,
@@ -300,6 +303,7 @@ impl Session {
             // Read once per batch, when its bytes are in: see `router::Fence`.
             self.fenced = !self.worker.shared.router.fence.serving();
             self.plugins_on = !self.worker.shared.plugins.chain().is_empty();
+            self.routes_on = self.worker.shared.router.load().has_routes();
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
             let mut refused = None;
@@ -485,7 +489,22 @@ impl Session {
         // A command on several slots (MGET split, …) counts on its first key's slot: one
         // hash per command, where spreading it would cost one per key.
         if let Some(&k) = c.keys.first() {
-            q.slot = SlotId::of_key(req.arg(k as usize)).0;
+            q.slot = if self.routes_on {
+                // Another cluster's keys (a prefix route) are that cluster's to count.
+                let slot = self
+                    .worker
+                    .shared
+                    .router
+                    .load()
+                    .slot_of(req.arg(k as usize));
+                if SlotTable::is_routed(slot) {
+                    NO_SLOT
+                } else {
+                    slot.0
+                }
+            } else {
+                SlotId::of_key(req.arg(k as usize)).0
+            };
             if self.worker.hotkeys.wants() {
                 let (start, len) = req.arg_range(k as usize);
                 q.hot_key = std::num::NonZeroU32::new(start).map(|start| KeyAt { start, len });
@@ -623,7 +642,7 @@ impl Session {
 
     /// A command that may block: on a dedicated connection, routed when it starts.
     fn blocking(&mut self, c: &crate::pipeline::classify::Classified<'_>) -> Pending {
-        let slot = match c.slot() {
+        let slot = match c.slot(&self.worker.shared.router.load()) {
             Ok(s) => s,
             Err(e) => return Pending::error(&e),
         };

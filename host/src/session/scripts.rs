@@ -97,6 +97,10 @@ impl Session {
         let Ok(Plan::One(Part::Send(s))) = plan(c, &table, &self.worker.moved) else {
             return None;
         };
+        // Another cluster's proxy (a prefix route) recovers its own scripts: sent as usual.
+        if table.is_route_target(s.to) {
+            return None;
+        }
         let addr = table.backend_addr(s.to).clone();
         let others: Vec<Arc<str>> = table
             .backends()

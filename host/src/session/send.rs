@@ -67,9 +67,14 @@ impl Sender<'_> {
         let addr = self.table.backend_addr(s.to);
         let w = &self.worker;
         match s.channel {
-            Channel::Data => w
-                .pool
-                .send(addr, self.proto, self.login, s.bytes, Some(self.account)),
+            // A prefix route's target (another cluster's proxy) gets the route's login.
+            Channel::Data => w.pool.send(
+                addr,
+                self.proto,
+                self.table.login_for(s.to, self.login),
+                s.bytes,
+                Some(self.account),
+            ),
             // The proxy reads the control channel's replies itself (INFO, COMMAND …), in the
             // client's protocol so that forwarded ones (COMMAND, TIME) need no conversion.
             Channel::Control => w.pool.send(

@@ -194,9 +194,10 @@ impl Session {
         }
         let limit = self.worker.shared.config.query_buffer_limit;
         let watched = self.tx.watch.as_ref().map(|w| w.slot);
+        let table = self.worker.shared.router.load();
         let q = self.tx.queue.as_mut().expect("queuing");
         if !c.keys.is_empty() {
-            let slot = c.slot()?;
+            let slot = c.slot(&table)?;
             match q.slot.or(watched) {
                 Some(s) if s != slot => return Err(DataError::CrossSlot),
                 _ => q.slot = Some(slot),
@@ -235,8 +236,9 @@ impl Session {
         let owner = table
             .route(slot)
             .ok()
-            .filter(|_| table.slot(slot).migrating_from.is_none())
-            .map(|b| table.backend_addr(b).clone());
+            .filter(|_| table.slot(slot).migrating_from.is_none());
+        let login = owner.map_or(&self.login, |b| table.login_for(b, &self.login));
+        let owner = owner.map(|b| table.backend_addr(b).clone());
         let mut block = BytesMut::with_capacity(MULTI.len() + q.bytes.len() + EXEC.len());
         block.extend_from_slice(MULTI);
         block.extend_from_slice(&q.bytes);
@@ -259,7 +261,7 @@ impl Session {
             (None, Some(owner)) => Pending::One(self.worker.pool.send_block(
                 &owner,
                 self.proto,
-                &self.login,
+                login,
                 block,
                 skip,
                 Some(&self.account),
@@ -274,7 +276,8 @@ impl Session {
     /// WATCH keys: on a dedicated connection to their slot's master, held until EXEC,
     /// DISCARD or UNWATCH. Every key watched in a session shares one slot.
     fn watch(&mut self, c: &Classified<'_>) -> Pending {
-        let slot = match c.slot() {
+        let table = self.worker.shared.router.load();
+        let slot = match c.slot(&table) {
             Ok(s) => s,
             Err(e) => return Pending::error(&e),
         };
@@ -283,12 +286,14 @@ impl Session {
         {
             return Pending::error(&DataError::CrossSlot);
         }
-        let table = self.worker.shared.router.load();
-        let owner = match table.route(slot) {
+        let (owner, login) = match table.route(slot) {
             Ok(_) if table.slot(slot).migrating_from.is_some() => {
                 return Pending::error(&DataError::SlotBlocked(slot.0));
             }
-            Ok(b) => table.backend_addr(b).clone(),
+            Ok(b) => (
+                table.backend_addr(b).clone(),
+                table.login_for(b, &self.login),
+            ),
             Err(e) => return Pending::error(&e),
         };
         let conn = match self.tx.watch.take() {
@@ -297,7 +302,7 @@ impl Session {
                 if let Some(w) = other {
                     unwatch(w);
                 }
-                match self.worker.dedicated.take(&owner, self.proto, &self.login) {
+                match self.worker.dedicated.take(&owner, self.proto, login) {
                     Ok(conn) => conn,
                     Err(e) => return Pending::error(&e),
                 }

@@ -520,6 +520,7 @@ pub(crate) struct ControlPlane {
 pub(crate) struct ControlPlaneBuilder {
     servers: usize,
     proxies: usize,
+    cluster: Option<String>,
     store: Option<String>,
     dashboard_args: Vec<String>,
 }
@@ -543,6 +544,12 @@ impl ControlPlaneBuilder {
         self
     }
 
+    /// Names the cluster `name` instead of [`CLUSTER`] (a second cluster in one store).
+    pub(crate) fn cluster(mut self, name: &str) -> Self {
+        self.cluster = Some(name.to_owned());
+        self
+    }
+
     /// Uses the store at `url` instead of an fs store in a temp dir.
     pub(crate) fn store(mut self, url: &str) -> Self {
         self.store = Some(url.to_owned());
@@ -559,6 +566,9 @@ impl ControlPlaneBuilder {
         let servers = (0..self.servers).map(|_| RedisServer::start()).collect();
         let mut options = DashboardOptions::new(&store);
         options.extra_args = self.dashboard_args;
+        if let Some(name) = self.cluster {
+            options.cluster = name;
+        }
         if given {
             // A given store (etcd) has no place beside it for the token key.
             options.token_key_file = Some(dir.path().join("token-key"));

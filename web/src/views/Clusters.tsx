@@ -2,7 +2,7 @@ import { api } from '../api';
 import { Badge, ErrorBox } from '../components/ui';
 import { formatBytes, formatNumber } from '../lib/format';
 import { hrefFor, usePoll } from '../hooks';
-import type { ClusterSummary } from '../types';
+import type { ClusterSummary, Overview } from '../types';
 
 /** Health of a cluster in a word, for the badge. */
 export function clusterHealth(c: ClusterSummary): { ok: boolean | null; text: string } {
@@ -16,6 +16,22 @@ export function clusterHealth(c: ClusterSummary): { ok: boolean | null; text: st
   if (o.proxies_online < o.proxies) problems.push(`${o.proxies - o.proxies_online} proxy(ies) out`);
   if (o.slots_unassigned) problems.push(`${o.slots_unassigned} slots unassigned`);
   return problems.length ? { ok: false, text: problems.join(', ') } : { ok: true, text: 'healthy' };
+}
+
+/** A cluster's prefix routes to other clusters, one a line ("user: → b"), or "—". */
+function RoutesCell({ o }: { o: Overview | null }) {
+  // Absent on older dashboards.
+  const routes = Array.isArray(o?.routes) ? o.routes : [];
+  if (!routes.length) return <>—</>;
+  return (
+    <>
+      {routes.map((r) => (
+        <div key={r.prefix} className="nowrap">
+          <code>{r.prefix}</code> → {r.cluster}
+        </div>
+      ))}
+    </>
+  );
 }
 
 export function ClustersTable({ clusters }: { clusters: ClusterSummary[] }) {
@@ -32,6 +48,7 @@ export function ClustersTable({ clusters }: { clusters: ClusterSummary[] }) {
           <th className="num">QPS</th>
           <th className="num">Memory</th>
           <th className="num">Keys</th>
+          <th>Routes</th>
           <th>Dashboard</th>
         </tr>
       </thead>
@@ -61,6 +78,9 @@ export function ClustersTable({ clusters }: { clusters: ClusterSummary[] }) {
               </td>
               <td className="num">{o ? formatBytes(o.memory_bytes) : '—'}</td>
               <td className="num">{o ? formatNumber(o.keys) : '—'}</td>
+              <td className="small" data-testid={`cluster-routes-${c.name}`}>
+                <RoutesCell o={o} />
+              </td>
               <td className="small">
                 {c.dashboard ? (
                   <>
