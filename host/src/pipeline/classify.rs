@@ -65,12 +65,7 @@ impl Classified<'_> {
         }
         let mut names: Vec<String> = Vec::new();
         for k in self.key_args() {
-            let name = match table.routed(table.slot_of(k)) {
-                Some((prefix, cluster)) => {
-                    format!("'{}' → {cluster}", String::from_utf8_lossy(prefix))
-                }
-                None => "others → this cluster".to_string(),
-            };
+            let name = table.describe_cluster(table.slot_of(k));
             if !names.contains(&name) {
                 names.push(name);
             }

@@ -132,6 +132,18 @@ impl SlotTable {
         slot.0 as usize >= SLOTS
     }
 
+    /// Where a slot's keys live, for an error: `'user:' → b` for a prefix route, else this
+    /// cluster.
+    pub fn describe_cluster(&self, slot: SlotId) -> String {
+        match self.routed(slot) {
+            Some((prefix, cluster)) => {
+                format!("'{}' → {cluster}", String::from_utf8_lossy(prefix))
+            }
+            None if Self::is_routed(slot) => "a route removed since".to_string(),
+            None => "others → this cluster".to_string(),
+        }
+    }
+
     /// Whether this table routes any key prefix to another cluster.
     pub fn has_routes(&self) -> bool {
         !self.routes.is_empty()

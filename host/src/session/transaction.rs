@@ -27,7 +27,7 @@ use crate::error::DataError;
 use crate::limits::MemoryPool;
 use crate::pipeline::classify::Classified;
 use crate::resp::Proto;
-use crate::router::SlotId;
+use crate::router::{SlotId, SlotTable};
 
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
@@ -199,7 +199,7 @@ impl Session {
         if !c.keys.is_empty() {
             let slot = c.slot(&table)?;
             match q.slot.or(watched) {
-                Some(s) if s != slot => return Err(DataError::CrossSlot),
+                Some(s) if s != slot => return Err(cross(&table, s, slot)),
                 _ => q.slot = Some(slot),
             }
         }
@@ -284,7 +284,7 @@ impl Session {
         if let Some(w) = &self.tx.watch
             && w.slot != slot
         {
-            return Pending::error(&DataError::CrossSlot);
+            return Pending::error(&cross(&table, w.slot, slot));
         }
         let (owner, login) = match table.route(slot) {
             Ok(_) if table.slot(slot).migrating_from.is_some() => {
@@ -312,4 +312,17 @@ impl Session {
         self.tx.watch = Some(Watch { conn, slot });
         Pending::One(rx)
     }
+}
+
+/// Keys of a transaction in two slots: `CROSSSLOT`, naming the clusters when a prefix route
+/// puts them in two.
+fn cross(table: &SlotTable, a: SlotId, b: SlotId) -> DataError {
+    if !SlotTable::is_routed(a) && !SlotTable::is_routed(b) {
+        return DataError::CrossSlot;
+    }
+    DataError::CrossCluster(format!(
+        "{}, {}",
+        table.describe_cluster(a),
+        table.describe_cluster(b)
+    ))
 }
