@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use crate::api::proxy::ProxyAdmin;
@@ -38,13 +39,25 @@ pub async fn run(admin: Arc<ProxyAdmin>, store: Arc<dyn Store>) {
 
 /// One round: every route's target checked or found, and the table rebuilt if one changed.
 /// Also run once before the proxy serves, so that its routes have targets from the start.
+/// Each cluster's proxies are read once, and the routes are looked at side by side: one
+/// whose cluster does not answer holds up no other.
 pub async fn check(admin: &ProxyAdmin, store: &dyn Store) {
     let routes = admin.prefix_routes();
     let targets = &admin.shared.router.targets;
     targets.retain(|p| routes.iter().any(|r| r.prefix == p));
+    let mut clusters: Vec<&str> = routes.iter().map(|r| r.cluster.as_str()).collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    let listed = join_all(clusters.iter().map(|c| proxies_of(store, c))).await;
+    let found = join_all(routes.iter().map(|r| {
+        let i = clusters
+            .binary_search(&r.cluster.as_str())
+            .expect("listed above");
+        find_target(admin, r, &listed[i])
+    }))
+    .await;
     let mut changed = false;
-    for r in &routes {
-        let (status, target) = find_target(admin, store, r).await;
+    for (status, target) in found {
         changed |= targets.set(status, target);
     }
     if changed && let Err(e) = admin.reroute().await {
@@ -52,12 +65,22 @@ pub async fn check(admin: &ProxyAdmin, store: &dyn Store) {
     }
 }
 
+/// The proxies registered in `cluster`, or why they cannot be read.
+async fn proxies_of(store: &dyn Store, cluster: &str) -> Result<Vec<ProxyModel>, String> {
+    if !model::valid_cluster_name(cluster) {
+        return Err(format!("{cluster:?} is not a valid cluster name"));
+    }
+    model::registered_proxies(store, &Paths::new(cluster))
+        .await
+        .map_err(|e| format!("reading cluster {cluster}'s proxies: {e}"))
+}
+
 /// The target for `route`: the current one while it answers, else the first of the other
 /// cluster's proxies, in this proxy's order, that does.
 async fn find_target(
     admin: &ProxyAdmin,
-    store: &dyn Store,
     route: &PrefixRoute,
+    proxies: &Result<Vec<ProxyModel>, String>,
 ) -> (RouteStatus, Option<Target>) {
     let mut status = RouteStatus {
         prefix: route.prefix.clone(),
@@ -65,16 +88,12 @@ async fn find_target(
         target: None,
         error: None,
     };
-    if !model::valid_cluster_name(&route.cluster) {
-        status.error = Some(format!("{:?} is not a valid cluster name", route.cluster));
-        return (status, None);
-    }
-    let proxies = match model::registered_proxies(store, &Paths::new(&route.cluster)).await {
+    let current = admin.shared.router.targets.get(&route.prefix);
+    let proxies = match proxies {
         Ok(p) => p,
         Err(e) => {
             // The store is out of reach: keep the target while it answers.
-            status.error = Some(format!("reading cluster {}'s proxies: {e}", route.cluster));
-            let current = admin.shared.router.targets.get(&route.prefix);
+            status.error = Some(e.clone());
             if let Some(t) = current
                 && probe(&t.addr, route).await.is_ok()
             {
@@ -84,7 +103,6 @@ async fn find_target(
             return (status, None);
         }
     };
-    let current = admin.shared.router.targets.get(&route.prefix);
     let mut candidates = ranked(&admin.token, proxies);
     if let Some(t) = &current
         && let Some(i) = candidates.iter().position(|a| **a == *t.addr)
@@ -125,16 +143,16 @@ async fn find_target(
 }
 
 /// The other cluster's online proxies, in this proxy's rendezvous order.
-fn ranked(own_token: &str, proxies: Vec<ProxyModel>) -> Vec<String> {
+fn ranked(own_token: &str, proxies: &[ProxyModel]) -> Vec<String> {
     let mut v: Vec<(u32, String)> = proxies
-        .into_iter()
+        .iter()
         .filter(|p| p.state == ProxyState::Online)
         .map(|p| {
             let mut h = crc32fast::Hasher::new();
             h.update(own_token.as_bytes());
             h.update(b"\0");
             h.update(p.token.as_bytes());
-            (h.finalize(), p.addr)
+            (h.finalize(), p.addr.clone())
         })
         .collect();
     v.sort();
@@ -179,15 +197,15 @@ mod tests {
                 .chain([proxy("off", "b:off", ProxyState::Offline)])
                 .collect::<Vec<_>>()
         };
-        let a = ranked("a-1", others());
+        let a = ranked("a-1", &others());
         assert_eq!(a.len(), 8, "the offline proxy is not a candidate");
         assert_eq!(
             a,
-            ranked("a-1", others()),
+            ranked("a-1", &others()),
             "the same proxy ranks the same way"
         );
         let firsts: std::collections::HashSet<String> = (0..16)
-            .map(|i| ranked(&format!("a-{i}"), others())[0].clone())
+            .map(|i| ranked(&format!("a-{i}"), &others())[0].clone())
             .collect();
         assert!(firsts.len() > 2, "16 proxies all chose among {firsts:?}");
     }
