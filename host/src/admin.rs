@@ -596,11 +596,7 @@ async fn user(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
             disable,
             enable,
         } => {
-            let password = match (password, password_stdin) {
-                (Some(p), _) => Some(p),
-                (None, true) => Some(password_from_stdin()?),
-                (None, false) => None,
-            };
+            let password = password_arg(password, password_stdin)?;
             let enabled = (disable || enable).then_some(enable);
             let body = user_change(password, commands, key_prefix, enabled);
             let v = c
@@ -622,6 +618,15 @@ async fn user(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
             })
         }
     }
+}
+
+/// `--password P` or `--password-stdin`, whichever was given.
+fn password_arg(password: Option<String>, stdin: bool) -> anyhow::Result<Option<String>> {
+    Ok(match (password, stdin) {
+        (Some(p), _) => Some(p),
+        (None, true) => Some(password_from_stdin()?),
+        (None, false) => None,
+    })
 }
 
 /// The first line of stdin, without its line ending.

@@ -431,3 +431,67 @@ fn a_bad_route_change_is_refused_and_a_wrong_password_is_a_clear_error() {
     assert_eq!(c.cmd(&["GET", "user:1"]), bulk("v"));
     assert!(b.servers.iter().any(|s| s.has("user:vip:1")));
 }
+
+fn resp3(addr: SocketAddr) -> RawClient {
+    let mut c = RawClient::connect(addr);
+    let hello = c.cmd(&["HELLO", "3"]);
+    assert!(matches!(hello, Frame::Map(_)), "{hello:?}");
+    c
+}
+
+fn invalidate(keys: &[&str]) -> Frame {
+    Frame::Push(vec![
+        bulk("invalidate"),
+        Frame::Array(keys.iter().map(|k| bulk(k)).collect()),
+    ])
+}
+
+#[test]
+fn a_routed_key_a_client_cached_is_invalidated_by_a_write_in_the_other_cluster() {
+    let a = cluster_a();
+    let b = cluster_b(&a, 1);
+    add_front_user(&b, "user:");
+    set_routes(
+        &a,
+        json!([{"prefix": "user:", "cluster": OTHER, "user": "front", "password": "front-pw"}]),
+    );
+    target_of(&a, 0, "user:");
+    let mut writer = b.proxies[0].raw();
+    writer.cmd(&["AUTH", "front", "front-pw"]);
+    assert_eq!(writer.cmd(&["SET", "user:c", "v1"]), ok());
+
+    // Default mode: the key read through A's route is invalidated when B's own proxy writes
+    // it, as a key of A's own would be by a write through another proxy of A.
+    let mut reader = resp3(a.proxies[0].addr());
+    assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), ok());
+    assert_eq!(reader.cmd(&["GET", "user:c"]), bulk("v1"));
+    assert_eq!(writer.cmd(&["SET", "user:c", "v2"]), ok());
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(reader.read_frame(), invalidate(&["user:c"]));
+    assert_eq!(reader.cmd(&["GET", "user:c"]), bulk("v2"));
+
+    // BCAST under the routed prefix: every write there, and A's own keys as before.
+    let mut bcast = resp3(a.proxies[0].addr());
+    let r = bcast.cmd(&[
+        "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "PREFIX", "own:",
+    ]);
+    assert_eq!(r, ok());
+    assert_eq!(writer.cmd(&["SET", "user:b", "x"]), ok());
+    bcast.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(bcast.read_frame(), invalidate(&["user:b"]));
+    let mut at_a = a.proxies[0].raw();
+    assert_eq!(at_a.cmd(&["SET", "own:1", "x"]), ok());
+    assert_eq!(bcast.read_frame(), invalidate(&["own:1"]));
+
+    // The route removed: what was cached from B no longer is where the key lives, so every
+    // tracking client drops its whole cache (an `invalidate` push with no keys).
+    assert_eq!(reader.cmd(&["GET", "user:c"]), bulk("v2"));
+    set_routes(&a, json!([]));
+    let flush = Frame::Push(vec![bulk("invalidate"), Frame::Null]);
+    assert_eq!(reader.read_frame(), flush);
+    assert_eq!(
+        reader.cmd(&["GET", "user:c"]),
+        Frame::Null,
+        "A has no user:c"
+    );
+}

@@ -48,14 +48,10 @@ pub(super) async fn run(c: &Client, cmd: Option<RoutesCmd>) -> anyhow::Result<Re
             password,
             password_stdin,
         } => {
-            let password = match (password, password_stdin) {
-                (Some(p), _) => Some(p),
-                (None, true) => Some(super::password_from_stdin()?),
-                (None, false) if user.is_some() => {
-                    anyhow::bail!("--user needs --password or --password-stdin")
-                }
-                (None, false) => None,
-            };
+            let password = super::password_arg(password, password_stdin)?;
+            if user.is_some() && password.is_none() {
+                anyhow::bail!("--user needs --password or --password-stdin");
+            }
             let mut routes = kept(&now, |p| p != prefix);
             let mut route = json!({"prefix": prefix, "cluster": cluster});
             if let Some(u) = user {

@@ -97,6 +97,9 @@ struct State {
     tracking: Tracking,
     /// Backends whose subscriber connection reports every write (`CLIENT TRACKING ON BCAST`).
     tracking_on: FxHashSet<Arc<str>>,
+    /// Prefix routes' targets (another cluster's proxies) among them, and the request that
+    /// has them report the writes under their prefixes (`… BCAST PREFIX p …`).
+    tracking_routed: FxHashMap<Arc<str>, Bytes>,
     /// The worker's hot-key cache, when on: told of every invalidation and tracking link.
     cache: Option<Rc<crate::hotcache::HotCache>>,
 }
@@ -174,7 +177,7 @@ impl Hub {
             }
             s.tracking.start(sink, target, bcast);
         }
-        self.report_writes()
+        self.report_writes(false)
     }
 
     /// The worker's hot-key cache is kept true by this hub (set once, at the worker's start).
@@ -225,6 +228,7 @@ impl Hub {
         let mut s = self.inner.state.borrow_mut();
         s.tracking.stop(sink);
         if !s.tracking.active() {
+            s.tracking_routed.clear();
             let on: Vec<Arc<str>> = s.tracking_on.drain().collect();
             for addr in on {
                 if let Some(c) = s.conns.get(&addr) {
@@ -241,31 +245,93 @@ impl Hub {
     }
 
     /// Every backend of the table in force, while anyone tracks, reports writes to this hub;
-    /// receivers for the ones that start now.
-    fn report_writes(&self) -> Vec<oneshot::Receiver<()>> {
+    /// receivers for the ones that start now. `swapped`: called for a new table, which may
+    /// have changed the prefix routes.
+    fn report_writes(&self, swapped: bool) -> Vec<oneshot::Receiver<()>> {
         let table = self.inner.router.load();
-        let mut s = self.inner.state.borrow_mut();
-        if !s.tracking.active() {
-            return Vec::new();
+        let (synced, flushed) = {
+            let mut s = self.inner.state.borrow_mut();
+            if !s.tracking.active() {
+                return Vec::new();
+            }
+            let login = s.login.clone().unwrap_or_else(Login::none);
+            let mut synced = Vec::new();
+            for addr in table.backends() {
+                if s.tracking_on.contains(addr) {
+                    continue;
+                }
+                s.tracking_on.insert(addr.clone());
+                let conn = match s.conns.get(addr) {
+                    Some(c) => c,
+                    None => {
+                        let c = SubConn::spawn(addr.clone(), login.clone(), self.weak());
+                        s.conns.entry(addr.clone()).or_insert(c)
+                    }
+                };
+                conn.send(Bytes::from_static(TRACKING_ON));
+                synced.push(conn.sync());
+            }
+            let changed = self.report_routed_writes(&mut s, &table, &mut synced);
+            // Keys of a prefix whose route came, went or moved to another proxy may have been
+            // cached from where they no longer live, or writes there gone unreported while the
+            // target changed: every tracking session drops its cache, as after a lost link.
+            let flushed = if changed && swapped {
+                s.tracking.flush_all()
+            } else {
+                Vec::new()
+            };
+            (synced, flushed)
+        };
+        self.dispatch(flushed);
+        synced
+    }
+
+    /// Has each prefix route's target (another cluster's proxy) report the writes under its
+    /// routes' prefixes, logged in as the route's user, and a target no longer routed stop.
+    /// Returns whether anything changed.
+    fn report_routed_writes(
+        &self,
+        s: &mut State,
+        table: &SlotTable,
+        synced: &mut Vec<oneshot::Receiver<()>>,
+    ) -> bool {
+        let routed = routed_tracking(table);
+        let gone: Vec<Arc<str>> = s
+            .tracking_routed
+            .keys()
+            .filter(|a| !routed.iter().any(|(r, _, _)| r == *a))
+            .cloned()
+            .collect();
+        let mut changed = !gone.is_empty();
+        for addr in gone {
+            s.tracking_routed.remove(&addr);
+            s.tracking_on.remove(&addr);
+            if let Some(c) = s.conns.get(&addr) {
+                c.send(Bytes::from_static(TRACKING_OFF));
+            }
         }
-        let login = s.login.clone().unwrap_or_else(Login::none);
-        let mut synced = Vec::new();
-        for addr in table.backends() {
-            if s.tracking_on.contains(addr) {
+        for (addr, login, request) in routed {
+            if s.tracking_routed.get(&addr) == Some(&request) {
                 continue;
             }
+            changed = true;
+            let was_on = s.tracking_routed.contains_key(&addr);
             s.tracking_on.insert(addr.clone());
-            let conn = match s.conns.get(addr) {
+            s.tracking_routed.insert(addr.clone(), request.clone());
+            let conn = match s.conns.get(&addr) {
                 Some(c) => c,
                 None => {
-                    let c = SubConn::spawn(addr.clone(), login.clone(), self.weak());
+                    let c = SubConn::spawn(addr.clone(), login, self.weak());
                     s.conns.entry(addr.clone()).or_insert(c)
                 }
             };
-            conn.send(Bytes::from_static(TRACKING_ON));
+            if was_on {
+                conn.send(Bytes::from_static(TRACKING_OFF));
+            }
+            conn.send(request);
             synced.push(conn.sync());
         }
-        synced
+        changed
     }
 
     /// Hands invalidations to their sessions, here or (a redirect) on any worker.
@@ -483,7 +549,7 @@ impl Hub {
                 .collect()
         };
         // A backend new to the table reports writes before the swap is acknowledged.
-        synced.extend(self.report_writes());
+        synced.extend(self.report_writes(true));
         (table.epoch, synced)
     }
 
@@ -501,7 +567,10 @@ impl Hub {
         let s = self.inner.state.borrow();
         let mut out = Vec::new();
         if s.tracking_on.contains(addr) {
-            out.push(Bytes::from_static(TRACKING_ON));
+            out.push(match s.tracking_routed.get(addr) {
+                Some(request) => request.clone(),
+                None => Bytes::from_static(TRACKING_ON),
+            });
         }
         for space in Space::ALL {
             let names: Vec<Bytes> = s.subs[space.index()]
@@ -576,6 +645,41 @@ impl Hub {
     fn weak(&self) -> Weak<HubInner> {
         Rc::downgrade(&self.inner)
     }
+}
+
+/// For each prefix route target of `table`: its login (the first route's to it) and the
+/// request that has it report writes under its routes' prefixes. A prefix under another of
+/// the list is left out (a proxy refuses overlapping BCAST prefixes, as Redis does).
+fn routed_tracking(table: &SlotTable) -> Vec<(Arc<str>, Login, Bytes)> {
+    let mut per: Vec<(Arc<str>, Login, Vec<&[u8]>)> = Vec::new();
+    for (addr, login, prefix) in table.route_targets() {
+        match per.iter_mut().find(|(a, _, _)| a == addr) {
+            Some((_, _, prefixes)) => prefixes.push(prefix),
+            None => per.push((addr.clone(), login.clone(), vec![prefix])),
+        }
+    }
+    per.into_iter()
+        .map(|(addr, login, mut prefixes)| {
+            prefixes.sort_unstable();
+            prefixes.dedup();
+            let kept: Vec<&[u8]> = prefixes
+                .iter()
+                .filter(|p| {
+                    !prefixes
+                        .iter()
+                        .any(|q| q.len() < p.len() && p.starts_with(q))
+                })
+                .copied()
+                .collect();
+            let mut args: Vec<&[u8]> = vec![b"CLIENT", b"TRACKING", b"ON", b"BCAST"];
+            for p in kept {
+                args.extend([&b"PREFIX"[..], p]);
+            }
+            let size = args.iter().map(|a| a.len()).sum();
+            let request = crate::resp::encode_request(args.len(), args, size);
+            (addr, login, request)
+        })
+        .collect()
 }
 
 /// The backends a name of `space` is subscribed on under `table`: every master for a

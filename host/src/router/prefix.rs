@@ -38,6 +38,17 @@ pub struct PrefixRoute {
     pub credential: Option<Credential>,
 }
 
+impl PrefixRoute {
+    /// A route without a credential.
+    pub fn new(prefix: &str, cluster: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            cluster: cluster.into(),
+            credential: None,
+        }
+    }
+}
+
 /// The bounds every table keeps to, whoever sent the routes (the dashboard checks more before
 /// it stores them: `dashboard::routes::validate`).
 ///
@@ -155,11 +166,7 @@ mod tests {
     use super::*;
 
     fn route(prefix: &str, cluster: &str) -> PrefixRoute {
-        PrefixRoute {
-            prefix: prefix.into(),
-            cluster: cluster.into(),
-            credential: None,
-        }
+        PrefixRoute::new(prefix, cluster)
     }
 
     #[test]

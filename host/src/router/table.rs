@@ -144,6 +144,18 @@ impl SlotTable {
         }
     }
 
+    /// Each prefix route's target with its login and prefix (routes without a target left
+    /// out).
+    pub fn route_targets(&self) -> impl Iterator<Item = (&Arc<str>, &Login, &[u8])> {
+        self.slots[SLOTS.min(self.slots.len())..]
+            .iter()
+            .zip(self.routed.iter())
+            .filter_map(|(e, r)| {
+                let r = r.as_ref()?;
+                Some((self.backend_addr(e.master?), &r.login, &r.prefix[..]))
+            })
+    }
+
     /// Whether this table routes any key prefix to another cluster.
     pub fn has_routes(&self) -> bool {
         !self.routes.is_empty()
