@@ -154,8 +154,9 @@ pub async fn run(
     info!(cluster = %opts.cluster, %token, admin = %admin_addr, "proxy registered");
     // Targets for the prefix routes before the first client, within a bound: a route whose
     // cluster does not answer yet gets its target from the keeper's next rounds.
-    let _ = tokio::time::timeout(ROUTES_AT_START, super::routes::check(&admin, &*store)).await;
-    let route_keeper = tokio::spawn(super::routes::run(admin.clone(), store.clone()));
+    let keeper = super::routes::Keeper::new(admin.clone(), store.clone());
+    let _ = tokio::time::timeout(ROUTES_AT_START, keeper.check()).await;
+    let route_keeper = tokio::spawn(keeper.run());
     serve_within(&admin, &node);
     let registration = tokio::spawn(keep_registered(
         admin.clone(),

@@ -8,7 +8,8 @@
 //! (rendezvous hashing), so the proxies of one cluster spread over the other's, and a
 //! proxy that comes or goes moves only the routes that chose it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -27,21 +28,61 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// At most this many of the other cluster's proxies are tried per route per round.
 const MAX_TRIES: usize = 4;
 
-/// Keeps every route's target current until the process ends.
-pub async fn run(admin: Arc<ProxyAdmin>, store: Arc<dyn Store>) {
-    let mut swapped = admin.shared.router.swapped();
-    loop {
-        check(&admin, &*store).await;
-        // A new topology may bring a new route: look at once, not a second later.
-        let _ = tokio::time::timeout(CHECK_EVERY, swapped.changed()).await;
+/// A proxy's route keeper: what it checks with, and the connections its checks keep open
+/// (one per target and user, so a healthy target costs a `PING` a second, not a connection).
+pub struct Keeper {
+    admin: Arc<ProxyAdmin>,
+    store: Arc<dyn Store>,
+    probes: Probes,
+}
+
+/// Open check connections, by target address and user.
+#[derive(Default)]
+struct Probes(Mutex<HashMap<(String, Option<String>), RedisClient>>);
+
+impl Keeper {
+    pub fn new(admin: Arc<ProxyAdmin>, store: Arc<dyn Store>) -> Self {
+        Self {
+            admin,
+            store,
+            probes: Probes::default(),
+        }
     }
+
+    /// Keeps every route's target current until the process ends.
+    pub async fn run(self) {
+        let mut swapped = self.admin.shared.router.swapped();
+        loop {
+            self.check().await;
+            // A new topology may bring a new route: look at once, not a second later.
+            let _ = tokio::time::timeout(CHECK_EVERY, swapped.changed()).await;
+        }
+    }
+
+    /// One round (see [`check`]), then the check connections of targets no longer in use
+    /// are closed.
+    pub async fn check(&self) {
+        check(&self.admin, &*self.store, &self.probes).await;
+        let routes = self.admin.prefix_routes();
+        let targets = &self.admin.shared.router.targets;
+        let live: Vec<(String, Option<String>)> = routes
+            .iter()
+            .filter_map(|r| Some((targets.get(&r.prefix)?.addr.to_string(), user_of(r))))
+            .collect();
+        let mut open = self.probes.0.lock().expect("probes lock poisoned");
+        open.retain(|k, _| live.contains(k));
+    }
+}
+
+fn user_of(route: &PrefixRoute) -> Option<String> {
+    route.credential.as_ref().map(|c| c.user.clone())
 }
 
 /// One round: every route's target checked or found, and the table rebuilt if one changed.
 /// Also run once before the proxy serves, so that its routes have targets from the start.
 /// Each cluster's proxies are read once, and the routes are looked at side by side: one
 /// whose cluster does not answer holds up no other.
-pub async fn check(admin: &ProxyAdmin, store: &dyn Store) {
+async fn check(admin: &ProxyAdmin, store: &dyn Store, probes: &Probes) {
     let routes = admin.prefix_routes();
     let targets = &admin.shared.router.targets;
     targets.retain(|p| routes.iter().any(|r| r.prefix == p));
@@ -53,7 +94,7 @@ pub async fn check(admin: &ProxyAdmin, store: &dyn Store) {
         let i = clusters
             .binary_search(&r.cluster.as_str())
             .expect("listed above");
-        find_target(admin, r, &listed[i])
+        find_target(admin, r, &listed[i], probes)
     }))
     .await;
     let mut changed = false;
@@ -81,6 +122,7 @@ async fn find_target(
     admin: &ProxyAdmin,
     route: &PrefixRoute,
     proxies: &Result<Vec<ProxyModel>, String>,
+    probes: &Probes,
 ) -> (RouteStatus, Option<Target>) {
     let mut status = RouteStatus {
         prefix: route.prefix.clone(),
@@ -95,7 +137,7 @@ async fn find_target(
             // The store is out of reach: keep the target while it answers.
             status.error = Some(e.clone());
             if let Some(t) = current
-                && probe(&t.addr, route).await.is_ok()
+                && probes.probe(&t.addr, route).await.is_ok()
             {
                 status.target = Some(t.addr.to_string());
                 return (status, Some(t));
@@ -116,7 +158,7 @@ async fn find_target(
     }
     let mut last_error = String::new();
     for addr in candidates.into_iter().take(MAX_TRIES) {
-        match probe(&addr, route).await {
+        match probes.probe(&addr, route).await {
             Ok(()) => {
                 if current.as_ref().is_none_or(|t| *t.addr != *addr) {
                     info!(prefix = %route.prefix, cluster = %route.cluster, target = %addr, "prefix route: forwarding to this proxy");
@@ -159,11 +201,28 @@ fn ranked(own_token: &str, proxies: &[ProxyModel]) -> Vec<String> {
     v.into_iter().map(|(_, a)| a).collect()
 }
 
-/// Connects to `addr` as the route's user and expects `PONG` to a `PING`.
-async fn probe(addr: &str, route: &PrefixRoute) -> Result<(), String> {
-    let mut c = RedisClient::connect_as(addr, PROBE_TIMEOUT, route.credential.as_ref())
-        .await
-        .map_err(|e| e.to_string())?;
+impl Probes {
+    /// `PING` → `PONG` from `addr` as the route's user: on the connection kept from the last
+    /// check when there is one, else on a new one (kept for the next).
+    async fn probe(&self, addr: &str, route: &PrefixRoute) -> Result<(), String> {
+        let key = (addr.to_string(), user_of(route));
+        let kept = self.0.lock().expect("probes lock poisoned").remove(&key);
+        if let Some(mut c) = kept
+            && ping(&mut c).await.is_ok()
+        {
+            self.0.lock().expect("probes lock poisoned").insert(key, c);
+            return Ok(());
+        }
+        let mut c = RedisClient::connect_as(addr, PROBE_TIMEOUT, route.credential.as_ref())
+            .await
+            .map_err(|e| e.to_string())?;
+        ping(&mut c).await?;
+        self.0.lock().expect("probes lock poisoned").insert(key, c);
+        Ok(())
+    }
+}
+
+async fn ping(c: &mut RedisClient) -> Result<(), String> {
     match c.cmd(&[b"PING"]).await.map_err(|e| e.to_string())? {
         Value::Ok(s) if s == "PONG" => Ok(()),
         Value::Error(e) => Err(e),
