@@ -368,7 +368,7 @@ const NO_PROMTOOL: &str = "promtool is not installed, so the metrics cannot be c
 /// # Panics
 /// If promtool is not installed: this check is the test's whole point, so a missing tool
 /// fails it rather than letting it pass unchecked.
-fn promtool_check(text: &str) -> std::process::Output {
+pub(crate) fn promtool_check(text: &str) -> std::process::Output {
     let mut child = match Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -102,6 +102,16 @@ fn a_routed_prefix_lives_in_the_other_cluster_whatever_the_command() {
         b_proxies.contains(&target),
         "{target} is not one of {b_proxies:?}"
     );
+    // The proxy's /metrics says the route has a target, in text promtool accepts.
+    let metrics = a.proxies[0].metrics();
+    let up = format!("tessera_prefix_route_up{{prefix=\"user:\",cluster=\"{OTHER}\"}} 1");
+    assert!(metrics.contains(&up), "{metrics}");
+    let checked = crate::dashboard_api::promtool_check(&metrics);
+    assert!(
+        checked.status.success(),
+        "promtool: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
     let overview = a.api().get("/api/overview").ok();
     assert_eq!(
         overview["routes"],
@@ -401,6 +411,9 @@ fn a_bad_route_change_is_refused_and_a_wrong_password_is_a_clear_error() {
         seen["proxies"][0]["routes"][0]["target"].is_null(),
         "{seen}"
     );
+    let down = format!("tessera_prefix_route_up{{prefix=\"user:\",cluster=\"{OTHER}\"}} 0");
+    let metrics = a.proxies[0].metrics();
+    assert!(metrics.contains(&down), "{metrics}");
     let mut c = a.proxies[0].raw();
     let r = c.cmd(&["SET", "user:1", "v"]);
     let e = r

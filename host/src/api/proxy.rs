@@ -354,6 +354,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
     s.hot_cache.render(s.config.hot_cache.on(), &mut out);
+    s.router.targets.render(&mut out);
     out
 }
 

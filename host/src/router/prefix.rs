@@ -152,6 +152,30 @@ impl RouteTargets {
         m.retain(|p, _| live(p));
     }
 
+    /// Prometheus text: `tessera_prefix_route_up{prefix, cluster}`, 1 while this proxy has a
+    /// target for the prefix (a proxy of that cluster answers it), else 0. Nothing without
+    /// routes.
+    pub fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let statuses = self.statuses();
+        if statuses.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_prefix_route_up Whether a proxy of the cluster a key prefix is routed to answers this proxy\n# TYPE tessera_prefix_route_up gauge"
+        );
+        for s in statuses {
+            let _ = writeln!(
+                out,
+                "tessera_prefix_route_up{{prefix=\"{}\",cluster=\"{}\"}} {}",
+                label_value(&s.prefix),
+                label_value(&s.cluster),
+                u8::from(s.target.is_some())
+            );
+        }
+    }
+
     /// Every prefix's status, in prefix order.
     pub fn statuses(&self) -> Vec<RouteStatus> {
         let m = self.by_prefix.lock().expect("route targets lock poisoned");
@@ -159,6 +183,13 @@ impl RouteTargets {
         v.sort_by(|a, b| a.prefix.cmp(&b.prefix));
         v
     }
+}
+
+/// A Prometheus label value: backslash, double quote and line feed escaped.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -207,8 +238,18 @@ mod tests {
         assert!(!t.set(status(Some("p:1")), Some(target("p:1"))));
         assert!(t.set(status(Some("p:2")), Some(target("p:2"))));
         assert_eq!(t.get("u:").unwrap().addr.as_ref(), "p:2");
+        let mut text = String::new();
+        t.render(&mut text);
+        assert!(
+            text.contains("tessera_prefix_route_up{prefix=\"u:\",cluster=\"b\"} 1"),
+            "{text}"
+        );
         t.retain(|_| false);
         assert!(t.statuses().is_empty());
+        let mut none = String::new();
+        t.render(&mut none);
+        assert!(none.is_empty());
+        assert_eq!(label_value(r#"a"b\c"#), r#"a\"b\\c"#);
     }
 
     #[test]
