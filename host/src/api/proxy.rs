@@ -226,9 +226,7 @@ impl ProxyAdmin {
                 topo.epoch
             )));
         }
-        let table = topo
-            .to_table_with(&self.shared.router.replicas, &self.shared.router.targets)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let table = self.table_of(&topo)?;
         // Before the swap: the first request to a TLS group's master connects with TLS.
         crate::tls::backend::backends().mark(
             topo.groups
@@ -260,6 +258,16 @@ impl ProxyAdmin {
 // === impl ProxyAdmin: prefix routes ===
 
 impl ProxyAdmin {
+    /// The table of `topo` with this proxy's replica freshness and prefix route targets.
+    ///
+    /// # Errors
+    /// 400 for a topology that does not build.
+    fn table_of(&self, topo: &Topology) -> Result<crate::router::SlotTable, ApiError> {
+        let r = &self.shared.router;
+        topo.to_table_with(&r.replicas, &r.targets)
+            .map_err(|e| ApiError::bad_request(e.to_string()))
+    }
+
     /// The prefix routes of the topology in force (none before the first).
     pub fn prefix_routes(&self) -> Vec<crate::router::prefix::PrefixRoute> {
         let t = self.topology.lock().expect("topology lock poisoned");
@@ -280,9 +288,7 @@ impl ProxyAdmin {
             .expect("topology lock poisoned")
             .clone();
         let Some(topo) = topo else { return Ok(()) };
-        let table = topo
-            .to_table_with(&self.shared.router.replicas, &self.shared.router.targets)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let table = self.table_of(&topo)?;
         self.shared.router.swap(table);
         Ok(())
     }

@@ -59,8 +59,10 @@ pub struct SlotTable {
     routes: Box<[(Box<[u8]>, SlotId)]>,
     /// Per slot past `SLOTS`: its prefix route, if it is one of this table's.
     routed: Box<[Option<RoutedPrefix>]>,
-    /// The first backend index of the routes' targets (after every master and replica).
+    /// The first backend index of the routes' targets (after every master and replica):
+    /// backend `routes_from + i` is a target, logged in with `target_logins[i]`.
     routes_from: usize,
+    target_logins: Box<[Login]>,
 }
 
 /// A key prefix routed to another cluster, as a table holds it.
@@ -68,8 +70,6 @@ pub struct SlotTable {
 struct RoutedPrefix {
     prefix: Box<[u8]>,
     cluster: Arc<str>,
-    /// Its target's login (its address is the slot's master).
-    login: Login,
 }
 
 /// What a slot past the table's end (a prefix route of a table swapped out since) reads as.
@@ -152,7 +152,9 @@ impl SlotTable {
             .zip(self.routed.iter())
             .filter_map(|(e, r)| {
                 let r = r.as_ref()?;
-                Some((self.backend_addr(e.master?), &r.login, &r.prefix[..]))
+                let b = e.master?;
+                let login = &self.target_logins[b as usize - self.routes_from];
+                Some((self.backend_addr(b), login, &r.prefix[..]))
             })
     }
 
@@ -164,20 +166,15 @@ impl SlotTable {
     /// The login for a request to `backend`: a route target's own, else `session`'s.
     #[inline]
     pub fn login_for<'a>(&'a self, backend: BackendIdx, session: &'a Login) -> &'a Login {
-        if (backend as usize) < self.routes_from {
-            return session;
+        match (backend as usize).checked_sub(self.routes_from) {
+            Some(i) => self.target_logins.get(i).unwrap_or(session),
+            None => session,
         }
-        self.route_at(backend).map_or(session, |r| &r.login)
     }
 
     /// Whether `backend` is a prefix route's target (another cluster's proxy).
     pub fn is_route_target(&self, backend: BackendIdx) -> bool {
-        (backend as usize) >= self.routes_from && self.route_at(backend).is_some()
-    }
-
-    fn route_at(&self, backend: BackendIdx) -> Option<&RoutedPrefix> {
-        let s = (SLOTS..self.slots.len()).find(|&s| self.slots[s].master == Some(backend))?;
-        self.routed[s - SLOTS].as_ref()
+        (backend as usize) >= self.routes_from
     }
 
     /// Every distinct master address, in `BackendIdx` order (replicas are not among them:
@@ -461,7 +458,7 @@ impl SlotTableBuilder {
             }
         }
         // The routes' targets after every master and replica, one index each (a route's login
-        // is found by its index).
+        // is found by its index), even when two routes share a target.
         let routes_from = self.backends.len();
         let routes = std::mem::take(&mut self.routes);
         let extra = routes.iter().map(|r| r.1 + 1).max().unwrap_or(0);
@@ -469,22 +466,17 @@ impl SlotTableBuilder {
         slot_replicas.resize(SLOTS + extra, NO_REPLICAS);
         let mut routed: Vec<Option<RoutedPrefix>> = (0..extra).map(|_| None).collect();
         let mut order = Vec::with_capacity(routes.len());
+        let mut target_logins = Vec::new();
         for (prefix, index, cluster, target) in routes {
-            let (master, login) = match target {
-                Some(t) => {
-                    self.backends.push(t.addr);
-                    (Some((self.backends.len() - 1) as BackendIdx), t.login)
-                }
-                None => (None, Login::none()),
-            };
+            let master = target.map(|t| {
+                self.backends.push(t.addr);
+                target_logins.push(t.login);
+                (self.backends.len() - 1) as BackendIdx
+            });
             slots[SLOTS + index] = SlotEntry { master, ..UNSERVED };
             let prefix = prefix.into_bytes().into_boxed_slice();
             order.push((prefix.clone(), SlotId((SLOTS + index) as u16)));
-            routed[index] = Some(RoutedPrefix {
-                prefix,
-                cluster,
-                login,
-            });
+            routed[index] = Some(RoutedPrefix { prefix, cluster });
         }
         // Longest first: the first prefix a key starts with is its longest.
         order.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
@@ -499,6 +491,7 @@ impl SlotTableBuilder {
             routes: order.into_boxed_slice(),
             routed: routed.into_boxed_slice(),
             routes_from,
+            target_logins: target_logins.into_boxed_slice(),
         }
     }
 }
