@@ -1,11 +1,14 @@
-//! Slot hashing, command lookup and the per-slot counters: the per-command routing work.
+//! Slot hashing (with and without prefix routes), command lookup and the per-slot counters: the
+//! per-command routing work.
 //! Run: `cargo bench -p tessera --bench slot_hash`
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use tessera::command::CommandTable;
 use tessera::resp::Request;
-use tessera::router::SlotId;
+use tessera::backend::Login;
+use tessera::router::prefix::Target;
+use tessera::router::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
 use tessera::telemetry::SlotStats;
 
 fn slot_hash(c: &mut Criterion) {
@@ -15,6 +18,39 @@ fn slot_hash(c: &mut Criterion) {
     });
     group.bench_function("tagged_key", |b| {
         b.iter(|| SlotId::of_key(black_box(b"{user:1000}:profile:name")))
+    });
+    group.finish();
+}
+
+/// A table of one group and `routes` prefix routes (`p0:` …), each with a target.
+fn table_with_routes(routes: usize) -> SlotTable {
+    let mut b = SlotTableBuilder::default();
+    for s in 0..SLOTS as u16 {
+        b.assign(SlotId(s), GroupId(1), "127.0.0.1:7001");
+    }
+    for i in 0..routes {
+        let target = Target {
+            addr: format!("127.0.0.1:{}", 8000 + i).into(),
+            login: Login::none(),
+        };
+        b.prefix_route(&format!("p{i}:"), i, "other", Some(target));
+    }
+    b.build(1)
+}
+
+/// `SlotTable::slot_of`, the key's slot with prefix routes: none (a branch), one, and the
+/// most a cluster may have (32) with a key under none of them (every prefix compared).
+fn slot_of(c: &mut Criterion) {
+    let mut group = c.benchmark_group("slot_of");
+    for routes in [0, 1, 32] {
+        let t = table_with_routes(routes);
+        group.bench_function(format!("{routes}_routes_unrouted_key"), |b| {
+            b.iter(|| t.slot_of(black_box(b"key:000000012345")))
+        });
+    }
+    let t = table_with_routes(32);
+    group.bench_function("32_routes_routed_key", |b| {
+        b.iter(|| t.slot_of(black_box(b"p31:000000012345")))
     });
     group.finish();
 }
@@ -54,5 +90,5 @@ fn slot_count(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, slot_hash, command_lookup, slot_count);
+criterion_group!(benches, slot_hash, slot_of, command_lookup, slot_count);
 criterion_main!(benches);
