@@ -4,9 +4,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use tessera::backend::Login;
 use tessera::command::CommandTable;
 use tessera::resp::Request;
-use tessera::backend::Login;
 use tessera::router::prefix::Target;
 use tessera::router::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
 use tessera::telemetry::SlotStats;
