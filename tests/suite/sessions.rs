@@ -528,6 +528,60 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
     assert!(e.to_string().to_uppercase().contains("NOSCRIPT"), "{e}");
 }
 
+/// A script call on a key whose slot is moving runs on the target once the key is there: a
+/// target that has never seen the script (a group added for this move) still answers it.
+#[test]
+fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.assign(0, 1023, 1);
+    let mut c = conn(cp.proxies[0].addr());
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return redis.call('INCR', KEYS[1])")
+        .query(&mut c)
+        .unwrap();
+    // Enough keys in the counter's slot for a capped move to take a while.
+    let key = "{late}:counter";
+    let _: () = c.set(key, 10).unwrap();
+    for start in (0..6000).step_by(1000) {
+        let pairs: Vec<(String, u32)> = (start..start + 1000)
+            .map(|i| (format!("{{late}}:{i}"), i))
+            .collect();
+        let _: () = c.mset(&pairs).unwrap();
+    }
+    cp.group(2, &[1]);
+    let s = slot(key.as_bytes());
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": s, "to": s, "group": 2, "max_keys_per_sec": 500}),
+        )
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            cp.api().get("/api/migrations").ok()["keys_moved"].as_u64() > Some(0)
+        }),
+        "the move starts"
+    );
+    let n: i64 = redis::cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg(key)
+        .query(&mut c)
+        .expect("no NOSCRIPT on a moving slot");
+    assert_eq!(n, 11);
+    let moving = cp.api().get("/api/migrations").ok()["slots"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty());
+    assert!(moving, "the slot was still moving when the script ran");
+    assert!(cp.servers[1].has(key), "it ran on the target");
+    assert!(
+        !cp.servers[0].has(key),
+        "and the source no longer has the key"
+    );
+}
+
 #[test]
 fn two_hundred_blocked_clients_cost_a_bounded_memory_each() {
     let cluster = Cluster::start();

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Batch;
+use super::scripts;
 use super::send::Sender;
 use crate::backend::{Login, ReplyResult};
+use crate::command::Options;
 use crate::error::DataError;
 use crate::limits::OutputAccount;
 use crate::pipeline::classify::classify;
@@ -69,14 +71,21 @@ impl Held {
                 Err(e) => return Err(e),
                 // Proxy-answered commands are never planned against a slot.
                 Ok(Plan::Local(_)) => return Err(DataError::SlotBlocked(self.slot)),
-                Ok(p) => Sender {
-                    worker: &worker,
-                    table: &table,
-                    proto: self.proto,
-                    login: &self.login,
-                    account: &self.account,
+                Ok(p) => {
+                    let sender = Sender {
+                        worker: &worker,
+                        table: &table,
+                        proto: self.proto,
+                        login: &self.login,
+                        account: &self.account,
+                    };
+                    // A script call keeps its recovery of a script missing on the new owner.
+                    if c.cmd.options == Options::ScriptCall {
+                        scripts::send_call(&sender, &c, p)
+                    } else {
+                        sender.send(p, self.proto)
+                    }
                 }
-                .send(p, self.proto),
             };
             let reply = pending.resolve(&self.account).await;
             drop(batch);

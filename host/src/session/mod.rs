@@ -606,16 +606,14 @@ impl Session {
                 }
             }
             _ if c.blocks() => return self.blocking(c),
-            _ if c.cmd.options == Options::ScriptCall => {
-                if let Some(p) = self.call_script(c) {
-                    return p;
-                }
-            }
             _ => {}
         }
         let table = self.worker.shared.router.load();
         match plan(c, &table, &self.worker.moved) {
             Ok(Plan::Local(l)) => self.local(l, c),
+            Ok(p) if c.cmd.options == Options::ScriptCall => {
+                scripts::send_call(&self.sender(&table), c, p)
+            }
             Ok(p) => self.sender(&table).send(p, self.proto),
             Err(DataError::SlotBlocked(slot)) if !self.tx.queuing() => self.hold(c, slot),
             Err(e) => Pending::error(&e),

@@ -11,6 +11,7 @@
 //! and runs again. The retry runs after the original request, so a command pipelined right
 //! behind the first `EVALSHA` on a new group may run before it (once per script and group).
 
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use bytes::Bytes;
 
 use super::Session;
 use super::reply::Pending;
+use super::send::Sender;
 use crate::backend::{Login, ReplyResult, ReplyRx};
 use crate::limits::OutputAccount;
 use crate::migrate::INTERNAL_PREFIX;
@@ -88,46 +90,51 @@ impl Session {
         }
         self.sender(&table).send(p, self.proto)
     }
+}
 
-    /// EVALSHA / FCALL: sent as usual; a reply saying the script or function is missing on
-    /// that server is recovered from and the command run again.
-    pub(super) fn call_script(&mut self, c: &Classified<'_>) -> Option<Pending> {
-        let missing = Missing::of(c.cmd.name)?;
-        let table = self.worker.shared.router.load();
-        let Ok(Plan::One(Part::Send(s))) = plan(c, &table, &self.worker.moved) else {
-            return None;
+/// Sends an `EVALSHA` / `FCALL` the way it was planned, recovering from a reply that says the
+/// script or function is missing on the server that ran it (and running it again there):
+/// sent straight to its slot's owner, or run on the target once its keys moved off a
+/// migrating slot's source. Anything else goes as usual: a call to another cluster's proxy
+/// (a prefix route, which recovers its own scripts), or a command that is no script call.
+pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> Pending {
+    let Some(missing) = Missing::of(c.cmd.name) else {
+        return sender.send(plan, sender.proto);
+    };
+    let (addr, req, first): (Arc<str>, Bytes, Pin<Box<dyn Future<Output = ReplyResult>>>) =
+        match plan {
+            Plan::One(Part::Send(s)) if !sender.table.is_route_target(s.to) => {
+                let addr = sender.table.backend_addr(s.to).clone();
+                let req = s.bytes.clone();
+                let rx = sender.request(s);
+                (addr, req, Box::pin(async move { rx.await }))
+            }
+            Plan::One(Part::Move(m)) => {
+                let moved = sender.moved(*m);
+                let (addr, req) = (moved.target.clone(), moved.req.clone());
+                (addr, req, Box::pin(moved.reply()))
+            }
+            p => return sender.send(p, sender.proto),
         };
-        // Another cluster's proxy (a prefix route) recovers its own scripts: sent as usual.
-        if table.is_route_target(s.to) {
-            return None;
-        }
-        let addr = table.backend_addr(s.to).clone();
-        let others: Vec<Arc<str>> = table
-            .backends()
-            .iter()
-            .filter(|b| **b != addr)
-            .cloned()
-            .collect();
-        let first = self.worker.pool.send(
-            &addr,
-            self.proto,
-            &self.login,
-            s.bytes.clone(),
-            Some(&self.account),
-        );
-        let retry = Retry {
-            worker: self.worker.clone(),
-            proto: self.proto,
-            login: self.login.clone(),
-            account: self.account.clone(),
-            addr,
-            others,
-            req: s.bytes,
-            sha: matches!(missing, Missing::Script).then(|| c.req.arg_bytes(1)),
-            missing,
-        };
-        Some(Pending::Task(Box::pin(retry.run(first))))
-    }
+    let others: Vec<Arc<str>> = sender
+        .table
+        .backends()
+        .iter()
+        .filter(|b| **b != addr)
+        .cloned()
+        .collect();
+    let retry = Retry {
+        worker: sender.worker.clone(),
+        proto: sender.proto,
+        login: sender.login.clone(),
+        account: sender.account.clone(),
+        addr,
+        others,
+        req,
+        sha: matches!(missing, Missing::Script).then(|| c.req.arg_bytes(1)),
+        missing,
+    };
+    Pending::Task(Box::pin(retry.run(first)))
 }
 
 struct Retry {
@@ -149,7 +156,7 @@ impl Retry {
             .send(addr, Proto::Resp2, &w.control_login(), req, None)
     }
 
-    async fn run(self, first: ReplyRx) -> ReplyResult {
+    async fn run(self, first: impl Future<Output = ReplyResult>) -> ReplyResult {
         let reply = first.await?;
         if !self.missing.in_reply(&reply) {
             return Ok(reply);

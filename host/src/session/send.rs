@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::backend::{Login, ReplyRx};
 use crate::limits::OutputAccount;
-use crate::pipeline::plan::{Channel, Part, Plan, Send};
+use crate::pipeline::plan::{Channel, MovePlan, Part, Plan, Send};
 use crate::resp::Proto;
 use crate::router::SlotTable;
 use crate::worker::Worker;
@@ -43,27 +43,31 @@ impl Sender<'_> {
     fn part(&self, part: Part) -> Pending {
         match part {
             Part::Send(s) => Pending::One(self.request(s)),
-            Part::Move(m) => {
-                let moved = Moved {
-                    worker: self.worker.clone(),
-                    source: self.table.backend_addr(m.source).clone(),
-                    target: self.table.backend_addr(m.target).clone(),
-                    proto: self.proto,
-                    login: self.login.clone(),
-                    account: self.account.clone(),
-                    keys: m.keys,
-                    req: m.bytes,
-                    aborting: m.aborting,
-                    epoch: m.epoch,
-                    first: None,
-                };
-                Pending::Moved(Box::new(moved.start()))
-            }
+            Part::Move(m) => Pending::Moved(Box::new(self.moved(*m))),
         }
     }
 
+    /// A command on a migrating slot, its keys' first move sent now (keeping the pipeline's
+    /// order on the source); it runs on the target once they are there.
+    pub(crate) fn moved(&self, m: MovePlan) -> Moved {
+        Moved {
+            worker: self.worker.clone(),
+            source: self.table.backend_addr(m.source).clone(),
+            target: self.table.backend_addr(m.target).clone(),
+            proto: self.proto,
+            login: self.login.clone(),
+            account: self.account.clone(),
+            keys: m.keys,
+            req: m.bytes,
+            aborting: m.aborting,
+            epoch: m.epoch,
+            first: None,
+        }
+        .start()
+    }
+
     #[inline]
-    fn request(&self, s: Send) -> ReplyRx {
+    pub(crate) fn request(&self, s: Send) -> ReplyRx {
         let addr = self.table.backend_addr(s.to);
         let w = &self.worker;
         match s.channel {

@@ -367,11 +367,7 @@ impl Drop for Dashboard {
     fn drop(&mut self) {
         self.kill();
         if std::thread::panicking() {
-            eprintln!(
-                "--- tessera dashboard: {}\n{}--- end of dashboard log",
-                self.command_line,
-                self.log()
-            );
+            super::print_log_after_failure("tessera dashboard", &self.command_line, &self.log());
         }
     }
 }
@@ -491,11 +487,7 @@ impl Drop for ClusterProxy {
     fn drop(&mut self) {
         self.kill();
         if std::thread::panicking() {
-            eprintln!(
-                "--- tessera proxy: {}\n{}--- end of proxy log",
-                self.command_line,
-                self.log()
-            );
+            super::print_log_after_failure("tessera proxy", &self.command_line, &self.log());
         }
     }
 }
@@ -880,7 +872,7 @@ impl Drop for Up {
         // not reused while the group has members), so sweep it.
         signal_group(pgid, "-KILL");
         if std::thread::panicking() {
-            eprintln!("--- tessera up\n{}\n--- end of tessera up", self.output());
+            super::print_log_after_failure("tessera up", "", &format!("{}\n", self.output()));
         }
     }
 }

@@ -201,10 +201,10 @@ impl Drop for Console {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            eprintln!(
-                "--- tessera console: {}\n{}--- end of console log",
-                self.command_line,
-                read_log(&self.dir)
+            super::print_log_after_failure(
+                "tessera console",
+                &self.command_line,
+                &read_log(&self.dir),
             );
         }
     }

@@ -29,6 +29,34 @@ pub(crate) use redis_server::RedisServer;
 pub(crate) use resp::{Frame, RawClient, encode, read_frame};
 pub(crate) use slot::{backend_of, keys_on, slot};
 
+thread_local! {
+    /// This thread's (test's) panic message, once it has panicked.
+    static FAILURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keeps each test's panic message for [`print_log_after_failure`] (the default hook still
+/// prints it as usual).
+fn remember_failure_messages() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            FAILURE.with(|f| *f.borrow_mut() = Some(info.to_string()));
+            default(info);
+        }));
+    });
+}
+
+/// Prints a process's log from its guard's `Drop` while a test fails, then the test's failure
+/// message again: the logs run to hundreds of lines after the message, and whoever reads only
+/// the output's tail (CI's summary) still sees why the test failed.
+pub(crate) fn print_log_after_failure(what: &str, command_line: &str, log: &str) {
+    let failure = FAILURE.with(|f| f.borrow().clone()).unwrap_or_default();
+    eprintln!(
+        "--- {what}: {command_line}\n{log}--- end of {what} log\n--- the test failed: {failure}"
+    );
+}
+
 /// How long a single reply may take before a test gives up on it.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -51,6 +79,8 @@ pub(crate) fn free_port() -> u16 {
 /// binds (`tessera up --clusters 2 --port p` takes four).
 pub(crate) fn consecutive_free_ports(n: u16) -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
+    // Every test that starts a process takes a port first.
+    remember_failure_messages();
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
     let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
     let _ = NEXT.compare_exchange(

@@ -254,11 +254,7 @@ impl Drop for Proxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            eprintln!(
-                "--- tessera: {}\n{}--- end of tessera log",
-                self.command_line,
-                self.log()
-            );
+            super::print_log_after_failure("tessera", &self.command_line, &self.log());
         }
     }
 }
