@@ -647,11 +647,14 @@ impl Hub {
     }
 }
 
+/// A prefix route target's address and login, with something for it.
+type ForTarget<T> = (Arc<str>, Login, T);
+
 /// For each prefix route target of `table`: its login (the first route's to it) and the
 /// request that has it report writes under its routes' prefixes. A prefix under another of
 /// the list is left out (a proxy refuses overlapping BCAST prefixes, as Redis does).
-fn routed_tracking(table: &SlotTable) -> Vec<(Arc<str>, Login, Bytes)> {
-    let mut per: Vec<(Arc<str>, Login, Vec<&[u8]>)> = Vec::new();
+fn routed_tracking(table: &SlotTable) -> Vec<ForTarget<Bytes>> {
+    let mut per: Vec<ForTarget<Vec<&[u8]>>> = Vec::new();
     for (addr, login, prefix) in table.route_targets() {
         match per.iter_mut().find(|(a, _, _)| a == addr) {
             Some((_, _, prefixes)) => prefixes.push(prefix),

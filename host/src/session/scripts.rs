@@ -107,7 +107,7 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
                 let addr = sender.table.backend_addr(s.to).clone();
                 let req = s.bytes.clone();
                 let rx = sender.request(s);
-                (addr, req, Box::pin(async move { rx.await }))
+                (addr, req, Box::pin(rx))
             }
             Plan::One(Part::Move(m)) => {
                 let moved = sender.moved(*m);
