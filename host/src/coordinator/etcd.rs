@@ -353,7 +353,7 @@ fn cancelled(prefix: &str, resp: &WatchResponse) -> StoreError {
 
 // === keep-alive ===
 
-/// Keeps `lease` alive every ttl/3 until told to stop (then revokes it), or until etcd says
+/// Keeps `lease` alive (`renew_period`) until told to stop (then revokes it), or until etcd says
 /// the lease has expired.
 fn spawn_keep_alive(
     mut client: Client,
@@ -363,9 +363,7 @@ fn spawn_keep_alive(
     clock: Arc<LeaseClock>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    // Four renewals per TTL: a holder that fences itself some seconds before its lease can
-    // expire (a proxy) survives one late renewal.
-    let period = Duration::from_millis(ttl_secs as u64 * 1000 / 4);
+    let period = super::renew_period(Duration::from_secs(ttl_secs as u64));
     tokio::spawn(async move {
         let mut keeper = None;
         loop {

@@ -232,11 +232,35 @@ async fn keep_registered(
     mut node: coordinator::Ephemeral,
 ) {
     let key = node.key.clone();
+    let fence = &admin.shared.router.fence;
     loop {
-        while serve_within(&admin, &node) {
-            tokio::time::sleep(FENCE_STEP).await;
+        // Closed by the clock alone while a renewal is late; open again once it comes.
+        let mut late = false;
+        loop {
+            let clock = node.clock();
+            // Registered before the clock is read: a renewal confirmed meanwhile opens the
+            // fence at once, not a step later.
+            let renewal = clock.next_renewal();
+            if !serve_within(&admin, &node) {
+                break;
+            }
+            if late == fence.serving() {
+                late = !late;
+                if late {
+                    warn!(
+                        "fenced: the registration's renewal is late (the store answers slowly); \
+                         not serving until it is renewed"
+                    );
+                } else {
+                    info!("the registration was renewed; serving again");
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(FENCE_STEP) => {}
+                () = renewal => {}
+            }
         }
-        admin.shared.router.fence.close();
+        fence.close();
         warn!(
             "fenced: this proxy's registration in the store lapsed (the store was out of reach \
              for longer than its lease); not serving until it is registered again"

@@ -13,7 +13,7 @@ use super::{FsStore, Root};
 /// How often a watch re-lists its prefix.
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Renews the heartbeat every ttl/3 until told to stop or the node is no longer ours.
+/// Renews the heartbeat (`renew_period`) until told to stop or the node is no longer ours.
 pub(super) fn spawn_heartbeat(
     root: Arc<Root>,
     key: String,
@@ -23,8 +23,7 @@ pub(super) fn spawn_heartbeat(
     clock: Arc<LeaseClock>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    // Four per TTL, as etcd's keep-alive (`coordinator::etcd`).
-    let period = (ttl / 4).max(Duration::from_millis(10));
+    let period = super::super::renew_period(ttl);
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -35,6 +34,10 @@ pub(super) fn spawn_heartbeat(
             // Readers judge the heartbeat by the time it is written, after this.
             let sent_at = std::time::Instant::now();
             let renewed = tokio::task::spawn_blocking(move || r.refresh(&p, &k, &n)).await;
+            let took = sent_at.elapsed();
+            if took > period {
+                tracing::warn!(key = %key, took_ms = took.as_millis() as u64, "ephemeral heartbeat was slow (the store's lock was held or its disk stalled)");
+            }
             match renewed {
                 Ok(Ok(true)) => clock.renewed(sent_at, ttl),
                 Ok(Ok(false)) | Err(_) => {
