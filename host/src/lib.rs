@@ -10,6 +10,8 @@
 //! - [`command`] — the command table (generated from Redis's own definitions) and policy.
 //! - [`router`] — slots, the atomically swapped slot table, the pushed topology.
 //! - [`backend`] — per-thread multiplexed, pipelined backend connections.
+//! - [`fence`] — whether a cluster-mode proxy may route at all (its registration is sure),
+//!   checked when a client's batch is read and again before a backend write.
 //! - [`pubsub`] — a worker's pub/sub hub: one subscriber connection per backend, fan-out
 //!   to its sessions, subscriptions that follow the slot table.
 //! - [`session`] — one client connection; splitting, fan-out, proxy-answered commands, and
@@ -44,6 +46,7 @@ pub mod console;
 pub mod coordinator;
 pub mod dashboard;
 pub mod error;
+pub mod fence;
 pub mod hotcache;
 pub mod http_error;
 pub mod limits;

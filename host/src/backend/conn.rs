@@ -18,6 +18,7 @@ use tracing::{debug, warn};
 use super::local::{QueueRx, QueueTx, SlotRx, SlotTx, queue, slot};
 use super::{Login, ReplyResult};
 use crate::error::DataError;
+use crate::fence::Fence;
 use crate::limits::OutputAccount;
 use crate::resp::{Proto, ReplyScanner};
 use crate::tls::Stream;
@@ -33,6 +34,10 @@ pub struct BackendOptions {
     /// bound on what a server that is not one of the cluster's (a mirror's shadow) can make
     /// the proxy hold. `usize::MAX` for the cluster's own servers.
     pub max_reply: usize,
+    /// The proxy's fence (`crate::fence`): checked before each write, so a request routed
+    /// before the proxy froze is not written after it woke fenced. Never closed for a static
+    /// proxy, nor for a server that is not one of the cluster's (a mirror's shadow).
+    pub fence: Arc<Fence>,
 }
 
 /// Counters shared by every backend connection of a proxy (INFO and /metrics read them).
@@ -173,6 +178,16 @@ struct InFlight {
 }
 
 impl InFlight {
+    /// A request that is not written, to answer with an error.
+    fn unwritten(req: Request) -> Self {
+        InFlight {
+            at: Instant::now(),
+            skip: req.skip,
+            tx: req.tx,
+            account: req.account,
+        }
+    }
+
     fn deliver(self, r: ReplyResult) {
         let len = r.as_ref().map_or(0, Bytes::len);
         if let Some(a) = &self.account {
@@ -274,15 +289,25 @@ impl ConnTask {
         let timeout = self.opts.timeout;
         let rx = &mut self.rx;
         let stats = &self.opts.stats;
+        let fence = &self.opts.fence;
         let writer = async {
             let mut batch = vec![first];
             let mut wbuf = BytesMut::with_capacity(16 * 1024);
             loop {
+                if !fence.serving() {
+                    // Routed with a table this proxy may no longer hold (it froze or lost the
+                    // store between routing and now): failed, certainly unwritten.
+                    for req in batch.drain(..) {
+                        InFlight::unwritten(req).deliver(Err(DataError::Fenced));
+                    }
+                }
                 let now = Instant::now();
-                stats
-                    .requests
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
+                if !batch.is_empty() {
+                    stats
+                        .requests
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    stats.batches.fetch_add(1, Ordering::Relaxed);
+                }
                 for req in batch.drain(..) {
                     inflight.borrow_mut().push_back(InFlight {
                         at: now,

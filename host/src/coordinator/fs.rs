@@ -312,7 +312,7 @@ impl Root {
     /// threads at once: the journal then commits them together rather than one commit a
     /// file): under I/O load syncing hundreds of files took seconds, and every other writer,
     /// the ephemeral nodes' heartbeats included, waited for the lock meanwhile (a proxy's
-    /// heartbeat that waits long enough fences it, `router::Fence`). A key written by someone
+    /// heartbeat that waits long enough fences it, `fence::Fence`). A key written by someone
     /// else while the lock was released is staged again under it, with a newer version.
     /// Each directory is synced once, at the end. Returns the versions written, in order.
     fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<Vec<u64>, StoreError> {

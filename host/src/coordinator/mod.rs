@@ -84,7 +84,7 @@ pub struct LeaseClock {
 }
 
 /// How often an ephemeral node is renewed: ten times per TTL. A holder that fences itself
-/// some seconds before its lease can expire (a proxy, `router::FENCE_MARGIN` = 3 s of a
+/// some seconds before its lease can expire (a proxy, `fence::FENCE_MARGIN` = 3 s of a
 /// 10 s TTL) then rides out a store that stalls for up to 6 s: the disk under an fs store
 /// was measured stalling 4.5 s on a loaded test machine, which at four renewals per TTL
 /// (up to 2.5 s since the last one) fenced a healthy proxy.

@@ -9,8 +9,9 @@ use tracing::{info, warn};
 
 use super::Dashboard;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel};
+use crate::fence::FENCE_MARGIN;
 use crate::http_error::ApiError;
-use crate::router::{FENCE_MARGIN, PushAck, Topology};
+use crate::router::{PushAck, Topology};
 
 /// How long a proxy may take to answer the probe before a blocking push.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -117,7 +118,7 @@ impl Dashboard {
 
     /// A proxy whose registration vanished since the last push may be alive and cut off from
     /// the store, still routing with its old table until its fence closes
-    /// (`router::Fence`, `FENCE_MARGIN` before its registration could expire). A topology
+    /// (`fence::Fence`, `FENCE_MARGIN` before its registration could expire). A topology
     /// goes out without it only once it is surely fenced: `FENCE_MARGIN` after this dashboard
     /// first saw it gone, or at once when nothing listens on its admin port any more (it
     /// stopped or crashed). Until then the push fails, naming the proxy and why.

@@ -151,6 +151,8 @@ impl Link {
                     connect_timeout: SHADOW_CONNECT_TIMEOUT,
                     stats: self.backend_stats.clone(),
                     max_reply: self.active.config.max_queue_bytes,
+                    // The shadow is not one of the cluster's servers: never fenced.
+                    fence: Arc::default(),
                 };
                 BackendConn::spawn(
                     Arc::from(self.active.config.target.trim()),

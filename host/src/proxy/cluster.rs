@@ -2,7 +2,7 @@
 //! routing table from the store at start, and from then on from the dashboard's pushes on its
 //! admin API. The dashboard may go away: the proxy keeps serving its last table. The store
 //! may go away for less than the registration's TTL less `FENCE_MARGIN`; past that the proxy
-//! fences itself (`router::Fence`): once its registration may have lapsed, the dashboard may
+//! fences itself (`fence::Fence`): once its registration may have lapsed, the dashboard may
 //! move slots without it. When the store answers again it registers afresh, reloads its
 //! table, and serves again.
 //!
@@ -21,7 +21,8 @@ use crate::api::proxy::ProxyAdmin;
 use crate::config::ProxyConfig;
 use crate::coordinator::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
 use crate::coordinator::{self, Holder};
-use crate::router::{FENCE_MARGIN, Router, SlotTableBuilder, Topology};
+use crate::fence::FENCE_MARGIN;
+use crate::router::{Router, SlotTableBuilder, Topology};
 use crate::secret::{random_token, sha256_hex};
 
 /// How long a crashed proxy's node outlives it.
@@ -220,7 +221,7 @@ fn serve_within(admin: &ProxyAdmin, node: &coordinator::Ephemeral) -> bool {
 }
 
 /// Keeps the fence in step with the registration's renewals (a renewal that comes late
-/// fences the proxy by the clock alone, see `router::Fence`). Once the registration may
+/// fences the proxy by the clock alone, see `fence::Fence`). Once the registration may
 /// have lapsed, the proxy registers again, then reloads its table from the store (in that
 /// order, as at start: a change committed after the new registration reaches it by a push),
 /// and serves again. Dropping this future releases the node.

@@ -264,6 +264,7 @@ fn worker_main(
             connect_timeout: Duration::from_millis(shared.config.backend_connect_timeout_ms.max(1)),
             stats: shared.backend_stats.clone(),
             max_reply: usize::MAX,
+            fence: shared.router.fence.clone(),
         };
         let worker = Rc::new(Worker::new(
             shared.clone(),

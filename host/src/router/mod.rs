@@ -1,13 +1,11 @@
 //! Slots and the routing table: `slot = crc32(hash key) % 1024`, and a table of 1024 entries
 //! swapped atomically (`arc-swap`) so readers never take a lock.
 
-mod fence;
 pub mod prefix;
 pub mod replicas;
 mod table;
 mod topology;
 
-pub use fence::{FENCE_MARGIN, Fence};
 pub use replicas::{ReadMode, ReadPolicy};
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
 pub use topology::{

@@ -505,7 +505,7 @@ pub struct Router {
     /// Followers' progress: the epoch each has caught up with (see [`Router::follow`]).
     followers: std::sync::Mutex<Vec<std::sync::Weak<AtomicU64>>>,
     /// Whether this proxy may route at all (cluster mode: while its registration is sure).
-    pub fence: super::Fence,
+    pub fence: Arc<crate::fence::Fence>,
     /// The replicas' freshness, shared by the tables swapped in and the probes.
     pub replicas: ReplicaRegistry,
     /// Where each key prefix routed to another cluster goes now (`proxy::routes`).

@@ -78,7 +78,7 @@ pub struct Session {
     /// The backend login for its commands, and the logins version it was made for.
     login: Login,
     login_version: u64,
-    /// The proxy was fenced when the batch being dispatched was read (`router::Fence`).
+    /// The proxy was fenced when the batch being dispatched was read (`fence::Fence`).
     fenced: bool,
     /// The table in force routes key prefixes to other clusters (read once per batch).
     routes_on: bool,
@@ -300,7 +300,7 @@ impl Session {
                 }
             }
             self.refresh_login();
-            // Read once per batch, when its bytes are in: see `router::Fence`.
+            // Read once per batch, when its bytes are in: see `fence::Fence`.
             self.fenced = !self.worker.shared.router.fence.serving();
             self.plugins_on = !self.worker.shared.plugins.chain().is_empty();
             self.routes_on = self.worker.shared.router.load().has_routes();

@@ -8,7 +8,9 @@
 //!
 //! The check is one clock read per batch of a session, made when the batch is read: a
 //! proxy that was frozen (SIGSTOP, a stalled VM) and wakes up refuses what its clients sent
-//! meanwhile before any task has had the time to notice. The clock is the kernel's coarse
+//! meanwhile before any task has had the time to notice. It is made again by each backend
+//! connection before it writes (`backend::conn`): commands read and routed just before the
+//! freeze, and not yet written when it began, fail rather than reach a slot's old owner. The clock is the kernel's coarse
 //! monotonic one (a few ms of resolution, against margins of seconds): 7 ns a read on this
 //! project's test machine, where `Instant::now` costs 55–60 ns.
 
