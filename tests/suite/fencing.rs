@@ -15,44 +15,15 @@ use crate::support::{ControlPlane, Frame, RawClient, encode, keys_on, slot, wait
 
 #[test]
 fn a_proxy_cut_off_from_the_store_fences_itself_and_loses_no_acknowledged_write() {
-    let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 1023, 1);
+    let cp = two_groups_and_two_current_proxies();
     let key = keys_on(0, "fence:", 1).remove(0);
     let s = slot(key.as_bytes());
     let (cut, other) = (&cp.proxies[0], &cp.proxies[1]);
-    for p in [cut, other] {
-        assert!(wait_until(Duration::from_secs(10), || p.epoch()
-            == cp.api().get("/api/overview").ok()["epoch"]
-                .as_u64()
-                .unwrap_or(0)));
-    }
     let mut client = RawClient::connect(cut.addr());
     assert_eq!(client.cmd(&["SET", &key, "v1"]), Frame::Simple("OK".into()));
 
-    // Frozen: its registration stops being renewed and lapses (10 s TTL).
-    cut.signal("-STOP");
     let frozen = Instant::now();
-    let token = cut_token(&cp, cut.addr());
-    assert!(
-        wait_until(Duration::from_secs(30), || !registered(&cp, &token)),
-        "the frozen proxy's registration never lapsed"
-    );
-    // The slot moves to group 2 without it: the dashboard waits until it is surely fenced.
-    cp.api()
-        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
-        .ok();
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-                && cp.api().get("/api/migrations").ok()["slots"]
-                    .as_array()
-                    .is_some_and(Vec::is_empty)
-        }),
-        "the migration finished without the frozen proxy: {}",
-        cp.api().get("/api/migrations").ok()
-    );
+    freeze_and_move(&cp, s);
     assert!(
         cp.servers[1].has(&key) && !cp.servers[0].has(&key),
         "the key moved"
@@ -108,18 +79,9 @@ fn a_proxy_cut_off_from_the_store_fences_itself_and_loses_no_acknowledged_write(
 fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wakes() {
     const CLIENTS: usize = 6;
     const DEPTH: usize = 64;
-    let cp = ControlPlane::builder().servers(2).proxies(2).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 1023, 1);
+    let cp = two_groups_and_two_current_proxies();
     let s = slot(b"{frozen}");
     let (cut, other) = (&cp.proxies[0], &cp.proxies[1]);
-    for p in [cut, other] {
-        assert!(wait_until(Duration::from_secs(10), || p.epoch()
-            == cp.api().get("/api/overview").ok()["epoch"]
-                .as_u64()
-                .unwrap_or(0)));
-    }
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|t| {
@@ -151,25 +113,7 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
         })
         .collect();
     thread::sleep(Duration::from_millis(500));
-    cut.signal("-STOP");
-    let token = cut_token(&cp, cut.addr());
-    assert!(
-        wait_until(Duration::from_secs(30), || !registered(&cp, &token)),
-        "the frozen proxy's registration never lapsed"
-    );
-    cp.api()
-        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
-        .ok();
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-                && cp.api().get("/api/migrations").ok()["slots"]
-                    .as_array()
-                    .is_some_and(Vec::is_empty)
-        }),
-        "the migration finished without the frozen proxy: {}",
-        cp.api().get("/api/migrations").ok()
-    );
+    freeze_and_move(&cp, s);
     let keys: Vec<String> = (0..CLIENTS).map(|t| format!("{{frozen}}:{t}")).collect();
     assert!(
         keys.iter()
@@ -205,6 +149,47 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
     }
     eprintln!(
         "a busy proxy frozen and woken after its slot moved (key, acknowledged, refused, unknown): {counts:?}"
+    );
+}
+
+/// Two groups of one server each, every slot on group 1, and two proxies that have the
+/// current table.
+fn two_groups_and_two_current_proxies() -> ControlPlane {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    for p in &cp.proxies {
+        assert!(wait_until(Duration::from_secs(10), || p.epoch()
+            == cp.api().get("/api/overview").ok()["epoch"]
+                .as_u64()
+                .unwrap_or(0)));
+    }
+    cp
+}
+
+/// Freezes the first proxy (its registration stops being renewed and lapses: 10 s TTL), then
+/// moves slot `s` to group 2 without it (the dashboard waits until it is surely fenced).
+fn freeze_and_move(cp: &ControlPlane, s: u32) {
+    let cut = &cp.proxies[0];
+    cut.signal("-STOP");
+    let token = cut_token(cp, cut.addr());
+    assert!(
+        wait_until(Duration::from_secs(30), || !registered(cp, &token)),
+        "the frozen proxy's registration never lapsed"
+    );
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
+                && cp.api().get("/api/migrations").ok()["slots"]
+                    .as_array()
+                    .is_some_and(Vec::is_empty)
+        }),
+        "the migration finished without the frozen proxy: {}",
+        cp.api().get("/api/migrations").ok()
     );
 }
 

@@ -454,8 +454,9 @@ fn wait_counts_the_replicas_that_have_every_earlier_write() {
     assert!(synced, "the replica acknowledges the write");
 }
 
-#[test]
-fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later() {
+/// A cluster of one group (a second server left for a group added later), a client of its
+/// proxy, and the sha of an `INCR` script loaded through it.
+fn one_group_with_a_script() -> (ControlPlane, redis::Connection, String) {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
     cp.group(1, &[0]);
     cp.assign(0, 1023, 1);
@@ -465,6 +466,12 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
         .arg("return redis.call('INCR', KEYS[1])")
         .query(&mut c)
         .unwrap();
+    (cp, c, sha)
+}
+
+#[test]
+fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later() {
+    let (cp, mut c, sha) = one_group_with_a_script();
     let lib = "#!lua name=late\nredis.register_function('late_get', function(keys) return redis.call('GET', keys[1]) end)";
     let _: String = redis::cmd("FUNCTION")
         .arg("LOAD")
@@ -532,15 +539,7 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
 /// target that has never seen the script (a group added for this move) still answers it.
 #[test]
 fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
-    let cp = ControlPlane::builder().servers(2).proxies(1).start();
-    cp.group(1, &[0]);
-    cp.assign(0, 1023, 1);
-    let mut c = conn(cp.proxies[0].addr());
-    let sha: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg("return redis.call('INCR', KEYS[1])")
-        .query(&mut c)
-        .unwrap();
+    let (cp, mut c, sha) = one_group_with_a_script();
     // Enough keys in the counter's slot for a capped move to take a while.
     let key = "{late}:counter";
     let _: () = c.set(key, 10).unwrap();
