@@ -1033,6 +1033,63 @@ fn a_rebalance_with_a_proxy_cut_off_and_back_loses_no_acknowledged_write() {
     );
 }
 
+/// A migration reads idle only once every proxy has the table that ends it: a proxy that
+/// does not take the last push (frozen here) keeps its slots listed as `finished`, never
+/// idle, until the push goes through or goes on without it.
+#[test]
+fn a_migration_reads_idle_only_once_the_proxies_have_its_last_table() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let s = slot(b"{idle}");
+    let mut c = conn(cp.proxies[0].addr());
+    for start in (0..4000).step_by(1000) {
+        let pairs: Vec<(String, u32)> = (start..start + 1000)
+            .map(|i| (format!("{{idle}}:{i}"), i))
+            .collect();
+        let _: () = c.mset(&pairs).expect("MSET");
+    }
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": s, "to": s, "group": 2, "max_keys_per_sec": 1000}),
+        )
+        .ok();
+    // Frozen while the keys move (after the handoff, before the last push).
+    wait_for("keys to start moving", Duration::from_secs(60), || {
+        status(&cp)["keys_moved"].as_u64() > Some(0)
+    });
+    cp.proxies[1].signal("-STOP");
+    wait_for("the keys to be moved", Duration::from_secs(60), || {
+        cp.servers[0].dbsize() == 0
+    });
+    // The last push cannot reach the frozen proxy until its registration lapses (10 s) and
+    // the dashboard waits out the fencing margin (3 s): meanwhile the slot is not idle.
+    let until = Instant::now() + Duration::from_secs(8);
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        let st = status(&cp);
+        let slots = st["slots"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !slots.is_empty(),
+            "the migration read idle while a proxy had not taken its last table: {st}"
+        );
+        seen.push(slots[0]["state"].as_str().unwrap_or("?").to_owned());
+        thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("finished"),
+        "states seen: {seen:?}"
+    );
+    cp.proxies[1].signal("-CONT");
+    wait_for("the migration to end", Duration::from_secs(60), || {
+        idle(&cp)
+    });
+    assert_eq!(owners(&cp)[s as usize], Some(2));
+}
+
 /// An abort is persisted before it is answered: a dashboard that dies before applying it
 /// leaves it to its successor, which turns the slots around and brings every key back.
 #[test]

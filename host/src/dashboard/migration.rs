@@ -46,6 +46,10 @@ pub(crate) struct Migrations {
     /// (keys, bytes) moved when the running migration started: the driver last found work
     /// after none.
     run_start: Mutex<Option<(u64, u64)>>,
+    /// Slots saved as done whose table no proxy may have yet (its push is still to succeed):
+    /// the status lists them as `finished` until it has, so that a migration reads idle only
+    /// once every proxy routes its slots to their new owner.
+    finishing: Mutex<BTreeMap<u16, SlotProgress>>,
 }
 
 /// How long the driver waits before trying again to block slots that a proxy held up.
@@ -122,7 +126,7 @@ impl AbortRequest {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct SlotProgress {
     pub slot: u16,
     pub state: ActionState,
@@ -445,6 +449,15 @@ impl Dashboard {
         }
     }
 
+    /// The slots saved as done whose table is still to reach every proxy.
+    fn finishing_slots(&self) -> BTreeMap<u16, SlotProgress> {
+        self.migrations
+            .finishing
+            .lock()
+            .expect("finishing lock poisoned")
+            .clone()
+    }
+
     pub fn migration_status(&self) -> MigrationStatus {
         let slots = self.slot_models();
         let moved = self
@@ -481,7 +494,8 @@ impl Dashboard {
                 _ => (0.0, 0.0),
             }
         };
-        let active: Vec<SlotProgress> = slots
+        let finishing = self.finishing_slots();
+        let mut active: Vec<SlotProgress> = slots
             .iter()
             .filter_map(|s| {
                 let a = s.action.as_ref()?;
@@ -494,7 +508,10 @@ impl Dashboard {
                     keys_moved: moved.get(&s.id).copied().unwrap_or(0),
                 })
             })
+            .filter(|p| !finishing.contains_key(&p.slot))
             .collect();
+        active.extend(finishing.into_values());
+        active.sort_by_key(|p| p.slot);
         let pending = active
             .iter()
             .filter(|p| p.state == ActionState::Pending)
@@ -762,7 +779,7 @@ impl Dashboard {
             }
         }
         let slots = self.slot_models();
-        if slots.iter().all(|s| s.action.is_none()) {
+        if slots.iter().all(|s| s.action.is_none()) && self.finishing_slots().is_empty() {
             self.migration_idle().await;
             return false;
         }
@@ -897,6 +914,33 @@ impl Dashboard {
             })
             .collect();
         if !finished.is_empty() {
+            {
+                let moved = self
+                    .migrations
+                    .progress
+                    .moved
+                    .lock()
+                    .expect("progress lock poisoned");
+                let mut finishing = self
+                    .migrations
+                    .finishing
+                    .lock()
+                    .expect("finishing lock poisoned");
+                for s in &finished {
+                    let a = s.action.as_ref().expect("filtered on action");
+                    finishing.insert(
+                        s.id,
+                        SlotProgress {
+                            slot: s.id,
+                            state: ActionState::Finished,
+                            source: a.source,
+                            target: a.target,
+                            aborting: a.aborting,
+                            keys_moved: moved.get(&s.id).copied().unwrap_or(0),
+                        },
+                    );
+                }
+            }
             let done: Vec<SlotModel> = finished
                 .iter()
                 .cloned()
@@ -911,19 +955,43 @@ impl Dashboard {
                 return true;
             }
             if let Err(e) = self.commit(&mut epoch).await {
-                self.set_blocked(Some(format!("waiting for proxies: {}", e.message)));
+                self.hold_back(format!("waiting for proxies: {}", e.message));
                 return true;
             }
+        } else if !self.finishing_slots().is_empty() {
+            // Saved as done at a step whose push failed: that epoch again, not a new one.
+            let pushed = match self.committed_topology(*epoch).await {
+                Ok(topo) => self
+                    .push_all(&topo)
+                    .await
+                    .map(|_| ())
+                    .map_err(ApiError::from),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = pushed {
+                self.hold_back(format!("waiting for proxies: {}", e.message));
+                return true;
+            }
+        }
+        // Done once every proxy has the table that says so.
+        if !self.finishing_slots().is_empty() {
+            let done = std::mem::take(
+                &mut *self
+                    .migrations
+                    .finishing
+                    .lock()
+                    .expect("finishing lock poisoned"),
+            );
             let mut moved = self
                 .migrations
                 .progress
                 .moved
                 .lock()
                 .expect("progress lock poisoned");
-            for s in &finished {
-                moved.remove(&s.id);
+            for slot in done.keys() {
+                moved.remove(slot);
             }
-            info!(slots = finished.len(), "slots migrated");
+            info!(slots = done.len(), "slots migrated");
         }
         drop(epoch);
         if self.slot_models().iter().all(|s| s.action.is_none()) {
