@@ -458,6 +458,16 @@ impl Dashboard {
             .clone()
     }
 
+    /// Whether some slot saved as done still waits for its table to reach every proxy.
+    fn any_finishing(&self) -> bool {
+        !self
+            .migrations
+            .finishing
+            .lock()
+            .expect("finishing lock poisoned")
+            .is_empty()
+    }
+
     pub fn migration_status(&self) -> MigrationStatus {
         let slots = self.slot_models();
         let moved = self
@@ -779,7 +789,7 @@ impl Dashboard {
             }
         }
         let slots = self.slot_models();
-        if slots.iter().all(|s| s.action.is_none()) && self.finishing_slots().is_empty() {
+        if slots.iter().all(|s| s.action.is_none()) && !self.any_finishing() {
             self.migration_idle().await;
             return false;
         }
@@ -958,7 +968,7 @@ impl Dashboard {
                 self.hold_back(format!("waiting for proxies: {}", e.message));
                 return true;
             }
-        } else if !self.finishing_slots().is_empty() {
+        } else if self.any_finishing() {
             // Saved as done at a step whose push failed: that epoch again, not a new one.
             let pushed = match self.committed_topology(*epoch).await {
                 Ok(topo) => self
@@ -974,14 +984,14 @@ impl Dashboard {
             }
         }
         // Done once every proxy has the table that says so.
-        if !self.finishing_slots().is_empty() {
-            let done = std::mem::take(
-                &mut *self
-                    .migrations
-                    .finishing
-                    .lock()
-                    .expect("finishing lock poisoned"),
-            );
+        let done = std::mem::take(
+            &mut *self
+                .migrations
+                .finishing
+                .lock()
+                .expect("finishing lock poisoned"),
+        );
+        if !done.is_empty() {
             let mut moved = self
                 .migrations
                 .progress
