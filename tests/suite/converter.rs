@@ -420,6 +420,41 @@ fn two_namespaces_cannot_see_or_reach_each_others_keys() {
     assert_eq!(bob.cmd(&["GET", "k2"]), Frame::Null);
     // Naming the other namespace's stored key stays inside one's own.
     assert_eq!(bob.cmd(&["GET", "alice:k2"]), Frame::Null);
+    // Issue 25, item 1: every STORE of GEORADIUS is a key (Redis writes the last one), so a
+    // second STORE naming the other namespace's stored key lands inside one's own too.
+    assert_eq!(
+        alice.cmd(&["SET", "{g}k", "alice v"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(
+        bob.cmd(&["GEOADD", "{g}geo", "0", "0", "m"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        bob.cmd(&[
+            "GEORADIUS",
+            "{g}geo",
+            "0",
+            "0",
+            "1",
+            "km",
+            "STORE",
+            "{g}x",
+            "STORE",
+            "alice:{g}k"
+        ]),
+        Frame::Integer(1)
+    );
+    assert_eq!(alice.cmd(&["GET", "{g}k"]), Frame::bulk("alice v"));
+    assert_eq!(
+        admin.cmd(&["TYPE", "bob:alice:{g}k"]),
+        Frame::Simple("zset".into())
+    );
+    assert_eq!(
+        bob.cmd(&["DEL", "{g}geo", "{g}x", "alice:{g}k"]),
+        Frame::Integer(2)
+    );
+    assert_eq!(alice.cmd(&["DEL", "{g}k"]), Frame::Integer(1));
     assert_eq!(bob.cmd(&["EXISTS", "alice:k1", "k2"]), Frame::Integer(0));
     assert_eq!(key_list(bob.cmd(&["KEYS", "*"])), ["k1"]);
     assert_eq!(full_scan(&mut bob, &[]), ["k1"]);

@@ -30,6 +30,9 @@ mod admin;
 mod backend_failure;
 // The session_password gate.
 mod auth;
+// Users confined to a key prefix against a hostile tenant: nothing outside the prefix is
+// written, read or seen.
+mod tenants;
 // max_clients and client_idle_timeout_ms.
 mod limits;
 // The config file, and flags overriding it.

@@ -145,7 +145,23 @@ pub struct Command {
     /// A keyed read with no side effect that a replica may answer under the read policy
     /// (docs/replica-reads.md): never a script or function, a blocking command, or a write.
     pub replica_read: bool,
+    keys_by: KeysBy,
     raw: &'static RawCommand,
+}
+
+/// How a command's keys are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeysBy {
+    /// Redis's key specs, which match the command's own parse.
+    Specs,
+    /// SORT: the key, then every `STORE` argument (its spec for STORE is "unknown").
+    Sort,
+    /// GEORADIUS, GEORADIUSBYMEMBER: the key, then every `STORE`/`STOREDIST` argument from
+    /// `options_from` on (the spec's keyword search takes the first; Redis writes the last).
+    GeoRadius { options_from: usize },
+    /// XREAD, XREADGROUP: the streams after the first `STREAMS` option, found by parsing the
+    /// options (a group or consumer named `STREAMS` fools the spec's keyword search).
+    Xread,
 }
 
 /// A command whose options change what the policy allows.
@@ -278,6 +294,13 @@ impl Command {
             "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => Options::ScriptCall,
             _ => Options::Plain,
         };
+        let keys_by = match raw.name {
+            "SORT" => KeysBy::Sort,
+            "GEORADIUS" => KeysBy::GeoRadius { options_from: 6 },
+            "GEORADIUSBYMEMBER" => KeysBy::GeoRadius { options_from: 5 },
+            "XREAD" | "XREADGROUP" => KeysBy::Xread,
+            _ => KeysBy::Specs,
+        };
         Self {
             name: raw.name,
             id: CommandId(id as u16),
@@ -286,15 +309,49 @@ impl Command {
             options,
             dangerous: raw.acl & A_DANGEROUS != 0,
             replica_read: replica_read(raw, kind, options),
+            keys_by,
             raw,
         }
     }
 
-    /// Indices of the key arguments, following Redis's `getKeysUsingKeySpecs`: an argument
-    /// list the specs cannot make sense of (a bad numkeys) yields no keys for that spec, and
-    /// the server then answers the command's own error.
+    /// Indices of the key arguments.
+    ///
+    /// Most commands follow Redis's key specs (`getKeysUsingKeySpecs`). The commands whose
+    /// keys sit after an option word are parsed as the command itself parses them, because a
+    /// spec's keyword search can disagree with the command: `GEORADIUS … STORE a STORE b`
+    /// writes `b` while the spec names `a` (see [`KeysBy`]). Where the command's own parse
+    /// and the spec could differ, every candidate is returned, so the prefix check and the
+    /// slot check see at least the keys Redis touches.
+    ///
+    /// Counts a client sends (numkeys) are checked: a count past the arguments names only the
+    /// arguments there are, and never overflows.
     pub fn key_indices(&self, req: &Request) -> SmallVec<[u32; 4]> {
         let mut out = SmallVec::new();
+        match self.keys_by {
+            KeysBy::Specs => self.keys_from_specs(req, &mut out),
+            KeysBy::Sort => {
+                out.push(1);
+                sort_store_keys(req, &mut out);
+            }
+            KeysBy::GeoRadius { options_from } => {
+                out.push(1);
+                geo_store_keys(req, options_from, &mut out);
+            }
+            KeysBy::Xread => {
+                if let Some(x) = xread_options(req) {
+                    out.extend(x.keys());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether XREAD/XREADGROUP is given `BLOCK` (as the command parses its options).
+    pub fn xread_blocks(req: &Request) -> bool {
+        xread_options(req).is_some_and(|x| x.block)
+    }
+
+    fn keys_from_specs(&self, req: &Request, out: &mut SmallVec<[u32; 4]>) {
         let argc = req.argc() as i64;
         for spec in self.raw.keys {
             let first: i64 = match spec.begin {
@@ -313,8 +370,8 @@ impl Command {
                         None => continue,
                     }
                 }
-                // Only SORT's BY/GET/STORE specs are unknown in 7.0: Redis finds those keys
-                // with code (`sortGetKeys`), and so do we, below.
+                // Only SORT's BY/GET/STORE specs are unknown in 7.0, and SORT is parsed by
+                // `sort_store_keys`.
                 Begin::Unknown => continue,
             };
             let (first, last, step) = match spec.find {
@@ -343,28 +400,26 @@ impl Command {
                     else {
                         continue;
                     };
-                    if n < 0 {
+                    if n <= 0 {
                         continue;
                     }
                     let first = first + firstkey as i64;
-                    (first, first + (n - 1) * step as i64, step as i64)
+                    // A client's count: checked, and never past the arguments there are.
+                    let last = (n - 1)
+                        .checked_mul(step as i64)
+                        .and_then(|span| first.checked_add(span))
+                        .unwrap_or(i64::MAX);
+                    (first, last, step as i64)
                 }
                 Find::Unknown => continue,
             };
-            let mut i = first;
+            let last = last.min(argc - 1);
+            let mut i = first.max(1);
             while i <= last && step > 0 {
-                if i >= 1 && i < argc {
-                    out.push(i as u32);
-                }
+                out.push(i as u32);
                 i += step;
             }
         }
-        if self.name == "SORT"
-            && let Some(store) = sort_store_key(req)
-        {
-            out.push(store);
-        }
-        out
     }
 
     /// The plugin ABI's class bits (`tessera_plugin_abi::class`) of this command.
@@ -419,10 +474,11 @@ fn replica_read(raw: &RawCommand, kind: Kind, options: Options) -> bool {
         )
 }
 
-/// SORT's `STORE dest`, skipping the arguments of LIMIT, BY and GET (Redis `sortGetKeys`).
-fn sort_store_key(req: &Request) -> Option<u32> {
+/// SORT's `STORE dest` arguments, skipping the arguments of LIMIT, BY and GET (as SORT and
+/// Redis's `sortGetKeys` parse them). SORT writes the last one; every one is returned, so a
+/// repeated `STORE` cannot hide its real destination from the checks.
+fn sort_store_keys(req: &Request, out: &mut SmallVec<[u32; 4]>) {
     let mut i = 2;
-    let mut found = None;
     while i < req.argc() {
         let a = req.arg(i);
         if a.eq_ignore_ascii_case(b"LIMIT") {
@@ -430,12 +486,75 @@ fn sort_store_key(req: &Request) -> Option<u32> {
         } else if a.eq_ignore_ascii_case(b"GET") || a.eq_ignore_ascii_case(b"BY") {
             i += 1;
         } else if a.eq_ignore_ascii_case(b"STORE") && i + 1 < req.argc() {
-            found = Some(i as u32 + 1);
+            out.push(i as u32 + 1);
             i += 1;
         }
         i += 1;
     }
-    found
+}
+
+/// GEORADIUS's and GEORADIUSBYMEMBER's `STORE key` and `STOREDIST key`: Redis writes the
+/// last one given (its key spec names the first, the hole the issue-25 review found), so every
+/// one is returned.
+fn geo_store_keys(req: &Request, from: usize, out: &mut SmallVec<[u32; 4]>) {
+    let mut i = from;
+    while i + 1 < req.argc() {
+        let a = req.arg(i);
+        if a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST") {
+            out.push(i as u32 + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+}
+
+/// XREAD's and XREADGROUP's options, parsed as the command parses them (and as Redis's
+/// `xreadGetKeys` does): the first `STREAMS` *option*, which a group, consumer or count
+/// argument named `STREAMS` is not.
+struct XreadOptions {
+    streams_at: usize,
+    argc: usize,
+    block: bool,
+}
+
+impl XreadOptions {
+    /// The stream keys: the first half of what follows `STREAMS` (the rest are their ids).
+    fn keys(&self) -> impl Iterator<Item = u32> + use<> {
+        let n = (self.argc - self.streams_at - 1) / 2;
+        let first = self.streams_at as u32 + 1;
+        first..first + n as u32
+    }
+}
+
+/// `None` when the command has no well-formed `STREAMS` section (the server answers its own
+/// syntax error, and the command touches no key).
+fn xread_options(req: &Request) -> Option<XreadOptions> {
+    let argc = req.argc();
+    let mut block = false;
+    let mut i = 1;
+    while i < argc {
+        let a = req.arg(i);
+        if a.eq_ignore_ascii_case(b"BLOCK") {
+            block = true;
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"COUNT") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"GROUP") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"NOACK") {
+        } else if a.eq_ignore_ascii_case(b"STREAMS") {
+            let rest = argc - i - 1;
+            return (rest > 0 && rest % 2 == 0).then_some(XreadOptions {
+                streams_at: i,
+                argc,
+                block,
+            });
+        } else {
+            return None;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The proxy's policy, from the command's name first and then from Redis's own flags.
@@ -652,6 +771,129 @@ mod tests {
         );
         assert_eq!(keys(&["BITOP", "AND", "d", "a", "b"]), ["d", "a", "b"]);
         assert_eq!(keys(&["PFMERGE", "d", "a", "b"]), ["d", "a", "b"]);
+    }
+
+    /// Issue 25, item 1: a repeated `STORE`/`STOREDIST` names every destination, since Redis
+    /// writes the last one while the key spec names the first.
+    #[test]
+    fn every_store_destination_is_a_key() {
+        assert_eq!(
+            keys(&[
+                "GEORADIUS",
+                "t1:{X}g",
+                "0",
+                "0",
+                "1",
+                "km",
+                "STORE",
+                "t1:{X}x",
+                "STORE",
+                "victim:secret"
+            ]),
+            ["t1:{X}g", "t1:{X}x", "victim:secret"]
+        );
+        assert_eq!(
+            keys(&[
+                "GEORADIUSBYMEMBER",
+                "t1:g",
+                "m",
+                "1",
+                "km",
+                "STOREDIST",
+                "t1:x",
+                "STORE",
+                "victim"
+            ]),
+            ["t1:g", "t1:x", "victim"]
+        );
+        assert_eq!(
+            keys(&[
+                "GEORADIUS",
+                "g",
+                "0",
+                "0",
+                "1",
+                "km",
+                "COUNT",
+                "3",
+                "STOREDIST",
+                "d"
+            ]),
+            ["g", "d"]
+        );
+        // A member named STORE is not an option (BYMEMBER's options start after the unit).
+        assert_eq!(keys(&["GEORADIUSBYMEMBER", "g", "STORE", "1", "km"]), ["g"]);
+        assert_eq!(
+            keys(&["SORT", "a", "STORE", "b", "STORE", "victim"]),
+            ["a", "b", "victim"]
+        );
+        assert_eq!(keys(&["GEORADIUS_RO", "g", "0", "0", "1", "km"]), ["g"]);
+    }
+
+    /// XREADGROUP's group or consumer may be named `STREAMS`: the keys follow the `STREAMS`
+    /// option the command parses, not the first word that reads `STREAMS`.
+    #[test]
+    fn xread_keys_follow_the_commands_own_parse() {
+        assert_eq!(
+            keys(&[
+                "XREADGROUP",
+                "COUNT",
+                "1",
+                "GROUP",
+                "STREAMS",
+                "c",
+                "STREAMS",
+                "victim",
+                "0"
+            ]),
+            ["victim"]
+        );
+        assert_eq!(
+            keys(&["XREADGROUP", "GROUP", "g", "STREAMS", "STREAMS", "s", ">"]),
+            ["s"]
+        );
+        assert_eq!(
+            keys(&["XREAD", "STREAMS", "STREAMS", "victim", "0", "0"]),
+            ["STREAMS", "victim"]
+        );
+        // Malformed: no keys (the server answers its own error).
+        assert!(keys(&["XREAD", "STREAMS", "a", "b", "c"]).is_empty());
+        assert!(keys(&["XREAD", "BOGUS", "STREAMS", "a", "0"]).is_empty());
+        let blocks = |args: &[&str]| Command::xread_blocks(&req(args));
+        assert!(blocks(&[
+            "XREADGROUP",
+            "GROUP",
+            "STREAMS",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">"
+        ]));
+        assert!(!blocks(&["XREAD", "COUNT", "1", "STREAMS", "BLOCK", "0"]));
+    }
+
+    /// Issue 25, item 7: a client's numkeys never overflows and never walks past the
+    /// arguments (in a debug build it panicked; in release it wrapped, or looped for ages).
+    #[test]
+    fn numkeys_counts_are_checked() {
+        let max = i64::MAX.to_string();
+        for args in [
+            vec!["SINTERCARD", max.as_str(), "a"],
+            vec!["LMPOP", max.as_str(), "a", "LEFT"],
+            vec!["ZUNIONSTORE", "d", max.as_str(), "a"],
+            vec!["EVAL", "return 1", max.as_str(), "a"],
+            vec!["ZINTERCARD", "4611686018427387904", "a"],
+            vec!["FCALL", "f", max.as_str(), "a", "b"],
+        ] {
+            let got = keys(&args);
+            assert!(got.len() <= args.len(), "{args:?}: {got:?}");
+            assert!(got.iter().all(|k| args.contains(&k.as_str())), "{args:?}");
+        }
+        assert_eq!(keys(&["SINTERCARD", "5", "a", "b"]), ["a", "b"]);
+        assert!(keys(&["SINTERCARD", "-1", "a"]).is_empty());
+        assert!(keys(&["SINTERCARD", "0", "a"]).is_empty());
     }
 
     #[test]

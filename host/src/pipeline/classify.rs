@@ -78,7 +78,7 @@ impl Classified<'_> {
     pub fn blocks(&self) -> bool {
         match self.cmd.kind {
             Kind::Blocking => true,
-            _ => self.cmd.options == Options::Block && has_block_option(self.req),
+            _ => self.cmd.options == Options::Block && Command::xread_blocks(self.req),
         }
     }
 }
@@ -173,14 +173,6 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
         }
     }
     Ok(())
-}
-
-/// XREAD/XREADGROUP with `BLOCK` before `STREAMS`.
-fn has_block_option(req: &Request) -> bool {
-    req.args()
-        .skip(1)
-        .take_while(|a| !a.eq_ignore_ascii_case(b"STREAMS"))
-        .any(|a| a.eq_ignore_ascii_case(b"BLOCK"))
 }
 
 /// SORT's BY (other than `BY nosort`-style constants without `*`) or GET options, which read
