@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate host/src/command/generated.rs from a live redis-server's COMMAND reply.
+"""Generate host/model/src/command/generated.rs from a live redis-server's COMMAND reply.
 
-Usage: tools/gen-command-table.py HOST:PORT > host/src/command/generated.rs
+Usage: tools/gen-command-table.py HOST:PORT > host/model/src/command/generated.rs
 
 The key positions of every command come from Redis's own key specs (begin_search +
 find_keys), so the proxy finds keys exactly as the server does. Re-run against a newer

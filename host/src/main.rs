@@ -1,14 +1,16 @@
 //! The `tessera` command line: one binary, one subcommand per role.
 
+mod up;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use tessera::config::ProxyConfig;
-use tessera::dashboard::{Dashboard, DashboardOptions};
-use tessera::proxy::Proxy;
-use tessera::proxy::cluster::ClusterOptions;
+use tessera_control::dashboard::{Dashboard, DashboardOptions};
+use tessera_proxy::config::ProxyConfig;
+use tessera_proxy::server::Proxy;
+use tessera_proxy::server::cluster::ClusterOptions;
 
 #[derive(Parser)]
 #[command(name = "tessera", version, about = "Tessera: a Redis cluster platform")]
@@ -33,14 +35,14 @@ enum Cmd {
     /// Run a cluster's dashboard: topology owner, REST API, health checks.
     Dashboard(DashboardArgs),
     /// Manage a cluster through its dashboard's API.
-    Admin(tessera::admin::AdminArgs),
+    Admin(tessera_cli::admin::AdminArgs),
     /// Run the federation web console over the clusters of one or more stores.
     Console(ConsoleArgs),
     /// Start a local cluster: store, redis-server groups, dashboard, proxies and the console.
     Up(UpArgs),
     /// Import into a cluster through a proxy: an RDB file (restore), or a live Redis server
     /// followed as its replica (sync).
-    Port(tessera::port::PortArgs),
+    Port(tessera_cli::import::PortArgs),
     /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
     HashPassword,
     /// (`tessera up`'s children) Run PROGRAM, stopped with SIGTERM when process PARENT dies.
@@ -251,10 +253,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Proxy(args) => run_proxy(args),
         Cmd::Dashboard(args) => run_dashboard(args),
-        Cmd::Admin(args) => tessera::admin::run(args),
-        Cmd::Port(args) => tessera::port::run(args),
+        Cmd::Admin(args) => tessera_cli::admin::run(args),
+        Cmd::Port(args) => tessera_cli::import::run(args),
         Cmd::Console(args) => run_console(args),
-        Cmd::Up(args) => tessera::up::run(tessera::up::UpOptions {
+        Cmd::Up(args) => up::run(up::UpOptions {
             data_dir: args.data_dir,
             groups: args.groups,
             proxy_port: args.port,
@@ -267,11 +269,11 @@ fn main() -> anyhow::Result<()> {
             reset_password: args.reset_password,
             plugins_dir: args.plugins_dir,
         }),
-        Cmd::Tied { parent, program } => Err(tessera::up::exec_tied(parent, &program)),
+        Cmd::Tied { parent, program } => Err(up::exec_tied(parent, &program)),
         Cmd::HashPassword => {
             let password = read_password("tessera hash-password")?;
-            tessera::users::check_password(&password)?;
-            println!("{}", tessera::users::hash_password(&password));
+            tessera_model::users::check_password(&password)?;
+            println!("{}", tessera_model::users::hash_password(&password));
             Ok(())
         }
     }
@@ -323,7 +325,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     for (i, path) in args.plugins.iter().enumerate() {
         let given = args.plugin_configs.get(i);
         let inline = given.filter(|c| c.trim_start().starts_with('{'));
-        config.plugins.push(tessera::config::PluginFile {
+        config.plugins.push(tessera_proxy::config::PluginFile {
             path: path.clone(),
             config: given.filter(|_| inline.is_none()).map(PathBuf::from),
             config_json: inline.cloned(),
@@ -362,7 +364,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
                 store_url,
                 admin_listen,
             };
-            return tessera::proxy::cluster::run(config, opts, shutdown_signal()).await;
+            return tessera_proxy::server::cluster::run(config, opts, shutdown_signal()).await;
         }
         if args.store.is_some() {
             bail!("--store is for cluster mode: give --cluster too, or --backends for static mode");
@@ -370,7 +372,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         let specs = config
             .plugins
             .iter()
-            .map(tessera::config::PluginFile::to_spec)
+            .map(tessera_proxy::config::PluginFile::to_spec)
             .collect::<anyhow::Result<Vec<_>>>()?;
         let proxy = Proxy::bind(config)?;
         if !specs.is_empty() {
@@ -388,14 +390,14 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .with_context(|| format!("binding the admin API on {addr}"))?;
-            let admin = tessera::api::proxy::ProxyAdmin::new(
+            let admin = tessera_proxy::admin::ProxyAdmin::new(
                 proxy.shared().clone(),
                 String::new(),
                 listener.local_addr()?.to_string(),
                 None,
             );
             tokio::spawn(admin.clone().sample_ops());
-            tokio::spawn(tessera::api::serve(
+            tokio::spawn(tessera_http::serve::serve(
                 listener,
                 admin.router(),
                 std::future::pending(),
@@ -408,24 +410,24 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
 fn run_console(args: ConsoleArgs) -> anyhow::Result<()> {
     if let Some(ConsoleCmd::HashPassword) = args.command {
         let password = read_password("tessera console hash-password")?;
-        println!("{}", tessera::console::hash_password(&password)?);
+        println!("{}", tessera_console::hash_password(&password)?);
         return Ok(());
     }
     let config = match &args.config {
-        Some(path) => tessera::console::ConsoleConfig::from_file(path)?,
-        None => tessera::console::ConsoleConfig::default(),
+        Some(path) => tessera_console::ConsoleConfig::from_file(path)?,
+        None => tessera_console::ConsoleConfig::default(),
     };
     let mut config = config;
     if let (Some(cert), Some(key)) = (args.tls_cert, args.tls_key) {
         config.tls_cert = Some(cert);
         config.tls_key = Some(key);
     }
-    let opts = tessera::console::ConsoleOptions {
+    let opts = tessera_console::ConsoleOptions {
         config,
         stores: args.stores,
         listen: args.listen,
     };
-    runtime()?.block_on(tessera::console::run(opts, shutdown_signal()))
+    runtime()?.block_on(tessera_console::run(opts, shutdown_signal()))
 }
 
 /// One line from stdin, without its line ending. On a terminal it prompts and turns echo
@@ -476,11 +478,11 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     args.backend_tls.configure()?;
     let https = match (args.tls_cert, args.tls_key) {
         (Some(cert), Some(key)) => Some(
-            tessera::tls::ServerTls::load(tessera::tls::ServerTlsFiles {
+            tessera_model::tls::ServerTls::load(tessera_model::tls::ServerTlsFiles {
                 cert,
                 key,
                 client_ca: None,
-                client_auth: tessera::tls::ClientAuth::default(),
+                client_auth: tessera_model::tls::ClientAuth::default(),
             })
             .context("--tls-cert/--tls-key")?,
         ),
@@ -497,11 +499,11 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
             );
         }
         let addr = started.listener.local_addr()?;
-        let listener = tessera::tls::http::HttpListener::new(started.listener, https)?;
+        let listener = tessera_http::tls::HttpListener::new(started.listener, https)?;
         tracing::info!(%addr, cluster = %args.cluster, https = listener.is_tls(), "dashboard API listening");
         let d = started.dashboard.clone();
         tokio::spawn(d.clone().run_background());
-        let serve = tessera::api::serve(listener, tessera::api::dashboard::router(d.clone()), shutdown_signal());
+        let serve = tessera_http::serve::serve(listener, tessera_control::api::dashboard::router(d.clone()), shutdown_signal());
         tokio::select! {
             r = serve => r?,
             _ = d.lock_lost() => bail!("this dashboard lost the cluster lock to another one; stopping"),
@@ -527,7 +529,7 @@ impl ProxyTlsArgs {
         if let Some(mode) = self
             .tls_client_auth
             .as_deref()
-            .and_then(tessera::tls::ClientAuth::parse)
+            .and_then(tessera_model::tls::ClientAuth::parse)
         {
             config.tls_client_auth = mode;
         }
@@ -541,7 +543,7 @@ impl ProxyTlsArgs {
 impl BackendTlsArgs {
     /// Loads the backend CA (and client certificate) into this process's connector.
     fn configure(&self) -> anyhow::Result<()> {
-        tessera::tls::backend::configure(
+        tessera_model::tls::backend::configure(
             self.backend_tls_ca.as_deref(),
             self.backend_tls_cert.as_deref(),
             self.backend_tls_key.as_deref(),

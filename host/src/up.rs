@@ -16,16 +16,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::coordinator::model::{self, Paths};
-use crate::redis_client::RedisClient;
-use crate::router::SLOTS;
+use tessera_model::redis_client::RedisClient;
+use tessera_model::router::SLOTS;
+use tessera_store::model::{self, Paths};
 
 /// The cluster name `tessera up` uses.
-pub const CLUSTER: &str = "local";
+pub(crate) const CLUSTER: &str = "local";
 
 /// Options of `tessera up`.
 #[derive(Debug, Clone)]
-pub struct UpOptions {
+pub(crate) struct UpOptions {
     pub data_dir: PathBuf,
     pub groups: usize,
     pub proxy_port: u16,
@@ -95,7 +95,7 @@ fn tied(exe: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
 /// `tessera tied`: asks the kernel for SIGTERM when `parent` dies, then replaces this
 /// process with `program` (same pid: `tessera up` checks the pid a server reports). Returns
 /// only on failure.
-pub fn exec_tied(parent: u32, program: &[std::ffi::OsString]) -> anyhow::Error {
+pub(crate) fn exec_tied(parent: u32, program: &[std::ffi::OsString]) -> anyhow::Error {
     use std::os::unix::process::CommandExt;
     if let Err(e) =
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
@@ -524,7 +524,7 @@ impl Plan {
 ///
 /// # Errors
 /// redis-server missing or failing, a port taken, or the dashboard refusing the set-up.
-pub fn run(opts: UpOptions) -> anyhow::Result<()> {
+pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
     // First: from here on a signal stops whatever has been started, at any step.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -580,7 +580,7 @@ pub fn run(opts: UpOptions) -> anyhow::Result<()> {
     let mut tokens = std::collections::BTreeMap::new();
     for (plan, pairs) in plans.iter().zip(&servers) {
         let token = remembered(&plan.dir.join("admin-token"), || {
-            Ok(crate::secret::random_token())
+            Ok(tessera_model::secret::random_token())
         })?;
         let mut dashboard = ChildGuard::spawn(
             format!("the dashboard of {}", plan.name),
@@ -743,18 +743,18 @@ fn console_user(
     reset: bool,
 ) -> anyhow::Result<Option<String>> {
     let mut config = if path.exists() {
-        crate::console::ConsoleConfig::from_file(path)?
+        tessera_console::ConsoleConfig::from_file(path)?
     } else {
-        crate::console::ConsoleConfig::default()
+        tessera_console::ConsoleConfig::default()
     };
     let has_admin = config.users.iter().any(|u| u.name == "admin");
-    let password = (reset || !has_admin).then(crate::secret::random_token);
+    let password = (reset || !has_admin).then(tessera_model::secret::random_token);
     if let Some(pw) = &password {
-        let hash = crate::console::hash_password(pw)?;
+        let hash = tessera_console::hash_password(pw)?;
         config.users.retain(|u| u.name != "admin");
         config.users.insert(
             0,
-            crate::console::User {
+            tessera_console::User {
                 name: "admin".into(),
                 password_hash: hash,
                 role: None,
@@ -764,10 +764,10 @@ fn console_user(
     // `up`'s own user manages the clusters `up` runs, also in a console.toml written before
     // users had roles (which would make it a viewer).
     for u in config.users.iter_mut().filter(|u| u.name == "admin") {
-        u.role = Some(crate::access::Role::Admin);
+        u.role = Some(tessera_wire::access::Role::Admin);
     }
     config.tokens.extend(tokens.iter().map(|(k, v)| {
-        let bound = crate::console::config::ClusterToken::Bound {
+        let bound = tessera_console::config::ClusterToken::Bound {
             store: store_url.to_owned(),
             token: v.clone(),
         };
@@ -823,7 +823,7 @@ async fn set_up(
         let req = http
             .request(method, format!("{base}{path}"))
             .bearer_auth(token)
-            .header(crate::api::ACTOR_HEADER, "cli:tessera-up")
+            .header(tessera_wire::audit::ACTOR_HEADER, "cli:tessera-up")
             .json(&body);
         async move {
             let resp = req.send().await?;
@@ -866,7 +866,7 @@ async fn set_up(
         }
         return Ok(true);
     }
-    let store = crate::coordinator::open(store_url).await?;
+    let store = tessera_store::open(store_url).await?;
     let (groups, _) = model::load_layout(&*store, &Paths::new(cluster)).await?;
     for g in groups {
         let Some(master) = g.master() else { continue };
@@ -934,7 +934,7 @@ async fn plugins(dashboard: &str, token: &str, dir: Option<&Path>, first: bool) 
         let call = |req: reqwest::RequestBuilder| async {
             let resp = req
                 .bearer_auth(token)
-                .header(crate::api::ACTOR_HEADER, "cli:tessera-up")
+                .header(tessera_wire::audit::ACTOR_HEADER, "cli:tessera-up")
                 .send()
                 .await?;
             let status = resp.status();

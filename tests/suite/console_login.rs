@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use tessera::console::auth::{MAX_PER_USER, SESSION_PREFIX};
-use tessera::console::logins::KEEP;
+use tessera_console::auth::{MAX_PER_USER, SESSION_PREFIX};
+use tessera_console::logins::KEEP;
 
 use crate::support::{Answer, Console, ConsoleSetup, ControlPlane, LoginClient, TOKEN};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tessera::resp::RequestDecoder;
+use tessera_resp::RequestDecoder;
 
 use crate::support::{Frame, RawClient, RedisServer, encode};
 

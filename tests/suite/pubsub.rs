@@ -9,7 +9,7 @@ use std::thread;
 use std::time::Duration;
 
 use serde_json::json;
-use tessera::resp::ReplyScanner;
+use tessera_resp::ReplyScanner;
 
 use crate::support::{Cluster, ControlPlane, RedisServer, encode, wait_until};
 

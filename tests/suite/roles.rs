@@ -326,7 +326,7 @@ fn the_store_holds_tokens_only_as_hmacs_under_a_key_kept_outside_it() {
         });
     assert!(tokens_doc.1.contains("\"hmac\""), "{}", tokens_doc.1);
     for s in [TOKEN, secret.as_str()] {
-        let sha = tessera::secret::sha256_hex(s);
+        let sha = tessera_model::secret::sha256_hex(s);
         for (path, text) in &all {
             assert!(
                 !text.contains(s) && !text.to_ascii_lowercase().contains(&sha),
@@ -355,7 +355,7 @@ fn as_before_tokens(cp: &ControlPlane) {
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        let store = tessera::coordinator::open(&cp.options().store)
+        let store = tessera_store::open(&cp.options().store)
             .await
             .expect("opening the store");
         let meta_key = "/tessera/testc/meta";
@@ -365,7 +365,7 @@ fn as_before_tokens(cp: &ControlPlane) {
             meta["admin_token_sha256"], "",
             "a new meta holds no sha256: {meta}"
         );
-        meta["admin_token_sha256"] = json!(tessera::secret::sha256_hex(TOKEN));
+        meta["admin_token_sha256"] = json!(tessera_model::secret::sha256_hex(TOKEN));
         store
             .put(meta_key, meta.to_string().into_bytes().into())
             .await
@@ -400,7 +400,7 @@ fn a_sha256_admin_token_from_before_is_migrated_at_first_start() {
     let listed = api.get("/api/tokens").ok();
     assert_eq!(listed[0]["created_by"], "migrated", "{listed}");
     let all = files(&store_dir(&cp));
-    let sha = tessera::secret::sha256_hex(TOKEN);
+    let sha = tessera_model::secret::sha256_hex(TOKEN);
     assert!(
         all.iter().all(|(_, text)| !text.contains(&sha)),
         "the sha256 is gone from the store"
@@ -596,10 +596,8 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let store = tessera::coordinator::open(&cp.options().store)
-            .await
-            .unwrap();
-        let holder = json!({"pid": std::process::id(), "host": tessera::coordinator::hostname(),
+        let store = tessera_store::open(&cp.options().store).await.unwrap();
+        let holder = json!({"pid": std::process::id(), "host": tessera_store::hostname(),
             "payload": {"schema": 1, "token": "fake", "addr": "127.0.0.1:1",
                         "admin_addr": fake.addr.to_string(), "pid": std::process::id(),
                         "host": "test", "start_unix": 0, "state": "online", "version": "0"}});

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::json;
-use tessera::coordinator::{
-    self, Cas, FsStore, Holder, Store, StoreError, Versioned, WatchEvent, WatchStream,
+use tessera_store::{
+    self as coordinator, Cas, FsStore, Holder, Store, StoreError, Versioned, WatchEvent,
+    WatchStream,
 };
 
 use crate::support::Etcd;

@@ -220,7 +220,7 @@ fn a_proxy_refuses_stale_unauthenticated_and_invalid_tables_and_keeps_its_own() 
     );
     // The same version again is fine (a retried push), and clears the error.
     let current = json!({"version": 2, "users": [{"name": "alice",
-        "password": tessera::users::hash_password("x"), "commands": ["read"]}]});
+        "password": tessera_model::users::hash_password("x"), "commands": ["read"]}]});
     push(&authed, &current).ok();
     assert_eq!(proxy_users(proxy)["last_error"], Value::Null);
 }
@@ -309,8 +309,8 @@ fn hostile_user_bodies_and_names_get_400_with_the_reason() {
         .expect_error(401, "unauthorized");
 
     // The table is bounded.
-    let users: Vec<Value> = (0..tessera::users::MAX_USERS)
-        .map(|i| json!({"name": format!("u{i}"), "password": tessera::users::hash_password("p")}))
+    let users: Vec<Value> = (0..tessera_model::users::MAX_USERS)
+        .map(|i| json!({"name": format!("u{i}"), "password": tessera_model::users::hash_password("p")}))
         .collect();
     let doc = json!({"schema": 1, "version": 50, "users": users});
     store_put(&cp, USERS_KEY, doc.to_string().into_bytes());

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tessera::resp::{ProtocolError, ReplyScanner};
+use tessera_resp::{ProtocolError, ReplyScanner};
 
 /// Reply lengths, and the end: `None` = incomplete tail, `Some(e)` = error.
 type Scan = (Vec<usize>, Option<ProtocolError>);

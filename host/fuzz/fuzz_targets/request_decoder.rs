@@ -8,7 +8,7 @@
 use arbitrary::Arbitrary;
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use tessera::resp::{Limits, ProtocolError, Request, RequestDecoder};
+use tessera_resp::{Limits, ProtocolError, Request, RequestDecoder};
 
 #[derive(Debug, Arbitrary)]
 struct Input {

@@ -4,6 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
+use tessera_wire::plugins::PluginEntry;
+
 use crate::fault::FailPolicy;
 
 /// Everything that defines one version of a plugin.
@@ -102,6 +105,24 @@ pub fn valid_plugin_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl PluginSpec {
+    /// The runtime spec of a catalog entry with its module bytes.
+    ///
+    /// # Errors
+    /// A bad fail policy, or a config that does not serialize.
+    pub fn from_entry(entry: &PluginEntry, wasm: Arc<Vec<u8>>) -> anyhow::Result<PluginSpec> {
+        let mut spec = PluginSpec::new(entry.name.clone(), Vec::new(), Vec::new());
+        spec.wasm = wasm;
+        spec.config = serde_json::to_vec(&entry.config)?;
+        spec.fail = FailPolicy::parse(&entry.fail).with_context(|| {
+            format!("plugin {}: fail must be \"open\" or \"closed\"", entry.name)
+        })?;
+        Ok(spec
+            .with_limits(entry.cpu_budget_ms, entry.memory_mb)
+            .with_input_limit(entry.max_input_kb))
+    }
 }
 
 #[cfg(test)]

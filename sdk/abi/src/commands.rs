@@ -1,4 +1,4 @@
-// @generated from host/src/command/generated.rs (the redis-server 7.0 command names, sorted
+// @generated from host/model/src/command/generated.rs (the redis-server 7.0 command names, sorted
 // by bytes) by tools/gen-abi-commands.py. The ids are part of ABI v1: never reorder; new
 // commands get new ids at the end (and the lookup then falls back to a linear scan).
 

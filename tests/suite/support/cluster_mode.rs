@@ -653,10 +653,7 @@ impl ControlPlane {
     }
 
     /// Runs `f` on the fixture's store (the same one the dashboard uses).
-    pub(crate) fn with_store<T>(
-        &self,
-        f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T,
-    ) -> T {
+    pub(crate) fn with_store<T>(&self, f: impl AsyncFnOnce(&dyn tessera_store::Store) -> T) -> T {
         with_store(&self.options.store, f)
     }
 
@@ -928,13 +925,13 @@ pub(super) fn read_log(dir: &TempDir) -> String {
 /// Spawns `cmd` with stdout and stderr appended to the log in `dir`, and waits for `ready`;
 /// `None` (child reaped) if it exits or never becomes ready, e.g. because a port was taken.
 /// Runs `f` on the store at `url`.
-fn with_store<T>(url: &str, f: impl AsyncFnOnce(&dyn tessera::coordinator::Store) -> T) -> T {
+fn with_store<T>(url: &str, f: impl AsyncFnOnce(&dyn tessera_store::Store) -> T) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        let store = tessera::coordinator::open(url)
+        let store = tessera_store::open(url)
             .await
             .expect("opening the fixture's store");
         f(&*store).await

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tempfile::TempDir;
-use tessera::coordinator::{EtcdStore, Store};
+use tessera_store::{EtcdStore, Store};
 
 use super::bin_from_env;
 

@@ -1,0 +1,280 @@
+//! The replica side of Redis replication, enough to follow a source: AUTH, `REPLCONF capa`,
+//! `PSYNC replid offset` (falling back to `SYNC` on servers without it), the RDB payload
+//! (`$len` or the diskless `$EOF:<mark>` form), then the command stream one request at a time,
+//! and `REPLCONF ACK <offset>`. No TLS to the source.
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::apply::encode;
+use super::state::SyncState;
+use tessera_resp::{Limits, Request, RequestDecoder};
+
+/// Longest status line accepted from the source.
+const MAX_LINE: usize = 64 * 1024;
+
+/// Why following the source stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("source {addr}: {reason}")]
+    Io { addr: String, reason: String },
+    #[error("source {addr} refused {what}: {reply}")]
+    Refused {
+        addr: String,
+        what: &'static str,
+        reply: String,
+    },
+    #[error("source {addr} sent something unexpected: {what}")]
+    Protocol { addr: String, what: String },
+    #[error(
+        "source {addr} sends an RDB of {what}, over the limit of {limit} bytes (--max-rdb-mb): \
+         nothing was written; raise the limit if the source is the right one"
+    )]
+    TooLarge {
+        addr: String,
+        what: String,
+        limit: usize,
+    },
+}
+
+/// How the source answered PSYNC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// An RDB follows; the stream after it starts at `offset + 1`. `replid` is `None` after
+    /// a plain `SYNC` (no resume possible).
+    Full { replid: Option<String>, offset: u64 },
+    /// The stream goes on from the offset asked for; the source may have a new ID.
+    Continue { replid: Option<String> },
+}
+
+/// A connection to the source, acting as its replica.
+pub struct Replica {
+    addr: String,
+    stream: TcpStream,
+    buf: BytesMut,
+    decoder: RequestDecoder,
+}
+
+impl Replica {
+    /// Connects and authenticates (`AUTH password`) when a password is given.
+    ///
+    /// # Errors
+    /// Connect failure or a refused AUTH.
+    pub async fn connect(addr: &str, password: Option<&str>) -> Result<Self, ReplicaError> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| ReplicaError::Io {
+                addr: addr.into(),
+                reason: e.to_string(),
+            })?;
+        let mut r = Self {
+            addr: addr.into(),
+            stream,
+            buf: BytesMut::with_capacity(64 * 1024),
+            decoder: RequestDecoder::new(Limits::default()),
+        };
+        if let Some(p) = password {
+            r.expect_ok("AUTH", &[b"AUTH", p.as_bytes()]).await?;
+        }
+        r.expect_ok(
+            "REPLCONF capa",
+            &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
+        )
+        .await?;
+        Ok(r)
+    }
+
+    fn io(&self, e: impl ToString) -> ReplicaError {
+        ReplicaError::Io {
+            addr: self.addr.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), ReplicaError> {
+        let req = encode(args);
+        self.stream.write_all(&req).await.map_err(|e| self.io(e))
+    }
+
+    async fn expect_ok(&mut self, what: &'static str, args: &[&[u8]]) -> Result<(), ReplicaError> {
+        self.send(args).await?;
+        let reply = self.line().await?;
+        if reply.starts_with('+') {
+            return Ok(());
+        }
+        Err(ReplicaError::Refused {
+            addr: self.addr.clone(),
+            what,
+            reply,
+        })
+    }
+
+    /// One status line, skipping the bare newlines a source sends as keepalives.
+    async fn line(&mut self) -> Result<String, ReplicaError> {
+        loop {
+            if let Some(end) = memchr::memchr(b'\n', &self.buf) {
+                let line = self.buf.split_to(end + 1);
+                let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                if text.is_empty() {
+                    continue;
+                }
+                return Ok(text);
+            }
+            if self.buf.len() > MAX_LINE {
+                return Err(ReplicaError::Protocol {
+                    addr: self.addr.clone(),
+                    what: "a status line longer than 64 KiB".into(),
+                });
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), ReplicaError> {
+        let n = self
+            .stream
+            .read_buf(&mut self.buf)
+            .await
+            .map_err(|e| self.io(e))?;
+        if n == 0 {
+            return Err(self.io("the source closed the connection"));
+        }
+        Ok(())
+    }
+
+    /// Asks to continue from `resume` (else for a full copy) and reads the answer.
+    ///
+    /// # Errors
+    /// A refused PSYNC and SYNC, or a malformed answer.
+    pub async fn handshake(&mut self, resume: Option<&SyncState>) -> Result<Start, ReplicaError> {
+        let (id, off) = match resume {
+            Some(s) => (s.replid.clone(), (s.offset + 1).to_string()),
+            None => ("?".to_string(), "-1".to_string()),
+        };
+        self.send(&[b"PSYNC", id.as_bytes(), off.as_bytes()])
+            .await?;
+        let reply = self.line().await?;
+        let mut words = reply.split_whitespace();
+        match words.next() {
+            Some("+FULLRESYNC") => {
+                let replid = words.next().map(str::to_owned);
+                let offset = words.next().and_then(|o| o.parse().ok());
+                match (replid, offset) {
+                    (Some(r), Some(o)) => Ok(Start::Full {
+                        replid: Some(r),
+                        offset: o,
+                    }),
+                    _ => Err(self.protocol(format!("PSYNC answered {reply:?}"))),
+                }
+            }
+            Some("+CONTINUE") => Ok(Start::Continue {
+                replid: words.next().map(str::to_owned),
+            }),
+            _ if reply.to_ascii_lowercase().contains("unknown command") => {
+                // A source older than PSYNC (Redis < 2.8): the RDB follows SYNC directly.
+                self.send(&[b"SYNC"]).await?;
+                Ok(Start::Full {
+                    replid: None,
+                    offset: 0,
+                })
+            }
+            _ => Err(ReplicaError::Refused {
+                addr: self.addr.clone(),
+                what: "PSYNC",
+                reply,
+            }),
+        }
+    }
+
+    fn too_large(&self, what: String, limit: usize) -> ReplicaError {
+        ReplicaError::TooLarge {
+            addr: self.addr.clone(),
+            what,
+            limit,
+        }
+    }
+
+    fn protocol(&self, what: String) -> ReplicaError {
+        ReplicaError::Protocol {
+            addr: self.addr.clone(),
+            what,
+        }
+    }
+
+    /// Reads the RDB payload after a full resync, at most `limit` bytes of it. Memory grows
+    /// with the bytes received, not with the announced length.
+    ///
+    /// # Errors
+    /// A lost connection, a malformed header, or an RDB over `limit`.
+    pub async fn read_rdb(&mut self, limit: usize) -> Result<Vec<u8>, ReplicaError> {
+        let head = self.line().await?;
+        let Some(spec) = head.strip_prefix('$') else {
+            return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
+        };
+        if let Some(mark) = spec.strip_prefix("EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            if mark.len() != 40 {
+                return Err(self.protocol("an EOF mark that is not 40 bytes".into()));
+            }
+            let mut data: Vec<u8> = Vec::new();
+            loop {
+                let from = data.len().saturating_sub(mark.len());
+                data.extend_from_slice(&self.buf.split());
+                if let Some(p) = memchr::memmem::find(&data[from..], &mark) {
+                    // What follows the mark is the start of the command stream.
+                    let rest = data.split_off(from + p + mark.len());
+                    data.truncate(from + p);
+                    self.buf.extend_from_slice(&rest);
+                    return Ok(data);
+                }
+                if data.len() > limit.saturating_add(mark.len()) {
+                    return Err(self.too_large(format!("more than {limit} bytes"), limit));
+                }
+                self.fill().await?;
+            }
+        }
+        let len: usize = spec
+            .parse()
+            .map_err(|_| self.protocol(format!("bad RDB length {spec:?}")))?;
+        if len > limit {
+            return Err(self.too_large(format!("{len} bytes"), limit));
+        }
+        let mut data = Vec::with_capacity(len.min(64 * 1024 * 1024));
+        while data.len() < len {
+            if self.buf.is_empty() {
+                self.fill().await?;
+            }
+            let n = (len - data.len()).min(self.buf.len());
+            data.extend_from_slice(&self.buf.split_to(n));
+        }
+        Ok(data)
+    }
+
+    /// The next command of the stream and how many bytes of it it took.
+    ///
+    /// Cancel-safe: what was read stays buffered for the next call.
+    ///
+    /// # Errors
+    /// A lost connection or a malformed command.
+    pub async fn next_command(&mut self) -> Result<(Request, u64), ReplicaError> {
+        loop {
+            let before = self.buf.len();
+            match self.decoder.decode(&mut self.buf) {
+                Ok(Some(req)) => return Ok((req, (before - self.buf.len()) as u64)),
+                Ok(None) => {}
+                Err(e) => return Err(self.protocol(format!("in the command stream: {e}"))),
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// `REPLCONF ACK <offset>`: tells the source how far this replica has applied.
+    ///
+    /// # Errors
+    /// A lost connection.
+    pub async fn ack(&mut self, offset: u64) -> Result<(), ReplicaError> {
+        let o = offset.to_string();
+        self.send(&[b"REPLCONF", b"ACK", o.as_bytes()]).await
+    }
+}

@@ -1,0 +1,112 @@
+//! Who calls the dashboard's API and whether they may: the two middlewares every route runs
+//! behind (the bearer token → [`Caller`], then the caller's role against `access::required`),
+//! and the token routes. The tokens themselves are `dashboard::tokens`'.
+//!
+//! ```text
+//! GET    /api/whoami          {"token": name, "role": role} of the caller's token
+//! GET    /api/tokens          [Token]                                  (admin)
+//! POST   /api/tokens          {"name", "role"} → 201 Token + "token"   (admin; shown once)
+//! DELETE /api/tokens/{name}   {}                                       (admin)
+//! ```
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::dashboard::{Caller, Dashboard, TokenView};
+use tessera_http::access;
+use tessera_http::error::{ApiError, bearer, optional_json, refuse_unread};
+use tessera_wire::access::Role;
+use tessera_wire::audit::{ROLE_HEADER, TOKEN_HEADER};
+
+pub(super) fn routes() -> Router<Arc<Dashboard>> {
+    Router::new()
+        .route("/api/whoami", get(whoami))
+        .route("/api/tokens", get(list).post(create))
+        .route("/api/tokens/{name}", delete(revoke))
+}
+
+/// Middleware (outermost): every route but the open ones needs a token of the cluster; 401
+/// otherwise. The token's [`Caller`] goes into the request for the audit log and the handlers.
+pub(super) async fn authenticate(
+    State(d): State<Arc<Dashboard>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if access::required(req.method(), req.uri().path()).is_none() {
+        return next.run(req).await;
+    }
+    let Some(caller) = bearer(req.headers()).and_then(|t| d.authenticate(t)) else {
+        return refuse_unread(&req, ApiError::unauthorized());
+    };
+    req.extensions_mut().insert(caller.clone());
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(ROLE_HEADER, HeaderValue::from_static(caller.role.as_str()));
+    if let Ok(name) = HeaderValue::from_str(&caller.name) {
+        h.insert(TOKEN_HEADER, name);
+    }
+    resp
+}
+
+/// Middleware (inside the audit layer, so refusals are recorded with the token that was
+/// refused): 403 when the caller's role is below what the route needs.
+pub(super) async fn permit(req: Request, next: Next) -> Response {
+    if let Some(caller) = req.extensions().get::<Caller>() {
+        let needs = access::required(req.method(), req.uri().path())
+            .expect("only calls that need a role carry a caller");
+        if caller.role < needs {
+            let who = format!("token {}", caller.name);
+            let refusal = access::refusal(&who, caller.role, req.method(), req.uri().path(), needs);
+            return refuse_unread(&req, ApiError::forbidden(refusal));
+        }
+    }
+    next.run(req).await
+}
+
+async fn whoami(Extension(caller): Extension<Caller>) -> Json<Value> {
+    Json(json!({"token": caller.name, "role": caller.role}))
+}
+
+async fn list(State(d): State<Arc<Dashboard>>) -> Json<Vec<TokenView>> {
+    Json(d.list_tokens())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    name: String,
+    role: Role,
+}
+
+async fn create(
+    State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let b: CreateBody = optional_json(&body)?.ok_or_else(|| {
+        ApiError::bad_request(
+            "body must be {\"name\": ..., \"role\": \"viewer\"|\"operator\"|\"admin\"}",
+        )
+    })?;
+    let (view, secret) = d.create_token(&b.name, b.role, &caller).await?;
+    let mut v = serde_json::to_value(view).expect("a token view serializes");
+    v["token"] = json!(secret);
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+async fn revoke(
+    State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    d.revoke_token(&name, &caller).await?;
+    Ok(Json(json!({})))
+}

@@ -1,0 +1,44 @@
+//! The dashboard's Prometheus text: per-group and per-server health, the topology epoch, the
+//! slots assigned and automatic failover's state, on the process-wide recorder (`tessera_http::metrics`).
+
+use metrics::gauge;
+
+use super::Dashboard;
+use tessera_http::metrics::recorder;
+
+/// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
+pub fn render(d: &Dashboard) -> String {
+    let handle = recorder();
+    let cluster = d.cluster.clone();
+    if let Ok(epoch) = d.ops.try_lock() {
+        gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
+    }
+    let failover = d.failover_view();
+    gauge!("tessera_failover_enabled", "cluster" => cluster.clone())
+        .set(failover.settings.enabled as u8 as f64);
+    if let Some(ms) = failover.events.first().and_then(|e| e.failover_ms) {
+        gauge!("tessera_failover_last_seconds", "cluster" => cluster.clone())
+            .set(ms as f64 / 1000.0);
+    }
+    let st = d.state.lock().expect("state lock poisoned");
+    for g in st.groups.values() {
+        // 1 while the group is down and automatic failover refuses (not merely waits).
+        let refused = failover
+            .groups
+            .iter()
+            .any(|f| f.group == g.id && f.state == "refused");
+        gauge!("tessera_group_failover_refused", "cluster" => cluster.clone(), "group" => g.id.to_string())
+            .set(refused as u8 as f64);
+        let up = !st.down.contains(&g.id);
+        gauge!("tessera_group_up", "cluster" => cluster.clone(), "group" => g.id.to_string())
+            .set(up as u8 as f64);
+        for s in &g.servers {
+            let h = st.servers.get(&s.addr);
+            gauge!("tessera_server_up", "cluster" => cluster.clone(), "group" => g.id.to_string(), "addr" => s.addr.clone())
+                .set(h.is_some_and(|h| h.up) as u8 as f64);
+        }
+    }
+    let assigned = st.slots.iter().filter(|s| s.group.is_some()).count();
+    gauge!("tessera_slots_assigned", "cluster" => cluster).set(assigned as f64);
+    handle.render()
+}

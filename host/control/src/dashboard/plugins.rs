@@ -1,0 +1,351 @@
+//! The cluster's plugin catalog: upload modules, configure, enable, order, remove; every
+//! change is checked first (the module's ABI, and `init` with the config in a probe instance,
+//! so a config the plugin refuses is refused here with the plugin's own message), persisted,
+//! then pushed to every online proxy with a barrier, like a topology change.
+
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::join_all;
+use serde::{Deserialize, Serialize};
+use tessera_wasm::{Runtime, RuntimeConfig, valid_plugin_name};
+use tracing::{info, warn};
+
+use super::Dashboard;
+use super::push::PushError;
+use tessera_http::error::ApiError;
+use tessera_store::catalog;
+use tessera_store::model::{self, ProxyModel};
+use tessera_wire::plugins::Sample;
+use tessera_wire::plugins::{Catalog, PluginEntry};
+
+/// The dashboard's runtime for probing plugins (created on first use).
+static PROBE: OnceLock<Arc<Runtime>> = OnceLock::new();
+
+fn probe_runtime() -> Result<Arc<Runtime>, ApiError> {
+    if let Some(r) = PROBE.get() {
+        return Ok(r.clone());
+    }
+    let r = Runtime::new(
+        RuntimeConfig {
+            max_instances: 16,
+            max_memory: 256 << 20,
+        },
+        None,
+    )
+    .map_err(|e| ApiError::internal(format!("plugin runtime: {e}")))?;
+    Ok(PROBE.get_or_init(|| r).clone())
+}
+
+/// A configuration change.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigChange {
+    pub config: Option<serde_json::Value>,
+    pub fail: Option<String>,
+    pub cpu_budget_ms: Option<u64>,
+    pub memory_mb: Option<usize>,
+    pub max_input_kb: Option<usize>,
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if valid_plugin_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "invalid plugin name {name:?}: use letters, digits, '-' and '_' (at most 64)"
+        )))
+    }
+}
+
+fn not_found(name: &str) -> ApiError {
+    ApiError::not_found(format!("no plugin named {name} in this cluster"))
+}
+
+fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, ApiError> {
+    cat.plugins
+        .iter_mut()
+        .find(|e| e.name == name)
+        .ok_or_else(|| not_found(name))
+}
+
+/// How long a proxy may take to load a pushed catalog (it compiles new modules first).
+const PLUGINS_PUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Dashboard {
+    pub async fn plugins(&self) -> Result<Catalog, ApiError> {
+        Ok(catalog::read(&*self.store, &self.paths)
+            .await
+            .map_err(|e| ApiError::unavailable(e.to_string()))?
+            .0)
+    }
+
+    /// Runs the entry's `init` with its config in a probe instance.
+    async fn probe(&self, e: &PluginEntry, wasm: Arc<Vec<u8>>) -> Result<(), ApiError> {
+        let spec = tessera_wasm::PluginSpec::from_entry(e, wasm)
+            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+        let rt = probe_runtime()?;
+        tokio::task::spawn_blocking(move || rt.load(spec).map(|_| ()))
+            .await
+            .map_err(|err| ApiError::internal(err.to_string()))?
+            .map_err(|err| ApiError::bad_request(err.0))
+    }
+
+    /// Probes an entry whose module is already in the store.
+    async fn probe_stored(&self, e: &PluginEntry) -> Result<(), ApiError> {
+        let wasm = catalog::get_blob(&*self.store, &self.paths, &e.sha256)
+            .await
+            .map(Arc::new)
+            .map_err(|err| ApiError::unavailable(err.to_string()))?;
+        self.probe(e, wasm).await
+    }
+
+    /// Persists the catalog with the next version and pushes it to every online proxy.
+    async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, ApiError> {
+        cat.version += 1;
+        model::write(&*self.store, &catalog::catalog_key(&self.paths), &cat).await?;
+        self.push_plugins(&cat).await?;
+        Ok(cat)
+    }
+
+    /// Uploads (or replaces) a plugin's module. A new plugin starts disabled with config `{}`;
+    /// a replaced one keeps its config, and if enabled is probed with it and rolled out.
+    ///
+    /// # Errors
+    /// 400 for a module that is not a Tessera plugin (or whose init refuses the config).
+    pub async fn upload_plugin(&self, name: &str, wasm: Vec<u8>) -> Result<PluginEntry, ApiError> {
+        check_name(name)?;
+        if wasm.len() > tessera_wire::plugins::MAX_MODULE {
+            return Err(ApiError::bad_request(format!(
+                "module of {} bytes is over the {} MiB limit",
+                wasm.len(),
+                tessera_wire::plugins::MAX_MODULE >> 20
+            )));
+        }
+        let rt = probe_runtime()?;
+        let wasm = Arc::new(wasm);
+        let w = wasm.clone();
+        tokio::task::spawn_blocking(move || rt.check_module(&w))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(|e| ApiError::bad_request(e.0))?;
+        let _ops = self.ops.lock().await;
+        let mut cat = self.plugins().await?;
+        let sha = catalog::put_blob(&*self.store, &self.paths, &wasm)
+            .await
+            .map_err(|e| ApiError::unavailable(e.to_string()))?;
+        let now = model::now_unix();
+        let entry = match cat.plugins.iter_mut().find(|e| e.name == name) {
+            Some(e) => {
+                e.sha256 = sha;
+                e.size = wasm.len() as u64;
+                e.updated_unix = now;
+                e.clone()
+            }
+            None => {
+                let e = PluginEntry {
+                    name: name.to_owned(),
+                    sha256: sha,
+                    size: wasm.len() as u64,
+                    config: serde_json::json!({}),
+                    enabled: false,
+                    fail: "closed".into(),
+                    cpu_budget_ms: None,
+                    memory_mb: None,
+                    max_input_kb: None,
+                    updated_unix: now,
+                };
+                cat.plugins.push(e.clone());
+                e
+            }
+        };
+        if entry.enabled {
+            self.probe(&entry, wasm).await?;
+        }
+        self.save_catalog(cat).await?;
+        info!(plugin = name, sha256 = %entry.sha256, "plugin module uploaded");
+        Ok(entry)
+    }
+
+    /// Changes a plugin's config, fail policy or limits (probed first when enabled, and when
+    /// a config is given).
+    ///
+    /// # Errors
+    /// 404 unknown plugin, 400 a refused config.
+    pub async fn configure_plugin(
+        &self,
+        name: &str,
+        change: ConfigChange,
+    ) -> Result<PluginEntry, ApiError> {
+        let _ops = self.ops.lock().await;
+        let mut cat = self.plugins().await?;
+        let e = entry_mut(&mut cat, name)?;
+        let mut next = e.clone();
+        if let Some(c) = change.config.clone() {
+            next.config = c;
+        }
+        if let Some(f) = &change.fail {
+            if tessera_wasm::FailPolicy::parse(f).is_none() {
+                return Err(ApiError::bad_request(format!(
+                    "fail must be \"open\" or \"closed\", not {f:?}"
+                )));
+            }
+            next.fail = f.clone();
+        }
+        if change.cpu_budget_ms.is_some() {
+            next.cpu_budget_ms = change.cpu_budget_ms;
+        }
+        if change.memory_mb.is_some() {
+            next.memory_mb = change.memory_mb;
+        }
+        if change.max_input_kb.is_some() {
+            next.max_input_kb = change.max_input_kb;
+        }
+        next.updated_unix = model::now_unix();
+        if next.enabled || change.config.is_some() {
+            self.probe_stored(&next).await?;
+        }
+        *e = next.clone();
+        self.save_catalog(cat).await?;
+        info!(plugin = name, "plugin configured");
+        Ok(next)
+    }
+
+    /// Enables or disables a plugin in every proxy.
+    ///
+    /// # Errors
+    /// 404 unknown plugin, 400 when its config is refused.
+    pub async fn enable_plugin(&self, name: &str, enabled: bool) -> Result<PluginEntry, ApiError> {
+        let _ops = self.ops.lock().await;
+        let mut cat = self.plugins().await?;
+        let e = entry_mut(&mut cat, name)?;
+        if enabled && !e.enabled {
+            let probe = e.clone();
+            self.probe_stored(&probe).await?;
+        }
+        e.enabled = enabled;
+        e.updated_unix = model::now_unix();
+        let out = e.clone();
+        self.save_catalog(cat).await?;
+        info!(
+            plugin = name,
+            enabled,
+            "plugin {}",
+            if enabled { "enabled" } else { "disabled" }
+        );
+        Ok(out)
+    }
+
+    /// Sets the chain order: `order` must name every plugin once.
+    ///
+    /// # Errors
+    /// 400 when it does not.
+    pub async fn order_plugins(&self, order: Vec<String>) -> Result<Catalog, ApiError> {
+        let _ops = self.ops.lock().await;
+        let mut cat = self.plugins().await?;
+        let mut names: Vec<&str> = cat.plugins.iter().map(|e| e.name.as_str()).collect();
+        let mut given: Vec<&str> = order.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        given.sort_unstable();
+        if names != given {
+            return Err(ApiError::bad_request(format!(
+                "order must name every plugin exactly once: {}",
+                names.join(", ")
+            )));
+        }
+        cat.plugins.sort_by_key(|e| {
+            order
+                .iter()
+                .position(|n| *n == e.name)
+                .unwrap_or(usize::MAX)
+        });
+        let cat = self.save_catalog(cat).await?;
+        info!(order = ?order, "plugin order changed");
+        Ok(cat)
+    }
+
+    /// Removes a plugin from every proxy and the catalog.
+    ///
+    /// # Errors
+    /// 404 unknown plugin.
+    pub async fn delete_plugin(&self, name: &str) -> Result<(), ApiError> {
+        let _ops = self.ops.lock().await;
+        let mut cat = self.plugins().await?;
+        let i = cat
+            .plugins
+            .iter()
+            .position(|e| e.name == name)
+            .ok_or_else(|| not_found(name))?;
+        let gone = cat.plugins.remove(i);
+        let cat = self.save_catalog(cat).await?;
+        if !cat.plugins.iter().any(|e| e.sha256 == gone.sha256)
+            && let Err(e) = catalog::delete_blob(&*self.store, &self.paths, &gone.sha256).await
+        {
+            warn!(plugin = name, error = %e, "could not delete the module blob");
+        }
+        info!(plugin = name, "plugin removed");
+        Ok(())
+    }
+
+    /// Pushes the catalog to every online proxy; all must load it.
+    ///
+    /// A proxy compiles every module it has not seen before it answers: hence more time than
+    /// other pushes.
+    pub(crate) async fn push_plugins(&self, cat: &Catalog) -> Result<usize, PushError> {
+        const WHAT: &str = "plugin catalog version";
+        let online = self.online_proxies(WHAT, cat.version).await?;
+        let results = join_all(online.iter().map(|p| self.push_plugins_one(p, cat))).await;
+        super::push::settle(WHAT, cat.version, &online, results)
+    }
+
+    pub(crate) async fn push_plugins_one(
+        &self,
+        proxy: &ProxyModel,
+        cat: &Catalog,
+    ) -> Result<(), String> {
+        self.put_to_proxy(proxy, "/api/proxy/plugins", cat, Some(PLUGINS_PUSH_TIMEOUT))
+            .await
+    }
+
+    /// A plugin's metric samples summed over the online proxies.
+    pub async fn plugin_metrics(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+        let cat = self.plugins().await?;
+        if !cat.plugins.iter().any(|e| e.name == name) {
+            return Err(not_found(name));
+        }
+        let proxies = self.registered_proxies().await?;
+        let fetches = proxies.iter().map(|p| {
+            let call = self.proxy_call(
+                reqwest::Method::GET,
+                &p.admin_addr,
+                &format!("/api/proxy/plugins/{name}/metrics"),
+            );
+            async move {
+                let r = call
+                    .timeout(std::time::Duration::from_secs(3))
+                    .send()
+                    .await
+                    .ok()?;
+                r.json::<Vec<Sample>>().await.ok()
+            }
+        });
+        let mut sum: std::collections::BTreeMap<(String, Vec<(String, String)>), f64> =
+            Default::default();
+        let mut reached = 0;
+        for samples in join_all(fetches).await.into_iter().flatten() {
+            reached += 1;
+            for s in samples {
+                *sum.entry((s.name, s.labels.into_iter().collect()))
+                    .or_default() += s.value;
+            }
+        }
+        let samples: Vec<Sample> = sum
+            .into_iter()
+            .map(|((name, labels), value)| Sample {
+                name,
+                labels: labels.into_iter().collect(),
+                value,
+            })
+            .collect();
+        Ok(serde_json::json!({ "proxies": reached, "samples": samples }))
+    }
+}

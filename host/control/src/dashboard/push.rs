@@ -1,0 +1,328 @@
+//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy
+//! at once, and succeed only when every one has acknowledged it.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use tracing::{info, warn};
+
+use super::Dashboard;
+use tessera_http::error::ApiError;
+use tessera_model::fence::FENCE_MARGIN;
+use tessera_model::router::{PushAck, Topology};
+use tessera_store::model::{self, ClusterMeta, ProxyModel};
+
+/// How long a proxy may take to answer the probe before a blocking push.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Proxies that did not acknowledge a pushed epoch.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{what} {epoch} is persisted but not acknowledged by {}", describe(.failed))]
+pub struct PushError {
+    /// What was pushed: "topology epoch" or "plugin catalog version".
+    pub what: &'static str,
+    pub epoch: u64,
+    /// (token, admin address, reason)
+    pub failed: Vec<(String, String, String)>,
+}
+
+fn describe(failed: &[(String, String, String)]) -> String {
+    failed
+        .iter()
+        .map(|(t, a, r)| format!("proxy {t} at {a} ({r})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<PushError> for ApiError {
+    fn from(e: PushError) -> Self {
+        ApiError::new(
+            axum::http::StatusCode::BAD_GATEWAY,
+            "push_incomplete",
+            e.to_string(),
+        )
+    }
+}
+
+impl Dashboard {
+    /// Increments and persists the epoch, then pushes the current topology to every online
+    /// proxy. The caller holds `ops` (passed as `epoch`) so changes never interleave.
+    ///
+    /// # Errors
+    /// The store cannot be written (nothing pushed), or some proxies did not acknowledge.
+    pub(crate) async fn commit(&self, epoch: &mut u64) -> Result<u64, ApiError> {
+        let topo = self.persist_next(epoch).await?;
+        self.push_all(&topo).await?;
+        Ok(topo.epoch)
+    }
+
+    /// The first half of [`Dashboard::commit`]: the next epoch and its topology, persisted.
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    pub(crate) async fn persist_next(&self, epoch: &mut u64) -> Result<Topology, ApiError> {
+        let next = *epoch + 1;
+        let key = self.paths.meta();
+        let (mut meta, _) = model::read::<ClusterMeta>(&*self.store, &key)
+            .await?
+            .ok_or_else(|| {
+                ApiError::internal("the cluster's meta document disappeared from the store")
+            })?;
+        meta.epoch = next;
+        model::write(&*self.store, &key, &meta).await?;
+        *epoch = next;
+        // The epoch's content is fixed here: catch-up pushes and starting proxies use this
+        // document, never a topology re-derived from models that may have moved on since.
+        let topo = self.topology(next);
+        model::write(&*self.store, &self.paths.topology(), &topo).await?;
+        Ok(topo)
+    }
+
+    /// Pushes the topology at `epoch` to every online proxy and waits for all.
+    pub(crate) async fn push_all(&self, topo: &Topology) -> Result<usize, PushError> {
+        self.push_all_within(topo, None).await
+    }
+
+    /// [`Dashboard::push_all`], each proxy given `within` (else the push timeout) to
+    /// acknowledge.
+    pub(crate) async fn push_all_within(
+        &self,
+        topo: &Topology,
+        within: Option<Duration>,
+    ) -> Result<usize, PushError> {
+        const WHAT: &str = "topology epoch";
+        let online = self.online_proxies(WHAT, topo.epoch).await?;
+        self.departed_unfenced(WHAT, topo.epoch, &online).await?;
+        let results = join_all(online.iter().map(|p| self.push_one_within(p, topo, within))).await;
+        settle(WHAT, topo.epoch, &online, results)
+    }
+
+    /// The registered proxies not set offline: the ones every push must reach.
+    pub(crate) async fn online_proxies(
+        &self,
+        what: &'static str,
+        epoch: u64,
+    ) -> Result<Vec<ProxyModel>, PushError> {
+        let proxies = self.registered_proxies().await.map_err(|e| PushError {
+            what,
+            epoch,
+            failed: vec![("*".into(), "store".into(), e.to_string())],
+        })?;
+        let st = self.state.lock().expect("state lock poisoned");
+        Ok(proxies
+            .into_iter()
+            .filter(|p| !st.offline.contains(&p.token))
+            .collect())
+    }
+
+    /// A proxy whose registration vanished since the last push may be alive and cut off from
+    /// the store, still routing with its old table until its fence closes
+    /// (`fence::Fence`, `FENCE_MARGIN` before its registration could expire). A topology
+    /// goes out without it only once it is surely fenced: `FENCE_MARGIN` after this dashboard
+    /// first saw it gone, or at once when nothing listens on its admin port any more (it
+    /// stopped or crashed). Until then the push fails, naming the proxy and why.
+    async fn departed_unfenced(
+        &self,
+        what: &'static str,
+        epoch: u64,
+        online: &[ProxyModel],
+    ) -> Result<(), PushError> {
+        let now = Instant::now();
+        let waiting: Vec<(ProxyModel, Duration)> = {
+            let mut st = self.state.lock().expect("state lock poisoned");
+            let current: HashSet<&str> = online.iter().map(|p| p.token.as_str()).collect();
+            let st = &mut *st;
+            for (token, p) in st.pushed_to.drain() {
+                if !current.contains(token.as_str()) && !st.offline.contains(&token) {
+                    st.departed.entry(token).or_insert((p, now));
+                }
+            }
+            st.pushed_to = online
+                .iter()
+                .map(|p| (p.token.clone(), p.clone()))
+                .collect();
+            st.departed.retain(|token, (_, at)| {
+                !current.contains(token.as_str())
+                    && !st.offline.contains(token)
+                    && now.duration_since(*at) < FENCE_MARGIN
+            });
+            st.departed
+                .values()
+                .map(|(p, at)| (p.clone(), FENCE_MARGIN - now.duration_since(*at)))
+                .collect()
+        };
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let probes = join_all(waiting.iter().map(|(p, _)| self.listens(&p.admin_addr))).await;
+        let mut failed = Vec::new();
+        for ((p, left), listens) in waiting.into_iter().zip(probes) {
+            if listens {
+                failed.push((
+                    p.token.clone(),
+                    p.admin_addr.clone(),
+                    format!(
+                        "its registration is gone but it may still be running, cut off from the store; waiting {:.1} s more until it has surely fenced itself",
+                        left.as_secs_f64()
+                    ),
+                ));
+            } else {
+                let mut st = self.state.lock().expect("state lock poisoned");
+                st.departed.remove(&p.token);
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(PushError {
+            what,
+            epoch,
+            failed,
+        })
+    }
+
+    /// Whether a barrier push could reach every proxy it must: no departed proxy is still
+    /// inside its fencing margin, and every online proxy answers `/health` within
+    /// [`PROBE_TIMEOUT`]. Asked before a push that blocks slots, so that one frozen or
+    /// unreachable proxy does not leave the slots blocked on all the others (their clients
+    /// held) for a push timeout.
+    ///
+    /// # Errors
+    /// The proxies that would hold the push, and why.
+    pub(crate) async fn barrier_reachable(&self, epoch: u64) -> Result<(), PushError> {
+        const WHAT: &str = "topology epoch";
+        let online = self.online_proxies(WHAT, epoch).await?;
+        self.departed_unfenced(WHAT, epoch, &online).await?;
+        let probes = join_all(online.iter().map(|p| async move {
+            let call = self.http.get(format!("http://{}/health", p.admin_addr));
+            match call.timeout(PROBE_TIMEOUT).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("health: HTTP {}", r.status())),
+                Err(e) => Err(format!("unreachable: {e}")),
+            }
+        }))
+        .await;
+        settle(WHAT, epoch, &online, probes).map(|_| ())
+    }
+
+    /// Pushes `topo` to every online proxy that takes it, without the barrier's checks, and
+    /// says which did not: for a topology that only takes back a block no proxy has routed
+    /// past (any proxy may run it, or the one before it, safely).
+    pub(crate) async fn push_reachable(&self, topo: &Topology) -> Vec<String> {
+        let Ok(online) = self.online_proxies("topology epoch", topo.epoch).await else {
+            return vec!["the store (listing proxies)".into()];
+        };
+        let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
+        online
+            .iter()
+            .zip(results)
+            .filter_map(|(p, r)| r.err().map(|e| format!("proxy {} ({e})", p.token)))
+            .collect()
+    }
+
+    /// Whether something may still answer on a proxy's admin port: anything but a refused
+    /// connection (a frozen or cut-off proxy times out; a stopped one refuses).
+    async fn listens(&self, admin_addr: &str) -> bool {
+        let call = self.http.get(format!("http://{admin_addr}/health"));
+        match call.timeout(Duration::from_millis(500)).send().await {
+            Ok(_) => true,
+            Err(e) => !e.is_connect() || e.is_timeout(),
+        }
+    }
+
+    /// The topology last committed (for catch-up pushes), or, before the first commit, the
+    /// one the models describe at `epoch` (no proxy has acknowledged anything else yet).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub(crate) async fn committed_topology(&self, epoch: u64) -> Result<Topology, ApiError> {
+        match model::read::<Topology>(&*self.store, &self.paths.topology()).await? {
+            Some((t, _)) if t.epoch == epoch => Ok(t),
+            _ => Ok(self.topology(epoch)),
+        }
+    }
+
+    /// Sends a topology to one proxy.
+    ///
+    /// # Errors
+    /// Unreachable, refused, or the acknowledgement names another epoch.
+    pub(crate) async fn push_one(&self, proxy: &ProxyModel, topo: &Topology) -> Result<(), String> {
+        self.push_one_within(proxy, topo, None).await
+    }
+
+    async fn push_one_within(
+        &self,
+        proxy: &ProxyModel,
+        topo: &Topology,
+        within: Option<Duration>,
+    ) -> Result<(), String> {
+        let mut call = self
+            .proxy_call(
+                reqwest::Method::PUT,
+                &proxy.admin_addr,
+                "/api/proxy/topology",
+            )
+            .json(topo);
+        if let Some(t) = within {
+            call = call.timeout(t);
+        }
+        let resp = call.send().await.map_err(|e| format!("unreachable: {e}"))?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            // It already runs a newer epoch (pushed by a successor dashboard): not ours to undo.
+            return Err(format!(
+                "refused: {}",
+                resp.text().await.unwrap_or_default()
+            ));
+        }
+        if !status.is_success() {
+            return Err(format!(
+                "HTTP {status}: {}",
+                resp.text().await.unwrap_or_default()
+            ));
+        }
+        let ack: PushAck = resp
+            .json()
+            .await
+            .map_err(|e| format!("bad acknowledgement: {e}"))?;
+        if ack.epoch != topo.epoch {
+            return Err(format!(
+                "acknowledged epoch {} instead of {}",
+                ack.epoch, topo.epoch
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of a push to `online`: how many acknowledged, or which did not and why.
+pub(crate) fn settle(
+    what: &'static str,
+    epoch: u64,
+    online: &[ProxyModel],
+    results: Vec<Result<(), String>>,
+) -> Result<usize, PushError> {
+    let failed: Vec<_> = online
+        .iter()
+        .zip(results)
+        .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
+        .collect();
+    if failed.is_empty() {
+        info!(
+            what,
+            epoch,
+            proxies = online.len(),
+            "pushed to every online proxy"
+        );
+        Ok(online.len())
+    } else {
+        let e = PushError {
+            what,
+            epoch,
+            failed,
+        };
+        warn!(error = %e, "push incomplete");
+        Err(e)
+    }
+}

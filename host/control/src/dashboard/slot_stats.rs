@@ -1,0 +1,144 @@
+//! `GET /api/slots/stats`: the traffic rates of `slot_traffic` and the key and memory
+//! estimates of `slot_keys`, joined per slot and per group, and the per-slot measure a
+//! rebalance by load or memory evens out.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Dashboard;
+use tessera_model::router::{GroupId, SLOTS};
+
+/// Per-slot arrays (index = slot) and per-group totals.
+///
+/// ```text
+/// {"window_secs": 60.0, "sample_secs": 5, "proxies": 2,
+///  "slots": {"group": [1, …], "ops_per_sec": [0.0, …], "bytes_per_sec": […],
+///            "keys": […], "memory": […]},
+///  "groups": [{"group": 1, "slots": 512, "ops_per_sec", "bytes_per_sec", "keys", "memory",
+///              "keys_exact": true, "keys_scanned", "dbsize", "keys_at_unix"}]}
+/// ```
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotStatsView {
+    pub window_secs: f64,
+    pub sample_secs: f64,
+    pub keys_every_secs: f64,
+    pub proxies: usize,
+    pub slots: SlotArrays,
+    pub groups: Vec<GroupTotals>,
+}
+
+/// One entry per slot, in slot order (`group` 0: unassigned).
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotArrays {
+    pub group: Vec<u32>,
+    pub ops_per_sec: Vec<f64>,
+    pub bytes_per_sec: Vec<f64>,
+    pub keys: Vec<f64>,
+    pub memory: Vec<f64>,
+}
+
+/// A group's sums over the slots it owns, and how its keys were counted.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupTotals {
+    pub group: GroupId,
+    pub slots: usize,
+    pub ops_per_sec: f64,
+    pub bytes_per_sec: f64,
+    pub keys: f64,
+    pub memory: f64,
+    /// The last scan saw every key of the group (else the counts are a scaled sample).
+    pub keys_exact: Option<bool>,
+    pub keys_scanned: Option<u64>,
+    pub dbsize: Option<u64>,
+    pub keys_at_unix: Option<u64>,
+}
+
+/// What a rebalance by measure evens out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    Load,
+    Memory,
+}
+
+impl Dashboard {
+    /// The per-slot statistics as they stand.
+    pub fn slot_stats(&self) -> SlotStatsView {
+        let rates = self.slot_traffic.rates();
+        let keys = self.slot_keys.snapshot();
+        let owners: Vec<u32> = {
+            let st = self.state.lock().expect("state lock poisoned");
+            st.slots
+                .iter()
+                .map(|s| s.group.map_or(0, |g| g.0))
+                .collect()
+        };
+        let mut arrays = SlotArrays {
+            group: owners,
+            ops_per_sec: rates.ops_per_sec,
+            bytes_per_sec: rates.bytes_per_sec,
+            keys: vec![0.0; SLOTS],
+            memory: vec![0.0; SLOTS],
+        };
+        // Keys of a slot found on any group count: mid-migration they are on both.
+        for g in keys.values() {
+            for s in 0..SLOTS {
+                arrays.keys[s] += g.keys[s];
+                arrays.memory[s] += g.memory[s];
+            }
+        }
+        let mut groups: BTreeMap<u32, GroupTotals> = BTreeMap::new();
+        for s in 0..SLOTS {
+            let g = arrays.group[s];
+            if g == 0 {
+                continue;
+            }
+            let t = groups.entry(g).or_insert_with(|| {
+                let k = keys.get(&GroupId(g));
+                GroupTotals {
+                    group: GroupId(g),
+                    slots: 0,
+                    ops_per_sec: 0.0,
+                    bytes_per_sec: 0.0,
+                    keys: 0.0,
+                    memory: 0.0,
+                    keys_exact: k.map(|k| k.exact),
+                    keys_scanned: k.map(|k| k.scanned),
+                    dbsize: k.map(|k| k.dbsize),
+                    keys_at_unix: k.map(|k| k.at_unix),
+                }
+            });
+            t.slots += 1;
+            t.ops_per_sec += arrays.ops_per_sec[s];
+            t.bytes_per_sec += arrays.bytes_per_sec[s];
+            t.keys += arrays.keys[s];
+            t.memory += arrays.memory[s];
+        }
+        SlotStatsView {
+            window_secs: rates.window.as_secs_f64(),
+            sample_secs: self.opts.slot_sample.as_secs_f64(),
+            keys_every_secs: self.opts.slot_keys.as_secs_f64(),
+            proxies: rates.proxies,
+            slots: arrays,
+            groups: groups.into_values().collect(),
+        }
+    }
+
+    /// The measure per slot (1024 entries), or why there is none yet.
+    pub(crate) fn slot_measure(&self, m: Measure) -> Result<Vec<f64>, String> {
+        let v = self.slot_stats();
+        match m {
+            Measure::Load if v.window_secs <= 0.0 => Err(format!(
+                "no load measured yet: the dashboard reads the proxies' slot counters every {} s \
+                 and needs two reads",
+                v.sample_secs
+            )),
+            Measure::Load => Ok(v.slots.ops_per_sec),
+            Measure::Memory if v.groups.iter().all(|g| g.keys_exact.is_none()) => Err(format!(
+                "no memory measured yet: the dashboard scans each group every {} s",
+                v.keys_every_secs
+            )),
+            Measure::Memory => Ok(v.slots.memory),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The dashboard's half of slot migration: the background mover, migration and rebalance
+//! plans, measured rebalancing, and the speed cap. What proxies share with it (the scripts,
+//! the internal keys) is `tessera_model::migration`.
+
+pub mod measure;
+pub mod mover;
+pub mod plan;
+mod reply;
+mod stream;
+pub mod throttle;

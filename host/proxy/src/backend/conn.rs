@@ -1,0 +1,465 @@
+//! One backend connection: a task owning the socket, fed by a channel. It connects lazily on
+//! the first request, logs in (see [`Login`]), writes every queued request in one syscall, and
+//! hands each reply to the oldest waiting request, charging it to that request's client.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use super::ReplyResult;
+use super::local::{QueueRx, QueueTx, SlotRx, SlotTx, queue, slot};
+use tessera_model::error::DataError;
+use tessera_model::fence::Fence;
+use tessera_model::limits::OutputAccount;
+use tessera_model::login::Login;
+use tessera_model::tls::Stream;
+use tessera_resp::{Proto, ReplyScanner};
+
+/// Settings shared by every connection of a proxy.
+#[derive(Debug, Clone)]
+pub struct BackendOptions {
+    /// A connection with requests outstanding and no reply for this long is declared dead.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub stats: Arc<BackendStats>,
+    /// A reply growing past this many bytes drops the connection (its requests fail): the
+    /// bound on what a server that is not one of the cluster's (a mirror's shadow) can make
+    /// the proxy hold. `usize::MAX` for the cluster's own servers.
+    pub max_reply: usize,
+    /// The proxy's fence (`tessera_model::fence`): checked before each write, so a request routed
+    /// before the proxy froze is not written after it woke fenced. Never closed for a static
+    /// proxy, nor for a server that is not one of the cluster's (a mirror's shadow).
+    pub fence: Arc<Fence>,
+}
+
+/// Counters shared by every backend connection of a proxy (INFO and /metrics read them).
+#[derive(Debug, Default)]
+pub struct BackendStats {
+    /// Requests written to backends.
+    pub requests: AtomicU64,
+    /// Write batches (one per syscall round): requests / batches is the pipelining factor.
+    pub batches: AtomicU64,
+    pub connects: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub connection_losses: AtomicU64,
+}
+
+struct Request {
+    bytes: Bytes,
+    /// Replies before the one delivered that belong to this request and are dropped (a
+    /// transaction's `+OK` and `+QUEUED`s: only `EXEC`'s reply is the client's).
+    skip: u32,
+    tx: SlotTx<ReplyResult>,
+    /// The client the reply is held for, until it takes it.
+    account: Option<Rc<OutputAccount>>,
+}
+
+/// Where one reply will arrive. Its bytes are charged to the client's output account (if one
+/// was given) from the moment they arrive: whoever takes the reply releases them
+/// (`OutputAccount::release`); a reply never taken stays charged until the account goes,
+/// with its session.
+pub struct ReplyRx {
+    rx: SlotRx<ReplyResult>,
+}
+
+impl Future for ReplyRx {
+    /// The reply; a connection task gone without answering is `BackendDropped`.
+    type Output = ReplyResult;
+
+    #[inline]
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let r = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
+        Poll::Ready(r.unwrap_or_else(|| Err(DataError::BackendDropped)))
+    }
+}
+
+/// Handle to a connection task; cheap to clone. The task ends once every handle is gone and
+/// the requests in flight have their replies.
+#[derive(Clone)]
+pub struct BackendConn {
+    tx: QueueTx<Request>,
+    addr: Arc<str>,
+}
+
+/// Requests larger than this are written straight from their own buffer, not copied.
+const COPY_LIMIT: usize = 8 * 1024;
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Read buffer size; it doubles while a large reply arrives.
+const READ_CHUNK: usize = 16 * 1024;
+
+impl BackendConn {
+    /// Starts the connection task on the current thread's `LocalSet`.
+    pub fn spawn(addr: Arc<str>, proto: Proto, login: Login, opts: BackendOptions) -> Self {
+        Self::spawn_owned(addr, proto, login, opts).0
+    }
+
+    /// Like `spawn`, with the task's abort handle: aborting it closes the socket at once,
+    /// even with a request still waiting (a blocked command).
+    pub fn spawn_owned(
+        addr: Arc<str>,
+        proto: Proto,
+        login: Login,
+        opts: BackendOptions,
+    ) -> (Self, tokio::task::AbortHandle) {
+        let (tx, rx) = queue();
+        let task = ConnTask {
+            addr: addr.clone(),
+            proto,
+            login,
+            opts,
+            rx,
+        };
+        let handle = tokio::task::spawn_local(task.run());
+        (Self { tx, addr }, handle.abort_handle())
+    }
+
+    /// Queues `bytes` (exact RESP) and returns where its reply will arrive; the reply is held
+    /// on `account`'s behalf until taken.
+    pub fn send(&self, bytes: Bytes, account: Option<&Rc<OutputAccount>>) -> ReplyRx {
+        self.send_block(bytes, 0, account)
+    }
+
+    /// Queues `bytes`, several requests written contiguously, whose last reply is the one
+    /// returned: the `skip` replies before it are read and dropped.
+    pub fn send_block(
+        &self,
+        bytes: Bytes,
+        skip: u32,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        let (tx, rx) = slot();
+        let req = Request {
+            bytes,
+            skip,
+            tx,
+            account: account.cloned(),
+        };
+        if let Err(r) = self.tx.send(req) {
+            let _ =
+                r.tx.send(Err(unavailable(&self.addr, "connection task stopped")));
+        }
+        ReplyRx { rx }
+    }
+
+    pub fn addr(&self) -> &Arc<str> {
+        &self.addr
+    }
+}
+
+fn unavailable(addr: &Arc<str>, reason: &str) -> DataError {
+    DataError::BackendUnavailable {
+        addr: addr.clone(),
+        reason: reason.into(),
+    }
+}
+
+struct ConnTask {
+    addr: Arc<str>,
+    proto: Proto,
+    login: Login,
+    opts: BackendOptions,
+    rx: QueueRx<Request>,
+}
+
+/// A request written and waiting for its reply.
+struct InFlight {
+    at: Instant,
+    skip: u32,
+    tx: SlotTx<ReplyResult>,
+    account: Option<Rc<OutputAccount>>,
+}
+
+impl InFlight {
+    /// A request that is not written, to answer with an error.
+    fn unwritten(req: Request) -> Self {
+        InFlight {
+            at: Instant::now(),
+            skip: req.skip,
+            tx: req.tx,
+            account: req.account,
+        }
+    }
+
+    fn deliver(self, r: ReplyResult) {
+        let len = r.as_ref().map_or(0, Bytes::len);
+        if let Some(a) = &self.account {
+            a.charge(len);
+        }
+        if self.tx.send(r).is_err()
+            && let Some(a) = &self.account
+        {
+            // The client is gone: nobody holds the reply.
+            a.release(len);
+        }
+    }
+}
+
+impl ConnTask {
+    async fn run(mut self) {
+        let mut failures: u32 = 0;
+        while let Some(first) = self.rx.recv().await {
+            match self.connect().await {
+                Ok(stream) => {
+                    self.opts.stats.connects.fetch_add(1, Ordering::Relaxed);
+                    if failures > 0 {
+                        debug!(addr = %self.addr, "backend reconnected");
+                    }
+                    failures = 0;
+                    // Plain: the socket's own halves, no lock between them (the hot path);
+                    // TLS: one state shared by both directions, so tokio's locked split.
+                    let reason = match stream {
+                        Stream::Plain(s) => {
+                            let (r, w) = s.into_split();
+                            self.serve(r, w, first).await
+                        }
+                        tls => {
+                            let (r, w) = tokio::io::split(tls);
+                            self.serve(r, w, first).await
+                        }
+                    };
+                    if self.rx.is_closed() && self.rx.is_empty() {
+                        return;
+                    }
+                    self.opts
+                        .stats
+                        .connection_losses
+                        .fetch_add(1, Ordering::Relaxed);
+                    warn!(addr = %self.addr, %reason, "backend connection lost");
+                }
+                Err(reason) => {
+                    self.opts
+                        .stats
+                        .connect_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    failures += 1;
+                    warn!(addr = %self.addr, %reason, failures, "backend connect failed");
+                    let err = unavailable(&self.addr, &reason);
+                    let _ = first.tx.send(Err(err.clone()));
+                    // Fail fast while the server stays down instead of queueing behind it.
+                    let backoff = (Duration::from_millis(25)
+                        * 2u32.saturating_pow(failures.min(10)))
+                    .min(MAX_BACKOFF);
+                    let until = Instant::now() + backoff;
+                    loop {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(until) => break,
+                            r = self.rx.recv() => match r {
+                                Some(r) => { let _ = r.tx.send(Err(err.clone())); }
+                                None => return,
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Stream, String> {
+        let fut = connect_logged_in(&self.addr, &self.login, self.proto);
+        match tokio::time::timeout(self.opts.connect_timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "connect timed out after {} ms",
+                self.opts.connect_timeout.as_millis()
+            )),
+        }
+    }
+
+    /// Runs the connection until it breaks, or until every handle is gone and the requests
+    /// in flight have their replies; returns why. Requests in flight when it breaks are failed
+    /// here; requests still queued stay queued for the next connection.
+    async fn serve(
+        &mut self,
+        mut r: impl AsyncRead + Unpin,
+        mut w: impl AsyncWrite + Unpin,
+        first: Request,
+    ) -> String {
+        let inflight: std::cell::RefCell<VecDeque<InFlight>> = Default::default();
+        // Set when no handle is left: the reader ends once nothing is in flight.
+        let closed = std::cell::Cell::new(false);
+        let wake = tokio::sync::Notify::new();
+        let timeout = self.opts.timeout;
+        let rx = &mut self.rx;
+        let stats = &self.opts.stats;
+        let fence = &self.opts.fence;
+        let writer = async {
+            let mut batch = vec![first];
+            let mut wbuf = BytesMut::with_capacity(16 * 1024);
+            loop {
+                if !fence.serving() {
+                    // Routed with a table this proxy may no longer hold (it froze or lost the
+                    // store between routing and now): failed, certainly unwritten.
+                    for req in batch.drain(..) {
+                        InFlight::unwritten(req).deliver(Err(DataError::Fenced));
+                    }
+                }
+                let now = Instant::now();
+                if !batch.is_empty() {
+                    stats
+                        .requests
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    stats.batches.fetch_add(1, Ordering::Relaxed);
+                }
+                for req in batch.drain(..) {
+                    inflight.borrow_mut().push_back(InFlight {
+                        at: now,
+                        skip: req.skip,
+                        tx: req.tx,
+                        account: req.account,
+                    });
+                    if req.bytes.len() >= COPY_LIMIT {
+                        if !wbuf.is_empty() {
+                            w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                            wbuf.clear();
+                        }
+                        w.write_all(&req.bytes).await.map_err(|e| e.to_string())?;
+                    } else {
+                        wbuf.extend_from_slice(&req.bytes);
+                    }
+                }
+                if !wbuf.is_empty() {
+                    w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                    wbuf.clear();
+                }
+                // A no-op on a plain socket; TLS may hold the last record back until it.
+                w.flush().await.map_err(|e| e.to_string())?;
+                if rx.recv_many(&mut batch, 512).await == 0 {
+                    closed.set(true);
+                    wake.notify_one();
+                    return std::future::pending::<Result<(), String>>().await;
+                }
+            }
+        };
+        let reader = async {
+            let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+            let mut scanner = ReplyScanner::default();
+            loop {
+                loop {
+                    match scanner.next_len(&rbuf) {
+                        Ok(Some(n)) => {
+                            let reply = rbuf.split_to(n).freeze();
+                            if reply.first() == Some(&b'>') {
+                                continue; // out-of-band push; never requested, never routed
+                            }
+                            let mut inflight = inflight.borrow_mut();
+                            match inflight.front_mut() {
+                                Some(f) if f.skip > 0 => f.skip -= 1,
+                                Some(_) => {
+                                    let f = inflight.pop_front().expect("front exists");
+                                    f.deliver(Ok(reply));
+                                }
+                                None => return Err::<(), String>("reply without a request".into()),
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Err(format!("protocol error from server: {e}")),
+                    }
+                }
+                if closed.get() && inflight.borrow().is_empty() {
+                    return Err("no longer used".into());
+                }
+                if rbuf.len() > self.opts.max_reply {
+                    return Err(format!("a reply over {} bytes", self.opts.max_reply));
+                }
+                grow(&mut rbuf);
+                let read = tokio::select! {
+                    r = tokio::time::timeout(timeout, r.read_buf(&mut rbuf)) => r,
+                    _ = wake.notified() => continue,
+                };
+                match read {
+                    Ok(Ok(0)) => return Err("connection closed by server".into()),
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(e.to_string()),
+                    Err(_) => {
+                        let stuck = inflight
+                            .borrow()
+                            .front()
+                            .is_some_and(|f| f.at.elapsed() >= timeout);
+                        if stuck {
+                            return Err(format!("no reply for {} ms", timeout.as_millis()));
+                        }
+                    }
+                }
+            }
+        };
+        let reason = tokio::select! {
+            r = writer => r.err().unwrap_or_default(),
+            r = reader => r.err().unwrap_or_default(),
+        };
+        let err = unavailable(&self.addr, &reason);
+        for f in inflight.into_inner() {
+            f.deliver(Err(err.clone()));
+        }
+        reason
+    }
+}
+
+/// Makes room to read more. An unfinished reply that fills the buffer doubles it: growing a
+/// shared `BytesMut` by a fixed step copies the whole reply each time (quadratic in a large
+/// reply's size; a 10 MB reply stalled every client of the worker).
+fn grow(rbuf: &mut BytesMut) {
+    if rbuf.capacity() - rbuf.len() < 4096 {
+        rbuf.reserve(rbuf.len().max(READ_CHUNK));
+    }
+}
+
+/// Connects to `addr` (with TLS if its group is marked so, see `tls::backend`), runs
+/// `login`'s steps and, for RESP3, `HELLO 3`: a connection that acts as the login's user and
+/// speaks `proto` (every backend connection's handshake, the shared ones', the dedicated
+/// ones' and the pub/sub hub's).
+///
+/// # Errors
+/// The connection failed, or a step's reply was refused (its text says which).
+pub async fn connect_logged_in(addr: &str, login: &Login, proto: Proto) -> Result<Stream, String> {
+    let mut s = tessera_model::tls::backend::backends()
+        .connect(addr)
+        .await?;
+    for step in login.steps.iter() {
+        s.send_all(&step.request).await.map_err(|e| e.to_string())?;
+        let reply = read_one(&mut s).await?;
+        if !(step.accept)(&reply) {
+            return Err(format!(
+                "{} refused: {}",
+                step.what,
+                String::from_utf8_lossy(&reply).trim_end()
+            ));
+        }
+    }
+    if proto == Proto::Resp3 {
+        s.send_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let reply = read_one(&mut s).await?;
+        if !reply.starts_with(b"%") {
+            return Err(format!(
+                "HELLO 3 refused: {}",
+                String::from_utf8_lossy(&reply).trim_end()
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// Reads exactly one reply (used only during the handshake).
+async fn read_one(s: &mut Stream) -> Result<Bytes, String> {
+    let mut buf = BytesMut::with_capacity(512);
+    let mut scanner = ReplyScanner::default();
+    loop {
+        if let Some(n) = scanner.next_len(&buf).map_err(|e| e.to_string())? {
+            return Ok(buf.split_to(n).freeze());
+        }
+        grow(&mut buf);
+        if s.read_buf(&mut buf).await.map_err(|e| e.to_string())? == 0 {
+            return Err("connection closed during handshake".into());
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! A worker thread's connections, by (address, protocol, login), created on first use.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rustc_hash::FxHashMap;
+
+use super::{BackendConn, BackendOptions, ReplyRx};
+use tessera_model::limits::OutputAccount;
+use tessera_model::login::Login;
+use tessera_resp::Proto;
+
+/// Connection sets of one address, by (protocol, login id): a handful at most.
+type Sets = Vec<(Proto, u64, Box<[BackendConn]>)>;
+
+/// Connections of one worker thread. Not `Sync`: each thread has its own, so requests and
+/// replies never cross threads.
+pub struct Pool {
+    opts: BackendOptions,
+    per_backend: usize,
+    conns: RefCell<FxHashMap<Arc<str>, Sets>>,
+    next: Cell<usize>,
+}
+
+impl Pool {
+    pub fn new(opts: BackendOptions, per_backend: usize) -> Self {
+        Self {
+            opts,
+            per_backend: per_backend.max(1),
+            conns: Default::default(),
+            next: Cell::new(0),
+        }
+    }
+
+    pub fn options(&self) -> &BackendOptions {
+        &self.opts
+    }
+
+    /// Sends `req` to `addr` over a connection speaking `proto` logged in as `login`
+    /// (round-robin over the set); the reply is held on `account`'s behalf until taken.
+    pub fn send(
+        &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        self.send_block(addr, proto, login, req, 0, account)
+    }
+
+    /// Sends several requests written contiguously on one connection (a transaction's
+    /// `MULTI … EXEC`); the last reply is returned, the `skip` before it dropped.
+    pub fn send_block(
+        &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        skip: u32,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        let mut conns = self.conns.borrow_mut();
+        // Looked up by `&str`: no Arc clone on the hot path.
+        let sets = match conns.get_mut(&**addr) {
+            Some(s) => s,
+            None => conns.entry(addr.clone()).or_default(),
+        };
+        if let Some((_, _, set)) = sets
+            .iter()
+            .find(|(p, id, _)| *p == proto && *id == login.id)
+        {
+            return self.pick(set).send_block(req, skip, account);
+        }
+        let set: Box<[BackendConn]> = (0..self.per_backend)
+            .map(|_| BackendConn::spawn(addr.clone(), proto, login.clone(), self.opts.clone()))
+            .collect();
+        let rx = self.pick(&set).send_block(req, skip, account);
+        sets.push((proto, login.id, set));
+        rx
+    }
+
+    /// Drops the connections of logins no longer in use (their tasks finish what is in flight,
+    /// then exit).
+    pub fn retain_logins(&self, live: impl Fn(u64) -> bool) {
+        for sets in self.conns.borrow_mut().values_mut() {
+            sets.retain(|(_, id, _)| live(*id));
+        }
+    }
+
+    fn pick<'a>(&self, set: &'a [BackendConn]) -> &'a BackendConn {
+        if set.len() == 1 {
+            return &set[0];
+        }
+        let i = self.next.get().wrapping_add(1);
+        self.next.set(i);
+        &set[i % set.len()]
+    }
+}

@@ -1,0 +1,51 @@
+//! A proxy's side of the plugin catalog: the enabled plugins as runtime specs, with a cache of
+//! modules by hash so that a config change does not fetch the module again. The catalog's
+//! shape is `tessera_wire::plugins`; reading and writing it, `tessera_store::catalog`.
+
+use std::sync::Arc;
+
+use tessera_store::Store;
+use tessera_store::catalog::get_blob;
+use tessera_store::model::Paths;
+use tessera_wasm::PluginSpec;
+use tessera_wire::plugins::Catalog;
+
+/// A proxy's cache of modules by hash (a reload of a config does not fetch the module again).
+#[derive(Default)]
+pub struct BlobCache(std::sync::Mutex<rustc_hash::FxHashMap<String, Arc<Vec<u8>>>>);
+
+impl BlobCache {
+    /// The enabled plugins of `catalog`, in order, as runtime specs.
+    ///
+    /// # Errors
+    /// A module cannot be read from the store.
+    pub async fn specs(
+        &self,
+        store: &dyn Store,
+        paths: &Paths,
+        catalog: &Catalog,
+    ) -> anyhow::Result<Vec<PluginSpec>> {
+        let mut specs = Vec::new();
+        for e in catalog.plugins.iter().filter(|e| e.enabled) {
+            let cached = self
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&e.sha256)
+                .cloned();
+            let wasm = match cached {
+                Some(w) => w,
+                None => {
+                    let w = Arc::new(get_blob(store, paths, &e.sha256).await?);
+                    self.0
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(e.sha256.clone(), w.clone());
+                    w
+                }
+            };
+            specs.push(PluginSpec::from_entry(e, wasm)?);
+        }
+        Ok(specs)
+    }
+}

@@ -1,0 +1,254 @@
+//! A hub's subscriber connection to one backend: a task that logs in, speaks RESP3 (so every
+//! message and confirmation is a `>` push and cannot be mistaken for a reply), writes the
+//! hub's (un)subscribe requests and hands each push to the hub. Not a shared pipelined
+//! connection: the only replies awaited are of its own `PING tessera-sync-<n>` markers, sent
+//! after a batch of subscriptions so that a client's confirmation waits until the backend has
+//! them (as a direct client's does). On a broken connection it reconnects with
+//! backoff and subscribes again everything the hub wants on that backend; messages published
+//! while it was down are lost, as they are for a direct client that reconnects. A marker PING
+//! every 10 s finds a server that vanished without closing the connection.
+
+use std::collections::VecDeque;
+use std::rc::Weak;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use super::{Hub, HubInner};
+use tessera_model::login::Login;
+use tessera_model::tls::Stream;
+use tessera_resp::ReplyScanner;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+const READ_CHUNK: usize = 16 * 1024;
+/// An idle subscriber connection sends a marker PING this often, and is declared dead when one
+/// stays unanswered this long.
+const KEEPALIVE: Duration = Duration::from_secs(10);
+
+/// Handle to a subscriber connection task; the task ends when the handle is dropped.
+pub(super) struct SubConn {
+    tx: mpsc::UnboundedSender<Cmd>,
+}
+
+enum Cmd {
+    /// A request (exact RESP) whose confirmations are pushes.
+    Request(Bytes),
+    /// Answer once the server has processed everything sent before (dropped unanswered if
+    /// the connection breaks first).
+    Sync(oneshot::Sender<()>),
+}
+
+/// The marker PING's argument; its reply is a bulk string, never a push.
+const SYNC_PREFIX: &[u8] = b"tessera-sync-";
+
+impl SubConn {
+    pub(super) fn spawn(addr: Arc<str>, login: Login, hub: Weak<HubInner>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::task::spawn_local(run(addr, login, hub, rx));
+        Self { tx }
+    }
+
+    /// Queues a request. If the connection is down it is replayed after the hub's state on
+    /// reconnect, which it is already part of.
+    pub(super) fn send(&self, req: Bytes) {
+        let _ = self.tx.send(Cmd::Request(req));
+    }
+
+    /// Completes (with `Ok` or `Err` alike) once the backend has processed what was sent
+    /// before, or the connection broke.
+    pub(super) fn sync(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.tx.send(Cmd::Sync(tx));
+        rx
+    }
+}
+
+async fn run(
+    addr: Arc<str>,
+    login: Login,
+    hub: Weak<HubInner>,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
+) {
+    let mut failures: u32 = 0;
+    let mut connected_before = false;
+    loop {
+        match tokio::time::timeout(CONNECT_TIMEOUT, connect(&addr, &login)).await {
+            Ok(Ok(stream)) => {
+                if failures > 0 {
+                    debug!(%addr, "subscriber connection reconnected");
+                }
+                failures = 0;
+                // What is still queued replays, after the state, the changes made to it since.
+                let Some(inner) = hub.upgrade() else { return };
+                let hub_now = Hub { inner };
+                let first = hub_now.resubscriptions(&addr);
+                if connected_before {
+                    hub_now.reconnected(&addr);
+                }
+                connected_before = true;
+                drop(hub_now);
+                let served = match stream {
+                    Stream::Plain(s) => {
+                        let (r, w) = s.into_split();
+                        serve(&addr, r, w, first, &mut rx, &hub).await
+                    }
+                    tls => {
+                        let (r, w) = tokio::io::split(tls);
+                        serve(&addr, r, w, first, &mut rx, &hub).await
+                    }
+                };
+                match served {
+                    Ok(()) => return,
+                    Err(reason) => {
+                        warn!(%addr, %reason, "subscriber connection lost");
+                        if let Some(inner) = hub.upgrade() {
+                            Hub { inner }.link_down(&addr);
+                        }
+                    }
+                }
+            }
+            Ok(Err(reason)) => {
+                failures += 1;
+                warn!(%addr, %reason, failures, "subscriber connection failed");
+            }
+            Err(_) => {
+                failures += 1;
+                warn!(%addr, failures, "subscriber connection timed out");
+            }
+        }
+        let backoff =
+            (Duration::from_millis(25) * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
+        let until = tokio::time::Instant::now() + backoff;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                // A sync waits for nobody while the server is away (dropped: answered).
+                r = rx.recv() => if r.is_none() { return },
+            }
+        }
+        // A backend the hub no longer wants anything of (a failed master replaced) is not
+        // retried until it does again.
+        let Some(inner) = hub.upgrade() else { return };
+        if !(Hub { inner }).wants(&addr) && rx.recv().await.is_none() {
+            return;
+        }
+    }
+}
+
+/// Serves one connection: `Ok` when the hub let it go, `Err` with why it broke.
+async fn serve(
+    addr: &Arc<str>,
+    mut r: impl AsyncRead + Unpin,
+    mut w: impl AsyncWrite + Unpin,
+    first: Vec<Bytes>,
+    rx: &mut mpsc::UnboundedReceiver<Cmd>,
+    hub: &Weak<HubInner>,
+) -> Result<(), String> {
+    for req in first {
+        w.write_all(&req).await.map_err(|e| e.to_string())?;
+    }
+    w.flush().await.map_err(|e| e.to_string())?;
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut scanner = ReplyScanner::default();
+    let mut pending = Vec::new();
+    // Markers sent and not answered yet: number, who waits (none for a keep-alive), when.
+    let mut syncs: VecDeque<(u64, Option<oneshot::Sender<()>>, Instant)> = VecDeque::new();
+    let mut next_sync: u64 = 0;
+    let mut wbuf = BytesMut::new();
+    let mut keepalive = tokio::time::interval_at(Instant::now() + KEEPALIVE, KEEPALIVE);
+    loop {
+        tokio::select! {
+            _ = keepalive.tick() => {
+                // An idle subscriber connection hears nothing from a server that vanished
+                // without a reset: a marker it does not answer says so.
+                if syncs.front().is_some_and(|(_, _, at)| at.elapsed() >= KEEPALIVE) {
+                    return Err(format!("no reply to a PING for {} s", KEEPALIVE.as_secs()));
+                }
+                next_sync += 1;
+                let mark = format!("tessera-sync-{next_sync}");
+                w.write_all(&wire_ping(mark.as_bytes())).await.map_err(|e| e.to_string())?;
+                w.flush().await.map_err(|e| e.to_string())?;
+                syncs.push_back((next_sync, None, Instant::now()));
+            }
+            n = rx.recv_many(&mut pending, 64) => {
+                if n == 0 {
+                    return Ok(());
+                }
+                for cmd in pending.drain(..) {
+                    match cmd {
+                        Cmd::Request(req) => wbuf.extend_from_slice(&req),
+                        Cmd::Sync(tx) => {
+                            next_sync += 1;
+                            let mark = format!("tessera-sync-{next_sync}");
+                            wbuf.extend_from_slice(&wire_ping(mark.as_bytes()));
+                            syncs.push_back((next_sync, Some(tx), Instant::now()));
+                        }
+                    }
+                }
+                w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                // A no-op on a plain socket; TLS may hold the last record back until it.
+                w.flush().await.map_err(|e| e.to_string())?;
+                wbuf.clear();
+            }
+            read = r.read_buf(&mut rbuf) => {
+                match read {
+                    Ok(0) => return Err("connection closed by server".into()),
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+                let Some(inner) = hub.upgrade() else { return Ok(()) };
+                let hub = Hub { inner };
+                while let Some(n) = scanner.next_len(&rbuf).map_err(|e| e.to_string())? {
+                    let frame = rbuf.split_to(n).freeze();
+                    match frame.first() {
+                        Some(b'>') => hub.deliver(frame),
+                        Some(b'$') => {
+                            if let Some(n) = sync_mark(&frame) {
+                                while syncs.front().is_some_and(|(k, _, _)| *k <= n) {
+                                    if let Some((_, Some(tx), _)) = syncs.pop_front() {
+                                        let _ = tx.send(());
+                                    }
+                                }
+                            }
+                        }
+                        Some(b'+') => hub.tracking_confirmed(addr),
+                        Some(b'-' | b'!') => warn!(
+                            error = %String::from_utf8_lossy(&frame).trim_end(),
+                            "subscriber connection: request refused"
+                        ),
+                        _ => {}
+                    }
+                }
+                if rbuf.capacity() - rbuf.len() < 4096 {
+                    rbuf.reserve(rbuf.len().max(READ_CHUNK));
+                }
+            }
+        }
+    }
+}
+
+fn wire_ping(arg: &[u8]) -> Vec<u8> {
+    let mut out = format!("*2\r\n$4\r\nPING\r\n${}\r\n", arg.len()).into_bytes();
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// The number of a sync marker's PING reply (`$n\r\ntessera-sync-<k>\r\n`).
+fn sync_mark(frame: &[u8]) -> Option<u64> {
+    let start = memchr::memchr(b'\n', frame)? + 1;
+    let body = frame.get(start..frame.len().checked_sub(2)?)?;
+    let digits = body.strip_prefix(SYNC_PREFIX)?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Connects, runs the login's steps and switches to RESP3.
+async fn connect(addr: &str, login: &Login) -> Result<Stream, String> {
+    crate::backend::connect_logged_in(addr, login, tessera_resp::Proto::Resp3).await
+}

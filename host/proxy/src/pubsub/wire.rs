@@ -1,0 +1,251 @@
+//! The pub/sub wire shapes, pure: the requests a hub sends its subscriber connections, the
+//! pushes it reads back (`message`, `pmessage`, `smessage`), and the subscribe/unsubscribe
+//! confirmations a session composes for its client, byte for byte as redis-server 7.0 sends
+//! them to a direct client (`>` pushes in RESP3, `*` arrays in RESP2).
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use tessera_resp::{Proto, split_aggregate};
+
+/// The three namespaces a client subscribes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// SUBSCRIBE: channels, routed by the channel's slot.
+    Channel,
+    /// PSUBSCRIBE: patterns, subscribed on every master.
+    Pattern,
+    /// SSUBSCRIBE: shard channels, routed by slot.
+    Shard,
+}
+
+impl Space {
+    pub const ALL: [Space; 3] = [Space::Channel, Space::Pattern, Space::Shard];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The backend command (and the confirmation's first element) to subscribe.
+    pub fn subscribe_name(self) -> &'static str {
+        match self {
+            Space::Channel => "subscribe",
+            Space::Pattern => "psubscribe",
+            Space::Shard => "ssubscribe",
+        }
+    }
+
+    pub fn unsubscribe_name(self) -> &'static str {
+        match self {
+            Space::Channel => "unsubscribe",
+            Space::Pattern => "punsubscribe",
+            Space::Shard => "sunsubscribe",
+        }
+    }
+}
+
+/// `SUBSCRIBE a b …` (or its pattern/shard form, or the unsubscribes) as a RESP request.
+pub fn request(space: Space, subscribe: bool, names: &[Bytes]) -> Bytes {
+    let cmd = if subscribe {
+        space.subscribe_name()
+    } else {
+        space.unsubscribe_name()
+    };
+    let mut out = BytesMut::with_capacity(16 + names.iter().map(|n| n.len() + 16).sum::<usize>());
+    header(&mut out, b'*', names.len() + 1);
+    bulk(&mut out, cmd.as_bytes());
+    for n in names {
+        bulk(&mut out, n);
+    }
+    out.freeze()
+}
+
+/// A confirmation: `[kind, name or null, count]`, as Redis's `addReplyPubsub(Un)Subscribed`.
+pub fn confirmation(
+    proto: Proto,
+    kind: &str,
+    name: Option<&[u8]>,
+    count: usize,
+    out: &mut BytesMut,
+) {
+    header(out, push_byte(proto), 3);
+    bulk(out, kind.as_bytes());
+    match (name, proto) {
+        (Some(n), _) => bulk(out, n),
+        (None, Proto::Resp2) => out.put_slice(b"$-1\r\n"),
+        (None, Proto::Resp3) => out.put_slice(b"_\r\n"),
+    }
+    out.put_u8(b':');
+    out.put_slice(itoa::Buffer::new().format(count).as_bytes());
+    out.put_slice(b"\r\n");
+}
+
+/// PING while subscribed in RESP2: `["pong", arg or ""]` (Redis answers so there).
+pub fn subscribed_pong(arg: Option<&[u8]>, out: &mut BytesMut) {
+    out.put_slice(b"*2\r\n$4\r\npong\r\n");
+    bulk(out, arg.unwrap_or(b""));
+}
+
+/// A message push as a subscriber connection (RESP3) delivered it, written for a client of
+/// `proto`: the elements are the same bulk strings, only the type byte differs.
+pub fn message_for(proto: Proto, push: &[u8], out: &mut BytesMut) {
+    if let Some((first, rest)) = push.split_first() {
+        out.put_u8(if *first == b'>' {
+            push_byte(proto)
+        } else {
+            *first
+        });
+        out.put_slice(rest);
+    }
+}
+
+/// A push a subscriber connection received, by what it is for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Push<'a> {
+    /// A message for the subscribers of `name` in `space` (a channel, or for `pmessage` the
+    /// pattern that matched).
+    Message { space: Space, name: &'a [u8] },
+    /// `invalidate [keys]` (or null: everything), from `CLIENT TRACKING ON BCAST`; the parts
+    /// after the first (see `tracking::invalidated_keys`).
+    Invalidate(Vec<&'a [u8]>),
+    /// A confirmation, or anything else that needs no delivery.
+    Other,
+}
+
+/// What a push from a subscriber connection is.
+pub fn classify_push(push: &[u8]) -> Push<'_> {
+    if push.first() != Some(&b'>') {
+        return Push::Other;
+    }
+    let Some(parts) = split_aggregate(push) else {
+        return Push::Other;
+    };
+    let kind = parts.first().and_then(|p| bulk_body(p));
+    if kind == Some(b"invalidate") && parts.len() == 2 {
+        return Push::Invalidate(parts);
+    }
+    let space = match (kind, parts.len()) {
+        (Some(b"message"), 3) => Space::Channel,
+        (Some(b"pmessage"), 4) => Space::Pattern,
+        (Some(b"smessage"), 3) => Space::Shard,
+        _ => return Push::Other,
+    };
+    match bulk_body(parts[1]) {
+        Some(name) => Push::Message { space, name },
+        None => Push::Other,
+    }
+}
+
+/// The body of a bulk string (`$n\r\n…\r\n`).
+fn bulk_body(b: &[u8]) -> Option<&[u8]> {
+    if b.first() != Some(&b'$') {
+        return None;
+    }
+    let start = memchr::memchr(b'\n', b)? + 1;
+    b.get(start..b.len().checked_sub(2)?)
+}
+
+fn push_byte(proto: Proto) -> u8 {
+    match proto {
+        Proto::Resp2 => b'*',
+        Proto::Resp3 => b'>',
+    }
+}
+
+fn header(out: &mut BytesMut, kind: u8, n: usize) {
+    out.put_u8(kind);
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.put_slice(b"\r\n");
+}
+
+fn bulk(out: &mut BytesMut, b: &[u8]) {
+    header(out, b'$', b.len());
+    out.put_slice(b);
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(proto: Proto, kind: &str, name: Option<&[u8]>, n: usize) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        confirmation(proto, kind, name, n, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn confirmations_are_redis_shapes() {
+        assert_eq!(
+            conf(Proto::Resp2, "subscribe", Some(b"ch"), 1),
+            b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+        );
+        assert_eq!(
+            conf(Proto::Resp3, "psubscribe", Some(b"h*"), 12),
+            b">3\r\n$10\r\npsubscribe\r\n$2\r\nh*\r\n:12\r\n"
+        );
+        assert_eq!(
+            conf(Proto::Resp2, "unsubscribe", None, 0),
+            b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n"
+        );
+        assert_eq!(
+            conf(Proto::Resp3, "sunsubscribe", None, 0),
+            b">3\r\n$12\r\nsunsubscribe\r\n_\r\n:0\r\n"
+        );
+        let mut out = BytesMut::new();
+        subscribed_pong(None, &mut out);
+        assert_eq!(&out[..], b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+    }
+
+    #[test]
+    fn requests_name_every_channel() {
+        let r = request(
+            Space::Shard,
+            false,
+            &[Bytes::from("a"), Bytes::from("{b}c")],
+        );
+        assert_eq!(
+            &r[..],
+            b"*3\r\n$12\r\nsunsubscribe\r\n$1\r\na\r\n$4\r\n{b}c\r\n"
+        );
+    }
+
+    #[test]
+    fn pushes_are_told_apart() {
+        let m = b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n";
+        assert_eq!(
+            classify_push(m),
+            Push::Message {
+                space: Space::Channel,
+                name: b"ch"
+            }
+        );
+        let p = b">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$0\r\n\r\n";
+        assert_eq!(
+            classify_push(p),
+            Push::Message {
+                space: Space::Pattern,
+                name: b"c*"
+            }
+        );
+        let s = b">3\r\n$8\r\nsmessage\r\n$1\r\nx\r\n$1\r\ny\r\n";
+        assert_eq!(
+            classify_push(s),
+            Push::Message {
+                space: Space::Shard,
+                name: b"x"
+            }
+        );
+        assert_eq!(
+            classify_push(b">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"),
+            Push::Other
+        );
+        assert_eq!(classify_push(b"-ERR no\r\n"), Push::Other);
+        assert_eq!(
+            classify_push(b">2\r\n$7\r\nmessage\r\n$2\r\nch\r\n"),
+            Push::Other
+        );
+        let mut out = BytesMut::new();
+        message_for(Proto::Resp2, m, &mut out);
+        assert_eq!(&out[..], b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n");
+    }
+}

@@ -1,0 +1,333 @@
+//! A proxy in cluster mode: it registers itself in the store as an ephemeral node, takes its
+//! routing table from the store at start, and from then on from the dashboard's pushes on its
+//! admin API. The dashboard may go away: the proxy keeps serving its last table. The store
+//! may go away for less than the registration's TTL less `FENCE_MARGIN`; past that the proxy
+//! fences itself (`fence::Fence`): once its registration may have lapsed, the dashboard may
+//! move slots without it. When the store answers again it registers afresh, reloads its
+//! table, and serves again.
+//!
+//! Order matters: the admin API is up and the node registered *before* the table is loaded,
+//! so a dashboard change made in between reaches this proxy by a push (and the older table
+//! read from the store is then refused by its epoch), never lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tracing::{info, warn};
+
+use super::Proxy;
+use crate::admin::ProxyAdmin;
+use crate::config::ProxyConfig;
+use tessera_model::fence::FENCE_MARGIN;
+use tessera_model::router::{Router, SlotTableBuilder, Topology};
+use tessera_model::secret::{random_token, sha256_hex};
+use tessera_store::Holder;
+use tessera_store::model::{self, ClusterMeta, ProxyModel, ProxyState, SCHEMA_VERSION};
+
+/// How long a crashed proxy's node outlives it.
+pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
+/// How often the fence follows the registration's renewals.
+const FENCE_STEP: Duration = Duration::from_millis(100);
+/// How often a fenced proxy tries to register again and reload its table.
+const RETRY: Duration = Duration::from_secs(1);
+/// How long a starting proxy looks for its prefix routes' targets before it serves.
+const ROUTES_AT_START: Duration = Duration::from_secs(2);
+
+/// Where a cluster-mode proxy finds its cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub cluster: String,
+    pub store_url: String,
+    pub admin_listen: String,
+}
+
+/// Runs a cluster-mode proxy until `shutdown`.
+///
+/// # Errors
+/// The store cannot be read at start, the cluster does not exist, or a port is taken.
+pub async fn run(
+    config: ProxyConfig,
+    opts: ClusterOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if !config.users.is_empty() {
+        bail!(
+            "a cluster-mode proxy takes its users from the cluster (tessera admin user …), not from [[users]]"
+        );
+    }
+    let (store, paths) = tessera_store::open_cluster(&opts.cluster, &opts.store_url).await?;
+    let Some((meta, _)) = model::read::<ClusterMeta>(&*store, &paths.meta()).await? else {
+        bail!(
+            "cluster {} not found in {}: start its dashboard first (tessera dashboard --cluster {} --store {})",
+            opts.cluster,
+            store.describe(),
+            opts.cluster,
+            opts.store_url
+        );
+    };
+    // An empty table until the store's is loaded below; no client is accepted before that.
+    let router = Arc::new(Router::new(SlotTableBuilder::default().build(0)));
+    let probes = tokio::spawn(super::replica_probe::run(
+        router.clone(),
+        meta.backend_admin.clone(),
+    ));
+    let proxy = Proxy::bind_with_router(config, router)?;
+    let admin_listener = tokio::net::TcpListener::bind(&opts.admin_listen)
+        .await
+        .with_context(|| format!("binding the admin API on {}", opts.admin_listen))?;
+    let admin_addr = admin_listener.local_addr()?.to_string();
+    let token = random_token();
+    let admin = ProxyAdmin::new(
+        proxy.shared().clone(),
+        token.clone(),
+        admin_addr.clone(),
+        Some(sha256_hex(&meta.proxy_secret)),
+    );
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(tessera_http::serve::serve(
+        admin_listener,
+        admin.clone().router(),
+        async {
+            let _ = admin_stopped.await;
+        },
+    ));
+    tokio::spawn(admin.clone().sample_ops());
+
+    let model = ProxyModel {
+        schema: SCHEMA_VERSION,
+        token: token.clone(),
+        addr: proxy.local_addr().to_string(),
+        admin_addr: admin_addr.clone(),
+        pid: std::process::id(),
+        host: tessera_store::hostname(),
+        start_unix: model::now_unix(),
+        state: ProxyState::Online,
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let holder = Holder {
+        pid: model.pid,
+        host: model.host.clone(),
+        payload: serde_json::to_value(&model)?,
+    };
+    let node = store
+        .create_ephemeral(&paths.proxy(&token), &holder, PROXY_NODE_TTL)
+        .await
+        .context("registering the proxy")?;
+    let topo = stored_topology(&*store, &paths).await?;
+    let _ = admin.catalog_source.set((store.clone(), paths.clone()));
+    let (catalog, _) = tessera_store::catalog::read(&*store, &paths)
+        .await
+        .context("reading the plugin catalog")?;
+    if !catalog.plugins.is_empty() {
+        crate::admin::apply_catalog(&admin, &catalog)
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the cluster's plugins: {e}"))?;
+        info!(
+            version = catalog.version,
+            plugins = catalog.plugins.iter().filter(|p| p.enabled).count(),
+            "plugins loaded from the catalog"
+        );
+    }
+    load_users(&admin, &*store, &paths).await?;
+    let mirror = tessera_store::mirror::read_doc(&*store, &paths)
+        .await
+        .context("reading the mirror settings")?;
+    // Once the cluster has mirror settings they replace proxy.toml's `[mirror]`.
+    if mirror.version > 0
+        && let Err(e) = admin.shared.mirror.apply(&mirror)
+    {
+        warn!(error = %e, "the cluster's mirror settings were not applied");
+    }
+    // Before a client is served: the data connections' confined user is set up with it, and
+    // the proxy's own requests (moving keys, INFO) run as it.
+    match &meta.backend_admin {
+        Some(cred) => admin.shared.set_backend_admin(Some(cred.clone())),
+        None => warn!(
+            "the cluster meta has no backend admin user yet (its dashboard adds one at its next start)"
+        ),
+    }
+    let meta_epoch = topo.epoch;
+    match admin.apply(topo, false).await {
+        Ok(_) => info!(epoch = meta_epoch, "slot table loaded from the store"),
+        Err(e) => info!(reason = %e, "kept the newer table the dashboard pushed during start-up"),
+    }
+    info!(cluster = %opts.cluster, %token, admin = %admin_addr, "proxy registered");
+    // Targets for the prefix routes before the first client, within a bound: a route whose
+    // cluster does not answer yet gets its target from the keeper's next rounds.
+    let keeper = super::routes::Keeper::new(admin.clone(), store.clone());
+    let _ = tokio::time::timeout(ROUTES_AT_START, keeper.check()).await;
+    let route_keeper = tokio::spawn(keeper.run());
+    serve_within(&admin, &node);
+    let registration = tokio::spawn(keep_registered(
+        admin.clone(),
+        store.clone(),
+        paths.clone(),
+        holder,
+        node,
+    ));
+
+    let result = proxy.run(shutdown).await;
+    if let Err(e) = &result {
+        warn!(error = %e, "proxy stopped with an error");
+    }
+    // Dropping the registration task releases the node.
+    registration.abort();
+    let _ = registration.await;
+    probes.abort();
+    route_keeper.abort();
+    let _ = stop_admin.send(());
+    result
+}
+
+/// The topology last committed; before the first commit, what the models describe.
+///
+/// # Errors
+/// The store cannot be read, or holds no cluster meta.
+async fn stored_topology(
+    store: &dyn tessera_store::Store,
+    paths: &model::Paths,
+) -> anyhow::Result<Topology> {
+    if let Some((t, _)) = model::read::<Topology>(store, &paths.topology()).await? {
+        return Ok(t);
+    }
+    let Some((meta, _)) = model::read::<ClusterMeta>(store, &paths.meta()).await? else {
+        bail!("the cluster's meta document is gone from the store");
+    };
+    let (groups, slots) = model::load_layout(store, paths)
+        .await
+        .context("loading the slot table")?;
+    Ok(model::topology(
+        meta.epoch,
+        &groups,
+        &slots,
+        &Default::default(),
+    ))
+}
+
+/// Lets the proxy serve up to `FENCE_MARGIN` before the registration could expire. Returns
+/// false once it may have lapsed.
+fn serve_within(admin: &ProxyAdmin, node: &tessera_store::Ephemeral) -> bool {
+    let clock = node.clock();
+    if clock.lapsed() {
+        return false;
+    }
+    let until = clock.valid_until().checked_sub(FENCE_MARGIN);
+    match until {
+        Some(at) => admin.shared.router.fence.serve_until(at),
+        None => admin.shared.router.fence.close(),
+    }
+    true
+}
+
+/// Keeps the fence in step with the registration's renewals (a renewal that comes late
+/// fences the proxy by the clock alone, see `fence::Fence`). Once the registration may
+/// have lapsed, the proxy registers again, then reloads its table from the store (in that
+/// order, as at start: a change committed after the new registration reaches it by a push),
+/// and serves again. Dropping this future releases the node.
+async fn keep_registered(
+    admin: Arc<ProxyAdmin>,
+    store: Arc<dyn tessera_store::Store>,
+    paths: model::Paths,
+    holder: Holder,
+    mut node: tessera_store::Ephemeral,
+) {
+    let key = node.key.clone();
+    let fence = &admin.shared.router.fence;
+    loop {
+        // Closed by the clock alone while a renewal is late; open again once it comes.
+        let mut late = false;
+        loop {
+            let clock = node.clock();
+            // Registered before the clock is read: a renewal confirmed meanwhile opens the
+            // fence at once, not a step later.
+            let renewal = clock.next_renewal();
+            if !serve_within(&admin, &node) {
+                break;
+            }
+            if late == fence.serving() {
+                late = !late;
+                if late {
+                    warn!(
+                        "fenced: the registration's renewal is late (the store answers slowly); \
+                         not serving until it is renewed"
+                    );
+                } else {
+                    info!("the registration was renewed; serving again");
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(FENCE_STEP) => {}
+                () = renewal => {}
+            }
+        }
+        fence.close();
+        warn!(
+            "fenced: this proxy's registration in the store lapsed (the store was out of reach \
+             for longer than its lease); not serving until it is registered again"
+        );
+        node.release();
+        node = loop {
+            match store.create_ephemeral(&key, &holder, PROXY_NODE_TTL).await {
+                Ok(n) => break n,
+                Err(e) => warn!(error = %e, "fenced: registering again failed; retrying"),
+            }
+            tokio::time::sleep(RETRY).await;
+        };
+        loop {
+            match stored_topology(&*store, &paths).await {
+                Ok(topo) => {
+                    let epoch = topo.epoch;
+                    match admin.apply(topo, false).await {
+                        Ok(_) => info!(epoch, "slot table reloaded from the store"),
+                        Err(e) => info!(reason = %e, "kept the newer table pushed meanwhile"),
+                    }
+                    break;
+                }
+                Err(e) => warn!(error = %e, "fenced: reloading the slot table failed; retrying"),
+            }
+            tokio::time::sleep(RETRY).await;
+        }
+        if serve_within(&admin, &node) {
+            info!("registered again with a fresh table; serving");
+        }
+    }
+}
+
+/// Loads the cluster's users table before any client is accepted. A document that cannot
+/// be read as a table fails closed (no one can AUTH) until the dashboard pushes a good one:
+/// hostile or broken store contents must neither stop the proxy nor open it.
+///
+/// # Errors
+/// The store cannot be read at all.
+async fn load_users(
+    admin: &ProxyAdmin,
+    store: &dyn tessera_store::Store,
+    paths: &model::Paths,
+) -> anyhow::Result<()> {
+    let key = paths.users();
+    let Some(raw) = store.get(&key).await.context("reading the users table")? else {
+        return Ok(()); // no table yet: proxy.toml's default user (session_password)
+    };
+    let doc: tessera_model::users::UsersDoc = match serde_json::from_slice(&raw.value) {
+        Ok(d) => d,
+        Err(e) => {
+            admin.refuse_users(format!(
+                "the users document {key} is not valid JSON for a users table: {e}"
+            ));
+            return Ok(());
+        }
+    };
+    match admin.apply_users(&doc) {
+        Ok(v) => info!(
+            version = v,
+            users = doc.users.len(),
+            "users loaded from the store"
+        ),
+        Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
+            info!(reason = %e, "kept the newer users table the dashboard pushed during start-up")
+        }
+        Err(e) => admin.refuse_users(e.message),
+    }
+    Ok(())
+}

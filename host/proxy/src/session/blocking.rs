@@ -1,0 +1,407 @@
+//! Commands that hold a connection until they are answered: blocking commands (BLPOP, BLMOVE,
+//! BZPOPMIN, XREAD … BLOCK …) on a dedicated backend connection, and WAIT on every master.
+//!
+//! A blocked command counts as in flight, like any command, so a table swap waits for it —
+//! but only as long as it takes to move it: when a swap starts draining, a command whose slot
+//! now has another owner (or is migrating) is unblocked on the old owner with `CLIENT
+//! UNBLOCK` by the proxy's control user. If the old owner answered with an element first,
+//! that is the reply; if it answered the timeout reply, nothing was taken there, and the
+//! command is sent again under the new table (its keys moved first on a migrating slot). An
+//! element is popped from exactly one server. A client that goes away while blocked drops the
+//! dedicated connection, which closes it at once.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
+
+use super::Batch;
+use super::migrate::Moved;
+use crate::backend::{Dedicated, ReplyResult};
+use crate::worker::{Counted, Worker};
+use tessera_model::error::DataError;
+use tessera_model::limits::OutputAccount;
+use tessera_model::login::Login;
+use tessera_model::migration::INTERNAL_PREFIX;
+use tessera_model::router::{SlotId, SlotTable};
+use tessera_resp::{Proto, encode_request, parse_integer};
+
+/// How long the proxy keeps asking the old owner to unblock a command that has not reached
+/// it yet (it was written on another connection than the unblock).
+const UNBLOCK_PATIENCE: Duration = Duration::from_secs(2);
+
+/// A blocking command, as the session hands it over.
+pub(crate) struct Blocking {
+    pub(crate) worker: Rc<Worker>,
+    pub(crate) proto: Proto,
+    pub(crate) login: Login,
+    pub(crate) account: Rc<OutputAccount>,
+    pub(crate) slot: SlotId,
+    /// The proxy's id of the client, which CLIENT UNBLOCK names.
+    pub(crate) client: u64,
+    pub(crate) keys: SmallVec<[Bytes; 2]>,
+    pub(crate) req: Bytes,
+}
+
+/// Where the command is routed under one table.
+enum Route {
+    /// To this master, on a slot at rest.
+    At(Arc<str>),
+    /// The slot is migrating: keys move from the source to this target first.
+    Migrating {
+        source: Arc<str>,
+        target: Arc<str>,
+        aborting: bool,
+        epoch: u64,
+    },
+}
+
+fn route(table: &SlotTable, slot: SlotId) -> Result<Route, DataError> {
+    let to = table.route(slot)?;
+    let entry = table.slot(slot);
+    let target = table.backend_addr(to).clone();
+    Ok(match entry.migrating_from {
+        Some(source) => Route::Migrating {
+            source: table.backend_addr(source).clone(),
+            target,
+            aborting: entry.aborting,
+            epoch: table.epoch,
+        },
+        None => Route::At(target),
+    })
+}
+
+impl Blocking {
+    /// Runs the command to its reply. Not started until first polled: it runs after the
+    /// replies before it in the client's pipeline, as Redis would.
+    pub(crate) async fn run(self) -> ReplyResult {
+        let worker = self.worker.clone();
+        let mut swaps = worker.shared.swaps();
+        'route: loop {
+            // Routed and sent while counted in flight under the table it was routed with. A
+            // swap that starts after this line is seen below; one that started before it
+            // counts this batch in its new phase.
+            swaps.borrow_and_update();
+            let batch = Batch::enter(worker.clone());
+            let table = worker.shared.router.load_full();
+            let addr = match route(&table, self.slot) {
+                Ok(Route::At(addr)) => addr,
+                Ok(Route::Migrating {
+                    source,
+                    target,
+                    aborting,
+                    epoch,
+                }) => {
+                    self.move_keys(source, target.clone(), aborting, epoch)
+                        .await?;
+                    target
+                }
+                Err(DataError::SlotBlocked(_)) => {
+                    drop(batch);
+                    // The slot is being handed over: wait for the next table.
+                    let _ = tokio::time::timeout(Duration::from_millis(50), swaps.changed()).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            // A prefix route's target is another cluster's proxy, logged in as the route says.
+            let login = match table.route(self.slot) {
+                Ok(b) => table.login_for(b, &self.login),
+                Err(_) => &self.login,
+            };
+            let mut conn = worker.dedicated.take(&addr, self.proto, login)?;
+            let mut rx = conn.send(self.req.clone(), Some(&self.account));
+            let _unblockable = match conn.client_id().await {
+                Some(id) => Some(BlockedOn::new(&worker, self.client, addr.clone(), id)),
+                None => None,
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut rx => {
+                        drop(batch);
+                        match r {
+                            Ok(_) => {
+                                conn.release();
+                                return r;
+                            }
+                            // The master went away while the client waited: once the slot
+                            // has a new owner (a promoted replica), the command waits there.
+                            Err(DataError::BackendUnavailable { .. } | DataError::BackendDropped) => {
+                                drop(conn);
+                                if new_owner(&worker, &mut swaps, self.slot, &addr).await {
+                                    continue 'route;
+                                }
+                                return r;
+                            }
+                            Err(_) => return r,
+                        }
+                    }
+                    _ = swaps.changed() => {}
+                }
+                // A swap is draining: stay if the slot still lives here, at rest. A prefix
+                // route's slot stays: the other cluster's proxy moves its keys itself, and a
+                // new target of this proxy's changes nothing for a command already there.
+                let table = worker.shared.router.load_full();
+                if SlotTable::is_routed(self.slot)
+                    || matches!(route(&table, self.slot), Ok(Route::At(ref a)) if *a == addr)
+                {
+                    continue;
+                }
+                break;
+            }
+            let r = unblock(&worker, &mut conn, &addr, &mut rx).await;
+            drop(batch);
+            match r {
+                Some(Ok(reply)) if !is_null(&reply) => {
+                    conn.release();
+                    return Ok(reply);
+                }
+                Some(Ok(reply)) => {
+                    // Nothing was taken on the old owner: send it again under the new table.
+                    self.account.release(reply.len());
+                    conn.release();
+                }
+                Some(Err(e)) => return Err(e),
+                None => return Err(DataError::KeyMoving),
+            }
+        }
+    }
+
+    /// Moves the command's keys off a migrating slot's source, as any command on them would.
+    async fn move_keys(
+        &self,
+        source: Arc<str>,
+        target: Arc<str>,
+        aborting: bool,
+        epoch: u64,
+    ) -> Result<(), DataError> {
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        let moved = Moved {
+            worker: self.worker.clone(),
+            source,
+            target,
+            proto: self.proto,
+            login: self.login.clone(),
+            account: self.account.clone(),
+            keys: self.keys.clone(),
+            req: Bytes::new(),
+            aborting,
+            epoch,
+            first: None,
+        };
+        let mut moved = moved.start();
+        moved.settle().await
+    }
+}
+
+/// How long a command blocked on a master that went away waits for the slot's new owner.
+const FAILOVER_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits (up to `FAILOVER_WAIT`) until the table routes `slot` elsewhere than `gone`.
+async fn new_owner(
+    worker: &Rc<Worker>,
+    swaps: &mut tokio::sync::watch::Receiver<u64>,
+    slot: SlotId,
+    gone: &Arc<str>,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + FAILOVER_WAIT;
+    loop {
+        let table = worker.shared.router.load_full();
+        match route(&table, slot) {
+            Ok(Route::At(a)) if a != *gone => return true,
+            Ok(Route::Migrating { .. }) => return true,
+            _ => {}
+        }
+        let changed = tokio::time::timeout_at(deadline, swaps.changed()).await;
+        if !matches!(changed, Ok(Ok(()))) {
+            return false;
+        }
+    }
+}
+
+/// A client's entry in `Shared::blocked_on` while its command is sent to one backend, and
+/// its place in INFO's `blocked_clients`.
+struct BlockedOn {
+    worker: Rc<Worker>,
+    client: u64,
+    _counted: Counted,
+}
+
+impl BlockedOn {
+    fn new(worker: &Rc<Worker>, client: u64, addr: Arc<str>, id: i64) -> Self {
+        let mut map = worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.insert(client, (addr, id));
+        Self {
+            worker: worker.clone(),
+            client,
+            _counted: Counted::new(&worker.shared, |s| &s.blocked),
+        }
+    }
+}
+
+impl Drop for BlockedOn {
+    fn drop(&mut self) {
+        let mut map = self
+            .worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.remove(&self.client);
+    }
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR], for a client of this proxy: passed to the backend its
+/// command is blocked on, with that backend's id of the connection, again while the command
+/// is still on its way there. `:0` when the client is not blocked (as Redis answers).
+pub(crate) async fn client_unblock(
+    worker: Rc<Worker>,
+    client: u64,
+    how: Option<Bytes>,
+) -> ReplyResult {
+    let target = {
+        let map = worker
+            .shared
+            .blocked_on
+            .lock()
+            .expect("blocked_on lock poisoned");
+        map.get(&client).cloned()
+    };
+    let Some((addr, id)) = target else {
+        return Ok(Bytes::from_static(b":0\r\n"));
+    };
+    let id = id.to_string();
+    let mut args: Vec<&[u8]> = vec![b"CLIENT", b"UNBLOCK", id.as_bytes()];
+    if let Some(h) = &how {
+        args.push(h);
+    }
+    let size = args.iter().map(|a| a.len()).sum();
+    let req = encode_request(args.len(), args, size);
+    let deadline = tokio::time::Instant::now() + UNBLOCK_PATIENCE;
+    loop {
+        let reply = worker
+            .pool
+            .send(
+                &addr,
+                Proto::Resp2,
+                &worker.control_login(),
+                req.clone(),
+                None,
+            )
+            .await?;
+        let still_sent = {
+            let map = worker
+                .shared
+                .blocked_on
+                .lock()
+                .expect("blocked_on lock poisoned");
+            map.get(&client)
+                .is_some_and(|(a, i)| *a == addr && i.to_string() == id)
+        };
+        if reply != b":0\r\n"[..] || !still_sent || tokio::time::Instant::now() >= deadline {
+            return Ok(reply);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Asks `addr` to unblock the command on `conn`, until its reply arrives: `None` if it never
+/// does (the connection is then dropped, closing it).
+async fn unblock(
+    worker: &Rc<Worker>,
+    conn: &mut Dedicated,
+    addr: &Arc<str>,
+    rx: &mut crate::backend::ReplyRx,
+) -> Option<ReplyResult> {
+    let id = conn.client_id().await?;
+    let id = id.to_string();
+    let req = encode_request(
+        3,
+        [&b"CLIENT"[..], b"UNBLOCK", id.as_bytes()],
+        id.len() + 13,
+    );
+    let deadline = tokio::time::Instant::now() + UNBLOCK_PATIENCE;
+    loop {
+        let ask = worker.pool.send(
+            addr,
+            Proto::Resp2,
+            &worker.control_login(),
+            req.clone(),
+            None,
+        );
+        let unblocked = tokio::select! {
+            biased;
+            r = &mut *rx => return Some(r),
+            a = ask => a.ok().and_then(|a| parse_integer(&a)) == Some(1),
+        };
+        if unblocked {
+            return Some(rx.await);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        // Not blocked yet: the command is still on its way to the server.
+        tokio::select! {
+            biased;
+            r = &mut *rx => return Some(r),
+            _ = tokio::time::sleep(Duration::from_millis(2)) => {}
+        }
+    }
+}
+
+/// The timeout reply of a blocking command: a null array or bulk (RESP2), or null (RESP3).
+fn is_null(reply: &[u8]) -> bool {
+    matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n")
+}
+
+/// WAIT numreplicas timeout: every master waits for the client's earlier writes, each on a
+/// dedicated connection of the proxy's control user that first makes a write of its own (a
+/// counter in Tessera's internal database), so what it waits for covers every write the
+/// server applied before. The reply is the smallest count: replicas that have every write.
+pub(crate) async fn wait(worker: Rc<Worker>, req: Bytes) -> ReplyResult {
+    let _counted = Counted::new(&worker.shared, |s| &s.blocked);
+    let table = worker.shared.router.load_full();
+    let control = worker.control_login();
+    let mut block = BytesMut::new();
+    block.extend_from_slice(&wait_marker_request());
+    block.extend_from_slice(&req);
+    let block = block.freeze();
+    let mut pending = Vec::new();
+    for addr in table.backends() {
+        let conn = worker.dedicated.take(addr, Proto::Resp2, &control)?;
+        let rx = conn.send_block(block.clone(), 1, None);
+        pending.push((conn, rx));
+    }
+    if pending.is_empty() {
+        return Err(DataError::NoBackend);
+    }
+    let mut least = i64::MAX;
+    for (conn, rx) in pending {
+        let reply: Bytes = rx.await?;
+        match parse_integer(&reply) {
+            Some(n) => least = least.min(n),
+            None => return Ok(reply),
+        }
+        conn.release();
+    }
+    Ok(Bytes::from(format!(":{least}\r\n")))
+}
+
+/// A write of the proxy's own, in its internal database (never a client's keyspace): after
+/// it, a WAIT on the same connection waits for everything the server applied before.
+fn wait_marker_request() -> Bytes {
+    const SCRIPT: &[u8] = b"redis.call('SELECT', 1) return redis.call('INCR', KEYS[1])";
+    let key = [INTERNAL_PREFIX, b"wait"].concat();
+    let args: [&[u8]; 4] = [b"EVAL", SCRIPT, b"1", &key];
+    let size = args.iter().map(|a| a.len()).sum();
+    encode_request(4, args, size)
+}

@@ -1,0 +1,291 @@
+//! The session's side of client-side caching: `CLIENT TRACKING`, `CLIENT CACHING`, `CLIENT
+//! GETREDIR` and `CLIENT TRACKINGINFO` with Redis's options and errors, and recording the keys
+//! a tracking client reads (default mode; OPTIN only after `CLIENT CACHING yes`, OPTOUT unless
+//! `CLIENT CACHING no`). The worker's hub keeps the table and turns every backend's write
+//! reports into invalidations (`pubsub::tracking`); they reach the client between replies,
+//! like pub/sub messages: RESP3 `invalidate` pushes, or with `REDIRECT id` `message
+//! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
+//!
+//! `NOLOOP` is refused: the proxy cannot tell which connection a backend's write came from.
+
+use bytes::Bytes;
+
+use super::Session;
+use super::reply::Pending;
+use crate::pubsub::Target;
+use crate::stages::classify::Classified;
+use tessera_model::error::DataError;
+use tessera_resp::{Frame, Proto};
+
+/// BCAST prefixes one client may name.
+const MAX_PREFIXES: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Default,
+    Bcast,
+    OptIn,
+    OptOut,
+}
+
+/// A session's tracking, while it is on.
+pub(super) struct ClientTracking {
+    mode: Mode,
+    redirect: Option<u64>,
+    prefixes: Vec<Bytes>,
+    /// `CLIENT CACHING yes|no`, for the next command only.
+    caching: Option<bool>,
+    /// Counted in INFO's `tracking_clients` while it lives.
+    _counted: Option<crate::worker::Counted>,
+}
+
+fn invalid(text: &str) -> DataError {
+    DataError::Invalid(text.into())
+}
+
+/// The options of `CLIENT TRACKING ON …`, checked as Redis checks them.
+fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
+    let mut t = ClientTracking {
+        mode: Mode::Default,
+        redirect: None,
+        prefixes: Vec::new(),
+        caching: None,
+        _counted: None,
+    };
+    let (mut bcast, mut optin, mut optout) = (false, false, false);
+    let mut i = 3;
+    while i < req.argc() {
+        let opt = req.arg(i).to_ascii_uppercase();
+        match opt.as_slice() {
+            b"REDIRECT" if i + 1 < req.argc() => {
+                let id = std::str::from_utf8(req.arg(i + 1))
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .ok_or_else(|| invalid("value is not an integer or out of range"))?;
+                if t.redirect.is_some() {
+                    return Err(invalid(
+                        "A client can only redirect to a single other client",
+                    ));
+                }
+                t.redirect = u64::try_from(id).ok().filter(|&id| id > 0);
+                if t.redirect.is_none() {
+                    return Err(invalid("The client ID you want redirect to does not exist"));
+                }
+                i += 1;
+            }
+            b"BCAST" => bcast = true,
+            b"OPTIN" => optin = true,
+            b"OPTOUT" => optout = true,
+            b"NOLOOP" => {
+                return Err(invalid(
+                    "NOLOOP is not supported by tessera: the proxy cannot tell which client a write came from",
+                ));
+            }
+            b"PREFIX" if i + 1 < req.argc() => {
+                // Checked pairwise for overlaps below: a bounded number.
+                if t.prefixes.len() >= MAX_PREFIXES {
+                    return Err(DataError::Invalid(format!(
+                        "tessera: at most {MAX_PREFIXES} PREFIX options per client"
+                    )));
+                }
+                t.prefixes.push(req.arg_bytes(i + 1));
+                i += 1;
+            }
+            _ => return Err(DataError::Syntax),
+        }
+        i += 1;
+    }
+    if bcast && (optin || optout) {
+        return Err(invalid("OPTIN and OPTOUT are not compatible with BCAST"));
+    }
+    if optin && optout {
+        return Err(invalid("You can't use both OPTIN and OPTOUT"));
+    }
+    if !bcast && !t.prefixes.is_empty() {
+        return Err(invalid("PREFIX option requires BCAST mode to be enabled"));
+    }
+    for (a, p) in t.prefixes.iter().enumerate() {
+        for q in &t.prefixes[a + 1..] {
+            if p.starts_with(q) || q.starts_with(p) {
+                return Err(DataError::Invalid(format!(
+                    "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                    String::from_utf8_lossy(q),
+                    String::from_utf8_lossy(p)
+                )));
+            }
+        }
+    }
+    t.mode = match (bcast, optin, optout) {
+        (true, _, _) => Mode::Bcast,
+        (_, true, _) => Mode::OptIn,
+        (_, _, true) => Mode::OptOut,
+        _ => Mode::Default,
+    };
+    Ok(t)
+}
+
+impl Session {
+    /// CLIENT TRACKING | CACHING | GETREDIR | TRACKINGINFO.
+    pub(super) fn client_tracking(&mut self, c: &Classified<'_>) -> Pending {
+        let req = c.req;
+        let r = match c.cmd.name {
+            "CLIENT|TRACKING" => return self.tracking_on_off(req),
+            "CLIENT|CACHING" => self.caching(req),
+            "CLIENT|GETREDIR" => Ok(Frame::Integer(match &self.tracking {
+                None => -1,
+                Some(t) => t.redirect.map_or(0, |id| id as i64),
+            })),
+            _ => Ok(self.tracking_info()),
+        };
+        match r {
+            Ok(f) => Pending::Ready(f.to_bytes(self.proto)),
+            Err(e) => Pending::error(&e),
+        }
+    }
+
+    fn tracking_on_off(&mut self, req: &tessera_resp::Request) -> Pending {
+        let on = match req.arg(2).to_ascii_uppercase().as_slice() {
+            b"ON" => true,
+            b"OFF" => false,
+            _ => return Pending::error(&DataError::Syntax),
+        };
+        if !on {
+            if let Some(sink) = self.subs_sink_id() {
+                self.worker.pubsub.untrack(sink);
+            }
+            self.tracking = None;
+            return Pending::Ready(Frame::ok().to_bytes(self.proto));
+        }
+        let mut t = match parse_on(req) {
+            Ok(t) => t,
+            Err(e) => return Pending::error(&e),
+        };
+        if let Some(id) = t.redirect
+            && !self.worker.shared.clients.contains(id)
+        {
+            return Pending::error(&invalid(
+                "The client ID you want redirect to does not exist",
+            ));
+        }
+        if let Some(old) = &self.tracking
+            && (old.mode == Mode::Bcast) != (t.mode == Mode::Bcast)
+        {
+            return Pending::error(&invalid(
+                "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+        let target = match (t.redirect, self.proto) {
+            (Some(id), _) => Target::Redirect(id),
+            (None, Proto::Resp3) => Target::Own,
+            (None, Proto::Resp2) => Target::Nowhere,
+        };
+        let bcast = (t.mode == Mode::Bcast).then(|| t.prefixes.clone());
+        let sink = self.subs_sink();
+        let login = self.worker.control_login();
+        let synced = self.worker.pubsub.track(sink, target, bcast, &login);
+        t._counted = Some(crate::worker::Counted::new(&self.worker.shared, |s| {
+            &s.tracking
+        }));
+        self.tracking = Some(t);
+        let ok = Frame::ok().to_bytes(self.proto);
+        if synced.is_empty() {
+            return Pending::Ready(ok);
+        }
+        // On once every backend reports writes: a key read after the +OK is invalidated.
+        Pending::Later(Box::pin(async move {
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                crate::pubsub::join(synced),
+            )
+            .await;
+            ok
+        }))
+    }
+
+    fn caching(&mut self, req: &tessera_resp::Request) -> Result<Frame, DataError> {
+        let yes = match req.arg(2).to_ascii_uppercase().as_slice() {
+            b"YES" => true,
+            b"NO" => false,
+            _ => return Err(DataError::Syntax),
+        };
+        let Some(t) = self
+            .tracking
+            .as_mut()
+            .filter(|t| matches!(t.mode, Mode::OptIn | Mode::OptOut))
+        else {
+            return Err(invalid(
+                "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+            ));
+        };
+        match (t.mode, yes) {
+            (Mode::OptOut, true) => Err(invalid(
+                "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            )),
+            (Mode::OptIn, false) => Err(invalid(
+                "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            )),
+            _ => {
+                t.caching = Some(yes);
+                Ok(Frame::ok())
+            }
+        }
+    }
+
+    fn tracking_info(&self) -> Frame {
+        let s = |v: &str| Frame::Bulk(Bytes::from(v.to_string()));
+        let (flags, redirect, prefixes) = match &self.tracking {
+            None => (vec![s("off")], -1, vec![]),
+            Some(t) => {
+                let mut flags = vec![s("on")];
+                match t.mode {
+                    Mode::Bcast => flags.push(s("bcast")),
+                    Mode::OptIn => flags.push(s("optin")),
+                    Mode::OptOut => flags.push(s("optout")),
+                    Mode::Default => {}
+                }
+                match t.caching {
+                    Some(true) => flags.push(s("caching-yes")),
+                    Some(false) => flags.push(s("caching-no")),
+                    None => {}
+                }
+                if let Some(id) = t.redirect
+                    && !self.worker.shared.clients.contains(id)
+                {
+                    flags.push(s("broken_redirect"));
+                }
+                let redirect = t.redirect.map_or(0, |id| id as i64);
+                let prefixes = t.prefixes.iter().cloned().map(Frame::Bulk).collect();
+                (flags, redirect, prefixes)
+            }
+        };
+        Frame::Map(vec![
+            (s("flags"), Frame::Array(flags)),
+            (s("redirect"), Frame::Integer(redirect)),
+            (s("prefixes"), Frame::Array(prefixes)),
+        ])
+    }
+
+    /// After a command: a read of a tracking client's keys is remembered for invalidation
+    /// (as the mode and `CLIENT CACHING` say), and `CLIENT CACHING`'s choice is used up.
+    #[inline]
+    pub(super) fn tracked(&mut self, c: &Classified<'_>) {
+        let Some(t) = &mut self.tracking else { return };
+        if c.cmd.name == "CLIENT|CACHING" {
+            return;
+        }
+        let caching = t.caching.take();
+        let wanted = match t.mode {
+            Mode::Bcast => false,
+            Mode::Default => true,
+            Mode::OptIn => caching == Some(true),
+            Mode::OptOut => caching != Some(false),
+        };
+        let reads = !c.cmd.write && c.cmd.abi_class() & tessera_plugin_abi::class::READ != 0;
+        if !wanted || !reads || c.keys.is_empty() {
+            return;
+        }
+        let sink = self.subs_sink();
+        let keys = c.key_args().map(Bytes::copy_from_slice);
+        self.worker.pubsub.read(sink, keys);
+    }
+}

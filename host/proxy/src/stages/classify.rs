@@ -1,0 +1,372 @@
+//! Stage 2 of the data path: a decoded request becomes a [`Classified`] command, or the error
+//! its client gets. Everything about *whether* a command may run is decided here, in this
+//! order: the command exists with a valid arity; the client is authenticated; the proxy's
+//! policy allows the command (admin, dangerous, refused, unsupported, scripts); the user's
+//! rights allow it (command classes, key prefix); no key is in Tessera's reserved namespace.
+//! Pure: no I/O, no session state, testable in-process.
+
+use smallvec::SmallVec;
+use tessera_plugin_abi::class;
+
+use tessera_model::command::{Command, CommandTable, Kind, Local, Options};
+use tessera_model::error::{DataError, display_name};
+use tessera_model::migration::INTERNAL_PREFIX;
+use tessera_model::router::{SlotId, SlotTable};
+use tessera_model::users::{KEYSPACE, User, command_classes};
+use tessera_resp::Request;
+
+/// The proxy-wide rules, from the proxy's config and what its backends allow.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// `admin_commands`: cluster-wide admin commands and Redis's `@dangerous` keyed ones.
+    pub admin_commands: bool,
+    /// Backend connections run as a confined ACL user, so a script can do no more than its
+    /// caller may (see `acl`). Without that, scripts and functions are refused.
+    pub scripts_confined: bool,
+}
+
+/// A command that may run: its table entry, the request (borrowed: it stays where the decoder
+/// put it), and where its keys are.
+#[derive(Debug)]
+pub struct Classified<'r> {
+    pub cmd: &'static Command,
+    pub req: &'r Request,
+    pub keys: SmallVec<[u32; 4]>,
+}
+
+impl Classified<'_> {
+    /// Key `i` of the command (an index into `keys`).
+    pub fn key(&self, i: usize) -> &[u8] {
+        self.req.arg(self.keys[i] as usize)
+    }
+
+    pub fn key_args(&self) -> impl Iterator<Item = &[u8]> {
+        self.keys.iter().map(|&i| self.req.arg(i as usize))
+    }
+
+    /// The one slot every key is in under `table` (slot 0 for a command without keys).
+    ///
+    /// # Errors
+    /// `CROSSSLOT`: keys in different slots, or in different clusters (prefix routes).
+    pub fn slot(&self, table: &SlotTable) -> Result<SlotId, DataError> {
+        let mut slots = self.key_args().map(|k| table.slot_of(k));
+        let slot = slots.next().unwrap_or(SlotId(0));
+        if slots.any(|s| s != slot) {
+            return Err(self.cross_cluster(table).unwrap_or(DataError::CrossSlot));
+        }
+        Ok(slot)
+    }
+
+    /// `CROSSSLOT` naming the clusters, when the keys are not all in one cluster.
+    #[cold]
+    pub fn cross_cluster(&self, table: &SlotTable) -> Option<DataError> {
+        if !table.has_routes() {
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for k in self.key_args() {
+            let name = table.describe_cluster(table.slot_of(k));
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        (names.len() > 1).then(|| DataError::CrossCluster(names.join(", ")))
+    }
+
+    /// The command may hold its connection until answered: a blocking command, or XREAD and
+    /// XREADGROUP given `BLOCK`.
+    pub fn blocks(&self) -> bool {
+        match self.cmd.kind {
+            Kind::Blocking => true,
+            _ => self.cmd.options == Options::Block && Command::xread_blocks(self.req),
+        }
+    }
+}
+
+/// Classifies `req` for a session authenticated as `user` (`None`: not authenticated).
+///
+/// # Errors
+/// The `DataError` the client gets: unknown command or arity, `NOAUTH`, a policy refusal,
+/// `NOPERM`, or a reserved key.
+pub fn classify<'r>(
+    req: &'r Request,
+    policy: &Policy,
+    user: Option<&User>,
+) -> Result<Classified<'r>, DataError> {
+    let cmd = CommandTable::get().lookup(req)?;
+    let Some(user) = user else {
+        return match cmd.kind {
+            Kind::Local(Local::Auth | Local::Hello | Local::Quit) => Ok(Classified {
+                cmd,
+                req,
+                keys: SmallVec::new(),
+            }),
+            _ => Err(DataError::NoAuth),
+        };
+    };
+    check_policy(cmd, req, policy)?;
+    let keys = cmd.key_indices(req);
+    let c = Classified { cmd, req, keys };
+    check_rights(&c, user)?;
+    if let Some(k) = c.key_args().find(|k| k.starts_with(INTERNAL_PREFIX)) {
+        return Err(DataError::ReservedKey(lossy(k)));
+    }
+    Ok(c)
+}
+
+/// A command the proxy's policy does not let through, and why.
+fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), DataError> {
+    let name = || display_name(cmd.name);
+    match cmd.kind {
+        Kind::Admin(_) if !policy.admin_commands => return Err(DataError::AdminDisabled(name())),
+        Kind::AdminKeyed if !policy.admin_commands => {
+            return Err(if cmd.dangerous {
+                DataError::DangerousDisabled(name())
+            } else {
+                DataError::AdminDisabled(name())
+            });
+        }
+        Kind::Unsupported => return Err(DataError::Unsupported(name())),
+        Kind::Refused => return Err(DataError::Refused(name())),
+        _ => {}
+    }
+    match cmd.options {
+        Options::Plain => {}
+        Options::Sort if !policy.admin_commands && sort_reads_patterns(req) => {
+            return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
+        }
+        Options::Copy if copy_names_another_db(req) => return Err(DataError::DbOutOfRange),
+        Options::Block | Options::Sort | Options::Copy | Options::ScriptCall => {}
+    }
+    if !policy.scripts_confined && cmd.abi_class() & class::SCRIPTING != 0 {
+        return Err(DataError::ScriptsUnconfined(name()));
+    }
+    Ok(())
+}
+
+/// What the user's rights forbid: a command class, a key outside the user's prefix, or a
+/// command that reaches keys the proxy cannot check (the whole keyspace, or a script's
+/// undeclared keys) for a user confined to a prefix.
+fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
+    if user.allowed_classes.is_none() && user.key_prefix.is_none() {
+        return Ok(());
+    }
+    let no_perm = || DataError::NoPermCommand {
+        user: user.name.as_str().into(),
+        command: display_name(c.cmd.name).to_lowercase().into(),
+    };
+    let classes = command_classes(c.cmd.abi_class(), c.cmd.name);
+    if !user.allows(classes) {
+        return Err(no_perm());
+    }
+    if user.key_prefix.is_some() {
+        // Channels are not keys: a confined user's prefix says nothing about them, and the
+        // proxy's hub connections are shared (see docs/pubsub.md).
+        if classes & (KEYSPACE | class::SCRIPTING | class::PUBSUB) != 0 {
+            return Err(no_perm());
+        }
+        if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {
+            return Err(DataError::NoPermKey {
+                user: user.name.as_str().into(),
+                key: lossy(k).into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// SORT's BY (other than `BY nosort`-style constants without `*`) or GET options, which read
+/// keys by pattern from anywhere in the keyspace.
+fn sort_reads_patterns(req: &Request) -> bool {
+    let mut i = 2;
+    while i < req.argc() {
+        let a = req.arg(i);
+        if a.eq_ignore_ascii_case(b"GET") {
+            return true;
+        }
+        if a.eq_ignore_ascii_case(b"BY") {
+            if req.get(i + 1).is_some_and(|p| p.contains(&b'*')) {
+                return true;
+            }
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"LIMIT") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"STORE") {
+            i += 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `COPY src dst DB n` with `n` other than 0: clients only ever see database 0.
+fn copy_names_another_db(req: &Request) -> bool {
+    (3..req.argc()).any(|i| {
+        req.arg(i).eq_ignore_ascii_case(b"DB") && req.get(i + 1).is_some_and(|db| db != b"0")
+    })
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN: Policy = Policy {
+        admin_commands: false,
+        scripts_confined: true,
+    };
+
+    fn run(args: &[&str], policy: &Policy, user: Option<&User>) -> Result<&'static str, DataError> {
+        classify(&Request::from_args(args), policy, user).map(|c| c.cmd.name)
+    }
+
+    fn user(name: &str, allowed_classes: Option<u32>, key_prefix: Option<&'static [u8]>) -> User {
+        User {
+            name: name.into(),
+            allowed_classes,
+            key_prefix: key_prefix.map(bytes::Bytes::from_static),
+        }
+    }
+
+    fn anyone() -> User {
+        user("default", None, None)
+    }
+
+    #[test]
+    fn unauthenticated_clients_may_only_authenticate() {
+        assert_eq!(run(&["AUTH", "p"], &OPEN, None), Ok("AUTH"));
+        assert_eq!(run(&["HELLO", "3"], &OPEN, None), Ok("HELLO"));
+        assert_eq!(run(&["GET", "k"], &OPEN, None), Err(DataError::NoAuth));
+        assert_eq!(run(&["PING"], &OPEN, None), Err(DataError::NoAuth));
+        // An unknown command is still unknown before AUTH (as Redis answers).
+        assert!(matches!(
+            run(&["NOPE"], &OPEN, None),
+            Err(DataError::UnknownCommand(_))
+        ));
+    }
+
+    #[test]
+    fn policy_refuses_admin_dangerous_and_unconfined_scripts() {
+        let r = anyone();
+        assert!(matches!(
+            run(&["FLUSHALL"], &OPEN, Some(&r)),
+            Err(DataError::AdminDisabled(_))
+        ));
+        assert!(matches!(
+            run(&["RESTORE", "k", "0", "x"], &OPEN, Some(&r)),
+            Err(DataError::DangerousDisabled(_))
+        ));
+        assert!(matches!(
+            run(&["SORT", "l", "BY", "w_*"], &OPEN, Some(&r)),
+            Err(DataError::DangerousDisabled(_))
+        ));
+        assert!(matches!(
+            run(&["SORT", "l", "GET", "#"], &OPEN, Some(&r)),
+            Err(DataError::DangerousDisabled(_))
+        ));
+        assert_eq!(
+            run(&["SORT", "l", "LIMIT", "0", "5", "ALPHA"], &OPEN, Some(&r)),
+            Ok("SORT")
+        );
+        assert_eq!(
+            run(&["SORT", "l", "BY", "nosort"], &OPEN, Some(&r)),
+            Ok("SORT")
+        );
+        assert!(matches!(
+            run(&["MIGRATE", "h", "1", "k", "0", "1"], &OPEN, Some(&r)),
+            Err(DataError::Refused(_))
+        ));
+        assert!(matches!(
+            run(&["SWAPDB", "0", "1"], &OPEN, Some(&r)),
+            Err(DataError::Refused(_))
+        ));
+        assert_eq!(
+            run(&["COPY", "a", "b", "DB", "1"], &OPEN, Some(&r)),
+            Err(DataError::DbOutOfRange)
+        );
+        assert_eq!(
+            run(&["COPY", "a", "b", "DB", "0"], &OPEN, Some(&r)),
+            Ok("COPY")
+        );
+        let unconfined = Policy {
+            scripts_confined: false,
+            ..OPEN
+        };
+        assert!(matches!(
+            run(&["EVAL", "return 1", "0"], &unconfined, Some(&r)),
+            Err(DataError::ScriptsUnconfined(_))
+        ));
+        assert_eq!(run(&["EVAL", "return 1", "0"], &OPEN, Some(&r)), Ok("EVAL"));
+        let admin = Policy {
+            admin_commands: true,
+            ..OPEN
+        };
+        assert_eq!(
+            run(&["RESTORE", "k", "0", "x"], &admin, Some(&r)),
+            Ok("RESTORE")
+        );
+    }
+
+    #[test]
+    fn reserved_keys_are_refused_wherever_they_appear() {
+        let r = anyone();
+        for args in [
+            &["SET", "__tessera:marker:k", "1"][..],
+            &["MGET", "a", "__tessera:staging:k"],
+            &["EVAL", "return 1", "1", "__tessera:temp:x"],
+            &["RENAME", "a", "__tessera:marker:a"],
+        ] {
+            assert!(
+                matches!(run(args, &OPEN, Some(&r)), Err(DataError::ReservedKey(_))),
+                "{args:?}"
+            );
+        }
+        assert_eq!(run(&["SET", "__tesserax", "1"], &OPEN, Some(&r)), Ok("SET"));
+    }
+
+    #[test]
+    fn rights_confine_classes_and_keys() {
+        let reader = user("ro", Some(class::READ), None);
+        assert_eq!(run(&["GET", "k"], &OPEN, Some(&reader)), Ok("GET"));
+        assert_eq!(run(&["PING"], &OPEN, Some(&reader)), Ok("PING"));
+        assert!(matches!(
+            run(&["SET", "k", "v"], &OPEN, Some(&reader)),
+            Err(DataError::NoPermCommand { .. })
+        ));
+        let tenant = user("t1", None, Some(b"t1:"));
+        assert_eq!(run(&["SET", "t1:k", "v"], &OPEN, Some(&tenant)), Ok("SET"));
+        assert!(matches!(
+            run(&["MGET", "t1:a", "t2:b"], &OPEN, Some(&tenant)),
+            Err(DataError::NoPermKey { .. })
+        ));
+        assert!(matches!(
+            run(&["EVAL", "return 1", "1", "t1:a"], &OPEN, Some(&tenant)),
+            Err(DataError::NoPermCommand { .. })
+        ));
+        assert!(matches!(
+            run(&["DBSIZE"], &OPEN, Some(&tenant)),
+            Err(DataError::NoPermCommand { .. })
+        ));
+        // Channels are not keys: pub/sub is refused to a user confined to a prefix.
+        for cmd in [
+            &["SUBSCRIBE", "t1:c"][..],
+            &["PUBLISH", "t1:c", "m"],
+            &["SSUBSCRIBE", "t1:c"],
+        ] {
+            assert!(
+                matches!(
+                    run(cmd, &OPEN, Some(&tenant)),
+                    Err(DataError::NoPermCommand { .. })
+                ),
+                "{cmd:?}"
+            );
+        }
+        assert_eq!(
+            run(&["SUBSCRIBE", "c"], &OPEN, Some(&user("all", None, None))),
+            Ok("SUBSCRIBE")
+        );
+    }
+}
