@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tessera port` benchmark (not a test): keys/s of `restore` (an RDB file through a proxy)
+# `tessera import` benchmark (not a test): keys/s of `restore` (an RDB file through a proxy)
 # and of `sync` (its full load, then its command stream under redis-benchmark writes), into a
 # proxy in front of two redis-servers.
 #   tools/bench-port.sh [--keys 1000000] [--mix]

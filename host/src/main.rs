@@ -41,8 +41,9 @@ enum Cmd {
     /// Start a local cluster: store, redis-server groups, dashboard, proxies and the console.
     Up(UpArgs),
     /// Import into a cluster through a proxy: an RDB file (restore), or a live Redis server
-    /// followed as its replica (sync).
-    Port(tessera_cli::import::PortArgs),
+    /// followed as its replica (sync). (`tessera port` is its older name.)
+    #[command(alias = "port")]
+    Import(tessera_cli::import::ImportArgs),
     /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
     HashPassword,
     /// (`tessera up`'s children) Run PROGRAM, stopped with SIGTERM when process PARENT dies.
@@ -254,7 +255,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Proxy(args) => run_proxy(args),
         Cmd::Dashboard(args) => run_dashboard(args),
         Cmd::Admin(args) => tessera_cli::admin::run(args),
-        Cmd::Port(args) => tessera_cli::import::run(args),
+        Cmd::Import(args) => tessera_cli::import::run(args),
         Cmd::Console(args) => run_console(args),
         Cmd::Up(args) => up::run(up::UpOptions {
             data_dir: args.data_dir,

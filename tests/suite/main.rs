@@ -95,9 +95,9 @@ mod up;
 // API tokens and roles: viewer, operator, admin; made and revoked from the CLI; the audit log
 // naming the token; HMACs only in the store; the console's users' roles; the cached fan-out.
 mod roles;
-// `tessera port`: restore of an RDB with every type through a 2-group cluster, a live sync
+// `tessera import`: restore of an RDB with every type through a 2-group cluster, a live sync
 // resumed with PSYNC continue, a damaged RDB refused with nothing written.
-mod port;
+mod import;
 // Stateful sessions: WATCH/MULTI/EXEC within a slot, blocking commands on dedicated
 // connections (across proxies, a client gone while blocked, the limit, through a migration),
 // WAIT, scripts and functions on every group.

@@ -1,4 +1,4 @@
-//! `tessera port`: import into a Tessera cluster through its proxy (redis-port, after Codis).
+//! `tessera import`: import into a Tessera cluster through its proxy (redis-port, after Codis).
 //! `restore` writes an RDB file; `sync` joins a Redis server as a replica (PSYNC), loads the
 //! RDB it sends and then applies its live command stream, resuming from a saved offset.
 //!
@@ -28,16 +28,16 @@ pub mod value;
 pub use rdb::{Parser, RdbError};
 pub use value::{Entry, Item, Value};
 
-/// `tessera port` arguments.
+/// `tessera import` arguments.
 #[derive(clap::Args, Debug)]
-pub struct PortArgs {
+pub struct ImportArgs {
     #[command(subcommand)]
-    pub command: PortCmd,
+    pub command: ImportCmd,
 }
 
-/// `tessera port` subcommands.
+/// `tessera import` subcommands.
 #[derive(clap::Subcommand, Debug)]
-pub enum PortCmd {
+pub enum ImportCmd {
     /// Import an RDB file through a Tessera proxy (checked whole before anything is written).
     Restore(restore::RestoreArgs),
     /// Replicate a Redis server into a Tessera proxy: full copy, then its live writes, until
@@ -45,19 +45,19 @@ pub enum PortCmd {
     Sync(sync::SyncArgs),
 }
 
-/// Runs `tessera port …` on its own runtime.
+/// Runs `tessera import …` on its own runtime.
 ///
 /// # Errors
 /// Whatever stopped the import, with context.
-pub fn run(args: PortArgs) -> anyhow::Result<()> {
+pub fn run(args: ImportArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async {
         match args.command {
-            PortCmd::Restore(a) => restore::run(a).await,
-            PortCmd::Sync(a) => sync::run(a).await,
+            ImportCmd::Restore(a) => restore::run(a).await,
+            ImportCmd::Sync(a) => sync::run(a).await,
         }
     })
 }

@@ -1,4 +1,4 @@
-//! `tessera port restore`: one RDB file through a proxy. The file is read and checked whole
+//! `tessera import restore`: one RDB file through a proxy. The file is read and checked whole
 //! before the proxy is even connected to, then written; a line of progress a second, and a
 //! summary at the end.
 
@@ -13,7 +13,7 @@ use super::load::{self, LoadCounts};
 use super::progress::{Rate, line};
 use super::target::Target;
 
-/// `tessera port restore` arguments.
+/// `tessera import restore` arguments.
 #[derive(clap::Args, Debug)]
 pub struct RestoreArgs {
     /// The RDB file (Redis 7.x, RDB version ≤ 11).

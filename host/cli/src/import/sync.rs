@@ -1,4 +1,4 @@
-//! `tessera port sync`: follows a Redis server as its replica and writes everything through a
+//! `tessera import sync`: follows a Redis server as its replica and writes everything through a
 //! proxy. A full resync loads the RDB (checked whole first, see `load`); then the command
 //! stream is applied: writes of db 0 are forwarded as they came, SELECT is tracked, other
 //! databases, PING, REPLCONF and MULTI/EXEC are skipped and counted, and commands the proxy
@@ -22,7 +22,7 @@ use super::target::{OnError, Target, TargetStats};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
 use tessera_resp::Request;
 
-/// `tessera port sync` arguments.
+/// `tessera import sync` arguments.
 #[derive(clap::Args, Debug)]
 pub struct SyncArgs {
     /// The Redis server to replicate, HOST:PORT (no TLS).

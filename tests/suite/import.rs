@@ -1,4 +1,4 @@
-//! `tessera port` with real processes: a source redis-server holding every type, its RDB
+//! `tessera import` with real processes: a source redis-server holding every type, its RDB
 //! restored through the proxy of a two-group cluster and compared key by key (type-aware,
 //! TTLs within a second); a live sync under writes, stopped and resumed with PSYNC continue;
 //! a damaged RDB refused with nothing written.
@@ -233,11 +233,12 @@ fn save(source: &RedisServer) -> PathBuf {
 
 fn restore(rdb: &Path, cluster: &Cluster) -> Output {
     Command::new(tessera_bin())
+        // `port`, the subcommand's older name, still works.
         .args(["port", "restore", "--rdb"])
         .arg(rdb)
         .args(["--to", &cluster.proxy.addr().to_string()])
         .output()
-        .expect("running tessera port restore")
+        .expect("running tessera import restore")
 }
 
 #[test]
@@ -295,7 +296,7 @@ fn a_damaged_rdb_is_refused_clearly_and_nothing_is_written() {
     }
 }
 
-/// A running `tessera port sync`, its output in a file; killed on drop.
+/// A running `tessera import sync`, its output in a file; killed on drop.
 struct Sync {
     child: Child,
     log: PathBuf,
@@ -305,14 +306,14 @@ impl Sync {
     fn start(source: &RedisServer, cluster: &Cluster, state: &Path, log: PathBuf) -> Sync {
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(tessera_bin())
-            .args(["port", "sync", "--from", &source.addr().to_string()])
+            .args(["import", "sync", "--from", &source.addr().to_string()])
             .args(["--to", &cluster.proxy.addr().to_string(), "--state"])
             .arg(state)
             .stdout(file.try_clone().unwrap())
             .stderr(file)
             .stdin(Stdio::null())
             .spawn()
-            .expect("running tessera port sync");
+            .expect("running tessera import sync");
         Sync { child, log }
     }
 
@@ -463,7 +464,7 @@ fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
         "restore without a password was accepted"
     );
     let out = Command::new(tessera_bin())
-        .args(["port", "restore", "--rdb"])
+        .args(["import", "restore", "--rdb"])
         .arg(&rdb)
         .args([
             "--to",
@@ -486,7 +487,7 @@ fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
     let file = std::fs::File::create(&log).unwrap();
     let child = Command::new(tessera_bin())
         .args([
-            "port",
+            "import",
             "sync",
             "--from",
             &source.addr().to_string(),
@@ -572,12 +573,12 @@ fn sync_stops_at_its_rdb_limit_when_a_source_sends_more() {
         let (addr, serve) = hostile_source(head);
         let out = Command::new("timeout")
             .args(["30", tessera_bin().to_str().unwrap()])
-            .args(["port", "sync", "--from", &addr.to_string()])
+            .args(["import", "sync", "--from", &addr.to_string()])
             .args(["--to", &cluster.proxy.addr().to_string()])
             .args(["--max-rdb-mb", "1"])
             .stdin(Stdio::null())
             .output()
-            .expect("running tessera port sync");
+            .expect("running tessera import sync");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{head}: {stderr}");
         assert!(stderr.contains(says), "{head}: {stderr}");
