@@ -1,5 +1,6 @@
 //! The `tessera` command line: one binary, one subcommand per role.
 
+mod openapi;
 mod up;
 
 use std::path::PathBuf;
@@ -46,6 +47,13 @@ enum Cmd {
     Import(tessera_cli::import::ImportArgs),
     /// Read a password from stdin and print its hash for a `[[users]]` entry of proxy.toml.
     HashPassword,
+    /// Print the OpenAPI 3.1 document of an HTTP API, derived from the code (the committed
+    /// copies are docs/openapi.json, docs/openapi-proxy.json, docs/openapi-console.json).
+    Openapi {
+        /// Which server's API.
+        #[arg(long, value_enum, default_value = "dashboard")]
+        api: openapi::Api,
+    },
     /// (`tessera up`'s children) Run PROGRAM, stopped with SIGTERM when process PARENT dies.
     #[command(hide = true)]
     Tied {
@@ -271,6 +279,13 @@ fn main() -> anyhow::Result<()> {
             plugins_dir: args.plugins_dir,
         }),
         Cmd::Tied { parent, program } => Err(up::exec_tied(parent, &program)),
+        Cmd::Openapi { api } => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(openapi::document(api).as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing the document to stdout")
+        }
         Cmd::HashPassword => {
             let password = read_password("tessera hash-password")?;
             tessera_model::users::check_password(&password)?;
@@ -504,7 +519,7 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
         tracing::info!(%addr, cluster = %args.cluster, https = listener.is_tls(), "dashboard API listening");
         let d = started.dashboard.clone();
         tokio::spawn(d.clone().run_background());
-        let serve = tessera_http::serve::serve(listener, tessera_control::api::dashboard::router(d.clone()), shutdown_signal());
+        let serve = tessera_http::serve::serve(listener, tessera_control::api::router(d.clone()), shutdown_signal());
         tokio::select! {
             r = serve => r?,
             _ = d.lock_lost() => bail!("this dashboard lost the cluster lock to another one; stopping"),

@@ -5,39 +5,41 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Console;
 use axum::Json;
 use axum::extract::{Query, State};
 use futures_util::future::join_all;
-use serde::{Deserialize, Serialize};
-
-use super::Console;
 use tessera_http::error::ApiError;
+use tessera_wire::LimitQuery;
 use tessera_wire::audit::AuditEntry;
+use tessera_wire::error::ErrorBody;
+
+pub use tessera_wire::console::MergedEntry;
 
 /// Entries answered at most.
 const KEEP: usize = 1000;
 /// How long one dashboard may take to answer its audit log.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// An entry of the merged log: a dashboard's entry with its cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MergedEntry {
-    pub cluster: String,
-    #[serde(flatten)]
-    pub entry: AuditEntry,
-}
-
-#[derive(Deserialize)]
-pub struct AuditQuery {
-    limit: Option<usize>,
-}
-
-/// `GET /api/audit?limit=N` (default 100, at most 1000): every reachable cluster's log,
-/// newest first. A cluster that does not answer is left out (its state shows
-/// in `/api/clusters`).
+/// Every cluster's audit log, merged
+///
+/// Every reachable cluster's dashboard log of changes, merged newest first, each entry naming
+/// its cluster (`limit` default 100, at most 1000). A cluster that does not answer is left
+/// out (its state shows in `/api/clusters`).
+#[utoipa::path(
+    get,
+    path = "/api/audit",
+    tag = "console",
+    operation_id = "mergedAudit",
+    params(LimitQuery),
+    responses(
+        (status = 200, description = "Entries, newest first.", body = Vec<MergedEntry>),
+        (status = 400, description = "A limit that is not a number.", body = ErrorBody),
+    )
+)]
 pub async fn merged(
     State(c): State<Arc<Console>>,
-    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<LimitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<MergedEntry>>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(100).min(KEEP);

@@ -25,8 +25,6 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::json;
 
 use super::Console;
 use super::config::ConsoleConfig;
@@ -35,6 +33,9 @@ use hasher::Hasher;
 use session::Sessions;
 use tessera_http::error::{ApiError, refuse_unread};
 use tessera_store::StoreError;
+use tessera_wire::Empty;
+use tessera_wire::console::{LoginRequest, Session};
+use tessera_wire::error::ErrorBody;
 use throttle::{Refusal, Throttle, Verdict, client_key};
 
 /// The session cookie's name.
@@ -199,12 +200,6 @@ pub async fn require_session(
     next.run(req).await
 }
 
-#[derive(Deserialize)]
-pub struct LoginBody {
-    user: String,
-    password: String,
-}
-
 /// An error with `Retry-After: secs`.
 fn retry_after(e: ApiError, secs: u64) -> Response {
     let mut resp = e.into_response();
@@ -218,14 +213,31 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// `POST /auth/login {"user","password"}` → `{"user","csrf"}` and the session cookie.
+/// Log in
 ///
-/// The attempt first reserves its place in the lockout table (refused at once: 429), then
-/// waits for a password check (every check busy: 503 at once), then counts its result.
+/// Answers the session's user and CSRF token, and sets the session cookie (`HttpOnly`,
+/// `SameSite=Strict`). The attempt first reserves its place in the lockout table (refused at
+/// once: 429, with `Retry-After`), then waits for a password check (every check busy: 503 at
+/// once), then counts its result.
+#[utoipa::path(
+    post,
+    path = "/auth/login",
+    tag = "session",
+    operation_id = "login",
+    security(()),
+    request_body = LoginRequest,
+    responses(
+        (status = 200, description = "Logged in; the cookie is set.", body = Session),
+        (status = 400, description = "A malformed body.", body = ErrorBody),
+        (status = 401, description = "A wrong user name or password (`unauthorized`).", body = ErrorBody),
+        (status = 429, description = "Locked out after failed logins (`locked_out`), or earlier attempts are still being checked (`too_many_attempts`).", body = ErrorBody),
+        (status = 503, description = "Every password check is busy (`busy`), or the session store failed.", body = ErrorBody),
+    )
+)]
 pub async fn login(
     State(c): State<Arc<Console>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    body: Result<Json<LoginBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<LoginRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(b) = match body {
         Ok(b) => b,
@@ -283,7 +295,11 @@ async fn logged_in(c: &Console, name: &str, addr: IpAddr) -> Response {
         Ok((id, csrf)) => {
             c.logins
                 .record(name, addr, LoginOutcome::Login, 200, "logged in");
-            let mut resp = Json(json!({"user": name, "csrf": csrf})).into_response();
+            let session = Session {
+                user: name.to_owned(),
+                csrf,
+            };
+            let mut resp = Json(session).into_response();
             resp.headers_mut().insert(
                 header::SET_COOKIE,
                 c.auth.set_cookie(&id, c.auth.ttl.as_secs()),
@@ -341,8 +357,19 @@ fn refused(c: &Console, name: &str, addr: IpAddr, refusal: Refusal) -> Response 
     )
 }
 
-/// `POST /auth/logout` (session + CSRF) → `{}` and an expired cookie; the session is deleted
-/// from the store.
+/// Log out
+///
+/// The session is deleted from the store and the cookie expired.
+#[utoipa::path(
+    post,
+    path = "/auth/logout",
+    tag = "session",
+    operation_id = "logout",
+    responses(
+        (status = 200, description = "Logged out.", body = Empty),
+        (status = 503, description = "The session store failed.", body = ErrorBody),
+    )
+)]
 pub async fn logout(
     State(c): State<Arc<Console>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -361,15 +388,27 @@ pub async fn logout(
         200,
         "logged out",
     );
-    let mut resp = Json(json!({})).into_response();
+    let mut resp = Json(Empty {}).into_response();
     resp.headers_mut()
         .insert(header::SET_COOKIE, c.auth.set_cookie("", 0));
     resp
 }
 
-/// `GET /auth/me` → `{"user","csrf"}` of the session.
-pub async fn me(axum::Extension(user): axum::Extension<SessionUser>) -> Json<serde_json::Value> {
-    Json(json!({"user": user.user, "csrf": user.csrf}))
+/// The session
+///
+/// Its user and the CSRF token every change must carry in `X-CSRF-Token`.
+#[utoipa::path(
+    get,
+    path = "/auth/me",
+    tag = "session",
+    operation_id = "me",
+    responses((status = 200, description = "The session.", body = Session))
+)]
+pub async fn me(axum::Extension(user): axum::Extension<SessionUser>) -> Json<Session> {
+    Json(Session {
+        user: user.user,
+        csrf: user.csrf,
+    })
 }
 
 #[cfg(test)]

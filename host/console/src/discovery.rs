@@ -20,14 +20,7 @@ pub const CACHE_FOR: Duration = Duration::from_secs(2);
 const OPEN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The dashboard running a cluster, as its lock node says.
-#[derive(Debug, Clone, Serialize)]
-pub struct DashboardView {
-    pub admin_addr: String,
-    pub pid: u32,
-    pub host: String,
-    pub version: String,
-    pub start_unix: u64,
-}
+pub use tessera_wire::cluster::DashboardSummary as DashboardView;
 
 /// One cluster found in a store.
 #[derive(Debug, Clone, Serialize)]
@@ -50,13 +43,7 @@ impl Cluster {
 }
 
 /// What the last scan of one store found.
-#[derive(Debug, Clone, Serialize)]
-pub struct StoreView {
-    pub url: String,
-    pub ok: bool,
-    pub error: Option<String>,
-    pub clusters: Vec<String>,
-}
+pub use tessera_wire::console::StoreView;
 
 #[derive(Default)]
 struct Scan {

@@ -3,7 +3,8 @@
 //! their audit logs ([`audit`]), keeps its own login events apart ([`logins`]), and serves the
 //! single-page app ([`assets`]) to logged-in users ([`auth`], sessions kept in a store), each
 //! relayed call bounded by the user's role. It keeps no cluster state of its own; the
-//! dashboards own their clusters. Routes and shapes: docs/console.md.
+//! dashboards own their clusters. Routes and shapes: docs/console.md; the OpenAPI document
+//! ([`openapi`]) describes the console's own routes and every relayed one.
 
 mod assets;
 pub mod audit;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod discovery;
 mod fetch;
 pub mod logins;
+pub mod openapi;
 pub mod relay;
 
 pub use config::{ConsoleConfig, User, hash_password, verify_password};
@@ -23,7 +25,9 @@ use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::any;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use tessera_http::error::ApiError;
 
@@ -105,33 +109,57 @@ impl Console {
     }
 }
 
+/// The routes anyone may call.
+fn public() -> OpenApiRouter<Arc<Console>> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(auth::login))
+}
+
+/// The routes that need a session (and the CSRF token on mutations). The relay's catch-all
+/// is described in the document by every dashboard route it relays (`openapi`).
+fn private() -> OpenApiRouter<Arc<Console>> {
+    OpenApiRouter::new()
+        .routes(routes!(auth::logout))
+        .routes(routes!(auth::me))
+        .routes(routes!(relay::clusters))
+        .route("/api/clusters/{name}/{*rest}", any(relay::relay))
+        .routes(routes!(relay::stores))
+        .routes(routes!(audit::merged))
+        .routes(routes!(logins::list))
+        .route("/api", any(api_not_found))
+        .route("/api/{*rest}", any(api_not_found))
+}
+
 /// The console's routes (docs/console.md). Serve them with
 /// `into_make_service_with_connect_info::<SocketAddr>()`, as [`run`] does: login and logout
 /// read the peer's address, for the lockout and the login log.
 pub fn router(c: Arc<Console>) -> Router {
-    // Everything here needs a session (and CSRF on mutations); route_layer leaves the
-    // public routes below alone.
-    let private = Router::new()
-        .route("/auth/logout", post(auth::logout))
-        .route("/auth/me", get(auth::me))
-        .route("/api/clusters", get(relay::clusters))
-        .route("/api/clusters/{name}/{*rest}", any(relay::relay))
-        .route("/api/stores", get(relay::stores))
-        .route("/api/audit", get(audit::merged))
-        .route("/api/logins", get(logins::list))
-        .route("/api", any(api_not_found))
-        .route("/api/{*rest}", any(api_not_found))
-        .route_layer(middleware::from_fn_with_state(
-            c.clone(),
-            auth::require_session,
-        ));
-    Router::new()
-        .route("/health", get(|| async { "ok" }))
-        .route("/auth/login", post(auth::login))
+    // route_layer: only the private routes, not the public ones merged below.
+    let (private, _) = private().split_for_parts();
+    let private = private.route_layer(middleware::from_fn_with_state(
+        c.clone(),
+        auth::require_session,
+    ));
+    let (public, _) = public().split_for_parts();
+    public
         .merge(private)
         .fallback(assets::serve)
         .layer(middleware::map_response(security_headers))
         .with_state(c)
+}
+
+/// Liveness
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "session",
+    operation_id = "consoleHealth",
+    security(()),
+    responses((status = 200, description = "The console is serving.", body = String, content_type = "text/plain"))
+)]
+async fn health() -> &'static str {
+    "ok"
 }
 
 async fn api_not_found(uri: axum::http::Uri) -> ApiError {

@@ -8,53 +8,17 @@ use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+use super::Console;
 use axum::Json;
 use axum::extract::{Query, State};
-use serde::{Deserialize, Serialize};
-
-use super::Console;
 use tessera_http::error::ApiError;
+use tessera_wire::LimitQuery;
+use tessera_wire::error::ErrorBody;
 
 /// Entries kept.
 pub const KEEP: usize = 1000;
 
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoginOutcome {
-    Login,
-    /// Wrong name or password.
-    Failed,
-    /// The failure that started a lockout, or an attempt refused because of one.
-    LockedOut,
-    /// Refused unchecked: attempts of the same address (or name and address) were still
-    /// being checked.
-    TooManyAttempts,
-    /// Refused unchecked: every password check was busy.
-    Busy,
-    Logout,
-}
-
-/// One entry of `GET /api/logins`.
-///
-/// ```text
-/// LoginEvent { time_ms, user, addr, outcome, status, detail, count }
-/// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoginEvent {
-    /// The last time it happened (ms since the epoch).
-    pub time_ms: u64,
-    /// The user name given (at most 64 characters; it need not exist).
-    pub user: String,
-    /// The client's address (IPv6 as its /64).
-    pub addr: String,
-    pub outcome: LoginOutcome,
-    /// The HTTP status answered.
-    pub status: u16,
-    pub detail: String,
-    /// How many times in a row it happened.
-    pub count: u64,
-}
+pub use tessera_wire::console::{LoginEvent, LoginOutcome};
 
 /// The login log, newest last.
 #[derive(Default)]
@@ -107,16 +71,24 @@ impl Logins {
     }
 }
 
-#[derive(Deserialize)]
-pub struct LoginsQuery {
-    limit: Option<usize>,
-}
-
-/// `GET /api/logins?limit=N` (default 100, at most [`KEEP`]): the console's login events,
-/// newest first.
+/// The console's login log
+///
+/// Logins, failed logins, refused attempts and logouts, newest first (`limit` default 100,
+/// at most 1000 are kept). A run of identical events is one entry with a count.
+#[utoipa::path(
+    get,
+    path = "/api/logins",
+    tag = "console",
+    operation_id = "listLogins",
+    params(LimitQuery),
+    responses(
+        (status = 200, description = "Login events, newest first.", body = Vec<LoginEvent>),
+        (status = 400, description = "A limit that is not a number.", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(c): State<Arc<Console>>,
-    query: Result<Query<LoginsQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<LimitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<LoginEvent>>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     Ok(Json(c.logins.newest(q.limit.unwrap_or(100).min(KEEP))))

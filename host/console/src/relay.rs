@@ -17,42 +17,36 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::join_all;
-use serde::Serialize;
-use serde_json::Value;
 
 use super::Console;
 use super::auth::SessionUser;
-use super::discovery::{Cluster, DashboardView, StoreView};
+use super::discovery::Cluster;
 use super::fetch::MAX_BODY;
 use tessera_http::access;
 use tessera_http::error::ApiError;
 use tessera_wire::access::Role;
 use tessera_wire::audit::{ACTOR_HEADER, ROLE_HEADER};
+use tessera_wire::cluster::Overview;
+use tessera_wire::console::{ClusterView, StoreView};
+use tessera_wire::error::ErrorBody;
 
 /// How long a cluster's overview may take in `/api/clusters`.
 const OVERVIEW_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a relayed call may take: promotions and pushes wait for every proxy.
 const RELAY_TIMEOUT: Duration = Duration::from_secs(35);
 
-/// An entry of `GET /api/clusters`.
-#[derive(Serialize)]
-pub struct ClusterView {
-    name: String,
-    store: String,
-    dashboard: Option<DashboardView>,
-    reachable: bool,
-    overview: Option<Value>,
-    error: Option<String>,
-    /// Whether the console has a token for it (reads and changes need one).
-    has_token: bool,
-    /// The role of that token, as the dashboard told (null: no token, or no answer).
-    token_role: Option<Role>,
-    /// What the user may do there through the console: the lower of its own role and the
-    /// token's (null when the token's is unknown).
-    role: Option<Role>,
-}
-
-/// `GET /api/clusters`.
+/// The clusters
+///
+/// Every cluster of the console's stores, with its overview (fetched from its dashboard in
+/// parallel, 2 s each), whether the console has a token for it, and the role the user has
+/// there: the lower of the user's own and the token's.
+#[utoipa::path(
+    get,
+    path = "/api/clusters",
+    tag = "console",
+    operation_id = "listClusters",
+    responses((status = 200, description = "Every cluster found.", body = Vec<ClusterView>))
+)]
 pub async fn clusters(
     State(c): State<Arc<Console>>,
     axum::Extension(user): axum::Extension<SessionUser>,
@@ -97,17 +91,24 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
             .get(ROLE_HEADER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
-        let body: Value = super::fetch::json(resp, super::fetch::MAX_PAGE)
+        let body: serde_json::Value = super::fetch::json(resp, super::fetch::MAX_PAGE)
             .await
             .map_err(|e| format!("dashboard at {addr} answered no JSON overview: {e}"))?;
         if !status.is_success() {
+            let message = serde_json::from_value::<ErrorBody>(body)
+                .map(|e| e.error.message)
+                .unwrap_or_default();
             return Err(format!(
-                "dashboard at {addr} answered HTTP {}: {}",
+                "dashboard at {addr} answered HTTP {}: {message}",
                 status.as_u16(),
-                body["error"]["message"].as_str().unwrap_or("")
             ));
         }
-        Ok((body, token_role))
+        let overview: Overview = serde_json::from_value(body).map_err(|e| {
+            format!(
+                "dashboard at {addr} answered an overview of another shape (another version?): {e}"
+            )
+        })?;
+        Ok((overview, token_role))
     }
     .await;
     match fetched {
@@ -122,7 +123,16 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
     v
 }
 
-/// `GET /api/stores`: each store and what its last scan found (or why it failed).
+/// The stores searched
+///
+/// Each store and what its last scan found, or why it failed.
+#[utoipa::path(
+    get,
+    path = "/api/stores",
+    tag = "console",
+    operation_id = "listStores",
+    responses((status = 200, description = "Every store.", body = Vec<StoreView>))
+)]
 pub async fn stores(State(c): State<Arc<Console>>) -> Json<Vec<StoreView>> {
     Json(c.discovery.stores().await.to_vec())
 }

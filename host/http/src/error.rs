@@ -1,10 +1,11 @@
 //! The one error type of every HTTP API (dashboard, proxy admin, console): `{"error": {"code",
-//! "message"}}` with a status code. Below `api`, `dashboard` and `console`, which all return it.
+//! "message"}}` (`tessera_wire::error::ErrorBody`) with a status code. Each server's own
+//! errors become it at its API edge (the control plane's in `tessera_control::api::error`).
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use tessera_wire::error::{ErrorBody, ErrorDetail};
 
 /// An API failure; `code` is a stable machine-readable word, `message` says what to do.
 #[derive(Debug, Clone)]
@@ -72,17 +73,13 @@ impl std::fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
-    }
-}
-
-impl From<tessera_store::StoreError> for ApiError {
-    fn from(e: tessera_store::StoreError) -> Self {
-        Self::unavailable(e.to_string())
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        (self.status, Json(body)).into_response()
     }
 }
 

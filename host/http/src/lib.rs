@@ -1,9 +1,10 @@
 //! The HTTP edge shared by the dashboard, the console and each proxy's admin API: serving a
 //! router, the error envelope (`{"error":{"code","message"}}`), which role each dashboard
-//! route needs, and the process's Prometheus recorder.
+//! route needs (and its mark in the OpenAPI documents), and the process's Prometheus recorder.
 
 pub mod access;
 pub mod error;
 pub mod metrics;
+pub mod openapi;
 pub mod serve;
 pub mod tls;

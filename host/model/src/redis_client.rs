@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
 use tessera_resp::{ReplyScanner, encode_request};
@@ -62,22 +61,7 @@ pub enum ClientError {
     },
 }
 
-/// A Redis ACL user and its password, e.g. the control plane's own `tessera-admin`
-/// (stored in the cluster meta as `backend_admin`). `Debug` never shows the password.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Credential {
-    pub user: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for Credential {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credential")
-            .field("user", &self.user)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
+pub use tessera_wire::credential::Credential;
 
 /// One connection to a Redis server.
 pub struct RedisClient {

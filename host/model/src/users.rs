@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
 use tessera_plugin_abi::class;
 
 /// The implicit user every connection starts as (Redis's name for it).
@@ -158,16 +157,7 @@ struct Account {
 }
 
 /// Where a table came from, for the admin API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// proxy.toml (static mode, or cluster mode before the store's table is loaded).
-    Config,
-    /// The cluster's users document.
-    Cluster,
-    /// Nothing usable: every AUTH fails (a cluster document that could not be compiled).
-    Refused,
-}
+pub use tessera_wire::users::UsersSource as Source;
 
 /// The compiled users table: lookup by name, password checks. Swapped whole (`ArcSwap`).
 pub struct Users {

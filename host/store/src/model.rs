@@ -171,45 +171,7 @@ pub struct DashboardInfo {
     pub version: String,
 }
 
-/// Where a slot's migration stands. Persisted at every step, so a dashboard killed at any
-/// point is replaced by one that resumes from here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ActionState {
-    /// Waiting for room under the per-group cap.
-    Pending,
-    /// "owner = target, migrating from source" is being pushed; no key moves yet.
-    Preparing,
-    /// Every online proxy acknowledged it.
-    Prepared,
-    /// The mover is moving keys (and proxies move the keys they touch).
-    Migrating,
-    /// A full pass found no key left; "owner = target" is being pushed.
-    Finished,
-}
-
-/// A migration of one slot. An abort is a migration back: source and target swap and the
-/// keys already moved return the same way.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SlotAction {
-    pub state: ActionState,
-    pub source: GroupId,
-    pub target: GroupId,
-    #[serde(default)]
-    pub aborting: bool,
-}
-
-impl SlotAction {
-    /// Proxies route the slot to the target (moving keys from the source) from `Prepared` on.
-    pub fn routes_to_target(&self) -> bool {
-        self.state >= ActionState::Prepared
-    }
-
-    /// Proxies hold the slot (first phase of the barrier).
-    pub fn blocks(&self) -> bool {
-        self.state == ActionState::Preparing
-    }
-}
+pub use tessera_wire::cluster::{ActionState, ProxyState, SlotAction};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlotModel {
@@ -260,15 +222,6 @@ impl GroupModel {
     pub fn master(&self) -> Option<&str> {
         self.servers.first().map(|s| s.addr.as_str())
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProxyState {
-    /// Receives topology pushes and is counted in barriers.
-    Online,
-    /// Registered, but left out of pushes (an operator took it out).
-    Offline,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// What a token (or a console user) may do; each role may do everything the one before it may.
 ///
@@ -13,7 +14,9 @@ use serde::{Deserialize, Serialize};
 /// operator  + migrations, aborts, rebalances, plugins
 /// admin     + groups, servers, promotions, slot assignment, proxies, users, tokens
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Viewer,

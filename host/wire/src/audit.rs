@@ -2,6 +2,7 @@
 //! them, and the headers the API's callers and the console exchange about who is calling.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::access::Role;
 
@@ -23,7 +24,7 @@ pub const TOKEN_HEADER: &str = "x-tessera-token";
 /// {"time_ms": 1767225600000, "actor": "console:admin", "token": "console", "role": "admin",
 ///  "method": "POST", "path": "/api/groups", "detail": "{\"id\":3}", "status": 201}
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AuditEntry {
     pub time_ms: u64,
     /// `console:<user>`, `cli:<unix user>`, or `api` when the caller did not say.

@@ -4,10 +4,12 @@
 //! through), the stored document, and the figures and samples a proxy reports.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Which commands are mirrored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = MirrorMode)]
 pub enum Mode {
     /// Commands with Redis's `write` flag only: the shadow's data follows the primary's.
     #[default]
@@ -26,7 +28,7 @@ impl Mode {
 }
 
 /// A mirror's settings (`[mirror]` in proxy.toml; the body of `PUT /api/mirror`).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MirrorConfig {
     /// The shadow: `host:port` of a Redis server or of another cluster's proxy.
@@ -112,21 +114,33 @@ impl MirrorConfig {
     }
 
     /// The settings as shown by the APIs: the password replaced by whether there is one.
-    pub fn view(&self) -> serde_json::Value {
-        serde_json::json!({
-            "target": self.target,
-            "mode": self.mode,
-            "password": self.password.is_some(),
-            "max_queue": self.max_queue,
-            "max_queue_bytes": self.max_queue_bytes,
-            "max_command_bytes": self.max_command_bytes,
-        })
+    pub fn view(&self) -> MirrorSettingsView {
+        MirrorSettingsView {
+            target: self.target.clone(),
+            mode: self.mode,
+            password: self.password.is_some(),
+            max_queue: self.max_queue,
+            max_queue_bytes: self.max_queue_bytes,
+            max_command_bytes: self.max_command_bytes,
+        }
     }
+}
+
+/// A mirror's settings as the APIs show them: never the password, only whether there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MirrorSettingsView {
+    pub target: String,
+    pub mode: Mode,
+    /// Whether the shadow is sent a password.
+    pub password: bool,
+    pub max_queue: usize,
+    pub max_queue_bytes: usize,
+    pub max_command_bytes: usize,
 }
 
 /// The mirror settings a dashboard stores and pushes: `config` is `None` when off. `version`
 /// grows with each change, so a proxy never applies an older document after a newer one.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MirrorDoc {
     pub version: u64,
@@ -135,7 +149,8 @@ pub struct MirrorDoc {
 
 /// A mismatch: the command (name and its first arguments, truncated) and both replies
 /// (truncated), as text with bytes outside printable ASCII escaped.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = MirrorSample)]
 pub struct Sample {
     pub command: String,
     pub args: Vec<String>,
@@ -145,7 +160,8 @@ pub struct Sample {
 }
 
 /// One command's figures in the JSON view.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[schema(as = MirrorCommandFigures)]
 pub struct CommandFigures {
     pub command: String,
     pub sent: u64,
@@ -155,7 +171,8 @@ pub struct CommandFigures {
 }
 
 /// The JSON view of a proxy's counters (also what the dashboard sums).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[schema(as = MirrorFigures)]
 pub struct Figures {
     pub sent: u64,
     pub compared: u64,
@@ -167,6 +184,71 @@ pub struct Figures {
     pub queue_entries: u64,
     pub queue_bytes: u64,
     pub commands: Vec<CommandFigures>,
+}
+
+/// `GET /api/proxy/mirror`: one proxy's mirror: its settings in force, counters by command,
+/// drops, and its last 32 mismatches.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProxyMirror {
+    pub token: String,
+    /// The version of the mirror document in force (0: none pushed).
+    pub version: u64,
+    /// `null`: mirroring off.
+    pub config: Option<MirrorSettingsView>,
+    pub figures: Figures,
+    /// Newest first.
+    pub samples: Vec<Sample>,
+}
+
+/// `GET /api/mirror` (and the answer of `PUT` and `DELETE`): the cluster's settings, every
+/// registered proxy's counters summed, and the newest mismatches of all.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MirrorView {
+    pub version: u64,
+    /// `null`: mirroring off.
+    pub config: Option<MirrorSettingsView>,
+    pub figures: Figures,
+    pub proxies: Vec<ProxyMirrorEntry>,
+    /// Newest first, at most 50, each naming its proxy.
+    pub samples: Vec<ClusterSample>,
+}
+
+/// One proxy's mirror as the dashboard read it, or why it could not.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ProxyMirrorEntry {
+    Answered(ProxyMirrorSummary),
+    Unreachable(ProxyMirrorError),
+}
+
+/// A proxy's mirror in brief.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProxyMirrorSummary {
+    pub token: String,
+    pub addr: String,
+    /// The mirror document version it runs.
+    pub version: u64,
+    /// Whether it mirrors now.
+    pub on: bool,
+    pub queue_entries: u64,
+    pub queue_bytes: u64,
+}
+
+/// A proxy whose mirror could not be read, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProxyMirrorError {
+    pub token: String,
+    pub addr: String,
+    pub error: String,
+}
+
+/// A mismatch and the proxy that found it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterSample {
+    #[serde(flatten)]
+    pub sample: Sample,
+    /// The proxy's token.
+    pub proxy: String,
 }
 
 #[cfg(test)]
@@ -199,7 +281,7 @@ mod tests {
             ..with_target("h:1")
         };
         assert!(!format!("{c:?}").contains("secret"));
-        assert_eq!(c.view()["password"], true);
+        assert!(c.view().password);
         let toml: MirrorConfig = toml::from_str("target = \"h:1\"\nmode = \"all\"").unwrap();
         assert_eq!(toml.mode, Mode::All);
     }

@@ -1,25 +1,34 @@
 //! A cluster's plugin catalog as the store keeps it and the API shows it (plugins in chain
-//! order: config, enabled, fail policy, limits, module hash), and the metric samples proxies
-//! report of their plugins.
+//! order: config, enabled, fail policy, limits, module hash), the dashboard's changes to it,
+//! the plugins running in one proxy, and the metric samples proxies report of their plugins.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// The largest module the catalog accepts.
 pub const MAX_MODULE: usize = 32 << 20;
 
 /// One plugin in a cluster's catalog.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PluginEntry {
+    /// Letters, digits, `-` and `_`, at most 64 characters.
     pub name: String,
+    /// Of the module, hex.
     pub sha256: String,
+    /// The module's size in bytes.
     pub size: u64,
     /// The plugin's own configuration (JSON), handed to its `init`.
     pub config: serde_json::Value,
     pub enabled: bool,
-    /// "closed" or "open".
+    /// What happens to a command while the plugin is unavailable: `closed` refuses it,
+    /// `open` lets it through.
     pub fail: String,
+    /// CPU time one call may use, ms (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_budget_ms: Option<u64>,
+    /// Memory one instance may use, MiB (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<usize>,
     /// The most bytes of one command or observed reply copied into the plugin, KiB (default:
@@ -29,17 +38,106 @@ pub struct PluginEntry {
     pub updated_unix: u64,
 }
 
-/// The catalog document: plugins in chain order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The catalog document: plugins in chain order (also the body of a push to a proxy,
+/// `PUT /api/proxy/plugins`, and the answer of `PUT /api/plugins/order`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Catalog {
     pub version: u64,
     pub plugins: Vec<PluginEntry>,
 }
 
-/// One metric sample of a plugin, as a proxy reports it and the dashboard sums it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A plugin of `GET /api/plugins`: its entry and its place in the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ListedPlugin {
+    #[serde(flatten)]
+    pub entry: PluginEntry,
+    /// 0 runs first.
+    pub order: usize,
+}
+
+/// `PUT /api/plugins/{name}/config`: fields left out keep their value.
+///
+/// ```text
+/// {"config": {"deny_commands": ["FLUSHALL"]}, "fail": "closed", "cpu_budget_ms": 5}
+/// ```
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfigChange {
+    /// The plugin's own configuration, probed with its `init` before it is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
+    /// `open` or `closed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_budget_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_kb: Option<usize>,
+}
+
+/// `PUT /api/plugins/order`: every plugin's name exactly once, first to run first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginOrder {
+    pub order: Vec<String>,
+}
+
+/// One metric sample of a plugin, as a proxy reports it and the dashboard sums it. A
+/// histogram gives two samples, `<name>_count` and `<name>_sum`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = PluginSample)]
 pub struct Sample {
     pub name: String,
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
     pub value: f64,
+}
+
+/// `GET /api/plugins/{name}/metrics`: the plugin's samples summed per series over the
+/// proxies that answered with it loaded.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PluginMetrics {
+    /// Proxies that answered with the plugin loaded (0 for a disabled plugin).
+    pub proxies: usize,
+    pub samples: Vec<Sample>,
+}
+
+/// A plugin as it is running in one proxy.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LoadedPlugin {
+    pub name: String,
+    pub sha256: String,
+    /// Bumped each time the plugin is loaded again (a new module or config).
+    pub generation: u64,
+    pub fail: String,
+    /// The commands it hooks, their classes, whether it hooks every command, and the key
+    /// prefixes it hooks.
+    pub hooks: Vec<String>,
+    pub hook_classes: Vec<String>,
+    pub hooks_all: bool,
+    pub key_prefixes: Vec<String>,
+    pub calls: u64,
+    pub faults: u64,
+    pub instances_created: u64,
+}
+
+/// `GET /api/proxy/plugins`: the plugins in force in one proxy.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProxyPlugins {
+    /// The catalog version last applied (0: none pushed).
+    pub catalog_version: u64,
+    /// Bumped with every change of the running chain.
+    pub chain_version: u64,
+    pub plugins: Vec<LoadedPlugin>,
+    /// Why the last change did not load.
+    pub last_error: Option<String>,
+}
+
+/// The answer of `PUT /api/proxy/plugins`: the catalog version now in force and the plugins
+/// it runs.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CatalogApplied {
+    pub catalog_version: u64,
+    pub plugins: Vec<LoadedPlugin>,
 }

@@ -3,9 +3,10 @@
 //! (`tessera-proxy`'s telemetry); the dashboard merges them over proxies.
 
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 /// The three logs, in the order of their index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LogType {
     /// Commands whose reply took at least the threshold to be complete (value: µs).
@@ -42,7 +43,8 @@ impl LogType {
 /// {"id": 7, "time": 1733356800, "value": 120345, "args": ["EVAL", "…", "0"],
 ///  "client_addr": "127.0.0.1:50122", "client_name": "worker-1"}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = CommandLogEntry)]
 pub struct EntryView {
     pub id: u64,
     pub time: u64,
@@ -57,7 +59,8 @@ pub struct EntryView {
 /// ```text
 /// {"type": "slow", "len": 2, "entries": [{"id": 1, …}, {"id": 0, …}]}
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = ProxyCommandLog)]
 pub struct ProxyLog {
     #[serde(rename = "type")]
     pub log_type: LogType,
@@ -68,7 +71,8 @@ pub struct ProxyLog {
 }
 
 /// An entry of the cluster's log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = ClusterCommandLogEntry)]
 pub struct ClusterEntry {
     /// The proxy's token and its RESP address.
     pub proxy: String,
@@ -78,7 +82,8 @@ pub struct ClusterEntry {
 }
 
 /// The body of `GET /api/commandlog`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = CommandLog)]
 pub struct ClusterLog {
     #[serde(rename = "type")]
     pub log_type: LogType,
@@ -96,7 +101,7 @@ pub struct ClusterLog {
 /// {"key": "user:\\xff1", "key_len": 6, "truncated": false, "slot": 421, "ops": 1200,
 ///  "bytes": 48000}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HotKey {
     /// The key (its first `max_key_bytes`), bytes outside printable ASCII as `\xHH`, `\` as `\\`.
     pub key: String,
@@ -118,7 +123,7 @@ pub struct HotKey {
 ///  "by_ops": [HotKey, …], "by_bytes": [HotKey, …],
 ///  "memory_bytes": 812000, "memory_limit_bytes": 900000, "max_key_bytes": 128}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HotKeysView {
     pub enabled: bool,
     /// The span the counts cover (shorter just after start).
@@ -139,7 +144,7 @@ pub struct HotKeysView {
 }
 
 /// The wire shape of the cache's figures (in `GET /api/proxy/hotkeys` and `/api/hotkeys`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HotCacheFigures {
     pub enabled: bool,
     pub hits: u64,
@@ -168,7 +173,7 @@ impl HotCacheFigures {
 /// ```text
 /// {"slots": [12, 700], "ops": [40, 3], "bytes_in": [2000, 90], "bytes_out": [800, 30]}
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SlotCounts {
     pub slots: Vec<u16>,
     pub ops: Vec<u64>,
@@ -178,10 +183,13 @@ pub struct SlotCounts {
 
 /// The query of `GET /api/commandlog` and of a proxy's `GET /api/proxy/commandlog`: the log's
 /// type (`slow` when absent) and an optional count.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CommandLogQuery {
+    /// `slow` (the default), `large-request` or `large-reply`.
     #[serde(rename = "type")]
     pub log_type: Option<String>,
+    /// At most this many entries, newest first (absent: all).
     pub count: Option<usize>,
 }
 
@@ -203,7 +211,8 @@ impl CommandLogQuery {
 
 // === A proxy's own views (`GET /api/proxy/info`, `/api/proxy/stats`) ===
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `GET /api/proxy/info`: who and where the proxy is.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProxyInfo {
     pub token: String,
     pub addr: String,
@@ -218,7 +227,8 @@ pub struct ProxyInfo {
     pub users_version: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Requests to the backends, and their connections' fortunes.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BackendCounters {
     pub requests: u64,
     pub batches: u64,
@@ -227,7 +237,8 @@ pub struct BackendCounters {
     pub reconnects: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `GET /api/proxy/stats`: totals, ops per second, per-command counts, backend counters.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProxyStats {
     pub token: String,
     pub epoch: u64,
@@ -241,9 +252,11 @@ pub struct ProxyStats {
 }
 
 /// `?limit=` of the hot-key views (proxy and dashboard): 1 to `MAX_HOTKEYS`, default 20.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct HotKeysQuery {
+    /// Keys per ranking, 1 to 1000 (default 20).
     pub limit: Option<usize>,
 }
 
@@ -262,9 +275,61 @@ impl HotKeysQuery {
 }
 
 /// One command's totals, for the stats API.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CommandCount {
     pub command: String,
     pub calls: u64,
     pub errors: u64,
+}
+
+// === The dashboard's merge of every proxy's hot keys (`GET /api/hotkeys`) ===
+
+/// The wire shape of `GET /api/hotkeys`.
+///
+/// ```text
+/// {"proxies": 2, "unanswered": [], "window_secs": 10.0,
+///  "by_ops": [ClusterHotKey, …], "by_bytes": [ClusterHotKey, …]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterHotKeys {
+    /// Online proxies that answered, and the tokens of those that did not.
+    pub proxies: usize,
+    pub unanswered: Vec<String>,
+    /// The longest window a proxy reported (each proxy counts over its own).
+    pub window_secs: f64,
+    pub by_ops: Vec<ClusterHotKey>,
+    pub by_bytes: Vec<ClusterHotKey>,
+    /// The proxies' hot-key caches, summed.
+    #[serde(default)]
+    pub hot_cache: HotCacheFigures,
+}
+
+/// One key summed over the proxies that listed it.
+///
+/// ```text
+/// {"key": "user:42", "key_len": 7, "truncated": false, "slot": 421, "group": 1,
+///  "ops": 5000, "bytes": 210000,
+///  "seen_by": [{"token": "…", "addr": "127.0.0.1:19000", "ops": 2600, "bytes": 110000}, …]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterHotKey {
+    /// At most `max_key_bytes` of the key, `\xHH` escapes.
+    pub key: String,
+    pub key_len: u64,
+    pub truncated: bool,
+    pub slot: Option<u16>,
+    /// The group owning the slot now (unknown for a truncated key or an unassigned slot).
+    pub group: Option<u32>,
+    pub ops: u64,
+    pub bytes: u64,
+    pub seen_by: Vec<SeenBy>,
+}
+
+/// One proxy's counts of a key.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SeenBy {
+    pub token: String,
+    pub addr: String,
+    pub ops: u64,
+    pub bytes: u64,
 }

@@ -11,13 +11,15 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
-use serde::Deserialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::ApiError;
-use crate::dashboard::Caller;
 use crate::dashboard::audit::AuditLog;
+use crate::dashboard::{Caller, Dashboard};
+use tessera_http::error::ApiError;
+use tessera_wire::LimitQuery;
 use tessera_wire::audit::{ACTOR_HEADER, AuditEntry};
+use tessera_wire::error::ErrorBody;
 
 /// Recorded when the caller sends no [`ACTOR_HEADER`].
 const DEFAULT_ACTOR: &str = "api";
@@ -69,22 +71,36 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
     resp
 }
 
-/// `GET /api/audit?limit=N` (default 100, at most 1000): entries newest first.
-pub(super) fn list_route<S: Clone + Send + Sync + 'static>(log: Arc<AuditLog>) -> MethodRouter<S> {
-    get(list).with_state(log)
+pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
+    OpenApiRouter::new().routes(routes!(list))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    limit: Option<usize>,
-}
-
+/// The audit log
+///
+/// Every mutating call (POST, PUT, PATCH, DELETE) made with a valid token, recorded after it
+/// completed whatever its status (a 403 for a role too low included), with the token's name
+/// and role, newest first. Calls refused for a missing, wrong or revoked token are not
+/// recorded. The newest 1000 are kept in the store. `detail` is the request body, cut to 500
+/// characters, every `password` as `<redacted>`, a binary body as `<N bytes>`.
+#[utoipa::path(
+    get,
+    path = "/api/audit",
+    tag = "audit",
+    operation_id = "listAudit",
+    params(LimitQuery),
+    responses(
+        (status = 200, description = "Entries, newest first.", body = Vec<AuditEntry>),
+        (status = 400, description = "A limit that is not a number.", body = ErrorBody),
+        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+    )
+)]
 async fn list(
-    State(log): State<Arc<AuditLog>>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    State(d): State<Arc<Dashboard>>,
+    query: Result<Query<LimitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<AuditEntry>>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    Ok(Json(log.list(q.limit.unwrap_or(100)).await?))
+    let entries = d.audit_log().list(q.limit.unwrap_or(100)).await;
+    Ok(Json(entries.map_err(crate::Error::from)?))
 }
 
 fn is_mutation(m: &Method) -> bool {

@@ -11,26 +11,27 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::dashboard::{Caller, Dashboard, TokenView};
+use crate::dashboard::{Caller, Dashboard};
 use tessera_http::access;
 use tessera_http::error::{ApiError, bearer, optional_json, refuse_unread};
-use tessera_wire::access::Role;
+use tessera_wire::Empty;
 use tessera_wire::audit::{ROLE_HEADER, TOKEN_HEADER};
+use tessera_wire::error::ErrorBody;
+use tessera_wire::tokens::{CreateToken, CreatedToken, TokenView, WhoAmI};
 
-pub(super) fn routes() -> Router<Arc<Dashboard>> {
-    Router::new()
-        .route("/api/whoami", get(whoami))
-        .route("/api/tokens", get(list).post(create))
-        .route("/api/tokens/{name}", delete(revoke))
+pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
+    OpenApiRouter::new()
+        .routes(routes!(whoami))
+        .routes(routes!(list, create))
+        .routes(routes!(revoke))
 }
 
 /// Middleware (outermost): every route but the open ones needs a token of the cluster; 401
@@ -71,42 +72,88 @@ pub(super) async fn permit(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-async fn whoami(Extension(caller): Extension<Caller>) -> Json<Value> {
-    Json(json!({"token": caller.name, "role": caller.role}))
+/// The token sent: its name and role
+#[utoipa::path(
+    get,
+    path = "/api/whoami",
+    tag = "tokens",
+    operation_id = "whoami",
+    responses((status = 200, description = "The caller's token.", body = WhoAmI))
+)]
+async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        token: caller.name,
+        role: caller.role,
+    })
 }
 
+/// The API tokens
+///
+/// Every token, sorted by name, never a secret nor its HMAC.
+#[utoipa::path(
+    get,
+    path = "/api/tokens",
+    tag = "tokens",
+    operation_id = "listTokens",
+    responses((status = 200, description = "The tokens.", body = Vec<TokenView>))
+)]
 async fn list(State(d): State<Arc<Dashboard>>) -> Json<Vec<TokenView>> {
     Json(d.list_tokens())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateBody {
-    name: String,
-    role: Role,
-}
-
+/// Make a token
+///
+/// A random token (128 bits) with this name (1–64 letters, digits, `.`, `_` and `-`) and
+/// role. Its secret is in this answer only.
+#[utoipa::path(
+    post,
+    path = "/api/tokens",
+    tag = "tokens",
+    operation_id = "createToken",
+    request_body = CreateToken,
+    responses(
+        (status = 201, description = "Created.", body = CreatedToken),
+        (status = 400, description = "No body, a bad name or role, or a cluster holding 100 tokens.", body = ErrorBody),
+        (status = 409, description = "The name is taken.", body = ErrorBody),
+        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+    )
+)]
 async fn create(
     State(d): State<Arc<Dashboard>>,
     Extension(caller): Extension<Caller>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let b: CreateBody = optional_json(&body)?.ok_or_else(|| {
+    let b: CreateToken = optional_json(&body)?.ok_or_else(|| {
         ApiError::bad_request(
             "body must be {\"name\": ..., \"role\": \"viewer\"|\"operator\"|\"admin\"}",
         )
     })?;
     let (view, secret) = d.create_token(&b.name, b.role, &caller).await?;
-    let mut v = serde_json::to_value(view).expect("a token view serializes");
-    v["token"] = json!(secret);
-    Ok((StatusCode::CREATED, Json(v)).into_response())
+    let created = CreatedToken::new(view, secret);
+    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
+/// Revoke a token
+///
+/// From now on calls with it get 401. The last admin token cannot be revoked (409).
+#[utoipa::path(
+    delete,
+    path = "/api/tokens/{name}",
+    tag = "tokens",
+    operation_id = "revokeToken",
+    params(("name" = String, Path, description = "The token's name.")),
+    responses(
+        (status = 200, description = "Revoked.", body = Empty),
+        (status = 404, description = "No token has that name.", body = ErrorBody),
+        (status = 409, description = "The last admin token.", body = ErrorBody),
+        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+    )
+)]
 async fn revoke(
     State(d): State<Arc<Dashboard>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Empty>, ApiError> {
     d.revoke_token(&name, &caller).await?;
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }

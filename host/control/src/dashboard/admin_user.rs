@@ -147,17 +147,16 @@ pub async fn connect(
 /// user (`masteruser`/`masterauth`), so replication survives a password on `default`.
 ///
 /// # Errors
-/// Unreachable, or the server refused a command (the reply is in the message).
+/// Unreachable, or the server refused a command (the reply is in the error).
 pub async fn replicate(
     addr: &str,
     master: (&str, &str),
     cred: &Credential,
     timeout: Duration,
-) -> Result<(), String> {
-    let mut c = connect(addr, cred, timeout).await.map_err(|e| match e {
-        AdminUserError::Client(e) => format!("cannot reach server {addr}: {e}"),
-        refused => refused.to_string(),
-    })?;
+) -> Result<(), crate::Error> {
+    let mut c = connect(addr, cred, timeout)
+        .await
+        .map_err(|e| crate::Error::server(addr, e))?;
     let commands: [&[&str]; 2] = [
         &[
             "CONFIG",
@@ -170,10 +169,20 @@ pub async fn replicate(
         &["REPLICAOF", master.0, master.1],
     ];
     for args in commands {
-        match c.cmd(args).await.map_err(|e| e.to_string())? {
+        let reply = c
+            .cmd(args)
+            .await
+            .map_err(|source| crate::Error::ServerUnreachable {
+                addr: addr.into(),
+                source,
+            })?;
+        if let Value::Error(reply) = reply {
             // Never echo the CONFIG SET arguments: they hold the password.
-            Value::Error(e) => return Err(format!("server {addr} refused {}: {e}", args[0])),
-            _ => continue,
+            return Err(crate::Error::ServerRefused {
+                addr: addr.into(),
+                command: args[0].into(),
+                reply,
+            });
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 
 use super::Dashboard;
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_wire::telemetry::LogType;
 use tessera_wire::telemetry::{ClusterEntry, ClusterLog, ProxyLog};
 
@@ -25,7 +25,7 @@ impl Dashboard {
         &self,
         log_type: LogType,
         count: Option<usize>,
-    ) -> Result<ClusterLog, ApiError> {
+    ) -> Result<ClusterLog, Error> {
         let proxies = self.registered_proxies().await?;
         let path = format!("/api/proxy/commandlog?type={}", log_type.as_str());
         let reads = join_all(proxies.iter().map(|p| {

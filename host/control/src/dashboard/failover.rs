@@ -18,11 +18,15 @@ mod decide;
 use decide::{Refusal, Snapshot, Votes, check_quorum, choose, read_answer};
 
 use super::Dashboard;
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_model::router::GroupId;
 use tessera_store::model::{self, ProxyModel, SCHEMA_VERSION};
 use tessera_store::{Store, StoreError};
 use tessera_wire::audit::AuditEntry;
+pub use tessera_wire::failover::{
+    FailoverChange, FailoverEvent, FailoverSettings, FailoverState, FailoverView, GroupStatus,
+    Pending, Rejoin,
+};
 
 /// How long the dashboard waits for one proxy's answer to "do you reach this master?".
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -37,113 +41,6 @@ const MAX_REJOIN: usize = 64;
 pub const ACTOR: &str = "failover";
 
 // === the document ===
-
-/// Settings of automatic failover, per cluster.
-///
-/// ```text
-/// {"enabled": false, "max_lag_bytes": 1048576, "quorum": 0, "down_after_checks": 3,
-///  "cooldown_secs": 60}
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailoverSettings {
-    /// Off unless an admin turns it on.
-    #[serde(default)]
-    pub enabled: bool,
-    /// The most replication stream (bytes) the promoted replica may lack of what the old
-    /// master had at its last check: the bound on acknowledged writes lost.
-    #[serde(default = "default_max_lag")]
-    pub max_lag_bytes: u64,
-    /// Online proxies that must see the master down; 0: a majority of them.
-    #[serde(default)]
-    pub quorum: u32,
-    /// Consecutive failed checks of the master before failover is considered.
-    #[serde(default = "default_down_after")]
-    pub down_after_checks: u32,
-    /// Seconds after a failover of a group before another one of it.
-    #[serde(default = "default_cooldown")]
-    pub cooldown_secs: u64,
-}
-
-fn default_max_lag() -> u64 {
-    1 << 20
-}
-fn default_down_after() -> u32 {
-    3
-}
-fn default_cooldown() -> u64 {
-    60
-}
-
-impl Default for FailoverSettings {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            max_lag_bytes: default_max_lag(),
-            quorum: 0,
-            down_after_checks: default_down_after(),
-            cooldown_secs: default_cooldown(),
-        }
-    }
-}
-
-/// A change of the settings (`PUT /api/failover`): the fields given are set.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsChange {
-    pub enabled: Option<bool>,
-    pub max_lag_bytes: Option<u64>,
-    pub quorum: Option<u32>,
-    pub down_after_checks: Option<u32>,
-    pub cooldown_secs: Option<u64>,
-}
-
-/// A promotion decided and persisted before acting: a dashboard that dies midway leaves it
-/// here, and its successor completes it (never picks another replica meanwhile).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
-    pub group: GroupId,
-    pub from: String,
-    pub to: String,
-    pub offset: i64,
-    pub lag_bytes: i64,
-    pub votes: usize,
-    pub proxies: usize,
-    pub decided_ms: u64,
-    /// From the master's first failed check to the decision (this dashboard's clock).
-    #[serde(default)]
-    pub detect_ms: Option<u64>,
-}
-
-/// A server to make a replica of its group's master once it answers again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rejoin {
-    pub group: GroupId,
-    pub addr: String,
-}
-
-/// A completed failover.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailoverEvent {
-    pub time_ms: u64,
-    pub group: GroupId,
-    pub old_master: String,
-    pub new_master: String,
-    /// The new master's offset and how far it was behind the old master's last known one.
-    pub offset: i64,
-    pub lag_bytes: i64,
-    /// Proxies that saw the old master down, of those online.
-    pub votes: usize,
-    pub proxies: usize,
-    /// From the master's first failed check to the new topology acknowledged by every proxy
-    /// (`None` when a successor dashboard completed it).
-    #[serde(default)]
-    pub failover_ms: Option<u64>,
-    #[serde(default)]
-    pub detect_ms: Option<u64>,
-    /// Completed by a dashboard other than the one that decided it.
-    #[serde(default)]
-    pub resumed: bool,
-}
 
 /// The `failover` document of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,21 +70,6 @@ impl Default for FailoverDoc {
 }
 
 // === state ===
-
-/// Why a down group is not failing over (yet), as `GET /api/failover` and the group show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GroupStatus {
-    pub group: GroupId,
-    pub master: String,
-    /// `off`, `waiting` (it may still happen by itself) or `refused` (it will not without a
-    /// change: an operator's decision, a replica catching up, the master returning).
-    pub state: &'static str,
-    /// Stable word for the cause: `off`, `confirming`, `cooldown`, `migration`,
-    /// `unknown_offset`, `no_replica`, `lag`, `quorum`, `promote_failed`.
-    pub kind: &'static str,
-    pub reason: String,
-    pub since_ms: u64,
-}
 
 /// The dashboard's copy of the document and the status of each down group.
 #[derive(Debug, Default)]
@@ -237,18 +119,6 @@ impl Failover {
     }
 }
 
-/// What `GET /api/failover` answers.
-#[derive(Debug, Serialize)]
-pub struct FailoverView {
-    pub settings: FailoverSettings,
-    /// Down groups that are not failing over, and why.
-    pub groups: Vec<GroupStatus>,
-    pub pending: Option<Pending>,
-    pub rejoin: Vec<Rejoin>,
-    /// Newest first.
-    pub events: Vec<FailoverEvent>,
-}
-
 impl Dashboard {
     /// Settings, the status of down groups, and recent failovers.
     pub fn failover_view(&self) -> FailoverView {
@@ -273,7 +143,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 for a value out of range; the store fails.
-    pub async fn set_failover(&self, change: SettingsChange) -> Result<FailoverView, ApiError> {
+    pub async fn set_failover(&self, change: FailoverChange) -> Result<FailoverView, Error> {
         let _ops = self.ops.lock().await;
         let mut doc = self.failover.doc();
         let s = &mut doc.settings;
@@ -306,27 +176,27 @@ impl Dashboard {
     }
 }
 
-fn validate(s: &FailoverSettings) -> Result<(), ApiError> {
+fn validate(s: &FailoverSettings) -> Result<(), Error> {
     if !(1..=100).contains(&s.down_after_checks) {
-        return Err(ApiError::bad_request(format!(
+        return Err(Error::invalid(format!(
             "down_after_checks must be 1-100, not {}",
             s.down_after_checks
         )));
     }
     if s.quorum > 1000 {
-        return Err(ApiError::bad_request(format!(
+        return Err(Error::invalid(format!(
             "quorum must be 0 (a majority of the online proxies) to 1000, not {}",
             s.quorum
         )));
     }
     if s.cooldown_secs > 86_400 {
-        return Err(ApiError::bad_request(format!(
+        return Err(Error::invalid(format!(
             "cooldown_secs must be at most 86400 (a day), not {}",
             s.cooldown_secs
         )));
     }
     if s.max_lag_bytes > 1 << 40 {
-        return Err(ApiError::bad_request(format!(
+        return Err(Error::invalid(format!(
             "max_lag_bytes must be at most 2^40, not {}",
             s.max_lag_bytes
         )));
@@ -444,11 +314,11 @@ impl Dashboard {
                     group,
                     master: master.to_string(),
                     state: match (r.kind, r.waiting) {
-                        ("off", _) => "off",
-                        (_, true) => "waiting",
-                        (_, false) => "refused",
+                        ("off", _) => FailoverState::Off,
+                        (_, true) => FailoverState::Waiting,
+                        (_, false) => FailoverState::Refused,
                     },
-                    kind: r.kind,
+                    kind: r.kind.to_owned(),
                     reason: r.reason.clone(),
                     since_ms,
                 },
@@ -605,7 +475,7 @@ async fn consider(d: &Dashboard, s: &Snapshot, doc: &FailoverDoc) -> Result<(), 
 async fn finish(
     d: &Dashboard,
     p: Pending,
-    result: Result<tessera_store::model::GroupModel, ApiError>,
+    result: Result<tessera_store::model::GroupModel, Error>,
     failing_since: Option<Instant>,
     resumed: bool,
 ) -> Result<(), Refusal> {

@@ -5,65 +5,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use serde::{Deserialize, Serialize};
-
 use super::Dashboard;
-use tessera_wire::telemetry::{HotKey, HotKeysView};
+use futures_util::future::join_all;
+use tessera_wire::telemetry::{ClusterHotKey, ClusterHotKeys, HotKey, HotKeysView, SeenBy};
 
 /// How much deeper than the asked-for limit each proxy's list is read.
 const DEPTH: usize = 5;
 /// The most keys read per proxy and ranking.
 const MAX_DEPTH: usize = 1000;
-
-/// The wire shape of `GET /api/hotkeys`.
-///
-/// ```text
-/// {"proxies": 2, "unanswered": [], "window_secs": 10.0,
-///  "by_ops": [ClusterHotKey, …], "by_bytes": [ClusterHotKey, …]}
-/// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterHotKeys {
-    /// Online proxies that answered, and the tokens of those that did not.
-    pub proxies: usize,
-    pub unanswered: Vec<String>,
-    /// The longest window a proxy reported (each proxy counts over its own).
-    pub window_secs: f64,
-    pub by_ops: Vec<ClusterHotKey>,
-    pub by_bytes: Vec<ClusterHotKey>,
-    /// The proxies' hot-key caches, summed.
-    #[serde(default)]
-    pub hot_cache: tessera_wire::telemetry::HotCacheFigures,
-}
-
-/// One key summed over the proxies that listed it.
-///
-/// ```text
-/// {"key": "user:42", "key_len": 7, "truncated": false, "slot": 421, "group": 1,
-///  "ops": 5000, "bytes": 210000,
-///  "seen_by": [{"token": "…", "addr": "127.0.0.1:19000", "ops": 2600, "bytes": 110000}, …]}
-/// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterHotKey {
-    pub key: String,
-    pub key_len: u64,
-    pub truncated: bool,
-    pub slot: Option<u16>,
-    /// The group owning the slot now (unknown for a truncated key or an unassigned slot).
-    pub group: Option<u32>,
-    pub ops: u64,
-    pub bytes: u64,
-    pub seen_by: Vec<SeenBy>,
-}
-
-/// One proxy's counts of a key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SeenBy {
-    pub token: String,
-    pub addr: String,
-    pub ops: u64,
-    pub bytes: u64,
-}
 
 /// The proxies' lists summed per key.
 fn merge(reads: Vec<(SeenBy, HotKeysView)>) -> Vec<ClusterHotKey> {

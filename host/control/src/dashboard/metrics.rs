@@ -26,7 +26,7 @@ pub fn render(d: &Dashboard) -> String {
         let refused = failover
             .groups
             .iter()
-            .any(|f| f.group == g.id && f.state == "refused");
+            .any(|f| f.group == g.id && f.state == tessera_wire::failover::FailoverState::Refused);
         gauge!("tessera_group_failover_refused", "cluster" => cluster.clone(), "group" => g.id.to_string())
             .set(refused as u8 as f64);
         let up = !st.down.contains(&g.id);

@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::Dashboard;
+use crate::Error;
 use crate::migrate::mover::{Mover, MoverConfig, Progress};
 use crate::migrate::plan::Move;
 use crate::migrate::throttle::{Limits, Throttle};
-use tessera_http::error::ApiError;
 use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, ActionState, SlotAction, SlotModel};
+use tessera_wire::migration::{MigrationStatus, PauseStats, SlotProgress, SlowestCommand};
 
 /// Migration bookkeeping the dashboard keeps in memory (the actions themselves are in the
 /// store): progress counters, rate samples, and why the driver is held, if it is.
@@ -63,43 +64,32 @@ const BLOCK_PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
 
-/// Write pauses of the last handoffs, per slot (a handoff of n slots counts n times).
-#[derive(Debug, Clone, Serialize)]
-pub struct PauseStats {
-    pub handoffs: usize,
-    pub slots: usize,
-    pub last_ms: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-}
-
-impl PauseStats {
-    fn of(pauses: &[(f64, usize)]) -> Option<Self> {
-        let last = pauses.last()?.0;
-        let mut by_ms: Vec<(f64, usize)> = pauses.to_vec();
-        by_ms.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let slots: usize = by_ms.iter().map(|p| p.1).sum();
-        let at = |q: f64| {
-            let rank = ((slots as f64) * q).ceil().max(1.0) as usize;
-            let mut seen = 0;
-            for (ms, n) in &by_ms {
-                seen += n;
-                if seen >= rank {
-                    return *ms;
-                }
+/// The write pauses of the last handoffs, per slot: `(milliseconds, slots handed over)`
+/// each (a handoff of n slots counts n times).
+fn pause_stats(pauses: &[(f64, usize)]) -> Option<PauseStats> {
+    let last = pauses.last()?.0;
+    let mut by_ms: Vec<(f64, usize)> = pauses.to_vec();
+    by_ms.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let slots: usize = by_ms.iter().map(|p| p.1).sum();
+    let at = |q: f64| {
+        let rank = ((slots as f64) * q).ceil().max(1.0) as usize;
+        let mut seen = 0;
+        for (ms, n) in &by_ms {
+            seen += n;
+            if seen >= rank {
+                return *ms;
             }
-            by_ms.last().map_or(0.0, |p| p.0)
-        };
-        Some(Self {
-            handoffs: pauses.len(),
-            slots,
-            last_ms: last,
-            p50_ms: at(0.5),
-            p99_ms: at(0.99),
-            max_ms: by_ms.last().map_or(0.0, |p| p.0),
-        })
-    }
+        }
+        by_ms.last().map_or(0.0, |p| p.0)
+    };
+    Some(PauseStats {
+        handoffs: pauses.len(),
+        slots,
+        last_ms: last,
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+        max_ms: by_ms.last().map_or(0.0, |p| p.0),
+    })
 }
 
 /// The migrations an abort asked to turn around, as they were when it was asked: a slot
@@ -126,54 +116,6 @@ impl AbortRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct SlotProgress {
-    pub slot: u16,
-    pub state: ActionState,
-    pub source: GroupId,
-    pub target: GroupId,
-    pub aborting: bool,
-    pub keys_moved: u64,
-}
-
-/// The slowest command the mover sent, how long it may have blocked a server.
-#[derive(Debug, Serialize)]
-pub struct SlowestCommand {
-    pub ms: f64,
-    pub command: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MigrationStatus {
-    pub slots: Vec<SlotProgress>,
-    pub pending: usize,
-    pub in_flight: usize,
-    /// Keys moved by this dashboard since it started.
-    pub keys_moved: u64,
-    /// Their memory on the sources (`MEMORY USAGE`), since it started.
-    pub bytes_moved: u64,
-    pub keys_per_sec: f64,
-    pub bytes_per_sec: f64,
-    /// Keys and bytes the running migration has moved (since the driver last was idle).
-    pub run_keys_moved: u64,
-    pub run_bytes_moved: u64,
-    /// Keys still to move, estimated per source group from its master's key count over the
-    /// slots it owns; `None` while nothing moves.
-    pub keys_left: Option<u64>,
-    pub eta_secs: Option<f64>,
-    /// The cap set on the running migration.
-    pub throttle: Limits,
-    /// The slowest command the mover sent since this dashboard started.
-    pub slowest_command: Option<SlowestCommand>,
-    pub blocked: Option<String>,
-    pub max_slots_in_flight: usize,
-    /// An abort was asked for; the driver turns the slots around at its next step.
-    pub abort_pending: bool,
-    /// The write pause of the handoffs this dashboard drove: from the push that held the
-    /// slots to the one that routed them to their target (`None` before the first).
-    pub write_pause: Option<PauseStats>,
-}
-
 impl Dashboard {
     fn slot_models(&self) -> Vec<SlotModel> {
         self.state
@@ -187,15 +129,10 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 bad range, 404 unknown group, 409 an unassigned slot or one already moving.
-    pub async fn migrate_slots(
-        &self,
-        from: u32,
-        to: u32,
-        group: GroupId,
-    ) -> Result<usize, ApiError> {
+    pub async fn migrate_slots(&self, from: u32, to: u32, group: GroupId) -> Result<usize, Error> {
         let _ops = self.ops.lock().await;
         if from > to || to as usize >= SLOTS {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "slot range {from}-{to} is not within 0-{}",
                 SLOTS - 1
             )));
@@ -208,20 +145,20 @@ impl Dashboard {
             .get(&group)
             .is_some_and(|g| g.master().is_some());
         if !target_ok {
-            return Err(ApiError::not_found(format!(
+            return Err(Error::not_found(format!(
                 "group {group} does not exist or has no server"
             )));
         }
         let slots = self.slot_models();
         let range = &slots[from as usize..=to as usize];
         if let Some(s) = range.iter().find(|s| s.group.is_none()) {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "slot {} is not assigned: assign it instead",
                 s.id
             )));
         }
         if let Some(s) = range.iter().find(|s| s.action.is_some()) {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "slot {} is already migrating",
                 s.id
             )));
@@ -241,7 +178,7 @@ impl Dashboard {
     }
 
     /// Writes several slots with one batched store write, then keeps them in the state.
-    async fn save_slots(&self, slots: Vec<SlotModel>) -> Result<(), ApiError> {
+    async fn save_slots(&self, slots: Vec<SlotModel>) -> Result<(), Error> {
         if slots.is_empty() {
             return Ok(());
         }
@@ -258,7 +195,7 @@ impl Dashboard {
         Ok(())
     }
 
-    pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), ApiError> {
+    pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), Error> {
         let models = self.slot_models();
         let queued = moves
             .iter()
@@ -284,7 +221,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, ApiError> {
+    pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, Error> {
         let asked: Vec<AbortedMove> = self
             .slot_models()
             .iter()
@@ -332,7 +269,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub(crate) async fn load_abort(&self) -> Result<(), ApiError> {
+    pub(crate) async fn load_abort(&self) -> Result<(), Error> {
         if let Some((r, _)) =
             model::read::<AbortRequest>(&*self.store, &self.paths.migration_abort()).await?
         {
@@ -344,7 +281,7 @@ impl Dashboard {
     /// Turns around the slots of an abort asked for, if any. The caller holds `ops`, and no
     /// mover pass runs (no pass of the old direction may run once the slots turn around: it
     /// could stage or copy a key the new direction's proxies then look for in the wrong place).
-    async fn apply_abort(&self) -> Result<(), ApiError> {
+    async fn apply_abort(&self) -> Result<(), Error> {
         let Some(request) = self
             .migrations
             .abort
@@ -407,7 +344,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub async fn set_migration_throttle(&self, limits: Limits) -> Result<(), ApiError> {
+    pub async fn set_migration_throttle(&self, limits: Limits) -> Result<(), Error> {
         if limits.is_none() {
             self.store.delete(&self.paths.migration_throttle()).await?;
         } else {
@@ -422,7 +359,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub(crate) async fn load_throttle(&self) -> Result<(), ApiError> {
+    pub(crate) async fn load_throttle(&self) -> Result<(), Error> {
         if let Some((l, _)) =
             model::read::<Limits>(&*self.store, &self.paths.migration_throttle()).await?
         {
@@ -444,7 +381,7 @@ impl Dashboard {
             if self.slot_models().iter().all(|s| s.action.is_none())
                 && let Err(e) = self.set_migration_throttle(Limits::default()).await
             {
-                warn!(error = %e.message, "could not clear the migration throttle");
+                warn!(error = %e, "could not clear the migration throttle");
             }
         }
     }
@@ -589,9 +526,7 @@ impl Dashboard {
                 .clone(),
             max_slots_in_flight: self.opts.max_slots_in_flight,
             abort_pending: self.abort_pending(),
-            write_pause: PauseStats::of(
-                &self.migrations.pauses.lock().expect("pauses lock poisoned"),
-            ),
+            write_pause: pause_stats(&self.migrations.pauses.lock().expect("pauses lock poisoned")),
         }
     }
 
@@ -605,12 +540,10 @@ impl Dashboard {
         to: ActionState,
         persist: bool,
         within: Option<Duration>,
-    ) -> Result<(Instant, Instant), String> {
-        let topo = self.persist_next(epoch).await.map_err(|e| e.message)?;
+    ) -> Result<(Instant, Instant), Error> {
+        let topo = self.persist_next(epoch).await?;
         let pushed = Instant::now();
-        self.push_all_within(&topo, within)
-            .await
-            .map_err(|e| format!("waiting for proxies: {e}"))?;
+        self.push_all_within(&topo, within).await?;
         let acknowledged = Instant::now();
         let advanced: Vec<SlotModel> = self
             .slot_models()
@@ -624,7 +557,7 @@ impl Dashboard {
         if persist {
             // One batched write: slot by slot, 512 slots took seconds of fsyncs, with the
             // cluster's change lock held (and an abort waiting for it).
-            self.save_slots(advanced).await.map_err(|e| e.message)?;
+            self.save_slots(advanced).await?;
         } else {
             let mut st = self.state.lock().expect("state lock poisoned");
             for s in advanced {
@@ -646,7 +579,7 @@ impl Dashboard {
         target: GroupId,
         aborting: bool,
         slots: &BTreeSet<u16>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let addrs = {
             let st = self.state.lock().expect("state lock poisoned");
             let m = |g: GroupId| {
@@ -658,7 +591,9 @@ impl Dashboard {
             m(source).zip(m(target))
         };
         let Some((src, dst)) = addrs else {
-            return Err(format!("group {source} or {target} has no master"));
+            return Err(Error::conflict(format!(
+                "group {source} or {target} has no master"
+            )));
         };
         let mover = Mover {
             source: &src,
@@ -671,10 +606,11 @@ impl Dashboard {
             credential: Some(&self.backend_admin),
             throttle: &self.migrations.throttle,
         };
-        let complete = mover
-            .pass()
-            .await
-            .map_err(|e| format!("moving keys from group {source} to group {target}: {e}"))?;
+        let complete = mover.pass().await.map_err(|error| Error::Move {
+            source,
+            target,
+            error,
+        })?;
         if !complete {
             return Ok(()); // stopped for an abort: nothing is finished
         }
@@ -692,7 +628,7 @@ impl Dashboard {
                 Some(s)
             })
             .collect();
-        self.save_slots(finished).await.map_err(|e| e.message)
+        self.save_slots(finished).await
     }
 
     /// A handoff's write pause: the slots blocked since `since` (the push that blocked them
@@ -735,7 +671,8 @@ impl Dashboard {
     /// their clients' commands while the step waits for the others. Safe without the
     /// barrier: no proxy has routed a slot to its target yet, and both tables a proxy may
     /// run meanwhile serve it from the source or not at all.
-    async fn take_back_block(&self, epoch: &mut u64, why: String) {
+    async fn take_back_block(&self, epoch: &mut u64, why: &Error) {
+        let why = held_by(why);
         let back: Vec<SlotModel> = self
             .slot_models()
             .into_iter()
@@ -749,8 +686,8 @@ impl Dashboard {
             })
             .collect();
         let unblocked = match self.save_slots(back).await {
-            Ok(()) => self.persist_next(epoch).await.map_err(|e| e.message),
-            Err(e) => Err(e.message),
+            Ok(()) => self.persist_next(epoch).await,
+            Err(e) => Err(e),
         };
         let missed = match unblocked {
             Ok(topo) => self.push_reachable(&topo).await,
@@ -784,7 +721,7 @@ impl Dashboard {
         if self.abort_pending() {
             let _ops = self.ops.lock().await;
             if let Err(e) = self.apply_abort().await {
-                self.set_blocked(Some(format!("applying an abort: {}", e.message)));
+                self.set_blocked(Some(format!("applying an abort: {e}")));
                 return true;
             }
         }
@@ -835,7 +772,7 @@ impl Dashboard {
                 .is_some_and(|a| a.state == ActionState::Preparing);
         }
         if let Err(e) = self.save_slots(started).await {
-            self.set_blocked(Some(e.message));
+            self.set_blocked(Some(e.to_string()));
             return true;
         }
         // Two phases, each only after every online proxy acknowledged the previous one:
@@ -851,7 +788,7 @@ impl Dashboard {
             // Blocked only when every proxy answers: one that does not would hold the push,
             // and the slots blocked on all the others (their clients held) meanwhile.
             if let Err(e) = self.barrier_reachable(*epoch + 1).await {
-                self.hold_back(format!("waiting for proxies: {e}"));
+                self.hold_back(held_by(&Error::from(e)));
                 return true;
             }
             match self
@@ -872,7 +809,7 @@ impl Dashboard {
                         .get_or_insert(since);
                 }
                 Err(e) => {
-                    self.take_back_block(&mut epoch, e).await;
+                    self.take_back_block(&mut epoch, &e).await;
                     return true;
                 }
             }
@@ -899,7 +836,7 @@ impl Dashboard {
             {
                 Ok((_, until)) => until,
                 Err(e) => {
-                    self.set_blocked(Some(e));
+                    self.set_blocked(Some(held_by(&e)));
                     return true;
                 }
             };
@@ -961,25 +898,21 @@ impl Dashboard {
                 })
                 .collect();
             if let Err(e) = self.save_slots(done).await {
-                self.set_blocked(Some(e.message));
+                self.set_blocked(Some(e.to_string()));
                 return true;
             }
             if let Err(e) = self.commit(&mut epoch).await {
-                self.hold_back(format!("waiting for proxies: {}", e.message));
+                self.hold_back(held_by(&e));
                 return true;
             }
         } else if self.any_finishing() {
             // Saved as done at a step whose push failed: that epoch again, not a new one.
             let pushed = match self.committed_topology(*epoch).await {
-                Ok(topo) => self
-                    .push_all(&topo)
-                    .await
-                    .map(|_| ())
-                    .map_err(ApiError::from),
+                Ok(topo) => self.push_all(&topo).await.map(|_| ()).map_err(Error::from),
                 Err(e) => Err(e),
             };
             if let Err(e) = pushed {
-                self.hold_back(format!("waiting for proxies: {}", e.message));
+                self.hold_back(held_by(&e));
                 return true;
             }
         }
@@ -1041,12 +974,12 @@ impl Dashboard {
             for (target, aborting, slots) in moves {
                 self.pass_once(source, target, aborting, &slots).await?;
             }
-            Ok::<(), String>(())
+            Ok::<(), Error>(())
         });
         let failed: Vec<String> = futures_util::future::join_all(passes)
             .await
             .into_iter()
-            .filter_map(Result::err)
+            .filter_map(|r| r.err().map(|e| e.to_string()))
             .collect();
         if !failed.is_empty() {
             self.set_blocked(Some(failed.join("; ")));
@@ -1054,6 +987,15 @@ impl Dashboard {
         }
         self.set_blocked(None);
         true
+    }
+}
+
+/// Why the driver is held, as the status says it: a push some proxies did not acknowledge
+/// is the driver waiting for them.
+fn held_by(e: &Error) -> String {
+    match e {
+        Error::PushIncomplete(e) => format!("waiting for proxies: {e}"),
+        e => e.to_string(),
     }
 }
 
@@ -1072,13 +1014,13 @@ pub(super) async fn run(d: Arc<Dashboard>) {
 
 #[cfg(test)]
 mod tests {
-    use super::PauseStats;
+    use super::pause_stats;
 
     #[test]
     fn pause_percentiles_count_each_slot_of_a_handoff() {
-        assert!(PauseStats::of(&[]).is_none());
+        assert!(pause_stats(&[]).is_none());
         // 98 slots paused 10 ms, one 40 ms, one 900 ms (two handoffs of one slot last).
-        let p = PauseStats::of(&[(10.0, 98), (40.0, 1), (900.0, 1)]).unwrap();
+        let p = pause_stats(&[(10.0, 98), (40.0, 1), (900.0, 1)]).unwrap();
         assert_eq!((p.handoffs, p.slots), (3, 100));
         assert_eq!(p.p50_ms, 10.0);
         assert_eq!(p.p99_ms, 40.0);

@@ -6,15 +6,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use serde_json::{Value, json};
 use tracing::info;
 
 use super::Dashboard;
-use super::push::settle;
-use tessera_http::error::ApiError;
+use super::push::{ProxyFailure, settle};
+use crate::Error;
 use tessera_store::mirror::{read_doc, store_key};
 use tessera_store::model::{self, ProxyModel};
-use tessera_wire::mirror::{CommandFigures, Figures, MirrorConfig, MirrorDoc, Sample};
+use tessera_wire::mirror::{
+    ClusterSample, CommandFigures, Figures, MirrorConfig, MirrorDoc, MirrorView, ProxyMirror,
+    ProxyMirrorEntry, ProxyMirrorError, ProxyMirrorSummary,
+};
 
 /// How long a proxy may take to answer a mirror push or read.
 const PROXY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -27,7 +29,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails (nothing pushed), or some proxies did not acknowledge.
-    pub async fn set_mirror(&self, config: Option<MirrorConfig>) -> Result<MirrorDoc, ApiError> {
+    pub async fn set_mirror(&self, config: Option<MirrorConfig>) -> Result<MirrorDoc, Error> {
         let _ops = self.ops.lock().await;
         let mut doc = read_doc(&*self.store, &self.paths).await?;
         doc.version += 1;
@@ -41,7 +43,11 @@ impl Dashboard {
         Ok(doc)
     }
 
-    async fn push_mirror_one(&self, proxy: &ProxyModel, doc: &MirrorDoc) -> Result<(), String> {
+    async fn push_mirror_one(
+        &self,
+        proxy: &ProxyModel,
+        doc: &MirrorDoc,
+    ) -> Result<(), ProxyFailure> {
         self.put_to_proxy(proxy, "/api/proxy/mirror", doc, Some(PROXY_TIMEOUT))
             .await
     }
@@ -51,7 +57,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub async fn mirror_view(&self) -> Result<Value, ApiError> {
+    pub async fn mirror_view(&self) -> Result<MirrorView, Error> {
         let doc = read_doc(&*self.store, &self.paths).await?;
         let proxies = self.registered_proxies().await?;
         let reads = proxies.iter().map(|p| async move {
@@ -64,52 +70,48 @@ impl Dashboard {
             if !r.status().is_success() {
                 return Err(format!("HTTP {}", r.status()));
             }
-            r.json::<Value>().await.map_err(|e| e.to_string())
+            r.json::<ProxyMirror>().await.map_err(|e| e.to_string())
         });
         let mut total = Figures::default();
         let mut by_command: BTreeMap<String, CommandFigures> = BTreeMap::new();
-        let mut samples: Vec<(String, Sample)> = Vec::new();
+        let mut samples: Vec<ClusterSample> = Vec::new();
         let mut per_proxy = Vec::new();
         for (p, r) in proxies.iter().zip(join_all(reads).await) {
-            let v = match r {
-                Ok(v) => v,
-                Err(e) => {
-                    per_proxy.push(json!({"token": p.token, "addr": p.addr, "error": e}));
+            let m = match r {
+                Ok(m) => m,
+                Err(error) => {
+                    per_proxy.push(ProxyMirrorEntry::Unreachable(ProxyMirrorError {
+                        token: p.token.clone(),
+                        addr: p.addr.clone(),
+                        error,
+                    }));
                     continue;
                 }
             };
-            let f: Figures = serde_json::from_value(v["figures"].clone()).unwrap_or_default();
-            add(&mut total, &mut by_command, &f);
-            if let Ok(s) = serde_json::from_value::<Vec<Sample>>(v["samples"].clone()) {
-                samples.extend(s.into_iter().map(|s| (p.token.clone(), s)));
-            }
-            per_proxy.push(json!({
-                "token": p.token,
-                "addr": p.addr,
-                "version": v["version"],
-                "on": !v["config"].is_null(),
-                "queue_entries": f.queue_entries,
-                "queue_bytes": f.queue_bytes,
+            add(&mut total, &mut by_command, &m.figures);
+            per_proxy.push(ProxyMirrorEntry::Answered(ProxyMirrorSummary {
+                token: p.token.clone(),
+                addr: p.addr.clone(),
+                version: m.version,
+                on: m.config.is_some(),
+                queue_entries: m.figures.queue_entries,
+                queue_bytes: m.figures.queue_bytes,
+            }));
+            samples.extend(m.samples.into_iter().map(|sample| ClusterSample {
+                sample,
+                proxy: p.token.clone(),
             }));
         }
         total.commands = by_command.into_values().collect();
-        samples.sort_by_key(|s| std::cmp::Reverse(s.1.unix_ms));
+        samples.sort_by_key(|s| std::cmp::Reverse(s.sample.unix_ms));
         samples.truncate(SAMPLES);
-        let samples: Vec<Value> = samples
-            .into_iter()
-            .map(|(token, s)| {
-                let mut v = serde_json::to_value(s).unwrap_or_default();
-                v["proxy"] = json!(token);
-                v
-            })
-            .collect();
-        Ok(json!({
-            "version": doc.version,
-            "config": doc.config.as_ref().map(MirrorConfig::view),
-            "figures": total,
-            "proxies": per_proxy,
-            "samples": samples,
-        }))
+        Ok(MirrorView {
+            version: doc.version,
+            config: doc.config.as_ref().map(MirrorConfig::view),
+            figures: total,
+            proxies: per_proxy,
+            samples,
+        })
     }
 }
 

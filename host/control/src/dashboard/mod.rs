@@ -23,16 +23,16 @@ pub mod routes;
 mod slot_keys;
 mod slot_stats;
 mod slot_traffic;
+mod stats;
 mod token_key;
 pub mod tokens;
 pub mod users;
+mod views;
 
 pub use health::{ProxyHealth, ServerHealth};
-pub use hotkeys::{ClusterHotKey, ClusterHotKeys, SeenBy};
-pub use migration::{MigrationStatus, SlotProgress};
-pub use push::PushError;
-pub use rebalance::{RebalanceBy, RebalancePlan};
-pub use slot_stats::{GroupTotals, Measure, SlotArrays, SlotStatsView};
+pub use push::{ProxyFailed, ProxyFailure, PushError};
+pub use rebalance::RebalancePlan;
+pub use slot_stats::Measure;
 pub use token_key::default_key_file;
 pub use tokens::{Caller, TokenView};
 
@@ -134,7 +134,7 @@ pub struct Dashboard {
     pub(crate) ops: tokio::sync::Mutex<u64>,
     pub(crate) http: reqwest::Client,
     /// The proxies' stats, fetched at most once a second for the overview and stats routes.
-    pub(crate) stats: cache::Cached<serde_json::Value>,
+    pub(crate) stats: cache::Cached<tessera_wire::cluster::Stats>,
     /// Fires when a write found the cluster lock held by someone else.
     lost: tokio::sync::watch::Receiver<bool>,
     pub(crate) migrations: migration::Migrations,
@@ -291,10 +291,10 @@ impl Dashboard {
     /// catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
         if let Err(e) = self.load_abort().await {
-            warn!(error = %e.message, "could not read a pending migration abort");
+            warn!(error = %e, "could not read a pending migration abort");
         }
         if let Err(e) = self.load_throttle().await {
-            warn!(error = %e.message, "could not read the migration throttle");
+            warn!(error = %e, "could not read the migration throttle");
         }
         self.provision_servers().await;
         tokio::join!(
@@ -380,24 +380,25 @@ impl Dashboard {
         path: &str,
         body: &T,
         timeout: Option<std::time::Duration>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProxyFailure> {
         let mut call = self
             .proxy_call(reqwest::Method::PUT, &proxy.admin_addr, path)
             .json(body);
         if let Some(t) = timeout {
             call = call.timeout(t);
         }
-        let resp = call.send().await.map_err(|e| format!("unreachable: {e}"))?;
+        let resp = call
+            .send()
+            .await
+            .map_err(|e| ProxyFailure::Unreachable(e.to_string()))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
         }
         let body = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or(body);
-        Err(format!("{status}: {msg}"))
+        let message = serde_json::from_str::<tessera_wire::error::ErrorBody>(&body)
+            .map_or(body, |e| e.error.message);
+        Err(ProxyFailure::Refused { status, message })
     }
 
     /// Proxies registered in the store.

@@ -8,7 +8,7 @@ use tracing::info;
 
 use super::Dashboard;
 use super::admin_user;
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_model::redis_client::{Credential, Value};
 use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerModel, SlotModel};
@@ -16,56 +16,47 @@ use tessera_store::model::{self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerM
 pub(super) const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Splits `host:port` for REPLICAOF.
-fn host_port(addr: &str) -> Result<(&str, &str), ApiError> {
+fn host_port(addr: &str) -> Result<(&str, &str), Error> {
     addr.rsplit_once(':')
         .filter(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-        .ok_or_else(|| ApiError::bad_request(format!("server address {addr:?} is not host:port")))
-}
-
-/// A server that cannot be worked on: 409 naming it and why.
-fn server_error(addr: &str, e: admin_user::AdminUserError) -> ApiError {
-    match e {
-        admin_user::AdminUserError::Client(e) => {
-            ApiError::conflict(format!("cannot reach server {addr}: {e}"))
-        }
-        refused => ApiError::conflict(refused.to_string()),
-    }
+        .ok_or_else(|| Error::invalid(format!("server address {addr:?} is not host:port")))
 }
 
 impl Dashboard {
-    /// Runs one command on a server as the admin user; a Redis error reply becomes a 409
-    /// naming the server.
-    async fn redis_cmd(&self, addr: &str, args: &[&str]) -> Result<Value, ApiError> {
+    /// Runs one command on a server as the admin user; a Redis error reply is the server's
+    /// refusal, naming it.
+    async fn redis_cmd(&self, addr: &str, args: &[&str]) -> Result<Value, Error> {
         let mut c = admin_user::connect(addr, &self.backend_admin, REDIS_TIMEOUT)
             .await
-            .map_err(|e| server_error(addr, e))?;
+            .map_err(|e| Error::server(addr, e))?;
         match c
             .cmd(args)
             .await
-            .map_err(|e| ApiError::conflict(format!("server {addr}: {e}")))?
-        {
-            Value::Error(e) => Err(ApiError::conflict(format!(
-                "server {addr} refused {}: {e}",
-                args.join(" ")
-            ))),
+            .map_err(|source| Error::ServerUnreachable {
+                addr: addr.into(),
+                source,
+            })? {
+            Value::Error(reply) => Err(Error::ServerRefused {
+                addr: addr.into(),
+                command: args.join(" "),
+                reply,
+            }),
             v => Ok(v),
         }
     }
 
     /// Makes `addr` replicate from `master` (authenticating to it as the admin user).
-    pub(super) async fn replicate(&self, addr: &str, master: &str) -> Result<(), ApiError> {
+    pub(super) async fn replicate(&self, addr: &str, master: &str) -> Result<(), Error> {
         let master = host_port(master)?;
-        admin_user::replicate(addr, master, &self.backend_admin, REDIS_TIMEOUT)
-            .await
-            .map_err(ApiError::conflict)
+        admin_user::replicate(addr, master, &self.backend_admin, REDIS_TIMEOUT).await
     }
 
-    pub(super) fn group(&self, id: GroupId) -> Result<GroupModel, ApiError> {
+    pub(super) fn group(&self, id: GroupId) -> Result<GroupModel, Error> {
         let st = self.state.lock().expect("state lock poisoned");
         st.groups
             .get(&id)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(format!("group {id} does not exist")))
+            .ok_or_else(|| Error::not_found(format!("group {id} does not exist")))
     }
 
     fn slots_of(&self, id: GroupId) -> usize {
@@ -73,7 +64,7 @@ impl Dashboard {
         st.slots.iter().filter(|s| s.group == Some(id)).count()
     }
 
-    async fn save_group(&self, g: &GroupModel) -> Result<(), ApiError> {
+    async fn save_group(&self, g: &GroupModel) -> Result<(), Error> {
         g.mark_tls();
         model::write(&*self.store, &self.paths.group(g.id), g).await?;
         self.state
@@ -86,10 +77,10 @@ impl Dashboard {
 
     /// # Errors
     /// 409 when the id is taken.
-    pub async fn create_group(&self, id: Option<u32>, tls: bool) -> Result<GroupModel, ApiError> {
+    pub async fn create_group(&self, id: Option<u32>, tls: bool) -> Result<GroupModel, Error> {
         let _ops = self.ops.lock().await;
         let id = match id {
-            Some(0) => return Err(ApiError::bad_request("group ids start at 1")),
+            Some(0) => return Err(Error::invalid("group ids start at 1")),
             Some(i) => GroupId(i),
             None => {
                 let st = self.state.lock().expect("state lock poisoned");
@@ -103,7 +94,7 @@ impl Dashboard {
             .groups
             .contains_key(&id)
         {
-            return Err(ApiError::conflict(format!("group {id} already exists")));
+            return Err(Error::conflict(format!("group {id} already exists")));
         }
         let g = GroupModel {
             schema: SCHEMA_VERSION,
@@ -118,12 +109,12 @@ impl Dashboard {
 
     /// # Errors
     /// 409 unless the group has no slots and no servers.
-    pub async fn delete_group(&self, id: GroupId) -> Result<(), ApiError> {
+    pub async fn delete_group(&self, id: GroupId) -> Result<(), Error> {
         let _ops = self.ops.lock().await;
         let g = self.group(id)?;
         let slots = self.slots_of(id);
         if slots > 0 || !g.servers.is_empty() {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "group {id} is not empty ({slots} slots, {} servers): move its slots and remove its servers first",
                 g.servers.len()
             )));
@@ -150,7 +141,7 @@ impl Dashboard {
         id: GroupId,
         addr: &str,
         login: Option<&Credential>,
-    ) -> Result<GroupModel, ApiError> {
+    ) -> Result<GroupModel, Error> {
         let mut epoch = self.ops.lock().await;
         host_port(addr)?;
         let mut g = self.group(id)?;
@@ -162,7 +153,7 @@ impl Dashboard {
             .values()
             .find(|g| g.servers.iter().any(|s| s.addr == addr))
         {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "server {addr} is already in group {}",
                 other.id
             )));
@@ -172,7 +163,7 @@ impl Dashboard {
         // Before anything else: from here on the dashboard works on it as its own user.
         let created = admin_user::provision(addr, &self.backend_admin, login, REDIS_TIMEOUT)
             .await
-            .map_err(|e| server_error(addr, e))?;
+            .map_err(|e| Error::server(addr, e))?;
         match g.master() {
             Some(master) => self.replicate(addr, master).await?,
             None => {
@@ -192,17 +183,17 @@ impl Dashboard {
 
     /// # Errors
     /// 409 for the master of a group that still has slots and replicas (promote first).
-    pub async fn remove_server(&self, id: GroupId, addr: &str) -> Result<GroupModel, ApiError> {
+    pub async fn remove_server(&self, id: GroupId, addr: &str) -> Result<GroupModel, Error> {
         let mut epoch = self.ops.lock().await;
         let mut g = self.group(id)?;
         let Some(pos) = g.servers.iter().position(|s| s.addr == addr) else {
-            return Err(ApiError::not_found(format!(
+            return Err(Error::not_found(format!(
                 "server {addr} is not in group {id}"
             )));
         };
         let slots = self.slots_of(id);
         if pos == 0 && slots > 0 && g.servers.len() > 1 {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "{addr} is the master of group {id}, which serves {slots} slots: promote a replica first"
             )));
         }
@@ -225,7 +216,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 404 unknown group or server, 409 the new master cannot be reached.
-    pub async fn promote(&self, id: GroupId, addr: &str) -> Result<GroupModel, ApiError> {
+    pub async fn promote(&self, id: GroupId, addr: &str) -> Result<GroupModel, Error> {
         let mut epoch = self.ops.lock().await;
         self.promote_locked(&mut epoch, id, addr).await
     }
@@ -237,15 +228,15 @@ impl Dashboard {
         epoch: &mut u64,
         id: GroupId,
         addr: &str,
-    ) -> Result<GroupModel, ApiError> {
+    ) -> Result<GroupModel, Error> {
         let mut g = self.group(id)?;
         let Some(pos) = g.servers.iter().position(|s| s.addr == addr) else {
-            return Err(ApiError::not_found(format!(
+            return Err(Error::not_found(format!(
                 "server {addr} is not in group {id}"
             )));
         };
         if pos == 0 {
-            return Err(ApiError::conflict(format!(
+            return Err(Error::conflict(format!(
                 "{addr} is already the master of group {id}"
             )));
         }
@@ -280,10 +271,10 @@ impl Dashboard {
         from: u32,
         to: u32,
         id: GroupId,
-    ) -> Result<(u64, usize), ApiError> {
+    ) -> Result<(u64, usize), Error> {
         let mut epoch = self.ops.lock().await;
         if from > to || to as usize >= SLOTS {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "slot range {from}-{to} is not within 0-{}",
                 SLOTS - 1
             )));
@@ -295,7 +286,7 @@ impl Dashboard {
                 .iter()
                 .find(|s| s.group.is_some_and(|g| g != id))
             {
-                return Err(ApiError::conflict(format!(
+                return Err(Error::conflict(format!(
                     "slot {} is owned by group {}: moving a slot with data is a migration",
                     s.id,
                     s.group.map_or(0, |g| g.0)
@@ -330,28 +321,23 @@ impl Dashboard {
     ///
     /// # Errors
     /// 404 unknown proxy; 502 when the proxy put back online does not acknowledge.
-    pub async fn set_proxy_online(
-        &self,
-        token: &str,
-        online: bool,
-    ) -> Result<ProxyModel, ApiError> {
+    pub async fn set_proxy_online(&self, token: &str, online: bool) -> Result<ProxyModel, Error> {
         let epoch = self.ops.lock().await;
         let proxies = self.registered_proxies().await?;
         let Some(p) = proxies.into_iter().find(|p| p.token == token) else {
-            return Err(ApiError::not_found(format!(
+            return Err(Error::not_found(format!(
                 "no registered proxy has token {token}"
             )));
         };
         let key = format!("{}proxy-offline/{token}", self.paths.cluster_prefix());
         if online {
             let topo = self.committed_topology(*epoch).await?;
-            self.push_one(&p, &topo).await.map_err(|r| {
-                ApiError::new(
-                    axum::http::StatusCode::BAD_GATEWAY,
-                    "push_incomplete",
-                    format!("proxy {token}: {r}"),
-                )
-            })?;
+            self.push_one(&p, &topo)
+                .await
+                .map_err(|failure| Error::ProxyUnreachable {
+                    token: token.into(),
+                    failure,
+                })?;
             self.store.delete(&key).await?;
             self.state
                 .lock()

@@ -6,22 +6,20 @@
 use std::sync::{Arc, OnceLock};
 
 use futures_util::future::join_all;
-use serde::{Deserialize, Serialize};
 use tessera_wasm::{Runtime, RuntimeConfig, valid_plugin_name};
 use tracing::{info, warn};
 
 use super::Dashboard;
-use super::push::PushError;
-use tessera_http::error::ApiError;
+use super::push::{ProxyFailure, PushError};
+use crate::Error;
 use tessera_store::catalog;
 use tessera_store::model::{self, ProxyModel};
-use tessera_wire::plugins::Sample;
-use tessera_wire::plugins::{Catalog, PluginEntry};
+use tessera_wire::plugins::{Catalog, PluginConfigChange, PluginEntry, PluginMetrics, Sample};
 
 /// The dashboard's runtime for probing plugins (created on first use).
 static PROBE: OnceLock<Arc<Runtime>> = OnceLock::new();
 
-fn probe_runtime() -> Result<Arc<Runtime>, ApiError> {
+fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     if let Some(r) = PROBE.get() {
         return Ok(r.clone());
     }
@@ -32,36 +30,25 @@ fn probe_runtime() -> Result<Arc<Runtime>, ApiError> {
         },
         None,
     )
-    .map_err(|e| ApiError::internal(format!("plugin runtime: {e}")))?;
+    .map_err(|e| Error::Internal(format!("plugin runtime: {e}")))?;
     Ok(PROBE.get_or_init(|| r).clone())
 }
 
-/// A configuration change.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigChange {
-    pub config: Option<serde_json::Value>,
-    pub fail: Option<String>,
-    pub cpu_budget_ms: Option<u64>,
-    pub memory_mb: Option<usize>,
-    pub max_input_kb: Option<usize>,
-}
-
-fn check_name(name: &str) -> Result<(), ApiError> {
+fn check_name(name: &str) -> Result<(), Error> {
     if valid_plugin_name(name) {
         Ok(())
     } else {
-        Err(ApiError::bad_request(format!(
+        Err(Error::invalid(format!(
             "invalid plugin name {name:?}: use letters, digits, '-' and '_' (at most 64)"
         )))
     }
 }
 
-fn not_found(name: &str) -> ApiError {
-    ApiError::not_found(format!("no plugin named {name} in this cluster"))
+fn not_found(name: &str) -> Error {
+    Error::not_found(format!("no plugin named {name} in this cluster"))
 }
 
-fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, ApiError> {
+fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, Error> {
     cat.plugins
         .iter_mut()
         .find(|e| e.name == name)
@@ -72,35 +59,35 @@ fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry
 const PLUGINS_PUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Dashboard {
-    pub async fn plugins(&self) -> Result<Catalog, ApiError> {
+    pub async fn plugins(&self) -> Result<Catalog, Error> {
         Ok(catalog::read(&*self.store, &self.paths)
             .await
-            .map_err(|e| ApiError::unavailable(e.to_string()))?
+            .map_err(Error::CatalogUnavailable)?
             .0)
     }
 
     /// Runs the entry's `init` with its config in a probe instance.
-    async fn probe(&self, e: &PluginEntry, wasm: Arc<Vec<u8>>) -> Result<(), ApiError> {
+    async fn probe(&self, e: &PluginEntry, wasm: Arc<Vec<u8>>) -> Result<(), Error> {
         let spec = tessera_wasm::PluginSpec::from_entry(e, wasm)
-            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+            .map_err(|err| Error::PluginRefused(err.to_string()))?;
         let rt = probe_runtime()?;
         tokio::task::spawn_blocking(move || rt.load(spec).map(|_| ()))
             .await
-            .map_err(|err| ApiError::internal(err.to_string()))?
-            .map_err(|err| ApiError::bad_request(err.0))
+            .map_err(|err| Error::Internal(err.to_string()))?
+            .map_err(|err| Error::PluginRefused(err.0))
     }
 
     /// Probes an entry whose module is already in the store.
-    async fn probe_stored(&self, e: &PluginEntry) -> Result<(), ApiError> {
+    async fn probe_stored(&self, e: &PluginEntry) -> Result<(), Error> {
         let wasm = catalog::get_blob(&*self.store, &self.paths, &e.sha256)
             .await
             .map(Arc::new)
-            .map_err(|err| ApiError::unavailable(err.to_string()))?;
+            .map_err(Error::CatalogUnavailable)?;
         self.probe(e, wasm).await
     }
 
     /// Persists the catalog with the next version and pushes it to every online proxy.
-    async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, ApiError> {
+    async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, Error> {
         cat.version += 1;
         model::write(&*self.store, &catalog::catalog_key(&self.paths), &cat).await?;
         self.push_plugins(&cat).await?;
@@ -112,10 +99,10 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 for a module that is not a Tessera plugin (or whose init refuses the config).
-    pub async fn upload_plugin(&self, name: &str, wasm: Vec<u8>) -> Result<PluginEntry, ApiError> {
+    pub async fn upload_plugin(&self, name: &str, wasm: Vec<u8>) -> Result<PluginEntry, Error> {
         check_name(name)?;
         if wasm.len() > tessera_wire::plugins::MAX_MODULE {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "module of {} bytes is over the {} MiB limit",
                 wasm.len(),
                 tessera_wire::plugins::MAX_MODULE >> 20
@@ -126,13 +113,13 @@ impl Dashboard {
         let w = wasm.clone();
         tokio::task::spawn_blocking(move || rt.check_module(&w))
             .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .map_err(|e| ApiError::bad_request(e.0))?;
+            .map_err(|e| Error::Internal(e.to_string()))?
+            .map_err(|e| Error::PluginRefused(e.0))?;
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let sha = catalog::put_blob(&*self.store, &self.paths, &wasm)
             .await
-            .map_err(|e| ApiError::unavailable(e.to_string()))?;
+            .map_err(Error::CatalogUnavailable)?;
         let now = model::now_unix();
         let entry = match cat.plugins.iter_mut().find(|e| e.name == name) {
             Some(e) => {
@@ -174,8 +161,8 @@ impl Dashboard {
     pub async fn configure_plugin(
         &self,
         name: &str,
-        change: ConfigChange,
-    ) -> Result<PluginEntry, ApiError> {
+        change: PluginConfigChange,
+    ) -> Result<PluginEntry, Error> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let e = entry_mut(&mut cat, name)?;
@@ -185,7 +172,7 @@ impl Dashboard {
         }
         if let Some(f) = &change.fail {
             if tessera_wasm::FailPolicy::parse(f).is_none() {
-                return Err(ApiError::bad_request(format!(
+                return Err(Error::invalid(format!(
                     "fail must be \"open\" or \"closed\", not {f:?}"
                 )));
             }
@@ -214,7 +201,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 404 unknown plugin, 400 when its config is refused.
-    pub async fn enable_plugin(&self, name: &str, enabled: bool) -> Result<PluginEntry, ApiError> {
+    pub async fn enable_plugin(&self, name: &str, enabled: bool) -> Result<PluginEntry, Error> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let e = entry_mut(&mut cat, name)?;
@@ -239,7 +226,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 when it does not.
-    pub async fn order_plugins(&self, order: Vec<String>) -> Result<Catalog, ApiError> {
+    pub async fn order_plugins(&self, order: Vec<String>) -> Result<Catalog, Error> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let mut names: Vec<&str> = cat.plugins.iter().map(|e| e.name.as_str()).collect();
@@ -247,7 +234,7 @@ impl Dashboard {
         names.sort_unstable();
         given.sort_unstable();
         if names != given {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "order must name every plugin exactly once: {}",
                 names.join(", ")
             )));
@@ -267,7 +254,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 404 unknown plugin.
-    pub async fn delete_plugin(&self, name: &str) -> Result<(), ApiError> {
+    pub async fn delete_plugin(&self, name: &str) -> Result<(), Error> {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let i = cat
@@ -301,13 +288,13 @@ impl Dashboard {
         &self,
         proxy: &ProxyModel,
         cat: &Catalog,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProxyFailure> {
         self.put_to_proxy(proxy, "/api/proxy/plugins", cat, Some(PLUGINS_PUSH_TIMEOUT))
             .await
     }
 
     /// A plugin's metric samples summed over the online proxies.
-    pub async fn plugin_metrics(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+    pub async fn plugin_metrics(&self, name: &str) -> Result<PluginMetrics, Error> {
         let cat = self.plugins().await?;
         if !cat.plugins.iter().any(|e| e.name == name) {
             return Err(not_found(name));
@@ -346,6 +333,9 @@ impl Dashboard {
                 value,
             })
             .collect();
-        Ok(serde_json::json!({ "proxies": reached, "samples": samples }))
+        Ok(PluginMetrics {
+            proxies: reached,
+            samples,
+        })
     }
 }

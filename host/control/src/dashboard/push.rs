@@ -8,7 +8,7 @@ use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use super::Dashboard;
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_model::fence::FENCE_MARGIN;
 use tessera_model::router::{PushAck, Topology};
 use tessera_store::model::{self, ClusterMeta, ProxyModel};
@@ -23,26 +23,58 @@ pub struct PushError {
     /// What was pushed: "topology epoch" or "plugin catalog version".
     pub what: &'static str,
     pub epoch: u64,
-    /// (token, admin address, reason)
-    pub failed: Vec<(String, String, String)>,
+    pub failed: Vec<ProxyFailed>,
 }
 
-fn describe(failed: &[(String, String, String)]) -> String {
+/// One proxy that did not take a push, and why.
+#[derive(Debug, Clone)]
+pub struct ProxyFailed {
+    pub token: String,
+    /// Its admin address.
+    pub addr: String,
+    pub failure: ProxyFailure,
+}
+
+/// Why one proxy did not take what the dashboard sent it (or could not be asked).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProxyFailure {
+    /// No connection, or no answer in time.
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    /// It runs something newer (pushed by a successor dashboard): not ours to undo.
+    #[error("refused: {0}")]
+    Stale(String),
+    /// It answered with an error status; its own message when it gave one.
+    #[error("HTTP {status}: {message}")]
+    Refused {
+        status: reqwest::StatusCode,
+        message: String,
+    },
+    /// Its acknowledgement is not one.
+    #[error("bad acknowledgement: {0}")]
+    BadAcknowledgement(String),
+    #[error("acknowledged epoch {acked} instead of {pushed}")]
+    WrongEpoch { acked: u64, pushed: u64 },
+    /// Its `/health` did not answer 200 (asked before a push that blocks slots).
+    #[error("health: HTTP {0}")]
+    Unhealthy(reqwest::StatusCode),
+    /// Its registration is gone, but it may still route with its old table until its fence
+    /// closes.
+    #[error(
+        "its registration is gone but it may still be running, cut off from the store; waiting {left_secs:.1} s more until it has surely fenced itself"
+    )]
+    MayBeUnfenced { left_secs: f64 },
+    /// The proxies could not be listed: which must take the push is unknown.
+    #[error("{0}")]
+    Unlisted(String),
+}
+
+fn describe(failed: &[ProxyFailed]) -> String {
     failed
         .iter()
-        .map(|(t, a, r)| format!("proxy {t} at {a} ({r})"))
+        .map(|f| format!("proxy {} at {} ({})", f.token, f.addr, f.failure))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-impl From<PushError> for ApiError {
-    fn from(e: PushError) -> Self {
-        ApiError::new(
-            axum::http::StatusCode::BAD_GATEWAY,
-            "push_incomplete",
-            e.to_string(),
-        )
-    }
 }
 
 impl Dashboard {
@@ -51,7 +83,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store cannot be written (nothing pushed), or some proxies did not acknowledge.
-    pub(crate) async fn commit(&self, epoch: &mut u64) -> Result<u64, ApiError> {
+    pub(crate) async fn commit(&self, epoch: &mut u64) -> Result<u64, Error> {
         let topo = self.persist_next(epoch).await?;
         self.push_all(&topo).await?;
         Ok(topo.epoch)
@@ -61,13 +93,13 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store cannot be written.
-    pub(crate) async fn persist_next(&self, epoch: &mut u64) -> Result<Topology, ApiError> {
+    pub(crate) async fn persist_next(&self, epoch: &mut u64) -> Result<Topology, Error> {
         let next = *epoch + 1;
         let key = self.paths.meta();
         let (mut meta, _) = model::read::<ClusterMeta>(&*self.store, &key)
             .await?
             .ok_or_else(|| {
-                ApiError::internal("the cluster's meta document disappeared from the store")
+                Error::Internal("the cluster's meta document disappeared from the store".into())
             })?;
         meta.epoch = next;
         model::write(&*self.store, &key, &meta).await?;
@@ -107,7 +139,11 @@ impl Dashboard {
         let proxies = self.registered_proxies().await.map_err(|e| PushError {
             what,
             epoch,
-            failed: vec![("*".into(), "store".into(), e.to_string())],
+            failed: vec![ProxyFailed {
+                token: "*".into(),
+                addr: "store".into(),
+                failure: ProxyFailure::Unlisted(e.to_string()),
+            }],
         })?;
         let st = self.state.lock().expect("state lock poisoned");
         Ok(proxies
@@ -159,14 +195,13 @@ impl Dashboard {
         let mut failed = Vec::new();
         for ((p, left), listens) in waiting.into_iter().zip(probes) {
             if listens {
-                failed.push((
-                    p.token.clone(),
-                    p.admin_addr.clone(),
-                    format!(
-                        "its registration is gone but it may still be running, cut off from the store; waiting {:.1} s more until it has surely fenced itself",
-                        left.as_secs_f64()
-                    ),
-                ));
+                failed.push(ProxyFailed {
+                    token: p.token.clone(),
+                    addr: p.admin_addr.clone(),
+                    failure: ProxyFailure::MayBeUnfenced {
+                        left_secs: left.as_secs_f64(),
+                    },
+                });
             } else {
                 let mut st = self.state.lock().expect("state lock poisoned");
                 st.departed.remove(&p.token);
@@ -198,8 +233,8 @@ impl Dashboard {
             let call = self.http.get(format!("http://{}/health", p.admin_addr));
             match call.timeout(PROBE_TIMEOUT).send().await {
                 Ok(r) if r.status().is_success() => Ok(()),
-                Ok(r) => Err(format!("health: HTTP {}", r.status())),
-                Err(e) => Err(format!("unreachable: {e}")),
+                Ok(r) => Err(ProxyFailure::Unhealthy(r.status())),
+                Err(e) => Err(ProxyFailure::Unreachable(e.to_string())),
             }
         }))
         .await;
@@ -236,7 +271,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub(crate) async fn committed_topology(&self, epoch: u64) -> Result<Topology, ApiError> {
+    pub(crate) async fn committed_topology(&self, epoch: u64) -> Result<Topology, Error> {
         match model::read::<Topology>(&*self.store, &self.paths.topology()).await? {
             Some((t, _)) if t.epoch == epoch => Ok(t),
             _ => Ok(self.topology(epoch)),
@@ -247,7 +282,11 @@ impl Dashboard {
     ///
     /// # Errors
     /// Unreachable, refused, or the acknowledgement names another epoch.
-    pub(crate) async fn push_one(&self, proxy: &ProxyModel, topo: &Topology) -> Result<(), String> {
+    pub(crate) async fn push_one(
+        &self,
+        proxy: &ProxyModel,
+        topo: &Topology,
+    ) -> Result<(), ProxyFailure> {
         self.push_one_within(proxy, topo, None).await
     }
 
@@ -256,7 +295,7 @@ impl Dashboard {
         proxy: &ProxyModel,
         topo: &Topology,
         within: Option<Duration>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProxyFailure> {
         let mut call = self
             .proxy_call(
                 reqwest::Method::PUT,
@@ -267,30 +306,30 @@ impl Dashboard {
         if let Some(t) = within {
             call = call.timeout(t);
         }
-        let resp = call.send().await.map_err(|e| format!("unreachable: {e}"))?;
+        let resp = call
+            .send()
+            .await
+            .map_err(|e| ProxyFailure::Unreachable(e.to_string()))?;
         let status = resp.status();
         if status == reqwest::StatusCode::CONFLICT {
             // It already runs a newer epoch (pushed by a successor dashboard): not ours to undo.
-            return Err(format!(
-                "refused: {}",
-                resp.text().await.unwrap_or_default()
-            ));
+            return Err(ProxyFailure::Stale(resp.text().await.unwrap_or_default()));
         }
         if !status.is_success() {
-            return Err(format!(
-                "HTTP {status}: {}",
-                resp.text().await.unwrap_or_default()
-            ));
+            return Err(ProxyFailure::Refused {
+                status,
+                message: resp.text().await.unwrap_or_default(),
+            });
         }
         let ack: PushAck = resp
             .json()
             .await
-            .map_err(|e| format!("bad acknowledgement: {e}"))?;
+            .map_err(|e| ProxyFailure::BadAcknowledgement(e.to_string()))?;
         if ack.epoch != topo.epoch {
-            return Err(format!(
-                "acknowledged epoch {} instead of {}",
-                ack.epoch, topo.epoch
-            ));
+            return Err(ProxyFailure::WrongEpoch {
+                acked: ack.epoch,
+                pushed: topo.epoch,
+            });
         }
         Ok(())
     }
@@ -301,12 +340,18 @@ pub(crate) fn settle(
     what: &'static str,
     epoch: u64,
     online: &[ProxyModel],
-    results: Vec<Result<(), String>>,
+    results: Vec<Result<(), ProxyFailure>>,
 ) -> Result<usize, PushError> {
     let failed: Vec<_> = online
         .iter()
         .zip(results)
-        .filter_map(|(p, r)| r.err().map(|e| (p.token.clone(), p.admin_addr.clone(), e)))
+        .filter_map(|(p, r)| {
+            r.err().map(|failure| ProxyFailed {
+                token: p.token.clone(),
+                addr: p.admin_addr.clone(),
+                failure,
+            })
+        })
         .collect();
     if failed.is_empty() {
         info!(

@@ -3,45 +3,14 @@
 //! Which replica is fresh is each proxy's own finding; this only sets the policy and shows
 //! the replicas as the health checks see them.
 
-use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::Dashboard;
-use tessera_http::error::ApiError;
-use tessera_model::router::{GroupId, ReadMode, ReadPolicy};
+use crate::Error;
+use tessera_model::router::{ReadMode, ReadPolicy};
 use tessera_store::Store;
 use tessera_store::model::{self, Paths};
-
-/// A change of the policy; fields not given stay as they are.
-///
-/// ```text
-/// PUT /api/read-policy {"mode": "prefer-replica", "max_lag_ms": 500}
-/// ```
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReadPolicyChange {
-    pub mode: Option<ReadMode>,
-    pub max_lag_ms: Option<u64>,
-}
-
-/// The policy, and each replica as the dashboard's health checks last saw it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReadPolicyView {
-    pub policy: ReadPolicy,
-    pub replicas: Vec<ReplicaView>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ReplicaView {
-    pub group: GroupId,
-    pub addr: String,
-    /// Its last health check answered.
-    pub up: bool,
-    /// `master_link_status` (`up`, `down`), as it reported it.
-    pub link: Option<String>,
-    /// The master's last known offset minus the replica's.
-    pub lag_bytes: Option<i64>,
-}
+pub use tessera_wire::read_policy::{ReadPolicyChange, ReadPolicyView, ReplicaView};
 
 /// The stored policy; an absent or unreadable document is the default (reads from masters).
 pub async fn load(store: &dyn Store, paths: &Paths) -> ReadPolicy {
@@ -68,10 +37,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 for a bound out of range; the store's errors; a push not acknowledged by all.
-    pub async fn set_read_policy(
-        &self,
-        change: ReadPolicyChange,
-    ) -> Result<ReadPolicyView, ApiError> {
+    pub async fn set_read_policy(&self, change: ReadPolicyChange) -> Result<ReadPolicyView, Error> {
         let mut epoch = self.ops.lock().await;
         let mut p = self.read_policy();
         if let Some(m) = change.mode {
@@ -80,7 +46,7 @@ impl Dashboard {
         if let Some(ms) = change.max_lag_ms {
             p.max_lag_ms = ms;
         }
-        p.validate().map_err(ApiError::bad_request)?;
+        p.validate().map_err(Error::Invalid)?;
         model::write(&*self.store, &self.paths.read_policy(), &p).await?;
         *self.read_policy.lock().expect("read policy lock poisoned") = p;
         info!(

@@ -4,32 +4,18 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use tracing::info;
 
 use super::Dashboard;
 use super::slot_stats::Measure;
+use crate::Error;
 use crate::migrate::measure::rebalance_by_measure;
 use crate::migrate::plan::{self, Move};
-use tessera_http::error::ApiError;
 use tessera_model::router::GroupId;
-
-/// What a rebalance evens out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RebalanceBy {
-    /// Slot counts, even.
-    Slots,
-    /// Slot counts, in proportion to weights.
-    Weight,
-    /// Measured ops/s per slot (`GET /api/slots/stats`).
-    Load,
-    /// Estimated memory per slot.
-    Memory,
-}
+use tessera_wire::migration::{RebalanceAnswer, RebalanceBy};
 
 /// A planned (or queued) rebalance and each group's measure before and after it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RebalancePlan {
     pub by: RebalanceBy,
     /// ±fraction of the mean the plan aims within (load and memory only).
@@ -38,6 +24,22 @@ pub struct RebalancePlan {
     pub before: BTreeMap<GroupId, f64>,
     pub after: BTreeMap<GroupId, f64>,
     pub notes: Vec<String>,
+}
+
+impl RebalancePlan {
+    /// The plan as the API answers it: tolerance in percent, the slots counted.
+    pub fn answer(self, dry_run: bool) -> RebalanceAnswer {
+        RebalanceAnswer {
+            dry_run,
+            by: Some(self.by),
+            slots: self.moves.len(),
+            moves: self.moves,
+            tolerance: self.tolerance.map(|t| t * 100.0),
+            before: Some(self.before),
+            after: Some(self.after),
+            notes: Some(self.notes),
+        }
+    }
 }
 
 impl Dashboard {
@@ -52,7 +54,7 @@ impl Dashboard {
         weights: Option<BTreeMap<GroupId, u32>>,
         tolerance: f64,
         dry_run: bool,
-    ) -> Result<RebalancePlan, ApiError> {
+    ) -> Result<RebalancePlan, Error> {
         let _ops = self.ops.lock().await;
         let (groups, slots) = {
             let st = self.state.lock().expect("state lock poisoned");
@@ -65,7 +67,7 @@ impl Dashboard {
             (groups, st.slots.clone())
         };
         if !dry_run && slots.iter().any(|s| s.action.is_some()) {
-            return Err(ApiError::conflict(
+            return Err(Error::conflict(
                 "a migration is in progress: wait for it or abort it first",
             ));
         }
@@ -75,14 +77,14 @@ impl Dashboard {
                 let weights = match weights {
                     Some(w) => {
                         if let Some(g) = w.keys().find(|g| !groups.contains(g)) {
-                            return Err(ApiError::not_found(format!(
+                            return Err(Error::not_found(format!(
                                 "group {g} does not exist or has no server"
                             )));
                         }
                         w
                     }
                     None if by == RebalanceBy::Weight => {
-                        return Err(ApiError::bad_request(
+                        return Err(Error::invalid(
                             "a rebalance by weight needs weights (GROUP=WEIGHT)",
                         ));
                     }
@@ -109,7 +111,7 @@ impl Dashboard {
                 } else {
                     Measure::Memory
                 };
-                let measure = self.slot_measure(m).map_err(ApiError::conflict)?;
+                let measure = self.slot_measure(m)?;
                 let p = rebalance_by_measure(&owners, &measure, &groups, tolerance);
                 RebalancePlan {
                     by,
@@ -136,25 +138,25 @@ impl Dashboard {
     /// # Errors
     /// 409 when the cluster changed since the plan, or a migration is in progress; 404 a
     /// target group that does not exist or has no server.
-    pub async fn queue_planned(&self, moves: &[Move]) -> Result<(), ApiError> {
+    pub async fn queue_planned(&self, moves: &[Move]) -> Result<(), Error> {
         let _ops = self.ops.lock().await;
         {
             let st = self.state.lock().expect("state lock poisoned");
             if st.slots.iter().any(|s| s.action.is_some()) {
-                return Err(ApiError::conflict(
+                return Err(Error::conflict(
                     "a migration is in progress: wait for it or abort it first",
                 ));
             }
             for m in moves {
                 let owner = st.slots.get(m.slot as usize).and_then(|s| s.group);
                 if owner != Some(m.from) {
-                    return Err(ApiError::conflict(format!(
+                    return Err(Error::conflict(format!(
                         "the cluster changed since the plan: slot {} is no longer group {}'s; plan again",
                         m.slot, m.from
                     )));
                 }
                 if st.groups.get(&m.to).and_then(|g| g.master()).is_none() {
-                    return Err(ApiError::not_found(format!(
+                    return Err(Error::not_found(format!(
                         "group {} does not exist or has no server",
                         m.to
                     )));

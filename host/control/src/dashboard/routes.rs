@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::Dashboard;
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_model::redis_client::Credential;
 use tessera_model::router::prefix::{PrefixRoute, RouteStatus, check_bounds};
 use tessera_store::Store;
 use tessera_store::model::{self, Paths};
+pub use tessera_wire::routes::{ProxyRoutes, RouteChange, RouteView, RoutesChange, RoutesView};
 
 /// How long a proxy has to say where it routes.
 const PROXY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -23,54 +24,6 @@ const PROXY_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RoutesDoc {
     pub routes: Vec<PrefixRoute>,
-}
-
-/// A new list of routes, replacing the whole list.
-///
-/// ```text
-/// PUT /api/routes {"routes": [{"prefix": "user:", "cluster": "b", "user": "front", "password": "…"}]}
-/// ```
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoutesChange {
-    pub routes: Vec<RouteChange>,
-}
-
-/// One route of a change. A `user` without a `password` keeps the password stored for the
-/// same prefix and user (so a list read back can be sent again without knowing passwords).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouteChange {
-    pub prefix: String,
-    pub cluster: String,
-    #[serde(default)]
-    pub user: Option<String>,
-    #[serde(default)]
-    pub password: Option<String>,
-}
-
-/// The routes (never a password), the clusters a route may name, and where each proxy
-/// routes each prefix now.
-#[derive(Debug, Clone, Serialize)]
-pub struct RoutesView {
-    pub routes: Vec<RouteView>,
-    pub clusters: Vec<String>,
-    pub proxies: Vec<ProxyRoutes>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct RouteView {
-    pub prefix: String,
-    pub cluster: String,
-    pub user: Option<String>,
-}
-
-/// One proxy's answer: what it routes where, or why it did not answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProxyRoutes {
-    pub addr: String,
-    pub error: Option<String>,
-    pub routes: Vec<RouteStatus>,
 }
 
 /// The stored routes; an absent document is none. An unreadable one is none too, loudly: a
@@ -91,34 +44,34 @@ pub async fn load(store: &dyn Store, paths: &Paths) -> Vec<PrefixRoute> {
 ///
 /// # Errors
 /// Why not, for a 400.
-pub fn validate(routes: &[PrefixRoute], own: &str) -> Result<(), String> {
-    check_bounds(routes)?;
+pub fn validate(routes: &[PrefixRoute], own: &str) -> Result<(), Error> {
+    check_bounds(routes).map_err(Error::Invalid)?;
     for r in routes {
         if !model::valid_cluster_name(&r.cluster) {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "prefix {:?}: {:?} is not a cluster name (letters, digits, '-' and '_')",
                 r.prefix, r.cluster
-            ));
+            )));
         }
         if r.cluster == own {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "prefix {:?} names this cluster ({own}); a route leads to another cluster",
                 r.prefix
-            ));
+            )));
         }
         if tessera_model::migration::INTERNAL_PREFIX.starts_with(r.prefix.as_bytes()) {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "prefix {:?} would route Tessera's reserved namespace '__tessera:' too",
                 r.prefix
-            ));
+            )));
         }
         if let Some(c) = &r.credential
             && (c.user.is_empty() || c.user.len() > 128 || c.password.len() > 512)
         {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "prefix {:?}: a route's user needs a name of 1–128 bytes and a password of at most 512",
                 r.prefix
-            ));
+            )));
         }
     }
     Ok(())
@@ -138,7 +91,7 @@ impl Dashboard {
     /// # Errors
     /// 400 for a list that cannot be used (a cluster not in this store among them); the
     /// store's errors; a push not acknowledged by all.
-    pub async fn set_prefix_routes(&self, change: RoutesChange) -> Result<RoutesView, ApiError> {
+    pub async fn set_prefix_routes(&self, change: RoutesChange) -> Result<RoutesView, Error> {
         let mut epoch = self.ops.lock().await;
         let before = self.prefix_routes();
         let mut routes = Vec::with_capacity(change.routes.len());
@@ -146,7 +99,7 @@ impl Dashboard {
             let credential = match (r.user, r.password) {
                 (None, None) => None,
                 (None, Some(_)) => {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(Error::invalid(format!(
                         "prefix {:?}: a password goes with a user",
                         r.prefix
                     )));
@@ -161,7 +114,7 @@ impl Dashboard {
                     match kept {
                         Some(c) => Some(c.clone()),
                         None => {
-                            return Err(ApiError::bad_request(format!(
+                            return Err(Error::invalid(format!(
                                 "prefix {:?}: user {user:?} needs a password (none is stored for this prefix and user)",
                                 r.prefix
                             )));
@@ -175,10 +128,10 @@ impl Dashboard {
                 credential,
             });
         }
-        validate(&routes, &self.cluster).map_err(ApiError::bad_request)?;
+        validate(&routes, &self.cluster)?;
         let clusters = self.store.children(&format!("{}/", model::ROOT)).await?;
         if let Some(r) = routes.iter().find(|r| !clusters.contains(&r.cluster)) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "prefix {:?}: cluster {} is not in this store ({})",
                 r.prefix,
                 r.cluster,
@@ -208,7 +161,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store cannot list the clusters or the proxies.
-    pub async fn prefix_routes_view(&self) -> Result<RoutesView, ApiError> {
+    pub async fn prefix_routes_view(&self) -> Result<RoutesView, Error> {
         let routes = self
             .prefix_routes()
             .into_iter()
@@ -279,7 +232,7 @@ mod tests {
             (vec![route("x", "no/such")], "not a cluster name"),
         ];
         for (routes, why) in bad {
-            let e = validate(&routes, "a").unwrap_err();
+            let e = validate(&routes, "a").unwrap_err().to_string();
             assert!(e.contains(why), "{e}");
         }
         let mut with_user = route("u", "b");
@@ -287,6 +240,11 @@ mod tests {
             user: String::new(),
             password: "p".into(),
         });
-        assert!(validate(&[with_user], "a").unwrap_err().contains("user"));
+        assert!(
+            validate(&[with_user], "a")
+                .unwrap_err()
+                .to_string()
+                .contains("user")
+        );
     }
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use tracing::debug;
 
 use super::{Dashboard, admin_user, ops};
+use crate::Error;
 use tessera_model::redis_client::{Credential, Value};
 use tessera_model::router::{GroupId, SLOTS, SlotId};
 
@@ -57,14 +58,18 @@ struct Tally {
 }
 
 /// Scans one master: its estimate.
-async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, String> {
+async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, Error> {
+    let lost = |source| Error::ServerUnreachable {
+        addr: addr.into(),
+        source,
+    };
     let mut c = admin_user::connect(addr, cred, ops::REDIS_TIMEOUT)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::server(addr, e))?;
     let dbsize = c
         .cmd(&["DBSIZE"])
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(lost)?
         .as_int()
         .unwrap_or(0)
         .max(0) as u64;
@@ -80,12 +85,17 @@ async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, String> 
         let reply = c
             .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", b"1000"])
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(lost)?;
+        let odd = |reply: String| Error::ServerRefused {
+            addr: addr.into(),
+            command: "SCAN".into(),
+            reply,
+        };
         let Value::Array(mut parts) = reply else {
-            return Err(format!("SCAN answered {reply:?}"));
+            return Err(odd(format!("{reply:?}")));
         };
         let (Some(Value::Array(keys)), Some(next)) = (parts.pop(), parts.pop()) else {
-            return Err("SCAN answered an unexpected shape".into());
+            return Err(odd("an answer of an unexpected shape".into()));
         };
         for k in keys {
             let Value::Bulk(k) = k else { continue };
@@ -110,7 +120,7 @@ async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, String> 
             .iter()
             .map(|(_, k)| vec![&b"MEMORY"[..], b"USAGE", k])
             .collect();
-        let replies = c.pipeline(&cmds).await.map_err(|e| e.to_string())?;
+        let replies = c.pipeline(&cmds).await.map_err(lost)?;
         for ((slot, _), r) in chunk.iter().zip(replies) {
             if let Some(bytes) = r.as_int() {
                 t.mem_sum[*slot as usize] += bytes.max(0) as u64;

@@ -4,55 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::Dashboard;
+use crate::Error;
 use tessera_model::router::{GroupId, SLOTS};
-
-/// Per-slot arrays (index = slot) and per-group totals.
-///
-/// ```text
-/// {"window_secs": 60.0, "sample_secs": 5, "proxies": 2,
-///  "slots": {"group": [1, …], "ops_per_sec": [0.0, …], "bytes_per_sec": […],
-///            "keys": […], "memory": […]},
-///  "groups": [{"group": 1, "slots": 512, "ops_per_sec", "bytes_per_sec", "keys", "memory",
-///              "keys_exact": true, "keys_scanned", "dbsize", "keys_at_unix"}]}
-/// ```
-#[derive(Debug, Clone, Serialize)]
-pub struct SlotStatsView {
-    pub window_secs: f64,
-    pub sample_secs: f64,
-    pub keys_every_secs: f64,
-    pub proxies: usize,
-    pub slots: SlotArrays,
-    pub groups: Vec<GroupTotals>,
-}
-
-/// One entry per slot, in slot order (`group` 0: unassigned).
-#[derive(Debug, Clone, Serialize)]
-pub struct SlotArrays {
-    pub group: Vec<u32>,
-    pub ops_per_sec: Vec<f64>,
-    pub bytes_per_sec: Vec<f64>,
-    pub keys: Vec<f64>,
-    pub memory: Vec<f64>,
-}
-
-/// A group's sums over the slots it owns, and how its keys were counted.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupTotals {
-    pub group: GroupId,
-    pub slots: usize,
-    pub ops_per_sec: f64,
-    pub bytes_per_sec: f64,
-    pub keys: f64,
-    pub memory: f64,
-    /// The last scan saw every key of the group (else the counts are a scaled sample).
-    pub keys_exact: Option<bool>,
-    pub keys_scanned: Option<u64>,
-    pub dbsize: Option<u64>,
-    pub keys_at_unix: Option<u64>,
-}
+use tessera_wire::migration::{GroupTotals, SlotArrays, SlotStatsView};
 
 /// What a rebalance by measure evens out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,19 +80,21 @@ impl Dashboard {
     }
 
     /// The measure per slot (1024 entries), or why there is none yet.
-    pub(crate) fn slot_measure(&self, m: Measure) -> Result<Vec<f64>, String> {
+    pub(crate) fn slot_measure(&self, m: Measure) -> Result<Vec<f64>, Error> {
         let v = self.slot_stats();
         match m {
-            Measure::Load if v.window_secs <= 0.0 => Err(format!(
+            Measure::Load if v.window_secs <= 0.0 => Err(Error::Conflict(format!(
                 "no load measured yet: the dashboard reads the proxies' slot counters every {} s \
                  and needs two reads",
                 v.sample_secs
-            )),
+            ))),
             Measure::Load => Ok(v.slots.ops_per_sec),
-            Measure::Memory if v.groups.iter().all(|g| g.keys_exact.is_none()) => Err(format!(
-                "no memory measured yet: the dashboard scans each group every {} s",
-                v.keys_every_secs
-            )),
+            Measure::Memory if v.groups.iter().all(|g| g.keys_exact.is_none()) => {
+                Err(Error::Conflict(format!(
+                    "no memory measured yet: the dashboard scans each group every {} s",
+                    v.keys_every_secs
+                )))
+            }
             Measure::Memory => Ok(v.slots.memory),
         }
     }

@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use super::token_key::{TokenKey, default_key_file};
 use super::{Dashboard, DashboardOptions};
-use tessera_http::error::ApiError;
+use crate::Error;
 use tessera_model::secret::{matches_sha256_hex, random_token, same};
 use tessera_store::model::{self, ClusterMeta, Paths, SCHEMA_VERSION};
 use tessera_store::{Cas, Store};
@@ -52,14 +52,7 @@ pub struct TokenEntry {
     pub created_by: String,
 }
 
-/// A token as the API shows it: never its secret nor its HMAC.
-#[derive(Debug, Clone, Serialize)]
-pub struct TokenView {
-    pub name: String,
-    pub role: Role,
-    pub created_unix: u64,
-    pub created_by: String,
-}
+pub use tessera_wire::tokens::TokenView;
 
 impl TokenEntry {
     fn view(&self) -> TokenView {
@@ -129,8 +122,8 @@ impl Tokens {
         &self,
         store: &dyn Store,
         paths: &Paths,
-        change: impl FnOnce(&mut TokensDoc) -> Result<R, ApiError>,
-    ) -> Result<R, ApiError> {
+        change: impl FnOnce(&mut TokensDoc) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         let _w = self.writes.lock().await;
         let (mut doc, version) = self.doc.read().expect("tokens lock poisoned").clone();
         let r = change(&mut doc)?;
@@ -143,7 +136,7 @@ impl Tokens {
                 *self.doc.write().expect("tokens lock poisoned") = (doc, v);
                 Ok(r)
             }
-            Cas::Conflict(_) => Err(ApiError::conflict(format!(
+            Cas::Conflict(_) => Err(Error::conflict(format!(
                 "{} was changed in the store by someone else than this dashboard: restart the \
                  dashboard to reload it",
                 paths.tokens()
@@ -180,7 +173,7 @@ impl Tokens {
             Ok(())
         })
         .await
-        .map_err(|e| anyhow::anyhow!("restoring the token {ADMIN_TOKEN}: {}", e.message))?;
+        .map_err(|e| anyhow::anyhow!("restoring the token {ADMIN_TOKEN}: {e}"))?;
         warn!(
             cluster,
             "the token named admin had been revoked: --admin-token restored it"
@@ -200,7 +193,7 @@ fn entry(name: &str, role: Role, hmac: String, created_by: &str) -> TokenEntry {
 }
 
 /// Names: 1–64 of letters, digits, `.`, `_` and `-` (they travel in paths and headers).
-fn check_name(name: &str) -> Result<(), ApiError> {
+fn check_name(name: &str) -> Result<(), Error> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name
@@ -209,7 +202,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::bad_request(format!(
+        Err(Error::invalid(format!(
             "token name {:?} is not 1-{MAX_NAME_LEN} letters, digits, '.', '_' or '-'",
             name.chars().take(MAX_NAME_LEN + 1).collect::<String>()
         )))
@@ -375,7 +368,7 @@ impl Dashboard {
         name: &str,
         role: Role,
         by: &Caller,
-    ) -> Result<(TokenView, String), ApiError> {
+    ) -> Result<(TokenView, String), Error> {
         check_name(name)?;
         let secret = random_token();
         let hmac = self.tokens.key.digest(&secret);
@@ -383,12 +376,12 @@ impl Dashboard {
             .tokens
             .save(&*self.store, &self.paths, |doc| {
                 if doc.tokens.iter().any(|t| t.name == name) {
-                    return Err(ApiError::conflict(format!(
+                    return Err(Error::conflict(format!(
                         "a token named {name} exists: revoke it first, or pick another name"
                     )));
                 }
                 if doc.tokens.len() >= MAX_TOKENS {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(Error::invalid(format!(
                         "the cluster holds {MAX_TOKENS} tokens, the most it may: revoke one first"
                     )));
                 }
@@ -407,18 +400,18 @@ impl Dashboard {
     /// # Errors
     /// 404 unknown name; 409 the last admin token (nobody could manage tokens then); 503 the
     /// store fails.
-    pub async fn revoke_token(&self, name: &str, by: &Caller) -> Result<(), ApiError> {
+    pub async fn revoke_token(&self, name: &str, by: &Caller) -> Result<(), Error> {
         self.tokens
             .save(&*self.store, &self.paths, |doc| {
                 let Some(i) = doc.tokens.iter().position(|t| t.name == name) else {
-                    return Err(ApiError::not_found(format!(
+                    return Err(Error::not_found(format!(
                         "no token named {} in this cluster",
                         name.chars().take(MAX_NAME_LEN).collect::<String>()
                     )));
                 };
                 let admins = doc.tokens.iter().filter(|t| t.role == Role::Admin).count();
                 if doc.tokens[i].role == Role::Admin && admins == 1 {
-                    return Err(ApiError::conflict(format!(
+                    return Err(Error::conflict(format!(
                         "{name} is the last admin token: create another admin token first"
                     )));
                 }

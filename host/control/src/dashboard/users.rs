@@ -5,50 +5,23 @@
 //! brought up to date by the health loop.
 
 use futures_util::future::join_all;
-use serde::{Deserialize, Deserializer};
 use tracing::{info, warn};
 
 use super::Dashboard;
-use super::push::PushError;
-use tessera_http::error::ApiError;
+use super::push::{ProxyFailure, PushError};
+use crate::Error;
 use tessera_model::users::{self, DEFAULT_USER, MAX_USERS, UserEntry, UserView, Users, UsersDoc};
 use tessera_store::model::{self, ProxyModel, SCHEMA_VERSION};
+pub use tessera_wire::users::UserChange;
 
-/// A change to one user; fields left out keep their value. `commands: null` lifts the
-/// class restriction, `key_prefix: null` (or `""`) the prefix. No `Debug`: it holds a
-/// clear password.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UserChange {
-    /// Clear text, hashed before it is stored.
-    pub password: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub commands: Option<Option<Vec<String>>>,
-    #[serde(default, deserialize_with = "present")]
-    pub key_prefix: Option<Option<String>>,
-    pub enabled: Option<bool>,
-}
-
-/// Tells a field given as `null` (`Some(None)`) from one left out (`None`, the default).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
-
-fn bad(e: users::UsersError) -> ApiError {
-    ApiError::bad_request(e.to_string())
-}
-
-/// Applies `change` to `e` (a new entry when `e.password` is still unset).
-fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), ApiError> {
+fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), Error> {
     if let Some(p) = change.password {
-        users::check_password(&p).map_err(bad)?;
+        users::check_password(&p).map_err(Error::User)?;
         e.password = Some(users::hash_password(&p));
     }
     match change.commands {
         Some(Some(names)) => {
-            let (_, normalized) = users::parse_classes(&e.name, &names).map_err(bad)?;
+            let (_, normalized) = users::parse_classes(&e.name, &names).map_err(Error::User)?;
             e.commands = Some(normalized);
         }
         Some(None) => e.commands = None,
@@ -56,7 +29,7 @@ fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), ApiError> {
     }
     match change.key_prefix {
         Some(Some(p)) if !p.is_empty() => {
-            users::check_key_prefix(&e.name, &p).map_err(bad)?;
+            users::check_key_prefix(&e.name, &p).map_err(Error::User)?;
             e.key_prefix = Some(p);
         }
         Some(_) => e.key_prefix = None,
@@ -74,19 +47,19 @@ impl Dashboard {
     /// # Errors
     /// 503 when the store fails or holds a document that is not a valid users table (the
     /// message names the key; the proxies keep the table they have until it is repaired).
-    pub async fn users_doc(&self) -> Result<UsersDoc, ApiError> {
+    pub async fn users_doc(&self) -> Result<UsersDoc, Error> {
         let key = self.paths.users();
         let doc = model::read::<UsersDoc>(&*self.store, &key)
             .await
             .map_err(|e| {
-                ApiError::unavailable(format!(
+                Error::DocumentUnusable(format!(
                     "{e}: repair or remove {key} in the store; proxies keep their table meanwhile"
                 ))
             })?
             .map(|(d, _)| d)
             .unwrap_or_default();
         if let Err(e) = Users::from_document(&doc, None) {
-            return Err(ApiError::unavailable(format!(
+            return Err(Error::DocumentUnusable(format!(
                 "the users document {key} is not a valid table ({e}): repair or remove it in the store; proxies keep their table meanwhile"
             )));
         }
@@ -97,7 +70,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// As [`Dashboard::users_doc`].
-    pub async fn list_users(&self) -> Result<Vec<UserView>, ApiError> {
+    pub async fn list_users(&self) -> Result<Vec<UserView>, Error> {
         let doc = self.users_doc().await?;
         let mut views: Vec<UserView> = doc.users.iter().map(UserEntry::view).collect();
         views.sort_by(|a, b| a.name.cmp(&b.name));
@@ -110,20 +83,20 @@ impl Dashboard {
     /// # Errors
     /// 400 a bad name, password, class or prefix, a new user without a password, a full
     /// table; 503 an unusable document; 502 proxies that did not load the new table.
-    pub async fn set_user(&self, name: &str, change: UserChange) -> Result<UserView, ApiError> {
-        users::check_name(name).map_err(bad)?;
+    pub async fn set_user(&self, name: &str, change: UserChange) -> Result<UserView, Error> {
+        users::check_name(name).map_err(Error::User)?;
         let _ops = self.ops.lock().await;
         let mut doc = self.users_doc().await?;
         let i = match doc.users.iter().position(|u| u.name == name) {
             Some(i) => i,
             None => {
                 if change.password.is_none() && name != DEFAULT_USER {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(Error::invalid(format!(
                         "user {name} is new: give it a password"
                     )));
                 }
                 if doc.users.len() >= MAX_USERS {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(Error::invalid(format!(
                         "the table holds {MAX_USERS} users, the most it may: remove one first"
                     )));
                 }
@@ -148,11 +121,11 @@ impl Dashboard {
     ///
     /// # Errors
     /// 404 unknown user; as [`Dashboard::set_user`].
-    pub async fn delete_user(&self, name: &str) -> Result<(), ApiError> {
+    pub async fn delete_user(&self, name: &str) -> Result<(), Error> {
         let _ops = self.ops.lock().await;
         let mut doc = self.users_doc().await?;
         let Some(i) = doc.users.iter().position(|u| u.name == name) else {
-            return Err(ApiError::not_found(format!(
+            return Err(Error::not_found(format!(
                 "no user named {} in this cluster",
                 name.chars().take(users::MAX_NAME_LEN).collect::<String>()
             )));
@@ -164,8 +137,8 @@ impl Dashboard {
     }
 
     /// Checks the whole table, persists it with the next version, pushes it everywhere.
-    async fn save_users(&self, mut doc: UsersDoc) -> Result<(), ApiError> {
-        Users::from_document(&doc, None).map_err(bad)?;
+    async fn save_users(&self, mut doc: UsersDoc) -> Result<(), Error> {
+        Users::from_document(&doc, None).map_err(Error::User)?;
         doc.schema = SCHEMA_VERSION;
         // Past any version this dashboard saw: a document removed from the store to repair
         // it starts again at 0, and proxies would refuse the lower versions as stale.
@@ -196,7 +169,7 @@ impl Dashboard {
         &self,
         proxy: &ProxyModel,
         doc: &UsersDoc,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProxyFailure> {
         self.put_to_proxy(proxy, "/api/proxy/users", doc, None)
             .await
     }
@@ -207,7 +180,7 @@ impl Dashboard {
             Ok(d) => d,
             Err(e) => {
                 // Every second while it lasts; the API's answers and the start-up log say it.
-                tracing::debug!(error = %e.message, "cannot bring proxies' users up to date");
+                tracing::debug!(error = %e, "cannot bring proxies' users up to date");
                 return;
             }
         };
@@ -273,7 +246,7 @@ mod tests {
 
     #[test]
     fn bad_changes_are_refused_with_the_reason() {
-        let bad = |json: &str| apply(&mut alice(), change(json)).unwrap_err().message;
+        let bad = |json: &str| apply(&mut alice(), change(json)).unwrap_err().to_string();
         assert!(bad(r#"{"commands":["rede"]}"#).contains("unknown command class \"rede\""));
         assert!(bad(r#"{"password":""}"#).contains("password"));
         assert!(bad(r#"{"key_prefix":"a\nb"}"#).contains("key_prefix"));

@@ -5,6 +5,6 @@
 pub mod measure;
 pub mod mover;
 pub mod plan;
-mod reply;
+pub mod reply;
 mod stream;
 pub mod throttle;

@@ -3,17 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use tessera_model::router::{GroupId, SLOTS};
-
-/// One slot to move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Move {
-    pub slot: u16,
-    pub from: GroupId,
-    pub to: GroupId,
-}
+pub use tessera_wire::migration::Move;
 
 /// How many slots each group should hold: proportional to its weight (1 each for an even
 /// split), largest remainders first, so the quotas sum to the assigned slot count.

@@ -6,20 +6,8 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 /// The caps; `None` is no cap.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    pub max_keys_per_sec: Option<u64>,
-    pub max_bytes_per_sec: Option<u64>,
-}
-
-impl Limits {
-    pub fn is_none(&self) -> bool {
-        self.max_keys_per_sec.is_none() && self.max_bytes_per_sec.is_none()
-    }
-}
+pub use tessera_wire::migration::ThrottleLimits as Limits;
 
 /// Moves may run this far ahead of the cap before a pass sleeps.
 const BURST: Duration = Duration::from_millis(100);

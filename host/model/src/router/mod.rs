@@ -8,8 +8,9 @@ mod topology;
 
 pub use replicas::{ReadMode, ReadPolicy};
 pub use table::{BackendIdx, Router, SlotEntry, SlotTable, SlotTableBuilder};
+pub use tessera_wire::topology::GroupId;
 pub use topology::{
-    GroupRoute, MasterSeen, MastersSeen, PushAck, SlotRoute, Topology, TopologyError,
+    GroupRoute, MasterSeen, MastersSeen, PushAck, SlotRoute, ToTable, Topology, TopologyError,
 };
 
 use crate::command::hash_key;
@@ -30,18 +31,6 @@ impl SlotId {
 }
 
 impl std::fmt::Display for SlotId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// A replica group id, as the control plane numbers them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct GroupId(pub u32);
-
-impl std::fmt::Display for GroupId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)
     }

@@ -11,10 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
 use crate::login::Login;
-use crate::redis_client::Credential;
+
+pub use tessera_wire::routes::{PrefixRoute, RouteStatus};
 
 /// At most this many prefix routes per cluster: every key of every command is compared with
 /// each prefix.
@@ -24,30 +23,6 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// How many distinct prefixes one proxy process routes in its life (each keeps its slot
 /// number for good, see [`RouteTargets::slot_index`]).
 pub const MAX_PREFIX_SLOTS: usize = 1024;
-
-/// One prefix route as the dashboard pushes it, in the topology.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrefixRoute {
-    /// Keys starting with these bytes go to `cluster`.
-    pub prefix: String,
-    /// A cluster in the same store.
-    pub cluster: String,
-    /// The user this cluster's proxies log in as at the other cluster's proxies (none: they
-    /// send no AUTH).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credential: Option<Credential>,
-}
-
-impl PrefixRoute {
-    /// A route without a credential.
-    pub fn new(prefix: &str, cluster: &str) -> Self {
-        Self {
-            prefix: prefix.into(),
-            cluster: cluster.into(),
-            credential: None,
-        }
-    }
-}
 
 /// The bounds every table keeps to, whoever sent the routes (the dashboard checks more before
 /// it stores them: `dashboard::routes::validate`).
@@ -80,17 +55,6 @@ pub fn check_bounds(routes: &[PrefixRoute]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Where one prefix goes from this proxy now.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteStatus {
-    pub prefix: String,
-    pub cluster: String,
-    /// The other cluster's proxy this one forwards to; `None` when none answers.
-    pub target: Option<String>,
-    /// Why there is no target (or why the last one was left).
-    pub error: Option<String>,
 }
 
 /// A target chosen for a prefix: the address, and the login used there.

@@ -1,95 +1,16 @@
-//! The topology a dashboard pushes to its proxies: every slot's group, every group's master
-//! and health, stamped with an epoch. A proxy turns it into a `SlotTable` and swaps it in.
+//! The topology a dashboard pushes to its proxies (its shape is `tessera_wire::topology`):
+//! every slot's group, every group's master and health, stamped with an epoch. A proxy turns
+//! it into a `SlotTable` ([`ToTable`]) and swaps it in.
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
-use super::prefix::{PrefixRoute, RouteTargets, check_bounds};
-use super::replicas::{ReadPolicy, ReplicaRegistry};
+use super::prefix::{RouteTargets, check_bounds};
+use super::replicas::ReplicaRegistry;
 use super::{GroupId, SLOTS, SlotId, SlotTable, SlotTableBuilder};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupRoute {
-    pub id: GroupId,
-    /// `None` while the group has no server.
-    pub master: Option<String>,
-    #[serde(default)]
-    pub down: bool,
-    /// The group's servers speak TLS only (absent: plain, as before TLS existed).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub tls: bool,
-    /// The group's replicas (its servers after the master), for reads under the read policy.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replicas: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct SlotRoute {
-    pub group: Option<GroupId>,
-    /// While the slot migrates to `group`: the group it moves from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<GroupId>,
-    /// The move is an abort going back: a big key staged on the owner for the forward move
-    /// may still be waiting to be put back, so commands also wait on the owner's markers.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub aborting: bool,
-    /// First phase of a migration's barrier: the slot is served by no proxy (-TRYAGAIN)
-    /// until every proxy has it blocked.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub blocked: bool,
-}
-
-/// A proxy's acknowledgement of a pushed topology: its registration token and the epoch it
-/// now routes with (and for which no command routed the old way is still in flight).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PushAck {
-    pub token: String,
-    pub epoch: u64,
-}
-
-/// What one proxy sees of the masters of its topology, at the moment it is asked (its
-/// admin API's answer, read by the dashboard's automatic failover).
-///
-/// ```text
-/// GET /api/proxy/masters?group=1
-/// {"token": "p-1", "epoch": 12,
-///  "masters": [{"group": 1, "addr": "10.0.0.5:6379", "reachable": false,
-///               "error": "connection refused", "rtt_us": null}]}
-/// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MastersSeen {
-    pub token: String,
-    pub epoch: u64,
-    pub masters: Vec<MasterSeen>,
-}
-
-/// One master, probed from this proxy.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MasterSeen {
-    pub group: u32,
-    pub addr: String,
-    /// It answered a PING (any reply, `-NOAUTH` included: the process is alive) in time.
-    pub reachable: bool,
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub rtt_us: Option<u64>,
-}
-
-/// A whole routing state. `slots[i]` is slot `i`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Topology {
-    pub epoch: u64,
-    pub groups: Vec<GroupRoute>,
-    pub slots: Vec<SlotRoute>,
-    /// Where read-only commands go (absent: every read to the master).
-    #[serde(default, skip_serializing_if = "ReadPolicy::is_default")]
-    pub read: ReadPolicy,
-    /// Key prefixes routed to other clusters (absent: none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub routes: Vec<PrefixRoute>,
-}
+pub use tessera_wire::topology::{
+    GroupRoute, MasterSeen, MastersSeen, PushAck, SlotRoute, Topology,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -101,22 +22,33 @@ pub enum TopologyError {
     Routes(String),
 }
 
-impl Topology {
+/// A topology (a `tessera-wire` shape) turned into the table a proxy routes with.
+pub trait ToTable {
     /// Builds the routing table.
     ///
     /// # Errors
     /// A topology that does not describe every slot, or names a group it does not list.
-    pub fn to_table(&self) -> Result<SlotTable, TopologyError> {
-        self.to_table_with(&ReplicaRegistry::default(), &RouteTargets::default())
-    }
+    fn to_table(&self) -> Result<SlotTable, TopologyError>;
 
     /// Builds the routing table, its replicas' freshness kept in `registry` (a proxy's
-    /// router's, which its probes update; [`Topology::to_table`]'s own is never proven, so
+    /// router's, which its probes update; [`ToTable::to_table`]'s own is never proven, so
     /// every read goes to the master), and its prefix routes to the targets in `targets`.
     ///
     /// # Errors
-    /// As [`Topology::to_table`], and prefix routes out of bounds.
-    pub fn to_table_with(
+    /// As [`ToTable::to_table`], and prefix routes out of bounds.
+    fn to_table_with(
+        &self,
+        registry: &ReplicaRegistry,
+        targets: &RouteTargets,
+    ) -> Result<SlotTable, TopologyError>;
+}
+
+impl ToTable for Topology {
+    fn to_table(&self) -> Result<SlotTable, TopologyError> {
+        self.to_table_with(&ReplicaRegistry::default(), &RouteTargets::default())
+    }
+
+    fn to_table_with(
         &self,
         registry: &ReplicaRegistry,
         targets: &RouteTargets,

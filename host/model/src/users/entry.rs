@@ -1,89 +1,10 @@
-//! A users table as proxy.toml and the store hold it: entries, the store document, the
-//! views the APIs show (never a hash), and the checks of names, classes, prefixes, passwords.
-
-use serde::{Deserialize, Serialize};
+//! A users table as proxy.toml and the store hold it (entries, the store document and the
+//! views the APIs show are `tessera_wire::users` shapes), and the checks of names, classes,
+//! prefixes, passwords.
 
 use super::{CLASSES, MAX_KEY_PREFIX_LEN, MAX_NAME_LEN, MAX_PASSWORD_LEN, UsersError};
 
-/// One user as proxy.toml's `[[users]]` and the cluster's users document hold it.
-///
-/// ```text
-/// {"name": "alice", "password": "sha256$<salt hex>$<digest hex>",
-///  "commands": ["read", "write"], "key_prefix": "tenant1:", "enabled": true}
-/// ```
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UserEntry {
-    pub name: String,
-    /// The password hash ([`hash_password`](super::hash_password)); never a clear password. Required except for
-    /// `default`, whose password may come from `session_password` or be absent (nopass).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
-    /// Class names from [`CLASSES`]; absent: every class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands: Option<Vec<String>>,
-    /// Every key the user names must start with this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_prefix: Option<String>,
-    #[serde(default = "enabled_by_default")]
-    pub enabled: bool,
-}
-
-fn enabled_by_default() -> bool {
-    true
-}
-
-impl std::fmt::Debug for UserEntry {
-    // The hash is a fast hash: leaked, it can be attacked offline. Never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserEntry")
-            .field("name", &self.name)
-            .field("password", &self.password.as_ref().map(|_| "<hash>"))
-            .field("commands", &self.commands)
-            .field("key_prefix", &self.key_prefix)
-            .field("enabled", &self.enabled)
-            .finish()
-    }
-}
-
-/// What the APIs show of an entry: never the hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserView {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_prefix: Option<String>,
-    pub enabled: bool,
-    /// Whether the entry carries a password hash.
-    pub password_set: bool,
-}
-
-impl UserEntry {
-    pub fn view(&self) -> UserView {
-        UserView {
-            name: self.name.clone(),
-            commands: self.commands.clone(),
-            key_prefix: self.key_prefix.clone(),
-            enabled: self.enabled,
-            password_set: self.password.is_some(),
-        }
-    }
-}
-
-/// The cluster's users document, `/tessera/<cluster>/users` (JSON), and the body of a push
-/// to a proxy. `version` grows by one with every change; a proxy refuses an older one.
-///
-/// ```text
-/// {"schema": 1, "version": 7, "users": [UserEntry, …]}
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UsersDoc {
-    #[serde(default)]
-    pub schema: u32,
-    pub version: u64,
-    pub users: Vec<UserEntry>,
-}
+pub use tessera_wire::users::{UserEntry, UserView, UsersDoc};
 
 /// Checks a user name: 1 to [`MAX_NAME_LEN`] printable ASCII characters, no spaces (Redis
 /// refuses spaces; control characters and non-ASCII would garble logs and RESP replies).

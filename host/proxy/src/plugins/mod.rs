@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
-use serde::{Deserialize, Serialize};
 use tessera_wasm::{
     Chain, ClientFacts, ClientLookup, Generation, PluginSpec, Runtime, RuntimeConfig,
 };
@@ -33,20 +32,7 @@ pub fn abi_of(id: CommandId) -> (u16, u32) {
 }
 
 /// A plugin as it is running in this proxy.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoadedPlugin {
-    pub name: String,
-    pub sha256: String,
-    pub generation: u64,
-    pub fail: String,
-    pub hooks: Vec<String>,
-    pub hook_classes: Vec<String>,
-    pub hooks_all: bool,
-    pub key_prefixes: Vec<String>,
-    pub calls: u64,
-    pub faults: u64,
-    pub instances_created: u64,
-}
+pub use tessera_wire::plugins::LoadedPlugin;
 
 /// Client facts for the `client_info` import, from the proxy's registry.
 struct Clients(Arc<ClientRegistry>);

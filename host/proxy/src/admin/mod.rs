@@ -1,53 +1,30 @@
 //! A proxy's admin HTTP API (`--admin-listen`): health, Prometheus metrics, stats for the
-//! dashboard, and the topology push that the dashboard's barrier waits on.
+//! dashboard, and the pushes (topology, plugins, users, mirror) the dashboard's barrier waits
+//! on. This file holds the admin state and the operations the pushes apply; the routes and
+//! their OpenAPI document are `routes` and `openapi`.
 //!
 //! In cluster mode every `/api/proxy/…` route, reads included, needs the cluster's proxy
 //! secret (`Authorization: Bearer`): the plugin configs, the users table and the topology are
 //! the dashboard's to read. `/health` and `/metrics` stay open for load balancers and
 //! Prometheus. A static proxy has no secret: its admin listener is the operator's own
 //! (`docs/secrets.md`).
-//!
-//! ```text
-//! GET  /health              "ok"
-//! GET  /metrics             Prometheus text
-//! GET  /api/proxy/info      token, addresses, epoch, sessions
-//! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
-//! GET  /api/proxy/slots     cumulative ops, bytes in and bytes out of each slot with traffic
-//! GET  /api/proxy/commandlog?type=slow|large-request|large-reply  the proxy's command log
-//! GET  /api/proxy/hotkeys   the top keys by ops and by bytes over the recent window
-//! GET  /api/proxy/topology  the topology last applied
-//! GET  /api/proxy/masters   whether this proxy reaches each group's master now (Bearer: the
-//!                           proxy secret; automatic failover's quorum asks it)
-//! GET  /api/proxy/replicas  each replica and whether reads may go to it now (Bearer: the
-//!                           proxy secret; docs/replica-reads.md)
-//! PUT  /api/proxy/topology  apply a newer topology (Bearer: the cluster's proxy secret)
-//! GET  /api/proxy/plugins   plugins in force
-//! PUT  /api/proxy/plugins   load a catalog (Bearer: the proxy secret)
-//! GET  /api/proxy/plugins/{name}/metrics  samples
-//! GET  /api/proxy/users     the users table in force (never a hash)
-//! PUT  /api/proxy/users     apply a newer users table (Bearer: the proxy secret)
-//! GET  /api/proxy/mirror    mirror settings, counters, samples (PUT: the dashboard's push)
-//! GET  /api/proxy/routes    where each key prefix routed to another cluster goes now
-//! ```
+
+mod openapi;
+mod routes;
+
+pub use openapi::document;
 
 use std::sync::atomic::Ordering::{self, Relaxed};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use axum::Router;
 
-use crate::telemetry::{ProxyGauges, render_proxy};
 use crate::worker::Shared;
-use tessera_http::error::{ApiError, bearer_matches};
-use tessera_model::router::{MasterSeen, MastersSeen, PushAck, Topology};
+use tessera_http::error::ApiError;
+use tessera_model::router::{MasterSeen, PushAck, ToTable, Topology};
 use tessera_model::users::{Users, UsersDoc};
 use tessera_wire::plugins::Catalog;
-use tessera_wire::plugins::Sample;
-use tessera_wire::telemetry::{BackendCounters, HotKeysQuery, ProxyInfo, ProxyStats};
-use tessera_wire::telemetry::{CommandLogQuery, SlotCounts};
+use tessera_wire::telemetry::ProxyInfo;
 
 /// How long a push waits for commands routed with the previous table to finish.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
@@ -101,30 +78,16 @@ impl ProxyAdmin {
         })
     }
 
+    /// The admin API: `/health` and `/metrics` open, every `/api/proxy/…` route behind the
+    /// proxy secret (in cluster mode).
     pub fn router(self: Arc<Self>) -> Router {
-        let api = Router::new()
-            .route("/api/proxy/info", get(info))
-            .route("/api/proxy/stats", get(stats))
-            .route("/api/proxy/slots", get(slot_counts))
-            .route("/api/proxy/hotkeys", get(hotkeys))
-            .route("/api/proxy/topology", get(topology).put(push_topology))
-            .route("/api/proxy/masters", get(masters_seen))
-            .route("/api/proxy/replicas", get(replicas_seen))
-            .route("/api/proxy/plugins", get(plugins_list).put(plugins_apply))
-            .route("/api/proxy/plugins/{name}/metrics", get(plugin_samples))
-            .route("/api/proxy/users", get(users_list).put(users_apply))
-            .route("/api/proxy/mirror", get(mirror_view).put(mirror_apply))
-            .route("/api/proxy/commandlog", get(command_log))
-            .route("/api/proxy/routes", get(routes_seen))
-            .layer(axum::middleware::from_fn_with_state(
-                self.clone(),
-                require_secret,
-            ));
-        Router::new()
-            .route("/health", get(|| async { "ok" }))
-            .route("/metrics", get(metrics))
-            .merge(api)
-            .with_state(self)
+        let (api, _) = routes::secret().split_for_parts();
+        let api = api.layer(axum::middleware::from_fn_with_state(
+            self.clone(),
+            routes::require_secret,
+        ));
+        let (open, _) = routes::open().split_for_parts();
+        open.merge(api).with_state(self)
     }
 
     fn epoch(&self) -> u64 {
@@ -257,12 +220,6 @@ impl ProxyAdmin {
     }
 }
 
-async fn routes_seen(
-    State(a): State<Arc<ProxyAdmin>>,
-) -> Json<Vec<tessera_model::router::prefix::RouteStatus>> {
-    Json(a.shared.router.targets.statuses())
-}
-
 // === impl ProxyAdmin: users ===
 
 impl ProxyAdmin {
@@ -310,105 +267,9 @@ impl ProxyAdmin {
     }
 }
 
-async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
-    let s = &a.shared;
-    let mut out = render_proxy(
-        &s.command_stats,
-        &ProxyGauges {
-            sessions: s.clients.len(),
-            epoch: a.epoch(),
-            backend: &s.backend_stats,
-        },
-    );
-    s.plugins.render_metrics(&mut out);
-    s.mirror.stats.render(&mut out);
-    s.hot_cache.render(s.config.hot_cache.on(), &mut out);
-    s.router.targets.render(&mut out);
-    out
-}
-
-async fn info(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyInfo> {
-    Json(a.info())
-}
-
-/// Cumulative per-slot counters since the proxy started (only slots with traffic).
-async fn slot_counts(State(a): State<Arc<ProxyAdmin>>) -> Json<SlotCounts> {
-    Json(a.shared.slot_stats.counts())
-}
-
-/// The top keys by ops and by bytes over the window (`telemetry::HotKeys::view`).
-async fn hotkeys(
-    State(a): State<Arc<ProxyAdmin>>,
-    query: Result<axum::extract::Query<HotKeysQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<tessera_wire::telemetry::HotKeysView>, ApiError> {
-    let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let mut view = a
-        .shared
-        .hotkeys
-        .view(q.limit().map_err(ApiError::bad_request)?);
-    let s = &a.shared;
-    view.hot_cache = s.hot_cache.figures(s.config.hot_cache.on());
-    Ok(Json(view))
-}
-
-async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {
-    let s = &a.shared;
-    let (ops_total, errors_total) = s.command_stats.total();
-    let b = &s.backend_stats;
-    Json(ProxyStats {
-        token: a.token.clone(),
-        epoch: a.epoch(),
-        sessions: s.clients.len(),
-        ops_total,
-        errors_total,
-        ops_per_sec: a.ops_per_sec.load(Relaxed),
-        commands: s.command_stats.counts(),
-        backend: BackendCounters {
-            requests: b.requests.load(Relaxed),
-            batches: b.batches.load(Relaxed),
-            connects: b.connects.load(Relaxed),
-            connect_failures: b.connect_failures.load(Relaxed),
-            reconnects: b.connection_losses.load(Relaxed),
-        },
-        uptime_secs: s.started.elapsed().as_secs(),
-    })
-}
-
-async fn topology(State(a): State<Arc<ProxyAdmin>>) -> Result<Json<Topology>, ApiError> {
-    a.topology
-        .lock()
-        .expect("topology lock poisoned")
-        .clone()
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("no topology pushed yet (static mode, or not loaded)"))
-}
-
-async fn push_topology(
-    State(a): State<Arc<ProxyAdmin>>,
-    body: Result<Json<Topology>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<PushAck>, ApiError> {
-    a.refuse_static("this proxy runs in static mode: its topology is fixed")?;
-    let Json(topo) = body?;
-    a.apply(topo, true).await.map(Json)
-}
-
-/// Every `/api/proxy/…` call of a cluster-mode proxy must carry the proxy secret.
-async fn require_secret(
-    State(a): State<Arc<ProxyAdmin>>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    match &a.secret_sha256 {
-        Some(h) if !bearer_matches(req.headers(), h) => {
-            tessera_http::error::refuse_unread(&req, ApiError::unauthorized())
-        }
-        _ => next.run(req).await,
-    }
-}
-
 impl ProxyAdmin {
     /// A change pushed to a static proxy, which has nothing to push it with.
-    fn refuse_static(&self, what: &str) -> Result<(), ApiError> {
+    pub(crate) fn refuse_static(&self, what: &str) -> Result<(), ApiError> {
         match self.secret_sha256 {
             Some(_) => Ok(()),
             None => Err(ApiError::conflict(what.to_owned())),
@@ -422,57 +283,9 @@ impl ProxyAdmin {
 /// seen down. Well under the dashboard's wait for the whole answer (`failover::ASK_TIMEOUT`).
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
-#[derive(Deserialize)]
-struct MastersQuery {
-    group: Option<u32>,
-}
-
-/// Probes the masters of the topology in force (only those: the caller cannot make this
-/// proxy connect anywhere else), or of one group with `?group=N`. Needs the proxy secret,
-/// as a probe costs a connection to each master.
-/// The replicas this proxy may read from now (docs/replica-reads.md).
-async fn replicas_seen(
-    State(a): State<Arc<ProxyAdmin>>,
-) -> Json<tessera_model::router::replicas::ReplicasSeen> {
-    Json(a.shared.router.load().replicas_seen())
-}
-
-async fn masters_seen(
-    State(a): State<Arc<ProxyAdmin>>,
-    query: Result<axum::extract::Query<MastersQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<MastersSeen>, ApiError> {
-    a.refuse_static("this proxy runs in static mode: it takes part in no failover")?;
-    let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let (epoch, targets): (u64, Vec<(u32, String)>) = {
-        let topo = a.topology.lock().expect("topology lock poisoned");
-        match &*topo {
-            None => (0, Vec::new()),
-            Some(t) => (
-                t.epoch,
-                t.groups
-                    .iter()
-                    .filter(|g| q.group.is_none_or(|id| g.id.0 == id))
-                    .filter_map(|g| g.master.clone().map(|m| (g.id.0, m)))
-                    .collect(),
-            ),
-        }
-    };
-    let masters = futures_util::future::join_all(
-        targets
-            .into_iter()
-            .map(|(group, addr)| probe_master(group, addr)),
-    )
-    .await;
-    Ok(Json(MastersSeen {
-        token: a.token.clone(),
-        epoch,
-        masters,
-    }))
-}
-
 /// A fresh connection and a PING, within [`PROBE_TIMEOUT`]: the proxy's pooled connections
 /// are lazy and may be idle, so their state says little about a master right now.
-async fn probe_master(group: u32, addr: String) -> MasterSeen {
+pub(crate) async fn probe_master(group: u32, addr: String) -> MasterSeen {
     let start = std::time::Instant::now();
     let probe = async {
         let mut c = tessera_model::redis_client::RedisClient::connect(&addr, PROBE_TIMEOUT).await?;
@@ -494,31 +307,6 @@ async fn probe_master(group: u32, addr: String) -> MasterSeen {
 }
 
 // === plugins ===
-
-async fn plugins_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
-    let p = &a.shared.plugins;
-    Json(json!({
-        "catalog_version": p.catalog_version.load(Ordering::Relaxed),
-        "chain_version": p.chain().version,
-        "plugins": p.loaded(),
-        "last_error": p.last_error(),
-    }))
-}
-
-async fn plugins_apply(
-    State(a): State<Arc<ProxyAdmin>>,
-    body: Result<Json<Catalog>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    a.refuse_static(
-        "this proxy runs in static mode: its plugins come from its command line or proxy.toml",
-    )?;
-    let Json(cat) = body?;
-    apply_catalog(&a, &cat).await?;
-    Ok(Json(json!({
-        "catalog_version": cat.version,
-        "plugins": a.shared.plugins.loaded(),
-    })))
-}
 
 /// Loads a catalog's enabled plugins into this proxy (modules from the store, cached).
 ///
@@ -548,98 +336,4 @@ pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError
         .catalog_version
         .fetch_max(cat.version, Ordering::Relaxed);
     Ok(())
-}
-
-async fn plugin_samples(
-    State(a): State<Arc<ProxyAdmin>>,
-    Path(name): Path<String>,
-) -> Result<Json<Vec<Sample>>, ApiError> {
-    let samples = a.shared.plugins.samples(&name).ok_or_else(|| {
-        ApiError::not_found(format!("no plugin named {name} was loaded in this proxy"))
-    })?;
-    Ok(Json(
-        samples
-            .into_iter()
-            .map(|(name, labels, value)| Sample {
-                name,
-                labels: labels.into_iter().collect(),
-                value,
-            })
-            .collect(),
-    ))
-}
-
-// === users ===
-
-/// The table in force: version, where it came from, whether a fresh connection must AUTH,
-/// the entries without their hashes, and why the last table offered was not applied.
-async fn users_list(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
-    let users = a.shared.users.load();
-    Json(json!({
-        "version": users.version(),
-        "source": users.source(),
-        "auth_required": users.auth_required(),
-        "default_nopass": users.default_is_nopass(),
-        "users": users.views(),
-        "last_error": *a.users_error.lock().expect("users lock poisoned"),
-    }))
-}
-
-async fn users_apply(
-    State(a): State<Arc<ProxyAdmin>>,
-    body: Result<Json<UsersDoc>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    a.refuse_static("this proxy runs in static mode: its users come from proxy.toml")?;
-    let Json(doc) = body?;
-    let version = a.apply_users(&doc)?;
-    Ok(Json(json!({ "version": version })))
-}
-
-/// `GET /api/proxy/commandlog`: this proxy's own log of one type (docs/commandlog.md).
-async fn command_log(
-    State(a): State<Arc<ProxyAdmin>>,
-    q: Result<axum::extract::Query<CommandLogQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<tessera_wire::telemetry::ProxyLog>, ApiError> {
-    let axum::extract::Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let (log_type, count) = q.parse().map_err(ApiError::bad_request)?;
-    let log = &a.shared.command_log;
-    Ok(Json(tessera_wire::telemetry::ProxyLog {
-        log_type,
-        len: log.len(log_type),
-        entries: log.get(log_type, count).iter().map(Into::into).collect(),
-    }))
-}
-
-/// `GET /api/proxy/mirror`: settings in force, counters by command, dropped, samples
-/// (docs/mirroring.md).
-async fn mirror_view(State(a): State<Arc<ProxyAdmin>>) -> Json<Value> {
-    let m = &a.shared.mirror;
-    Json(json!({
-        "token": a.token,
-        "version": m.version(),
-        "config": m.config().map(|c| c.view()),
-        "figures": m.stats.figures(),
-        "samples": m.stats.samples(),
-    }))
-}
-
-/// `PUT /api/proxy/mirror`: the dashboard's push of a mirror document.
-async fn mirror_apply(
-    State(a): State<Arc<ProxyAdmin>>,
-    body: Result<Json<tessera_wire::mirror::MirrorDoc>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    if a.secret_sha256.is_none() {
-        return Err(ApiError::conflict(
-            "this proxy runs in static mode: its mirror comes from proxy.toml's [mirror]",
-        ));
-    }
-    let Json(doc) = body?;
-    a.shared.mirror.apply(&doc).map_err(|e| {
-        if e.contains("older") {
-            ApiError::conflict(e)
-        } else {
-            ApiError::bad_request(e)
-        }
-    })?;
-    Ok(Json(json!({ "version": doc.version })))
 }

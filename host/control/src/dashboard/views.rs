@@ -1,0 +1,203 @@
+//! The cluster as the API shows it: the overview, every group with its servers' health,
+//! the slots, the registered proxies with theirs. Read from the dashboard's state (and the
+//! store's registrations); nothing here changes anything.
+
+use tessera_model::router::GroupId;
+use tessera_store::model::ProxyState;
+use tessera_wire::cluster::{
+    DashboardSummary, GroupView, Overview, OverviewFailover, ProxyView, ServerRole, ServerView,
+    SlotView,
+};
+use tessera_wire::routes::RouteRef;
+
+use super::{Dashboard, ServerHealth};
+use crate::Error;
+
+impl Dashboard {
+    /// Every group, its servers and what their last health checks found.
+    pub fn group_views(&self) -> Vec<GroupView> {
+        let st = self.state.lock().expect("state lock poisoned");
+        st.groups
+            .values()
+            .map(|g| {
+                // The last known offset: a dead master's lag figures stay (failover uses them).
+                let master_offset = g
+                    .master()
+                    .and_then(|m| st.servers.get(m))
+                    .and_then(|h| h.last_offset);
+                GroupView {
+                    id: g.id,
+                    slots: st.slots.iter().filter(|s| s.group == Some(g.id)).count(),
+                    down: st.down.contains(&g.id),
+                    failover: self.failover.group_status(g.id),
+                    tls: g.tls,
+                    servers: g
+                        .servers
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            let health = st.servers.get(&s.addr).cloned().unwrap_or_default();
+                            let lag = (i > 0)
+                                .then(|| master_offset.zip(health.repl_offset).map(|(m, r)| m - r))
+                                .flatten();
+                            let role = if i == 0 {
+                                ServerRole::Master
+                            } else {
+                                ServerRole::Replica
+                            };
+                            server_view(&s.addr, role, health, lag)
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// One group as [`Dashboard::group_views`] shows it.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for a group that does not exist.
+    pub fn group_view(&self, id: GroupId) -> Result<GroupView, Error> {
+        self.group_views()
+            .into_iter()
+            .find(|g| g.id == id)
+            .ok_or_else(|| Error::not_found(format!("group {id} does not exist")))
+    }
+
+    /// The 1024 slots, their owners and migrations.
+    pub fn slot_views(&self) -> Vec<SlotView> {
+        let st = self.state.lock().expect("state lock poisoned");
+        st.slots
+            .iter()
+            .map(|s| SlotView {
+                id: s.id,
+                group: s.group,
+                action: s.action.clone(),
+            })
+            .collect()
+    }
+
+    /// Every registered proxy and what its last health check found.
+    ///
+    /// # Errors
+    /// The store cannot list the proxies.
+    pub async fn proxy_views(&self) -> Result<Vec<ProxyView>, Error> {
+        let proxies = self.registered_proxies().await?;
+        let st = self.state.lock().expect("state lock poisoned");
+        Ok(proxies
+            .into_iter()
+            .map(|p| {
+                let h = st.proxies.get(&p.token).cloned().unwrap_or_default();
+                let state = if st.offline.contains(&p.token) {
+                    ProxyState::Offline
+                } else {
+                    ProxyState::Online
+                };
+                ProxyView {
+                    state,
+                    up: h.up,
+                    epoch: h.epoch,
+                    error: h.error,
+                    token: p.token,
+                    addr: p.addr,
+                    admin_addr: p.admin_addr,
+                    pid: p.pid,
+                    host: p.host,
+                    start_unix: p.start_unix,
+                    version: p.version,
+                }
+            })
+            .collect())
+    }
+
+    /// One registered proxy as [`Dashboard::proxy_views`] shows it.
+    ///
+    /// # Errors
+    /// The store fails, or no proxy has that token (any more).
+    pub async fn proxy_view(&self, token: &str) -> Result<ProxyView, Error> {
+        self.proxy_views()
+            .await?
+            .into_iter()
+            .find(|p| p.token == token)
+            .ok_or_else(|| Error::not_found(format!("proxy {token} went away")))
+    }
+
+    /// The cluster at a glance.
+    ///
+    /// # Errors
+    /// The store cannot list the proxies.
+    pub async fn overview(&self) -> Result<Overview, Error> {
+        let stats = self.stats().await?;
+        let proxies = self.proxy_views().await?;
+        let epoch = *self.ops.lock().await;
+        let failover = self.failover_view();
+        let routes = self
+            .prefix_routes()
+            .into_iter()
+            .map(|r| RouteRef {
+                prefix: r.prefix,
+                cluster: r.cluster,
+            })
+            .collect();
+        let st = self.state.lock().expect("state lock poisoned");
+        let masters: Vec<&ServerHealth> = st
+            .groups
+            .values()
+            .filter_map(|g| g.master().and_then(|m| st.servers.get(m)))
+            .collect();
+        let info = self.info();
+        Ok(Overview {
+            cluster: self.cluster.clone(),
+            epoch,
+            dashboard: DashboardSummary {
+                admin_addr: info.admin_addr.clone(),
+                pid: std::process::id(),
+                host: tessera_store::hostname(),
+                version: info.version.clone(),
+                start_unix: info.start_unix,
+            },
+            groups: st.groups.len(),
+            groups_down: st.down.len(),
+            failover: OverviewFailover {
+                enabled: failover.settings.enabled,
+                max_lag_bytes: failover.settings.max_lag_bytes,
+                not_failing_over: failover.groups,
+                last: failover.events.into_iter().next(),
+            },
+            servers: st.groups.values().map(|g| g.servers.len()).sum(),
+            servers_down: st.servers.values().filter(|h| !h.up).count(),
+            proxies: proxies.len(),
+            proxies_online: proxies
+                .iter()
+                .filter(|p| p.state == ProxyState::Online && p.up)
+                .count(),
+            slots_assigned: st.slots.iter().filter(|s| s.group.is_some()).count(),
+            slots_unassigned: st.slots.iter().filter(|s| s.group.is_none()).count(),
+            ops_per_sec: stats.ops_per_sec,
+            routes,
+            memory_bytes: masters.iter().filter_map(|h| h.memory_bytes).sum(),
+            keys: masters.iter().filter_map(|h| h.keys).sum(),
+        })
+    }
+}
+
+/// A server as the API shows it: its place in the group and its last health check.
+fn server_view(
+    addr: &str,
+    role: ServerRole,
+    h: ServerHealth,
+    lag_bytes: Option<i64>,
+) -> ServerView {
+    ServerView {
+        addr: addr.to_owned(),
+        role,
+        up: h.up,
+        role_reported: h.role_reported,
+        master_link: h.master_link,
+        repl_offset: h.repl_offset,
+        memory_bytes: h.memory_bytes,
+        keys: h.keys,
+        error: h.error,
+        lag_bytes,
+    }
+}

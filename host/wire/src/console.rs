@@ -1,0 +1,105 @@
+//! The federation console's own routes (docs/console.md): login and the session, the
+//! clusters it finds and the stores it searches, its merge of the clusters' audit logs, and
+//! its login log. Calls relayed to a dashboard have the dashboard's shapes.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::access::Role;
+use crate::audit::AuditEntry;
+use crate::cluster::{DashboardSummary, Overview};
+
+/// `POST /auth/login`.
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
+pub struct LoginRequest {
+    pub user: String,
+    pub password: String,
+}
+
+/// The answer of `POST /auth/login` and `GET /auth/me`: the session's user, and the token
+/// every change must carry in `X-CSRF-Token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    pub user: String,
+    pub csrf: String,
+}
+
+/// An entry of `GET /api/clusters`: a cluster found in a store, its overview, and what the
+/// user may do there.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterView {
+    pub name: String,
+    /// The store's URL.
+    pub store: String,
+    /// The dashboard its lock node names.
+    pub dashboard: Option<DashboardSummary>,
+    /// Its dashboard answered the overview.
+    pub reachable: bool,
+    pub overview: Option<Overview>,
+    /// Why the console cannot use it now (no dashboard, store down, duplicate name, no
+    /// answer).
+    pub error: Option<String>,
+    /// Whether the console has a token for it (reads and changes need one).
+    pub has_token: bool,
+    /// The role of that token, as the dashboard told (null: no token, or no answer).
+    pub token_role: Option<Role>,
+    /// What the user may do there through the console: the lower of its own role and the
+    /// token's (null when the token's is unknown).
+    pub role: Option<Role>,
+}
+
+/// What the last scan of one store found (`GET /api/stores`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StoreView {
+    pub url: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// The clusters found there.
+    pub clusters: Vec<String>,
+}
+
+/// An entry of the console's `GET /api/audit`: a dashboard's entry with its cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MergedEntry {
+    pub cluster: String,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+}
+
+/// What happened at a login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LoginOutcome {
+    Login,
+    /// Wrong name or password.
+    Failed,
+    /// The failure that started a lockout, or an attempt refused because of one.
+    LockedOut,
+    /// Refused unchecked: attempts of the same address (or name and address) were still
+    /// being checked.
+    TooManyAttempts,
+    /// Refused unchecked: every password check was busy.
+    Busy,
+    Logout,
+}
+
+/// One entry of `GET /api/logins`.
+///
+/// ```text
+/// LoginEvent { time_ms, user, addr, outcome, status, detail, count }
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LoginEvent {
+    /// The last time it happened (ms since the epoch).
+    pub time_ms: u64,
+    /// The user name given (at most 64 characters; it need not exist).
+    pub user: String,
+    /// The client's address (IPv6 as its /64).
+    pub addr: String,
+    pub outcome: LoginOutcome,
+    /// The HTTP status answered.
+    pub status: u16,
+    pub detail: String,
+    /// How many times in a row it happened.
+    pub count: u64,
+}

@@ -1,0 +1,27 @@
+//! The error envelope of every Tessera HTTP API (dashboard, proxy admin, console): a status
+//! code and `{"error": {"code", "message"}}`. `tessera_http::error::ApiError` renders it; the
+//! CLI and the console read it back.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The body of every failed call.
+///
+/// ```text
+/// {"error": {"code": "conflict", "message": "group 2 is not empty (512 slots, 1 servers): …"}}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable machine-readable word: `bad_request`, `unauthorized`, `forbidden`,
+    /// `not_found`, `conflict`, `too_large`, `push_incomplete`, `unavailable`, `internal`;
+    /// the console adds `cluster_token`, `bad_gateway`, `csrf`, `too_many_attempts`, ….
+    pub code: String,
+    /// What happened and, where it helps, what to do.
+    pub message: String,
+}

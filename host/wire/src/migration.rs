@@ -1,0 +1,279 @@
+//! Slot migrations' shapes (docs/api.md, "Migrations"): the bodies that start, throttle and
+//! abort them, their status, rebalances (the plan and its moves), and the per-slot statistics
+//! a rebalance by load or memory evens out.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::cluster::ActionState;
+use crate::topology::GroupId;
+
+// === starting, throttling, aborting ===
+
+/// `POST /api/migrations`: slots `from..=to` to `group`, optionally under a speed cap.
+///
+/// ```text
+/// {"from": 0, "to": 99, "group": 2, "max_keys_per_sec": 20000, "max_mb_per_sec": 50}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MigrateSlots {
+    pub from: u32,
+    pub to: u32,
+    pub group: u32,
+    /// At most this many keys per second, over every source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_keys_per_sec: Option<u64>,
+    /// At most this many MiB per second, as the sources count memory (`MEMORY USAGE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mb_per_sec: Option<f64>,
+}
+
+/// `PUT /api/migrations/throttle`: the running migration's speed cap; an absent or null
+/// field is no cap (`{}` lifts it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleChange {
+    pub max_keys_per_sec: Option<u64>,
+    pub max_mb_per_sec: Option<f64>,
+}
+
+/// A migration's speed caps in force; `None` is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ThrottleLimits {
+    pub max_keys_per_sec: Option<u64>,
+    pub max_bytes_per_sec: Option<u64>,
+}
+
+impl ThrottleLimits {
+    pub fn is_none(&self) -> bool {
+        self.max_keys_per_sec.is_none() && self.max_bytes_per_sec.is_none()
+    }
+}
+
+/// The answer of `POST /api/migrations`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Queued {
+    /// Slots queued to move (those the group owns already are skipped).
+    pub queued: usize,
+    pub throttle: ThrottleLimits,
+}
+
+/// The answer of `PUT /api/migrations/throttle`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ThrottleAnswer {
+    pub throttle: ThrottleLimits,
+}
+
+/// `POST /api/migrations/abort`: the slots to turn around; every migrating slot when absent
+/// (or with no body).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct AbortMigrations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<Vec<u16>>,
+}
+
+/// The answer of `POST /api/migrations/abort`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Aborted {
+    /// Slot migrations asked to turn around.
+    pub aborted: usize,
+}
+
+// === status ===
+
+/// `GET /api/migrations`: what moves, how fast, and what holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MigrationStatus {
+    /// Every slot with a migration, and the ones finishing (until every proxy routes them
+    /// to their new owner).
+    pub slots: Vec<SlotProgress>,
+    pub pending: usize,
+    pub in_flight: usize,
+    /// Keys moved by this dashboard since it started.
+    pub keys_moved: u64,
+    /// Their memory on the sources (`MEMORY USAGE`), since it started.
+    pub bytes_moved: u64,
+    pub keys_per_sec: f64,
+    pub bytes_per_sec: f64,
+    /// Keys and bytes the running migration has moved (since the driver last was idle).
+    pub run_keys_moved: u64,
+    pub run_bytes_moved: u64,
+    /// Keys still to move, estimated per source group from its master's key count over the
+    /// slots it owns; `None` while nothing moves.
+    pub keys_left: Option<u64>,
+    pub eta_secs: Option<f64>,
+    /// The cap set on the running migration.
+    pub throttle: ThrottleLimits,
+    /// The slowest command the mover sent since this dashboard started.
+    pub slowest_command: Option<SlowestCommand>,
+    /// Why the driver waits (e.g. a proxy that does not acknowledge a step).
+    pub blocked: Option<String>,
+    pub max_slots_in_flight: usize,
+    /// An abort was asked for; the driver turns the slots around at its next step.
+    pub abort_pending: bool,
+    /// The write pause of the handoffs this dashboard drove: from the push that held the
+    /// slots to the one that routed them to their target (`None` before the first).
+    pub write_pause: Option<PauseStats>,
+}
+
+/// One slot's migration.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SlotProgress {
+    pub slot: u16,
+    pub state: ActionState,
+    pub source: GroupId,
+    pub target: GroupId,
+    pub aborting: bool,
+    pub keys_moved: u64,
+}
+
+/// The slowest command the mover sent, how long it may have blocked a server.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SlowestCommand {
+    pub ms: f64,
+    pub command: String,
+}
+
+/// Write pauses of the last handoffs, per slot (a handoff of n slots counts n times).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PauseStats {
+    pub handoffs: usize,
+    pub slots: usize,
+    pub last_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+// === rebalances ===
+
+/// What a rebalance evens out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RebalanceBy {
+    /// Slot counts, even.
+    Slots,
+    /// Slot counts, in proportion to weights.
+    Weight,
+    /// Measured ops/s per slot (`GET /api/slots/stats`).
+    Load,
+    /// Estimated memory per slot.
+    Memory,
+}
+
+/// One slot to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Move {
+    pub slot: u16,
+    pub from: GroupId,
+    pub to: GroupId,
+}
+
+/// `POST /api/rebalance` (every field optional; no body: an even split by slot count,
+/// queued). With `moves`, the moves of an earlier dry run are queued exactly as shown.
+///
+/// ```text
+/// {"dry_run": true, "by": "load", "tolerance": 10}
+/// {"by": "weight", "weights": {"1": 1, "2": 2}}
+/// {"moves": [{"slot": 7, "from": 1, "to": 2}]}
+/// ```
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct Rebalance {
+    /// Plan only; nothing is queued.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// What to even out; absent: `weight` when weights are given, else `slots`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<RebalanceBy>,
+    /// Group id → weight; an even split by slot count when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<BTreeMap<String, u32>>)]
+    pub weights: Option<BTreeMap<u32, u32>>,
+    /// Load and memory: how far from the mean a group may stay, in percent (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// Moves planned earlier (a dry run's), queued as they are instead of planning again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves: Option<Vec<Move>>,
+}
+
+/// The answer of `POST /api/rebalance`: the plan (queued unless `dry_run`) and each group's
+/// measure before and after it. Queued planned moves answer `dry_run`, `by`, `slots` and
+/// `moves` only.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RebalanceAnswer {
+    pub dry_run: bool,
+    /// What was evened out (as asked, for queued planned moves).
+    pub by: Option<RebalanceBy>,
+    /// How many slots move.
+    pub slots: usize,
+    pub moves: Vec<Move>,
+    /// ± percent of the mean the plan aims within (load and memory only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// Each group's measure (slots, ops/s or bytes) before and after, by group id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<BTreeMap<String, f64>>)]
+    pub before: Option<BTreeMap<GroupId, f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<BTreeMap<String, f64>>)]
+    pub after: Option<BTreeMap<GroupId, f64>>,
+    /// Why the plan could not do better (a group that stays off the mean, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<String>>,
+}
+
+// === per-slot statistics ===
+
+/// `GET /api/slots/stats`: per-slot arrays (index = slot) and per-group totals.
+///
+/// ```text
+/// {"window_secs": 60.0, "sample_secs": 5, "proxies": 2,
+///  "slots": {"group": [1, …], "ops_per_sec": [0.0, …], "bytes_per_sec": […],
+///            "keys": […], "memory": […]},
+///  "groups": [{"group": 1, "slots": 512, "ops_per_sec", "bytes_per_sec", "keys", "memory",
+///              "keys_exact": true, "keys_scanned", "dbsize", "keys_at_unix"}]}
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SlotStatsView {
+    /// The span the rates are measured over (shorter just after start; 0 before two reads).
+    pub window_secs: f64,
+    /// How often every online proxy's slot counters are read.
+    pub sample_secs: f64,
+    /// How often each group's keys and memory per slot are estimated.
+    pub keys_every_secs: f64,
+    /// Proxies counted in the rates.
+    pub proxies: usize,
+    pub slots: SlotArrays,
+    pub groups: Vec<GroupTotals>,
+}
+
+/// One entry per slot, in slot order (`group` 0: unassigned). `bytes_per_sec` counts
+/// request bytes in and reply bytes out.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SlotArrays {
+    pub group: Vec<u32>,
+    pub ops_per_sec: Vec<f64>,
+    pub bytes_per_sec: Vec<f64>,
+    pub keys: Vec<f64>,
+    pub memory: Vec<f64>,
+}
+
+/// A group's sums over the slots it owns, and how its keys were counted.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GroupTotals {
+    pub group: GroupId,
+    pub slots: usize,
+    pub ops_per_sec: f64,
+    pub bytes_per_sec: f64,
+    pub keys: f64,
+    pub memory: f64,
+    /// The last scan saw every key of the group (else the counts are a scaled sample);
+    /// `null` before the first scan.
+    pub keys_exact: Option<bool>,
+    pub keys_scanned: Option<u64>,
+    pub dbsize: Option<u64>,
+    pub keys_at_unix: Option<u64>,
+}
