@@ -4,9 +4,11 @@
 
 use clap::{Args, Subcommand};
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, human_bytes, text};
+use super::Reply;
+use super::client::{Client, Send};
+use super::table::{Table, human_bytes, word};
+use tessera_wire::failover::{FailoverChange, FailoverView};
 
 /// `tessera admin failover ...`
 #[derive(Subcommand, Debug)]
@@ -39,71 +41,61 @@ pub struct Settings {
 }
 
 pub(super) async fn run(c: &Client, cmd: FailoverCmd) -> anyhow::Result<Reply> {
-    let v = match cmd {
-        FailoverCmd::Status => c.call(Method::GET, &["api", "failover"], None).await?,
+    let v: FailoverView = match cmd {
+        FailoverCmd::Status => c.get(&["api", "failover"]).await?,
         FailoverCmd::On(s) => put(c, Some(true), s).await?,
         FailoverCmd::Off => put(c, Some(false), Settings::default()).await?,
         FailoverCmd::Set(s) => put(c, None, s).await?,
     };
-    Ok(Reply {
-        human: render(&v),
-        json: v,
-    })
+    Reply::new(&v, render(&v))
 }
 
-async fn put(c: &Client, enabled: Option<bool>, s: Settings) -> anyhow::Result<Value> {
-    let mut body = json!({});
-    let fields = [
-        ("enabled", enabled.map(Value::from)),
-        ("max_lag_bytes", s.max_lag_bytes.map(Value::from)),
-        ("quorum", s.quorum.map(Value::from)),
-        ("down_after_checks", s.down_after_checks.map(Value::from)),
-        ("cooldown_secs", s.cooldown_secs.map(Value::from)),
-    ];
-    for (k, v) in fields {
-        if let Some(v) = v {
-            body[k] = v;
-        }
-    }
-    c.call(Method::PUT, &["api", "failover"], Some(body)).await
+async fn put(c: &Client, enabled: Option<bool>, s: Settings) -> anyhow::Result<FailoverView> {
+    let body = FailoverChange {
+        enabled,
+        max_lag_bytes: s.max_lag_bytes,
+        quorum: s.quorum,
+        down_after_checks: s.down_after_checks,
+        cooldown_secs: s.cooldown_secs,
+    };
+    c.call(Method::PUT, &["api", "failover"], Send::Json(&body))
+        .await
 }
 
-fn render(v: &Value) -> String {
-    let s = &v["settings"];
-    let quorum = match s["quorum"].as_u64() {
-        Some(0) | None => "a majority of the online proxies".to_string(),
-        Some(n) => format!("{n} proxies"),
+fn render(v: &FailoverView) -> String {
+    let s = &v.settings;
+    let quorum = match s.quorum {
+        0 => "a majority of the online proxies".to_string(),
+        n => format!("{n} proxies"),
     };
     let mut out = format!(
         "automatic failover: {}\nmax lag: {} ({} bytes)\nquorum: {quorum}\ndown after: {} failed checks\ncooldown: {} s\n",
-        if s["enabled"] == true { "on" } else { "off" },
-        human_bytes(&s["max_lag_bytes"]),
-        text(&s["max_lag_bytes"]),
-        text(&s["down_after_checks"]),
-        text(&s["cooldown_secs"]),
+        if s.enabled { "on" } else { "off" },
+        human_bytes(s.max_lag_bytes),
+        s.max_lag_bytes,
+        s.down_after_checks,
+        s.cooldown_secs,
     );
-    if let Some(p) = v["pending"].as_object() {
+    if let Some(p) = &v.pending {
         out.push_str(&format!(
             "\npromoting {} in group {} (decided, not yet complete)\n",
-            text(&p["to"]),
-            text(&p["group"])
+            p.to, p.group
         ));
     }
-    let groups = v["groups"].as_array().map_or(&[][..], Vec::as_slice);
-    if !groups.is_empty() {
+    if !v.groups.is_empty() {
         let mut t = Table::new(&["GROUP", "MASTER", "STATE", "WHY"]);
-        for g in groups {
+        for g in &v.groups {
             t.row(vec![
-                text(&g["group"]),
-                text(&g["master"]),
-                text(&g["state"]),
-                text(&g["reason"]),
+                g.group.to_string(),
+                g.master.clone(),
+                word(&g.state),
+                g.reason.clone(),
             ]);
         }
         out.push_str("\ndown groups not failing over:\n");
         out.push_str(&t.render());
     }
-    let events = v["events"].as_array().map_or(&[][..], Vec::as_slice);
+    let events = &v.events;
     if !events.is_empty() {
         let mut t = Table::new(&[
             "GROUP",
@@ -115,18 +107,18 @@ fn render(v: &Value) -> String {
             "FAILOVER TIME",
         ]);
         for e in events {
-            let ms = |k: &str| e[k].as_u64().map_or("-".to_string(), |n| format!("{n} ms"));
+            let ms = |n: Option<u64>| n.map_or("-".to_string(), |n| format!("{n} ms"));
             t.row(vec![
-                text(&e["group"]),
-                text(&e["old_master"]),
-                text(&e["new_master"]),
-                format!("{} B", text(&e["lag_bytes"])),
-                format!("{}/{}", text(&e["votes"]), text(&e["proxies"])),
-                ms("detect_ms"),
-                if e["resumed"] == true {
+                e.group.to_string(),
+                e.old_master.clone(),
+                e.new_master.clone(),
+                format!("{} B", e.lag_bytes),
+                format!("{}/{}", e.votes, e.proxies),
+                ms(e.detect_ms),
+                if e.resumed {
                     "completed by a successor".to_string()
                 } else {
-                    ms("failover_ms")
+                    ms(e.failover_ms)
                 },
             ]);
         }
@@ -144,7 +136,7 @@ mod tests {
 
     #[test]
     fn status_shows_why_a_group_is_not_failing_over_and_the_failover_time() {
-        let v = json!({
+        let v: FailoverView = serde_json::from_value(serde_json::json!({
             "settings": {"enabled": true, "max_lag_bytes": 1024, "quorum": 0,
                          "down_after_checks": 3, "cooldown_secs": 60},
             "groups": [{"group": 2, "master": "m:2", "state": "refused", "kind": "lag",
@@ -153,7 +145,8 @@ mod tests {
             "events": [{"time_ms": 1, "group": 1, "old_master": "a:1", "new_master": "b:1",
                         "offset": 10, "lag_bytes": 0, "votes": 1, "proxies": 1,
                         "failover_ms": 812, "detect_ms": 640, "resumed": false}],
-        });
+        }))
+        .unwrap();
         let out = render(&v);
         assert!(out.contains("automatic failover: on"), "{out}");
         assert!(out.contains("the best replica lags"), "{out}");

@@ -3,10 +3,11 @@
 //! counting is the proxies', the merge the dashboard's.
 
 use clap::{Args, ValueEnum};
-use reqwest::Method;
-use serde_json::Value;
 
-use super::{Client, Reply, Table, human_bytes, text};
+use super::Reply;
+use super::client::Client;
+use super::table::{Table, human_bytes, opt};
+use tessera_wire::telemetry::{ClusterHotKey, ClusterHotKeys};
 
 /// The keys the API lists per ranking by default.
 const API_DEFAULT: u16 = 20;
@@ -29,32 +30,28 @@ enum By {
 }
 
 pub(super) async fn run(c: &Client, a: HotKeysArgs) -> anyhow::Result<Reply> {
-    let v = c.call(Method::GET, &["api", "hotkeys"], None).await?;
-    Ok(Reply {
-        human: render(&v, a.by, a.limit as usize),
-        json: v,
-    })
+    let v: ClusterHotKeys = c.get(&["api", "hotkeys"]).await?;
+    Reply::new(&v, render(&v, a.by, a.limit as usize))
 }
 
-fn render(v: &Value, by: Option<By>, limit: usize) -> String {
+fn render(v: &ClusterHotKeys, by: Option<By>, limit: usize) -> String {
     let mut out = format!(
         "hot keys over the last {:.0} s, {} proxies answered",
-        v["window_secs"].as_f64().unwrap_or(0.0),
-        text(&v["proxies"])
+        v.window_secs, v.proxies
     );
-    let unanswered = v["unanswered"].as_array().map_or(0, Vec::len);
+    let unanswered = v.unanswered.len();
     if unanswered > 0 {
         out.push_str(&format!(" ({unanswered} did not: their keys are missing)"));
     }
     out.push('\n');
-    for (name, field, shown) in [
-        ("by operations", "by_ops", !matches!(by, Some(By::Bytes))),
-        ("by bytes", "by_bytes", !matches!(by, Some(By::Ops))),
-    ] {
+    let rankings: [(&str, &[ClusterHotKey], bool); 2] = [
+        ("by operations", &v.by_ops, !matches!(by, Some(By::Bytes))),
+        ("by bytes", &v.by_bytes, !matches!(by, Some(By::Ops))),
+    ];
+    for (name, keys, shown) in rankings {
         if !shown {
             continue;
         }
-        let keys = v[field].as_array().map_or(&[][..], Vec::as_slice);
         out.push_str(&format!("\n{name}:\n"));
         if keys.is_empty() {
             out.push_str("(none yet)\n");
@@ -62,22 +59,21 @@ fn render(v: &Value, by: Option<By>, limit: usize) -> String {
         }
         let mut t = Table::new(&["KEY", "OPS", "BYTES", "SLOT", "GROUP", "PROXIES"]);
         for k in keys.iter().take(limit) {
-            let mut key = text(&k["key"]);
-            if k["truncated"] == true {
-                key = format!("{key}… ({} bytes)", text(&k["key_len"]));
+            let mut key = k.key.clone();
+            if k.truncated {
+                key = format!("{key}… ({} bytes)", k.key_len);
             }
-            let seen: Vec<String> = k["seen_by"]
-                .as_array()
-                .map_or(&[][..], Vec::as_slice)
+            let seen: Vec<String> = k
+                .seen_by
                 .iter()
-                .map(|s| format!("{} ({})", text(&s["addr"]), text(&s["ops"])))
+                .map(|s| format!("{} ({})", s.addr, s.ops))
                 .collect();
             t.row(vec![
                 key,
-                text(&k["ops"]),
-                human_bytes(&k["bytes"]),
-                text(&k["slot"]),
-                text(&k["group"]),
+                k.ops.to_string(),
+                human_bytes(k.bytes),
+                opt(k.slot),
+                opt(k.group),
                 seen.join(", "),
             ]);
         }
@@ -93,11 +89,14 @@ mod tests {
 
     #[test]
     fn a_truncated_key_shows_its_length_and_proxies_their_share() {
-        let v = json!({"window_secs": 10.0, "proxies": 2, "unanswered": [],
+        let v: ClusterHotKeys =
+            serde_json::from_value(json!({"window_secs": 10.0, "proxies": 2, "unanswered": [],
             "by_ops": [{"key": "k", "key_len": 900, "truncated": true, "ops": 30, "bytes": 2048,
                         "slot": null, "group": null,
-                        "seen_by": [{"addr": "a:1", "ops": 20}, {"addr": "b:1", "ops": 10}]}],
-            "by_bytes": []});
+                        "seen_by": [{"token": "t1", "addr": "a:1", "ops": 20, "bytes": 1024},
+                                    {"token": "t2", "addr": "b:1", "ops": 10, "bytes": 1024}]}],
+            "by_bytes": []}))
+            .unwrap();
         let s = render(&v, Some(By::Ops), 20);
         assert!(s.contains("k… (900 bytes)"), "{s}");
         assert!(s.contains("a:1 (20), b:1 (10)"), "{s}");

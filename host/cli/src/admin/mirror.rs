@@ -3,9 +3,11 @@
 
 use clap::{Args, Subcommand};
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, human_bytes, text};
+use super::Reply;
+use super::client::{Client, NOTHING, Send};
+use super::table::{Table, human_bytes};
+use tessera_wire::mirror::{MirrorConfig, MirrorView, Mode, ProxyMirrorEntry};
 
 /// `tessera admin mirror ...`
 #[derive(Subcommand, Debug)]
@@ -24,7 +26,7 @@ pub struct SetArgs {
     #[arg(long)]
     target: String,
     /// `writes` (the default) or `all` (reads too, so their replies are compared).
-    #[arg(long, default_value = "writes")]
+    #[arg(long, default_value = "writes", value_parser = ["writes", "all"])]
     mode: String,
     /// Sent as AUTH when connecting to the shadow (or TESSERA_MIRROR_PASSWORD).
     #[arg(long, env = "TESSERA_MIRROR_PASSWORD", hide_env_values = true)]
@@ -41,101 +43,130 @@ pub struct SetArgs {
 }
 
 pub(super) async fn run(c: &Client, cmd: MirrorCmd) -> anyhow::Result<Reply> {
-    let v = match cmd {
-        MirrorCmd::Status => c.call(Method::GET, &["api", "mirror"], None).await?,
-        MirrorCmd::Off => c.call(Method::DELETE, &["api", "mirror"], None).await?,
+    let path = ["api", "mirror"];
+    let v: MirrorView = match cmd {
+        MirrorCmd::Status => c.get(&path).await?,
+        MirrorCmd::Off => c.call(Method::DELETE, &path, NOTHING).await?,
         MirrorCmd::Set(a) => {
-            let mut body = json!({ "target": a.target, "mode": a.mode });
-            let fields = [
-                ("password", a.password.map(Value::from)),
-                ("max_queue", a.max_queue.map(Value::from)),
-                ("max_queue_bytes", a.max_queue_bytes.map(Value::from)),
-                ("max_command_bytes", a.max_command_bytes.map(Value::from)),
-            ];
-            for (k, v) in fields {
-                if let Some(v) = v {
-                    body[k] = v;
-                }
-            }
-            c.call(Method::PUT, &["api", "mirror"], Some(body)).await?
+            // clap allows only these two.
+            let mode = if a.mode == "all" {
+                Mode::All
+            } else {
+                Mode::Writes
+            };
+            // Unset bounds keep the defaults: the API's body is a whole new setting.
+            let defaults = MirrorConfig::default();
+            let body = MirrorConfig {
+                target: a.target,
+                password: a.password,
+                mode,
+                max_queue: a.max_queue.map_or(defaults.max_queue, |n| n as usize),
+                max_queue_bytes: a
+                    .max_queue_bytes
+                    .map_or(defaults.max_queue_bytes, |n| n as usize),
+                max_command_bytes: a
+                    .max_command_bytes
+                    .map_or(defaults.max_command_bytes, |n| n as usize),
+            };
+            c.call(Method::PUT, &path, Send::Json(&body)).await?
         }
     };
-    Ok(Reply {
-        human: render(&v),
-        json: v,
-    })
+    Reply::new(&v, render(&v))
 }
 
-fn render(v: &Value) -> String {
-    let c = &v["config"];
-    let mut out = if c.is_null() {
-        "mirror: off\n".to_string()
-    } else {
-        format!(
+fn render(v: &MirrorView) -> String {
+    let mut out = match &v.config {
+        None => "mirror: off\n".to_string(),
+        Some(c) => format!(
             "mirror: on, {} to {}{}\nqueue bound per proxy thread: {} commands, {}; commands over {} not mirrored\n",
-            text(&c["mode"]),
-            text(&c["target"]),
-            if c["password"] == true {
-                " (with a password)"
-            } else {
-                ""
-            },
-            text(&c["max_queue"]),
-            human_bytes(&c["max_queue_bytes"]),
-            human_bytes(&c["max_command_bytes"]),
-        )
+            c.mode.as_str(),
+            c.target,
+            if c.password { " (with a password)" } else { "" },
+            c.max_queue,
+            human_bytes(c.max_queue_bytes as u64),
+            human_bytes(c.max_command_bytes as u64),
+        ),
     };
-    let f = &v["figures"];
+    let f = &v.figures;
     out.push_str(&format!(
         "sent {}, compared {}, mismatched {}, not compared {}, shadow errors {}, queued now {} ({})\n",
-        text(&f["sent"]),
-        text(&f["compared"]),
-        text(&f["mismatched"]),
-        text(&f["uncompared"]),
-        text(&f["errors"]),
-        text(&f["queue_entries"]),
-        human_bytes(&f["queue_bytes"]),
+        f.sent,
+        f.compared,
+        f.mismatched,
+        f.uncompared,
+        f.errors,
+        f.queue_entries,
+        human_bytes(f.queue_bytes),
     ));
-    if let Some(d) = f["dropped"].as_object() {
-        let parts: Vec<String> = d.iter().map(|(k, n)| format!("{k} {}", text(n))).collect();
-        out.push_str(&format!("dropped: {}\n", parts.join(", ")));
-    }
-    if let Some(cmds) = f["commands"].as_array().filter(|c| !c.is_empty()) {
+    let parts: Vec<String> = f.dropped.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    out.push_str(&format!("dropped: {}\n", parts.join(", ")));
+    if !f.commands.is_empty() {
         let mut t = Table::new(&["COMMAND", "SENT", "COMPARED", "MISMATCHED", "NOT COMPARED"]);
-        for c in cmds {
+        for c in &f.commands {
             t.row(vec![
-                text(&c["command"]),
-                text(&c["sent"]),
-                text(&c["compared"]),
-                text(&c["mismatched"]),
-                text(&c["uncompared"]),
+                c.command.clone(),
+                c.sent.to_string(),
+                c.compared.to_string(),
+                c.mismatched.to_string(),
+                c.uncompared.to_string(),
             ]);
         }
         out.push('\n');
         out.push_str(&t.render());
     }
-    for p in v["proxies"].as_array().into_iter().flatten() {
-        if let Some(e) = p["error"].as_str() {
-            out.push_str(&format!("proxy {} not reached: {e}\n", text(&p["token"])));
+    for p in &v.proxies {
+        if let ProxyMirrorEntry::Unreachable(e) = p {
+            out.push_str(&format!("proxy {} not reached: {}\n", e.token, e.error));
         }
     }
-    if let Some(samples) = v["samples"].as_array().filter(|s| !s.is_empty()) {
+    if !v.samples.is_empty() {
         out.push_str("\nlatest mismatches:\n");
-        for s in samples.iter().take(10) {
-            let args: Vec<String> = s["args"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(text)
-                .collect();
+        for s in v.samples.iter().take(10) {
+            let s = &s.sample;
             out.push_str(&format!(
                 "  {} {}\n    primary: {}\n    shadow:  {}\n",
-                text(&s["command"]),
-                args.join(" "),
-                text(&s["primary"]),
-                text(&s["shadow"]),
+                s.command,
+                s.args.join(" "),
+                s.primary,
+                s.shadow,
             ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_shows_settings_counters_unreached_proxies_and_mismatches() {
+        let v: MirrorView = serde_json::from_value(serde_json::json!({
+            "version": 2,
+            "config": {"target": "s:1", "mode": "all", "password": true, "max_queue": 10,
+                       "max_queue_bytes": 2048, "max_command_bytes": 1024},
+            "figures": {"sent": 3, "compared": 2, "mismatched": 1, "uncompared": 1, "errors": 0,
+                        "dropped": {"queue_full": 4}, "queue_entries": 0, "queue_bytes": 0,
+                        "commands": [{"command": "get", "sent": 3, "compared": 2,
+                                      "mismatched": 1, "uncompared": 1}]},
+            "proxies": [{"token": "p1", "addr": "a:1", "version": 2, "on": true,
+                         "queue_entries": 0, "queue_bytes": 0},
+                        {"token": "p2", "addr": "a:2", "error": "timed out"}],
+            "samples": [{"command": "get", "args": ["k"], "primary": "\"a\"",
+                         "shadow": "nil", "unix_ms": 1, "proxy": "p1"}],
+        }))
+        .unwrap();
+        let out = render(&v);
+        assert!(
+            out.starts_with("mirror: on, all to s:1 (with a password)"),
+            "{out}"
+        );
+        assert!(out.contains("sent 3, compared 2, mismatched 1"), "{out}");
+        assert!(out.contains("dropped: queue_full 4"), "{out}");
+        assert!(out.contains("proxy p2 not reached: timed out"), "{out}");
+        assert!(
+            out.contains("get k\n    primary: \"a\"\n    shadow:  nil"),
+            "{out}"
+        );
+    }
 }

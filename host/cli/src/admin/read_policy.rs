@@ -4,9 +4,11 @@
 
 use clap::{Args, ValueEnum};
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, text};
+use super::Reply;
+use super::client::{Client, Send};
+use super::table::{Table, opt, yes_no};
+use tessera_wire::read_policy::{ReadMode, ReadPolicyChange, ReadPolicyView};
 
 /// `tessera admin read-policy ...`
 #[derive(Args, Debug)]
@@ -29,55 +31,42 @@ enum Mode {
     ReplicaOnly,
 }
 
-impl Mode {
-    fn as_str(self) -> &'static str {
-        match self {
-            Mode::Master => "master",
-            Mode::PreferReplica => "prefer-replica",
-            Mode::ReplicaOnly => "replica-only",
+impl From<Mode> for ReadMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Master => ReadMode::Master,
+            Mode::PreferReplica => ReadMode::PreferReplica,
+            Mode::ReplicaOnly => ReadMode::ReplicaOnly,
         }
     }
 }
 
 pub(super) async fn run(c: &Client, args: ReadPolicyArgs) -> anyhow::Result<Reply> {
     let path = ["api", "read-policy"];
-    let v = if args.mode.is_none() && args.max_lag_ms.is_none() {
-        c.call(Method::GET, &path, None).await?
+    let v: ReadPolicyView = if args.mode.is_none() && args.max_lag_ms.is_none() {
+        c.get(&path).await?
     } else {
-        let mut body = json!({});
-        if let Some(m) = args.mode {
-            body["mode"] = json!(m.as_str());
-        }
-        if let Some(ms) = args.max_lag_ms {
-            body["max_lag_ms"] = json!(ms);
-        }
-        c.call(Method::PUT, &path, Some(body)).await?
+        let body = ReadPolicyChange {
+            mode: args.mode.map(ReadMode::from),
+            max_lag_ms: args.max_lag_ms,
+        };
+        c.call(Method::PUT, &path, Send::Json(&body)).await?
     };
-    Ok(Reply {
-        human: render(&v),
-        json: v,
-    })
+    Reply::new(&v, render(&v))
 }
 
-fn render(v: &Value) -> String {
-    let p = &v["policy"];
-    let mut out = format!(
-        "reads: {}\nmax lag: {} ms\n",
-        text(&p["mode"]),
-        text(&p["max_lag_ms"])
-    );
-    let replicas = v["replicas"].as_array().map_or(&[][..], Vec::as_slice);
-    if !replicas.is_empty() {
+fn render(v: &ReadPolicyView) -> String {
+    let p = &v.policy;
+    let mut out = format!("reads: {}\nmax lag: {} ms\n", p.mode.as_str(), p.max_lag_ms);
+    if !v.replicas.is_empty() {
         let mut t = Table::new(&["GROUP", "REPLICA", "UP", "LINK", "LAG"]);
-        for r in replicas {
+        for r in &v.replicas {
             t.row(vec![
-                text(&r["group"]),
-                text(&r["addr"]),
-                if r["up"] == true { "yes" } else { "no" }.to_string(),
-                text(&r["link"]),
-                r["lag_bytes"]
-                    .as_i64()
-                    .map_or("-".to_string(), |b| format!("{b} B")),
+                r.group.to_string(),
+                r.addr.clone(),
+                yes_no(r.up),
+                opt(r.link.as_ref()),
+                r.lag_bytes.map_or("-".to_string(), |b| format!("{b} B")),
             ]);
         }
         out.push('\n');
@@ -92,10 +81,11 @@ mod tests {
 
     #[test]
     fn shows_the_policy_and_each_replica() {
-        let v = json!({
+        let v: ReadPolicyView = serde_json::from_value(serde_json::json!({
             "policy": {"mode": "prefer-replica", "max_lag_ms": 500},
             "replicas": [{"group": 1, "addr": "r:1", "up": true, "link": "up", "lag_bytes": 0}],
-        });
+        }))
+        .unwrap();
         let out = render(&v);
         assert!(out.contains("reads: prefer-replica"), "{out}");
         assert!(out.contains("500 ms"), "{out}");

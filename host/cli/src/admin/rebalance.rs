@@ -7,9 +7,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, human_bytes, text};
+use super::Reply;
+use super::client::{Client, Send};
+use super::table::{Table, human_bytes};
+use tessera_wire::migration::{Rebalance, RebalanceAnswer, RebalanceBy};
 
 /// What a rebalance evens out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -44,37 +46,35 @@ pub struct RebalanceArgs {
     weights: Vec<(u32, u32)>,
 }
 
+impl From<By> for RebalanceBy {
+    fn from(b: By) -> Self {
+        match b {
+            By::Slots => RebalanceBy::Slots,
+            By::Weight => RebalanceBy::Weight,
+            By::Load => RebalanceBy::Load,
+            By::Memory => RebalanceBy::Memory,
+        }
+    }
+}
+
 pub(super) async fn run(c: &Client, a: RebalanceArgs, json_out: bool) -> anyhow::Result<Reply> {
-    let by = a.by.unwrap_or(if a.weights.is_empty() {
+    let by = RebalanceBy::from(a.by.unwrap_or(if a.weights.is_empty() {
         By::Slots
     } else {
         By::Weight
-    });
-    let name = by
-        .to_possible_value()
-        .expect("no variant is skipped")
-        .get_name()
-        .to_owned();
-    let mut body = json!({ "dry_run": true, "by": name });
-    if let Some(t) = a.tolerance {
-        body["tolerance"] = json!(t);
-    }
-    if !a.weights.is_empty() {
-        body["weights"] = a
-            .weights
-            .iter()
-            .map(|(g, w)| (g.to_string(), json!(w)))
-            .collect();
-    }
-    let plan = c
-        .call(Method::POST, &["api", "rebalance"], Some(body))
-        .await?;
-    let moves = plan["moves"].as_array().map_or(0, Vec::len);
+    }));
+    let body = Rebalance {
+        dry_run: true,
+        by: Some(by),
+        weights: (!a.weights.is_empty()).then(|| a.weights.iter().copied().collect()),
+        tolerance: a.tolerance,
+        moves: None,
+    };
+    let path = ["api", "rebalance"];
+    let plan: RebalanceAnswer = c.call(Method::POST, &path, Send::Json(&body)).await?;
+    let moves = plan.moves.len();
     if a.dry_run || moves == 0 {
-        return Ok(Reply {
-            human: render_plan(&plan, "would move"),
-            json: plan,
-        });
+        return Reply::new(&plan, render_plan(&plan, "would move"));
     }
     if !a.yes {
         let shown = if json_out {
@@ -90,20 +90,19 @@ pub(super) async fn run(c: &Client, a: RebalanceArgs, json_out: bool) -> anyhow:
             bail!("not queued: nothing moved");
         }
     }
-    let done = c
-        .call(
-            Method::POST,
-            &["api", "rebalance"],
-            Some(json!({ "by": name, "moves": plan["moves"] })),
-        )
-        .await?;
+    let queue = Rebalance {
+        by: Some(by),
+        moves: Some(plan.moves.clone()),
+        ..Rebalance::default()
+    };
+    let done: RebalanceAnswer = c.call(Method::POST, &path, Send::Json(&queue)).await?;
     let mut human = if a.yes {
         render_plan(&plan, "would move")
     } else {
         String::new()
     };
-    human.push_str(&format!("queued {} slot moves\n", text(&done["slots"])));
-    Ok(Reply { human, json: done })
+    human.push_str(&format!("queued {} slot moves\n", done.slots));
+    Reply::new(&done, human)
 }
 
 /// Asks on the terminal; yes only for "y" or "yes".
@@ -119,24 +118,21 @@ fn confirm(moves: usize) -> anyhow::Result<bool> {
 }
 
 /// A plan: moves collapsed per (from, to), each group's measure before and after, notes.
-fn render_plan(v: &Value, verb: &str) -> String {
-    let moves = v["moves"].as_array().map_or(&[][..], Vec::as_slice);
-    let mut per: std::collections::BTreeMap<(u64, u64), Vec<u64>> = Default::default();
-    for m in moves {
-        per.entry((
-            m["from"].as_u64().unwrap_or(0),
-            m["to"].as_u64().unwrap_or(0),
-        ))
-        .or_default()
-        .push(m["slot"].as_u64().unwrap_or(0));
+fn render_plan(v: &RebalanceAnswer, verb: &str) -> String {
+    let mut per: std::collections::BTreeMap<(u32, u32), Vec<u64>> = Default::default();
+    for m in &v.moves {
+        per.entry((m.from.0, m.to.0))
+            .or_default()
+            .push(u64::from(m.slot));
     }
-    let by = v["by"].as_str().unwrap_or("slots");
-    let tolerance = v["tolerance"]
-        .as_f64()
+    let by = v.by.unwrap_or(RebalanceBy::Slots);
+    let by_name = super::table::word(&by);
+    let tolerance = v
+        .tolerance
         .map_or(String::new(), |t| format!(" (tolerance ±{t} %)"));
     let mut out = format!(
-        "rebalance by {by}{tolerance}: {verb} {} slots\n",
-        moves.len()
+        "rebalance by {by_name}{tolerance}: {verb} {} slots\n",
+        v.moves.len()
     );
     for ((from, to), slots) in per {
         out.push_str(&format!(
@@ -145,30 +141,34 @@ fn render_plan(v: &Value, verb: &str) -> String {
             slot_list(&slots)
         ));
     }
-    if let Some(before) = v["before"].as_object() {
+    if let Some(before) = &v.before {
         let unit = match by {
-            "load" => "ops/s",
-            "memory" => "bytes",
+            RebalanceBy::Load => "ops/s",
+            RebalanceBy::Memory => "bytes",
             _ => "slots",
         };
         let mut t = Table::new(&["GROUP", &format!("BEFORE ({unit})"), "AFTER"]);
         for (g, b) in before {
-            let a = &v["after"][g];
-            t.row(vec![g.clone(), measure(b, by), measure(a, by)]);
+            let a = v
+                .after
+                .as_ref()
+                .and_then(|a| a.get(g))
+                .copied()
+                .unwrap_or(0.0);
+            t.row(vec![g.to_string(), measure(*b, by), measure(a, by)]);
         }
         out.push_str(&t.render());
     }
-    for n in v["notes"].as_array().map_or(&[][..], Vec::as_slice) {
-        out.push_str(&format!("note: {}\n", text(n)));
+    for n in v.notes.iter().flatten() {
+        out.push_str(&format!("note: {n}\n"));
     }
     out
 }
 
-fn measure(v: &Value, by: &str) -> String {
-    let x = v.as_f64().unwrap_or(0.0);
+fn measure(x: f64, by: RebalanceBy) -> String {
     match by {
-        "memory" => human_bytes(&json!(x as u64)),
-        "load" => format!("{x:.1}"),
+        RebalanceBy::Memory => human_bytes(x as u64),
+        RebalanceBy::Load => format!("{x:.1}"),
         _ => format!("{x:.0}"),
     }
 }
@@ -205,13 +205,14 @@ mod tests {
 
     #[test]
     fn a_plan_shows_moves_measures_and_notes() {
-        let v = json!({
-            "by": "load", "tolerance": 10.0, "dry_run": true,
+        let v: RebalanceAnswer = serde_json::from_value(serde_json::json!({
+            "by": "load", "tolerance": 10.0, "dry_run": true, "slots": 3,
             "moves": [{"slot": 1, "from": 1, "to": 2}, {"slot": 2, "from": 1, "to": 2},
                       {"slot": 9, "from": 1, "to": 2}],
             "before": {"1": 300.0, "2": 0.0}, "after": {"1": 150.0, "2": 150.0},
             "notes": ["group 3 stays"],
-        });
+        }))
+        .unwrap();
         let s = render_plan(&v, "would move");
         assert!(
             s.contains("rebalance by load (tolerance ±10 %): would move 3 slots"),

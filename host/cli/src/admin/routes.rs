@@ -5,9 +5,11 @@
 
 use clap::Subcommand;
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, text};
+use super::Reply;
+use super::client::{Client, Send};
+use super::table::{Table, opt};
+use tessera_wire::routes::{RouteChange, RoutesChange, RoutesView};
 
 #[derive(Subcommand, Debug)]
 pub enum RoutesCmd {
@@ -38,8 +40,8 @@ pub enum RoutesCmd {
 
 pub(super) async fn run(c: &Client, cmd: Option<RoutesCmd>) -> anyhow::Result<Reply> {
     let path = ["api", "routes"];
-    let now = c.call(Method::GET, &path, None).await?;
-    let v = match cmd.unwrap_or(RoutesCmd::List) {
+    let now: RoutesView = c.get(&path).await?;
+    let v: RoutesView = match cmd.unwrap_or(RoutesCmd::List) {
         RoutesCmd::List => now,
         RoutesCmd::Add {
             prefix,
@@ -53,81 +55,73 @@ pub(super) async fn run(c: &Client, cmd: Option<RoutesCmd>) -> anyhow::Result<Re
                 anyhow::bail!("--user needs --password or --password-stdin");
             }
             let mut routes = kept(&now, |p| p != prefix);
-            let mut route = json!({"prefix": prefix, "cluster": cluster});
-            if let Some(u) = user {
-                route["user"] = json!(u);
-                route["password"] = json!(password);
-            }
-            routes.push(route);
-            c.call(Method::PUT, &path, Some(json!({ "routes": routes })))
-                .await?
+            routes.push(RouteChange {
+                prefix,
+                cluster,
+                password: user.as_ref().and(password),
+                user,
+            });
+            let body = RoutesChange { routes };
+            c.call(Method::PUT, &path, Send::Json(&body)).await?
         }
         RoutesCmd::Remove { prefix } => {
             let routes = kept(&now, |p| p != prefix);
-            if routes.len() == now["routes"].as_array().map_or(0, Vec::len) {
+            if routes.len() == now.routes.len() {
                 anyhow::bail!("no route for prefix {prefix:?}");
             }
-            c.call(Method::PUT, &path, Some(json!({ "routes": routes })))
-                .await?
+            let body = RoutesChange { routes };
+            c.call(Method::PUT, &path, Send::Json(&body)).await?
         }
     };
-    Ok(Reply {
-        human: render(&v),
-        json: v,
-    })
+    Reply::new(&v, render(&v))
 }
 
 /// The routes of a view whose prefix passes `keep`, as a change sends them again (a user
 /// without its password: the dashboard keeps the one it has).
-fn kept(view: &Value, keep: impl Fn(&str) -> bool) -> Vec<Value> {
-    let routes = view["routes"].as_array().map_or(&[][..], Vec::as_slice);
-    routes
+fn kept(view: &RoutesView, keep: impl Fn(&str) -> bool) -> Vec<RouteChange> {
+    view.routes
         .iter()
-        .filter(|r| keep(r["prefix"].as_str().unwrap_or_default()))
-        .map(|r| {
-            let mut out = json!({"prefix": r["prefix"], "cluster": r["cluster"]});
-            if r["user"].is_string() {
-                out["user"] = r["user"].clone();
-            }
-            out
+        .filter(|r| keep(&r.prefix))
+        .map(|r| RouteChange {
+            prefix: r.prefix.clone(),
+            cluster: r.cluster.clone(),
+            user: r.user.clone(),
+            password: None,
         })
         .collect()
 }
 
-fn render(v: &Value) -> String {
-    let routes = v["routes"].as_array().map_or(&[][..], Vec::as_slice);
-    if routes.is_empty() {
+fn render(v: &RoutesView) -> String {
+    if v.routes.is_empty() {
         return "no key prefix is routed to another cluster\n".into();
     }
-    let proxies = v["proxies"].as_array().map_or(&[][..], Vec::as_slice);
     let mut t = Table::new(&["PREFIX", "CLUSTER", "USER", "PROXY", "TARGET"]);
-    for r in routes {
-        let prefix = r["prefix"].as_str().unwrap_or_default();
-        let user = r["user"].as_str().unwrap_or("-").to_string();
-        if proxies.is_empty() {
+    for r in &v.routes {
+        let user = opt(r.user.as_ref());
+        if v.proxies.is_empty() {
             t.row(vec![
-                text(&r["prefix"]),
-                text(&r["cluster"]),
+                r.prefix.clone(),
+                r.cluster.clone(),
                 user.clone(),
                 "-".into(),
                 "-".into(),
             ]);
         }
-        for p in proxies {
-            let seen = p["routes"]
-                .as_array()
-                .and_then(|rs| rs.iter().find(|s| s["prefix"] == prefix));
-            let target = match (p["error"].as_str(), seen) {
+        for p in &v.proxies {
+            let seen = p.routes.iter().find(|s| s.prefix == r.prefix);
+            let target = match (&p.error, seen) {
                 (Some(e), _) => format!("not answering: {e}"),
-                (None, Some(s)) if s["target"].is_string() => text(&s["target"]),
-                (None, Some(s)) => format!("none: {}", text(&s["error"])),
+                (None, Some(s)) => match &s.target {
+                    Some(t) => t.clone(),
+                    None => format!("none: {}", opt(s.error.as_ref())),
+                },
                 (None, None) => "not routing it yet".into(),
             };
             t.row(vec![
-                text(&r["prefix"]),
-                text(&r["cluster"]),
+                r.prefix.clone(),
+                r.cluster.clone(),
                 user.clone(),
-                text(&p["addr"]),
+                p.addr.clone(),
                 target,
             ]);
         }
@@ -138,10 +132,11 @@ fn render(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn shows_each_proxys_target_and_resends_routes_without_passwords() {
-        let v = json!({
+        let v: RoutesView = serde_json::from_value(json!({
             "routes": [{"prefix": "user:", "cluster": "b", "user": "front"},
                        {"prefix": "order:", "cluster": "c", "user": null}],
             "clusters": ["b", "c"],
@@ -150,16 +145,19 @@ mod tests {
                     {"prefix": "user:", "cluster": "b", "target": "b:1", "error": null},
                     {"prefix": "order:", "cluster": "c", "target": null, "error": "cluster c has no proxy online"}]},
                 {"addr": "p:2", "error": "timed out", "routes": []}],
-        });
+        }))
+        .unwrap();
         let out = render(&v);
         assert!(out.contains("b:1"), "{out}");
         assert!(out.contains("none: cluster c has no proxy online"), "{out}");
         assert!(out.contains("not answering: timed out"), "{out}");
         let kept = kept(&v, |p| p != "order:");
         assert_eq!(
-            kept,
-            vec![json!({"prefix": "user:", "cluster": "b", "user": "front"})]
+            serde_json::to_value(&kept).unwrap(),
+            json!([{"prefix": "user:", "cluster": "b", "user": "front"}])
         );
-        assert!(render(&json!({"routes": []})).contains("no key prefix"));
+        let empty: RoutesView =
+            serde_json::from_value(json!({"routes": [], "clusters": [], "proxies": []})).unwrap();
+        assert!(render(&empty).contains("no key prefix"));
     }
 }

@@ -4,10 +4,13 @@
 
 use clap::Subcommand;
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use super::{Client, Reply, Table, text};
+use super::Reply;
+use super::client::{Client, NOTHING, Send};
+use super::table::{Table, uptime};
+use tessera_wire::Empty;
 use tessera_wire::access::Role;
+use tessera_wire::tokens::{CreateToken, CreatedToken, TokenView, WhoAmI};
 
 /// `tessera admin token ...`
 #[derive(Subcommand, Debug)]
@@ -31,45 +34,45 @@ pub enum TokenCmd {
 pub(super) async fn run(c: &Client, cmd: TokenCmd) -> anyhow::Result<Reply> {
     match cmd {
         TokenCmd::List => {
-            let v = c.call(Method::GET, &["api", "tokens"], None).await?;
-            let human = render_tokens(v.as_array().map_or(&[], Vec::as_slice));
-            Ok(Reply { json: v, human })
+            let v: Vec<TokenView> = c.get(&["api", "tokens"]).await?;
+            Reply::new(&v, render_tokens(&v))
         }
         TokenCmd::Create { name, role } => {
-            let body = json!({ "name": name, "role": role });
-            let v = c.call(Method::POST, &["api", "tokens"], Some(body)).await?;
+            let body = CreateToken {
+                name: name.clone(),
+                role,
+            };
+            let v: CreatedToken = c
+                .call(Method::POST, &["api", "tokens"], Send::Json(&body))
+                .await?;
             let human = format!(
                 "created token {name} ({})\n{}\n(shown this once: the dashboard keeps only an HMAC of it)\n",
-                text(&v["role"]),
-                text(&v["token"])
+                v.role, v.token
             );
-            Ok(Reply { json: v, human })
+            Reply::new(&v, human)
         }
         TokenCmd::Revoke { name } => {
-            let v = c
-                .call(Method::DELETE, &["api", "tokens", &name], None)
+            let v: Empty = c
+                .call(Method::DELETE, &["api", "tokens", &name], NOTHING)
                 .await?;
-            Ok(Reply {
-                json: v,
-                human: format!("revoked token {name}\n"),
-            })
+            Reply::new(&v, format!("revoked token {name}\n"))
         }
         TokenCmd::Whoami => {
-            let v = c.call(Method::GET, &["api", "whoami"], None).await?;
-            let human = format!("token {} ({})\n", text(&v["token"]), text(&v["role"]));
-            Ok(Reply { json: v, human })
+            let v: WhoAmI = c.get(&["api", "whoami"]).await?;
+            let human = format!("token {} ({})\n", v.token, v.role);
+            Reply::new(&v, human)
         }
     }
 }
 
-fn render_tokens(tokens: &[Value]) -> String {
+fn render_tokens(tokens: &[TokenView]) -> String {
     let mut t = Table::new(&["NAME", "ROLE", "CREATED", "BY"]);
     for tok in tokens {
         t.row(vec![
-            text(&tok["name"]),
-            text(&tok["role"]),
-            super::uptime(&tok["created_unix"]) + " ago",
-            text(&tok["created_by"]),
+            tok.name.clone(),
+            tok.role.to_string(),
+            uptime(tok.created_unix) + " ago",
+            tok.created_by.clone(),
         ]);
     }
     t.render()
@@ -81,9 +84,10 @@ mod tests {
 
     #[test]
     fn tokens_render_without_secrets() {
-        let out = render_tokens(&[
-            json!({"name": "ci", "role": "viewer", "created_unix": 0, "created_by": "admin"}),
-        ]);
+        let out = render_tokens(&[serde_json::from_value(serde_json::json!(
+            {"name": "ci", "role": "viewer", "created_unix": 0, "created_by": "admin"}
+        ))
+        .unwrap()]);
         let lines: Vec<Vec<&str>> = out
             .lines()
             .map(|l| l.split_whitespace().collect())
