@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tessera_wire::cluster::{GroupView, ServerView};
 
 use crate::support::{ControlPlane, RedisServer, wait_until};
 
@@ -55,15 +56,14 @@ fn admin_user_on(server: &RedisServer, password: Option<&str>) -> Option<(Vec<St
 }
 
 /// The health the dashboard reports for `addr`.
-fn server_view(cp: &ControlPlane, addr: &str) -> Value {
-    let groups = cp.api().get("/api/groups").ok();
+fn server_view(cp: &ControlPlane, addr: &str) -> ServerView {
+    let groups: Vec<GroupView> = cp.api().get("/api/groups").ok_as();
     groups
-        .as_array()
-        .expect("groups")
         .iter()
-        .flat_map(|g| g["servers"].as_array().cloned().unwrap_or_default())
-        .find(|s| s["addr"] == addr)
-        .unwrap_or_else(|| panic!("{addr} is in no group: {groups}"))
+        .flat_map(|g| g.servers.iter())
+        .find(|s| s.addr == addr)
+        .cloned()
+        .unwrap_or_else(|| panic!("{addr} is in no group: {groups:?}"))
 }
 
 fn set_with_password(server: &RedisServer, password: &str, key: &str) {
@@ -113,14 +113,14 @@ fn added_servers_get_the_admin_user_and_stay_checked_when_default_is_locked() {
     let master = cp.server_addr(0);
     let ok = wait_until(Duration::from_secs(10), || {
         let v = server_view(&cp, &master);
-        v["up"] == true && v["keys"] == 1
+        v.up && v.keys == Some(1)
     });
     assert!(
         ok,
-        "health checks see the server: {}",
+        "health checks see the server: {:?}",
         server_view(&cp, &master)
     );
-    assert_eq!(server_view(&cp, &cp.server_addr(1))["up"], true);
+    assert!(server_view(&cp, &cp.server_addr(1)).up);
 
     // Promotion works too (REPLICAOF as the admin user), and the old master replicates from
     // the new one although `default` needs a password there (masteruser is the admin user).
@@ -129,11 +129,11 @@ fn added_servers_get_the_admin_user_and_stay_checked_when_default_is_locked() {
         .ok();
     let ok = wait_until(Duration::from_secs(15), || {
         let v = server_view(&cp, &master);
-        v["role_reported"] == "slave" && v["master_link"] == "up"
+        v.role_reported.as_deref() == Some("slave") && v.master_link.as_deref() == Some("up")
     });
     assert!(
         ok,
-        "the old master replicates: {}",
+        "the old master replicates: {:?}",
         server_view(&cp, &master)
     );
 }
@@ -157,11 +157,10 @@ fn a_server_that_refuses_the_admin_user_is_not_added_and_says_why() {
         msg.contains("tessera-admin") && msg.contains("NOAUTH") && msg.contains("default"),
         "{msg}"
     );
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(
-        groups[0]["servers"],
-        json!([]),
-        "nothing was added: {groups}"
+    let groups: Vec<GroupView> = cp.api().get("/api/groups").ok_as();
+    assert!(
+        groups[0].servers.is_empty(),
+        "nothing was added: {groups:?}"
     );
     assert!(admin_user_on(&cp.servers[0], Some("locked")).is_none());
 }
@@ -176,9 +175,9 @@ fn a_server_or_a_store_that_lost_the_admin_user_gets_it_back() {
     cp.servers[0].restart();
     assert!(admin_user_on(&cp.servers[0], None).is_none());
     let ok = wait_until(Duration::from_secs(10), || {
-        admin_user_on(&cp.servers[0], None).is_some() && server_view(&cp, &addr)["up"] == true
+        admin_user_on(&cp.servers[0], None).is_some() && server_view(&cp, &addr).up
     });
-    assert!(ok, "re-created: {}", server_view(&cp, &addr));
+    assert!(ok, "re-created: {:?}", server_view(&cp, &addr));
 
     // A store from before the admin user: the next dashboard gives the cluster one and
     // provisions it on the servers already in the store (they have the old one: replaced).
@@ -198,9 +197,9 @@ fn a_server_or_a_store_that_lost_the_admin_user_gets_it_back() {
     assert!(new.is_string() && new != old, "a new credential: {new}");
     let ok = wait_until(Duration::from_secs(10), || {
         let v = server_view(&cp, &addr);
-        v["up"] == true && v["error"].is_null()
+        v.up && v.error.is_none()
     });
-    assert!(ok, "checked as the new user: {}", server_view(&cp, &addr));
+    assert!(ok, "checked as the new user: {:?}", server_view(&cp, &addr));
     let mut c = cp.servers[0].client();
     let auth: redis::RedisResult<()> = redis::cmd("AUTH")
         .arg("tessera-admin")

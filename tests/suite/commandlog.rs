@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 
 use redis::Value as RValue;
+use tessera_wire::telemetry::{ClusterLog, ProxyLog};
 
 use crate::support::{
     Cluster, ClusterProxy, ControlPlane, Frame, RawClient, RedisServer, tessera_bin,
@@ -290,50 +291,36 @@ fn the_dashboard_merges_the_logs_of_two_proxies_naming_each_proxy() {
         let p = ClusterProxy::start_with_args(&cluster, &store, &["--config", config]);
         cp.proxies.push(p);
     }
-    let tokens: Vec<String> = cp
-        .proxies
-        .iter()
-        .map(|p| p.info()["token"].as_str().unwrap().to_string())
-        .collect();
+    let tokens: Vec<String> = cp.proxies.iter().map(|p| p.info().token).collect();
     for (i, p) in cp.proxies.iter().enumerate() {
         let mut raw = p.raw();
         raw.cmd(&["SET", &format!("via:{i}"), "1"]);
     }
     // Each proxy's own log, through its admin API.
-    let own = cp.proxies[0]
+    let own: ProxyLog = cp.proxies[0]
         .admin()
         .get("/api/proxy/commandlog?type=slow")
-        .ok();
+        .ok_as();
     assert!(
-        own["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["args"] == serde_json::json!(["SET", "via:0", "1"])),
-        "{own}"
+        own.entries.iter().any(|e| e.args == ["SET", "via:0", "1"]),
+        "{own:?}"
     );
 
-    let merged = cp.api().get("/api/commandlog?type=slow").ok();
-    assert_eq!(merged["proxies"], 2, "{merged}");
-    let entries = merged["entries"].as_array().unwrap();
+    let merged: ClusterLog = cp.api().get("/api/commandlog?type=slow").ok_as();
+    assert_eq!(merged.proxies, 2, "{merged:?}");
+    let entries = &merged.entries;
     for (i, token) in tokens.iter().enumerate() {
-        let set = serde_json::json!(["SET", format!("via:{i}"), "1"]);
+        let set = ["SET".to_owned(), format!("via:{i}"), "1".to_owned()];
         let e = entries
             .iter()
-            .find(|e| e["args"] == set)
-            .unwrap_or_else(|| panic!("proxy {i}'s SET in {merged}"));
-        assert_eq!(&e["proxy"], token, "{e}");
-        assert!(e["client_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
+            .find(|e| e.entry.args == set)
+            .unwrap_or_else(|| panic!("proxy {i}'s SET in {merged:?}"));
+        assert_eq!(&e.proxy, token, "{e:?}");
+        assert!(e.entry.client_addr.starts_with("127.0.0.1:"));
     }
-    let proxies: HashSet<&str> = entries
-        .iter()
-        .map(|e| e["proxy"].as_str().unwrap())
-        .collect();
+    let proxies: HashSet<&str> = entries.iter().map(|e| e.proxy.as_str()).collect();
     assert_eq!(proxies.len(), 2);
-    let times: Vec<u64> = entries
-        .iter()
-        .map(|e| e["time"].as_u64().unwrap())
-        .collect();
+    let times: Vec<u64> = entries.iter().map(|e| e.entry.time).collect();
     assert!(
         times.windows(2).all(|w| w[0] >= w[1]),
         "newest first: {times:?}"

@@ -7,7 +7,13 @@ use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
+use tessera_wire::Empty;
+use tessera_wire::access::Role;
+use tessera_wire::audit::AuditEntry;
+use tessera_wire::cluster::GroupView;
+use tessera_wire::console::{ClusterView, LoginEvent, LoginOutcome, MergedEntry, Session};
+use tessera_wire::topology::GroupId;
 
 use crate::support::{
     Console, ConsoleClient, ConsoleSetup, ControlPlane, Dashboard, DashboardOptions, Etcd, TOKEN,
@@ -64,8 +70,8 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
     raw.expect_error(400, "bad_request");
 
     let ok = c.login("admin", "right");
-    let body = ok.reply.ok();
-    assert_eq!(body["user"], "admin");
+    let body: Session = ok.reply.ok_as();
+    assert_eq!(body.user, "admin");
     let cookie = ok.header("set-cookie").expect("a session cookie");
     for flag in ["tessera_session=", "HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(flag), "cookie lacks {flag}: {cookie}");
@@ -74,11 +80,16 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
         !cookie.contains("Secure"),
         "no Secure flag without secure_cookie (plain HTTP): {cookie}"
     );
-    let csrf = body["csrf"].as_str().expect("a csrf token").to_owned();
+    let csrf = body.csrf;
     assert_eq!(csrf.len(), 64, "256-bit token in hex: {csrf}");
+    // The raw answer: exactly the session's user and token, nothing else.
     let me = c.get("/auth/me").ok();
     assert_eq!(me, json!({"user": "admin", "csrf": csrf}));
-    assert_eq!(c.get("/api/clusters").ok(), json!([]));
+    assert!(
+        c.get("/api/clusters")
+            .ok_as::<Vec<ClusterView>>()
+            .is_empty()
+    );
     c.get("/api/nothing").expect_error(404, "not_found");
 
     // A forged or stale cookie is no session.
@@ -101,6 +112,7 @@ fn login_sets_an_http_only_strict_cookie_and_everything_else_needs_it() {
         .expect_error(403, "csrf");
 
     let out = c.request("POST", "/auth/logout", None);
+    out.reply.ok_as::<Empty>();
     assert_eq!(out.reply.ok(), json!({}));
     let cleared = out.header("set-cookie").expect("logout clears the cookie");
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
@@ -141,33 +153,26 @@ fn repeated_failures_lock_the_user_out_with_429_and_are_in_the_login_log() {
         .expect_error(429, "locked_out");
     let ops = console.login("ops", "other");
 
-    let logins = ops.get("/api/logins?limit=50").ok();
-    let events: Vec<(String, String, u64, u64)> = logins
-        .as_array()
-        .expect("a list")
+    let logins: Vec<LoginEvent> = ops.get("/api/logins?limit=50").ok_as();
+    let events: Vec<(String, LoginOutcome, u16, u64)> = logins
         .iter()
         .map(|e| {
-            assert!(e["time_ms"].as_u64().is_some(), "{e}");
-            assert_eq!(e["addr"], "127.0.0.1", "{e}");
-            (
-                e["user"].as_str().unwrap().to_owned(),
-                e["outcome"].as_str().unwrap().to_owned(),
-                e["status"].as_u64().unwrap(),
-                e["count"].as_u64().unwrap(),
-            )
+            assert!(e.time_ms > 0, "{e:?}");
+            assert_eq!(e.addr, "127.0.0.1", "{e:?}");
+            (e.user.clone(), e.outcome, e.status, e.count)
         })
         .collect();
     // Newest first: ops's login, admin's two lockouts (one entry), then the two failures.
     assert_eq!(
         events,
         vec![
-            ("ops".into(), "login".into(), 200, 1),
-            ("admin".into(), "locked_out".into(), 429, 2),
-            ("admin".into(), "failed".into(), 401, 2),
+            ("ops".into(), LoginOutcome::Login, 200, 1),
+            ("admin".into(), LoginOutcome::LockedOut, 429, 2),
+            ("admin".into(), LoginOutcome::Failed, 401, 2),
         ]
     );
     // Logins are not changes: the audit log (here: no clusters) has none of them.
-    assert_eq!(ops.get("/api/audit").ok(), json!([]));
+    assert!(ops.get("/api/audit").ok_as::<Vec<MergedEntry>>().is_empty());
 }
 
 #[test]
@@ -184,21 +189,27 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
     let c = console.login("ada", "pw");
     let base = format!("/api/clusters/{cluster}");
 
-    let clusters = c.get("/api/clusters").ok();
-    let list = clusters.as_array().expect("a list");
-    assert_eq!(list.len(), 1, "{clusters}");
-    assert_eq!(list[0]["name"], cluster.as_str());
-    assert_eq!(list[0]["reachable"], true, "{clusters}");
-    assert_eq!(list[0]["has_token"], true);
-    assert_eq!(list[0]["token_role"], "admin", "{clusters}");
-    assert_eq!(list[0]["role"], "admin", "{clusters}");
-    assert_eq!(list[0]["overview"]["cluster"], cluster.as_str());
+    let list: Vec<ClusterView> = c.get("/api/clusters").ok_as();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].name, cluster);
+    assert!(list[0].reachable, "{list:?}");
+    assert!(list[0].has_token);
+    assert_eq!(list[0].token_role, Some(Role::Admin), "{list:?}");
+    assert_eq!(list[0].role, Some(Role::Admin), "{list:?}");
     assert_eq!(
-        list[0]["dashboard"]["admin_addr"],
-        cp.dashboard.addr().to_string()
+        list[0].overview.as_ref().map(|o| o.cluster.as_str()),
+        Some(cluster.as_str())
+    );
+    assert_eq!(
+        list[0].dashboard.as_ref().map(|d| d.admin_addr.clone()),
+        Some(cp.dashboard.addr().to_string())
     );
 
-    assert_eq!(c.get(&format!("{base}/groups")).ok(), json!([]));
+    assert!(
+        c.get(&format!("{base}/groups"))
+            .ok_as::<Vec<GroupView>>()
+            .is_empty()
+    );
     let created = c.post(&format!("{base}/groups"), &json!({"id": 1}));
     assert_eq!(created.status, 201, "{}", created.body);
     let server = cp.server_addr(0);
@@ -210,9 +221,13 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
     // The address travels percent-encoded in the path, as a browser sends it.
     let encoded = server.replace(':', "%3A");
     c.delete(&format!("{base}/groups/1/servers/{encoded}")).ok();
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(groups[0]["id"], 1, "the dashboard has the group: {groups}");
-    assert_eq!(groups[0]["servers"], json!([]), "{groups}");
+    let groups: Vec<GroupView> = cp.api().get("/api/groups").ok_as();
+    assert_eq!(
+        groups[0].id,
+        GroupId(1),
+        "the dashboard has the group: {groups:?}"
+    );
+    assert!(groups[0].servers.is_empty(), "{groups:?}");
 
     // The dashboard's errors and 404s pass through; unknown clusters are the console's 404.
     c.post(&format!("{base}/groups"), &json!({"id": "x"}))
@@ -225,44 +240,30 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
         .expect_error(400, "bad_request");
 
     // The dashboard recorded the changes with who made them.
-    let log = cp.api().get("/api/audit").ok();
-    let mine: Vec<&Value> = log
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["actor"] == "console:ada")
-        .collect();
-    assert_eq!(mine.len(), 4, "three changes and one bad request: {log}");
-    assert_eq!(mine[3]["method"], "POST");
-    assert_eq!(mine[3]["path"], "/api/groups");
-    assert_eq!(mine[3]["detail"], r#"{"id":1}"#);
-    assert_eq!(mine[3]["status"], 201);
-    assert_eq!(mine[0]["status"], 400, "the newest first");
-    assert_eq!(mine[1]["method"], "DELETE");
+    let log: Vec<AuditEntry> = cp.api().get("/api/audit").ok_as();
+    let mine: Vec<&AuditEntry> = log.iter().filter(|e| e.actor == "console:ada").collect();
+    assert_eq!(mine.len(), 4, "three changes and one bad request: {log:?}");
+    assert_eq!(mine[3].method, "POST");
+    assert_eq!(mine[3].path, "/api/groups");
+    assert_eq!(mine[3].detail, r#"{"id":1}"#);
+    assert_eq!(mine[3].status, 201);
+    assert_eq!(mine[0].status, 400, "the newest first");
+    assert_eq!(mine[1].method, "DELETE");
 
     // The console serves them with their cluster, newest first; the login is in the
     // separate login log.
-    let merged = c.get("/api/audit").ok();
-    let merged = merged.as_array().unwrap();
-    assert_eq!(merged[0]["cluster"], cluster.as_str());
-    assert_eq!(merged[0]["status"], 400);
-    assert!(
-        merged.iter().all(|e| e["cluster"] == cluster.as_str()),
-        "{merged:?}"
-    );
-    let logins = c.get("/api/logins").ok();
+    let merged: Vec<MergedEntry> = c.get("/api/audit").ok_as();
+    assert_eq!(merged[0].cluster, cluster);
+    assert_eq!(merged[0].entry.status, 400);
+    assert!(merged.iter().all(|e| e.cluster == cluster), "{merged:?}");
+    let logins: Vec<LoginEvent> = c.get("/api/logins").ok_as();
     assert!(
         logins
-            .as_array()
-            .unwrap()
             .iter()
-            .any(|e| e["user"] == "ada" && e["outcome"] == "login"),
-        "the login is in the login log: {logins}"
+            .any(|e| e.user == "ada" && e.outcome == LoginOutcome::Login),
+        "the login is in the login log: {logins:?}"
     );
-    let times: Vec<u64> = merged
-        .iter()
-        .map(|e| e["time_ms"].as_u64().unwrap())
-        .collect();
+    let times: Vec<u64> = merged.iter().map(|e| e.entry.time_ms).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
 
     // `tessera admin` says who runs it; a direct API call is `api`.
@@ -279,20 +280,22 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
         String::from_utf8_lossy(&out.stderr)
     );
     cp.api().post("/api/groups", &json!({"id": 3})).ok();
-    let log = cp.api().get("/api/audit?limit=2").ok();
-    assert_eq!(log[0]["actor"], "api", "{log}");
-    assert_eq!(log[1]["actor"], "cli:grace", "{log}");
-    assert_eq!(log.as_array().unwrap().len(), 2, "limit");
+    let log: Vec<AuditEntry> = cp.api().get("/api/audit?limit=2").ok_as();
+    assert_eq!(log[0].actor, "api", "{log:?}");
+    assert_eq!(log[1].actor, "cli:grace", "{log:?}");
+    assert_eq!(log.len(), 2, "limit");
     // Calls refused for want of a token are not recorded.
     cp.api()
         .without_token()
         .post("/api/groups", &json!({"id": 4}))
         .expect_error(401, "unauthorized");
-    assert_eq!(
-        cp.api().get("/api/audit?limit=1").ok()[0]["path"],
-        "/api/groups"
-    );
-    assert_eq!(cp.api().get("/api/audit?limit=1").ok()[0]["actor"], "api");
+    let newest = |api: &crate::support::Api| -> AuditEntry {
+        api.get("/api/audit?limit=1")
+            .ok_as::<Vec<AuditEntry>>()
+            .remove(0)
+    };
+    assert_eq!(newest(&cp.api()).path, "/api/groups");
+    assert_eq!(newest(&cp.api()).actor, "api");
 
     // A console without the cluster's token says why neither a read nor a change goes through.
     let tokenless = Console::start(&ConsoleSetup {
@@ -302,9 +305,9 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
         ..ConsoleSetup::default()
     });
     let t = tokenless.login("ada", "pw");
-    let listed = t.get("/api/clusters").ok();
-    assert_eq!(listed[0]["has_token"], false, "{listed}");
-    assert_eq!(listed[0]["role"], Value::Null, "{listed}");
+    let listed: Vec<ClusterView> = t.get("/api/clusters").ok_as();
+    assert!(!listed[0].has_token, "{listed:?}");
+    assert_eq!(listed[0].role, None, "{listed:?}");
     for reply in [
         t.get(&format!("{base}/groups")),
         t.post(&format!("{base}/groups"), &json!({"id": 9})),
@@ -315,20 +318,11 @@ fn changes_through_the_console_reach_the_dashboard_and_its_audit_log() {
 }
 
 /// Every cluster's `(name, store, reachable, error)` as `/api/clusters` lists them.
-fn listed(c: &ConsoleClient) -> Vec<(String, String, bool, Value)> {
+fn listed(c: &ConsoleClient) -> Vec<(String, String, bool, Option<String>)> {
     c.get("/api/clusters")
-        .ok()
-        .as_array()
-        .expect("a list")
-        .iter()
-        .map(|cl| {
-            (
-                cl["name"].as_str().unwrap().to_owned(),
-                cl["store"].as_str().unwrap().to_owned(),
-                cl["reachable"].as_bool().unwrap(),
-                cl["error"].clone(),
-            )
-        })
+        .ok_as::<Vec<ClusterView>>()
+        .into_iter()
+        .map(|cl| (cl.name, cl.store, cl.reachable, cl.error))
         .collect()
 }
 
@@ -389,7 +383,7 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
     );
     let (_, _, _, error) = seen.iter().find(|(n, ..)| n == "east").unwrap();
     assert!(
-        error.as_str().is_some_and(|e| !e.is_empty()),
+        error.as_ref().is_some_and(|e| !e.is_empty()),
         "an unreachable cluster says why: {seen:?}"
     );
     let r = c.get("/api/clusters/east/groups");
@@ -411,19 +405,18 @@ fn clusters_of_fs_and_etcd_stores_are_listed_and_a_dead_dashboard_fails_alone() 
             seen.iter().any(|(n, _, r, _)| n == other && *r),
             "{other}: {seen:?}"
         );
-        c.get(&format!("/api/clusters/{other}/groups")).ok();
+        c.get(&format!("/api/clusters/{other}/groups"))
+            .ok_as::<Vec<GroupView>>();
     }
-    let north = c.get("/api/clusters/north/groups").ok();
-    assert_eq!(north[0]["id"], 7, "{north}");
+    let north: Vec<GroupView> = c.get("/api/clusters/north/groups").ok_as();
+    assert_eq!(north[0].id, GroupId(7), "{north:?}");
     // The merged audit log still answers, with what the live clusters recorded.
-    let merged = c.get("/api/audit").ok();
+    let merged: Vec<MergedEntry> = c.get("/api/audit").ok_as();
     assert!(
         merged
-            .as_array()
-            .unwrap()
             .iter()
-            .any(|e| e["cluster"] == "north" && e["actor"] == "console:ada"),
-        "{merged}"
+            .any(|e| e.cluster == "north" && e.entry.actor == "console:ada"),
+        "{merged:?}"
     );
 }
 
@@ -458,13 +451,12 @@ fn a_clusters_token_never_goes_to_a_same_named_cluster_of_another_store() {
     let r = c.post(&format!("/api/clusters/{name}/groups"), &json!({"id": 3}));
     let message = r.expect_error(403, "cluster_token");
     assert!(message.contains("bound to its store"), "{message}");
-    let listed_token = c.get("/api/clusters").ok();
+    let listed_token: Vec<ClusterView> = c.get("/api/clusters").ok_as();
     let local = listed_token
-        .as_array()
-        .and_then(|a| a.iter().find(|v| v["name"] == name.as_str()))
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(local["has_token"], false, "{listed_token}");
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("{name} is listed: {listed_token:?}"));
+    assert!(!local.has_token, "{listed_token:?}");
 }
 
 /// A console relaying to a dashboard that is then killed, and whatever next answers at that
@@ -632,8 +624,8 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     let names: Vec<(&str, bool)> = all.iter().map(|(n, _, r, _)| (n.as_str(), *r)).collect();
     assert_eq!(names, vec![("local", true), ("local2", true)], "{all:?}");
     for name in ["local", "local2"] {
-        let groups = c.get(&format!("/api/clusters/{name}/groups")).ok();
-        assert_eq!(groups.as_array().map(Vec::len), Some(1), "{name}: {groups}");
+        let groups: Vec<GroupView> = c.get(&format!("/api/clusters/{name}/groups")).ok_as();
+        assert_eq!(groups.len(), 1, "{name}: {groups:?}");
         // The console has each cluster's token: changes go through.
         c.post(&format!("/api/clusters/{name}/groups"), &json!({"id": 2}))
             .ok();
@@ -654,7 +646,7 @@ fn tessera_up_with_two_clusters_shows_both_in_the_console() {
     );
     // The first run's session is in the store, so it outlived the restart.
     let kept = c.clone();
-    assert_eq!(kept.get("/auth/me").ok()["user"], "admin");
+    assert_eq!(kept.get("/auth/me").ok_as::<Session>().user, "admin");
     let mut c = console.clone();
     c.login("admin", &password).reply.ok();
     assert_eq!(listed(&c).len(), 2);

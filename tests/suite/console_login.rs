@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use futures_util::future::join_all;
-use serde_json::{Value, json};
+use serde_json::json;
 use tessera_console::auth::{MAX_PER_USER, SESSION_PREFIX};
 use tessera_console::logins::KEEP;
+use tessera_wire::console::{LoginEvent, LoginOutcome, MergedEntry};
+use tessera_wire::error::ErrorBody;
 
 use crate::support::{Answer, Console, ConsoleSetup, ControlPlane, LoginClient, TOKEN};
 
@@ -52,10 +54,8 @@ fn status_and_code(a: &Answer) -> (u16, String) {
     let code = if a.reply.status < 300 {
         String::new()
     } else {
-        a.reply.json()["error"]["code"]
-            .as_str()
-            .unwrap_or("<no code>")
-            .to_owned()
+        serde_json::from_str::<ErrorBody>(&a.reply.body)
+            .map_or_else(|_| "<no code>".to_owned(), |e| e.error.code)
     };
     (a.reply.status, code)
 }
@@ -144,22 +144,21 @@ fn parallel_attempts_cannot_pass_the_lockout() {
 
     // The login log shows at most two failures, and the lockout.
     let ops = console.login("ops", "other");
-    let log = ops.get("/api/logins?limit=1000").ok();
-    let events = log.as_array().expect("a list");
-    let count = |outcome: &str| -> u64 {
+    let events: Vec<LoginEvent> = ops.get("/api/logins?limit=1000").ok_as();
+    let count = |outcome: LoginOutcome| -> u64 {
         events
             .iter()
-            .filter(|e| e["user"] == "admin" && e["outcome"] == outcome)
-            .map(|e| e["count"].as_u64().unwrap())
+            .filter(|e| e.user == "admin" && e.outcome == outcome)
+            .map(|e| e.count)
             .sum()
     };
-    assert!(count("failed") <= 2, "{log}");
-    assert!(count("locked_out") >= 1, "{log}");
+    assert!(count(LoginOutcome::Failed) <= 2, "{events:?}");
+    assert!(count(LoginOutcome::LockedOut) >= 1, "{events:?}");
     assert!(
         events
             .iter()
-            .all(|e| e["user"] != "admin" || e["addr"] == "127.0.0.3"),
-        "{log}"
+            .all(|e| e.user != "admin" || e.addr == "127.0.0.3"),
+        "{events:?}"
     );
 }
 
@@ -297,29 +296,27 @@ fn login_events_do_not_push_changes_out_of_the_audit_log() {
         assert!(status == 401 || status == 429, "{status}");
     }
 
-    let audit = c.get("/api/audit?limit=1000").ok();
-    let entries = audit.as_array().expect("a list");
+    let entries: Vec<MergedEntry> = c.get("/api/audit?limit=1000").ok_as();
     assert!(
-        entries.iter().any(|e| e["cluster"] == cluster.as_str()
-            && e["actor"] == "console:ada"
-            && e["method"] == "POST"
-            && e["path"] == "/api/groups"),
+        entries.iter().any(|e| e.cluster == cluster
+            && e.entry.actor == "console:ada"
+            && e.entry.method == "POST"
+            && e.entry.path == "/api/groups"),
         "the change is still in the audit log; its {} newest entries: {:?}",
         entries.len(),
         &entries[..entries.len().min(3)]
     );
     assert!(
-        entries.iter().all(|e| e["cluster"] == cluster.as_str()),
+        entries.iter().all(|e| e.cluster == cluster),
         "only the dashboards' changes are in the audit log; its newest entries: {:?}",
         &entries[..entries.len().min(3)]
     );
-    let logins = c.get(&format!("/api/logins?limit={KEEP}")).ok();
-    let logins = logins.as_array().expect("a list");
+    let logins: Vec<LoginEvent> = c.get(&format!("/api/logins?limit={KEEP}")).ok_as();
     assert_eq!(logins.len(), KEEP, "the login log is full and bounded");
-    let newest: &Value = &logins[0];
-    assert_eq!(newest["outcome"], "locked_out", "{newest}");
-    assert_eq!(newest["status"], 429, "{newest}");
-    assert_eq!(newest["addr"], "127.0.0.1", "{newest}");
+    let newest = &logins[0];
+    assert_eq!(newest.outcome, LoginOutcome::LockedOut, "{newest:?}");
+    assert_eq!(newest.status, 429, "{newest:?}");
+    assert_eq!(newest.addr, "127.0.0.1", "{newest:?}");
 }
 
 #[test]

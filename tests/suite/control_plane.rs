@@ -8,7 +8,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
+use tessera_wire::cluster::{GroupView, Overview, ProxyView, SlotView};
+use tessera_wire::topology::GroupId;
 
 use crate::support::{
     Api, ClusterProxy, ControlPlane, Dashboard, Etcd, Frame, RedisServer, Up, answers_on, connect,
@@ -48,33 +50,25 @@ type GroupLayout = (u64, u64, Vec<(String, String)>);
 
 /// Every group's [`GroupLayout`], in id order.
 fn layout(api: &Api) -> Vec<GroupLayout> {
-    let groups = api.get("/api/groups").ok();
+    let groups: Vec<GroupView> = api.get("/api/groups").ok_as();
     groups
-        .as_array()
-        .expect("groups is an array")
-        .iter()
+        .into_iter()
         .map(|g| {
-            let servers = g["servers"]
-                .as_array()
-                .expect("servers is an array")
-                .iter()
-                .map(|s| (s["addr"].to_string(), s["role"].to_string()))
+            let servers = g
+                .servers
+                .into_iter()
+                .map(|s| (s.addr, format!("{:?}", s.role)))
                 .collect();
-            (
-                g["id"].as_u64().expect("id"),
-                g["slots"].as_u64().expect("slots"),
-                servers,
-            )
+            (u64::from(g.id.0), g.slots as u64, servers)
         })
         .collect()
 }
 
-/// Each slot's owning group (`null` when unassigned), in slot order.
-fn slot_owners(api: &Api) -> Vec<Value> {
-    let slots = api.get("/api/slots").ok();
-    let slots = slots.as_array().expect("slots is an array");
+/// Each slot's owning group (`None` when unassigned), in slot order.
+fn slot_owners(api: &Api) -> Vec<Option<GroupId>> {
+    let slots: Vec<SlotView> = api.get("/api/slots").ok_as();
     assert_eq!(slots.len(), 1024, "GET /api/slots lists every slot");
-    slots.iter().map(|s| s["group"].clone()).collect()
+    slots.iter().map(|s| s.group).collect()
 }
 
 /// Two groups with one master each (servers 0 and 1), slots split in halves: keys_on(0, ..)
@@ -232,14 +226,14 @@ fn killed_dashboard_is_replaced_and_its_lock_taken_over() {
         slots_before,
         "same slots after the takeover"
     );
-    let overview = api.get("/api/overview").ok();
-    assert_eq!(overview["epoch"], epoch, "same epoch: {overview}");
-    assert_eq!(overview["dashboard"]["pid"], cp.dashboard.pid());
-    let proxies = api.get("/api/proxies").ok();
+    let overview: Overview = api.get("/api/overview").ok_as();
+    assert_eq!(overview.epoch, epoch, "same epoch: {overview:?}");
+    assert_eq!(overview.dashboard.pid, cp.dashboard.pid());
+    let proxies: Vec<ProxyView> = api.get("/api/proxies").ok_as();
     assert_eq!(
-        proxies.as_array().map(Vec::len),
-        Some(1),
-        "the proxy is still registered: {proxies}"
+        proxies.len(),
+        1,
+        "the proxy is still registered: {proxies:?}"
     );
 
     // The successor owns the topology: its changes reach the proxy before the call returns.
@@ -355,9 +349,7 @@ fn restarted_proxy_reloads_its_table_from_the_store() {
     cp.api()
         .post("/api/groups/2/promote", &json!({"addr": cp.server_addr(2)}))
         .ok();
-    let epoch = cp.api().get("/api/overview").ok()["epoch"]
-        .as_u64()
-        .expect("epoch");
+    let epoch = cp.api().get("/api/overview").ok_as::<Overview>().epoch;
     cp.proxies.clear();
 
     let p = cp.start_proxy();
@@ -385,14 +377,13 @@ fn restarted_proxy_reloads_its_table_from_the_store() {
         None,
         "group 2's keys are not on group 1"
     );
-    let registered = cp.api().get("/api/proxies").ok();
-    let registered = registered.as_array().expect("proxies array");
+    let registered: Vec<ProxyView> = cp.api().get("/api/proxies").ok_as();
     assert_eq!(
         registered.len(),
         1,
         "only the live proxy is registered: {registered:?}"
     );
-    assert_eq!(registered[0]["pid"], proxy.pid());
+    assert_eq!(registered[0].pid, proxy.pid());
 }
 
 /// The ports `tessera up` remembers for its redis-servers.
@@ -556,9 +547,9 @@ fn a_dashboard_that_lost_its_lock_stops_writing_and_exits() {
         "the dashboard that lost its lock kept running"
     );
     // Nothing it tried was written: the successor sees no group 2.
-    let groups = successor.api().get("/api/groups").ok();
+    let groups: Vec<GroupView> = successor.api().get("/api/groups").ok_as();
     assert!(
-        groups.as_array().unwrap().iter().all(|g| g["id"] != 2),
-        "a write got through: {groups}"
+        groups.iter().all(|g| g.id != GroupId(2)),
+        "a write got through: {groups:?}"
     );
 }

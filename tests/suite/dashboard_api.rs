@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use tessera_wire::cluster::{GroupView, Overview, SlotView};
+use tessera_wire::telemetry::ProxyStats;
+use tessera_wire::tokens::CreatedToken;
+use tessera_wire::topology::GroupId;
+
 use crate::support::{Api, ControlPlane, Frame, Reply, TOKEN, cli_stdout, keys_on, wait_until};
 
 /// Every mutating route of the API, with a body that would be valid.
@@ -63,11 +68,11 @@ fn mutating_calls_without_the_token_get_401() {
         }
     }
     // Nothing happened.
-    assert_eq!(api.get("/api/groups").ok(), json!([]));
+    assert!(api.get("/api/groups").ok_as::<Vec<GroupView>>().is_empty());
     // With the token, the same call works.
     let created = api.post("/api/groups", &json!({"id": 1}));
     assert_eq!(created.status, 201, "{}", created.body);
-    assert_eq!(created.json()["id"], 1);
+    assert_eq!(created.parse::<GroupView>().id, GroupId(1));
 }
 
 #[test]
@@ -76,7 +81,7 @@ fn reads_need_a_token_by_default_and_a_viewer_token_is_enough() {
     let api = cp.api();
     let created = api.post("/api/tokens", &json!({"name": "dash", "role": "viewer"}));
     assert_eq!(created.status, 201, "{}", created.body);
-    let viewer = api.with_token(created.json()["token"].as_str().expect("a secret"));
+    let viewer = api.with_token(&created.parse::<CreatedToken>().token);
     for path in [
         "/api/groups",
         "/api/slots",
@@ -114,6 +119,41 @@ fn reads_need_a_token_by_default_and_a_viewer_token_is_enough() {
     api.without_token()
         .post("/api/groups", &json!({"id": 1}))
         .expect_error(401, "unauthorized");
+}
+
+/// The OpenAPI document a dashboard serves is the committed `docs/openapi.json`, byte for
+/// byte (both are derived from the code; `tessera openapi` writes the file).
+#[test]
+fn the_dashboard_serves_the_committed_openapi_document() {
+    let cp = ControlPlane::builder().servers(0).proxies(0).start();
+    let served = cp.api().without_token().get("/api/openapi.json");
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert!(
+        served.content_type.starts_with("application/json"),
+        "{}",
+        served.content_type
+    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+    let committed = std::fs::read_to_string(path).expect("docs/openapi.json is committed");
+    assert!(
+        served.body == committed,
+        "the served document differs from docs/openapi.json: regenerate it with \
+         `cargo run -q -p tessera -- openapi --api dashboard > docs/openapi.json`"
+    );
+    // And it is a document of this API: every route the tests call is in it.
+    let doc: Value = serde_json::from_str(&served.body).expect("JSON");
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1"))
+    );
+    for path in [
+        "/api/overview",
+        "/api/groups/{id}/servers",
+        "/api/migrations",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} is described");
+    }
 }
 
 #[test]
@@ -158,16 +198,14 @@ fn api_errors_have_status_and_code() {
         m.contains("slot 500") && m.contains("group 1"),
         "names the slot and its owner: {m}"
     );
-    let owners: Vec<Value> = api
+    let owners: Vec<Option<GroupId>> = api
         .get("/api/slots")
-        .ok()
-        .as_array()
-        .expect("slots")
+        .ok_as::<Vec<SlotView>>()
         .iter()
-        .map(|s| s["group"].clone())
+        .map(|s| s.group)
         .collect();
     assert!(
-        owners[512..=600].iter().all(Value::is_null),
+        owners[512..=600].iter().all(Option::is_none),
         "a refused assign changes nothing"
     );
     let m = api
@@ -274,19 +312,20 @@ fn admin_cli_prints_tables_and_json() {
     );
 
     let overview = cli_stdout(&admin(&cp, &["--json", "overview"]), "--json overview");
-    let v: Value = serde_json::from_str(&overview)
-        .unwrap_or_else(|e| panic!("--json overview is not JSON ({e}):\n{overview}"));
-    assert_eq!(v["cluster"], cp.options().cluster.as_str(), "{v}");
-    assert_eq!(v["groups"], 2, "{v}");
-    assert_eq!(v["slots_assigned"], 1024, "{v}");
-    assert_eq!(v["proxies"], 1, "{v}");
+    let v: Overview = serde_json::from_str(&overview)
+        .unwrap_or_else(|e| panic!("--json overview is not an Overview ({e}):\n{overview}"));
+    assert_eq!(v.cluster, cp.options().cluster, "{overview}");
+    assert_eq!(v.groups, 2, "{overview}");
+    assert_eq!(v.slots_assigned, 1024, "{overview}");
+    assert_eq!(v.proxies, 1, "{overview}");
 
     let groups_json = cli_stdout(
         &admin(&cp, &["--json", "group", "list"]),
         "--json group list",
     );
-    let g: Value = serde_json::from_str(&groups_json).expect("group list --json is JSON");
-    assert_eq!(g.as_array().map(Vec::len), Some(2), "{g}");
+    let g: Vec<GroupView> =
+        serde_json::from_str(&groups_json).expect("group list --json is a list of groups");
+    assert_eq!(g.len(), 2, "{groups_json}");
 
     // A refusal exits non-zero with the API's message and code.
     let out = admin(&cp, &["group", "delete", "1"]);
@@ -342,12 +381,13 @@ fn proxy_metrics_count_every_command() {
         Some(epoch as f64),
         "the epoch in force:\n{text}"
     );
-    let stats = proxy.admin().get("/api/proxy/stats").ok();
-    let set = stats["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["command"] == "set"))
-        .unwrap_or_else(|| panic!("stats count SET: {stats}"));
-    assert_eq!(set["calls"], keys.len(), "{stats}");
+    let stats: ProxyStats = proxy.admin().get("/api/proxy/stats").ok_as();
+    let set = stats
+        .commands
+        .iter()
+        .find(|c| c.command == "set")
+        .unwrap_or_else(|| panic!("stats count SET: {stats:?}"));
+    assert_eq!(set.calls, keys.len() as u64, "{stats:?}");
 
     let dashboard = cp.api().without_token().get("/metrics");
     assert_eq!(dashboard.status, 200, "{}", dashboard.body);
@@ -415,7 +455,7 @@ fn metrics_pass_promtool_check() {
     // Wait for a health round so the dashboard has server gauges to show.
     let api = cp.api();
     assert!(wait_until(Duration::from_secs(5), || {
-        api.get("/api/groups").ok()[0]["servers"][0]["up"] == true
+        api.get("/api/groups").ok_as::<Vec<GroupView>>()[0].servers[0].up
     }));
 
     let texts = [

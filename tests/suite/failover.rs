@@ -9,6 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tessera_wire::audit::AuditEntry;
+use tessera_wire::cluster::{GroupView, Overview, ServerRole};
+use tessera_wire::console::MergedEntry;
+use tessera_wire::failover::{FailoverState, FailoverView, GroupStatus};
+use tessera_wire::tokens::CreatedToken;
+use tessera_wire::topology::{GroupId, MastersSeen};
 
 use crate::support::{
     Console, ConsoleSetup, ControlPlane, Frame, RawClient, TOKEN, keys_on, wait_until,
@@ -66,21 +72,17 @@ fn killed_master_fails_its_slots_with_a_clear_error_and_recovers_after_promote()
             "group 2 keeps serving {key}"
         );
     }
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(groups[0]["down"], true, "group 1 is shown down: {groups}");
-    assert_eq!(groups[1]["down"], false, "group 2 is up: {groups}");
+    let groups = groups(&cp);
+    assert!(groups[0].down, "group 1 is shown down: {groups:?}");
+    assert!(!groups[1].down, "group 2 is up: {groups:?}");
 
-    let promoted = cp
+    let promoted: GroupView = cp
         .api()
         .post("/api/groups/1/promote", &json!({ "addr": replica }))
-        .ok();
-    assert_eq!(
-        promoted["servers"][0]["addr"],
-        replica.as_str(),
-        "{promoted}"
-    );
-    assert_eq!(promoted["servers"][0]["role"], "master", "{promoted}");
-    assert_eq!(promoted["down"], false, "{promoted}");
+        .ok_as();
+    assert_eq!(promoted.servers[0].addr, replica, "{promoted:?}");
+    assert_eq!(promoted.servers[0].role, ServerRole::Master, "{promoted:?}");
+    assert!(!promoted.down, "{promoted:?}");
 
     // The promote returned after the push: no wait.
     for key in &group1_keys {
@@ -107,9 +109,19 @@ fn killed_master_fails_its_slots_with_a_clear_error_and_recovers_after_promote()
 
 // === automatic failover (docs/failover.md) ===
 
+/// Every group, as `GET /api/groups` shows it.
+fn groups(cp: &ControlPlane) -> Vec<GroupView> {
+    cp.api().get("/api/groups").ok_as()
+}
+
+/// `GET /api/failover`.
+fn failover(cp: &ControlPlane) -> FailoverView {
+    cp.api().get("/api/failover").ok_as()
+}
+
 /// Turns automatic failover on with the test's settings: fast (2 failed checks of 200 ms),
 /// and `max_lag_bytes` as given.
-fn failover_on(cp: &ControlPlane, max_lag_bytes: u64) -> serde_json::Value {
+fn failover_on(cp: &ControlPlane, max_lag_bytes: u64) -> FailoverView {
     let v = cp
         .api()
         .put(
@@ -121,8 +133,8 @@ fn failover_on(cp: &ControlPlane, max_lag_bytes: u64) -> serde_json::Value {
                 "cooldown_secs": 60,
             }),
         )
-        .ok();
-    assert_eq!(v["settings"]["enabled"], true, "{v}");
+        .ok_as::<FailoverView>();
+    assert!(v.settings.enabled, "{v:?}");
     v
 }
 
@@ -135,66 +147,64 @@ fn one_group_with_a_replica(proxies: usize) -> ControlPlane {
 }
 
 /// Waits (bounded) until group 1's failover status has `kind`; returns it.
-fn wait_for_status(cp: &ControlPlane, kind: &str) -> serde_json::Value {
-    let mut last = serde_json::Value::Null;
+fn wait_for_status(cp: &ControlPlane, kind: &str) -> GroupStatus {
+    let mut last = None;
     let seen = wait_until(Duration::from_secs(15), || {
-        last = cp.api().get("/api/failover").ok();
-        last["groups"]
-            .as_array()
-            .is_some_and(|g| g.iter().any(|s| s["group"] == 1 && s["kind"] == kind))
+        let f = failover(cp);
+        let found = f
+            .groups
+            .iter()
+            .any(|s| s.group == GroupId(1) && s.kind == kind);
+        last = Some(f);
+        found
     });
     assert!(
         seen,
-        "within 15 s, /api/failover shows group 1 as {kind:?}: {last}"
+        "within 15 s, /api/failover shows group 1 as {kind:?}: {last:?}"
     );
-    last["groups"]
-        .as_array()
-        .and_then(|g| g.iter().find(|s| s["group"] == 1).cloned())
+    last.expect("read above")
+        .groups
+        .into_iter()
+        .find(|s| s.group == GroupId(1))
         .expect("found above")
 }
 
 /// Waits (bounded) until `/api/failover` lists a completed failover (recorded once the new
 /// topology is acknowledged, just after the group shows its new master); returns it all.
-fn wait_for_event(cp: &ControlPlane) -> serde_json::Value {
-    let mut last = serde_json::Value::Null;
+fn wait_for_event(cp: &ControlPlane) -> FailoverView {
+    let mut last = None;
     let seen = wait_until(Duration::from_secs(10), || {
-        last = cp.api().get("/api/failover").ok();
-        last["events"][0].is_object()
+        let f = failover(cp);
+        let found = !f.events.is_empty();
+        last = Some(f);
+        found
     });
     assert!(
         seen,
-        "within 10 s, /api/failover lists the failover: {last}"
+        "within 10 s, /api/failover lists the failover: {last:?}"
     );
-    last
+    last.expect("read above")
 }
 
 /// Whether (within 10 s: entries are written just after the state they describe) an audit
 /// entry recorded by failover itself matches `pred`.
-fn audited(cp: &ControlPlane, pred: impl Fn(&serde_json::Value) -> bool) -> bool {
+fn audited(cp: &ControlPlane, pred: impl Fn(&AuditEntry) -> bool) -> bool {
     wait_until(Duration::from_secs(10), || {
         failover_audit(cp).iter().any(&pred)
     })
 }
 
 /// The audit entries recorded by failover itself.
-fn failover_audit(cp: &ControlPlane) -> Vec<serde_json::Value> {
-    let all = cp.api().get("/api/audit?limit=1000").ok();
-    all.as_array()
-        .expect("the audit log is a list")
-        .iter()
-        .filter(|e| e["actor"] == "failover")
-        .cloned()
-        .collect()
+fn failover_audit(cp: &ControlPlane) -> Vec<AuditEntry> {
+    let all: Vec<AuditEntry> = cp.api().get("/api/audit?limit=1000").ok_as();
+    all.into_iter().filter(|e| e.actor == "failover").collect()
 }
 
 #[test]
 fn with_failover_off_a_killed_master_stays_down_and_the_api_says_why() {
     let mut cp = one_group_with_a_replica(1);
-    let defaults = cp.api().get("/api/failover").ok();
-    assert_eq!(
-        defaults["settings"]["enabled"], false,
-        "off by default: {defaults}"
-    );
+    let defaults = failover(&cp);
+    assert!(!defaults.settings.enabled, "off by default: {defaults:?}");
     let key = keys_on(0, "off:", 1).remove(0);
     let mut session = cp.proxies[0].raw();
     assert_eq!(session.cmd(&["SET", &key, "v"]), Frame::Simple("OK".into()));
@@ -203,20 +213,21 @@ fn with_failover_off_a_killed_master_stays_down_and_the_api_says_why() {
     cp.servers[0].kill();
 
     let status = wait_for_status(&cp, "off");
-    assert_eq!(status["state"], "off", "{status}");
+    assert_eq!(status.state, FailoverState::Off, "{status:?}");
     assert!(
-        status["reason"]
-            .as_str()
-            .unwrap()
-            .contains("promote a replica by hand"),
-        "{status}"
+        status.reason.contains("promote a replica by hand"),
+        "{status:?}"
     );
     // Ten more rounds of checks: still nobody promoted.
     std::thread::sleep(Duration::from_secs(2));
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(groups[0]["servers"][0]["addr"], dead.as_str(), "{groups}");
-    assert_eq!(groups[0]["down"], true, "{groups}");
-    assert_eq!(groups[0]["failover"]["kind"], "off", "{groups}");
+    let groups = groups(&cp);
+    assert_eq!(groups[0].servers[0].addr, dead, "{groups:?}");
+    assert!(groups[0].down, "{groups:?}");
+    assert_eq!(
+        groups[0].failover.as_ref().map(|f| f.kind.as_str()),
+        Some("off"),
+        "{groups:?}"
+    );
     let expected = format!("ERR group 1 master {dead} is down");
     assert_eq!(session.cmd(&["GET", &key]), Frame::Error(expected));
     assert!(failover_audit(&cp).is_empty(), "no failover was recorded");
@@ -241,23 +252,22 @@ fn killed_master_under_write_load_fails_over_within_the_lag_bound_and_rejoins_as
         .without_token()
         .get("/api/proxy/masters");
     assert_eq!(r.status, 401, "{}", r.body);
-    let seen = cp.proxies[0]
+    let seen: MastersSeen = cp.proxies[0]
         .admin()
         .with_token(&cp.proxy_secret())
         .get("/api/proxy/masters")
-        .ok();
-    assert_eq!(seen["masters"][0]["addr"], old_master.as_str(), "{seen}");
-    assert_eq!(seen["masters"][0]["reachable"], true, "{seen}");
+        .ok_as();
+    assert_eq!(seen.masters[0].addr, old_master, "{seen:?}");
+    assert!(seen.masters[0].reachable, "{seen:?}");
     failover_on(&cp, MAX_LAG);
     // The replica's first sync (which Redis delays by a few seconds) must be done: until
     // then it lags by everything, and failover would rightly refuse it.
-    let mut groups = serde_json::Value::Null;
+    let mut g = Vec::new();
     let in_sync = wait_until(Duration::from_secs(20), || {
-        groups = cp.api().get("/api/groups").ok();
-        groups[0]["servers"][1]["master_link"] == "up"
-            && groups[0]["servers"][1]["lag_bytes"].as_i64() == Some(0)
+        g = groups(&cp);
+        g[0].servers[1].master_link.as_deref() == Some("up") && g[0].servers[1].lag_bytes == Some(0)
     });
-    assert!(in_sync, "within 20 s, the replica is in sync: {groups}");
+    assert!(in_sync, "within 20 s, the replica is in sync: {g:?}");
 
     // A writer through proxy 0: INCRs on four keys, one at a time, every reply kept.
     let keys: Vec<String> = (0..4).map(|i| format!("load:{i}")).collect();
@@ -294,12 +304,12 @@ fn killed_master_under_write_load_fails_over_within_the_lag_bound_and_rejoins_as
     let killed = Instant::now();
 
     let promoted = wait_until(Duration::from_secs(20), || {
-        groups = cp.api().get("/api/groups").ok();
-        groups[0]["servers"][0]["addr"] == replica.as_str() && groups[0]["down"] == false
+        g = groups(&cp);
+        g[0].servers[0].addr == replica && !g[0].down
     });
     assert!(
         promoted,
-        "within 20 s, the replica is group 1's master: {groups}"
+        "within 20 s, the replica is group 1's master: {g:?}"
     );
     // Let the writer show that writes resume.
     std::thread::sleep(Duration::from_millis(500));
@@ -365,20 +375,23 @@ fn killed_master_under_write_load_fails_over_within_the_lag_bound_and_rejoins_as
 
     // The API and the CLI report it, with its time.
     let f = wait_for_event(&cp);
-    let event = &f["events"][0];
-    assert_eq!(event["group"], 1, "{f}");
-    assert_eq!(event["old_master"], old_master.as_str(), "{f}");
-    assert_eq!(event["new_master"], replica.as_str(), "{f}");
+    let event = &f.events[0];
+    assert_eq!(event.group, GroupId(1), "{f:?}");
+    assert_eq!(event.old_master, old_master, "{f:?}");
+    assert_eq!(event.new_master, replica, "{f:?}");
     assert_eq!(
-        (event["votes"].as_u64(), event["proxies"].as_u64()),
-        (Some(2), Some(2)),
-        "both proxies saw it down: {f}"
+        (event.votes, event.proxies),
+        (2, 2),
+        "both proxies saw it down: {f:?}"
     );
-    let failover_ms = event["failover_ms"].as_u64().expect("a failover time");
-    assert!(event["lag_bytes"].as_u64().unwrap() <= MAX_LAG, "{f}");
+    let failover_ms = event.failover_ms.expect("a failover time");
+    assert!(
+        u64::try_from(event.lag_bytes).is_ok_and(|l| l <= MAX_LAG),
+        "{f:?}"
+    );
     eprintln!(
-        "failover: detected {} ms after the first failed check, new topology acknowledged after {failover_ms} ms",
-        event["detect_ms"]
+        "failover: detected {:?} ms after the first failed check, new topology acknowledged after {failover_ms} ms",
+        event.detect_ms
     );
     let out = cp.admin_cli(TOKEN, &["failover", "status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -392,12 +405,9 @@ fn killed_master_under_write_load_fails_over_within_the_lag_bound_and_rejoins_as
 
     // The audit log (which the console shows) records it.
     assert!(
-        audited(&cp, |e| e["status"] == 200
-            && e["method"] == "FAILOVER"
-            && e["detail"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("promoted {replica}"))),
+        audited(&cp, |e| e.status == 200
+            && e.method == "FAILOVER"
+            && e.detail.contains(&format!("promoted {replica}"))),
         "the failover is audited"
     );
 
@@ -418,25 +428,23 @@ fn killed_master_under_write_load_fails_over_within_the_lag_bound_and_rejoins_as
     let synced = wait_until(Duration::from_secs(20), || cp.servers[0].has(&keys[0]));
     assert!(synced, "the old master got the new master's data");
     // Recorded just after the REPLICAOF: a moment later than ROLE may show it.
-    let mut f = serde_json::Value::Null;
+    let mut f = None;
     let recorded = wait_until(Duration::from_secs(10), || {
-        f = cp.api().get("/api/failover").ok();
-        f["rejoin"] == json!([])
+        let now = failover(&cp);
+        let empty = now.rejoin.is_empty();
+        f = Some(now);
+        empty
     });
-    assert!(recorded, "nothing left to rejoin: {f}");
+    assert!(recorded, "nothing left to rejoin: {f:?}");
     assert!(
-        audited(&cp, |e| e["detail"].as_str().unwrap().contains(&format!(
+        audited(&cp, |e| e.detail.contains(&format!(
             "{old_master} answers again: now a replica of {replica}"
         ))),
         "the rejoin is audited"
     );
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(
-        groups[0]["servers"][1]["addr"],
-        old_master.as_str(),
-        "{groups}"
-    );
-    assert_eq!(groups[0]["servers"][1]["role"], "replica", "{groups}");
+    let groups = groups(&cp);
+    assert_eq!(groups[0].servers[1].addr, old_master, "{groups:?}");
+    assert_eq!(groups[0].servers[1].role, ServerRole::Replica, "{groups:?}");
 }
 
 #[test]
@@ -465,32 +473,27 @@ fn replica_lagging_past_the_bound_is_not_promoted_and_the_api_says_why() {
             Frame::Simple("OK".into())
         );
     }
-    let mut groups = serde_json::Value::Null;
+    let mut g = Vec::new();
     let lagging = wait_until(Duration::from_secs(10), || {
-        groups = cp.api().get("/api/groups").ok();
-        groups[0]["servers"][1]["lag_bytes"]
-            .as_i64()
-            .is_some_and(|l| l > 10_000)
+        g = groups(&cp);
+        g[0].servers[1].lag_bytes.is_some_and(|l| l > 10_000)
     });
-    assert!(lagging, "the dashboard sees the replica lag: {groups}");
+    assert!(lagging, "the dashboard sees the replica lag: {g:?}");
     let master = cp.server_addr(0);
     cp.servers[0].kill();
 
     let status = wait_for_status(&cp, "lag");
-    assert_eq!(status["state"], "refused", "{status}");
-    let reason = status["reason"].as_str().unwrap();
+    assert_eq!(status.state, FailoverState::Refused, "{status:?}");
+    let reason = &status.reason;
     assert!(reason.contains("more than max_lag_bytes 100"), "{reason}");
     assert!(reason.contains(&cp.server_addr(1)), "{reason}");
     std::thread::sleep(Duration::from_secs(1));
-    groups = cp.api().get("/api/groups").ok();
+    g = groups(&cp);
+    assert_eq!(g[0].servers[0].addr, master, "not promoted: {g:?}");
     assert_eq!(
-        groups[0]["servers"][0]["addr"],
-        master.as_str(),
-        "not promoted: {groups}"
-    );
-    assert_eq!(
-        groups[0]["failover"]["kind"], "lag",
-        "the group says why: {groups}"
+        g[0].failover.as_ref().map(|f| f.kind.as_str()),
+        Some("lag"),
+        "the group says why: {g:?}"
     );
     let metrics = cp.api().get("/metrics").body;
     assert!(
@@ -501,38 +504,32 @@ fn replica_lagging_past_the_bound_is_not_promoted_and_the_api_says_why() {
                 && l.ends_with(" 1")),
         "{metrics}"
     );
-    let overview = cp.api().get("/api/overview").ok();
+    let overview: Overview = cp.api().get("/api/overview").ok_as();
     assert_eq!(
-        overview["failover"]["not_failing_over"][0]["kind"], "lag",
-        "{overview}"
+        overview.failover.not_failing_over[0].kind, "lag",
+        "{overview:?}"
     );
     assert!(
-        audited(&cp, |e| e["status"] == 409
-            && e["detail"]
-                .as_str()
-                .unwrap()
-                .contains("more than max_lag_bytes 100")),
+        audited(&cp, |e| e.status == 409
+            && e.detail.contains("more than max_lag_bytes 100")),
         "the refusal is audited"
     );
 
     // An operator accepting the loss raises the bound: failover proceeds.
     cp.api()
         .put("/api/failover", &json!({ "max_lag_bytes": 1 << 20 }))
-        .ok();
+        .ok_as::<FailoverView>();
     let promoted = wait_until(Duration::from_secs(15), || {
-        groups = cp.api().get("/api/groups").ok();
-        groups[0]["servers"][0]["addr"] == cp.server_addr(1).as_str()
+        g = groups(&cp);
+        g[0].servers[0].addr == cp.server_addr(1)
     });
     assert!(
         promoted,
-        "with a larger bound the replica is promoted: {groups}"
+        "with a larger bound the replica is promoted: {g:?}"
     );
     let f = wait_for_event(&cp);
-    assert!(
-        f["events"][0]["lag_bytes"].as_u64().unwrap() > 10_000,
-        "{f}"
-    );
-    assert_eq!(f["groups"], json!([]), "{f}");
+    assert!(f.events[0].lag_bytes > 10_000, "{f:?}");
+    assert!(f.groups.is_empty(), "{f:?}");
 }
 
 #[test]
@@ -545,12 +542,12 @@ fn failover_settings_need_an_admin_and_are_validated() {
     assert!(msg.contains("down_after_checks"), "{msg}");
     let unknown = cp.api().put("/api/failover", &json!({ "enable": true }));
     unknown.expect_error(400, "bad_request");
-    let viewer = cp
+    let viewer: CreatedToken = cp
         .api()
         .post("/api/tokens", &json!({"name": "v", "role": "viewer"}))
-        .ok();
-    let as_viewer = cp.api().with_token(viewer["token"].as_str().unwrap());
-    as_viewer.get("/api/failover").ok();
+        .ok_as();
+    let as_viewer = cp.api().with_token(&viewer.token);
+    as_viewer.get("/api/failover").ok_as::<FailoverView>();
     as_viewer
         .put("/api/failover", &json!({ "enabled": true }))
         .expect_error(403, "forbidden");
@@ -562,14 +559,14 @@ fn failover_settings_need_an_admin_and_are_validated() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("automatic failover: on"), "{stdout}");
-    let v = cp.api().get("/api/failover").ok();
-    assert_eq!(v["settings"]["max_lag_bytes"], 4096, "{v}");
+    let v = failover(&cp);
+    assert_eq!(v.settings.max_lag_bytes, 4096, "{v:?}");
     // Persisted: a successor dashboard has the same settings.
     let mut cp = cp;
     cp.restart_dashboard();
-    let v = cp.api().get("/api/failover").ok();
-    assert_eq!(v["settings"]["enabled"], true, "{v}");
-    assert_eq!(v["settings"]["max_lag_bytes"], 4096, "{v}");
+    let v = failover(&cp);
+    assert!(v.settings.enabled, "{v:?}");
+    assert_eq!(v.settings.max_lag_bytes, 4096, "{v:?}");
 }
 
 #[test]
@@ -598,17 +595,13 @@ fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor()
     // replica itself ("unknown_offset"): only the persisted decision promotes this one.
     cp.restart_dashboard();
     let f = wait_for_event(&cp);
-    let event = &f["events"][0];
-    assert_eq!(event["new_master"], replica.as_str(), "{f}");
-    assert_eq!(event["resumed"], true, "{f}");
-    assert_eq!(f["pending"], serde_json::Value::Null, "{f}");
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(
-        groups[0]["servers"][0]["addr"],
-        replica.as_str(),
-        "{groups}"
-    );
-    assert_eq!(groups[0]["down"], false, "{groups}");
+    let event = &f.events[0];
+    assert_eq!(event.new_master, replica, "{f:?}");
+    assert!(event.resumed, "{f:?}");
+    assert_eq!(f.pending, None, "{f:?}");
+    let groups = groups(&cp);
+    assert_eq!(groups[0].servers[0].addr, replica, "{groups:?}");
+    assert!(!groups[0].down, "{groups:?}");
     let mut session = cp.proxies[0].raw();
     assert_eq!(
         session.cmd(&["SET", "after-resume", "v"]),
@@ -617,9 +610,8 @@ fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor()
     );
     assert!(cp.servers[1].has("after-resume"));
     assert!(
-        audited(&cp, |e| e["detail"]
-            .as_str()
-            .unwrap()
+        audited(&cp, |e| e
+            .detail
             .contains("completed after a dashboard restart")),
         "audited"
     );
@@ -633,20 +625,13 @@ fn a_decision_persisted_before_a_dashboard_crash_is_completed_by_its_successor()
         tokens: vec![(cluster.clone(), TOKEN.to_owned())],
         ..ConsoleSetup::default()
     });
-    let merged = console.login("ada", "pw").get("/api/audit").ok();
+    let merged: Vec<MergedEntry> = console.login("ada", "pw").get("/api/audit").ok_as();
     assert!(
-        merged
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["cluster"] == cluster.as_str()
-                && e["actor"] == "failover"
-                && e["method"] == "FAILOVER"
-                && e["detail"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&format!("promoted {replica}"))),
-        "the console lists the failover: {merged}"
+        merged.iter().any(|e| e.cluster == cluster
+            && e.entry.actor == "failover"
+            && e.entry.method == "FAILOVER"
+            && e.entry.detail.contains(&format!("promoted {replica}"))),
+        "the console lists the failover: {merged:?}"
     );
 }
 
@@ -665,26 +650,22 @@ fn a_master_the_proxies_still_reach_is_not_failed_over() {
         assert_eq!(m.cmd(cmd), Frame::Simple("OK".into()), "{cmd:?}");
     }
     let status = wait_for_status(&cp, "quorum");
-    assert_eq!(status["state"], "waiting", "{status}");
-    let reason = status["reason"].as_str().unwrap();
+    assert_eq!(status.state, FailoverState::Waiting, "{status:?}");
+    let reason = &status.reason;
     assert!(
         reason.contains(&format!("0 of 1 online proxies see master {master} down"))
             && reason.contains("1 still reach it"),
         "{reason}"
     );
     std::thread::sleep(Duration::from_secs(1));
-    let groups = cp.api().get("/api/groups").ok();
+    let groups = groups(&cp);
     assert_eq!(
-        groups[0]["servers"][0]["addr"],
-        master.as_str(),
-        "not promoted: {groups}"
+        groups[0].servers[0].addr, master,
+        "not promoted: {groups:?}"
     );
     assert!(
-        audited(&cp, |e| e["status"] == 409
-            && e["detail"]
-                .as_str()
-                .unwrap()
-                .contains("0 of 1 online proxies")),
+        audited(&cp, |e| e.status == 409
+            && e.detail.contains("0 of 1 online proxies")),
         "the refusal is audited"
     );
 
@@ -695,11 +676,14 @@ fn a_master_the_proxies_still_reach_is_not_failed_over() {
     ] {
         assert_eq!(m.cmd(cmd), Frame::Simple("OK".into()), "{cmd:?}");
     }
-    let mut f = serde_json::Value::Null;
+    let mut f = None;
     let cleared = wait_until(Duration::from_secs(10), || {
-        f = cp.api().get("/api/failover").ok();
-        f["groups"] == json!([])
+        let now = failover(&cp);
+        let empty = now.groups.is_empty();
+        f = Some(now);
+        empty
     });
-    assert!(cleared, "{f}");
-    assert_eq!(f["events"], json!([]), "no failover happened: {f}");
+    assert!(cleared, "{f:?}");
+    let f = f.expect("read above");
+    assert!(f.events.is_empty(), "no failover happened: {f:?}");
 }

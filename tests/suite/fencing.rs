@@ -10,6 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tessera_wire::cluster::{Overview, ProxyView};
+
+use crate::migration::{idle, owners};
 
 use crate::support::{ControlPlane, Frame, RawClient, encode, keys_on, slot, wait_until};
 
@@ -161,9 +164,7 @@ fn two_groups_and_two_current_proxies() -> ControlPlane {
     cp.assign(0, 1023, 1);
     for p in &cp.proxies {
         assert!(wait_until(Duration::from_secs(10), || p.epoch()
-            == cp.api().get("/api/overview").ok()["epoch"]
-                .as_u64()
-                .unwrap_or(0)));
+            == cp.api().get("/api/overview").ok_as::<Overview>().epoch));
     }
     cp
 }
@@ -183,32 +184,26 @@ fn freeze_and_move(cp: &ControlPlane, s: u32) {
         .ok();
     assert!(
         wait_until(Duration::from_secs(60), || {
-            cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-                && cp.api().get("/api/migrations").ok()["slots"]
-                    .as_array()
-                    .is_some_and(Vec::is_empty)
+            owners(cp)[s as usize] == Some(2) && idle(cp)
         }),
         "the migration finished without the frozen proxy: {}",
-        cp.api().get("/api/migrations").ok()
+        cp.api().get("/api/migrations").body
     );
 }
 
 /// The registration token of the proxy listening on `addr`.
 fn cut_token(cp: &ControlPlane, addr: std::net::SocketAddr) -> String {
-    cp.api()
-        .get("/api/proxies")
-        .ok()
-        .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["addr"] == addr.to_string()))
-        .and_then(|p| p["token"].as_str())
+    proxies(cp)
+        .into_iter()
+        .find(|p| p.addr == addr.to_string())
+        .map(|p| p.token)
         .expect("the proxy is registered")
-        .to_owned()
 }
 
 fn registered(cp: &ControlPlane, token: &str) -> bool {
-    cp.api()
-        .get("/api/proxies")
-        .ok()
-        .as_array()
-        .is_some_and(|ps| ps.iter().any(|p| p["token"] == token))
+    proxies(cp).iter().any(|p| p.token == token)
+}
+
+fn proxies(cp: &ControlPlane) -> Vec<ProxyView> {
+    cp.api().get("/api/proxies").ok_as()
 }

@@ -199,7 +199,7 @@ fn the_cache_stays_within_max_bytes_under_many_hot_keys() {
         .body_mut()
         .read_to_string()
         .unwrap();
-    let view: serde_json::Value = serde_json::from_str(&view).unwrap();
-    assert_eq!(view["hot_cache"]["enabled"], true);
-    assert!(view["hot_cache"]["bytes"].as_u64().unwrap() <= 8192);
+    let view: tessera_wire::telemetry::HotKeysView = serde_json::from_str(&view).unwrap();
+    assert!(view.hot_cache.enabled);
+    assert!(view.hot_cache.bytes <= 8192);
 }

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use redis::Commands;
-use serde_json::Value;
+use tessera_wire::telemetry::{ClusterHotKey, ClusterHotKeys, HotKey, HotKeysView};
 
 use crate::migration::{conn, wait_for};
 use crate::support::{Cluster, ControlPlane, TOKEN, cli_stdout};
@@ -61,12 +61,12 @@ fn hammer(
     })
 }
 
-fn keys(list: &Value) -> Vec<String> {
-    list.as_array()
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .map(|k| k["key"].as_str().unwrap_or_default().to_string())
-        .collect()
+fn keys(list: &[HotKey]) -> Vec<String> {
+    list.iter().map(|k| k.key.clone()).collect()
+}
+
+fn merged_keys(list: &[ClusterHotKey]) -> Vec<String> {
+    list.iter().map(|k| k.key.clone()).collect()
 }
 
 #[test]
@@ -93,70 +93,54 @@ fn planted_keys_rank_per_proxy_and_a_key_split_over_both_ranks_first_cluster_wid
         hammer(a, vec![("planted:big", 1)], stop.clone()),
     ];
 
-    let view = |p: usize| {
+    let view = |p: usize| -> HotKeysView {
         cp.proxies[p]
             .admin()
             .get("/api/proxy/hotkeys?limit=10")
-            .ok()
+            .ok_as()
     };
-    let mut seen = (Value::Null, Value::Null, Value::Null);
+    let mut seen = None;
     wait_for("the planted keys ranked", Duration::from_secs(30), || {
-        seen = (view(0), view(1), cp.api().get("/api/hotkeys?limit=5").ok());
-        let (va, vb, merged) = &seen;
-        keys(&va["by_ops"]).starts_with(&["planted:a".into(), "planted:split".into()])
-            && keys(&vb["by_ops"]).starts_with(&["planted:b".into(), "planted:split".into()])
-            && keys(&va["by_bytes"]).first().map(String::as_str) == Some("planted:big")
-            && keys(&merged["by_ops"]).first().map(String::as_str) == Some("planted:split")
-            && keys(&merged["by_bytes"]).first().map(String::as_str) == Some("planted:big")
+        let (va, vb, merged): (_, _, ClusterHotKeys) = (
+            view(0),
+            view(1),
+            cp.api().get("/api/hotkeys?limit=5").ok_as(),
+        );
+        let ranked = keys(&va.by_ops).starts_with(&["planted:a".into(), "planted:split".into()])
+            && keys(&vb.by_ops).starts_with(&["planted:b".into(), "planted:split".into()])
+            && keys(&va.by_bytes).first().map(String::as_str) == Some("planted:big")
+            && merged_keys(&merged.by_ops).first().map(String::as_str) == Some("planted:split")
+            && merged_keys(&merged.by_bytes).first().map(String::as_str) == Some("planted:big");
+        seen = Some((va, vb, merged));
+        ranked
     });
     stop.store(true, Ordering::Relaxed);
     for h in hammers {
         h.join().unwrap();
     }
-    let (va, _, merged) = seen;
-    assert!(
-        va["enabled"] == true && va["window_secs"].as_f64() > Some(0.0),
-        "{va}"
-    );
-    let split = &merged["by_ops"][0];
+    let (va, _, merged) = seen.expect("read above");
+    assert!(va.enabled && va.window_secs > 0.0, "{va:?}");
+    let split = &merged.by_ops[0];
     // The merged count is the sum of what each proxy reported for it in this read (the
     // proxies' own views above were read at other moments of their sliding windows).
-    let shares: Vec<u64> = split["seen_by"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["ops"].as_u64().unwrap())
-        .collect();
-    assert!(shares.iter().all(|&n| n > 0), "{merged}");
-    assert_eq!(
-        split["ops"].as_u64().unwrap(),
-        shares.iter().sum::<u64>(),
-        "{merged}"
-    );
-    let mut by: Vec<&str> = split["seen_by"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["addr"].as_str().unwrap())
-        .collect();
+    let shares: Vec<u64> = split.seen_by.iter().map(|s| s.ops).collect();
+    assert!(shares.iter().all(|&n| n > 0), "{merged:?}");
+    assert_eq!(split.ops, shares.iter().sum::<u64>(), "{merged:?}");
+    let mut by: Vec<&str> = split.seen_by.iter().map(|s| s.addr.as_str()).collect();
     by.sort();
     let mut want = vec![a.to_string(), b.to_string()];
     want.sort();
-    assert_eq!(by, want, "{merged}");
-    assert_eq!(merged["proxies"], 2, "{merged}");
+    assert_eq!(by, want, "{merged:?}");
+    assert_eq!(merged.proxies, 2, "{merged:?}");
     let slot = crate::support::slot(b"planted:split");
-    assert_eq!(split["slot"], slot);
-    assert_eq!(split["group"], if slot < 512 { 1 } else { 2 });
+    assert_eq!(split.slot, Some(slot as u16));
+    assert_eq!(split.group, Some(if slot < 512 { 1 } else { 2 }));
     // Each proxy's own key is listed too, with only its proxy.
     for (own, addr) in [("planted:a", a), ("planted:b", b)] {
-        let k = merged["by_ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|k| k["key"] == own);
-        let k = k.unwrap_or_else(|| panic!("{own} not in {merged}"));
-        assert_eq!(k["seen_by"].as_array().unwrap().len(), 1, "{merged}");
-        assert_eq!(k["seen_by"][0]["addr"], addr.to_string(), "{merged}");
+        let k = merged.by_ops.iter().find(|k| k.key == own);
+        let k = k.unwrap_or_else(|| panic!("{own} not in {merged:?}"));
+        assert_eq!(k.seen_by.len(), 1, "{merged:?}");
+        assert_eq!(k.seen_by[0].addr, addr.to_string(), "{merged:?}");
     }
 
     let out = cli_stdout(
@@ -201,9 +185,9 @@ fn many_distinct_and_very_long_keys_stay_within_the_memory_bound() {
             .body_mut()
             .read_to_string()
             .unwrap();
-        serde_json::from_str::<Value>(&body).unwrap()
+        serde_json::from_str::<HotKeysView>(&body).unwrap()
     };
-    let limit = view()["memory_limit_bytes"].as_u64().unwrap();
+    let limit = view().memory_limit_bytes;
     assert!(
         limit > 0 && limit < 512 << 10,
         "a small, fixed bound: {limit}"
@@ -211,7 +195,7 @@ fn many_distinct_and_very_long_keys_stay_within_the_memory_bound() {
 
     let mut c = conn(cluster.proxy.addr());
     let long = "L".repeat(4 << 20);
-    let mut last = Value::Null;
+    let mut last = None;
     wait_for("the long key listed", Duration::from_secs(30), || {
         // 20 000 distinct keys and a few 4 MiB ones per round.
         for round in 0..4 {
@@ -224,34 +208,23 @@ fn many_distinct_and_very_long_keys_stay_within_the_memory_bound() {
                 let _: Option<String> = c.get(format!("{long}{i}")).unwrap();
             }
         }
-        last = view();
-        last["by_bytes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|k| k["key_len"] == (4u64 << 20) + 1)
+        let v = view();
+        let found = v.by_bytes.iter().any(|k| k.key_len == (4u64 << 20) + 1);
+        last = Some(v);
+        found
     });
-    assert_eq!(
-        last["memory_limit_bytes"].as_u64().unwrap(),
-        limit,
-        "the bound does not move"
-    );
+    let last = last.expect("read above");
+    assert_eq!(last.memory_limit_bytes, limit, "the bound does not move");
     assert!(
-        last["memory_bytes"].as_u64().unwrap() <= limit,
+        last.memory_bytes <= limit,
         "held {} of {limit}",
-        last["memory_bytes"]
+        last.memory_bytes
     );
-    let listed: Vec<&Value> = last["by_ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(last["by_bytes"].as_array().unwrap())
-        .collect();
+    let listed: Vec<&HotKey> = last.by_ops.iter().chain(&last.by_bytes).collect();
     assert!(!listed.is_empty());
     for k in listed {
-        assert!(k["key"].as_str().unwrap().len() <= 32, "{k}");
-        let len = k["key_len"].as_u64().unwrap();
-        assert_eq!(k["truncated"], len > 32, "{k}");
+        assert!(k.key.len() <= 32, "{k:?}");
+        assert_eq!(k.truncated, k.key_len > 32, "{k:?}");
     }
 }
 

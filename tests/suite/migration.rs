@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use redis::Commands;
 use serde_json::{Value, json};
+use tessera_wire::cluster::{ActionState, SlotView};
+use tessera_wire::migration::{Aborted, MigrationStatus, Queued, RebalanceAnswer};
+use tessera_wire::topology::GroupId;
 
 use crate::support::{ControlPlane, slot};
 
@@ -215,18 +218,16 @@ fn fill_hash(c: &mut redis::Connection, key: &str, n: usize) {
     }
 }
 
-pub(crate) fn status(cp: &ControlPlane) -> Value {
-    cp.api().get("/api/migrations").ok()
+pub(crate) fn status(cp: &ControlPlane) -> MigrationStatus {
+    cp.api().get("/api/migrations").ok_as()
 }
 
 pub(crate) fn owners(cp: &ControlPlane) -> Vec<Option<u64>> {
     cp.api()
         .get("/api/slots")
-        .ok()
-        .as_array()
-        .expect("slots")
+        .ok_as::<Vec<SlotView>>()
         .iter()
-        .map(|s| s["group"].as_u64())
+        .map(|s| s.group.map(|g| u64::from(g.0)))
         .collect()
 }
 
@@ -239,7 +240,7 @@ pub(crate) fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> boo
 }
 
 pub(crate) fn idle(cp: &ControlPlane) -> bool {
-    status(cp)["slots"].as_array().is_some_and(Vec::is_empty)
+    status(cp).slots.is_empty()
 }
 
 /// Fills the cluster with `n` small keys so passes take long enough to be caught half way.
@@ -283,7 +284,7 @@ fn acknowledged_writes_survive_migration_abort_and_crashes() {
         )
         .ok();
     wait_for("keys to start moving", Duration::from_secs(60), || {
-        status(&cp)["keys_moved"].as_u64() > Some(0)
+        status(&cp).keys_moved > 0
     });
     cp.proxies[1].kill();
     cp.kill_dashboard();
@@ -307,16 +308,13 @@ fn acknowledged_writes_survive_migration_abort_and_crashes() {
         Duration::from_secs(60),
         || {
             let s = status(&cp);
-            s["keys_moved"].as_u64() > Some(0)
-                || s["slots"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x["state"] == "migrating"))
+            s.keys_moved > 0 || s.slots.iter().any(|x| x.state == ActionState::Migrating)
         },
     );
-    let aborted = cp.api().post("/api/migrations/abort", &json!({})).ok();
+    let aborted: Aborted = cp.api().post("/api/migrations/abort", &json!({})).ok_as();
     assert!(
-        aborted["aborted"].as_u64() > Some(0),
-        "nothing was left to abort: {aborted}"
+        aborted.aborted > 0,
+        "nothing was left to abort: {aborted:?}"
     );
     wait_for(
         "the abort to bring every key back",
@@ -438,16 +436,15 @@ fn clients_get_no_error_while_slots_move_back_and_forth() {
         "clients got {unknown} errors in {acked} operations while slots moved, first: {errors:#?}"
     );
     // The handoffs' write pause is measured and reported per slot.
-    let pause = &status(&cp)["write_pause"];
+    let pause = status(&cp)
+        .write_pause
+        .expect("the write pause is reported");
     assert_eq!(
-        pause["slots"], 896,
-        "every slot handed over counts once: {pause}"
+        pause.slots, 896,
+        "every slot handed over counts once: {pause:?}"
     );
-    let (p99, max) = (
-        pause["p99_ms"].as_f64().expect("a p99"),
-        pause["max_ms"].as_f64().expect("a max"),
-    );
-    assert!(p99 > 0.0 && p99 <= max, "{pause}");
+    let (p99, max) = (pause.p99_ms, pause.max_ms);
+    assert!(p99 > 0.0 && p99 <= max, "{pause:?}");
     eprintln!(
         "{acked} operations through two proxies while 896 slot moves ran, 0 errors; write pause per slot p99 {p99:.0} ms, max {max:.0} ms"
     );
@@ -574,21 +571,15 @@ fn rebalance_plans_moves_evenly_and_executes_them_without_losing_keys() {
     let proxy = cp.proxies[0].addr();
     preload(proxy, 5000);
 
-    let plan = cp
+    let plan: RebalanceAnswer = cp
         .api()
         .post("/api/rebalance", &json!({"dry_run": true}))
-        .ok();
+        .ok_as();
     assert_eq!(
-        plan["slots"], 341,
-        "a third of the slots move to the new group: {plan}"
+        plan.slots, 341,
+        "a third of the slots move to the new group: {plan:?}"
     );
-    assert!(
-        plan["moves"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|m| m["to"] == 3)
-    );
+    assert!(plan.moves.iter().all(|m| m.to == GroupId(3)));
     assert!(
         owners(&cp).iter().all(|o| *o != Some(3)),
         "a dry run moves nothing"
@@ -798,13 +789,13 @@ fn slots_move_between_servers_with_passwords_and_the_proxies_move_what_they_touc
             "/api/migrations",
             &json!({"from": 0, "to": 511, "group": 2, "max_keys_per_sec": 1000}),
         )
-        .ok();
-    assert_eq!(queued["throttle"]["max_keys_per_sec"], 1000, "{queued}");
+        .ok_as::<Queued>();
+    assert_eq!(queued.throttle.max_keys_per_sec, Some(1000), "{queued:?}");
     let started = Instant::now();
     wait_for(
         "the cap to show in the status",
         Duration::from_secs(10),
-        || status(&cp)["throttle"]["max_keys_per_sec"] == 1000,
+        || status(&cp).throttle.max_keys_per_sec == Some(1000),
     );
     let mut touched = 0;
     while !idle(&cp) && started.elapsed() < Duration::from_secs(120) {
@@ -835,16 +826,16 @@ fn slots_move_between_servers_with_passwords_and_the_proxies_move_what_they_touc
     wait_for(
         "the cap to end with the migration",
         Duration::from_secs(10),
-        || status(&cp)["throttle"]["max_keys_per_sec"].is_null(),
+        || status(&cp).throttle.max_keys_per_sec.is_none(),
     );
     let st = status(&cp);
     assert!(
-        st["bytes_moved"].as_u64().unwrap_or(0) > 32 * 1000,
-        "bytes moved are counted: {st}"
+        st.bytes_moved > 32 * 1000,
+        "bytes moved are counted: {st:?}"
     );
     assert!(
-        st["slowest_command"]["ms"].as_f64().is_some(),
-        "the slowest mover command is reported: {st}"
+        st.slowest_command.is_some(),
+        "the slowest mover command is reported: {st:?}"
     );
     let keys: Vec<String> = (0..3000).map(|i| format!("fill:{i}")).collect();
     let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
@@ -958,10 +949,10 @@ fn a_rebalance_with_a_proxy_cut_off_and_back_loses_no_acknowledged_write() {
     // the fencing margin), and that proxy fences itself when it wakes.
     cp.proxies[1].signal("-STOP");
     thread::sleep(Duration::from_millis(200));
-    let plan = cp.api().post("/api/rebalance", &json!({})).ok();
-    assert!(plan["slots"].as_u64() > Some(300), "{plan}");
+    let plan: RebalanceAnswer = cp.api().post("/api/rebalance", &json!({})).ok_as();
+    assert!(plan.slots > 300, "{plan:?}");
     thread::sleep(Duration::from_secs(13));
-    let held = status(&cp)["blocked"].clone();
+    let held = status(&cp).blocked;
     cp.proxies[1].signal("-CONT");
     wait_for("the rebalance to finish", Duration::from_secs(240), || {
         idle(&cp)
@@ -1017,10 +1008,10 @@ fn a_rebalance_with_a_proxy_cut_off_and_back_loses_no_acknowledged_write() {
         healthy_errors, 0,
         "clients of the proxy that stayed up got errors, first: {first:#?}"
     );
-    let pause = status(&cp)["write_pause"].clone();
+    let pause = status(&cp).write_pause;
     assert!(
-        pause["max_ms"].as_f64().is_some_and(|ms| ms < 5000.0),
-        "a handoff kept its slots blocked past slot_hold_ms: {pause}"
+        pause.as_ref().is_some_and(|p| p.max_ms < 5000.0),
+        "a handoff kept its slots blocked past slot_hold_ms: {pause:?}"
     );
     let keys: Vec<String> = (0..20_000).map(|i| format!("fill:{i}")).collect();
     let values: Vec<Option<String>> = c.mget(&keys).expect("MGET");
@@ -1029,7 +1020,7 @@ fn a_rebalance_with_a_proxy_cut_off_and_back_loses_no_acknowledged_write() {
         "a preloaded key was lost"
     );
     eprintln!(
-        "checker with a proxy frozen 13 s during a rebalance: {acked} acknowledged, {unknown} errors (all of the frozen proxy's clients); held meanwhile: {held}; write pause {pause}"
+        "checker with a proxy frozen 13 s during a rebalance: {acked} acknowledged, {unknown} errors (all of the frozen proxy's clients); held meanwhile: {held:?}; write pause {pause:?}"
     );
 }
 
@@ -1058,7 +1049,7 @@ fn a_migration_reads_idle_only_once_the_proxies_have_its_last_table() {
         .ok();
     // Frozen while the keys move (after the handoff, before the last push).
     wait_for("keys to start moving", Duration::from_secs(60), || {
-        status(&cp)["keys_moved"].as_u64() > Some(0)
+        status(&cp).keys_moved > 0
     });
     cp.proxies[1].signal("-STOP");
     wait_for("the keys to be moved", Duration::from_secs(60), || {
@@ -1070,17 +1061,16 @@ fn a_migration_reads_idle_only_once_the_proxies_have_its_last_table() {
     let mut seen = Vec::new();
     while Instant::now() < until {
         let st = status(&cp);
-        let slots = st["slots"].as_array().cloned().unwrap_or_default();
         assert!(
-            !slots.is_empty(),
-            "the migration read idle while a proxy had not taken its last table: {st}"
+            !st.slots.is_empty(),
+            "the migration read idle while a proxy had not taken its last table: {st:?}"
         );
-        seen.push(slots[0]["state"].as_str().unwrap_or("?").to_owned());
+        seen.push(st.slots[0].state);
         thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(
-        seen.last().map(String::as_str),
-        Some("finished"),
+        seen.last(),
+        Some(&ActionState::Finished),
         "states seen: {seen:?}"
     );
     cp.proxies[1].signal("-CONT");
@@ -1108,7 +1098,7 @@ fn an_abort_left_by_a_dead_dashboard_is_applied_by_its_successor() {
         )
         .ok();
     wait_for("keys to start moving", Duration::from_secs(60), || {
-        status(&cp)["keys_moved"].as_u64() > Some(0)
+        status(&cp).keys_moved > 0
     });
     cp.kill_dashboard();
     assert!(cp.servers[1].dbsize() > 0, "some keys had moved");

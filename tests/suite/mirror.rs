@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
+use tessera_wire::mirror::{CommandFigures, MirrorView, ProxyMirror};
+use tessera_wire::tokens::CreatedToken;
 
 use crate::support::{
     ControlPlane, Frame, Proxy, RedisServer, TOKEN, cli_stdout, connect, metric, wait_until,
@@ -22,32 +24,41 @@ use crate::support::{
 const CATCH_UP: Duration = Duration::from_secs(20);
 
 /// `GET /api/proxy/mirror` of a static proxy's admin API.
-fn view(admin: SocketAddr) -> Value {
+fn view(admin: SocketAddr) -> ProxyMirror {
+    let body = view_raw(admin);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not a proxy's mirror ({e}): {body}"))
+}
+
+/// The body of `GET /api/proxy/mirror` as it is (for what it must never hold).
+fn view_raw(admin: SocketAddr) -> String {
     let url = format!("http://{admin}/api/proxy/mirror");
-    let body = ureq::get(&url)
+    ureq::get(&url)
         .call()
         .and_then(|mut r| r.body_mut().read_to_string())
-        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    serde_json::from_str(&body).expect("mirror view is JSON")
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
 }
 
 /// The figures of one command in a mirror view (zeros if it has none).
-fn command(v: &Value, name: &str) -> Value {
-    v["figures"]["commands"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["command"] == name).cloned())
-        .unwrap_or_else(|| json!({"sent": 0, "compared": 0, "mismatched": 0, "uncompared": 0}))
+fn command(v: &ProxyMirror, name: &str) -> CommandFigures {
+    v.figures
+        .commands
+        .iter()
+        .find(|c| c.command == name)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Waits until nothing mirrored is awaiting the shadow.
-fn drained(admin: SocketAddr) -> Value {
-    let mut last = Value::Null;
+fn drained(admin: SocketAddr) -> ProxyMirror {
+    let mut last = None;
     let ok = wait_until(CATCH_UP, || {
-        last = view(admin);
-        last["figures"]["queue_entries"] == 0
+        let v = view(admin);
+        let empty = v.figures.queue_entries == 0;
+        last = Some(v);
+        empty
     });
-    assert!(ok, "the mirror queue never drained: {last}");
-    last
+    assert!(ok, "the mirror queue never drained: {last:?}");
+    last.expect("read above")
 }
 
 fn mirror_toml(target: SocketAddr, mode: &str, extra: &str) -> String {
@@ -202,16 +213,13 @@ fn mirrored_writes_leave_the_shadow_equal_to_the_primary() {
         .query(&mut proxy.client())
         .unwrap();
     let v = drained(proxy.admin());
-    let f = &v["figures"];
-    assert_eq!(f["mismatched"], 0, "{v}");
-    assert_eq!(f["errors"], 0, "{v}");
-    assert!(
-        f["dropped"].as_object().unwrap().values().all(|n| n == 0),
-        "{v}"
-    );
-    assert!(f["compared"].as_u64().unwrap() > 4 * 150 * 9, "{v}");
-    assert_eq!(command(&v, "get")["sent"], 0, "reads stay home: {v}");
-    assert_eq!(v["config"]["mode"], "writes");
+    let f = &v.figures;
+    assert_eq!(f.mismatched, 0, "{v:?}");
+    assert_eq!(f.errors, 0, "{v:?}");
+    assert!(f.dropped.values().all(|n| *n == 0), "{v:?}");
+    assert!(f.compared > 4 * 150 * 9, "{v:?}");
+    assert_eq!(command(&v, "get").sent, 0, "reads stay home: {v:?}");
+    assert_eq!(v.config.as_ref().map(|c| c.mode.as_str()), Some("writes"));
 
     let mut shadow_con = shadow.client();
     let mut keys = 0;
@@ -267,33 +275,23 @@ fn a_divergence_planted_on_the_shadow_is_counted_with_samples() {
     }
     let v = drained(proxy.admin());
     let get = command(&v, "get");
-    assert_eq!(get["sent"], 10, "{v}");
-    assert_eq!(get["compared"], 10, "{v}");
-    assert_eq!(get["mismatched"], 5, "only the planted key's GETs: {v}");
+    assert_eq!(get.sent, 10, "{v:?}");
+    assert_eq!(get.compared, 10, "{v:?}");
+    assert_eq!(get.mismatched, 5, "only the planted key's GETs: {v:?}");
     let rand = command(&v, "srandmember");
+    assert_eq!((rand.uncompared, rand.mismatched), (5, 0), "{v:?}");
     assert_eq!(
-        (rand["uncompared"].clone(), rand["mismatched"].clone()),
-        (json!(5), json!(0)),
-        "{v}"
-    );
-    assert_eq!(
-        command(&v, "smembers")["mismatched"],
+        command(&v, "smembers").mismatched,
         0,
-        "set order is not a mismatch: {v}"
+        "set order is not a mismatch: {v:?}"
     );
-    let samples = v["samples"].as_array().unwrap();
-    assert_eq!(samples.len(), 5, "{v}");
+    let samples = &v.samples;
+    assert_eq!(samples.len(), 5, "{v:?}");
     let s = &samples[0];
-    assert_eq!(s["command"], "GET");
-    assert_eq!(s["args"], json!(["planted"]));
-    assert!(
-        s["primary"].as_str().unwrap().contains("primary-value"),
-        "{s}"
-    );
-    assert!(
-        s["shadow"].as_str().unwrap().contains("shadow-value"),
-        "{s}"
-    );
+    assert_eq!(s.command, "GET");
+    assert_eq!(s.args, ["planted"]);
+    assert!(s.primary.contains("primary-value"), "{s:?}");
+    assert!(s.shadow.contains("shadow-value"), "{s:?}");
     let m = proxy.metrics();
     assert_eq!(
         metric(&m, "tessera_mirror_mismatched_total{command=\"get\"}"),
@@ -355,21 +353,20 @@ fn a_stopped_shadow_costs_clients_nothing_and_the_queue_stays_bounded() {
         .query(&mut con)
         .unwrap();
     let v = view(proxy.admin());
-    let f = &v["figures"];
-    assert!(f["queue_entries"].as_u64().unwrap() <= max_queue, "{v}");
-    assert!(f["queue_bytes"].as_u64().unwrap() <= max_bytes, "{v}");
+    let f = &v.figures;
+    assert!(f.queue_entries <= max_queue, "{v:?}");
+    assert!(f.queue_bytes <= max_bytes, "{v:?}");
     assert!(
         peak.0 <= max_queue as f64 && peak.1 <= max_bytes as f64,
         "peak {peak:?}"
     );
-    let dropped: u64 = f["dropped"]["queue_full"].as_u64().unwrap()
-        + f["dropped"]["queue_bytes"].as_u64().unwrap();
-    assert!(dropped > 1000, "a stopped shadow means drops: {v}");
-    assert_eq!(f["dropped"]["too_large"], 1, "{v}");
+    let dropped: u64 = f.dropped["queue_full"] + f.dropped["queue_bytes"];
+    assert!(dropped > 1000, "a stopped shadow means drops: {v:?}");
+    assert_eq!(f.dropped["too_large"], 1, "{v:?}");
 
     // Still stopped: the commands in flight time out, fail (counted) and free the queue.
     let v = drained(proxy.admin());
-    assert!(v["figures"]["errors"].as_u64().unwrap() > 0, "{v}");
+    assert!(v.figures.errors > 0, "{v:?}");
 
     signal(pid, "-CONT");
     for i in 0..50 {
@@ -431,9 +428,9 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
     let viewer = cp
         .api()
         .post("/api/tokens", &json!({"name": "v", "role": "viewer"}))
-        .ok();
-    let as_viewer = cp.api().with_token(viewer["token"].as_str().unwrap());
-    as_viewer.get("/api/mirror").ok();
+        .ok_as::<CreatedToken>();
+    let as_viewer = cp.api().with_token(&viewer.token);
+    as_viewer.get("/api/mirror").ok_as::<MirrorView>();
     as_viewer
         .put("/api/mirror", &json!({ "target": target }))
         .expect_error(403, "forbidden");
@@ -447,14 +444,16 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
         stdout.contains(&format!("mirror: on, writes to {target}")),
         "{stdout}"
     );
+    let target_of = |p: &crate::support::ClusterProxy| {
+        let v: ProxyMirror = p.admin().get("/api/proxy/mirror").ok_as();
+        v.config.map(|c| c.target)
+    };
     for p in &cp.proxies {
-        let v = p.admin().get("/api/proxy/mirror").ok();
-        assert_eq!(v["config"]["target"], target.as_str(), "{v}");
+        assert_eq!(target_of(p).as_ref(), Some(&target));
     }
     // A proxy started later reads the settings from the store.
     let late = cp.start_proxy();
-    let v = cp.proxies[late].admin().get("/api/proxy/mirror").ok();
-    assert_eq!(v["config"]["target"], target.as_str(), "{v}");
+    assert_eq!(target_of(&cp.proxies[late]).as_ref(), Some(&target));
 
     for (i, p) in cp.proxies.iter().enumerate() {
         let mut con = connect(&format!("redis://{}/", p.addr()));
@@ -472,17 +471,14 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
     let out = cp.admin_cli(TOKEN, &["mirror", "status"]);
     let stdout = cli_stdout(&out, "mirror status");
     assert!(stdout.contains("mirror: on"), "{stdout}");
-    let v = cp.api().get("/api/mirror").ok();
-    assert_eq!(v["figures"]["sent"], 3, "summed over the proxies: {v}");
-    assert_eq!(v["proxies"].as_array().unwrap().len(), 3, "{v}");
+    let v: MirrorView = cp.api().get("/api/mirror").ok_as();
+    assert_eq!(v.figures.sent, 3, "summed over the proxies: {v:?}");
+    assert_eq!(v.proxies.len(), 3, "{v:?}");
 
     let out = cp.admin_cli(TOKEN, &["mirror", "off"]);
     assert!(cli_stdout(&out, "mirror off").contains("mirror: off"));
     for p in &cp.proxies {
-        assert_eq!(
-            p.admin().get("/api/proxy/mirror").ok()["config"],
-            Value::Null
-        );
+        assert_eq!(target_of(p), None);
     }
     // The proxies let their connections to the former shadow go.
     let mut clients = 0;
@@ -500,8 +496,8 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
         .arg(1)
         .query(&mut con)
         .unwrap();
-    let v = cp.api().get("/api/mirror").ok();
-    assert_eq!(v["figures"]["sent"], 3, "nothing mirrored once off: {v}");
+    let v: MirrorView = cp.api().get("/api/mirror").ok_as();
+    assert_eq!(v.figures.sent, 3, "nothing mirrored once off: {v:?}");
     assert!(!shadow.has("unmirrored"));
 }
 
@@ -567,11 +563,8 @@ fn a_shadow_answering_garbage_or_without_end_costs_clients_nothing() {
             assert_eq!(got, i);
         }
         let v = drained(proxy.admin());
-        assert!(v["figures"]["errors"].as_u64().unwrap() > 0, "{v}");
-        assert_eq!(
-            v["figures"]["mismatched"], 0,
-            "no reply, no comparison: {v}"
-        );
+        assert!(v.figures.errors > 0, "{v:?}");
+        assert_eq!(v.figures.mismatched, 0, "no reply, no comparison: {v:?}");
         if endless {
             assert!(
                 cut.load(Ordering::Relaxed) > 0,
@@ -606,12 +599,9 @@ fn a_resp3_client_is_mirrored_in_resp3_and_its_maps_compare() {
     raw.cmd(&["HGETALL", "h3"]);
     let v = drained(proxy.admin());
     let h = command(&v, "hgetall");
-    assert_eq!(h["compared"], 2, "{v}");
-    assert_eq!(
-        h["mismatched"], 0,
-        "maps compare as maps, in any order: {v}"
-    );
-    assert_eq!(command(&v, "hset")["mismatched"], 0, "{v}");
+    assert_eq!(h.compared, 2, "{v:?}");
+    assert_eq!(h.mismatched, 0, "maps compare as maps, in any order: {v:?}");
+    assert_eq!(command(&v, "hset").mismatched, 0, "{v:?}");
 }
 
 #[test]
@@ -638,16 +628,20 @@ fn a_shadow_with_a_password_is_sent_auth_and_a_wrong_one_counts_as_errors() {
         let key = format!("auth:{password}");
         let _: () = redis::cmd("SET").arg(&key).arg(1).query(&mut con).unwrap();
         let v = drained(proxy.admin());
-        assert_eq!(v["config"]["password"], true, "never shown: {v}");
-        assert!(!v.to_string().contains(password), "{v}");
+        assert!(
+            v.config.as_ref().is_some_and(|c| c.password),
+            "never shown: {v:?}"
+        );
+        let raw = view_raw(proxy.admin());
+        assert!(!raw.contains(password), "{raw}");
         let mut direct = shadow.client();
         let _: () = redis::cmd("AUTH")
             .arg("shadow-secret")
             .query(&mut direct)
             .unwrap();
         let n: i64 = redis::cmd("EXISTS").arg(&key).query(&mut direct).unwrap();
-        assert_eq!(n == 1, reaches, "{password}: {v}");
-        assert_eq!(v["figures"]["errors"] == 0, reaches, "{v}");
+        assert_eq!(n == 1, reaches, "{password}: {v:?}");
+        assert_eq!(v.figures.errors == 0, reaches, "{v:?}");
     }
 }
 
@@ -674,11 +668,11 @@ fn transactions_blocking_pubsub_and_proxy_answered_commands_are_not_mirrored() {
     );
     assert_eq!(raw.cmd(&["PUBLISH", "ch", "m"]), Frame::Integer(0));
     let v = drained(proxy.admin());
-    assert_eq!(v["figures"]["sent"], 0, "{v}");
+    assert_eq!(v.figures.sent, 0, "{v:?}");
     assert_eq!(shadow.dbsize(), 0);
     // The same write outside a transaction is mirrored.
     assert_eq!(raw.cmd(&["SET", "{t}a", "1"]), Frame::Simple("OK".into()));
     let v = drained(proxy.admin());
-    assert_eq!(v["figures"]["sent"], 1, "{v}");
+    assert_eq!(v.figures.sent, 1, "{v:?}");
     assert!(shadow.has("{t}a"));
 }

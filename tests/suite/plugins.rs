@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tessera_wire::plugins::{ListedPlugin, PluginEntry, ProxyPlugins};
 
 use crate::support::{ControlPlane, Frame, Proxy, RedisServer, metric, plugin_toml, plugin_wasm};
 
@@ -338,8 +339,8 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
     assert!(msg.contains("invalid plugin name"), "{msg}");
 
     let wasm = std::fs::read(plugin_wasm("faulty")).unwrap();
-    let e = upload(&cp, "faulty", &wasm).ok();
-    assert_eq!(e["enabled"], json!(false));
+    let e: PluginEntry = upload(&cp, "faulty", &wasm).ok_as();
+    assert!(!e.enabled);
     // The plugin's own refusal, before anything reaches a proxy.
     let msg = api
         .request(
@@ -349,8 +350,12 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
         )
         .expect_error(400, "bad_request");
     assert!(msg.contains("faulty: refusing this config"), "{msg}");
-    let listed = api.get("/api/plugins").ok();
-    assert_eq!(listed[0]["config"], json!({}), "a refused config was saved");
+    let listed: Vec<ListedPlugin> = api.get("/api/plugins").ok_as();
+    assert_eq!(
+        listed[0].entry.config,
+        json!({}),
+        "a refused config was saved"
+    );
 
     api.request(
         "PUT",
@@ -363,8 +368,8 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
     for p in &cp.proxies {
         assert_eq!(p.raw().cmd(&["GET", "tag:x"]), Frame::Simple("one".into()));
         assert_eq!(p.raw().cmd(&["GET", "other"]), Frame::NullBulk);
-        let loaded = p.admin().get("/api/proxy/plugins").ok();
-        assert_eq!(loaded["plugins"][0]["name"], json!("faulty"), "{loaded}");
+        let loaded: ProxyPlugins = p.admin().get("/api/proxy/plugins").ok_as();
+        assert_eq!(loaded.plugins[0].name, "faulty", "{loaded:?}");
     }
     let msg = api
         .request("PUT", "/api/plugins/order", Some(br#"{"order": []}"#))
@@ -377,7 +382,11 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
         assert_eq!(p.raw().cmd(&["GET", "tag:x"]), Frame::NullBulk);
     }
     api.delete("/api/plugins/faulty").ok();
-    assert_eq!(api.get("/api/plugins").ok(), json!([]));
+    assert!(
+        api.get("/api/plugins")
+            .ok_as::<Vec<ListedPlugin>>()
+            .is_empty()
+    );
     api.delete("/api/plugins/faulty")
         .expect_error(404, "not_found");
 

@@ -13,6 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tessera_wire::cluster::Overview;
+use tessera_wire::routes::{RouteRef, RouteStatus, RoutesView};
 
 use crate::migration::{idle, owners, status, wait_for};
 use crate::support::{ControlPlane, Frame, RawClient, TOKEN, keys_on, wait_until};
@@ -49,27 +51,32 @@ fn add_front_user(b: &ControlPlane, prefix: &str) {
         .ok();
 }
 
-fn set_routes(a: &ControlPlane, routes: Value) -> Value {
-    a.api()
-        .put("/api/routes", &json!({ "routes": routes }))
-        .ok()
+/// `PUT /api/routes`: the answer, and its raw JSON (for what it must never hold).
+fn set_routes(a: &ControlPlane, routes: Value) -> (RoutesView, Value) {
+    let reply = a.api().put("/api/routes", &json!({ "routes": routes }));
+    (reply.ok_as(), reply.ok())
+}
+
+/// Where A's proxy `i` forwards each prefix now.
+fn proxy_routes(a: &ControlPlane, i: usize) -> Vec<RouteStatus> {
+    a.proxies[i].admin().get("/api/proxy/routes").ok_as()
 }
 
 /// The target A's proxy `i` forwards `prefix` to, once it has one (within 15 s).
 fn target_of(a: &ControlPlane, i: usize, prefix: &str) -> String {
-    let mut seen = Value::Null;
+    let mut seen = Vec::new();
     let found = wait_until(Duration::from_secs(15), || {
-        seen = a.proxies[i].admin().get("/api/proxy/routes").ok();
-        seen.as_array()
-            .and_then(|rs| rs.iter().find(|r| r["prefix"] == prefix))
-            .is_some_and(|r| r["target"].is_string())
+        seen = proxy_routes(a, i);
+        seen.iter()
+            .find(|r| r.prefix == prefix)
+            .is_some_and(|r| r.target.is_some())
     });
-    assert!(found, "proxy {i} has no target for {prefix}: {seen}");
+    assert!(found, "proxy {i} has no target for {prefix}: {seen:?}");
     let r = seen
-        .as_array()
-        .and_then(|rs| rs.iter().find(|r| r["prefix"] == prefix))
+        .iter()
+        .find(|r| r.prefix == prefix)
         .expect("the prefix is listed");
-    r["target"].as_str().expect("a target").to_owned()
+    r.target.clone().expect("a target")
 }
 
 fn bulk(s: &str) -> Frame {
@@ -87,16 +94,17 @@ fn a_routed_prefix_lives_in_the_other_cluster_whatever_the_command() {
     add_front_user(&b, "user:");
     let b_proxies: Vec<String> = b.proxies.iter().map(|p| p.addr().to_string()).collect();
 
-    let view = set_routes(
+    let (view, raw) = set_routes(
         &a,
         json!([{"prefix": "user:", "cluster": OTHER, "user": "front", "password": "front-pw"}]),
     );
+    // The raw answer: no password in any field.
     assert_eq!(
-        view["routes"],
+        raw["routes"],
         json!([{"prefix": "user:", "cluster": OTHER, "user": "front"}]),
-        "the view never shows a password: {view}"
+        "the view never shows a password: {raw}"
     );
-    assert_eq!(view["clusters"], json!([OTHER]), "{view}");
+    assert_eq!(view.clusters, [OTHER], "{view:?}");
     let target = target_of(&a, 0, "user:");
     assert!(
         b_proxies.contains(&target),
@@ -112,10 +120,13 @@ fn a_routed_prefix_lives_in_the_other_cluster_whatever_the_command() {
         "promtool: {}",
         String::from_utf8_lossy(&checked.stderr)
     );
-    let overview = a.api().get("/api/overview").ok();
+    let overview: Overview = a.api().get("/api/overview").ok_as();
     assert_eq!(
-        overview["routes"],
-        json!([{"prefix": "user:", "cluster": OTHER}])
+        overview.routes,
+        [RouteRef {
+            prefix: "user:".into(),
+            cluster: OTHER.into()
+        }]
     );
 
     let mut c = a.proxies[0].raw();
@@ -224,9 +235,7 @@ fn a_routed_prefix_lives_in_the_other_cluster_whatever_the_command() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let gone = wait_until(Duration::from_secs(10), || {
-        a.proxies[0].admin().get("/api/proxy/routes").ok() == json!([])
-    });
+    let gone = wait_until(Duration::from_secs(10), || proxy_routes(&a, 0).is_empty());
     assert!(gone, "the proxy still routes user:");
     assert_eq!(c.cmd(&["GET", "user:1"]), Frame::NullBulk);
     assert_eq!(
@@ -305,7 +314,7 @@ fn writes_through_a_route_survive_the_other_clusters_migration_and_its_proxys_lo
         )
         .ok();
     wait_for("keys to start moving in B", Duration::from_secs(60), || {
-        status(&b)["keys_moved"].as_u64() > Some(0)
+        status(&b).keys_moved > 0
     });
     // The proxy of B that A forwards to dies half way through the migration.
     let dead = b
@@ -316,8 +325,8 @@ fn writes_through_a_route_survive_the_other_clusters_migration_and_its_proxys_lo
     b.proxies[dead].kill();
     let lost_at = Instant::now();
     let moved = wait_until(Duration::from_secs(15), || {
-        let t = a.proxies[0].admin().get("/api/proxy/routes").ok();
-        t[0]["target"].is_string() && t[0]["target"] != first
+        let t = proxy_routes(&a, 0);
+        t[0].target.as_ref().is_some_and(|t| *t != first)
     });
     assert!(moved, "A still forwards m: to the dead proxy {first}");
     let took = lost_at.elapsed();
@@ -391,7 +400,13 @@ fn a_bad_route_change_is_refused_and_a_wrong_password_is_a_clear_error() {
         .map(|i| json!({"prefix": format!("p{i}:"), "cluster": OTHER}))
         .collect();
     refused(json!(many), "at most 32");
-    assert_eq!(a.api().get("/api/routes").ok()["routes"], json!([]));
+    assert!(
+        a.api()
+            .get("/api/routes")
+            .ok_as::<RoutesView>()
+            .routes
+            .is_empty()
+    );
 
     // A wrong password: the route has no target, the proxies say why, and a command on the
     // prefix gets a TRYAGAIN naming the cluster. Other keys are served as before.
@@ -399,18 +414,21 @@ fn a_bad_route_change_is_refused_and_a_wrong_password_is_a_clear_error() {
         &a,
         json!([{"prefix": "user:", "cluster": OTHER, "user": "front", "password": "wrong"}]),
     );
-    let mut seen = Value::Null;
+    let mut seen = None;
     let explained = wait_until(Duration::from_secs(10), || {
-        seen = a.api().get("/api/routes").ok();
-        seen["proxies"][0]["routes"][0]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("WRONGPASS") || e.contains("AUTH"))
+        let v: RoutesView = a.api().get("/api/routes").ok_as();
+        let why = v
+            .proxies
+            .first()
+            .and_then(|p| p.routes.first())
+            .and_then(|r| r.error.as_ref())
+            .is_some_and(|e| e.contains("WRONGPASS") || e.contains("AUTH"));
+        seen = Some(v);
+        why
     });
-    assert!(explained, "{seen}");
-    assert!(
-        seen["proxies"][0]["routes"][0]["target"].is_null(),
-        "{seen}"
-    );
+    assert!(explained, "{seen:?}");
+    let seen = seen.expect("read above");
+    assert!(seen.proxies[0].routes[0].target.is_none(), "{seen:?}");
     let down = format!("tessera_prefix_route_up{{prefix=\"user:\",cluster=\"{OTHER}\"}} 0");
     let metrics = a.proxies[0].metrics();
     assert!(metrics.contains(&down), "{metrics}");

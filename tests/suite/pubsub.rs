@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use tessera_resp::ReplyScanner;
+use tessera_wire::migration::Aborted;
+
+use crate::migration::{idle, owners, status};
 
 use crate::support::{Cluster, ControlPlane, RedisServer, encode, wait_until};
 
@@ -399,13 +402,11 @@ fn every_acknowledged_message_arrives(cp: &ControlPlane, tag: &str, during: impl
 }
 
 fn migrations_idle(cp: &ControlPlane) -> bool {
-    cp.api().get("/api/migrations").ok()["slots"]
-        .as_array()
-        .is_some_and(Vec::is_empty)
+    idle(cp)
 }
 
 fn group_of(cp: &ControlPlane, slot: u32) -> Option<u64> {
-    cp.api().get("/api/slots").ok()[slot as usize]["group"].as_u64()
+    owners(cp)[slot as usize]
 }
 
 #[test]
@@ -468,14 +469,11 @@ fn shard_subscribers_keep_receiving_through_an_aborted_move() {
             )
             .ok();
         assert!(
-            wait_until(Duration::from_secs(60), || {
-                let s = cp.api().get("/api/migrations").ok();
-                s["keys_moved"].as_u64() > Some(0)
-            }),
+            wait_until(Duration::from_secs(60), || { status(&cp).keys_moved > 0 }),
             "the move started"
         );
-        let aborted = cp.api().post("/api/migrations/abort", &json!({})).ok();
-        assert!(aborted["aborted"].as_u64() > Some(0), "aborted: {aborted}");
+        let aborted: Aborted = cp.api().post("/api/migrations/abort", &json!({})).ok_as();
+        assert!(aborted.aborted > 0, "aborted: {aborted:?}");
         assert!(
             wait_until(Duration::from_secs(120), || migrations_idle(&cp)),
             "the abort finished"

@@ -9,6 +9,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tessera_wire::cluster::{ActionState, SlotView};
+use tessera_wire::migration::Queued;
+use tessera_wire::read_policy::{ReadPolicyView, ReplicasSeen};
+use tessera_wire::topology::GroupId;
 
 use crate::support::{
     ControlPlane, Frame, RawClient, RedisServer, TOKEN, keys_on, slot, wait_until,
@@ -46,8 +50,8 @@ fn set_policy(cp: &ControlPlane, mode: &str, max_lag_ms: u64) {
             "/api/read-policy",
             &json!({"mode": mode, "max_lag_ms": max_lag_ms}),
         )
-        .ok();
-    assert_eq!(v["policy"]["mode"], mode, "{v}");
+        .ok_as::<ReadPolicyView>();
+    assert_eq!(v.policy.mode.as_str(), mode, "{v:?}");
 }
 
 /// Reads `key` through `c` until `replica` has served one (its probes prove it fresh first).
@@ -97,15 +101,11 @@ fn prefer_replica_sends_reads_to_the_replica_and_writes_to_the_master() {
 
     until_replica_serves(&mut c, &keys[0], &cp.servers[1]);
     // The proxy says so too.
-    let seen = cp.proxies[0].admin().get("/api/proxy/replicas").ok();
-    assert_eq!(seen["policy"]["mode"], "prefer-replica", "{seen}");
-    assert_eq!(
-        seen["replicas"][0]["addr"],
-        cp.server_addr(1).as_str(),
-        "{seen}"
-    );
-    assert_eq!(seen["replicas"][0]["group"], 1, "{seen}");
-    assert!(seen["replicas"][0]["proven_ms_ago"].is_u64(), "{seen}");
+    let seen: ReplicasSeen = cp.proxies[0].admin().get("/api/proxy/replicas").ok_as();
+    assert_eq!(seen.policy.mode.as_str(), "prefer-replica", "{seen:?}");
+    assert_eq!(seen.replicas[0].addr, cp.server_addr(1), "{seen:?}");
+    assert_eq!(seen.replicas[0].group, GroupId(1), "{seen:?}");
+    assert!(seen.replicas[0].proven_ms_ago.is_some(), "{seen:?}");
     let replica_before = get_calls(&cp.servers[1]);
     for round in 0..20 {
         for k in &keys {
@@ -202,8 +202,8 @@ fn a_read_policy_out_of_range_is_refused_with_the_reason() {
         .api()
         .put("/api/read-policy", &json!({"mode": "nearest"}));
     assert_eq!(r.status, 400, "{}", r.body);
-    let v = cp.api().get("/api/read-policy").ok();
-    assert_eq!(v["policy"]["mode"], "master", "unchanged: {v}");
+    let v: ReadPolicyView = cp.api().get("/api/read-policy").ok_as();
+    assert_eq!(v.policy.mode.as_str(), "master", "unchanged: {v:?}");
 }
 
 /// One acknowledged INCR: when the writer had the reply, and the value.
@@ -353,15 +353,14 @@ fn a_moving_slots_reads_go_to_its_master_not_a_replica() {
             "/api/migrations",
             &json!({"from": moving, "to": moving, "group": 2, "max_keys_per_sec": 20}),
         )
-        .ok();
-    assert_eq!(queued["queued"], 1, "{queued}");
+        .ok_as::<Queued>();
+    assert_eq!(queued.queued, 1, "{queued:?}");
+    let slots = || cp.api().get("/api/slots").ok_as::<Vec<SlotView>>();
     let migrating = wait_until(Duration::from_secs(15), || {
-        let slots = cp.api().get("/api/slots").ok();
-        let state = slots[moving as usize]["action"]["state"]
-            .as_str()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        state == "migrating"
+        slots()[moving as usize]
+            .action
+            .as_ref()
+            .is_some_and(|a| a.state == ActionState::Migrating)
     });
     assert!(migrating, "slot {moving} started migrating");
     let replicas_before = (get_calls(&cp.servers[1]), get_calls(&cp.servers[3]));
@@ -379,9 +378,9 @@ fn a_moving_slots_reads_go_to_its_master_not_a_replica() {
         assert!(answered, "GET {k} kept answering TRYAGAIN");
         assert_eq!(reply, Frame::bulk("m"), "GET {k} while its slot moves");
     }
-    let still = cp.api().get("/api/slots").ok()[moving as usize]["action"].clone();
+    let still = slots()[moving as usize].action.clone();
     assert!(
-        !still.is_null(),
+        still.is_some(),
         "the slot was still moving during the reads"
     );
     assert_eq!(

@@ -12,6 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tessera_wire::access::Role;
+use tessera_wire::audit::AuditEntry;
+use tessera_wire::cluster::{GroupView, Overview, ProxyView, SlotView, Stats};
+use tessera_wire::console::ClusterView;
+use tessera_wire::migration::{MigrationStatus, Queued};
+use tessera_wire::tokens::{CreatedToken, TokenView, WhoAmI};
+use tessera_wire::topology::GroupId;
 
 use crate::support::{
     Api, Console, ConsoleSetup, ControlPlane, Dashboard, TOKEN, cli_stdout, free_port, loopback,
@@ -29,13 +36,11 @@ fn secret(cp: &ControlPlane, name: &str, role: &str) -> String {
         .api()
         .post("/api/tokens", &json!({"name": name, "role": role}));
     assert_eq!(created.status, 201, "creating {name}: {}", created.body);
-    let v = created.json();
-    assert_eq!(v["name"], name, "{v}");
-    assert_eq!(v["role"], role, "{v}");
-    v["token"]
-        .as_str()
-        .expect("the secret, shown once")
-        .to_owned()
+    let v: CreatedToken = created.parse();
+    assert_eq!(v.name, name, "{}", created.body);
+    assert_eq!(v.role.as_str(), role, "{}", created.body);
+    assert!(!v.token.is_empty(), "the secret, shown once");
+    v.token
 }
 
 /// Two groups of one server each, every slot on group 1.
@@ -45,8 +50,14 @@ fn two_groups(cp: &ControlPlane) {
     cp.assign(0, 1023, 1);
 }
 
-fn owner_of(cp: &ControlPlane, slot: usize) -> Value {
-    cp.api().get("/api/slots").ok()[slot]["group"].clone()
+fn owner_of(cp: &ControlPlane, slot: usize) -> Option<GroupId> {
+    cp.api().get("/api/slots").ok_as::<Vec<SlotView>>()[slot].group
+}
+
+/// `GET /api/whoami` with `api`'s token: (name, role).
+fn who_am_i(api: &Api) -> (String, Role) {
+    let w: WhoAmI = api.get("/api/whoami").ok_as();
+    (w.token, w.role)
 }
 
 #[test]
@@ -65,10 +76,7 @@ fn a_viewer_token_reads_but_gets_403_with_the_reason_for_any_change() {
     ] {
         viewer.get(path).ok();
     }
-    assert_eq!(
-        viewer.get("/api/whoami").ok(),
-        json!({"token": "watcher", "role": "viewer"})
-    );
+    assert_eq!(who_am_i(&viewer), ("watcher".into(), Role::Viewer));
 
     let m = viewer
         .post("/api/migrations", &json!({"from": 0, "to": 3, "group": 2}))
@@ -87,8 +95,18 @@ fn a_viewer_token_reads_but_gets_403_with_the_reason_for_any_change() {
         viewer.post(path, &body).expect_error(403, "forbidden");
     }
     viewer.get("/api/tokens").expect_error(403, "forbidden");
-    assert_eq!(owner_of(&cp, 0), 1, "the refused migration moved nothing");
-    assert_eq!(cp.api().get("/api/migrations").ok()["pending"], 0);
+    assert_eq!(
+        owner_of(&cp, 0),
+        Some(GroupId(1)),
+        "the refused migration moved nothing"
+    );
+    assert_eq!(
+        cp.api()
+            .get("/api/migrations")
+            .ok_as::<MigrationStatus>()
+            .pending,
+        0
+    );
 }
 
 #[test]
@@ -96,14 +114,15 @@ fn an_operator_token_migrates_and_manages_plugins_but_cannot_add_a_server() {
     let cp = ControlPlane::builder().servers(3).start();
     two_groups(&cp);
     let operator = token(&cp, "mover", "operator");
-    let queued = operator
+    let queued: Queued = operator
         .post("/api/migrations", &json!({"from": 0, "to": 3, "group": 2}))
-        .ok();
-    assert_eq!(queued["queued"], 4, "{queued}");
+        .ok_as();
+    assert_eq!(queued.queued, 4, "{queued:?}");
     assert!(
-        wait_until(Duration::from_secs(30), || owner_of(&cp, 3) == 2),
+        wait_until(Duration::from_secs(30), || owner_of(&cp, 3)
+            == Some(GroupId(2))),
         "slots 0-3 never reached group 2: {}",
-        cp.api().get("/api/migrations").ok()
+        cp.api().get("/api/migrations").body
     );
     operator
         .post("/api/rebalance", &json!({"dry_run": true}))
@@ -147,12 +166,8 @@ fn an_operator_token_migrates_and_manages_plugins_but_cannot_add_a_server() {
             .request(method, path, body.as_deref().map(str::as_bytes))
             .expect_error(403, "forbidden");
     }
-    let groups = cp.api().get("/api/groups").ok();
-    assert_eq!(
-        groups[1]["servers"].as_array().map(Vec::len),
-        Some(1),
-        "{groups}"
-    );
+    let groups: Vec<GroupView> = cp.api().get("/api/groups").ok_as();
+    assert_eq!(groups[1].servers.len(), 1, "{groups:?}");
 }
 
 #[test]
@@ -171,21 +186,21 @@ fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
         .to_owned();
     assert_eq!(secret.len(), 32, "128 random bits in hex: {out}");
     let ci = cp.api().with_token(&secret);
-    ci.get("/api/overview").ok();
+    ci.get("/api/overview").ok_as::<Overview>();
     let whoami = cli_stdout(&cp.admin_cli(&secret, &["token", "whoami"]), "whoami");
     assert_eq!(whoami.trim(), "token ci (viewer)");
 
     let list = cli_stdout(&cp.admin_cli(TOKEN, &["--json", "token", "list"]), "list");
-    let list: Value = serde_json::from_str(&list).expect("JSON");
-    let names: Vec<(&str, &str)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap(), t["role"].as_str().unwrap()))
-        .collect();
-    assert_eq!(names, [("admin", "admin"), ("ci", "viewer")], "{list}");
+    let tokens: Vec<TokenView> = serde_json::from_str(&list).expect("a list of tokens");
+    let names: Vec<(&str, Role)> = tokens.iter().map(|t| (t.name.as_str(), t.role)).collect();
+    assert_eq!(
+        names,
+        [("admin", Role::Admin), ("ci", Role::Viewer)],
+        "{list}"
+    );
+    // The raw answer, not only the fields the type knows.
     assert!(
-        !list.to_string().contains(&secret) && !list.to_string().contains("hmac"),
+        !list.contains(&secret) && !list.contains("hmac"),
         "no secret nor HMAC is listed: {list}"
     );
     let table = cli_stdout(&cp.admin_cli(TOKEN, &["token", "list"]), "list");
@@ -219,10 +234,7 @@ fn tokens_are_made_and_revoked_from_the_cli_and_a_revoked_one_gets_401() {
         .get("/api/overview")
         .expect_error(401, "unauthorized");
     cp.restart_dashboard();
-    assert_eq!(
-        cp.api().get("/api/whoami").ok(),
-        json!({"token": "admin", "role": "admin"})
-    );
+    assert_eq!(who_am_i(&cp.api()), ("admin".into(), Role::Admin));
 }
 
 #[test]
@@ -244,33 +256,33 @@ fn audit_entries_name_the_token_and_record_refused_roles() {
         .post("/api/migrations", &json!({}))
         .expect_error(401, "unauthorized");
 
-    let log = cp.api().get("/api/audit?limit=4").ok();
+    let log: Vec<AuditEntry> = cp.api().get("/api/audit?limit=4").ok_as();
     let row = |i: usize| {
         let e = &log[i];
         (
-            e["token"].as_str().unwrap_or("-").to_owned(),
-            e["role"].as_str().unwrap_or("-").to_owned(),
-            e["path"].as_str().unwrap_or("-").to_owned(),
-            e["status"].as_u64().unwrap_or(0),
+            e.token.clone().unwrap_or_else(|| "-".into()),
+            e.role.map_or("-", Role::as_str).to_owned(),
+            e.path.clone(),
+            u64::from(e.status),
         )
     };
     let mig = "/api/migrations".to_owned();
     assert_eq!(
         row(0),
         ("watcher".into(), "viewer".into(), mig.clone(), 403),
-        "{log}"
+        "{log:?}"
     );
     assert_eq!(
         row(1),
         ("mover".into(), "operator".into(), mig, 200),
-        "{log}"
+        "{log:?}"
     );
     assert_eq!(
         row(2),
         ("admin".into(), "admin".into(), "/api/tokens".into(), 201),
-        "{log}"
+        "{log:?}"
     );
-    assert_eq!(log[2]["detail"], r#"{"name":"watcher","role":"viewer"}"#);
+    assert_eq!(log[2].detail, r#"{"name":"watcher","role":"viewer"}"#);
     let whole = cp.api().get("/api/audit?limit=1000").body;
     assert!(
         !whole.contains(&viewer_secret) && !whole.contains(TOKEN),
@@ -312,8 +324,8 @@ fn the_store_holds_tokens_only_as_hmacs_under_a_key_kept_outside_it() {
     let created = cp
         .api()
         .post("/api/tokens", &json!({"name": "ci", "role": "operator"}))
-        .ok();
-    let secret = created["token"].as_str().unwrap().to_owned();
+        .ok_as::<CreatedToken>();
+    let secret = created.token;
     let all = files(&store_dir(&cp));
     let tokens_doc = all
         .iter()
@@ -393,12 +405,9 @@ fn a_sha256_admin_token_from_before_is_migrated_at_first_start() {
     options.token = None;
     let mut d = Dashboard::start(&options);
     let api = Api::new(d.addr(), Some(TOKEN));
-    assert_eq!(
-        api.get("/api/whoami").ok(),
-        json!({"token": "admin", "role": "admin"})
-    );
-    let listed = api.get("/api/tokens").ok();
-    assert_eq!(listed[0]["created_by"], "migrated", "{listed}");
+    assert_eq!(who_am_i(&api), ("admin".into(), Role::Admin));
+    let listed: Vec<TokenView> = api.get("/api/tokens").ok_as();
+    assert_eq!(listed[0].created_by, "migrated", "{listed:?}");
     let all = files(&store_dir(&cp));
     let sha = tessera_model::secret::sha256_hex(TOKEN);
     assert!(
@@ -455,12 +464,16 @@ fn console_users_do_what_their_role_and_the_clusters_token_allow() {
         console.login("olga", "pw"),
         console.login("ada", "pw"),
     );
-    for (c, want) in [(&vic, "viewer"), (&olga, "operator"), (&ada, "admin")] {
-        let listed = c.get("/api/clusters").ok();
-        assert_eq!(listed[0]["role"], want, "{listed}");
-        assert_eq!(listed[0]["token_role"], "admin", "{listed}");
+    for (c, want) in [
+        (&vic, Role::Viewer),
+        (&olga, Role::Operator),
+        (&ada, Role::Admin),
+    ] {
+        let listed: Vec<ClusterView> = c.get("/api/clusters").ok_as();
+        assert_eq!(listed[0].role, Some(want), "{listed:?}");
+        assert_eq!(listed[0].token_role, Some(Role::Admin), "{listed:?}");
     }
-    vic.get(&format!("{base}/groups")).ok();
+    vic.get(&format!("{base}/groups")).ok_as::<Vec<GroupView>>();
     let m = vic
         .post(&format!("{base}/migrations"), &migrate)
         .expect_error(403, "forbidden");
@@ -480,11 +493,11 @@ fn console_users_do_what_their_role_and_the_clusters_token_allow() {
         &json!({"name": "console-ro", "role": "viewer"}),
     );
     assert_eq!(made.status, 201, "{}", made.body);
-    let viewer_token = made.json()["token"].as_str().unwrap().to_owned();
-    let log = cp.api().get("/api/audit?limit=2").ok();
-    assert_eq!(log[0]["actor"], "console:ada", "{log}");
-    assert_eq!(log[0]["token"], "admin", "{log}");
-    assert_eq!(log[1]["actor"], "console:olga", "{log}");
+    let viewer_token = made.parse::<CreatedToken>().token;
+    let log: Vec<AuditEntry> = cp.api().get("/api/audit?limit=2").ok_as();
+    assert_eq!(log[0].actor, "console:ada", "{log:?}");
+    assert_eq!(log[0].token.as_deref(), Some("admin"), "{log:?}");
+    assert_eq!(log[1].actor, "console:olga", "{log:?}");
 
     // With a viewer token in console.toml even the admin user only reads there.
     let read_only = Console::start(&ConsoleSetup {
@@ -495,10 +508,10 @@ fn console_users_do_what_their_role_and_the_clusters_token_allow() {
         ..ConsoleSetup::default()
     });
     let ada = read_only.login("ada", "pw");
-    let listed = ada.get("/api/clusters").ok();
-    assert_eq!(listed[0]["token_role"], "viewer", "{listed}");
-    assert_eq!(listed[0]["role"], "viewer", "{listed}");
-    ada.get(&format!("{base}/overview")).ok();
+    let listed: Vec<ClusterView> = ada.get("/api/clusters").ok_as();
+    assert_eq!(listed[0].token_role, Some(Role::Viewer), "{listed:?}");
+    assert_eq!(listed[0].role, Some(Role::Viewer), "{listed:?}");
+    ada.get(&format!("{base}/overview")).ok_as::<Overview>();
     let m = ada
         .post(&format!("{base}/groups"), &json!({"id": 3}))
         .expect_error(403, "forbidden");
@@ -610,7 +623,10 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
             .unwrap();
     });
     let api = cp.api();
-    assert_eq!(api.get("/api/proxies").ok()[0]["token"], "fake");
+    assert_eq!(
+        api.get("/api/proxies").ok_as::<Vec<ProxyView>>()[0].token,
+        "fake"
+    );
 
     let before = fake.stats_calls.load(Ordering::SeqCst);
     let started = Instant::now();
@@ -624,8 +640,14 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
                 } else {
                     "/api/stats"
                 };
-                let v = api.get(path).ok();
-                replies.lock().unwrap().push(v);
+                // Both answers carry the proxies' ops per second.
+                let reply = api.get(path);
+                let ops = if path == "/api/overview" {
+                    reply.ok_as::<Overview>().ops_per_sec
+                } else {
+                    reply.ok_as::<Stats>().ops_per_sec
+                };
+                replies.lock().unwrap().push((path, ops));
             })
         })
         .collect();
@@ -640,9 +662,8 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
         (1..=most).contains(&calls),
         "20 requests in {elapsed:?} called the proxy {calls} times (at most {most})"
     );
-    for v in replies.lock().unwrap().iter() {
-        let ops = v["ops_per_sec"].as_u64();
-        assert_eq!(ops, Some(7), "the proxy's stats are in every answer: {v}");
+    for (path, ops) in replies.lock().unwrap().iter() {
+        assert_eq!(*ops, 7, "the proxy's stats are in every answer: {path}");
     }
     std::thread::sleep(Duration::from_millis(1100));
     let before = fake.stats_calls.load(Ordering::SeqCst);

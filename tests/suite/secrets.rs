@@ -7,7 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::json;
+use tessera_wire::cluster::{ProxyStatsEntry, ProxyView, Stats};
+use tessera_wire::plugins::ProxyPlugins;
+use tessera_wire::topology::Topology;
 
 use crate::support::{ControlPlane, wait_until};
 
@@ -99,14 +101,11 @@ fn a_proxy_refuses_a_topology_whose_epoch_jumps_and_keeps_taking_real_ones() {
         "the proxy took epoch {epoch}"
     );
     let admin = proxy.admin().with_token(&cp.proxy_secret());
-    let mut forged = admin.get("/api/proxy/topology").ok();
-    forged["epoch"] = json!(u64::MAX);
+    let mut forged: Topology = admin.get("/api/proxy/topology").ok_as();
+    forged.epoch = u64::MAX;
+    let forged = serde_json::to_vec(&forged).expect("a topology serializes");
     let msg = admin
-        .request(
-            "PUT",
-            "/api/proxy/topology",
-            Some(forged.to_string().as_bytes()),
-        )
+        .request("PUT", "/api/proxy/topology", Some(&forged))
         .expect_error(409, "conflict");
     assert!(
         msg.contains("implausible") && msg.contains(&epoch.to_string()),
@@ -146,23 +145,22 @@ fn a_cluster_proxys_admin_api_answers_reads_only_with_the_proxy_secret() {
         wrong.get(path).expect_error(401, "unauthorized");
     }
     let secret = proxy.admin();
-    assert!(secret.get("/api/proxy/topology").ok()["epoch"].is_u64());
-    assert!(secret.get("/api/proxy/plugins").ok()["plugins"].is_array());
+    secret.get("/api/proxy/topology").ok_as::<Topology>();
+    secret.get("/api/proxy/plugins").ok_as::<ProxyPlugins>();
     // Load balancers and Prometheus need no secret.
     assert_eq!(stranger.get("/health").status, 200);
     assert_eq!(stranger.get("/metrics").status, 200);
     // The dashboard's reads of its proxies carry the secret: its health check sees the
     // proxy up, and its stats reach it.
-    let up = || cp.api().get("/api/proxies").ok()[0]["up"] == true;
+    let up = || cp.api().get("/api/proxies").ok_as::<Vec<ProxyView>>()[0].up;
     assert!(
         wait_until(Duration::from_secs(10), up),
         "the dashboard's health check reads the proxy: {}",
-        cp.api().get("/api/proxies").ok()
+        cp.api().get("/api/proxies").body
     );
-    let stats = cp.api().get("/api/stats").ok();
-    let fetched = &stats["proxies"][0];
+    let stats: Stats = cp.api().get("/api/stats").ok_as();
     assert!(
-        fetched["error"].is_null() && fetched["epoch"].is_u64(),
-        "{stats}"
+        matches!(stats.proxies[0], ProxyStatsEntry::Answered(_)),
+        "{stats:?}"
     );
 }

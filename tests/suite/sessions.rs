@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use redis::Commands;
 use serde_json::json;
+use tessera_wire::cluster::GroupView;
+use tessera_wire::migration::Aborted;
 
+use crate::migration::{idle, owners, status};
 use crate::support::{Cluster, ControlPlane, RawClient, slot, tag_on, wait_until};
 
 fn conn(addr: std::net::SocketAddr) -> redis::Connection {
@@ -292,10 +295,7 @@ fn blocked_clients_follow_their_slot_through_a_migration_and_pop_each_element_on
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
     let moved = wait_until(Duration::from_secs(30), || {
-        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-            && cp.api().get("/api/migrations").ok()["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
     });
     assert!(moved, "the slot moved to group 2");
     assert!(
@@ -344,10 +344,7 @@ fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
     assert!(wait_until(Duration::from_secs(30), || {
-        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-            && cp.api().get("/api/migrations").ok()["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
     }));
     c.cmd(&["MULTI"]);
     c.cmd(&["SET", key, "2"]);
@@ -486,10 +483,7 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
     assert!(wait_until(Duration::from_secs(30), || {
-        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-            && cp.api().get("/api/migrations").ok()["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
     }));
     let e: Vec<i64> = redis::cmd("SCRIPT")
         .arg("EXISTS")
@@ -558,9 +552,7 @@ fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
         )
         .ok();
     assert!(
-        wait_until(Duration::from_secs(30), || {
-            cp.api().get("/api/migrations").ok()["keys_moved"].as_u64() > Some(0)
-        }),
+        wait_until(Duration::from_secs(30), || { status(&cp).keys_moved > 0 }),
         "the move starts"
     );
     let n: i64 = redis::cmd("EVALSHA")
@@ -570,9 +562,7 @@ fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
         .query(&mut c)
         .expect("no NOSCRIPT on a moving slot");
     assert_eq!(n, 11);
-    let moving = cp.api().get("/api/migrations").ok()["slots"]
-        .as_array()
-        .is_some_and(|a| !a.is_empty());
+    let moving = !idle(&cp);
     assert!(moving, "the slot was still moving when the script ran");
     assert!(cp.servers[1].has(key), "it ran on the target");
     assert!(
@@ -821,10 +811,7 @@ fn a_cached_key_whose_slot_moves_away_is_invalidated() {
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
     assert!(wait_until(Duration::from_secs(30), || {
-        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64() == Some(2)
-            && cp.api().get("/api/migrations").ok()["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
     }));
     assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
     reader.set_read_timeout(Duration::from_secs(5));
@@ -922,26 +909,16 @@ fn blocked_clients_pop_each_element_once_through_an_aborted_move() {
         )
         .ok();
     assert!(
-        wait_until(Duration::from_secs(60), || {
-            cp.api().get("/api/migrations").ok()["keys_moved"].as_u64() > Some(0)
-        }),
+        wait_until(Duration::from_secs(60), || { status(&cp).keys_moved > 0 }),
         "the move started"
     );
-    let aborted = cp.api().post("/api/migrations/abort", &json!({})).ok();
-    assert!(aborted["aborted"].as_u64() > Some(0), "aborted: {aborted}");
+    let aborted: Aborted = cp.api().post("/api/migrations/abort", &json!({})).ok_as();
+    assert!(aborted.aborted > 0, "aborted: {aborted:?}");
     assert!(
-        wait_until(Duration::from_secs(120), || {
-            cp.api().get("/api/migrations").ok()["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
-        }),
+        wait_until(Duration::from_secs(120), || { idle(&cp) }),
         "the abort finished"
     );
-    assert_eq!(
-        cp.api().get("/api/slots").ok()[s as usize]["group"].as_u64(),
-        Some(1),
-        "the slot is back"
-    );
+    assert_eq!(owners(&cp)[s as usize], Some(1), "the slot is back");
     assert!(
         wait_until(Duration::from_secs(5), || blocked_clients(&cp.servers[0])
             == consumers as i64),
@@ -992,7 +969,7 @@ fn blocked_clients_wait_on_the_promoted_replica_when_their_master_dies() {
     let replica = cp.server_addr(1);
     cp.servers[0].kill();
     let down = wait_until(Duration::from_secs(10), || {
-        cp.api().get("/api/groups").ok()[0]["down"] == true
+        cp.api().get("/api/groups").ok_as::<Vec<GroupView>>()[0].down
     });
     assert!(down, "group 1 is declared down");
     cp.api()

@@ -9,7 +9,10 @@ use std::thread;
 use std::time::Duration;
 
 use redis::Commands;
-use serde_json::{Value, json};
+use serde_json::json;
+use tessera_wire::migration::{GroupTotals, RebalanceAnswer, SlotStatsView};
+use tessera_wire::telemetry::SlotCounts;
+use tessera_wire::topology::GroupId;
 
 use crate::migration::{conn, idle, owners, wait_for};
 use crate::support::{ControlPlane, slot};
@@ -71,17 +74,15 @@ fn traffic(proxy: SocketAddr, keys: Vec<String>, stop: Arc<AtomicBool>) -> threa
     })
 }
 
-fn stats(cp: &ControlPlane) -> Value {
-    cp.api().get("/api/slots/stats").ok()
+fn stats(cp: &ControlPlane) -> SlotStatsView {
+    cp.api().get("/api/slots/stats").ok_as()
 }
 
-fn group_total(v: &Value, g: u64, field: &str) -> f64 {
-    v["groups"]
-        .as_array()
-        .unwrap()
+fn group_total(v: &SlotStatsView, g: u32, field: fn(&GroupTotals) -> f64) -> f64 {
+    v.groups
         .iter()
-        .find(|t| t["group"] == g)
-        .map_or(0.0, |t| t[field].as_f64().unwrap_or(0.0))
+        .find(|t| t.group == GroupId(g))
+        .map_or(0.0, field)
 }
 
 #[test]
@@ -103,38 +104,31 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
     thread::sleep(Duration::from_secs(2));
 
     // The proxy's own cumulative counters.
-    let counts = cp.proxies[0].admin().get("/api/proxy/slots").ok();
-    let listed: Vec<u64> = counts["slots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_u64().unwrap())
-        .collect();
+    let counts: SlotCounts = cp.proxies[0].admin().get("/api/proxy/slots").ok_as();
     for k in &hot {
-        let s = slot(k.as_bytes()) as u64;
-        let i = listed
+        let s = slot(k.as_bytes()) as u16;
+        let i = counts
+            .slots
             .iter()
             .position(|&x| x == s)
             .expect("hot slot listed");
-        assert!(
-            counts["ops"][i].as_u64().unwrap() > 1000,
-            "slot {s}: {counts}"
-        );
-        assert!(counts["bytes_in"][i].as_u64().unwrap() > counts["ops"][i].as_u64().unwrap());
+        assert!(counts.ops[i] > 1000, "slot {s}: {counts:?}");
+        assert!(counts.bytes_in[i] > counts.ops[i]);
     }
 
     // The dashboard's rates: the hot slots are the busiest, all on group 1.
     wait_for("rates of the hot slots", Duration::from_secs(20), || {
         let v = stats(&cp);
         hot.iter()
-            .all(|k| v["slots"]["ops_per_sec"][slot(k.as_bytes()) as usize].as_f64() > Some(50.0))
+            .all(|k| v.slots.ops_per_sec[slot(k.as_bytes()) as usize] > 50.0)
     });
     let v = stats(&cp);
-    let ops = v["slots"]["ops_per_sec"].as_array().unwrap();
-    let mut busiest: Vec<(f64, usize)> = ops
+    let mut busiest: Vec<(f64, usize)> = v
+        .slots
+        .ops_per_sec
         .iter()
         .enumerate()
-        .map(|(s, o)| (o.as_f64().unwrap(), s))
+        .map(|(s, o)| (*o, s))
         .collect();
     busiest.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut top: Vec<u32> = busiest[..3].iter().map(|&(_, s)| s as u32).collect();
@@ -144,16 +138,11 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
     assert_eq!(top, want, "the three busiest slots are the hot keys'");
     // Group 2 saw only the fill's MSETs (each counted once, on its first key's slot).
     let (g1, g2) = (
-        group_total(&v, 1, "ops_per_sec"),
-        group_total(&v, 2, "ops_per_sec"),
+        group_total(&v, 1, |t| t.ops_per_sec),
+        group_total(&v, 2, |t| t.ops_per_sec),
     );
-    assert!(g2 < g1 / 100.0, "the load is on group 1: {}", v["groups"]);
-    assert!(
-        v["slots"]["bytes_per_sec"][want[0] as usize]
-            .as_f64()
-            .unwrap()
-            > 0.0
-    );
+    assert!(g2 < g1 / 100.0, "the load is on group 1: {:?}", v.groups);
+    assert!(v.slots.bytes_per_sec[want[0] as usize] > 0.0);
     stop.store(true, Ordering::Relaxed);
     let sent = t.join().unwrap();
     assert!(sent > 0);
@@ -161,11 +150,7 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
     // Keys: 3000 keys (plus the 3 hot ones, never written), a complete scan, so exact.
     wait_for("a key scan of both groups", Duration::from_secs(20), || {
         let v = stats(&cp);
-        v["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|g| g["keys_exact"] == true)
+        v.groups.iter().all(|g| g.keys_exact == Some(true))
     });
     let v = stats(&cp);
     let mut truth = vec![0u64; 1024];
@@ -173,20 +158,16 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
         truth[slot(format!("fill:{i}").as_bytes()) as usize] += 1;
     }
     for (s, want) in truth.iter().enumerate() {
-        assert_eq!(
-            v["slots"]["keys"][s].as_f64().unwrap(),
-            *want as f64,
-            "keys of slot {s}"
-        );
+        assert_eq!(v.slots.keys[s], *want as f64, "keys of slot {s}");
     }
     assert_eq!(
-        group_total(&v, 1, "keys") + group_total(&v, 2, "keys"),
+        group_total(&v, 1, |t| t.keys) + group_total(&v, 2, |t| t.keys),
         3000.0
     );
     // Memory: every key is sampled (< 4096 keys a group), so the estimate is the sum of
     // MEMORY USAGE over the group's keys, per slot. Against INFO's used_memory_dataset (which
     // also holds allocator pages and the key table's growth) it is within a factor of three.
-    for (g, server) in [(1u64, 0usize), (2, 1)] {
+    for (g, server) in [(1u32, 0usize), (2, 1)] {
         let mut direct = redis::Client::open(format!("redis://{}", cp.server_addr(server)))
             .unwrap()
             .get_connection()
@@ -202,8 +183,8 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
             per_slot[slot(k.as_bytes()) as usize] += m as f64;
         }
         for (s, want) in per_slot.iter().enumerate() {
-            if v["slots"]["group"][s] == g {
-                let got = v["slots"]["memory"][s].as_f64().unwrap();
+            if v.slots.group[s] == g {
+                let got = v.slots.memory[s];
                 assert!(
                     (got - want).abs() <= 0.01 * want,
                     "slot {s}: {got} vs {want}"
@@ -218,7 +199,7 @@ fn skewed_traffic_shows_on_its_slots_and_keys_and_memory_match_the_servers() {
             .trim()
             .parse()
             .unwrap();
-        let est = group_total(&v, g, "memory");
+        let est = group_total(&v, g, |t| t.memory);
         assert!(
             est > dataset / 3.0 && est < dataset * 3.0,
             "group {g}: estimated {est} bytes, used_memory_dataset {dataset}"
@@ -241,7 +222,7 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
     let t = traffic(proxy, hot.clone(), stop.clone());
     wait_for("load measured on group 1", Duration::from_secs(20), || {
         let v = stats(&cp);
-        v["window_secs"].as_f64() > Some(1.0) && group_total(&v, 1, "ops_per_sec") > 100.0
+        v.window_secs > 1.0 && group_total(&v, 1, |t| t.ops_per_sec) > 100.0
     });
     let before = owners(&cp);
 
@@ -252,25 +233,30 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
             "/api/rebalance",
             &json!({"dry_run": true, "by": "load", "tolerance": 20}),
         )
-        .ok();
-    let moves = plan["moves"].as_array().unwrap();
+        .ok_as::<RebalanceAnswer>();
+    let moves = &plan.moves;
     assert!(
         (3..=5).contains(&moves.len()),
-        "about half of 8 equally hot slots move: {plan}"
+        "about half of 8 equally hot slots move: {plan:?}"
     );
     let hot_slots: Vec<u64> = hot.iter().map(|k| slot(k.as_bytes()) as u64).collect();
     for m in moves {
-        assert_eq!((m["from"].as_u64(), m["to"].as_u64()), (Some(1), Some(2)));
-        assert!(hot_slots.contains(&m["slot"].as_u64().unwrap()), "{m}");
+        assert_eq!((m.from, m.to), (GroupId(1), GroupId(2)));
+        assert!(hot_slots.contains(&u64::from(m.slot)), "{m:?}");
     }
+    let measure = |of: &Option<std::collections::BTreeMap<GroupId, f64>>, g: u32| {
+        of.as_ref()
+            .and_then(|m| m.get(&GroupId(g)).copied())
+            .unwrap_or_else(|| panic!("group {g} is measured: {plan:?}"))
+    };
     let (b1, a1, a2) = (
-        plan["before"]["1"].as_f64().unwrap(),
-        plan["after"]["1"].as_f64().unwrap(),
-        plan["after"]["2"].as_f64().unwrap(),
+        measure(&plan.before, 1),
+        measure(&plan.after, 1),
+        measure(&plan.after, 2),
     );
     assert!(
         a1 < b1 && (a1 - a2).abs() <= 0.4 * (a1 + a2) / 2.0,
-        "{plan}"
+        "{plan:?}"
     );
     let cli = cp.admin_cli(
         crate::support::TOKEN,
@@ -323,13 +309,8 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let queued: Value = serde_json::from_slice(&run.stdout).unwrap();
-    let moved: Vec<u64> = queued["moves"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["slot"].as_u64().unwrap())
-        .collect();
+    let queued: RebalanceAnswer = serde_json::from_slice(&run.stdout).unwrap();
+    let moved: Vec<u64> = queued.moves.iter().map(|m| u64::from(m.slot)).collect();
     assert!(!moved.is_empty() && moved.iter().all(|s| hot_slots.contains(s)));
     wait_for("the rebalance to finish", Duration::from_secs(120), || {
         idle(&cp)
@@ -348,8 +329,8 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
     wait_for("the load to even out", Duration::from_secs(20), || {
         let v = stats(&cp);
         let (l1, l2) = (
-            group_total(&v, 1, "ops_per_sec"),
-            group_total(&v, 2, "ops_per_sec"),
+            group_total(&v, 1, |t| t.ops_per_sec),
+            group_total(&v, 2, |t| t.ops_per_sec),
         );
         l1 > 0.0 && l2 > 0.0 && (l1 - l2).abs() <= 0.5 * (l1 + l2) / 2.0
     });
@@ -362,6 +343,6 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
             "/api/rebalance",
             &json!({"dry_run": true, "by": "load", "tolerance": 50}),
         )
-        .ok();
-    assert_eq!(again["slots"], 0, "{again}");
+        .ok_as::<RebalanceAnswer>();
+    assert_eq!(again.slots, 0, "{again:?}");
 }

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tempfile::TempDir;
+use tessera_wire::cluster::{GroupView, SlotView};
+use tessera_wire::migration::MigrationStatus;
+use tessera_wire::topology::GroupId;
 
 use crate::support::{
     ClusterProxy, Dashboard, DashboardOptions, Proxy, RedisServer, TOKEN, free_port, loopback,
@@ -745,10 +748,10 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     let dashboard = Dashboard::start(&opts);
     let api = dashboard.api();
     for (id, s) in [(1, &s1), (2, &s2)] {
-        let g = api
+        let g: GroupView = api
             .post("/api/groups", &json!({ "id": id, "tls": true }))
-            .ok();
-        assert_eq!(g["tls"], true, "{g}");
+            .ok_as();
+        assert!(g.tls, "{g:?}");
         // The dashboard provisions its admin user on it: a TLS connection.
         api.post(
             &format!("/api/groups/{id}/servers"),
@@ -776,14 +779,11 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     // Health checks reach the servers over TLS: both masters are up, none down.
     assert!(
         wait_until(Duration::from_secs(30), || {
-            let groups = poll(&api, "/api/groups");
-            groups.as_array().is_some_and(|gs| {
-                gs.iter()
-                    .all(|g| g["down"] == false && g["servers"][0]["up"] == true)
-            })
+            poll::<Vec<GroupView>>(&api, "/api/groups")
+                .is_some_and(|gs| gs.iter().all(|g| !g.down && g.servers[0].up))
         }),
         "health: {}",
-        api.get("/api/groups").ok()
+        api.get("/api/groups").body
     );
     // The mover moves group 1's keys to group 2 over TLS.
     api.post(
@@ -793,15 +793,14 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     .ok();
     assert!(
         wait_until(Duration::from_secs(90), || {
-            poll(&api, "/api/migrations")["slots"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
-                && poll(&api, "/api/slots")
-                    .as_array()
-                    .is_some_and(|s| s.iter().all(|s| s["group"] == 2))
+            poll::<MigrationStatus>(&api, "/api/migrations").is_some_and(|m| m.slots.is_empty())
+                && poll::<Vec<SlotView>>(&api, "/api/slots")
+                    .is_some_and(|s| s.iter().all(|s| s.group == Some(GroupId(2))))
         }),
-        "migration did not finish: {}",
-        api.get("/api/migrations").ok()["blocked"]
+        "migration did not finish: {:?}",
+        api.get("/api/migrations")
+            .ok_as::<MigrationStatus>()
+            .blocked
     );
     assert_eq!(stdout(&cli_tls(s1.port, &pki.ca(), &[], &["DBSIZE"])), "0");
     assert_eq!(
@@ -814,12 +813,13 @@ fn tls_group_in_a_cluster_is_checked_served_and_migrated_over_tls() {
     }
 }
 
-/// A GET while polling: a request that fails or times out on a loaded machine is "not yet".
-fn poll(api: &crate::support::Api, path: &str) -> serde_json::Value {
+/// A GET while polling: a request that fails or times out on a loaded machine is "not yet"
+/// (`None`); an answer is read as `T`.
+fn poll<T: serde::de::DeserializeOwned>(api: &crate::support::Api, path: &str) -> Option<T> {
     api.try_request("GET", path, None)
         .ok()
         .filter(|r| r.status == 200)
-        .map_or(serde_json::Value::Null, |r| r.json())
+        .map(|r| r.parse())
 }
 
 // ---------------------------------------------------------------------------------------------

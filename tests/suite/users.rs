@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tessera_wire::audit::AuditEntry;
+use tessera_wire::users::{ProxyUsers, UserView, UsersSource};
 
 use crate::support::{ClusterProxy, ControlPlane, Reply, wait_until};
 
@@ -25,8 +27,13 @@ fn put_raw(cp: &ControlPlane, path: &str, body: &[u8]) -> Reply {
 }
 
 /// `GET /api/proxy/users` of a proxy.
-fn proxy_users(p: &ClusterProxy) -> Value {
-    p.admin().get("/api/proxy/users").ok()
+fn proxy_users(p: &ClusterProxy) -> ProxyUsers {
+    p.admin().get("/api/proxy/users").ok_as()
+}
+
+/// `GET /api/users`.
+fn users(cp: &ControlPlane) -> Vec<UserView> {
+    cp.api().get("/api/users").ok_as()
 }
 
 fn store_put(cp: &ControlPlane, key: &str, value: Vec<u8>) {
@@ -70,12 +77,8 @@ fn proxy_secret(cp: &ControlPlane) -> String {
     cp.proxy_secret()
 }
 
-fn names(list: &Value) -> Vec<String> {
-    list.as_array()
-        .expect("an array of users")
-        .iter()
-        .map(|u| u["name"].as_str().expect("a name").to_owned())
-        .collect()
+fn names(list: &[UserView]) -> Vec<String> {
+    list.iter().map(|u| u.name.clone()).collect()
 }
 
 #[test]
@@ -93,34 +96,39 @@ fn users_set_on_the_dashboard_reach_every_proxy_and_a_restarted_one() {
                "enabled": true, "password_set": true})
     );
     put(&cp, "/api/users/bob", &json!({"password": "bob-pw"})).ok();
-    let list = cp.api().get("/api/users").ok();
-    assert_eq!(names(&list), ["alice", "bob"]);
-    assert!(!list.to_string().contains("sha256$"), "no hash in {list}");
+    let listed = cp.api().get("/api/users");
+    assert_eq!(names(&listed.ok_as::<Vec<UserView>>()), ["alice", "bob"]);
+    // The raw answer: no field of any name holds a hash.
+    assert!(
+        !listed.body.contains("sha256$"),
+        "no hash in {}",
+        listed.body
+    );
 
     // The call returned: every proxy has the table already (a barrier, as for topology).
     for p in &cp.proxies {
         let u = proxy_users(p);
-        assert_eq!(u["version"], 2, "{u}");
-        assert_eq!(u["source"], "cluster");
-        assert_eq!(u["auth_required"], false, "default stays nopass: {u}");
-        assert_eq!(names(&u["users"]), ["alice", "bob"]);
-        assert_eq!(u["users"][0]["commands"], json!(["read", "write"]));
-        assert_eq!(u["users"][0]["key_prefix"], "a:");
-        let text = u.to_string();
+        assert_eq!(u.version, 2, "{u:?}");
+        assert_eq!(u.source, UsersSource::Cluster);
+        assert!(!u.auth_required, "default stays nopass: {u:?}");
+        assert_eq!(names(&u.users), ["alice", "bob"]);
+        assert_eq!(
+            u.users[0].commands.as_deref(),
+            Some(&["read".to_owned(), "write".to_owned()][..])
+        );
+        assert_eq!(u.users[0].key_prefix.as_deref(), Some("a:"));
+        let text = p.admin().get("/api/proxy/users").body;
         assert!(
             !text.contains("sha256$") && !text.contains(ALICE_PASSWORD),
             "{text}"
         );
-        assert_eq!(p.info()["users_version"], 2);
+        assert_eq!(p.info().users_version, 2);
     }
 
     // A change keeps what it leaves out.
-    let v = put(&cp, "/api/users/alice", &json!({"enabled": false})).ok();
-    assert_eq!(
-        (v["enabled"].clone(), v["key_prefix"].clone()),
-        (json!(false), json!("a:"))
-    );
-    assert_eq!(proxy_users(&cp.proxies[1])["users"][0]["enabled"], false);
+    let v: UserView = put(&cp, "/api/users/alice", &json!({"enabled": false})).ok_as();
+    assert_eq!((v.enabled, v.key_prefix.as_deref()), (false, Some("a:")));
+    assert!(!proxy_users(&cp.proxies[1]).users[0].enabled);
 
     // The store holds the hash, never the password: not in the users document, not in the
     // audit log, nowhere.
@@ -140,36 +148,25 @@ fn users_set_on_the_dashboard_reach_every_proxy_and_a_restarted_one() {
             f.display()
         );
     }
-    let audit = cp.api().get("/api/audit").ok();
+    let audit: Vec<AuditEntry> = cp.api().get("/api/audit").ok_as();
     let put_alice = audit
-        .as_array()
-        .expect("audit entries")
         .iter()
-        .find(|e| {
-            e["path"] == "/api/users/alice"
-                && e["detail"].as_str().is_some_and(|d| d.contains("read"))
-        })
-        .unwrap_or_else(|| panic!("the change is audited: {audit}"));
-    assert!(
-        put_alice["detail"].as_str().unwrap().contains("<redacted>"),
-        "{put_alice}"
-    );
+        .find(|e| e.path == "/api/users/alice" && e.detail.contains("read"))
+        .unwrap_or_else(|| panic!("the change is audited: {audit:?}"));
+    assert!(put_alice.detail.contains("<redacted>"), "{put_alice:?}");
 
     // A proxy that starts later loads the table from the store before it serves.
     cp.proxies[0].kill();
     let p = cp.start_proxy();
     let u = proxy_users(&cp.proxies[p]);
-    assert_eq!(
-        (u["version"].clone(), u["source"].clone()),
-        (json!(3), json!("cluster"))
-    );
-    assert_eq!(names(&u["users"]), ["alice", "bob"]);
-    assert_eq!(u["users"][0]["enabled"], false);
+    assert_eq!((u.version, u.source), (3, UsersSource::Cluster));
+    assert_eq!(names(&u.users), ["alice", "bob"]);
+    assert!(!u.users[0].enabled);
 
     // Removing a user removes it everywhere; removing it twice is a 404.
     cp.api().delete("/api/users/bob").ok();
     for p in &cp.proxies[1..] {
-        assert_eq!(names(&proxy_users(p)["users"]), ["alice"]);
+        assert_eq!(names(&proxy_users(p).users), ["alice"]);
     }
     cp.api()
         .delete("/api/users/bob")
@@ -210,19 +207,17 @@ fn a_proxy_refuses_stale_unauthenticated_and_invalid_tables_and_keeps_its_own() 
     assert!(!msg.is_empty());
 
     let u = proxy_users(proxy);
-    assert_eq!(u["version"], 2, "the table in force stays: {u}");
-    assert_eq!(names(&u["users"]), ["alice"]);
+    assert_eq!(u.version, 2, "the table in force stays: {u:?}");
+    assert_eq!(names(&u.users), ["alice"]);
     assert!(
-        u["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("mallory")),
-        "{u}"
+        u.last_error.as_ref().is_some_and(|e| e.contains("mallory")),
+        "{u:?}"
     );
     // The same version again is fine (a retried push), and clears the error.
     let current = json!({"version": 2, "users": [{"name": "alice",
         "password": tessera_model::users::hash_password("x"), "commands": ["read"]}]});
     push(&authed, &current).ok();
-    assert_eq!(proxy_users(proxy)["last_error"], Value::Null);
+    assert_eq!(proxy_users(proxy).last_error, None);
 }
 
 #[test]
@@ -239,10 +234,11 @@ fn hostile_user_bodies_and_names_get_400_with_the_reason() {
         assert!(msg.contains("invalid user name"), "{what}: {msg}");
     }
     assert_eq!(
-        put(&cp, &format!("/api/users/{}", "x".repeat(128)), &pw).ok()["name"]
-            .as_str()
-            .map(str::len),
-        Some(128)
+        put(&cp, &format!("/api/users/{}", "x".repeat(128)), &pw)
+            .ok_as::<UserView>()
+            .name
+            .len(),
+        128
     );
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (
@@ -296,7 +292,7 @@ fn hostile_user_bodies_and_names_get_400_with_the_reason() {
             String::from_utf8_lossy(&body[..body.len().min(80)])
         );
     }
-    assert_eq!(names(&cp.api().get("/api/users").ok()), ["x".repeat(128)]);
+    assert_eq!(names(&users(&cp)), ["x".repeat(128)]);
 
     // Changes need the admin token, like every mutation.
     cp.api()
@@ -346,18 +342,18 @@ fn a_corrupt_users_document_stops_neither_the_dashboard_nor_a_proxy() {
         assert!(cp.api().healthy());
         // The running proxy keeps its last good table.
         assert_eq!(
-            names(&proxy_users(&cp.proxies[0])["users"]),
+            names(&proxy_users(&cp.proxies[0]).users),
             ["alice"],
             "{what}"
         );
         // A proxy starting now serves, but lets no one in until a good table comes.
         let p = cp.start_proxy();
         let u = proxy_users(&cp.proxies[p]);
-        assert_eq!(u["source"], "refused", "{what}: {u}");
-        assert_eq!(u["auth_required"], true, "{what}: {u}");
+        assert_eq!(u.source, UsersSource::Refused, "{what}: {u:?}");
+        assert!(u.auth_required, "{what}: {u:?}");
         assert!(
-            u["last_error"].as_str().is_some_and(|e| !e.is_empty()),
-            "{what}: {u}"
+            u.last_error.as_ref().is_some_and(|e| !e.is_empty()),
+            "{what}: {u:?}"
         );
         let reply = cp.proxies[p].raw().cmd(&["PING"]);
         assert!(
@@ -370,7 +366,7 @@ fn a_corrupt_users_document_stops_neither_the_dashboard_nor_a_proxy() {
     // Repaired (removed, then set again), every proxy gets the table: the running ones by
     // the push, the refusing ones too (their version is behind).
     store_delete(&cp, USERS_KEY);
-    assert_eq!(cp.api().get("/api/users").ok(), json!([]));
+    assert!(users(&cp).is_empty());
     put(
         &cp,
         "/api/users/alice",
@@ -385,8 +381,8 @@ fn a_corrupt_users_document_stops_neither_the_dashboard_nor_a_proxy() {
     for p in &cp.proxies {
         let ok = wait_until(Duration::from_secs(10), || {
             let u = proxy_users(p);
-            u["source"] == "cluster" && names(&u["users"]) == ["alice"]
+            u.source == UsersSource::Cluster && names(&u.users) == ["alice"]
         });
-        assert!(ok, "{}", proxy_users(p));
+        assert!(ok, "{:?}", proxy_users(p));
     }
 }

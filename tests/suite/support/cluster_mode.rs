@@ -17,8 +17,11 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tessera_wire::error::ErrorBody;
+use tessera_wire::telemetry::ProxyInfo;
 
 pub(crate) use super::proxy::tessera_bin;
 use super::redis_server::answers_ping;
@@ -60,7 +63,36 @@ impl Reply {
         })
     }
 
-    /// Asserts a 2xx status and returns the body as JSON.
+    /// The body as `T`, the `tessera-wire` shape the API documents for it.
+    ///
+    /// # Panics
+    /// If it is not one: a field renamed or retyped fails here, naming the request.
+    pub(crate) fn parse<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{}: HTTP {} body is not a {} ({e}): {}",
+                self.request,
+                self.status,
+                std::any::type_name::<T>(),
+                self.body
+            )
+        })
+    }
+
+    /// Asserts a 2xx status and returns the body as `T` (see [`Self::parse`]).
+    pub(crate) fn ok_as<T: DeserializeOwned>(&self) -> T {
+        assert!(
+            (200..300).contains(&self.status),
+            "{}: expected success, got HTTP {}: {}",
+            self.request,
+            self.status,
+            self.body
+        );
+        self.parse()
+    }
+
+    /// Asserts a 2xx status and returns the body as JSON (for the raw shape itself: what an
+    /// answer must never hold).
     pub(crate) fn ok(&self) -> Value {
         assert!(
             (200..300).contains(&self.status),
@@ -95,11 +127,9 @@ impl Reply {
             "{}: error body should be {{\"error\": {{\"code\", \"message\"}}}}, got {v}",
             self.request
         );
-        assert_eq!(v["error"]["code"], code, "{}: {v}", self.request);
-        let message = v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let e: ErrorBody = self.parse();
+        assert_eq!(e.error.code, code, "{}: {v}", self.request);
+        let message = e.error.message;
         assert!(
             !message.is_empty(),
             "{}: the error has no message: {v}",
@@ -453,15 +483,13 @@ impl ClusterProxy {
     }
 
     /// `GET /api/proxy/info`.
-    pub(crate) fn info(&self) -> Value {
-        self.admin().get("/api/proxy/info").ok()
+    pub(crate) fn info(&self) -> ProxyInfo {
+        self.admin().get("/api/proxy/info").ok_as()
     }
 
     /// The topology epoch in force.
     pub(crate) fn epoch(&self) -> u64 {
-        self.info()["epoch"]
-            .as_u64()
-            .expect("/api/proxy/info has a numeric epoch")
+        self.info().epoch
     }
 
     /// `GET /metrics`, as text.
@@ -615,14 +643,14 @@ impl ControlPlane {
 
     /// Assigns slots `from..=to` to `group`; returns the new epoch.
     pub(crate) fn assign(&self, from: u32, to: u32, group: u32) -> u64 {
-        let v = self
+        let v: tessera_wire::cluster::Assigned = self
             .api()
             .post(
                 "/api/slots/assign",
                 &json!({ "from": from, "to": to, "group": group }),
             )
-            .ok();
-        v["epoch"].as_u64().expect("assign answers an epoch")
+            .ok_as();
+        v.epoch
     }
 
     /// The usual two-group layout: group 1 of server 0 owns slots 0–511, group 2 of server 1

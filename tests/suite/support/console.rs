@@ -191,7 +191,7 @@ impl Console {
     pub(crate) fn login(&self, user: &str, password: &str) -> ConsoleClient {
         let mut c = self.client();
         let a = c.login(user, password);
-        a.reply.ok();
+        let _: tessera_wire::console::Session = a.reply.ok_as();
         c
     }
 }
@@ -348,7 +348,8 @@ impl ConsoleClient {
             let cookie = a.header("set-cookie").expect("a login sets a cookie");
             let pair = cookie.split(';').next().unwrap().trim().to_owned();
             self.cookie = Some(pair);
-            self.csrf = a.reply.json()["csrf"].as_str().map(str::to_owned);
+            let session: tessera_wire::console::Session = a.reply.parse();
+            self.csrf = Some(session.csrf);
         }
         a
     }

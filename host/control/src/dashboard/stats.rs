@@ -70,7 +70,7 @@ impl Dashboard {
             })
             .collect();
         // Most called first; the sort is stable, so equal counts keep the command order.
-        out.commands.sort_by(|a, b| b.calls.cmp(&a.calls));
+        out.commands.sort_by_key(|c| std::cmp::Reverse(c.calls));
         Ok(out)
     }
 }
