@@ -267,14 +267,14 @@ impl World {
                 let mut all = true;
                 for p in 0..PROXIES {
                     // 1 in 8 deliveries misses a proxy.
-                    if fail() % 8 == 0 {
+                    if fail().is_multiple_of(8) {
                         all = false;
                     } else {
                         self.install(p, table);
                     }
                 }
                 // 1 in 8 acknowledgements is lost even when every proxy took the push.
-                let acked = all && fail() % 8 != 0;
+                let acked = all && !fail().is_multiple_of(8);
                 let e = if acked {
                     Event::PushAcked
                 } else {
@@ -304,7 +304,7 @@ impl World {
             self.copy = Some(c);
             return Event::CaptureLost;
         }
-        if fail() % 6 == 0 {
+        if fail().is_multiple_of(6) {
             self.copy = Some(c);
             return Event::FinalFailed;
         }
