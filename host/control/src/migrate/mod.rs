@@ -2,6 +2,7 @@
 //! plans, measured rebalancing, and the speed cap. What proxies share with it (the scripts,
 //! the internal keys) is `tessera_model::migration`.
 
+pub mod capture;
 pub mod machine;
 pub mod measure;
 pub mod mover;
