@@ -3,6 +3,7 @@
 //! the internal keys) is `tessera_model::migration`.
 
 pub mod capture;
+pub mod cleanup;
 pub mod machine;
 pub mod measure;
 pub mod mover;
