@@ -3,6 +3,7 @@
 //! the internal keys) is `tessera_model::migration`.
 
 pub mod capture;
+mod chunks;
 pub mod cleanup;
 pub mod machine;
 pub mod measure;

@@ -33,6 +33,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tracing::{debug, info};
 
+use super::chunks::Chunks;
 pub use super::reply::MoverError;
 use super::reply::{expect_ok, refused, scan_page};
 use super::throttle::Throttle;
@@ -482,6 +483,15 @@ impl Mover<'_> {
         }
     }
 
+    fn chunks(&self) -> Chunks<'_> {
+        Chunks {
+            source: self.source,
+            target: self.target,
+            chunk: self.config.chunk,
+            throttle: self.throttle,
+        }
+    }
+
     /// A connection to `server`'s internal database.
     async fn internal(&self, server: &str) -> Result<RedisClient, MoverError> {
         let mut c = RedisClient::connect_as(server, self.config.timeout, self.credential).await?;
@@ -542,23 +552,10 @@ impl Mover<'_> {
         let kind = src.cmd(&[&b"TYPE"[..], &staging]).await?;
         let kind = kind.as_bytes().unwrap_or_default().to_vec();
         let bytes = match &kind[..] {
-            b"hash" | b"set" | b"zset" => {
-                self.copy_scanned(src, &mut dst, &kind, &staging, &temp)
+            b"hash" | b"set" | b"zset" | b"list" | b"string" | b"stream" => {
+                self.chunks()
+                    .copy(src, &mut dst, &kind, &staging, &temp)
                     .await?
-            }
-            b"list" => self.copy_list(src, &mut dst, &staging, &temp).await?,
-            b"string" => self.copy_string(src, &mut dst, &staging, &temp).await?,
-            b"stream" => {
-                super::stream::copy(
-                    src,
-                    &mut dst,
-                    (self.source, self.target),
-                    &staging,
-                    &temp,
-                    self.config.chunk,
-                    self.throttle,
-                )
-                .await?
             }
             b"none" => {
                 // Staging vanished (an earlier run finished, or it expired): only the marker
@@ -618,106 +615,6 @@ impl Mover<'_> {
         src.cmd(&[&b"UNLINK"[..], &staging, &marker]).await?;
         info!(key = %String::from_utf8_lossy(key), "big key copied in chunks");
         Ok(bytes)
-    }
-
-    /// A hash, set or sorted set, a SCAN page at a time. Returns the bytes copied.
-    async fn copy_scanned(
-        &self,
-        src: &mut RedisClient,
-        dst: &mut RedisClient,
-        kind: &[u8],
-        staging: &[u8],
-        temp: &[u8],
-    ) -> Result<u64, MoverError> {
-        let chunk = self.config.chunk.to_string();
-        let (scan, add): (&[u8], &[u8]) = match kind {
-            b"hash" => (b"HSCAN", b"HSET"),
-            b"set" => (b"SSCAN", b"SADD"),
-            _ => (b"ZSCAN", b"ZADD"),
-        };
-        let mut copied = 0;
-        let mut cursor = b"0".to_vec();
-        loop {
-            let r = src
-                .cmd(&[scan, staging, &cursor, b"COUNT", chunk.as_bytes()])
-                .await?;
-            let items = scan_page(self.source, "chunk scan", &r, &mut cursor)?;
-            let mut items: Vec<&[u8]> = items.iter().filter_map(Value::as_bytes).collect();
-            if kind == b"zset" {
-                // ZSCAN gives member, score; ZADD wants score, member.
-                for pair in items.chunks_mut(2) {
-                    pair.swap(0, 1);
-                }
-            }
-            if !items.is_empty() {
-                let chunk: u64 = items.iter().map(|i| i.len() as u64).sum();
-                let mut args = vec![add, temp];
-                args.extend(items);
-                expect_ok(dst, self.target, &args).await?;
-                copied += chunk;
-                self.throttle.pace(0, chunk).await;
-            }
-            if cursor == b"0" {
-                return Ok(copied);
-            }
-        }
-    }
-
-    async fn copy_list(
-        &self,
-        src: &mut RedisClient,
-        dst: &mut RedisClient,
-        staging: &[u8],
-        temp: &[u8],
-    ) -> Result<u64, MoverError> {
-        let step = self.config.chunk as i64;
-        let (mut at, mut copied) = (0i64, 0);
-        loop {
-            let (a, b) = (at.to_string(), (at + step - 1).to_string());
-            let r = src
-                .cmd(&[&b"LRANGE"[..], staging, a.as_bytes(), b.as_bytes()])
-                .await?;
-            let Value::Array(items) = &r else {
-                return Err(refused(self.source, "LRANGE", &r));
-            };
-            if items.is_empty() {
-                return Ok(copied);
-            }
-            let mut args: Vec<&[u8]> = vec![b"RPUSH", temp];
-            args.extend(items.iter().filter_map(Value::as_bytes));
-            let chunk: u64 = args[2..].iter().map(|i| i.len() as u64).sum();
-            expect_ok(dst, self.target, &args).await?;
-            copied += chunk;
-            self.throttle.pace(0, chunk).await;
-            at += step;
-        }
-    }
-
-    async fn copy_string(
-        &self,
-        src: &mut RedisClient,
-        dst: &mut RedisClient,
-        staging: &[u8],
-        temp: &[u8],
-    ) -> Result<u64, MoverError> {
-        let step = (self.config.chunk * 1024) as i64;
-        let (mut at, mut copied) = (0i64, 0);
-        loop {
-            let (a, b) = (at.to_string(), (at + step - 1).to_string());
-            let r = src
-                .cmd(&[&b"GETRANGE"[..], staging, a.as_bytes(), b.as_bytes()])
-                .await?;
-            let Some(part) = r.as_bytes() else {
-                return Err(refused(self.source, "GETRANGE", &r));
-            };
-            if part.is_empty() {
-                return Ok(copied);
-            }
-            expect_ok(dst, self.target, &[b"APPEND", temp, part]).await?;
-            copied += part.len() as u64;
-            self.throttle.pace(0, part.len() as u64).await;
-            at += step;
-        }
     }
 }
 
