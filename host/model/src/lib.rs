@@ -21,6 +21,7 @@ pub mod limits;
 pub mod login;
 pub mod migration;
 pub mod redis_client;
+pub mod replica;
 pub mod router;
 pub mod secret;
 pub mod tls;

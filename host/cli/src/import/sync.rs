@@ -16,10 +16,10 @@ use anyhow::Context;
 
 use super::load::{self, LoadCounts};
 use super::progress::{Rate, line};
-use super::replica::{Replica, Start};
 use super::state::SyncState;
 use super::target::{OnError, Target, TargetStats};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
+use tessera_model::replica::{Replica, Start};
 use tessera_resp::Request;
 
 /// `tessera import sync` arguments.
@@ -77,7 +77,9 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut replica = Replica::connect(&args.from, args.from_password.as_deref()).await?;
-    let start = replica.handshake(saved.as_ref()).await?;
+    let start = replica
+        .handshake(saved.as_ref().map(|s| (s.replid.as_str(), s.offset)))
+        .await?;
     let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
     let pos = match (start, saved) {
         (Start::Continue { replid }, Some(s)) => {

@@ -1,15 +1,16 @@
 //! The replica side of Redis replication, enough to follow a source: AUTH, `REPLCONF capa`,
 //! `PSYNC replid offset` (falling back to `SYNC` on servers without it), the RDB payload
 //! (`$len` or the diskless `$EOF:<mark>` form), then the command stream one request at a time,
-//! and `REPLCONF ACK <offset>`. No TLS to the source.
+//! and `REPLCONF ACK <offset>`. No TLS to the source. Used by `tessera import sync` and by the
+//! migration's capture of a source's changes.
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::apply::encode;
-use super::state::SyncState;
 use tessera_resp::{Limits, Request, RequestDecoder};
+
+use crate::redis_client::Credential;
 
 /// Longest status line accepted from the source.
 const MAX_LINE: usize = 64 * 1024;
@@ -62,6 +63,29 @@ impl Replica {
     /// # Errors
     /// Connect failure or a refused AUTH.
     pub async fn connect(addr: &str, password: Option<&str>) -> Result<Self, ReplicaError> {
+        Self::connect_as(addr, password.map(|p| (None, p))).await
+    }
+
+    /// Connects and authenticates as `credential` (`AUTH user password`), when given: the
+    /// control plane's own user on a cluster's servers.
+    ///
+    /// # Errors
+    /// Connect failure or a refused AUTH.
+    pub async fn connect_with(
+        addr: &str,
+        credential: Option<&Credential>,
+    ) -> Result<Self, ReplicaError> {
+        Self::connect_as(
+            addr,
+            credential.map(|c| (Some(c.user.as_str()), c.password.as_str())),
+        )
+        .await
+    }
+
+    async fn connect_as(
+        addr: &str,
+        auth: Option<(Option<&str>, &str)>,
+    ) -> Result<Self, ReplicaError> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| ReplicaError::Io {
@@ -74,8 +98,13 @@ impl Replica {
             buf: BytesMut::with_capacity(64 * 1024),
             decoder: RequestDecoder::new(Limits::default()),
         };
-        if let Some(p) = password {
-            r.expect_ok("AUTH", &[b"AUTH", p.as_bytes()]).await?;
+        match auth {
+            Some((Some(user), p)) => {
+                r.expect_ok("AUTH", &[b"AUTH", user.as_bytes(), p.as_bytes()])
+                    .await?
+            }
+            Some((None, p)) => r.expect_ok("AUTH", &[b"AUTH", p.as_bytes()]).await?,
+            None => {}
         }
         r.expect_ok(
             "REPLCONF capa",
@@ -93,7 +122,8 @@ impl Replica {
     }
 
     async fn send(&mut self, args: &[&[u8]]) -> Result<(), ReplicaError> {
-        let req = encode(args);
+        let size = args.iter().map(|a| a.len()).sum();
+        let req = tessera_resp::encode_request(args.len(), args.iter().copied(), size);
         self.stream.write_all(&req).await.map_err(|e| self.io(e))
     }
 
@@ -143,13 +173,14 @@ impl Replica {
         Ok(())
     }
 
-    /// Asks to continue from `resume` (else for a full copy) and reads the answer.
+    /// Asks to continue after `resume` (the source's replication ID and the last byte of its
+    /// stream already had), else for a full copy, and reads the answer.
     ///
     /// # Errors
     /// A refused PSYNC and SYNC, or a malformed answer.
-    pub async fn handshake(&mut self, resume: Option<&SyncState>) -> Result<Start, ReplicaError> {
+    pub async fn handshake(&mut self, resume: Option<(&str, u64)>) -> Result<Start, ReplicaError> {
         let (id, off) = match resume {
-            Some(s) => (s.replid.clone(), (s.offset + 1).to_string()),
+            Some((replid, offset)) => (replid.to_string(), (offset + 1).to_string()),
             None => ("?".to_string(), "-1".to_string()),
         };
         self.send(&[b"PSYNC", id.as_bytes(), off.as_bytes()])
@@ -249,6 +280,51 @@ impl Replica {
             data.extend_from_slice(&self.buf.split_to(n));
         }
         Ok(data)
+    }
+
+    /// Reads past the RDB payload after a full resync without keeping it (a capture of the
+    /// source's changes needs only the stream after it). Memory stays bounded by the read
+    /// buffer and the EOF mark. Returns the payload's size.
+    ///
+    /// # Errors
+    /// A lost connection or a malformed header.
+    pub async fn skip_rdb(&mut self) -> Result<u64, ReplicaError> {
+        let head = self.line().await?;
+        let Some(spec) = head.strip_prefix('$') else {
+            return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
+        };
+        if let Some(mark) = spec.strip_prefix("EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            if mark.len() != 40 {
+                return Err(self.protocol("an EOF mark that is not 40 bytes".into()));
+            }
+            let mut skipped = 0u64;
+            loop {
+                if let Some(p) = memchr::memmem::find(&self.buf, &mark) {
+                    let _ = self.buf.split_to(p + mark.len());
+                    return Ok(skipped + p as u64);
+                }
+                // Keep what could be the start of the mark.
+                let keep = self.buf.len().min(mark.len() - 1);
+                let drop = self.buf.len() - keep;
+                let _ = self.buf.split_to(drop);
+                skipped += drop as u64;
+                self.fill().await?;
+            }
+        }
+        let len: u64 = spec
+            .parse()
+            .map_err(|_| self.protocol(format!("bad RDB length {spec:?}")))?;
+        let mut left = len;
+        while left > 0 {
+            if self.buf.is_empty() {
+                self.fill().await?;
+            }
+            let n = (left as usize).min(self.buf.len());
+            let _ = self.buf.split_to(n);
+            left -= n as u64;
+        }
+        Ok(len)
     }
 
     /// The next command of the stream and how many bytes of it it took.
