@@ -176,8 +176,11 @@ impl Capture {
         }
     }
 
-    /// A lost slot's copy has started over: its capture starts afresh too.
-    pub fn restart(&mut self, slot: u16) {
+    /// Starts following `slot` (again, after a loss: afresh).
+    pub fn follow(&mut self, slot: u16) {
+        if let Some(m) = self.moving.get_mut(slot as usize) {
+            *m = true;
+        }
         self.lost.remove(&slot);
         self.drop_slot(slot);
     }
@@ -269,7 +272,7 @@ mod tests {
         let t = c.take(&all());
         assert!(t.keys.is_empty());
         assert_eq!(t.lost, BTreeSet::from([slot(a)]));
-        c.restart(slot(a));
+        c.follow(slot(a));
         observe(&mut c, &["SET", a, "2"]);
         assert_eq!(c.take(&all()).keys[&slot(a)].len(), 1);
     }

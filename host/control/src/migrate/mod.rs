@@ -5,6 +5,7 @@
 pub mod capture;
 mod chunks;
 pub mod cleanup;
+pub mod copy;
 pub mod machine;
 pub mod measure;
 pub mod mover;

@@ -91,21 +91,29 @@ pub struct Progress {
 
 impl Progress {
     /// Per-slot counts only; `add_total` counts keys moved.
-    fn add_slots(&self, slots: impl Iterator<Item = u16>) {
+    pub(crate) fn add_slots(&self, slots: impl Iterator<Item = u16>) {
         let mut moved = self.moved.lock().expect("progress lock poisoned");
         for slot in slots {
             *moved.entry(slot).or_default() += 1;
         }
     }
 
-    fn add_total(&self, n: u64, bytes: u64) {
+    pub(crate) fn add_total(&self, n: u64, bytes: u64) {
         self.total
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         self.bytes
             .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn took(&self, what: &str, since: Instant) {
+    /// Forgets the per-slot counts of `slots` (their copy is over).
+    pub(crate) fn forget(&self, slots: &BTreeSet<u16>) {
+        let mut moved = self.moved.lock().expect("progress lock poisoned");
+        for s in slots {
+            moved.remove(s);
+        }
+    }
+
+    pub(crate) fn took(&self, what: &str, since: Instant) {
         let ms = since.elapsed().as_secs_f64() * 1000.0;
         let mut s = self.slowest.lock().expect("progress lock poisoned");
         if s.as_ref().is_none_or(|(worst, _)| ms > *worst) {
