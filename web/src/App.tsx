@@ -1,7 +1,12 @@
-import { useEffect, useState } from 'react';
-import { api } from './api';
+// The app's frame: the session (the login form until there is one), the top bar, and the
+// page the hash route names; a cluster's page with its tabs.
+
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useMemo, useState } from 'react';
+import { api } from './api/client';
+import { consoleReads } from './api/queries';
 import { ConfirmProvider, NoticesProvider } from './components/ui';
-import { CLUSTER_TABS, hrefFor, navigate, usePoll, useRoute, type ClusterTab } from './hooks';
+import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './routing';
 import { Audit } from './views/Audit';
 import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
@@ -113,8 +118,8 @@ function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
 }
 
 function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
-  const c = api.cluster(name);
-  const all = usePoll((s) => api.clusters(s), 15000);
+  const c = useMemo(() => api.cluster(name), [name]);
+  const all = useQuery({ ...consoleReads.clusters(api), refetchInterval: 15000 });
   const names = all.data?.map((x) => x.name) ?? [name];
   // What this user may do here (its role and the console's token for the cluster, the lower).
   const role = all.data?.find((x) => x.name === name)?.role ?? null;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heatColor, heatValues } from '../src/lib/heat';
-import type { SlotStats } from '../src/types';
+import type { SlotStats } from '../src/api/shapes';
 
 const stats = (ops: number[], memory: number[]): SlotStats => ({
   window_secs: 60,

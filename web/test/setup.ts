@@ -14,7 +14,7 @@ if (typeof window !== 'undefined' && !window.matchMedia) {
     addEventListener: () => {},
     removeEventListener: () => {},
     dispatchEvent: () => false,
-  })) as unknown as typeof window.matchMedia;
+  }));
 }
 
 // jsdom has no canvas: give uPlot a 2D context that draws nothing.
