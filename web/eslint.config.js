@@ -48,6 +48,12 @@ export default defineConfig(
     languageOptions: { globals: globals.node },
   },
   {
+    // Playwright reads a hook's fixtures from its first parameter's pattern: `({}, testInfo)`
+    // is how a hook that needs none says so.
+    files: ['e2e/**'],
+    rules: { 'no-empty-pattern': ['error', { allowObjectPatternsAsParameters: true }] },
+  },
+  {
     // Plain JavaScript has no types to check: every value would be `any` to the type-checked
     // rules.
     files: ['**/*.{js,mjs}'],
