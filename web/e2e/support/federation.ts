@@ -93,9 +93,7 @@ export async function startFederation(): Promise<Federation> {
   // The example plugins `up` loads come from the same builds as the plugin steps'.
   if (/--plugins-dir[ =<]/.test(help)) args.push('--plugins-dir', PLUGIN_DIR);
   console.log(`[e2e] starting ${BIN} ${args.join(' ')}`);
-  // setpriv: should this runner die without its teardown, the kernel sends `up` SIGTERM, as
-  // `up` has its own children do.
-  const up = start('tessera up', 'setpriv', ['--pdeathsig', 'TERM', '--', BIN, ...args]);
+  const up = start('tessera up', BIN, args);
   let out = '';
   let err = '';
   up.child.stdout?.on('data', (d: Buffer) => {

@@ -1,6 +1,8 @@
 // Processes the e2e starts (`tessera up`, redis-benchmark): each is spawned in a process group
 // of its own and stopped with SIGTERM, and its stop is checked: it and every process under it
-// must be gone, within bounds, or the run fails naming what is left (killed then).
+// must be gone, within bounds, or the run fails naming what is left (killed then). Should the
+// process that started one die without stopping it, the kernel sends it SIGTERM (setpriv
+// --pdeathsig, from util-linux), as `tessera up` has its own children do.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,7 +51,8 @@ export function alive(pid: number): boolean {
 
 /** Starts `cmd` in a process group of its own, its output piped. */
 export function start(name: string, cmd: string, args: string[]): Started {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // setpriv execs `cmd`: the pid is the command's own.
+  const child = spawn('setpriv', ['--pdeathsig', 'TERM', '--', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
