@@ -1,3 +1,6 @@
+// The API client against a fake console: the CSRF token on mutating calls only, URLs and
+// bodies of the dashboard routes, errors as ApiError, a 401 ending the session.
+
 import { describe, expect, it, vi } from 'vitest';
 import { Client } from '../src/api/client';
 import { ApiError } from '../src/api/error';

@@ -1,3 +1,6 @@
+// Components on their own: the clusters table and health, the QPS chart, the confirm dialog,
+// the audit and login rows.
+
 import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QpsChart } from '../src/components/QpsChart';

@@ -1,3 +1,6 @@
+// The plugin config editor's JSON checks: any JSON value, and where the text stops being JSON,
+// as line and column.
+
 import { describe, expect, it } from 'vitest';
 import { formatConfig, lineCol, validateConfig } from '../src/lib/config';
 import { moveInOrder, nameFromFile } from '../src/views/Plugins';

@@ -1,3 +1,6 @@
+// The groups view against a fake console: servers with health and lag, promote and remove
+// behind the confirm dialog, the API's refusal shown, addresses checked before a call.
+
 import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,3 +1,5 @@
+// The slot heatmap's values per measure and its colour scale.
+
 import { describe, expect, it } from 'vitest';
 import { heatColor, heatValues } from '../src/lib/heat';
 import type { SlotStats } from '../src/api/shapes';

@@ -1,3 +1,7 @@
+// The plugins view against a fake console: no catalog (404), the chain in order, the config
+// checked inline and the server's refusal shown, reordering, upload with its metrics, delete
+// behind the confirm dialog.
+
 import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';

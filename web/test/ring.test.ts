@@ -1,3 +1,5 @@
+// The ring buffer and the QPS series of the overview chart.
+
 import { describe, expect, it } from 'vitest';
 import { QpsSeries, RingBuffer } from '../src/lib/ring';
 import { addStats } from '../src/views/Overview';

@@ -1,3 +1,6 @@
+// The slot map against a fake console: cells by owner, selection by click, shift-click and
+// drag, the target group, migrate and abort, the heatmap.
+
 import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';

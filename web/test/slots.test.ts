@@ -1,3 +1,6 @@
+// Slot-map logic: ranges by owner, selection, range parsing, what keeps a range from moving,
+// rebalance plans in ranges.
+
 import { describe, expect, it } from 'vitest';
 import {
   clickSlot,

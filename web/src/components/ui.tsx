@@ -1,3 +1,6 @@
+// The app's small shared pieces: error text and box, notices (results and errors of actions),
+// the confirm dialog of destructive actions, stat cards and badges.
+
 import { createContext, useCallback, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from '../api/error';
 
