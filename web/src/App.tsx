@@ -1,7 +1,7 @@
 // The app's frame: the session (the login form until there is one), the top bar, and the
 // page the hash route names; a cluster's page with its tabs.
 
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { api } from './api/client';
 import { consoleReads } from './api/queries';
@@ -27,6 +27,7 @@ type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: s
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'checking' });
   const route = useRoute();
+  const queries = useQueryClient();
 
   useEffect(() => {
     api.onUnauthorized = () => setSession({ state: 'out' });
@@ -47,6 +48,9 @@ export function App() {
         {session.state === 'out' ? (
           <Login
             onLogin={(user) => {
+              // A new session starts from an empty cache: nothing read in the last one (maybe
+              // another user's, with another role) shows in this one.
+              queries.clear();
               setSession({ state: 'in', user });
               if (route.page === 'login') navigate({ page: 'clusters' });
             }}
