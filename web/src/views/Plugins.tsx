@@ -163,7 +163,7 @@ function Upload({ c }: { c: ClusterApi }) {
       setFile(null);
       setName('');
       if (fileRef.current) fileRef.current.value = '';
-      notify('ok', `Upload: ${p.name} uploaded (${formatBytes(p.size)})`);
+      notify('ok', `${p.name} uploaded (${formatBytes(p.size)})`);
     } catch (e) {
       setErr(e);
     }
