@@ -38,6 +38,8 @@ export function fitsAnswer(route: string, value: unknown): string | null {
 
 /**
  * `value`, answered with `status`, as the answer of `route`, once it fits the route's schema.
+ * (`T` is the route's type: it and the schema are generated from the same document, so what
+ * fits the one is the other.)
  *
  * @throws ApiError `bad_answer` naming `who`, the route and the misfit.
  */
