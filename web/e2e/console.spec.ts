@@ -14,7 +14,7 @@ import { slowLogStep } from './steps/slow-log';
 import { tokensStep } from './steps/tokens';
 import { ConsolePage, log } from './support/console-page';
 import { FAILED_MARK } from './support/federation';
-import { BENCH } from './support/paths';
+import { apiDocument, BENCH } from './support/paths';
 import { start, stop, type Started } from './support/processes';
 import { sleep, until } from './support/wait';
 
@@ -109,6 +109,20 @@ test('both clusters are listed and healthy', async () => {
   await con.shot('02-clusters');
   name = clusterNames[0];
   capi = con.clusterApi(name);
+});
+
+test('each dashboard serves the OpenAPI document the console was generated from', async () => {
+  // The console's types and answer schemas come from the document `npm run gen` read; a
+  // dashboard serving another one would answer in shapes the console was not built for.
+  const document: unknown = JSON.parse(fs.readFileSync(apiDocument(), 'utf8'));
+  const clusters = await con.get<{ name: string; dashboard: { admin_addr: string } | null }[]>('/api/clusters');
+  for (const n of clusterNames) {
+    const addr = clusters.find((c) => c.name === n)?.dashboard?.admin_addr;
+    expect(addr, `cluster ${n}'s dashboard`).toBeTruthy();
+    const served = await fetch(`http://${addr}/api/openapi.json`);
+    expect(served.status, `GET /api/openapi.json of ${n}'s dashboard`).toBe(200);
+    expect(await served.json(), `the document ${n}'s dashboard serves, against ${apiDocument()}`).toEqual(document);
+  }
 });
 
 test('under redis-benchmark load through a proxy the QPS chart rises above 0', async () => {
