@@ -3,8 +3,8 @@
 #   tools/test.sh
 # (CI runs exactly this through .ci/run.) Set TESSERA_SKIP_INSTALL=1 to skip the apt step
 # (tools/apt-install.sh).
-# Order: the web console's front end is built first (the Rust tests serve its files) and the
-# Node clients the session tests drive (tests/clients) installed, then one
+# Order: the web console's front end is linted and built first (the Rust tests serve its
+# files) and the Node clients the session tests drive (tests/clients) installed, then one
 # cargo build and test of everything, then the front end's unit tests and its end-to-end
 # tests in headless Chromium, which drive the target/debug/tessera that cargo test built.
 set -euo pipefail
@@ -41,8 +41,8 @@ if [ -f web/package.json ]; then
     echo "test.sh: Debian 12's nodejs package is 18.x: install a Node.js 20.19+ (or 22.12+) nodejs package, e.g. NodeSource's nodejs 20.x .deb, then run again." >&2
     exit 1
   fi
-  echo "test.sh: building the web console (web/: npm ci, npm run build)"
-  (cd web && npm ci --no-audit --no-fund && npm run build)
+  echo "test.sh: linting and building the web console (web/: npm ci, npm run lint, npm run build)"
+  (cd web && npm ci --no-audit --no-fund && npm run lint && npm run build)
   web=1
 fi
 # ioredis, which the session tests drive through the proxies (tests/clients).

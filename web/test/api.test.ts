@@ -1,5 +1,9 @@
+// The API client against a fake console: the CSRF token on mutating calls only, URLs and
+// bodies of the dashboard routes, errors as ApiError, a 401 ending the session.
+
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError, Client } from '../src/api';
+import { Client } from '../src/api/client';
+import { ApiError } from '../src/api/error';
 
 type Call = { url: string; init: RequestInit };
 
@@ -25,8 +29,8 @@ describe('API client', () => {
       json(200, { user: 'admin', csrf: 'tok123' }),
       json(200, []),
       json(200, { queued: 20 }),
-      json(200, {}),
-      json(200, { name: 'p' }),
+      json(200, { id: 1, slots: 0, down: false, tls: false, servers: [] }),
+      json(200, { name: 'filter', sha256: 'ab'.repeat(32), size: 4, config: null, enabled: false, fail: 'open', updated_unix: 1 }),
     ]);
     const c = new Client(f);
     expect(await c.login('admin', 'pw')).toEqual({ user: 'admin', csrf: 'tok123' });
@@ -61,7 +65,7 @@ describe('API client', () => {
   it('turns the error shape into an ApiError with code and message', async () => {
     const { f } = stub([json(409, { error: { code: 'conflict', message: 'slot 3 is already migrating' } })]);
     const c = new Client(f);
-    const e = await c.cluster('local').migrate(0, 3, 2).catch((x) => x);
+    const e = (await c.cluster('local').migrate(0, 3, 2).catch((x: unknown) => x)) as ApiError;
     expect(e).toBeInstanceOf(ApiError);
     expect(e.status).toBe(409);
     expect(e.code).toBe('conflict');
@@ -76,9 +80,9 @@ describe('API client', () => {
       },
     ]);
     const c = new Client(f);
-    const e1 = await c.clusters().catch((x) => x);
+    const e1 = await c.clusters().catch((x: unknown) => x);
     expect(e1).toMatchObject({ status: 502, code: 'http_502', message: 'bad gateway from nginx' });
-    const e2 = await c.clusters().catch((x) => x);
+    const e2 = await c.clusters().catch((x: unknown) => x);
     expect(e2).toMatchObject({ status: 0, code: 'network' });
   });
 

@@ -1,3 +1,6 @@
+// Migration progress maths: keys/s from samples, ETA, percent done, the tracker's states,
+// slots in flight as ranges, the throttle's text.
+
 import { describe, expect, it } from 'vitest';
 import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
 

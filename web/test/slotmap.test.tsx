@@ -1,6 +1,10 @@
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+// The slot map against a fake console: cells by owner, selection by click, shift-click and
+// drag, the target group, migrate and abort, the heatmap.
+
+import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { SlotMap } from '../src/views/SlotMap';
 
@@ -39,7 +43,7 @@ function setup() {
   const calls: { method: string; url: string; body: unknown }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
     calls.push({ method, url, body });
     const base = '/api/clusters/local';
     const reply =
@@ -104,9 +108,9 @@ describe('SlotMap', () => {
     fireEvent.mouseUp(window);
     fireEvent.mouseOver(screen.getByTestId('slot-40')); // not dragging any more
     expect(screen.getByTestId('selection-size').textContent).toBe('6 slot(s)');
-    expect((screen.getByTestId('selection-range') as HTMLInputElement).value).toBe('10-15');
+    expect(screen.getByTestId<HTMLInputElement>('selection-range').value).toBe('10-15');
     // The target defaults to a group other than the owner.
-    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('2'));
+    await waitFor(() => expect(screen.getByTestId<HTMLSelectElement>('target-group').value).toBe('2'));
     await act(async () => fireEvent.click(screen.getByTestId('migrate-selection')));
     await waitFor(() => expect(calls.some((c) => c.method === 'POST')).toBe(true));
     expect(calls.find((c) => c.method === 'POST')).toMatchObject({
@@ -124,8 +128,8 @@ describe('SlotMap', () => {
     fireEvent.mouseDown(screen.getByTestId('slot-702'), { button: 0, shiftKey: true });
     fireEvent.mouseUp(window);
     expect(screen.getByTestId('selection-size').textContent).toBe('5 slot(s)');
-    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('1'));
-    expect((screen.getByTestId('migrate-selection') as HTMLButtonElement).disabled).toBe(true);
+    await waitFor(() => expect(screen.getByTestId<HTMLSelectElement>('target-group').value).toBe('1'));
+    expect(screen.getByTestId<HTMLButtonElement>('migrate-selection').disabled).toBe(true);
     fireEvent.click(screen.getByTestId('abort-selection'));
     expect(screen.getByTestId('confirm-dialog').textContent).toContain('Abort the migration of 1 selected slot(s)?');
     await act(async () => fireEvent.click(screen.getByTestId('confirm-ok')));

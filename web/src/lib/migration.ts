@@ -1,7 +1,7 @@
 // Migration progress maths: keys per second from samples, ETA, and a progress percentage
 // that survives slots leaving the status list as they finish.
 
-import type { MigrationStatus } from '../types';
+import type { MigrationStatus } from '../api/shapes';
 
 export interface KeySample {
   /** ms */
@@ -10,7 +10,7 @@ export interface KeySample {
 }
 
 /** Keys per second over the samples within `windowMs` of the newest; 0 with too few. */
-export function keysPerSecond(samples: KeySample[], windowMs = 10_000): number {
+export function keysPerSecond(samples: readonly KeySample[], windowMs = 10_000): number {
   if (samples.length < 2) return 0;
   const last = samples[samples.length - 1];
   const inWindow = samples.filter((s) => last.t - s.t <= windowMs);
