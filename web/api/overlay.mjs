@@ -1,4 +1,4 @@
-// What the console needs of the API that its OpenAPI document (host/src/api/openapi.json, kept
+// What the console needs of the API that its OpenAPI document (host/control/src/api/openapi.json, kept
 // by hand) lacks or gets wrong, checked against the Rust structs that serialize the answers.
 // scripts/gen-api.mjs applies it before making the types and validators, and refuses an entry
 // the document has caught up with. It goes once the document is derived from the Rust types.
@@ -224,7 +224,7 @@ export const additions = {
     },
   },
 
-  // === the console's own routes (host/src/console/, docs/console.md), in no document ===
+  // === the console's own routes (host/console/src/, docs/console.md), in no document ===
 
   // console/auth.rs login and me: {"user", "csrf"}.
   ConsoleSession: always({ user: str, csrf: str }),
