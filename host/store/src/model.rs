@@ -172,42 +172,50 @@ pub struct DashboardInfo {
 }
 
 /// Where a slot's migration stands. Persisted at every step, so a dashboard killed at any
-/// point is replaced by one that resumes from here.
+/// point is replaced by one that resumes from here (`tessera_control::migrate::machine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ActionState {
     /// Waiting for room under the per-group cap.
     Pending,
-    /// "owner = target, migrating from source" is being pushed; no key moves yet.
+    /// Its keys are being copied to the target while the source serves it.
+    Copying,
+    /// Held in every proxy for its handoff.
+    Handoff,
+    /// Its owner is settled (`SlotModel::group`); the other group's copies are being deleted.
+    Cleanup,
+    // Written by dashboards before migration v3 (docs/migration.md, "Upgrading"):
+    /// Blocked in every proxy; no key moved yet. Resumed as a handoff to release.
     Preparing,
-    /// Every online proxy acknowledged it.
+    /// Routed to the target, keys split between the groups: only the dashboard that started
+    /// it can finish it.
     Prepared,
-    /// The mover is moving keys (and proxies move the keys they touch).
+    /// As `Prepared`, with its mover running.
     Migrating,
-    /// A full pass found no key left; "owner = target" is being pushed.
+    /// Every key on the target, its owner push under way. Resumed as a cleanup.
     Finished,
 }
 
-/// A migration of one slot. An abort is a migration back: source and target swap and the
-/// keys already moved return the same way.
+/// A migration of one slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlotAction {
     pub state: ActionState,
     pub source: GroupId,
     pub target: GroupId,
+    /// An abort turned it back to its source.
     #[serde(default)]
     pub aborting: bool,
 }
 
 impl SlotAction {
-    /// Proxies route the slot to the target (moving keys from the source) from `Prepared` on.
-    pub fn routes_to_target(&self) -> bool {
-        self.state >= ActionState::Prepared
+    /// Proxies hold the slot's commands.
+    pub fn blocks(&self) -> bool {
+        matches!(self.state, ActionState::Handoff | ActionState::Preparing)
     }
 
-    /// Proxies hold the slot (first phase of the barrier).
-    pub fn blocks(&self) -> bool {
-        self.state == ActionState::Preparing
+    /// A migration a dashboard before v3 left half-way, which this one cannot finish.
+    pub fn is_legacy_mid_move(&self) -> bool {
+        matches!(self.state, ActionState::Prepared | ActionState::Migrating)
     }
 }
 
@@ -310,17 +318,14 @@ pub fn topology(
     let mut routes = vec![SlotRoute::default(); SLOTS];
     for s in slots {
         if let Some(r) = routes.get_mut(s.id as usize) {
+            r.group = s.group;
             match &s.action {
-                Some(a) if a.routes_to_target() => {
+                // A migration of a dashboard before v3, half-way: routed as it left it.
+                Some(a) if a.is_legacy_mid_move() || a.state == ActionState::Finished => {
                     r.group = Some(a.target);
-                    r.from = Some(a.source);
-                    r.aborting = a.aborting;
                 }
-                Some(a) if a.blocks() => {
-                    r.group = s.group;
-                    r.blocked = true;
-                }
-                _ => r.group = s.group,
+                Some(a) if a.blocks() => r.blocked = true,
+                _ => {}
             }
         }
     }

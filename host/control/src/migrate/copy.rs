@@ -40,7 +40,7 @@ use tracing::{debug, info, warn};
 
 use super::capture::Capture;
 use super::chunks::Chunks;
-use super::mover::Progress;
+use super::progress::Progress;
 use super::reply::{MoverError, expect_ok, refused, scan_page};
 use super::throttle::Throttle;
 
@@ -86,8 +86,9 @@ pub enum Command {
     Add(BTreeMap<u16, String>),
     /// Every proxy holds these slots: copy what is left of them and report.
     Final(BTreeSet<u16>),
-    /// Stop copying these slots (aborted, or lost and to start over).
-    Forget(BTreeSet<u16>),
+    /// Stop copying these slots (aborted, or lost and to start over); answered once nothing
+    /// of theirs is being written to a target any more.
+    Forget(BTreeSet<u16>, tokio::sync::oneshot::Sender<()>),
 }
 
 /// What a copy tells the driver.
@@ -167,6 +168,8 @@ struct SlotCopy {
     big: FxHashSet<Bytes>,
     /// Its big keys being copied now, on their own tasks: its round cannot end before.
     big_copying: usize,
+    /// Those tasks, stopped if the slot is forgotten.
+    big_tasks: Vec<tokio::task::JoinHandle<()>>,
     /// Whether the last round reported was converged (rounds that change nothing are not
     /// reported again).
     converged: bool,
@@ -342,14 +345,19 @@ impl Copy {
                             pending: BTreeSet::new(),
                             big: FxHashSet::default(),
                             big_copying: 0,
+                            big_tasks: Vec::new(),
                             converged: false,
                         },
                     );
                 }
             }
-            Command::Forget(slots) => {
+            Command::Forget(slots, done) => {
                 for s in &slots {
-                    self.slots.remove(s);
+                    if let Some(sc) = self.slots.remove(s) {
+                        for t in sc.big_tasks {
+                            t.abort();
+                        }
+                    }
                     if let Some(scan) = &mut self.scan {
                         scan.slots.remove(s);
                     }
@@ -360,6 +368,7 @@ impl Copy {
                         c.forget(s);
                     }
                 }
+                let _ = done.send(());
             }
             Command::Final(slots) => {
                 let started = Instant::now();
@@ -715,10 +724,11 @@ impl Copy {
             throttle: self.throttle.clone(),
         };
         let done = self.big_done.0.clone();
-        tokio::spawn(async move {
+        s.big_tasks.retain(|t| !t.is_finished());
+        s.big_tasks.push(tokio::spawn(async move {
             let result = big.copy(&key, &kind).await;
             let _ = done.send(BigCopied { slot, key, result });
-        });
+        }));
     }
 
     /// The final copy of `slots`, all of which every proxy holds now.
