@@ -24,6 +24,7 @@ pub mod stream;
 pub mod sync;
 pub mod target;
 pub mod value;
+pub mod watch;
 
 pub use rdb::{Parser, RdbError};
 pub use value::{Entry, Item, Value};
