@@ -655,3 +655,61 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
         "a second later the stats are fetched anew"
     );
 }
+
+/// The rank of a role's name, lowest first.
+fn rank(role: &str) -> usize {
+    ["viewer", "operator", "admin"]
+        .iter()
+        .position(|r| *r == role)
+        .unwrap_or_else(|| panic!("unknown role {role}"))
+}
+
+// Issue 25, item 9: a viewer token read `GET /api/mirror`'s samples (clients' keys, values
+// and replies) while the command log already needed an operator for that reason.
+#[test]
+fn issue_25_every_read_needs_the_role_the_table_gives_route_by_route() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    two_groups(&cp);
+    let callers = [
+        ("viewer", token(&cp, "watcher", "viewer")),
+        ("operator", token(&cp, "ops", "operator")),
+        ("admin", cp.api()),
+    ];
+    // The reads of clients' data, by name.
+    for path in ["/api/mirror", "/api/hotkeys", "/api/commandlog"] {
+        let m = callers[0].1.get(path).expect_error(403, "forbidden");
+        assert!(m.contains("needs operator"), "{path}: {m}");
+        callers[1].1.get(path).ok();
+    }
+    // Every read the API describes, as each role: refused exactly when the role is below the
+    // one its `x-tessera-role` names (a unit test holds that to `access::RULES`).
+    let doc = cp.api().get("/api/openapi.json").ok();
+    let mut checked = 0;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let Some(get) = ops.get("get") else {
+            continue;
+        };
+        let needs = get["x-tessera-role"].as_str();
+        let concrete = path
+            .replace("{id}", "1")
+            .replace("{name}", "nosuch")
+            .replace("{token}", "nosuch")
+            .replace("{addr}", "127.0.0.1:1");
+        for (role, api) in &callers {
+            let r = api.get(&concrete);
+            let allowed = needs.is_none_or(|n| rank(role) >= rank(n));
+            if allowed {
+                assert_ne!(r.status, 403, "{role} GET {concrete}: {}", r.body);
+                assert_ne!(r.status, 401, "{role} GET {concrete}: {}", r.body);
+            } else {
+                let m = r.expect_error(403, "forbidden");
+                assert!(
+                    m.contains(&format!("needs {}", needs.unwrap())),
+                    "{role} GET {concrete}: {m}"
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} reads described");
+}
