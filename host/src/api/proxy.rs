@@ -604,6 +604,7 @@ pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError
     plugins
         .catalog_version
         .fetch_max(cat.version, Ordering::Relaxed);
+    a.blobs.keep(cat);
     Ok(())
 }
 

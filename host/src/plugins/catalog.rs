@@ -21,8 +21,23 @@ use crate::secret::sha256_hex;
 
 /// Chunk size of stored modules (etcd refuses requests over 1.5 MiB by default).
 pub const CHUNK: usize = 512 * 1024;
-/// The largest module the catalog accepts.
-pub const MAX_MODULE: usize = 32 << 20;
+/// The largest module the catalog accepts. The plugins shipped are 140–230 KiB; every byte
+/// costs compile time on the dashboard (its check) and on each proxy at every push (about
+/// 0.4 s of one core per MiB: a 28 MB module took 9–13 s), so the cap leaves ample room for
+/// real plugins and keeps one compile to a few seconds.
+pub const MAX_MODULE: usize = 8 << 20;
+/// The most plugins a catalog may enable. Every proxy sizes its pool of plugin instances for
+/// this many (`PluginHost`: one warm instance per plugin per worker thread, two during a
+/// reload), so the dashboard refuses a catalog over it before persisting or pushing it, and a
+/// proxy refuses one pushed anyway and keeps the plugins in force.
+pub const MAX_ENABLED: usize = 16;
+/// The most plugins a catalog holds, enabled or not: each is a module of up to
+/// [`MAX_MODULE`] in the store, read back by every proxy that enables it.
+pub const MAX_PLUGINS: usize = 64;
+/// The largest catalog document (configs included): under etcd's request limit (1.5 MiB, the
+/// document is one key) and the 2 MB a proxy's admin API accepts for a push, so a catalog the
+/// dashboard saves is one every store keeps and every proxy takes.
+pub const MAX_CATALOG_BYTES: usize = 1 << 20;
 
 /// One plugin in a cluster's catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,10 +182,35 @@ impl PluginEntry {
 }
 
 /// A proxy's cache of modules by hash (a reload of a config does not fetch the module again).
+/// Holds the modules of the last catalog applied and those fetched since ([`BlobCache::keep`]
+/// drops the others once a catalog is in force), so it does not grow with every upload.
 #[derive(Default)]
 pub struct BlobCache(std::sync::Mutex<rustc_hash::FxHashMap<String, Arc<Vec<u8>>>>);
 
 impl BlobCache {
+    /// Keeps only the modules `catalog` enables.
+    pub fn keep(&self, catalog: &Catalog) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|sha, _| {
+                catalog
+                    .plugins
+                    .iter()
+                    .any(|e| e.enabled && e.sha256 == *sha)
+            });
+    }
+
+    /// Modules held now.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The enabled plugins of `catalog`, in order, as runtime specs.
     ///
     /// # Errors
