@@ -24,6 +24,8 @@
 //! - [`migrate`] — the migration protocol's shared parts, the mover, rebalance planning (by
 //!   slots, weight, load or memory).
 //! - [`api`] — HTTP APIs (axum) of the dashboard and of each proxy.
+//! - [`http_server`] — the one server loop of every HTTP API (connection cap, header-read
+//!   timeout); [`auth_throttle`] — failed credential checks per client address.
 //! - [`access`] — the roles of API tokens and console users, and which route needs which.
 //! - [`console`] — the federation web console: cluster discovery, relay, login, the web app.
 //! - [`telemetry`] — per-command and per-slot counters, hot keys, and Prometheus text.
@@ -38,6 +40,7 @@ pub mod access;
 pub mod acl;
 pub mod admin;
 pub mod api;
+pub mod auth_throttle;
 pub mod backend;
 pub mod clients;
 pub mod command;
@@ -49,6 +52,7 @@ pub mod error;
 pub mod fence;
 pub mod hotcache;
 pub mod http_error;
+pub mod http_server;
 pub mod limits;
 pub mod migrate;
 pub mod mirror;

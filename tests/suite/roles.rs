@@ -238,13 +238,20 @@ fn audit_entries_name_the_token_and_record_refused_roles() {
     viewer
         .post("/api/migrations", &json!({"from": 1, "to": 1, "group": 2}))
         .expect_error(403, "forbidden");
-    // Without a valid token nothing is recorded, so strangers cannot flood the log.
+    // Without a valid token the call is recorded as refused, without the token it tried
+    // (rate-limited: `refused_tokens_are_throttled_by_address_and_audited_at_a_bounded_rate`).
+    let guess = "guess-0123456789abcdef";
     viewer
-        .with_token("guess")
+        .with_token(guess)
         .post("/api/migrations", &json!({}))
         .expect_error(401, "unauthorized");
 
-    let log = cp.api().get("/api/audit?limit=4").ok();
+    let log = cp.api().get("/api/audit?limit=5").ok();
+    assert_eq!(log[0]["actor"], "unauthenticated", "{log}");
+    assert_eq!(log[0]["status"], 401, "{log}");
+    assert_eq!(log[0]["path"], "/api/migrations", "{log}");
+    assert!(log[0]["token"].is_null(), "{log}");
+    let log = serde_json::Value::Array(log.as_array().unwrap()[1..].to_vec());
     let row = |i: usize| {
         let e = &log[i];
         (
@@ -273,7 +280,7 @@ fn audit_entries_name_the_token_and_record_refused_roles() {
     assert_eq!(log[2]["detail"], r#"{"name":"watcher","role":"viewer"}"#);
     let whole = cp.api().get("/api/audit?limit=1000").body;
     assert!(
-        !whole.contains(&viewer_secret) && !whole.contains(TOKEN),
+        !whole.contains(&viewer_secret) && !whole.contains(TOKEN) && !whole.contains(guess),
         "no secret is in the log: {whole}"
     );
 }

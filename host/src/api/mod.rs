@@ -16,7 +16,8 @@ pub use crate::http_error::{ApiError, bearer_matches, optional_json};
 pub use audit::ACTOR_HEADER;
 pub use tokens::{ROLE_HEADER, TOKEN_HEADER};
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// Serves `router` on `listener` until `shutdown` completes, within the bounds every HTTP
+/// server of Tessera has (`http_server`: connection cap, header-read timeout).
 ///
 /// # Errors
 /// The server failed.
@@ -26,10 +27,7 @@ pub async fn serve<L>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()>
 where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
 {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    crate::http_server::serve(listener, router, shutdown).await
 }

@@ -77,6 +77,8 @@ pub struct ProxyAdmin {
     users_applying: Mutex<()>,
     /// Why the last users table offered (pushed or read at start) was not applied.
     users_error: Mutex<Option<String>>,
+    /// Refused proxy secrets by address (`auth_throttle`).
+    auth_throttle: crate::auth_throttle::AuthThrottle,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -135,6 +137,7 @@ impl ProxyAdmin {
             blobs: Default::default(),
             users_applying: Mutex::new(()),
             users_error: Mutex::new(None),
+            auth_throttle: crate::auth_throttle::AuthThrottle::new("proxy secret"),
         })
     }
 
@@ -455,12 +458,21 @@ async fn require_secret(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    match &a.secret_sha256 {
-        Some(h) if !bearer_matches(req.headers(), h) => {
-            crate::http_error::refuse_unread(&req, ApiError::unauthorized())
-        }
-        _ => next.run(req).await,
+    let Some(h) = &a.secret_sha256 else {
+        return next.run(req).await;
+    };
+    let ip = match a.auth_throttle.admit(&req) {
+        Ok(ip) => ip,
+        Err(refused) => return refused,
+    };
+    if bearer_matches(req.headers(), h) {
+        return next.run(req).await;
     }
+    // A missing secret costs no check: only a wrong one counts against the address.
+    if crate::http_error::bearer(req.headers()).is_some() {
+        a.auth_throttle.refused(ip);
+    }
+    crate::http_error::refuse_unread(&req, ApiError::unauthorized())
 }
 
 impl ProxyAdmin {
