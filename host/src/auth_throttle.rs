@@ -126,8 +126,8 @@ impl AuthThrottle {
     /// address (served other than by `http_server`) is not throttled.
     ///
     /// # Errors
-    /// The response refusing the request.
-    pub fn admit(&self, req: &Request) -> Result<Option<IpAddr>, Response> {
+    /// The response refusing the request (boxed: it is the rare path, and large).
+    pub fn admit(&self, req: &Request) -> Result<Option<IpAddr>, Box<Response>> {
         let Some(ip) = peer_ip(req) else {
             return Ok(None);
         };
@@ -146,7 +146,7 @@ impl AuthThrottle {
         let mut resp = refuse_unread(req, err);
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        Err(resp)
+        Err(Box::new(resp))
     }
 
     /// The credential a request of `ip` presented was refused: counts it against the address

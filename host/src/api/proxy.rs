@@ -463,7 +463,7 @@ async fn require_secret(
     };
     let ip = match a.auth_throttle.admit(&req) {
         Ok(ip) => ip,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     if bearer_matches(req.headers(), h) {
         return next.run(req).await;

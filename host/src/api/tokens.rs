@@ -73,7 +73,7 @@ pub(super) async fn authenticate(
     }
     let ip = match gate.throttle.admit(&req) {
         Ok(ip) => ip,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let presented = bearer(req.headers());
     let Some(caller) = presented.and_then(|t| gate.d.authenticate(t)) else {

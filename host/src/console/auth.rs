@@ -180,7 +180,7 @@ pub async fn require_session(
 ) -> Response {
     let ip = match c.auth.refused_sessions.admit(&req) {
         Ok(ip) => ip,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let user = match c.auth.session(req.headers()).await {
         Ok(Some(user)) => user,
