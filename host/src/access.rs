@@ -155,7 +155,7 @@ fn matches(pattern: &str, path: &str) -> bool {
 }
 
 /// The role a call of `method` on the dashboard's `path` (still percent-encoded, without the
-/// query) needs; `None` for the open routes. From [`RULES`]; admin for a route it does not
+/// query) needs; `None` for the open routes. From `RULES`; admin for a route it does not
 /// list.
 pub fn required(method: &Method, path: &str) -> Option<Role> {
     let read = *method == Method::GET || *method == Method::HEAD;
