@@ -497,6 +497,7 @@ fn what_cannot_be_confined_is_refused_with_the_reason() {
         ),
         (&["MULTI"], "queue"),
         (&["SCRIPT", "FLUSH"], "every namespace"),
+        (&["SCRIPT", "KILL"], "whichever namespace"),
         (&["CLIENT", "TRACKING", "ON"], "invalidation"),
         (&["APPEND", "c:doc", "x"], "compressed"),
         (&["GETRANGE", "c:doc", "0", "3"], "compressed"),

@@ -59,6 +59,10 @@ pub(crate) fn refusal(c: &Command<'_>, scripts: &Scripts) -> Option<&'static str
              keys",
         ),
         cmd::SCRIPT if sub(b"FLUSH") => Some("FLUSH removes every namespace's scripts"),
+        // The proxy sends it to every group: it would stop another namespace's script.
+        cmd::SCRIPT if sub(b"KILL") => {
+            Some("KILL stops the running script, whichever namespace it belongs to")
+        }
         cmd::FUNCTION if !(sub(b"LIST") || sub(b"STATS") || sub(b"HELP")) => {
             Some("changes libraries every namespace shares")
         }

@@ -262,6 +262,7 @@ fn commands_that_cannot_be_confined_are_refused() {
         &["SUBSCRIBE", "ch"],
         &["MULTI"],
         &["SCRIPT", "FLUSH"],
+        &["SCRIPT", "KILL"],
         &["CLIENT", "TRACKING", "on"],
         &["SLOWLOG", "GET"],
     ] {
