@@ -92,6 +92,10 @@ mod secrets;
 // `tessera up` itself: a signal at any step of its set-up stops every child; a server port
 // held by another process is named, not mistaken for its own server.
 mod up;
+// The HTTP servers' shared bounds (connection cap, header-read timeout) on the dashboard, a
+// proxy's admin API and the console; refused credentials throttled by address and audited at
+// a bounded rate.
+mod http_servers;
 // API tokens and roles: viewer, operator, admin; made and revoked from the CLI; the audit log
 // naming the token; HMACs only in the store; the console's users' roles; the cached fan-out.
 mod roles;

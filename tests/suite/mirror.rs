@@ -433,7 +433,9 @@ fn the_cli_sets_mirroring_for_a_dashboard_managed_cluster() {
         .post("/api/tokens", &json!({"name": "v", "role": "viewer"}))
         .ok();
     let as_viewer = cp.api().with_token(viewer["token"].as_str().unwrap());
-    as_viewer.get("/api/mirror").ok();
+    // Its samples hold clients' commands and replies: an operator's to read (issue 25).
+    let m = as_viewer.get("/api/mirror").expect_error(403, "forbidden");
+    assert!(m.contains("needs operator"), "{m}");
     as_viewer
         .put("/api/mirror", &json!({ "target": target }))
         .expect_error(403, "forbidden");

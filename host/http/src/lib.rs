@@ -3,7 +3,9 @@
 //! route needs, and the process's Prometheus recorder.
 
 pub mod access;
+pub mod auth_throttle;
 pub mod error;
 pub mod metrics;
 pub mod serve;
+pub mod server;
 pub mod tls;

@@ -26,3 +26,4 @@ pub mod router;
 pub mod secret;
 pub mod tls;
 pub mod users;
+pub mod watch;

@@ -1,8 +1,12 @@
 //! The replica side of Redis replication, enough to follow a source: AUTH, `REPLCONF capa`,
 //! `PSYNC replid offset` (falling back to `SYNC` on servers without it), the RDB payload
 //! (`$len` or the diskless `$EOF:<mark>` form), then the command stream one request at a time,
-//! and `REPLCONF ACK <offset>`. No TLS to the source. Used by `tessera import sync` and by the
-//! migration's capture of a source's changes.
+//! and `REPLCONF ACK <offset>`. No TLS to the source. Used by `tessera import sync` and by
+//! the migration's capture of a source's changes. Every read is bounded in time
+//! (`watch`: silence, and progress that keepalive newlines do not make) and a streamed
+//! command in size, so a wrong or hostile source cannot hold the importer or its memory.
+
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -11,9 +15,12 @@ use tokio::net::TcpStream;
 use tessera_resp::{Limits, Request, RequestDecoder};
 
 use crate::redis_client::Credential;
+use crate::watch::{Expired, ReadBounds, Watch};
 
 /// Longest status line accepted from the source.
 const MAX_LINE: usize = 64 * 1024;
+/// The least room a read is given.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Why following the source stopped.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +44,22 @@ pub enum ReplicaError {
         what: String,
         limit: usize,
     },
+    #[error(
+        "source {addr} streams a command of {size} bytes or more, over the limit of {limit} \
+         bytes (--max-command-mb): raise the limit if the source is the right one, and run \
+         the sync again (it resumes from its saved offset)"
+    )]
+    CommandTooLarge {
+        addr: String,
+        size: usize,
+        limit: usize,
+    },
+    #[error("source {addr} {what} ({flag}): giving up on it, as a Redis replica does")]
+    TimedOut {
+        addr: String,
+        what: String,
+        flag: &'static str,
+    },
 }
 
 /// How the source answered PSYNC.
@@ -55,48 +78,66 @@ pub struct Replica {
     stream: TcpStream,
     buf: BytesMut,
     decoder: RequestDecoder,
+    bounds: ReadBounds,
+    watch: Watch,
+    /// Bytes of the command being received when it last made progress.
+    partial_seen: usize,
 }
 
 impl Replica {
-    /// Connects and authenticates (`AUTH password`) when a password is given.
+    /// Connects (within `bounds.timeout`) and authenticates (`AUTH password`) when a password
+    /// is given.
     ///
     /// # Errors
-    /// Connect failure or a refused AUTH.
-    pub async fn connect(addr: &str, password: Option<&str>) -> Result<Self, ReplicaError> {
-        Self::connect_as(addr, password.map(|p| (None, p))).await
+    /// Connect failure or timeout, or a refused AUTH.
+    pub async fn connect(
+        addr: &str,
+        password: Option<&str>,
+        bounds: ReadBounds,
+    ) -> Result<Self, ReplicaError> {
+        Self::connect_as(addr, password.map(|p| (None, p)), bounds).await
     }
 
     /// Connects and authenticates as `credential` (`AUTH user password`), when given: the
     /// control plane's own user on a cluster's servers.
     ///
     /// # Errors
-    /// Connect failure or a refused AUTH.
+    /// Connect failure or timeout, or a refused AUTH.
     pub async fn connect_with(
         addr: &str,
         credential: Option<&Credential>,
+        bounds: ReadBounds,
     ) -> Result<Self, ReplicaError> {
-        Self::connect_as(
-            addr,
-            credential.map(|c| (Some(c.user.as_str()), c.password.as_str())),
-        )
-        .await
+        let auth = credential.map(|c| (Some(c.user.as_str()), c.password.as_str()));
+        Self::connect_as(addr, auth, bounds).await
     }
 
     async fn connect_as(
         addr: &str,
         auth: Option<(Option<&str>, &str)>,
+        bounds: ReadBounds,
     ) -> Result<Self, ReplicaError> {
-        let stream = TcpStream::connect(addr)
+        let io = |reason: String| ReplicaError::Io {
+            addr: addr.into(),
+            reason,
+        };
+        let stream = tokio::time::timeout(bounds.timeout, TcpStream::connect(addr))
             .await
-            .map_err(|e| ReplicaError::Io {
-                addr: addr.into(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|_| {
+                io(format!(
+                    "no connection within {} s",
+                    bounds.timeout.as_secs()
+                ))
+            })?
+            .map_err(|e| io(e.to_string()))?;
         let mut r = Self {
             addr: addr.into(),
             stream,
             buf: BytesMut::with_capacity(64 * 1024),
             decoder: RequestDecoder::new(Limits::default()),
+            bounds,
+            watch: Watch::new(Instant::now()),
+            partial_seen: 0,
         };
         match auth {
             Some((Some(user), p)) => {
@@ -121,15 +162,27 @@ impl Replica {
         }
     }
 
+    /// Writes a request; a source that stops reading (its socket buffer full of our ACKs)
+    /// is given up on after `--timeout-s` like a silent one.
     async fn send(&mut self, args: &[&[u8]]) -> Result<(), ReplicaError> {
         let size = args.iter().map(|a| a.len()).sum();
         let req = tessera_resp::encode_request(args.len(), args.iter().copied(), size);
-        self.stream.write_all(&req).await.map_err(|e| self.io(e))
+        match tokio::time::timeout(self.bounds.timeout, self.stream.write_all(&req)).await {
+            Ok(r) => r.map_err(|e| self.io(e)),
+            Err(_) => Err(ReplicaError::TimedOut {
+                addr: self.addr.clone(),
+                what: format!(
+                    "read nothing we sent for {} s",
+                    self.bounds.timeout.as_secs()
+                ),
+                flag: "--timeout-s",
+            }),
+        }
     }
 
     async fn expect_ok(&mut self, what: &'static str, args: &[&[u8]]) -> Result<(), ReplicaError> {
         self.send(args).await?;
-        let reply = self.line().await?;
+        let reply = self.line(self.bounds.timeout).await?;
         if reply.starts_with('+') {
             return Ok(());
         }
@@ -140,8 +193,9 @@ impl Replica {
         })
     }
 
-    /// One status line, skipping the bare newlines a source sends as keepalives.
-    async fn line(&mut self) -> Result<String, ReplicaError> {
+    /// One status line, skipping the bare newlines a source sends as keepalives; they keep
+    /// the connection but are not progress, so the line must come within `stall`.
+    async fn line(&mut self, stall: Duration) -> Result<String, ReplicaError> {
         loop {
             if let Some(end) = memchr::memchr(b'\n', &self.buf) {
                 let line = self.buf.split_to(end + 1);
@@ -149,6 +203,7 @@ impl Replica {
                 if text.is_empty() {
                     continue;
                 }
+                self.watch.progressed(Instant::now());
                 return Ok(text);
             }
             if self.buf.len() > MAX_LINE {
@@ -157,19 +212,39 @@ impl Replica {
                     what: "a status line longer than 64 KiB".into(),
                 });
             }
-            self.fill().await?;
+            // The start of a line with text in it is progress; a lone `\r` is not.
+            if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                self.watch.progressed(Instant::now());
+            }
+            self.fill(stall).await?;
         }
     }
 
-    async fn fill(&mut self) -> Result<(), ReplicaError> {
-        let n = self
-            .stream
-            .read_buf(&mut self.buf)
-            .await
-            .map_err(|e| self.io(e))?;
+    /// Reads more into the buffer, giving up after `bounds.timeout` of silence or `stall`
+    /// since the last progress (what counts as progress is the caller's to say).
+    async fn fill(&mut self, stall: Duration) -> Result<(), ReplicaError> {
+        let (deadline, why) = self
+            .watch
+            .deadline(Instant::now(), self.bounds.timeout, stall);
+        self.make_room();
+        let read = self.stream.read_buf(&mut self.buf);
+        let n = match tokio::time::timeout_at(deadline.into(), read).await {
+            Ok(r) => r.map_err(|e| self.io(e))?,
+            Err(_) => {
+                return Err(ReplicaError::TimedOut {
+                    addr: self.addr.clone(),
+                    what: self.watch.describe(why),
+                    flag: match why {
+                        Expired::Stalled(d) if d > self.bounds.timeout => "--rdb-wait-s",
+                        _ => "--timeout-s",
+                    },
+                });
+            }
+        };
         if n == 0 {
             return Err(self.io("the source closed the connection"));
         }
+        self.watch.received(Instant::now());
         Ok(())
     }
 
@@ -185,7 +260,7 @@ impl Replica {
         };
         self.send(&[b"PSYNC", id.as_bytes(), off.as_bytes()])
             .await?;
-        let reply = self.line().await?;
+        let reply = self.line(self.bounds.timeout).await?;
         let mut words = reply.split_whitespace();
         match words.next() {
             Some("+FULLRESYNC") => {
@@ -239,7 +314,9 @@ impl Replica {
     /// # Errors
     /// A lost connection, a malformed header, or an RDB over `limit`.
     pub async fn read_rdb(&mut self, limit: usize) -> Result<Vec<u8>, ReplicaError> {
-        let head = self.line().await?;
+        // The source saves its RDB first, sending keepalive newlines meanwhile.
+        self.watch.progressed(Instant::now());
+        let head = self.line(self.bounds.rdb_wait).await?;
         let Some(spec) = head.strip_prefix('$') else {
             return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
         };
@@ -262,7 +339,7 @@ impl Replica {
                 if data.len() > limit.saturating_add(mark.len()) {
                     return Err(self.too_large(format!("more than {limit} bytes"), limit));
                 }
-                self.fill().await?;
+                self.fill_rdb().await?;
             }
         }
         let len: usize = spec
@@ -274,7 +351,7 @@ impl Replica {
         let mut data = Vec::with_capacity(len.min(64 * 1024 * 1024));
         while data.len() < len {
             if self.buf.is_empty() {
-                self.fill().await?;
+                self.fill_rdb().await?;
             }
             let n = (len - data.len()).min(self.buf.len());
             data.extend_from_slice(&self.buf.split_to(n));
@@ -287,9 +364,10 @@ impl Replica {
     /// buffer and the EOF mark. Returns the payload's size.
     ///
     /// # Errors
-    /// A lost connection or a malformed header.
+    /// A lost connection, a malformed header, or a source that stalls past the bounds.
     pub async fn skip_rdb(&mut self) -> Result<u64, ReplicaError> {
-        let head = self.line().await?;
+        self.watch.progressed(Instant::now());
+        let head = self.line(self.bounds.rdb_wait).await?;
         let Some(spec) = head.strip_prefix('$') else {
             return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
         };
@@ -309,7 +387,7 @@ impl Replica {
                 let drop = self.buf.len() - keep;
                 let _ = self.buf.split_to(drop);
                 skipped += drop as u64;
-                self.fill().await?;
+                self.fill_rdb().await?;
             }
         }
         let len: u64 = spec
@@ -318,7 +396,7 @@ impl Replica {
         let mut left = len;
         while left > 0 {
             if self.buf.is_empty() {
-                self.fill().await?;
+                self.fill_rdb().await?;
             }
             let n = (left as usize).min(self.buf.len());
             let _ = self.buf.split_to(n);
@@ -327,22 +405,78 @@ impl Replica {
         Ok(len)
     }
 
+    /// Gives the next read room: doubling, as `read_buf` would, but never past
+    /// `--max-command-mb` and a chunk. Left to `read_buf`, the buffer's capacity doubled past
+    /// the command it held (a 768 MiB command peaked the importer at 1.6 GB); capped, a
+    /// command refused at 512 MiB peaks it at 547 MB.
+    fn make_room(&mut self) {
+        if self.buf.capacity() - self.buf.len() >= READ_CHUNK {
+            return;
+        }
+        let to_cap = self
+            .bounds
+            .max_command
+            .saturating_sub(self.buf.len())
+            .saturating_add(READ_CHUNK);
+        self.buf.reserve(self.buf.len().max(READ_CHUNK).min(to_cap));
+    }
+
+    /// Reads RDB bytes: each is progress.
+    async fn fill_rdb(&mut self) -> Result<(), ReplicaError> {
+        self.fill(self.bounds.timeout).await?;
+        self.watch.progressed(Instant::now());
+        Ok(())
+    }
+
+    /// Starts the command stream's clock: the stream owes nothing for the time spent before
+    /// it (loading the RDB into the proxy can take long, unread).
+    pub fn start_stream(&mut self) {
+        self.watch.progressed(Instant::now());
+        self.partial_seen = 0;
+    }
+
     /// The next command of the stream and how many bytes of it it took.
     ///
-    /// Cancel-safe: what was read stays buffered for the next call.
+    /// Cancel-safe: what was read stays buffered for the next call, and the clocks live in
+    /// `self`, so a caller that polls this in a loop with a ticker does not reset them.
     ///
     /// # Errors
-    /// A lost connection or a malformed command.
+    /// A lost connection, a malformed command, a command over `--max-command-mb`, or a
+    /// source that sent no command (only keepalives, or nothing) for `--timeout-s`.
     pub async fn next_command(&mut self) -> Result<(Request, u64), ReplicaError> {
         loop {
             let before = self.buf.len();
             match self.decoder.decode(&mut self.buf) {
-                Ok(Some(req)) => return Ok((req, (before - self.buf.len()) as u64)),
-                Ok(None) => {}
+                Ok(Some(req)) => {
+                    self.watch.progressed(Instant::now());
+                    self.partial_seen = 0;
+                    return Ok((req, (before - self.buf.len()) as u64));
+                }
+                Ok(None) => self.check_partial()?,
                 Err(e) => return Err(self.protocol(format!("in the command stream: {e}"))),
             }
-            self.fill().await?;
+            self.fill(self.bounds.timeout).await?;
         }
+    }
+
+    /// After `decode` asked for more bytes, `buf` holds only the command being received (the
+    /// blank keepalive lines before it were skipped): refuses it once it, with the rest of the
+    /// argument already announced, is over the limit, and counts its growth as progress.
+    fn check_partial(&mut self) -> Result<(), ReplicaError> {
+        let held = self.buf.len();
+        let size = held.saturating_add(self.decoder.wanted_capped(&self.buf, usize::MAX));
+        if size > self.bounds.max_command {
+            return Err(ReplicaError::CommandTooLarge {
+                addr: self.addr.clone(),
+                size,
+                limit: self.bounds.max_command,
+            });
+        }
+        if held > self.partial_seen {
+            self.watch.progressed(Instant::now());
+            self.partial_seen = held;
+        }
+        Ok(())
     }
 
     /// `REPLCONF ACK <offset>`: tells the source how far this replica has applied.

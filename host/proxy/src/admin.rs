@@ -77,6 +77,8 @@ pub struct ProxyAdmin {
     users_applying: Mutex<()>,
     /// Why the last users table offered (pushed or read at start) was not applied.
     users_error: Mutex<Option<String>>,
+    /// Refused proxy secrets by address (`auth_throttle`).
+    auth_throttle: tessera_http::auth_throttle::AuthThrottle,
 }
 
 impl ProxyAdmin {
@@ -98,6 +100,7 @@ impl ProxyAdmin {
             blobs: Default::default(),
             users_applying: Mutex::new(()),
             users_error: Mutex::new(None),
+            auth_throttle: tessera_http::auth_throttle::AuthThrottle::new("proxy secret"),
         })
     }
 
@@ -398,12 +401,21 @@ async fn require_secret(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    match &a.secret_sha256 {
-        Some(h) if !bearer_matches(req.headers(), h) => {
-            tessera_http::error::refuse_unread(&req, ApiError::unauthorized())
-        }
-        _ => next.run(req).await,
+    let Some(h) = &a.secret_sha256 else {
+        return next.run(req).await;
+    };
+    let ip = match a.auth_throttle.admit(&req) {
+        Ok(ip) => ip,
+        Err(refused) => return *refused,
+    };
+    if bearer_matches(req.headers(), h) {
+        return next.run(req).await;
     }
+    // A missing secret costs no check: only a wrong one counts against the address.
+    if tessera_http::error::bearer(req.headers()).is_some() {
+        a.auth_throttle.refused(ip);
+    }
+    tessera_http::error::refuse_unread(&req, ApiError::unauthorized())
 }
 
 impl ProxyAdmin {
@@ -547,6 +559,7 @@ pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError
     plugins
         .catalog_version
         .fetch_max(cat.version, Ordering::Relaxed);
+    a.blobs.keep(cat);
     Ok(())
 }
 

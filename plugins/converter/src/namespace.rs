@@ -5,8 +5,8 @@
 
 use tessera_plugin_sdk::{Command, cmd};
 
-use crate::config::Scripts;
 use crate::plan::{Plan, ReplyOp};
+use crate::scripts::Scripts;
 
 /// The commands whose non-key arguments this module reads (patterns, subcommands): hooked
 /// with their values.
@@ -18,11 +18,16 @@ pub(crate) const READS_ARGS: &[u16] = &[
     cmd::CLIENT,
     cmd::SCRIPT,
     cmd::FUNCTION,
+    // The SHA1 or function name decides whether a confined client may run it (`scripts.rs`).
+    cmd::EVALSHA,
+    cmd::EVALSHA_RO,
+    cmd::FCALL,
+    cmd::FCALL_RO,
 ];
 
 /// Why a namespaced client may not run `c`, if it may not (the text follows
 /// `ERR converter: <NAME> `).
-pub(crate) fn refusal(c: &Command<'_>, scripts: Scripts) -> Option<&'static str> {
+pub(crate) fn refusal(c: &Command<'_>, scripts: &Scripts) -> Option<&'static str> {
     let sub = |name: &[u8]| c.bytes(1).is_some_and(|s| s.eq_ignore_ascii_case(name));
     match c.id() {
         cmd::FLUSHALL | cmd::FLUSHDB | cmd::SWAPDB | cmd::MOVE | cmd::MIGRATE | cmd::DBSIZE => {
@@ -54,15 +59,14 @@ pub(crate) fn refusal(c: &Command<'_>, scripts: Scripts) -> Option<&'static str>
              keys",
         ),
         cmd::SCRIPT if sub(b"FLUSH") => Some("FLUSH removes every namespace's scripts"),
+        // The proxy sends it to every group: it would stop another namespace's script.
+        cmd::SCRIPT if sub(b"KILL") => {
+            Some("KILL stops the running script, whichever namespace it belongs to")
+        }
         cmd::FUNCTION if !(sub(b"LIST") || sub(b"STATS") || sub(b"HELP")) => {
             Some("changes libraries every namespace shares")
         }
-        cmd::EVAL | cmd::EVALSHA | cmd::EVAL_RO | cmd::EVALSHA_RO | cmd::FCALL | cmd::FCALL_RO
-            if scripts == Scripts::Refuse =>
-        {
-            Some("is not available in a namespace: a script can name any key")
-        }
-        _ => None,
+        _ => scripts.refusal(c),
     }
 }
 

@@ -61,9 +61,12 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         // of calls that passed it, so strangers cannot flood the log), then the role (403,
         // recorded with the token that was refused). Which role each route needs: `access`.
         .layer(middleware::from_fn(super::tokens::permit))
-        .layer(middleware::from_fn_with_state(audit, super::audit::record))
         .layer(middleware::from_fn_with_state(
-            d.clone(),
+            audit.clone(),
+            super::audit::record,
+        ))
+        .layer(middleware::from_fn_with_state(
+            super::tokens::Gate::new(d.clone(), audit),
             super::tokens::authenticate,
         ))
         .with_state(d)

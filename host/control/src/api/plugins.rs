@@ -20,17 +20,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::dashboard::Dashboard;
-use crate::dashboard::plugins::ConfigChange;
-use tessera_http::error::{ApiError, optional_json};
+use crate::dashboard::plugins::{ConfigChange, upload_slot};
+use tessera_http::error::{ApiError, body_within, optional_json};
 use tessera_wire::plugins::{Catalog, MAX_MODULE};
 
 pub(super) fn dashboard_routes() -> Router<Arc<Dashboard>> {
     Router::new()
         .route("/api/plugins", get(list))
         .route("/api/plugins/order", put(order))
+        // The handler reads the body itself, within MAX_MODULE, once it has the upload slot.
         .route(
             "/api/plugins/{name}/module",
-            put(upload).layer(DefaultBodyLimit::max(MAX_MODULE + 1024)),
+            put(upload).layer(DefaultBodyLimit::disable()),
         )
         .route("/api/plugins/{name}/config", put(configure))
         .route("/api/plugins/{name}/enable", post(enable))
@@ -54,11 +55,17 @@ async fn list(State(d): State<Arc<Dashboard>>) -> Result<Json<Value>, ApiError> 
     Ok(Json(Value::Array(plugins)))
 }
 
+/// One upload at a time (a 503 for another meanwhile), so at most one module's bytes are held
+/// and compiled; the body is read only once the slot is taken, and at most [`MAX_MODULE`]
+/// of it.
 async fn upload(
     State(d): State<Arc<Dashboard>>,
     Path(name): Path<String>,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<Json<Value>, ApiError> {
+    let _slot = upload_slot()?;
+    let what = format!("a plugin module ({} MiB)", MAX_MODULE >> 20);
+    let body = body_within(body, MAX_MODULE, &what).await?;
     if body.is_empty() {
         return Err(ApiError::bad_request(
             "empty body: send the .wasm file as the request body",

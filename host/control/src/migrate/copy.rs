@@ -35,6 +35,7 @@ use tessera_model::migration::{INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, copy_request
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
 use tessera_model::router::SlotId;
+use tessera_model::watch::ReadBounds;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
@@ -420,9 +421,10 @@ impl Copy {
         ) else {
             return Err(refused(&self.source, "INFO replication", &reply));
         };
-        let mut replica = Replica::connect_with(&self.source, self.credential.as_ref())
-            .await
-            .map_err(|e| io_error(&self.source, e))?;
+        let mut replica =
+            Replica::connect_with(&self.source, self.credential.as_ref(), capture_bounds())
+                .await
+                .map_err(|e| io_error(&self.source, e))?;
         let start = replica
             .handshake(Some((&replid, offset)))
             .await
@@ -915,6 +917,17 @@ async fn feed(
         }
     }
     broken.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// How long the source may keep the capture waiting: as a Redis replica would let it (its
+/// `repl-timeout`, 60 s; the source pings every 10 s), ten minutes to save an RDB a full
+/// resync reads past, and a command as large as Redis's largest value.
+fn capture_bounds() -> ReadBounds {
+    ReadBounds {
+        timeout: Duration::from_secs(60),
+        rdb_wait: Duration::from_secs(600),
+        max_command: 512 << 20,
+    }
 }
 
 fn io_error(server: &str, e: impl std::fmt::Display) -> MoverError {
