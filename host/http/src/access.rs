@@ -204,7 +204,8 @@ mod tests {
     #[test]
     fn the_openapi_roles_are_the_table_route_by_route() {
         let doc: serde_json::Value =
-            serde_json::from_str(include_str!("../../control/src/api/openapi.json")).expect("openapi.json parses");
+            serde_json::from_str(include_str!("../../control/src/api/openapi.json"))
+                .expect("openapi.json parses");
         let paths = doc["paths"].as_object().expect("paths");
         let mut documented: Vec<&str> = paths.keys().map(String::as_str).collect();
         let mut ruled: Vec<&str> = RULES.iter().map(|r| r.path).collect();

@@ -588,6 +588,9 @@ struct Driver {
     reports: mpsc::UnboundedSender<(String, Report)>,
     /// Slots of a migration from before v3 that was left half-way (not driven).
     legacy: BTreeSet<u16>,
+    /// The topology last committed when the driver started: which slots' switch a
+    /// predecessor had pushed.
+    committed: Option<tessera_model::router::Topology>,
     blocked: Option<String>,
 }
 
@@ -611,7 +614,14 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         reports: reports_tx,
         legacy: BTreeSet::new(),
         blocked: None,
+        committed: None,
     };
+    match model::read::<tessera_model::router::Topology>(&*d.store, &d.paths.topology()).await {
+        Ok(t) => driver.committed = t.map(|(t, _)| t),
+        Err(e) => {
+            warn!(error = %e, "could not read the committed topology; migrations found half-way are released and copied again")
+        }
+    }
     let mut aborts: Vec<AbortRequest> = Vec::new();
     loop {
         let msg = tokio::select! {
@@ -659,21 +669,29 @@ impl Driver {
                 continue;
             }
             let owner_target = s.group == Some(a.target);
+            // Whether the last topology pushed routes the slot to its target: its switch was
+            // committed (only a push after its final copy does that).
+            let committed = self.committed.as_ref().is_some_and(|t| {
+                t.slots
+                    .get(s.id as usize)
+                    .is_some_and(|r| r.group == Some(a.target) && !r.blocked)
+            });
             let (slot, actions) = match a.state {
                 ActionState::Pending => (Slot::pending(), vec![]),
-                ActionState::Copying => Slot::resume(Persisted::Copying, false),
+                ActionState::Copying => Slot::resume(Persisted::Copying, false, committed),
                 ActionState::Handoff | ActionState::Preparing => {
-                    Slot::resume(Persisted::Handoff, false)
+                    Slot::resume(Persisted::Handoff, false, committed)
                 }
-                ActionState::Cleanup => Slot::resume(Persisted::Cleanup, owner_target),
+                ActionState::Cleanup => Slot::resume(Persisted::Cleanup, owner_target, false),
                 // Every key is on the target already; its owner is saved with the cleanup.
                 ActionState::Finished => {
-                    let (slot, mut actions) = Slot::resume(Persisted::Cleanup, true);
+                    let (slot, mut actions) = Slot::resume(Persisted::Cleanup, true, false);
                     actions.insert(
                         0,
                         Action::Save {
                             state: Persisted::Cleanup,
                             owner_target: true,
+                            durable: true,
                         },
                     );
                     (slot, actions)
@@ -945,10 +963,11 @@ impl Driver {
     async fn carry_out(&mut self) {
         let todo = std::mem::take(&mut self.todo);
         let mut push = false;
-        let mut saves: BTreeMap<u16, Option<(Persisted, bool)>> = BTreeMap::new();
+        let mut saves: BTreeMap<u16, Option<(Persisted, bool, bool)>> = BTreeMap::new();
         let mut stop: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut start: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut finals: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut again: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut deletes: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut cleared = Vec::new();
         for (id, action) in todo {
@@ -959,8 +978,9 @@ impl Driver {
                 Action::Save {
                     state,
                     owner_target,
+                    durable,
                 } => {
-                    saves.insert(id, Some((state, owner_target)));
+                    saves.insert(id, Some((state, owner_target, durable)));
                 }
                 Action::Clear => {
                     saves.insert(id, None);
@@ -975,6 +995,9 @@ impl Driver {
                 }
                 Action::FinalCopy => {
                     finals.entry(d.source).or_default().insert(id);
+                }
+                Action::ReportNext => {
+                    again.entry(d.source).or_default().insert(id);
                 }
                 Action::DeleteStale => {
                     // The group that does not own the slot: after a handoff the source.
@@ -1009,6 +1032,11 @@ impl Driver {
         for (source, slots) in start {
             self.start_copy(source, slots).await;
         }
+        for (source, slots) in again {
+            if let Some(h) = self.copies.get(&source) {
+                h.send(Command::Again(slots));
+            }
+        }
         for (source, slots) in finals {
             let sent = self
                 .copies
@@ -1025,35 +1053,52 @@ impl Driver {
         }
     }
 
-    /// Writes the slots' records.
-    async fn save(&self, saves: &BTreeMap<u16, Option<(Persisted, bool)>>) -> Result<(), ApiError> {
+    /// Changes the slots' records in the dashboard's memory (what the next push routes by),
+    /// and writes the durable ones (and the cleared ones) to the store in one batch first.
+    async fn save(
+        &self,
+        saves: &BTreeMap<u16, Option<(Persisted, bool, bool)>>,
+    ) -> Result<(), ApiError> {
         if saves.is_empty() {
             return Ok(());
         }
         let models = self.d.slot_models();
-        let changed: Vec<SlotModel> = saves
-            .iter()
-            .filter_map(|(id, save)| {
-                let d = self.slots.get(id)?;
-                let mut s = models[*id as usize].clone();
-                match save {
-                    None => s.action = None,
-                    Some((state, owner_target)) => {
-                        if *owner_target {
-                            s.group = Some(d.target);
-                        }
-                        s.action = Some(SlotAction {
-                            state: persisted_state(*state),
-                            source: d.source,
-                            target: d.target,
-                            aborting: d.slot.aborted,
-                        });
-                    }
+        let mut durable = Vec::new();
+        let mut noted = Vec::new();
+        for (id, save) in saves {
+            let Some(d) = self.slots.get(id) else {
+                continue;
+            };
+            let mut s = models[*id as usize].clone();
+            let keep = match save {
+                None => {
+                    s.action = None;
+                    true
                 }
-                Some(s)
-            })
-            .collect();
-        self.d.save_slots(changed).await
+                Some((state, owner_target, keep)) => {
+                    s.group = Some(if *owner_target { d.target } else { d.source });
+                    s.action = Some(SlotAction {
+                        state: persisted_state(*state),
+                        source: d.source,
+                        target: d.target,
+                        aborting: d.slot.aborted,
+                    });
+                    *keep
+                }
+            };
+            if keep {
+                durable.push(s);
+            } else {
+                noted.push(s);
+            }
+        }
+        self.d.save_slots(durable).await?;
+        let mut st = self.d.state.lock().expect("state lock poisoned");
+        for s in noted {
+            let id = s.id as usize;
+            st.slots[id] = s;
+        }
+        Ok(())
     }
 
     /// Pushes the topology the records describe, with the barrier, and feeds every slot that
@@ -1102,6 +1147,12 @@ impl Driver {
             .filter(|(_, d)| d.slot.awaits_push())
             .map(|(id, _)| *id)
             .collect();
+        tracing::debug!(
+            holding = holding.len(),
+            ms = acked.duration_since(started).as_millis() as u64,
+            ok = outcome.is_ok(),
+            "migration push"
+        );
         let event = match &outcome {
             Ok(()) => Event::PushAcked,
             Err(why) => {

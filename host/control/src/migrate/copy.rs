@@ -87,6 +87,8 @@ pub enum Command {
     Add(BTreeMap<u16, String>),
     /// Every proxy holds these slots: copy what is left of them and report.
     Final(BTreeSet<u16>),
+    /// Report these slots' next round even if nothing changes (they must converge again).
+    Again(BTreeSet<u16>),
     /// Stop copying these slots (aborted, or lost and to start over); answered once nothing
     /// of theirs is being written to a target any more.
     Forget(BTreeSet<u16>, tokio::sync::oneshot::Sender<()>),
@@ -371,6 +373,13 @@ impl Copy {
                 }
                 let _ = done.send(());
             }
+            Command::Again(slots) => {
+                for s in &slots {
+                    if let Some(sc) = self.slots.get_mut(s) {
+                        sc.converged = false;
+                    }
+                }
+            }
             Command::Final(slots) => {
                 let started = Instant::now();
                 let result = self.final_copy(&slots, started).await;
@@ -410,6 +419,8 @@ impl Copy {
 
     /// Connects as a replica from the source's current replication offset.
     async fn start_capture(&mut self) -> Result<Following, MoverError> {
+        let source = self.source.clone();
+        let credential = self.credential.clone();
         let src = self.src().await?;
         let reply = src.cmd(&[&b"INFO"[..], b"replication"]).await?;
         let text = reply.as_text().unwrap_or_default();
@@ -419,21 +430,30 @@ impl Copy {
             get("master_replid"),
             get("master_repl_offset").and_then(|o| o.parse::<u64>().ok()),
         ) else {
-            return Err(refused(&self.source, "INFO replication", &reply));
+            return Err(refused(&source, "INFO replication", &reply));
         };
-        let mut replica =
-            Replica::connect_with(&self.source, self.credential.as_ref(), capture_bounds())
-                .await
-                .map_err(|e| io_error(&self.source, e))?;
-        let start = replica
-            .handshake(Some((&replid, offset)))
+        let mut replica = Replica::connect_with(&source, credential.as_ref(), capture_bounds())
             .await
-            .map_err(|e| io_error(&self.source, e))?;
+            .map_err(|e| io_error(&source, e))?;
+        // A source without a replication backlog (it never had a replica) answers with a
+        // full resync, which a diskless source delays by `repl-diskless-sync-delay` (5 s by
+        // default) in case more replicas come: the delay is lifted for this sync, and put
+        // back as soon as it has started.
+        let delay = config_get(src, "repl-diskless-sync-delay").await?;
+        let lifted = delay.as_deref().is_some_and(|d| d != "0");
+        if lifted {
+            set_config(src, "repl-diskless-sync-delay", "0").await?;
+        }
+        let start = replica.handshake(Some((&replid, offset))).await;
+        if lifted {
+            let d = delay.as_deref().unwrap_or("5");
+            set_config(src, "repl-diskless-sync-delay", d).await?;
+        }
+        let start = start.map_err(|e| io_error(&self.source, e))?;
         let from = match start {
             Start::Continue { .. } => offset,
             Start::Full { offset, .. } => {
-                // No backlog to continue from (the source never had a replica): its RDB is
-                // read past; the stream after it is what matters.
+                // Its RDB is read past: the stream after it is what matters.
                 let size = replica
                     .skip_rdb()
                     .await
@@ -442,6 +462,12 @@ impl Copy {
                 offset
             }
         };
+        // After a diskless full resync the source holds the stream back until its replica's
+        // first acknowledgement.
+        replica
+            .ack(0)
+            .await
+            .map_err(|e| io_error(&self.source, e))?;
         debug!(source = %self.source, offset = from, "capture following the source");
         let capture = Arc::new(Mutex::new(Capture::new(
             [],
@@ -763,12 +789,15 @@ impl Copy {
             if self.broken() {
                 return Err("the source's replication stream was lost".into());
             }
-            if capture.lock().expect("capture lock poisoned").offset() >= upto {
+            let at = capture.lock().expect("capture lock poisoned").offset();
+            if at >= upto {
                 break;
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "the capture did not reach the source's offset {upto} within {} ms",
+                    "the capture was at offset {at}, {} bytes short of the source's {upto}, \
+                     after {} ms",
+                    upto - at,
                     self.config.final_budget.as_millis()
                 ));
             }
@@ -917,6 +946,24 @@ async fn feed(
         }
     }
     broken.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A server's config value (`CONFIG GET`), `None` when it has no such parameter.
+async fn config_get(c: &mut RedisClient, name: &str) -> Result<Option<String>, MoverError> {
+    match c.cmd(&[&b"CONFIG"[..], b"GET", name.as_bytes()]).await? {
+        Value::Array(items) => Ok(items.get(1).and_then(Value::as_text)),
+        other => Err(refused(c.addr(), "CONFIG GET", &other)),
+    }
+}
+
+async fn set_config(c: &mut RedisClient, name: &str, value: &str) -> Result<(), MoverError> {
+    let addr = c.addr().to_string();
+    expect_ok(
+        c,
+        &addr,
+        &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()],
+    )
+    .await
 }
 
 /// How long the source may keep the capture waiting: as a Redis replica would let it (its

@@ -26,10 +26,14 @@
 //! nothing (`Releasing`: the slot is being handed back to its source after a handoff that
 //! could not finish).
 //!
-//! What is persisted ([`Persisted`]) is enough to resume from any crash: a slot never routes to
-//! its target before its last keys are copied (the owner change is saved only after the final
-//! copy, while every proxy holds the slot), and a resumed slot whose copy was lost starts its
-//! copy again (purging what the target holds of it first, so no stale key survives).
+//! What is persisted is enough to resume from any crash: the slot's record ([`Persisted`]) and
+//! the last topology pushed (which says whom proxies route the slot to). A slot is routed to its
+//! target only by a push made after its final copy, while every proxy holds it; a successor
+//! that finds that topology committed finishes the switch, any other resumed slot is released
+//! to its source and copied again (what the target holds of it purged first, so no stale key
+//! survives). Inside a handoff — while clients wait — nothing is written to the store but the
+//! topology the push carries: the slots' records follow once every proxy has acknowledged it
+//! (a batched write of hundreds of records would stretch the pause by seconds).
 
 use serde::{Deserialize, Serialize};
 
@@ -114,11 +118,13 @@ pub enum Event {
 /// What the driver must do for the slot, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// Write the slot's record: its persisted state, and whose it is (`owner_target`: the
-    /// target's from now on). Done before the push that follows it.
+    /// Change the slot's record — its state and whose it is (`owner_target`: the target's
+    /// from now on) — in the dashboard's memory, which the next push routes by, and in the
+    /// store too when `durable`.
     Save {
         state: Persisted,
         owner_target: bool,
+        durable: bool,
     },
     /// Push the topology the saved records describe to every proxy, with the barrier.
     Push,
@@ -131,6 +137,9 @@ pub enum Action {
     StopCopy,
     /// Copy what changed since the last round, while the slot is held.
     FinalCopy,
+    /// Report the slot's next round even if nothing changes (it went back to copying after
+    /// a handoff that could not finish, and must converge again before the next).
+    ReportNext,
     /// The migration is over: remove the slot's record of it.
     Clear,
 }
@@ -149,23 +158,32 @@ impl Slot {
     /// copying or being handed off is released (in case a proxy still holds it) and starts its
     /// copy again; one whose owner was saved finishes its switch (the push is made again) and
     /// its cleanup (`owner_target` false there: an abort's).
-    pub fn resume(state: Persisted, owner_target: bool) -> (Self, Vec<Action>) {
+    pub fn resume(
+        state: Persisted,
+        owner_target: bool,
+        committed_to_target: bool,
+    ) -> (Self, Vec<Action>) {
         use Action::*;
         let aborted = state == Persisted::Cleanup && !owner_target;
         let slot = |phase| Self { phase, aborted };
+        let save = |state, owner_target| Save {
+            state,
+            owner_target,
+            durable: true,
+        };
         match state {
             Persisted::Pending => (slot(Phase::Pending), vec![]),
+            // The push that routes it to its target was committed (its final copy was done
+            // before): the switch is finished.
+            Persisted::Copying | Persisted::Handoff if committed_to_target => (
+                slot(Phase::Switching),
+                vec![save(Persisted::Cleanup, true), Push],
+            ),
             // A proxy may still hold the slot (a handoff, or its release, was under way): it is
             // released first, with every proxy's acknowledgement, then the copy starts over.
             Persisted::Copying | Persisted::Handoff => (
                 slot(Phase::Releasing { restart: true }),
-                vec![
-                    Save {
-                        state: Persisted::Copying,
-                        owner_target: false,
-                    },
-                    Push,
-                ],
+                vec![save(Persisted::Copying, false), Push],
             ),
             Persisted::Cleanup => (slot(Phase::Switching), vec![Push]),
         }
@@ -221,9 +239,16 @@ impl Slot {
             phase,
             aborted: self.aborted,
         };
+        // In the store at once (outside a handoff), or only once its push is acknowledged.
         let save = |state| Save {
             state,
             owner_target: false,
+            durable: true,
+        };
+        let note = |state, owner_target| Save {
+            state,
+            owner_target,
+            durable: false,
         };
         match (self.phase, event) {
             (_, Event::Abort) => self.abort(),
@@ -244,7 +269,7 @@ impl Slot {
             ),
             (Copying { .. }, Event::CaptureLost) => (to(Purging), vec![StopCopy, DeleteStale]),
             (Copying { .. }, Event::Handoff) if self.ready() => {
-                (to(Blocking), vec![save(Persisted::Handoff), Push])
+                (to(Blocking), vec![note(Persisted::Handoff, false), Push])
             }
             (Blocking, Event::PushAcked) => (to(Blocked), vec![FinalCopy]),
             // Some proxy did not take the block, or the final copy did not fit: hand the slot
@@ -252,41 +277,44 @@ impl Slot {
             // copying.
             (Blocking, Event::PushFailed) | (Blocked, Event::FinalFailed) => (
                 to(Releasing { restart: false }),
-                vec![save(Persisted::Copying), Push],
+                vec![note(Persisted::Copying, false), Push],
             ),
             (Blocking | Blocked, Event::CaptureLost) => (
                 to(Releasing { restart: true }),
-                vec![StopCopy, save(Persisted::Copying), Push],
+                vec![StopCopy, note(Persisted::Copying, false), Push],
             ),
             (Releasing { restart: false }, Event::CaptureLost) => {
                 (to(Releasing { restart: true }), vec![StopCopy])
             }
             (Releasing { restart }, Event::PushAcked) => {
                 if restart {
-                    (to(Purging), vec![DeleteStale])
+                    (to(Purging), vec![save(Persisted::Copying), DeleteStale])
                 } else {
                     (
                         to(Copying {
                             round: 0,
                             converged: false,
                         }),
-                        vec![],
+                        vec![save(Persisted::Copying), ReportNext],
                     )
                 }
             }
             (Releasing { .. }, Event::PushFailed) => (self, vec![Push]),
             (Blocked, Event::FinalCopied) => (
                 to(Switching),
+                vec![note(Persisted::Cleanup, true), Push, StopCopy],
+            ),
+            (Switching, Event::PushAcked) => (
+                to(Cleanup),
                 vec![
                     Save {
                         state: Persisted::Cleanup,
-                        owner_target: true,
+                        owner_target: !self.aborted,
+                        durable: true,
                     },
-                    Push,
-                    StopCopy,
+                    DeleteStale,
                 ],
             ),
-            (Switching, Event::PushAcked) => (to(Cleanup), vec![DeleteStale]),
             // Some proxies may route to the target already, the others hold the slot: the
             // only way is forward.
             (Switching, Event::PushFailed) => (self, vec![Push]),
@@ -309,6 +337,12 @@ impl Slot {
         let save = Save {
             state: Persisted::Cleanup,
             owner_target: false,
+            durable: true,
+        };
+        let note = Save {
+            state: Persisted::Cleanup,
+            owner_target: false,
+            durable: false,
         };
         match self.phase {
             Phase::Pending => (
@@ -327,7 +361,7 @@ impl Slot {
                     phase: Phase::Switching,
                     aborted: true,
                 },
-                vec![StopCopy, save, Push],
+                vec![StopCopy, note, Push],
             ),
             Phase::Switching | Phase::Cleanup | Phase::Done => (self, vec![]),
         }

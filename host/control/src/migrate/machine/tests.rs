@@ -63,7 +63,12 @@ struct World {
     groups: [BTreeMap<Key, Value>; 2],
     /// The slot's owner as the store has it when no migration record says otherwise.
     owner: usize,
+    /// The slot's record in the store …
     record: Option<Record>,
+    /// … and in the dashboard's memory, which pushes route by (lost in a crash).
+    memory: Option<Record>,
+    /// The table of the last push, as persisted before it went out.
+    committed: Option<Table>,
     proxies: Vec<Proxy>,
     /// The last acknowledged write of each key.
     acked: BTreeMap<Key, Option<Value>>,
@@ -95,6 +100,8 @@ impl World {
             groups: [BTreeMap::new(), BTreeMap::new()],
             owner: 0,
             record: None,
+            memory: None,
+            committed: None,
             proxies: (0..PROXIES)
                 .map(|_| Proxy {
                     table: Table {
@@ -134,9 +141,9 @@ impl World {
         }
     }
 
-    /// The table the store's records describe.
+    /// The table the dashboard's records describe.
     fn table(&self) -> Table {
-        match self.record {
+        match self.memory {
             None => Table {
                 owner: self.owner,
                 held: false,
@@ -215,11 +222,16 @@ impl World {
             Action::Save {
                 state,
                 owner_target,
+                durable,
             } => {
-                self.record = Some(Record {
+                let r = Some(Record {
                     state,
                     owner_target,
                 });
+                self.memory = r;
+                if durable {
+                    self.record = r;
+                }
                 return;
             }
             Action::StartCopy => {
@@ -234,6 +246,8 @@ impl World {
                 self.copy = None;
                 return;
             }
+            // The model's copy reports every round anyway.
+            Action::ReportNext => return,
             Action::Clear => {
                 // A migration reads as over only once every proxy routes by its last table.
                 let table = self.table();
@@ -242,6 +256,7 @@ impl World {
                 }
                 self.owner = table.owner;
                 self.record = None;
+                self.memory = None;
                 self.slot = None;
                 self.copy = None;
                 return;
@@ -264,6 +279,7 @@ impl World {
         let (event, kind) = match action {
             Action::Push => {
                 let table = self.table();
+                self.committed = Some(table);
                 let mut all = true;
                 for p in 0..PROXIES {
                     // 1 in 8 deliveries misses a proxy.
@@ -349,8 +365,10 @@ impl World {
         self.inflight.clear();
         self.events.clear();
         self.slot = None;
+        self.memory = self.record;
         if let Some(r) = self.record {
-            let (slot, actions) = Slot::resume(r.state, r.owner_target);
+            let committed = self.committed.is_some_and(|t| t.owner == 1 && !t.held);
+            let (slot, actions) = Slot::resume(r.state, r.owner_target, committed);
             self.slot = Some(slot);
             for a in actions {
                 self.start_action(a);
@@ -365,6 +383,7 @@ impl World {
                 state: Persisted::Pending,
                 owner_target: false,
             });
+            self.memory = self.record;
             self.feed(Event::Start);
         }
     }
@@ -476,6 +495,9 @@ fn run(choices: &[u8]) {
                             let t = w.proxies[p].table;
                             w.proxies[p].table.owner = 1 - t.owner;
                         }
+                        if let Some(t) = &mut w.committed {
+                            t.owner = 1 - t.owner;
+                        }
                     }
                     w.start();
                 }
@@ -529,10 +551,10 @@ fn every_persisted_state_resumes_to_a_settled_slot() {
         Persisted::Handoff,
         Persisted::Cleanup,
     ] {
-        for owner_target in [false, true] {
-            let (slot, actions) = Slot::resume(state, owner_target);
+        for (owner_target, committed) in [(false, false), (true, false), (false, true)] {
+            let (slot, actions) = Slot::resume(state, owner_target, committed);
             assert_eq!(slot.persisted().map(|_| ()), Some(()), "{state:?}");
-            if matches!(state, Persisted::Copying | Persisted::Handoff) {
+            if matches!(state, Persisted::Copying | Persisted::Handoff) && !committed {
                 assert!(
                     matches!(
                         actions[0],
@@ -560,6 +582,7 @@ fn a_slot_is_routed_to_its_target_only_after_the_final_copy() {
             a,
             Action::Save {
                 owner_target: true,
+                durable: false,
                 ..
             }
         )
