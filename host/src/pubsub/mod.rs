@@ -486,6 +486,18 @@ impl Hub {
         self.inner.state.borrow_mut().sinks.remove(&sink);
     }
 
+    /// Sessions registered here (each made its sink with a subscription or tracking).
+    #[cfg(test)]
+    pub fn sinks(&self) -> usize {
+        self.inner.state.borrow().sinks.len()
+    }
+
+    /// Whether any session still tracks keys here.
+    #[cfg(test)]
+    pub fn tracking(&self) -> bool {
+        self.inner.state.borrow().tracking.active()
+    }
+
     /// Starts following table swaps (once; on the first subscription).
     fn follow_table(&self) {
         let mut s = self.inner.state.borrow_mut();

@@ -25,6 +25,8 @@ mod pubsub;
 mod reply;
 mod scripts;
 mod send;
+#[cfg(test)]
+mod tests;
 mod tracking;
 mod transaction;
 
@@ -84,8 +86,9 @@ pub struct Session {
     routes_on: bool,
     /// Bytes held for this client's replies.
     account: Rc<OutputAccount>,
-    /// Bytes of the read buffer counted against the proxy's request memory.
-    input_held: usize,
+    /// Bytes of the read buffer counted against the proxy's request memory (given back when
+    /// the session is dropped, however it ends).
+    input: crate::limits::Held,
     auth_failures: u32,
     /// After a failed AUTH: nothing more is read before then.
     pause_until: Option<tokio::time::Instant>,
@@ -233,6 +236,7 @@ impl Session {
             Some(r) => worker.data_login(r),
             None => Login::none(),
         };
+        let input = crate::limits::Held::new(shared.requests.clone());
         Self {
             subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
@@ -247,7 +251,7 @@ impl Session {
             rights,
             login,
             account,
-            input_held: 0,
+            input,
             auth_failures: 0,
             pause_until: None,
             closing: false,
@@ -260,7 +264,6 @@ impl Session {
 
     pub async fn run(mut self) {
         let end = self.serve().await;
-        self.plugins_close();
         let (client, addr) = (self.reg.info.id, self.reg.info.addr);
         match &end {
             End::Refused(e) if e.side() == Side::Limit => {
@@ -272,7 +275,6 @@ impl Session {
             ),
             _ => debug!(client, %addr, ?end, "session closed"),
         }
-        self.release_input(0);
     }
 
     async fn serve(&mut self) -> End {
@@ -414,14 +416,10 @@ impl Session {
         let want = self.decoder.wanted(rbuf);
         let grow = want.clamp(READ_CHUNK, rbuf.len().max(READ_CHUNK));
         let counted = (rbuf.len() + grow).saturating_sub(READ_CHUNK);
-        if counted > self.input_held {
-            let pool = &self.worker.shared.requests;
-            if !pool.try_acquire(counted - self.input_held) {
-                return Err(DataError::ProxyRequestMemory {
-                    limit: pool.limit(),
-                });
-            }
-            self.input_held = counted;
+        if !self.input.try_grow_to(counted) {
+            return Err(DataError::ProxyRequestMemory {
+                limit: self.worker.shared.requests.limit(),
+            });
         }
         rbuf.reserve(grow);
         Ok(())
@@ -429,10 +427,7 @@ impl Session {
 
     /// Gives back the read buffer's share of the proxy's request memory, down to `keep`.
     fn release_input(&mut self, keep: usize) {
-        if self.input_held > keep {
-            self.worker.shared.requests.release(self.input_held - keep);
-            self.input_held = keep;
-        }
+        self.input.shrink_to(keep);
     }
 
     /// An unfinished request over the client's query buffer limit, counting what its header
@@ -836,6 +831,17 @@ impl Session {
         }
         self.reg.info.touch();
         Ok(())
+    }
+}
+
+impl Drop for Session {
+    /// Here, not at the end of `run`: a session task that panics or is cancelled never gets
+    /// there. Everything else a session holds is a guard of its own and goes with it: the
+    /// client list entry (`Registration`), the request memory (`input`), the output account,
+    /// subscriptions and tracking (`Subscriptions`, `ClientTracking`), a transaction's queue,
+    /// a blocked command's dedicated connection; the `max_clients` slot is the task's.
+    fn drop(&mut self) {
+        self.plugins_close();
     }
 }
 
