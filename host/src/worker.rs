@@ -39,8 +39,8 @@ pub struct Shared {
     pub command_log: crate::telemetry::CommandLog,
     /// The hot keys the workers publish (`GET /api/proxy/hotkeys`).
     pub hotkeys: Arc<HotKeys>,
-    /// The hot-key cache's figures, all workers together.
-    pub hot_cache: Arc<crate::hotcache::HotCacheStats>,
+    /// What the workers' hot-key caches share: their figures and the proxy's write counters.
+    pub hot_cache: Arc<crate::hotcache::HotCacheShared>,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).

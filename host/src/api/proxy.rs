@@ -359,7 +359,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     );
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
-    s.hot_cache.render(s.config.hot_cache.on(), &mut out);
+    s.hot_cache.stats.render(s.config.hot_cache.on(), &mut out);
     s.router.targets.render(&mut out);
     out
 }
@@ -404,7 +404,7 @@ async fn hotkeys(
     let axum::extract::Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let mut view = a.shared.hotkeys.view(q.limit()?);
     let s = &a.shared;
-    view.hot_cache = s.hot_cache.figures(s.config.hot_cache.on());
+    view.hot_cache = s.hot_cache.stats.figures(s.config.hot_cache.on());
     Ok(Json(view))
 }
 

@@ -159,7 +159,10 @@ struct Extra {
     /// To be mirrored (docs/mirroring.md).
     mirror: Option<Box<crate::mirror::Ticket>>,
     /// A GET whose reply fills the hot-key cache.
-    hot_fill: Option<crate::hotcache::Ticket>,
+    hot_fill: Option<hot_cache::HotFill>,
+    /// What the command may have written that a hot-key cache could hold: counted again once
+    /// its reply is in (see `session::hot_cache`).
+    hot_write: crate::hotcache::Written,
 }
 
 /// Where a key lies in its request's bytes (a request's arguments never start at 0).
@@ -533,13 +536,19 @@ impl Session {
             return Queued::error(id, &e);
         }
         let mut hot_fill = None;
+        // Counted when sent, so a GET later in this batch is not answered from the cache
+        // (nor a GET of another worker filled) with what this write is about to change.
+        let mut hot_write = crate::hotcache::Written::Nothing;
         let (reply, observers) = match decision {
             Decision::Continue(obs) => {
+                hot_write = self.hot_cache_written(c);
+                self.worker.hot_cache.wrote(&hot_write);
                 let reply = match self.hot_cache_lookup(c) {
                     hot_cache::Cached::Hit(b) => Pending::Ready(b),
                     hot_cache::Cached::Fill(t) => {
-                        hot_fill = Some(t);
-                        self.execute(c)
+                        let reply = self.execute(c);
+                        hot_fill = self.hot_cache_ask_ttl(t);
+                        reply
                     }
                     hot_cache::Cached::Pass => self.execute(c),
                 };
@@ -557,7 +566,7 @@ impl Session {
                 } = *rewrite;
                 let parts = commands
                     .into_iter()
-                    .map(|r| self.execute_rewritten(&name, r))
+                    .map(|r| self.execute_rewritten(&name, r, &mut hot_write))
                     .collect();
                 let reply = match merge {
                     RewriteMerge::Host(code) => {
@@ -573,10 +582,11 @@ impl Session {
             }
         };
         let mut q = Queued::new(reply, observers, id);
-        if hot_fill.is_some() {
+        if hot_fill.is_some() || hot_write != crate::hotcache::Written::Nothing {
             q.extra = Some(Box::new(Extra {
                 mirror: None,
                 hot_fill,
+                hot_write,
             }));
         }
         q
@@ -657,11 +667,22 @@ impl Session {
     }
 
     /// One command of a plugin's rewrite: classified like any (so a rewrite gets no rights
-    /// its client lacks), not shown to plugins again.
-    fn execute_rewritten(&mut self, plugin: &str, req: Request) -> Pending {
+    /// its client lacks), not shown to plugins again. What it may write is added to `written`
+    /// (and counted now, as for any command sent).
+    fn execute_rewritten(
+        &mut self,
+        plugin: &str,
+        req: Request,
+        written: &mut crate::hotcache::Written,
+    ) -> Pending {
         let policy = self.worker.shared.policy();
         match classify(&req, &policy, self.rights.as_deref()) {
-            Ok(c) => self.execute(&c),
+            Ok(c) => {
+                let w = self.hot_cache_written(&c);
+                self.worker.hot_cache.wrote(&w);
+                written.add(w);
+                self.execute(&c)
+            }
             Err(e) if e.side() == Side::Client => Pending::error(&DataError::PluginBadRewrite {
                 name: plugin.into(),
                 reason: e.to_string().into(),
@@ -768,6 +789,9 @@ impl Session {
                 return Err(End::Output(o));
             }
             let mut extra = q.extra.map(|e| *e).unwrap_or_default();
+            // Counted again now the write is done, before its client can see the reply: a GET
+            // sent in between (by anyone on this proxy) filled nothing, and none hits after.
+            self.worker.hot_cache.wrote(&extra.hot_write);
             if let Some(t) = extra.hot_fill.take() {
                 self.hot_cache_fill(t, &wbuf[at..]);
             }
