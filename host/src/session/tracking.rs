@@ -15,6 +15,7 @@ use super::reply::Pending;
 use crate::error::DataError;
 use crate::pipeline::classify::Classified;
 use crate::pubsub::Target;
+use crate::pubsub::tracking::MAX_PREFIX_LEN;
 use crate::resp::{Frame, Proto};
 
 /// BCAST prefixes one client may name.
@@ -86,6 +87,12 @@ fn parse_on(req: &crate::resp::Request) -> Result<ClientTracking, DataError> {
                 if t.prefixes.len() >= MAX_PREFIXES {
                     return Err(DataError::Invalid(format!(
                         "tessera: at most {MAX_PREFIXES} PREFIX options per client"
+                    )));
+                }
+                // Each written key is looked up once per prefix length (pubsub::tracking).
+                if req.arg(i + 1).len() > MAX_PREFIX_LEN {
+                    return Err(DataError::Invalid(format!(
+                        "tessera: a PREFIX is at most {MAX_PREFIX_LEN} bytes"
                     )));
                 }
                 t.prefixes.push(req.arg_bytes(i + 1));
