@@ -89,6 +89,15 @@ pub enum DataError {
     NoPermCommand { user: Box<str>, command: Box<str> },
     #[error("NOPERM User {user} has no permissions to access the '{key}' key")]
     NoPermKey { user: Box<str>, key: Box<str> },
+    /// A confined user asked to hear of keys outside its prefix (CLIENT TRACKING … PREFIX).
+    #[error(
+        "NOPERM User {user} may only track keys starting with '{allowed}': the prefix '{prefix}' is outside it"
+    )]
+    NoPermPrefix {
+        user: Box<str>,
+        prefix: Box<str>,
+        allowed: Box<str>,
+    },
     #[error(
         "ERR keys starting with '__tessera:' are reserved for Tessera's own use: '{0}' cannot be used"
     )]
@@ -215,6 +224,7 @@ impl DataError {
             | Unsupported(_)
             | NoPermCommand { .. }
             | NoPermKey { .. }
+            | NoPermPrefix { .. }
             | ReservedKey(_)
             | ScriptsUnconfined(_) => Side::Policy,
             QueryBufferLimit { .. } | ProxyRequestMemory { .. } | MaxClients => Side::Limit,
@@ -279,7 +289,7 @@ mod tests {
 
     #[test]
     fn each_side_renders_its_stable_prefix() {
-        let cases: [(DataError, &str); 9] = [
+        let cases: [(DataError, &str); 10] = [
             (DataError::NoAuth, "-NOAUTH "),
             (DataError::WrongPass, "-WRONGPASS "),
             (DataError::CrossSlot, "-CROSSSLOT "),
@@ -289,6 +299,14 @@ mod tests {
                 DataError::NoPermKey {
                     user: "a".into(),
                     key: "k".into(),
+                },
+                "-NOPERM ",
+            ),
+            (
+                DataError::NoPermPrefix {
+                    user: "a".into(),
+                    prefix: "v:".into(),
+                    allowed: "t1:".into(),
                 },
                 "-NOPERM ",
             ),

@@ -7,6 +7,11 @@
 //! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
 //!
 //! `NOLOOP` is refused: the proxy cannot tell which connection a backend's write came from.
+//!
+//! A user confined to a key prefix hears only of keys under it: its BCAST tracking is under
+//! its prefix (the prefix itself when it names none; a PREFIX outside it is refused with
+//! `NOPERM`), and the keys it reads in the other modes are its own already (classify refuses
+//! the rest).
 
 use bytes::Bytes;
 
@@ -163,7 +168,7 @@ impl Session {
             self.tracking = None;
             return Pending::Ready(Frame::ok().to_bytes(self.proto));
         }
-        let mut t = match parse_on(req) {
+        let mut t = match parse_on(req).and_then(|t| self.confine(t)) {
             Ok(t) => t,
             Err(e) => return Pending::error(&e),
         };
@@ -207,6 +212,31 @@ impl Session {
             .await;
             ok
         }))
+    }
+
+    /// BCAST tracking of a user confined to a key prefix, kept under it: no PREFIX means its
+    /// own prefix; a PREFIX outside it is refused.
+    fn confine(&self, mut t: ClientTracking) -> Result<ClientTracking, DataError> {
+        let Some(user) = self.rights.as_deref() else {
+            return Ok(t);
+        };
+        let Some(allowed) = &user.key_prefix else {
+            return Ok(t);
+        };
+        if t.mode != Mode::Bcast {
+            return Ok(t);
+        }
+        if t.prefixes.is_empty() {
+            t.prefixes.push(allowed.clone());
+        }
+        if let Some(p) = t.prefixes.iter().find(|p| !p.starts_with(allowed)) {
+            return Err(DataError::NoPermPrefix {
+                user: user.name.as_str().into(),
+                prefix: String::from_utf8_lossy(p).into(),
+                allowed: String::from_utf8_lossy(allowed).into(),
+            });
+        }
+        Ok(t)
     }
 
     fn caching(&mut self, req: &crate::resp::Request) -> Result<Frame, DataError> {
