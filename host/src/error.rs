@@ -154,6 +154,10 @@ pub enum DataError {
     BackendUnavailable { addr: Arc<str>, reason: Arc<str> },
     #[error("ERR backend connection dropped the request")]
     BackendDropped,
+    /// A server that is not one of the cluster's (a mirror's shadow) sent a reply past the
+    /// bound the proxy reads of it; the connection was closed.
+    #[error("ERR backend {addr} sent a reply over {limit} bytes")]
+    ReplyTooLarge { addr: Arc<str>, limit: usize },
     #[error("ERR unexpected reply from backend to {0}")]
     UnexpectedReply(&'static str),
     #[error("ERR SCAN cursor out of range for this cluster")]
@@ -240,6 +244,7 @@ impl DataError {
             | TransactionMoved(_) => Side::Routing,
             BackendUnavailable { .. }
             | BackendDropped
+            | ReplyTooLarge { .. }
             | UnexpectedReply(_)
             | CursorOutOfRange
             | DedicatedExhausted { .. }
