@@ -544,7 +544,7 @@ fn xread_options(req: &Request) -> Option<XreadOptions> {
         } else if a.eq_ignore_ascii_case(b"NOACK") {
         } else if a.eq_ignore_ascii_case(b"STREAMS") {
             let rest = argc - i - 1;
-            return (rest > 0 && rest % 2 == 0).then_some(XreadOptions {
+            return (rest > 0 && rest.is_multiple_of(2)).then_some(XreadOptions {
                 streams_at: i,
                 argc,
                 block,
