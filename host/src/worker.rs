@@ -291,8 +291,10 @@ struct Logins {
     control: Option<Login>,
     /// The data login of sessions with every right.
     base: Option<Login>,
-    /// Data logins of users with confined rights, by user name.
-    confined: FxHashMap<String, Login>,
+    /// Data logins of users with confined rights, by user name, with the rights each was
+    /// derived from: a user whose rights changed (a new users table) gets a new login, never
+    /// the backend user of its old rights.
+    confined: FxHashMap<String, (User, Login)>,
 }
 
 /// Confined users with their own data logins, per worker, at most; beyond it the cache starts
@@ -368,7 +370,10 @@ impl Worker {
         {
             let l = self.logins();
             let cached = if confined {
-                l.confined.get(&user.name)
+                l.confined
+                    .get(&user.name)
+                    .filter(|(rights, _)| rights == user)
+                    .map(|(_, login)| login)
             } else {
                 l.base.as_ref()
             };
@@ -389,7 +394,8 @@ impl Worker {
             if l.confined.len() >= CONFINED_LOGINS {
                 l.confined.clear();
             }
-            l.confined.insert(user.name.clone(), login.clone());
+            l.confined
+                .insert(user.name.clone(), (user.clone(), login.clone()));
         } else {
             l.base = Some(login.clone());
         }

@@ -390,3 +390,62 @@ fn a_corrupt_users_document_stops_neither_the_dashboard_nor_a_proxy() {
         assert!(ok, "{}", proxy_users(p));
     }
 }
+
+/// Issue 25, sibling of item 2 (a cached answer going stale): each worker kept a user's
+/// backend login (the Redis ACL user its commands and scripts run as) by the user's name, so
+/// after the dashboard took `write` away from carol, her new sessions still ran as the ACL user
+/// derived from her old rights, and a script could still write. A login is now reused only for
+/// the same rights.
+#[test]
+fn issue_25_a_user_whose_rights_change_gets_a_backend_user_of_the_new_rights() {
+    let cp = ControlPlane::builder().servers(2).start();
+    cp.split_over_two_groups();
+    // One worker: every session shares its cache of logins.
+    let proxy = ClusterProxy::start_with_args(
+        &cp.options().cluster,
+        &cp.options().store,
+        &["--threads", "1"],
+    );
+    let script = "return redis.call('SET', KEYS[1], ARGV[1])";
+    put(
+        &cp,
+        "/api/users/carol",
+        &json!({"password": "carol-pw", "commands": ["read", "write", "scripting"]}),
+    )
+    .ok();
+    let mut before = proxy.raw();
+    assert_eq!(
+        before.cmd(&["AUTH", "carol", "carol-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        before
+            .cmd(&["EVAL", script, "1", "k", "v1"])
+            .text()
+            .as_deref(),
+        Some("OK")
+    );
+    put(
+        &cp,
+        "/api/users/carol",
+        &json!({"commands": ["read", "scripting"]}),
+    )
+    .ok();
+    let mut after = proxy.raw();
+    assert_eq!(
+        after.cmd(&["AUTH", "carol", "carol-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    let set = after.cmd(&["SET", "k", "v2"]);
+    assert!(
+        set.error().is_some_and(|e| e.starts_with("NOPERM")),
+        "{set:?}"
+    );
+    let eval = after.cmd(&["EVAL", script, "1", "k", "v3"]);
+    assert!(
+        eval.error()
+            .is_some_and(|e| e.contains("user executing the script can't run this command")),
+        "a script of carol's wrote after write was taken from her: {eval:?}"
+    );
+    assert_eq!(after.cmd(&["GET", "k"]), crate::support::Frame::bulk("v1"));
+}
