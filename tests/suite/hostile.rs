@@ -542,7 +542,11 @@ fn issue_25_tracking_restarts_leave_other_clients_entries_alone() {
         .collect();
     restarts.send(&pipeline);
     for i in 0..200 {
-        assert_eq!(restarts.read_frame(), Frame::Simple("OK".into()), "restart {i}");
+        assert_eq!(
+            restarts.read_frame(),
+            Frame::Simple("OK".into()),
+            "restart {i}"
+        );
     }
     assert_eq!(
         restarts.cmd(&["CLIENT", "TRACKING", "OFF"]),
