@@ -11,6 +11,7 @@
 //! longer is. The session side (commands, confirmations, writing messages) is `session::pubsub`.
 
 mod conn;
+mod sinks;
 pub mod tracking;
 pub mod wire;
 
@@ -28,6 +29,7 @@ use crate::backend::Login;
 use crate::limits::OutputAccount;
 use crate::router::{Router, SlotId, SlotTable};
 use conn::SubConn;
+use sinks::Sinks;
 use tracking::{Delivery, Tracking};
 pub use tracking::{Redirects, Target};
 pub use wire::Space;
@@ -79,7 +81,7 @@ impl Inbox {
 
 /// One name subscribed on behalf of some of the worker's sessions.
 struct Entry {
-    sinks: SmallVec<[SinkId; 2]>,
+    sinks: Sinks,
     /// The backends it is subscribed on now.
     on: SmallVec<[Arc<str>; 2]>,
 }
@@ -404,13 +406,11 @@ impl Hub {
                         batch.add(addr, space, true, name);
                     }
                     Entry {
-                        sinks: SmallVec::new(),
+                        sinks: Sinks::default(),
                         on,
                     }
                 });
-                if !entry.sinks.contains(&sink) {
-                    entry.sinks.push(sink);
-                }
+                entry.sinks.insert(sink);
                 // Another session's subscription may still be on its way: wait for it too.
                 for a in &entry.on {
                     if !concerned.contains(a) {
@@ -468,7 +468,7 @@ impl Hub {
                 let Some(entry) = subs.get_mut(name) else {
                     continue;
                 };
-                entry.sinks.retain(|k| *k != sink);
+                entry.sinks.remove(sink);
                 if entry.sinks.is_empty() {
                     for addr in &entry.on {
                         batch.add(addr, space, false, name);
@@ -629,8 +629,8 @@ impl Hub {
             // read buffer alive while a slow subscriber holds the message, charged for far
             // less than it pins.
             let push = Bytes::copy_from_slice(&push);
-            for id in &entry.sinks {
-                if let Some(inbox) = s.sinks.get(id) {
+            for id in entry.sinks.iter() {
+                if let Some(inbox) = s.sinks.get(&id) {
                     inbox.push(push.clone());
                 }
             }

@@ -13,7 +13,6 @@
 //! it is on, as `__redis__:invalidate` messages ([`Redirects`]).
 
 mod prefixes;
-mod sinks;
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -23,8 +22,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::mpsc;
 
 use super::SinkId;
+use super::sinks::Sinks;
 use prefixes::Prefixes;
-use sinks::Sinks;
 
 /// Keys a worker tracks for its default, OPTIN and OPTOUT sessions, together.
 pub const MAX_KEYS: usize = 100_000;

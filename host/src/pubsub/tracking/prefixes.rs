@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use super::sinks::Sinks;
 use crate::pubsub::SinkId;
+use crate::pubsub::sinks::Sinks;
 
 /// Every BCAST sink's prefixes.
 #[derive(Default)]

@@ -1,6 +1,7 @@
-//! The sinks that tracked one key or one BCAST prefix: a few inline, a hash set past that, so
-//! that adding or removing one sink costs the same however many other clients track the same
-//! key (a session that stops tracking must not pay for everyone else's).
+//! The sinks of one name: the sessions subscribed to a channel, or that tracked one key or one
+//! BCAST prefix. A few inline, a hash set past that, so that adding or removing one sink costs
+//! the same however many other sessions want the same name (a session that unsubscribes or
+//! stops tracking must not pay for everyone else's).
 
 use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
@@ -12,7 +13,7 @@ const INLINE: usize = 8;
 
 /// A set of sinks.
 #[derive(Debug)]
-pub(super) enum Sinks {
+pub(crate) enum Sinks {
     Few(SmallVec<[SinkId; 2]>),
     Many(FxHashSet<SinkId>),
 }
@@ -25,7 +26,7 @@ impl Default for Sinks {
 
 impl Sinks {
     /// Adds `sink`; whether it was new.
-    pub(super) fn insert(&mut self, sink: SinkId) -> bool {
+    pub(crate) fn insert(&mut self, sink: SinkId) -> bool {
         match self {
             Sinks::Few(v) if v.contains(&sink) => false,
             Sinks::Few(v) if v.len() < INLINE => {
@@ -42,7 +43,7 @@ impl Sinks {
         }
     }
 
-    pub(super) fn remove(&mut self, sink: SinkId) {
+    pub(crate) fn remove(&mut self, sink: SinkId) {
         match self {
             Sinks::Few(v) => {
                 if let Some(i) = v.iter().position(|s| *s == sink) {
@@ -55,14 +56,14 @@ impl Sinks {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         match self {
             Sinks::Few(v) => v.is_empty(),
             Sinks::Many(set) => set.is_empty(),
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = SinkId> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = SinkId> + '_ {
         let (few, many) = match self {
             Sinks::Few(v) => (Some(v.iter()), None),
             Sinks::Many(set) => (None, Some(set.iter())),
