@@ -449,3 +449,47 @@ fn issue_25_a_user_whose_rights_change_gets_a_backend_user_of_the_new_rights() {
     );
     assert_eq!(after.cmd(&["GET", "k"]), crate::support::Frame::bulk("v1"));
 }
+
+/// Issue 25, the same sibling for sessions already open: a session kept the rights it
+/// authenticated with for its whole life, so a tenant moved to another prefix, or disabled,
+/// kept its old rights on every connection it had open. A new users table now applies to open
+/// sessions from their next command, and a session whose user is disabled or removed ends
+/// (as Redis applies ACL changes to its clients, and disconnects a deleted user's).
+#[test]
+fn issue_25_an_open_session_follows_its_users_new_rights_and_ends_when_it_is_disabled() {
+    let cp = ControlPlane::builder().servers(2).start();
+    cp.split_over_two_groups();
+    let proxy = ClusterProxy::start(&cp.options().cluster, &cp.options().store);
+    put(
+        &cp,
+        "/api/users/dora",
+        &json!({"password": "dora-pw", "key_prefix": "d1:"}),
+    )
+    .ok();
+    let mut open = proxy.raw();
+    assert_eq!(
+        open.cmd(&["AUTH", "dora", "dora-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        open.cmd(&["SET", "d1:k", "v"]).text().as_deref(),
+        Some("OK")
+    );
+    put(&cp, "/api/users/dora", &json!({"key_prefix": "d2:"})).ok();
+    let old = open.cmd(&["GET", "d1:k"]);
+    assert!(
+        old.error().is_some_and(|e| e.starts_with("NOPERM")),
+        "the open session kept its old prefix: {old:?}"
+    );
+    assert_eq!(
+        open.cmd(&["SET", "d2:k", "w"]).text().as_deref(),
+        Some("OK")
+    );
+    put(&cp, "/api/users/dora", &json!({"enabled": false})).ok();
+    open.set_read_timeout(Duration::from_secs(10));
+    open.send(&crate::support::encode(&["GET", "d2:k"]));
+    assert!(
+        open.try_read_frame().is_err(),
+        "a session of a disabled user is closed"
+    );
+}

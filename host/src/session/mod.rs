@@ -80,6 +80,9 @@ pub struct Session {
     /// The backend login for its commands, and the logins version it was made for.
     login: Login,
     login_version: u64,
+    /// The users table version `rights` was read from: a new table applies to the session
+    /// from its next batch.
+    users_version: u64,
     /// The proxy was fenced when the batch being dispatched was read (`fence::Fence`).
     fenced: bool,
     /// The table in force routes key prefixes to other clusters (read once per batch).
@@ -119,6 +122,8 @@ enum End {
     Shutdown,
     /// The stream broke a rule (protocol error, or a limit of the request side).
     Refused(#[allow(dead_code)] DataError), // read by the log through `Debug`
+    /// The user it authenticated as was removed or disabled.
+    UserRevoked,
     Output(#[allow(dead_code)] Overflow),
     Io(#[allow(dead_code)] std::io::Error),
 }
@@ -243,6 +248,7 @@ impl Session {
         Self {
             subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
+            users_version: shared.users.load().version(),
             fenced: false,
             routes_on: false,
             worker,
@@ -303,6 +309,9 @@ impl Session {
                     Ok(()) => {}
                     Err(end) => return end,
                 }
+            }
+            if !self.refresh_rights() {
+                return End::UserRevoked;
             }
             self.refresh_login();
             // Read once per batch, when its bytes are in: see `fence::Fence`.
@@ -448,6 +457,29 @@ impl Session {
         wbuf.extend_from_slice(&e.reply());
         let _ = self.stream.send_all(wbuf).await;
         End::Refused(e)
+    }
+
+    /// A new users table applies to a session already authenticated, as Redis applies an ACL
+    /// change to its clients at once: new rights from the next batch (and the backend login
+    /// they make), or `false` when its user was removed or disabled and the session must end.
+    fn refresh_rights(&mut self) -> bool {
+        let users = self.worker.shared.users.load();
+        if users.version() == self.users_version {
+            return true;
+        }
+        self.users_version = users.version();
+        let Some(rights) = &self.rights else {
+            return true;
+        };
+        match users.current(&rights.name) {
+            Some(now) if now == *rights => true,
+            Some(now) => {
+                self.login = self.worker.data_login(&now);
+                self.rights = Some(now);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A new plugin chain or backend admin user changes the data login.
