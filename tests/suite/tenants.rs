@@ -354,3 +354,46 @@ fn issue_25_client_list_and_info_show_a_confined_user_its_own_share() {
         "the default user sees all: {full}"
     );
 }
+
+/// Issue 25, a sibling of item 3: `CLIENT UNBLOCK` (with `admin_commands`) let a confined user
+/// cut short another tenant's blocked command. It may now unblock its own user's clients only.
+#[test]
+fn issue_25_a_confined_user_unblocks_only_its_own_clients() {
+    let cluster = Cluster::with_config(&format!(
+        "admin_commands = true\n[[users]]\nname = \"tenant\"\npassword = \"{}\"\nkey_prefix = \"t1:\"\n",
+        hash(TENANT_PASSWORD)
+    ));
+    let id = |c: &mut RawClient| match c.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let mut victim = cluster.proxy.raw();
+    let victim_id = id(&mut victim);
+    victim.send(&crate::support::encode(&["BLPOP", "victim:queue", "0"]));
+    let mut own = tenant(&cluster);
+    let own_id = id(&mut own);
+    own.send(&crate::support::encode(&["BLPOP", "t1:queue", "0"]));
+    let mut t = tenant(&cluster);
+    let mut admin = cluster.proxy.raw();
+    assert_noperm(
+        &t.cmd(&["CLIENT", "UNBLOCK", &victim_id]),
+        "CLIENT UNBLOCK of another user's client",
+    );
+    // 1 once the tenant's own BLPOP is blocked (0 before it got there).
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(10),
+        || t.cmd(&["CLIENT", "UNBLOCK", &own_id]) == Frame::Integer(1)
+    ));
+    own.set_read_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(
+        own.read_frame(),
+        Frame::NullArray,
+        "its own client was unblocked"
+    );
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(10),
+        || admin.cmd(&["CLIENT", "UNBLOCK", &victim_id]) == Frame::Integer(1)
+    ));
+    victim.set_read_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(victim.read_frame(), Frame::NullArray);
+}
