@@ -81,7 +81,9 @@ impl Session {
 
     /// Sends `PTTL` for a miss's key right behind its GET (which the caller has just sent),
     /// on the same master and login; its reply is not charged to the client. A key whose TTL
-    /// cannot be read is not cached.
+    /// cannot be read is not cached. It may run before the GET on another connection of the
+    /// set: a write of the key between the two moves the invalidation count (or this proxy's
+    /// write counters), so a value and a TTL that do not belong together are never kept.
     pub(super) fn hot_cache_ask_ttl(&self, ticket: Ticket) -> Option<HotFill> {
         let table = self.worker.shared.router.load();
         let key: &[u8] = &ticket.key;
@@ -120,9 +122,12 @@ impl Session {
         if !cache.on() {
             return Written::Nothing;
         }
-        // A script may write keys it does not declare, and an EXEC runs what was queued.
-        let anything = matches!(c.cmd.name, "EVAL" | "EVALSHA" | "FCALL")
-            || c.cmd.kind == Kind::Transaction(Tx::Exec);
+        // An EXEC writes what was queued (counted as it was queued).
+        if c.cmd.kind == Kind::Transaction(Tx::Exec) {
+            return self.tx.queued_writes();
+        }
+        // A script may write keys it does not declare.
+        let anything = matches!(c.cmd.name, "EVAL" | "EVALSHA" | "FCALL");
         cache.written(c.cmd.write, anything, c.key_args())
     }
 }
