@@ -499,6 +499,7 @@ fn what_cannot_be_confined_is_refused_with_the_reason() {
         (&["SCRIPT", "FLUSH"], "every namespace"),
         (&["SCRIPT", "KILL"], "whichever namespace"),
         (&["CLIENT", "TRACKING", "ON"], "invalidation"),
+        (&["COMMANDLOG", "GET", "-1", "slow"], "other clients"),
         (&["APPEND", "c:doc", "x"], "compressed"),
         (&["GETRANGE", "c:doc", "0", "3"], "compressed"),
         (&["SETBIT", "c:doc", "1", "1"], "compressed"),

@@ -402,7 +402,7 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
     );
 }
 
-/// The most plugins a catalog may enable (`host/src/plugins/catalog.rs`, `MAX_ENABLED`).
+/// The most plugins a catalog may enable (`host/store/src/catalog.rs`, `MAX_ENABLED`).
 const MAX_ENABLED: usize = 16;
 
 // Issue 25, item 8: 70 copies of the metrics plugin were accepted (200) and every proxy then

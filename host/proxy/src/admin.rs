@@ -325,7 +325,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     );
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
-    s.hot_cache.render(s.config.hot_cache.on(), &mut out);
+    s.hot_cache.stats.render(s.config.hot_cache.on(), &mut out);
     s.router.targets.render(&mut out);
     out
 }
@@ -350,7 +350,7 @@ async fn hotkeys(
         .hotkeys
         .view(q.limit().map_err(ApiError::bad_request)?);
     let s = &a.shared;
-    view.hot_cache = s.hot_cache.figures(s.config.hot_cache.on());
+    view.hot_cache = s.hot_cache.stats.figures(s.config.hot_cache.on());
     Ok(Json(view))
 }
 

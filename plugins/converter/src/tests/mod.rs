@@ -265,6 +265,7 @@ fn commands_that_cannot_be_confined_are_refused() {
         &["SCRIPT", "KILL"],
         &["CLIENT", "TRACKING", "on"],
         &["SLOWLOG", "GET"],
+        &["COMMANDLOG", "GET", "10", "large-request"],
     ] {
         match h.on_command(1, &command(args)) {
             Outcome::Deny(e) => assert!(e.starts_with("ERR converter: "), "{e}"),
