@@ -15,10 +15,11 @@ use crate::support::{Api, answers_on, print_log_after_failure, run_with_timeout,
 
 /// The placeholder the README shows for the admin token a dashboard prints at its first start;
 /// the runner fills it in from that dashboard's output.
-pub(crate) const PRINTED_TOKEN: &str = "<the token it printed>";
+const PRINTED_TOKEN: &str = "<the token it printed>";
 
-/// The README's example ports: once the table has done its work none may be left in a line,
-/// or the line would reach for a real port of this machine.
+/// The README's example ports, which are also the default ports of Tessera, Redis and etcd:
+/// once the table has done its work none may be left in a line, or the line would reach for
+/// whatever of this machine listens there.
 const EXAMPLE_PORTS: &[&str] = &[
     "2379", "6379", "9090", "11080", "11081", "11100", "18080", "19000", "19001", "19100",
 ];
