@@ -2,12 +2,15 @@
 //! the quickstart's against a `tessera up`, the operator tour's against a real etcd,
 //! redis-servers and the dashboard and proxy its own lines start, the plugin authors' tour
 //! through `tools/new-plugin.sh` into a static proxy and the local cluster. The README's example
-//! addresses map to the live processes through one table, [`substitutions`].
+//! addresses map to the live processes through one table, [`substitutions`]; the picture's ports
+//! are checked against `tessera up`'s defaults.
 
 mod parse;
 mod run;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
 use parse::{Kind, Line};
 use run::Runner;
@@ -137,6 +140,47 @@ fn every_readme_command_line_is_run_or_marked_manual() {
                 script.display()
             );
         }
+    }
+}
+
+#[test]
+fn the_picture_shows_the_ports_tessera_up_uses_by_default() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let picture = readme
+        .split_once("```text\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(picture, _)| picture)
+        .expect("README.md has a picture (a text block)");
+    let help = crate::support::run_with_timeout(
+        Command::new(tessera_bin()).args(["up", "-h"]),
+        Duration::from_secs(10),
+    );
+    let help = String::from_utf8_lossy(&help.stdout);
+    let default = |flag: &str| -> u16 {
+        // clap prints `[default: N]` at the end of the flag's help, which may wrap.
+        let after = help
+            .split_once(&format!("{flag} <"))
+            .unwrap_or_else(|| panic!("`tessera up -h` has no {flag}:\n{help}"))
+            .1;
+        let own = after.split("\n      --").next().unwrap_or_default();
+        own.split_once("[default: ")
+            .and_then(|(_, d)| d.split_once(']'))
+            .and_then(|(d, _)| d.parse().ok())
+            .unwrap_or_else(|| panic!("{flag} shows no default port:\n{own}"))
+    };
+    let (proxy, admin) = (default("--port"), default("--admin-port"));
+    for shown in [
+        format!("proxy :{proxy}"),
+        format!("proxy :{}", proxy + 1),
+        format!("admin :{admin}"),
+        format!("admin :{}", admin + 1),
+        format!("dashboard :{}", default("--dashboard-port")),
+        format!("console :{}", default("--console-port")),
+    ] {
+        assert!(
+            picture.contains(&shown),
+            "the picture should show {shown:?}:\n{picture}"
+        );
     }
 }
 
