@@ -118,3 +118,7 @@ mod mirror;
 // kind of command on it, cross-cluster commands refused, writes through the route across the
 // other cluster's migration and the loss of its proxy, bad changes and a wrong password.
 mod prefix_routes;
+// README.md's command lines run as written: the quickstart against `tessera up`, the operator
+// tour against etcd, redis-servers and the dashboard and proxy it starts, the plugin authors'
+// tour through tools/new-plugin.sh into a proxy; a line nothing runs must be marked.
+mod readme;
