@@ -8,9 +8,11 @@
 //!   offset, or past a full resync's RDB); `capture::Capture` keeps, per slot, the keys the
 //!   stream says were written.
 //! - **Round 0** of a slot: one SCAN of the source, its keys copied as they are found.
-//! - **Round k**: the keys written during round k-1, copied again. A slot whose round left
-//!   at most `converge_keys` keys, none of them big, is *converged*: its final copy fits in a
-//!   handoff.
+//! - **Round k**: the keys written during round k-1, copied again — a big key's written
+//!   elements only (its fields or members, read on the source and set on the target), so a
+//!   big key written all the time converges too. A slot whose round left at most
+//!   `converge_keys` keys and elements, no big key to copy whole among them, is *converged*:
+//!   its final copy fits in a handoff.
 //! - **Final copy** (`Command::Final`): every proxy holds the slot, so nothing writes to it on
 //!   the source any more; the capture is read up to the source's replication offset, and
 //!   what is left is copied within `final_budget`, else the handoff is given up (the slot
@@ -30,7 +32,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rustc_hash::FxHashSet;
 use tessera_model::migration::{INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, copy_request, temp_key};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
@@ -39,7 +40,7 @@ use tessera_model::watch::ReadBounds;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use super::capture::Capture;
+use super::capture::{Capture, Elements};
 use super::chunks::Chunks;
 use super::progress::Progress;
 use super::reply::{MoverError, expect_ok, refused, scan_page};
@@ -166,9 +167,11 @@ struct SlotCopy {
     scanned: bool,
     /// Keys of this round still to copy.
     pending: BTreeSet<Bytes>,
-    /// Keys found too big for one RESTORE (copied in chunks): a round that leaves one of
-    /// them is not converged.
-    big: FxHashSet<Bytes>,
+    /// Keys found too big for one RESTORE (copied in chunks), with their type: a round that
+    /// leaves one of them to copy whole is not converged.
+    big: rustc_hash::FxHashMap<Bytes, Bytes>,
+    /// Big keys of this round whose written elements (only) are to be copied.
+    pending_elements: BTreeMap<Bytes, Elements>,
     /// Its big keys being copied now, on their own tasks: its round cannot end before.
     big_copying: usize,
     /// Those tasks, stopped if the slot is forgotten.
@@ -226,6 +229,7 @@ struct Copy {
 struct BigCopied {
     slot: u16,
     key: Bytes,
+    kind: Bytes,
     result: Result<u64, MoverError>,
 }
 
@@ -294,7 +298,7 @@ impl Copy {
         s.big_copying -= 1;
         match done.result {
             Ok(bytes) => {
-                s.big.insert(done.key);
+                s.big.insert(done.key, done.kind);
                 self.progress.add_slots(std::iter::once(done.slot));
                 self.progress.add_total(1, bytes);
             }
@@ -346,7 +350,8 @@ impl Copy {
                             round: 0,
                             scanned: false,
                             pending: BTreeSet::new(),
-                            big: FxHashSet::default(),
+                            big: rustc_hash::FxHashMap::default(),
+                            pending_elements: BTreeMap::new(),
                             big_copying: 0,
                             big_tasks: Vec::new(),
                             converged: false,
@@ -533,6 +538,11 @@ impl Copy {
             return Ok(Step::Worked);
         }
         self.scan = None;
+        // A big key's written elements, a key at a time.
+        if let Some((slot, key, e)) = self.next_elements() {
+            self.copy_elements(slot, &key, &e, true).await?;
+            return Ok(Step::Worked);
+        }
         // Later rounds: the written keys of every slot, a batch at a time.
         let batch = self.next_batch();
         if batch.is_empty() {
@@ -572,13 +582,126 @@ impl Copy {
         let scan = self.scan.as_mut().expect("a scan");
         scan.cursor = next;
         if done {
-            let slots = std::mem::take(&mut scan.slots);
-            for s in &slots {
-                if let Some(sc) = self.slots.get_mut(s) {
+            // Round 0 ends once its big keys' chunked copies are in place too
+            // (`end_rounds`): a big key's written elements are set on the target only after
+            // its copy is published there, or the publish would overwrite them.
+            for s in std::mem::take(&mut scan.slots) {
+                if let Some(sc) = self.slots.get_mut(&s) {
                     sc.scanned = true;
                 }
             }
-            self.end_round(&slots);
+        }
+        Ok(())
+    }
+
+    /// A big key whose written elements are still to copy in this round.
+    fn next_elements(&mut self) -> Option<(u16, Bytes, Elements)> {
+        self.slots.iter_mut().find_map(|(slot, s)| {
+            let (k, e) = s.pending_elements.pop_first()?;
+            Some((*slot, k, e))
+        })
+    }
+
+    /// Copies a big key's written elements as the source holds them now: a hash's fields
+    /// (`HMGET`, then `HSET`/`HDEL`), a set's members (`SMISMEMBER`, then `SADD`/`SREM`), a
+    /// sorted set's members (`ZMSCORE`, then `ZADD`/`ZREM`), its expire time. A key gone, or
+    /// of another type now, is copied whole instead (next batch).
+    async fn copy_elements(
+        &mut self,
+        slot: u16,
+        key: &[u8],
+        e: &Elements,
+        pace: bool,
+    ) -> Result<(), MoverError> {
+        let Some(s) = self.slots.get(&slot) else {
+            return Ok(());
+        };
+        let (target, kind) = (s.target.clone(), s.big.get(key).cloned());
+        let source = self.source.clone();
+        let chunk = self.config.chunk.max(1);
+        let src = self.src().await?;
+        let now = src.cmd(&[&b"TYPE"[..], key]).await?;
+        let now = now.as_bytes().unwrap_or_default().to_vec();
+        if kind.as_deref() != Some(&now[..]) {
+            if let Some(s) = self.slots.get_mut(&slot) {
+                s.pending.insert(Bytes::copy_from_slice(key));
+            }
+            return Ok(());
+        }
+        let names: Vec<&[u8]> = e.names.iter().map(|n| &n[..]).collect();
+        let mut ops: Vec<Vec<Vec<u8>>> = Vec::new();
+        for part in names.chunks(chunk) {
+            let (read, present): (&[u8], fn(&Value) -> bool) = match &now[..] {
+                b"hash" => (b"HMGET", |v| !matches!(v, Value::Nil)),
+                b"set" => (b"SMISMEMBER", |v| v.as_int() == Some(1)),
+                _ => (b"ZMSCORE", |v| !matches!(v, Value::Nil)),
+            };
+            let mut args: Vec<&[u8]> = vec![read, key];
+            args.extend(part.iter().copied());
+            let Value::Array(values) = src.cmd(&args).await? else {
+                return Err(MoverError::Refused {
+                    server: source,
+                    what: String::from_utf8_lossy(read).into_owned(),
+                    reply: "not an array".into(),
+                });
+            };
+            for (name, v) in part.iter().zip(&values) {
+                let k = key.to_vec();
+                let n = name.to_vec();
+                ops.push(match (&now[..], present(v)) {
+                    (b"hash", true) => vec![
+                        b"HSET".to_vec(),
+                        k,
+                        n,
+                        v.as_bytes().unwrap_or_default().to_vec(),
+                    ],
+                    (b"hash", false) => vec![b"HDEL".to_vec(), k, n],
+                    (b"set", true) => vec![b"SADD".to_vec(), k, n],
+                    (b"set", false) => vec![b"SREM".to_vec(), k, n],
+                    (_, true) => vec![
+                        b"ZADD".to_vec(),
+                        k,
+                        v.as_bytes().unwrap_or_default().to_vec(),
+                        n,
+                    ],
+                    (_, false) => vec![b"ZREM".to_vec(), k, n],
+                });
+            }
+        }
+        if e.ttl {
+            let at = src
+                .cmd(&[&b"PEXPIRETIME"[..], key])
+                .await?
+                .as_int()
+                .unwrap_or(-1);
+            ops.push(if at > 0 {
+                vec![
+                    b"PEXPIREAT".to_vec(),
+                    key.to_vec(),
+                    at.to_string().into_bytes(),
+                ]
+            } else {
+                vec![b"PERSIST".to_vec(), key.to_vec()]
+            });
+        }
+        let mut req = BytesMut::new();
+        let mut bytes = 0u64;
+        for op in &ops {
+            let args: Vec<&[u8]> = op.iter().map(Vec::as_slice).collect();
+            bytes += args.iter().map(|a| a.len() as u64).sum::<u64>();
+            push_request(&mut req, &args);
+        }
+        let dst = self.target(&target).await?;
+        let replies = dst.encoded_many(&req, ops.len()).await?;
+        if let Some(err) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
+            return Err(refused(&target, "copying a big key's elements", err));
+        }
+        self.progress.add_total(0, bytes);
+        if pace {
+            let wait = self.throttle.charge(0, bytes, Instant::now());
+            if !wait.is_zero() {
+                self.paced_until = Some(Instant::now() + wait);
+            }
         }
         Ok(())
     }
@@ -607,7 +730,12 @@ impl Copy {
         let done: BTreeSet<u16> = self
             .slots
             .iter()
-            .filter(|(_, s)| s.scanned && s.pending.is_empty() && s.big_copying == 0)
+            .filter(|(_, s)| {
+                s.scanned
+                    && s.pending.is_empty()
+                    && s.pending_elements.is_empty()
+                    && s.big_copying == 0
+            })
             .map(|(id, _)| *id)
             .collect();
         self.end_round(&done)
@@ -636,9 +764,19 @@ impl Copy {
                 continue;
             };
             let keys = taken.keys.get(&slot).cloned().unwrap_or_default();
-            let left = keys.len();
-            let big = keys.iter().any(|k| s.big.contains(k));
+            let elements = taken.elements.get(&slot).cloned().unwrap_or_default();
+            let left = keys.len()
+                + elements
+                    .iter()
+                    .map(|(_, e)| e.names.len() + usize::from(e.ttl))
+                    .sum::<usize>();
+            let big = keys.iter().any(|k| s.big.contains_key(k));
             s.pending.extend(keys);
+            for (k, e) in elements {
+                let into = s.pending_elements.entry(k).or_default();
+                into.names.extend(e.names);
+                into.ttl |= e.ttl;
+            }
             any |= left > 0;
             let converged = left <= self.config.converge_keys && !big;
             // A slot nothing was written to reports only when that changes its state.
@@ -753,9 +891,21 @@ impl Copy {
         };
         let done = self.big_done.0.clone();
         s.big_tasks.retain(|t| !t.is_finished());
+        // Its writes from now on are recorded element by element.
+        if let Some(f) = &self.capture {
+            f.capture
+                .lock()
+                .expect("capture lock poisoned")
+                .mark_big(&key);
+        }
         s.big_tasks.push(tokio::spawn(async move {
             let result = big.copy(&key, &kind).await;
-            let _ = done.send(BigCopied { slot, key, result });
+            let _ = done.send(BigCopied {
+                slot,
+                key,
+                kind,
+                result,
+            });
         }));
     }
 
@@ -809,7 +959,7 @@ impl Copy {
             if let Some(s) = self.slots.get_mut(&slot) {
                 s.pending
                     .extend(taken.keys.get(&slot).cloned().unwrap_or_default());
-                if let Some(k) = s.pending.iter().find(|k| s.big.contains(*k)) {
+                if let Some(k) = s.pending.iter().find(|k| s.big.contains_key(*k)) {
                     return Err(format!(
                         "big key {} of slot {slot} was written since its copy",
                         String::from_utf8_lossy(k)
@@ -823,6 +973,24 @@ impl Copy {
         }
         if !taken.lost.is_empty() {
             return Err(format!("the capture of slots {:?} was lost", taken.lost));
+        }
+        while let Some((slot, key, e)) = slots.iter().find_map(|id| {
+            let s = self.slots.get_mut(id)?;
+            let (k, e) = s.pending_elements.pop_first()?;
+            Some((*id, k, e))
+        }) {
+            if Instant::now() >= deadline {
+                if let Some(s) = self.slots.get_mut(&slot) {
+                    s.pending_elements.insert(key, e);
+                }
+                return Err(format!(
+                    "big keys' written elements were left to copy past the {} ms budget",
+                    self.config.final_budget.as_millis()
+                ));
+            }
+            self.copy_elements(slot, &key, &e, false)
+                .await
+                .map_err(|err| err.to_string())?;
         }
         for batch in keys.chunks(self.config.batch.max(1)) {
             if Instant::now() >= deadline {
@@ -907,7 +1075,7 @@ impl BigCopy {
             }
             other => return Err(refused(&self.target, "putting a big key in place", &other)),
         }
-        debug!(key = %String::from_utf8_lossy(key), bytes, "big key copied in chunks");
+        info!(key = %String::from_utf8_lossy(key), bytes, "big key copied in chunks");
         Ok(bytes)
     }
 }
