@@ -954,11 +954,18 @@ impl Copy {
             tokio::time::sleep(Duration::from_micros(500)).await;
         }
         let taken = capture.lock().expect("capture lock poisoned").take(slots);
-        let mut keys: Vec<Bytes> = Vec::new();
+        if !taken.lost.is_empty() {
+            return Err(format!("the capture of slots {:?} was lost", taken.lost));
+        }
         for &slot in slots {
             if let Some(s) = self.slots.get_mut(&slot) {
                 s.pending
                     .extend(taken.keys.get(&slot).cloned().unwrap_or_default());
+                for (k, e) in taken.elements.get(&slot).cloned().unwrap_or_default() {
+                    let into = s.pending_elements.entry(k).or_default();
+                    into.names.extend(e.names);
+                    into.ttl |= e.ttl;
+                }
                 if let Some(k) = s.pending.iter().find(|k| s.big.contains_key(*k)) {
                     return Err(format!(
                         "big key {} of slot {slot} was written since its copy",
@@ -968,12 +975,9 @@ impl Copy {
                 if s.big_copying > 0 {
                     return Err(format!("a big key of slot {slot} is being copied"));
                 }
-                keys.extend(s.pending.iter().cloned());
             }
         }
-        if !taken.lost.is_empty() {
-            return Err(format!("the capture of slots {:?} was lost", taken.lost));
-        }
+        // Elements first: a big key whose type changed goes to `pending`, copied whole below.
         while let Some((slot, key, e)) = slots.iter().find_map(|id| {
             let s = self.slots.get_mut(id)?;
             let (k, e) = s.pending_elements.pop_first()?;
@@ -992,6 +996,11 @@ impl Copy {
                 .await
                 .map_err(|err| err.to_string())?;
         }
+        let keys: Vec<Bytes> = slots
+            .iter()
+            .filter_map(|id| self.slots.get(id))
+            .flat_map(|s| s.pending.iter().cloned())
+            .collect();
         for batch in keys.chunks(self.config.batch.max(1)) {
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -1003,6 +1012,16 @@ impl Copy {
             self.copy_keys(batch, false)
                 .await
                 .map_err(|e| e.to_string())?;
+        }
+        // A key grown too big for one RESTORE since the last round went to a chunked copy:
+        // the handoff cannot wait for it.
+        if let Some(slot) = slots
+            .iter()
+            .find(|id| self.slots.get(id).is_some_and(|s| s.big_copying > 0))
+        {
+            return Err(format!(
+                "a key of slot {slot} written since the last round is too big for the final copy"
+            ));
         }
         // Copied: the slots are the target's from now on.
         let mut c = capture.lock().expect("capture lock poisoned");
@@ -1080,10 +1099,13 @@ impl BigCopy {
     }
 }
 
-/// The capture's task: the replication stream into `capture`, until it breaks. A replica
-/// that never acknowledges is dropped by its master after `repl-timeout` (60 s by default),
-/// so it acknowledges offset 0 every 10 s: Redis keeps the greater of the offsets a replica
-/// acknowledged, so `WAIT` never counts this one as a replica that has a write.
+/// The capture's task: the replication stream into `capture`, until it breaks. It
+/// acknowledges every second, as a Redis replica does: after a diskless full resync the
+/// source starts the stream only on an acknowledgement that comes after it has seen its
+/// RDB child finish (one sent on the EOF mark can come too early), and a replica that never
+/// acknowledges is dropped after `repl-timeout`. The offset acknowledged is 0: Redis keeps
+/// the greater of the offsets a replica acknowledged, so `WAIT` never counts this one as a
+/// replica that has a write.
 async fn feed(
     mut replica: Replica,
     capture: Arc<Mutex<Capture>>,
@@ -1092,7 +1114,7 @@ async fn feed(
 ) {
     let mut acked = Instant::now();
     loop {
-        let next = tokio::time::timeout(Duration::from_secs(5), replica.next_command()).await;
+        let next = tokio::time::timeout(ACK_EVERY, replica.next_command()).await;
         match next {
             Ok(Ok((req, n))) => capture
                 .lock()
@@ -1105,7 +1127,7 @@ async fn feed(
             // Silence is normal (the source pings its replicas every 10 s).
             Err(_) => {}
         }
-        if acked.elapsed() >= Duration::from_secs(10) {
+        if acked.elapsed() >= ACK_EVERY {
             if let Err(e) = replica.ack(0).await {
                 warn!(%source, error = %e, "the capture could not acknowledge");
                 break;
@@ -1115,6 +1137,9 @@ async fn feed(
     }
     broken.store(true, std::sync::atomic::Ordering::SeqCst);
 }
+
+/// How often the capture acknowledges the stream.
+const ACK_EVERY: Duration = Duration::from_secs(1);
 
 /// A server's config value (`CONFIG GET`), `None` when it has no such parameter.
 async fn config_get(c: &mut RedisClient, name: &str) -> Result<Option<String>, MoverError> {
