@@ -3,8 +3,8 @@
 #   tools/test.sh
 # (CI runs exactly this through .ci/run.) Set TESSERA_SKIP_INSTALL=1 to skip the apt step
 # (tools/apt-install.sh).
-# Order: the web console's front end is built first (the Rust tests serve its files) and the
-# Node clients the session tests drive (tests/clients) installed, then one
+# Order: the web console's front end is linted and built first (the Rust tests serve its
+# files) and the Node clients the session tests drive (tests/clients) installed, then one
 # cargo build and test of everything, then the front end's unit tests and its end-to-end
 # tests in headless Chromium, which drive the target/debug/tessera that cargo test built.
 set -euo pipefail
@@ -21,6 +21,7 @@ test_packages=(
   /usr/bin/python3:python3   # runs the redis-py client tests (tests/clients)
   /usr/lib/python3/dist-packages/redis/__init__.py:python3-redis  # redis-py, as applications use it
   openssl:openssl            # the TLS tests make their CA and certificates, and read served ones
+  curl:curl                  # the README's command lines, run as written (tests/suite/readme)
 )
 apt_install "${TESSERA_BUILD_PACKAGES[@]}" "${test_packages[@]}"
 # rustup does not add a missing target to an installed toolchain by itself.
@@ -41,8 +42,8 @@ if [ -f web/package.json ]; then
     echo "test.sh: Debian 12's nodejs package is 18.x: install a Node.js 20.19+ (or 22.12+) nodejs package, e.g. NodeSource's nodejs 20.x .deb, then run again." >&2
     exit 1
   fi
-  echo "test.sh: building the web console (web/: npm ci, npm run build)"
-  (cd web && npm ci --no-audit --no-fund && npm run build)
+  echo "test.sh: linting and building the web console (web/: npm ci, npm run lint, npm run build)"
+  (cd web && npm ci --no-audit --no-fund && npm run lint && npm run build)
   web=1
 fi
 # ioredis, which the session tests drive through the proxies (tests/clients).
@@ -55,7 +56,10 @@ cargo build --locked --release --target wasm32-unknown-unknown \
   -p tessera-plugin-filter -p tessera-plugin-bucket -p tessera-plugin-metrics \
   -p tessera-plugin-faulty -p tessera-plugin-template -p tessera-plugin-converter
 
-# One build of everything (lib, bin, tests, benches in test mode), then every test.
+# One build of everything (the tessera binary the suite drives, and lib, bin, tests, benches in
+# test mode), then every test. `cargo test` alone does not build a package's binary unless that
+# package has integration tests, and the suite runs the binary.
+cargo build --workspace --locked
 cargo test --workspace --all-targets --locked
 
 if [ -n "$web" ]; then

@@ -1,3 +1,5 @@
+// Vite: the React plugin, the build into dist/, and the dev server's proxy to a console.
+
 import { defineConfig } from 'vite';
 import react from '@vitejs/plugin-react';
 

@@ -1,3 +1,5 @@
+// Vitest: the unit tests in jsdom, with test/setup.ts.
+
 import { defineConfig } from 'vitest/config';
 import react from '@vitejs/plugin-react';
 

@@ -497,7 +497,9 @@ fn what_cannot_be_confined_is_refused_with_the_reason() {
         ),
         (&["MULTI"], "queue"),
         (&["SCRIPT", "FLUSH"], "every namespace"),
+        (&["SCRIPT", "KILL"], "whichever namespace"),
         (&["CLIENT", "TRACKING", "ON"], "invalidation"),
+        (&["COMMANDLOG", "GET", "-1", "slow"], "other clients"),
         (&["APPEND", "c:doc", "x"], "compressed"),
         (&["GETRANGE", "c:doc", "0", "3"], "compressed"),
         (&["SETBIT", "c:doc", "1", "1"], "compressed"),
@@ -512,18 +514,103 @@ fn what_cannot_be_confined_is_refused_with_the_reason() {
     // An unconfined client is not refused, and the same byte commands work outside `c:`.
     assert_eq!(alice.cmd(&["APPEND", "k", "w"]), Frame::Integer(2));
     assert_eq!(p.raw().cmd(&["DBSIZE"]), Frame::Integer(1));
+}
 
-    // Scripts may be allowed with their keys prefixed.
-    let p = proxy(&[&a], json!({ "scripts": "prefix_keys" }));
+/// `tessera proxy` over `backend` with the converter configured as `config`, expected to stop
+/// at start; its stderr. Bounded by `timeout`: a proxy that starts is killed after 30 s.
+fn refused_at_start(backend: &RedisServer, config: &serde_json::Value) -> String {
+    let out = std::process::Command::new("timeout")
+        .arg("30")
+        .arg(crate::support::tessera_bin())
+        .args(["proxy", "--listen", "127.0.0.1:0", "--backends"])
+        .arg(backend.addr().to_string())
+        .arg("--plugin")
+        .arg(crate::support::plugin_wasm("converter"))
+        .arg("--plugin-config")
+        .arg(config.to_string())
+        .output()
+        .expect("running tessera proxy");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the proxy started with {config}"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+// Issue 25, item 5: with "scripts": "prefix_keys", a confined user read and wrote another
+// namespace's keys (`EVAL "return redis.call('GET',ARGV[1])" 1 {X}d bob:payroll`).
+#[test]
+fn issue_25_a_confined_user_runs_only_the_scripts_and_functions_an_operator_listed() {
+    let a = RedisServer::start();
+    let mut direct = a.raw();
+    direct.cmd(&["SET", "bob:payroll", "bob's secret"]);
+    direct.cmd(&["SET", "alice:k", "alice v"]);
+    let by_arg = "return redis.call('GET', ARGV[1])";
+
+    let e = refused_at_start(
+        &a,
+        &json!({
+            "namespaces": [{ "users": ["alice"], "prefix": "alice:" }],
+            "scripts": "prefix_keys"
+        }),
+    );
+    assert!(
+        e.contains("prefix_keys") && e.contains("confines nothing"),
+        "{e}"
+    );
+
+    // The operator's script and function, loaded by an unconfined client; their SHA1 and
+    // name listed.
+    let listed = "return {KEYS[1], redis.call('GET', KEYS[1])}";
+    let Frame::Bulk(sha) = direct.cmd(&["SCRIPT", "LOAD", listed]) else {
+        panic!("SCRIPT LOAD");
+    };
+    let sha = String::from_utf8(sha).unwrap();
+    let p = proxy(
+        &[&a],
+        json!({ "scripts": { "allow_sha1": [sha], "allow_functions": ["kget"] } }),
+    );
+    let mut admin = p.raw();
+    let lib = "#!lua name=tlib\n\
+               redis.register_function('kget', function(keys, args) return redis.call('GET', keys[1]) end)\n\
+               redis.register_function('aget', function(keys, args) return redis.call('GET', args[1]) end)";
+    assert_eq!(
+        admin.cmd(&["FUNCTION", "LOAD", lib]),
+        Frame::bulk("tlib"),
+        "the operator loads the library"
+    );
     let mut alice = login(&p, "alice", false);
     assert_eq!(
-        alice.cmd(&[
-            "EVAL",
-            "return {KEYS[1], redis.call('GET', KEYS[1])}",
-            "1",
-            "k"
-        ]),
-        Frame::Array(vec![Frame::bulk("alice:k"), Frame::bulk("vw")])
+        alice.cmd(&["EVALSHA", &sha, "1", "k"]),
+        Frame::Array(vec![Frame::bulk("alice:k"), Frame::bulk("alice v")])
+    );
+    assert_eq!(
+        alice.cmd(&["FCALL", "kget", "1", "k"]),
+        Frame::bulk("alice v")
+    );
+    // The client's own code, or code nobody listed, does not run: EVAL, a script it loads
+    // itself and then calls by SHA1, an unlisted function.
+    let own = match alice.cmd(&["SCRIPT", "LOAD", by_arg]) {
+        Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("SCRIPT LOAD as alice: {other:?}"),
+    };
+    for cmd in [
+        &["EVAL", by_arg, "1", "{X}d", "bob:payroll"][..],
+        &["EVAL_RO", by_arg, "1", "{X}d", "bob:payroll"],
+        &["EVALSHA", &own, "1", "{X}d", "bob:payroll"],
+        &["EVALSHA_RO", &own, "1", "{X}d", "bob:payroll"],
+        &["FCALL", "aget", "1", "{X}d", "bob:payroll"],
+        &["FCALL_RO", "aget", "1", "{X}d", "bob:payroll"],
+    ] {
+        let e = error_of(&alice.cmd(cmd));
+        assert!(e.starts_with("ERR converter: "), "{cmd:?}: {e}");
+        assert!(!e.contains("secret"), "{cmd:?}: {e}");
+    }
+    // Unconfined, the same calls run (the operator's own client is not confined).
+    assert_eq!(
+        admin.cmd(&["EVAL", by_arg, "0", "bob:payroll"]),
+        Frame::bulk("bob's secret")
     );
 }
 

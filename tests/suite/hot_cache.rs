@@ -203,3 +203,124 @@ fn the_cache_stays_within_max_bytes_under_many_hot_keys() {
     assert!(view.hot_cache.enabled);
     assert!(view.hot_cache.bytes <= 8192);
 }
+
+/// A proxy caching `h:` with the admin commands on (FLUSHALL), and a plain one beside it.
+fn admin_proxies(servers: &[RedisServer; 2]) -> (Proxy, Proxy) {
+    let config =
+        format!("admin_commands = true\n{CONFIG}").replace("t-pw", &crate::auth::hash("t-pw"));
+    let a = Proxy::builder(&[&servers[0], &servers[1]])
+        .threads(1)
+        .admin()
+        .config(&config)
+        .start();
+    let b = Proxy::builder(&[&servers[0], &servers[1]]).start();
+    (a, b)
+}
+
+/// Issue 25, item 2: with the cache on, a pipelined `SET h:k vN; GET h:k` answered the GET
+/// with the previous value (20 times out of 20): the cache was asked when the batch was
+/// dispatched, before the SET's reply, and a write through the proxy did not invalidate. The
+/// same for DEL, MULTI/SET/EXEC, EVAL and FLUSHALL before the GET, and for another client of
+/// the same proxy reading right after the writer's `+OK`.
+#[test]
+fn issue_25_a_client_reads_its_own_writes_through_the_cache() {
+    let servers = [RedisServer::start(), RedisServer::start()];
+    let (a, b) = admin_proxies(&servers);
+    let key = "h:ryw";
+    let _: () = conn(b.addr()).set(key, "v0").unwrap();
+    let mut c = conn(a.addr());
+    let mut other = conn(a.addr());
+    for i in 1..=20 {
+        make_hot(&a, key);
+        let v = format!("v{i}");
+        let (_, got): ((), Option<String>) =
+            redis::pipe().set(key, &v).get(key).query(&mut c).unwrap();
+        assert_eq!(got.as_deref(), Some(v.as_str()), "SET; GET, round {i}");
+    }
+    let writes: [(&str, Option<&str>); 5] = [
+        ("DEL", None),
+        ("MULTI/SET/EXEC", Some("tx")),
+        ("EVAL", Some("script")),
+        ("FLUSHALL", None),
+        ("SET EX", Some("ex")),
+    ];
+    for (what, want) in writes {
+        let _: () = conn(b.addr()).set(key, "old").unwrap();
+        make_hot(&a, key);
+        let mut p = redis::pipe();
+        match what {
+            "DEL" => p.del(key).ignore(),
+            "MULTI/SET/EXEC" => p
+                .cmd("MULTI")
+                .ignore()
+                .set(key, "tx")
+                .ignore()
+                .cmd("EXEC")
+                .ignore(),
+            "EVAL" => p
+                .cmd("EVAL")
+                .arg("return redis.call('SET', KEYS[1], ARGV[1])")
+                .arg(1)
+                .arg(key)
+                .arg("script")
+                .ignore(),
+            "FLUSHALL" => p.cmd("FLUSHALL").ignore(),
+            _ => p.set_ex(key, "ex", 60).ignore(),
+        };
+        let (got,): (Option<String>,) = p.get(key).query(&mut c).unwrap();
+        assert_eq!(got.as_deref(), want, "{what}; GET");
+    }
+    // Another client of the proxy reads right after the writer was answered.
+    for i in 0..20 {
+        make_hot(&a, key);
+        let v = format!("w{i}");
+        let _: () = c.set(key, &v).unwrap();
+        let got: Option<String> = other.get(key).unwrap();
+        assert_eq!(
+            got.as_deref(),
+            Some(v.as_str()),
+            "another client, round {i}"
+        );
+    }
+}
+
+/// Issue 25, item 2: a cached entry outlived its key's TTL (by up to `ttl_ms`). Ten thousand
+/// other keys with a TTL keep Redis's active expiry from finding the key (and so from sending
+/// the invalidation) within the test: only the entry's own bound can end it.
+#[test]
+fn issue_25_a_cached_entry_never_outlives_its_key() {
+    let servers = [RedisServer::start(), RedisServer::start()];
+    let (a, _b) = admin_proxies(&servers);
+    for s in &servers {
+        let mut p = redis::pipe();
+        for i in 0..10_000 {
+            p.set_ex(format!("filler:{i}"), "x", 3600).ignore();
+        }
+        let _: () = p.query(&mut s.client()).unwrap();
+    }
+    let key = "h:ttl";
+    let ttl = Duration::from_millis(8000);
+    let set_at = std::time::Instant::now();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("v")
+        .arg("PX")
+        .arg(ttl.as_millis() as u64)
+        .query(&mut conn(a.addr()))
+        .unwrap();
+    make_hot(&a, key);
+    // Read it until it expires, so the cache holds a fresh fill when it does.
+    let mut c = conn(a.addr());
+    let expired = set_at + ttl + Duration::from_millis(200);
+    let hits = metric(&a, "hits_total");
+    while std::time::Instant::now() < expired {
+        let _: Option<String> = c.get(key).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        metric(&a, "hits_total") > hits,
+        "the key was served from the cache"
+    );
+    let got: Option<String> = c.get(key).unwrap();
+    assert_eq!(got, None, "served after its TTL");
+}

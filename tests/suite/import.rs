@@ -587,3 +587,184 @@ fn sync_stops_at_its_rdb_limit_when_a_source_sends_more() {
         serve.join().unwrap();
     }
 }
+
+/// A fake source that answers the replica handshake; `psync` is its whole answer to PSYNC
+/// (status line included), then `then` writes the rest on the connection until it returns.
+fn fake_source(
+    psync: String,
+    then: impl FnOnce(&mut std::net::TcpStream) + Send + 'static,
+) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serve = thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut out = conn;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let upper = line.trim_end().to_ascii_uppercase();
+            if upper == "REPLCONF" {
+                out.write_all(b"+OK\r\n").unwrap();
+            } else if upper == "PSYNC" {
+                break;
+            }
+        }
+        if out.write_all(psync.as_bytes()).is_ok() {
+            then(&mut out);
+        }
+    });
+    (addr, serve)
+}
+
+const REPLID: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// A state file that makes `port sync` ask to continue from offset 100 of [`REPLID`].
+fn resume_state(dir: &Path) -> PathBuf {
+    let state = dir.join("port.state");
+    std::fs::write(
+        &state,
+        format!(r#"{{"replid":"{REPLID}","offset":100,"db":0}}"#),
+    )
+    .unwrap();
+    state
+}
+
+/// Writes a keepalive newline every 100 ms until the reader hangs up, for at most a minute.
+fn keepalives(out: &mut std::net::TcpStream) {
+    use std::io::Write;
+    for _ in 0..600 {
+        if out.write_all(b"\n").is_err() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs `tessera port sync` against `from` (at most 60 s) and returns its exit code and stderr.
+fn sync_against(from: std::net::SocketAddr, cluster: &Cluster, args: &[&str]) -> (i32, String) {
+    let out = Command::new("timeout")
+        .args(["60", tessera_bin().to_str().unwrap()])
+        .args(["port", "sync", "--from", &from.to_string()])
+        .args(["--to", &cluster.proxy.addr().to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running tessera port sync");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// Issue 25, item 11: a source that sends only keepalive newlines held the replica connection
+// forever (it had no read timeout), in the command stream and while "saving" its RDB.
+#[test]
+fn issue_25_a_source_that_sends_only_keepalives_is_given_up_on() {
+    let cluster = Cluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = resume_state(dir.path());
+    // The stream: one real command, then keepalives only.
+    let (addr, serve) = fake_source(format!("+CONTINUE {REPLID}\r\n"), |out| {
+        use std::io::Write;
+        if out
+            .write_all(&crate::support::encode(&["SET", "before", "1"]))
+            .is_ok()
+        {
+            keepalives(out);
+        }
+    });
+    let (code, stderr) = sync_against(
+        addr,
+        &cluster,
+        &["--state", state.to_str().unwrap(), "--timeout-s", "2"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("sent only keepalive newlines for 2 s (--timeout-s)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        cluster.proxy.raw().cmd(&["GET", "before"]),
+        crate::support::Frame::bulk("1"),
+        "the command before the keepalives was applied"
+    );
+    serve.join().unwrap();
+
+    // A full resync whose RDB never comes: newlines keep the connection up to --rdb-wait-s.
+    let (addr, serve) = fake_source(format!("+FULLRESYNC {REPLID} 0\r\n"), keepalives);
+    let (code, stderr) = sync_against(addr, &cluster, &["--timeout-s", "1", "--rdb-wait-s", "3"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("sent only keepalive newlines for 3 s (--rdb-wait-s)"),
+        "{stderr}"
+    );
+    serve.join().unwrap();
+
+    // A source that goes quiet: cut after --timeout-s of silence.
+    let (addr, serve) = fake_source(format!("+CONTINUE {REPLID}\r\n"), |_| {
+        thread::sleep(Duration::from_secs(4));
+    });
+    let (code, stderr) = sync_against(
+        addr,
+        &cluster,
+        &["--state", state.to_str().unwrap(), "--timeout-s", "2"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("sent nothing for 2 s (--timeout-s)"),
+        "{stderr}"
+    );
+    serve.join().unwrap();
+}
+
+// Issue 25, item 11: one streamed command of 768 MiB (8 MiB arguments) grew the importer to
+// 797 MiB; --max-rdb-mb did not cover the command stream.
+#[test]
+fn issue_25_a_streamed_command_over_its_limit_stops_the_sync_before_it_is_read_whole() {
+    let cluster = Cluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = resume_state(dir.path());
+    // SET k <700 KiB> <700 KiB>… announced argument by argument: the second announcement
+    // takes the command past 1 MiB, and its bytes are never sent.
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = sent.clone();
+    let (addr, serve) = fake_source(format!("+CONTINUE {REPLID}\r\n"), move |out| {
+        use std::io::Write;
+        let arg = vec![b'x'; 700 << 10];
+        let mut frame = b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n".to_vec();
+        frame.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        frame.extend_from_slice(&arg);
+        frame.extend_from_slice(format!("\r\n${}\r\n", arg.len()).as_bytes());
+        if out.write_all(&frame).is_ok() {
+            counted.store(frame.len(), Ordering::SeqCst);
+            // Then wait for the importer to hang up (the read times out after 20 s).
+            let mut b = [0u8; 1024];
+            let mut r = out.try_clone().unwrap();
+            while std::io::Read::read(&mut r, &mut b).is_ok_and(|n| n > 0) {}
+        }
+    });
+    let (code, stderr) = sync_against(
+        addr,
+        &cluster,
+        &["--state", state.to_str().unwrap(), "--max-command-mb", "1"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("streams a command of") && stderr.contains("over the limit of 1048576"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--max-command-mb"), "{stderr}");
+    serve.join().unwrap();
+    assert!(
+        sent.load(Ordering::SeqCst) > 700 << 10,
+        "the source sent its frame"
+    );
+    assert_eq!(dbsize(&cluster), 0, "the refused command was written");
+}

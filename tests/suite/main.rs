@@ -92,6 +92,10 @@ mod secrets;
 // `tessera up` itself: a signal at any step of its set-up stops every child; a server port
 // held by another process is named, not mistaken for its own server.
 mod up;
+// The HTTP servers' shared bounds (connection cap, header-read timeout) on the dashboard, a
+// proxy's admin API and the console; refused credentials throttled by address and audited at
+// a bounded rate.
+mod http_servers;
 // API tokens and roles: viewer, operator, admin; made and revoked from the CLI; the audit log
 // naming the token; HMACs only in the store; the console's users' roles; the cached fan-out.
 mod roles;
@@ -114,3 +118,7 @@ mod mirror;
 // kind of command on it, cross-cluster commands refused, writes through the route across the
 // other cluster's migration and the loss of its proxy, bad changes and a wrong password.
 mod prefix_routes;
+// README.md's command lines run as written: the quickstart against `tessera up`, the operator
+// tour against etcd, redis-servers and the dashboard and proxy it starts, the plugin authors'
+// tour through tools/new-plugin.sh into a proxy; a line nothing runs must be marked.
+mod readme;

@@ -1,5 +1,6 @@
 //! A 1000-command mixed pipeline written in one go through the proxy returns, reply for reply,
-//! what the same pipeline returns from one direct redis-server (a differential test).
+//! what the same pipeline returns from one direct redis-server (a differential test), with one
+//! backend connection per worker and with several.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -76,7 +77,24 @@ fn run_pipeline(addr: SocketAddr, commands: &[Vec<String>]) -> Vec<Frame> {
 
 #[test]
 fn mixed_pipeline_of_1000_commands_matches_direct_redis() {
-    let cluster = Cluster::start_with(|b| b.threads(2));
+    assert_matches_direct_redis(&Cluster::start_with(|b| b.threads(2)));
+}
+
+/// Issue 25, a sibling of item 2 (a client reads its own writes): with `backend_connections`
+/// above 1 a worker spread a client's requests to one backend over its connections, one
+/// request each, so a pipelined `SET k v; GET k` could run in either order (1 980 of 2 000
+/// such GETs read the value before their SET). A client's requests to a backend now keep to
+/// one connection of the set.
+#[test]
+fn issue_25_a_pipeline_keeps_its_order_over_several_backend_connections() {
+    assert_matches_direct_redis(&Cluster::start_with(|b| {
+        b.threads(2).config("backend_connections = 4\n")
+    }));
+}
+
+/// The mixed pipeline through `cluster`'s proxy gives, reply for reply, what a direct
+/// redis-server gives, and leaves each key on its owner only.
+fn assert_matches_direct_redis(cluster: &Cluster) {
     let direct = RedisServer::start();
     let commands = mixed_commands(1000);
 

@@ -1,7 +1,9 @@
 //! WebAssembly plugins in the proxy, with the real `.wasm` builds of plugins/ and
 //! tests/plugins/faulty: the filter denies and rate-limits; a trapping, a looping and a
 //! memory-hungry plugin each cost one command; the catalog refuses bad modules and configs
-//! with the plugin's own message; a hot reload under redis-benchmark load fails nothing.
+//! with the plugin's own message, more plugins than a proxy's pool holds, and modules over
+//! their size cap, taking one upload at a time; a hot reload under redis-benchmark load fails
+//! nothing.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -10,9 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tessera_wire::plugins::{ListedPlugin, PluginEntry, ProxyPlugins};
+use tessera_wire::plugins::{Catalog, ListedPlugin, PluginEntry, ProxyPlugins};
 
-use crate::support::{ControlPlane, Frame, Proxy, RedisServer, metric, plugin_toml, plugin_wasm};
+use crate::support::{
+    ControlPlane, Frame, Proxy, RedisServer, metric, plugin_toml, plugin_wasm, wait_until,
+};
 
 fn error_of(f: &Frame) -> String {
     f.error()
@@ -405,6 +409,130 @@ fn the_catalog_checks_modules_and_configs_before_rollout() {
         cp.proxies[i].raw().cmd(&["GET", "tag:x"]),
         Frame::Simple("again".into())
     );
+}
+
+/// The most plugins a catalog may enable (`host/store/src/catalog.rs`, `MAX_ENABLED`).
+const MAX_ENABLED: usize = 16;
+
+// Issue 25, item 8: 70 copies of the metrics plugin were accepted (200) and every proxy then
+// answered every command with the instance pool's "maximum concurrent limit … reached".
+#[test]
+fn issue_25_a_catalog_a_proxy_cannot_run_is_refused_and_proxies_keep_their_plugins() {
+    let cp = cluster();
+    let api = cp.api();
+    let wasm = std::fs::read(plugin_wasm("metrics")).unwrap();
+    for i in 0..=MAX_ENABLED {
+        upload(&cp, &format!("m{i}"), &wasm).ok();
+    }
+    for i in 0..MAX_ENABLED {
+        api.post(&format!("/api/plugins/m{i}/enable"), &json!({}))
+            .ok();
+    }
+    let msg = api
+        .post(&format!("/api/plugins/m{MAX_ENABLED}/enable"), &json!({}))
+        .expect_error(409, "conflict");
+    assert!(
+        msg.contains(&format!("enable {} plugins", MAX_ENABLED + 1))
+            && msg.contains(&format!("limit of {MAX_ENABLED}")),
+        "names the count and the limit: {msg}"
+    );
+    let listed: Vec<ListedPlugin> = api.get("/api/plugins").ok_as();
+    assert_eq!(
+        listed.iter().filter(|l| l.entry.enabled).count(),
+        MAX_ENABLED,
+        "the refused change was saved"
+    );
+
+    // A proxy refuses such a catalog pushed anyway (a dashboard from before the check, or a
+    // forged push), says why, and keeps serving with the plugins in force.
+    let version = cp.proxies[0]
+        .admin()
+        .get("/api/proxy/plugins")
+        .ok_as::<ProxyPlugins>()
+        .catalog_version;
+    let push = Catalog {
+        version: version + 1,
+        plugins: listed
+            .into_iter()
+            .map(|l| PluginEntry {
+                enabled: true,
+                ..l.entry
+            })
+            .collect(),
+    };
+    let push = serde_json::to_string(&push).unwrap();
+    for p in &cp.proxies {
+        let msg = p
+            .admin()
+            .request("PUT", "/api/proxy/plugins", Some(push.as_bytes()))
+            .expect_error(400, "bad_request");
+        assert!(
+            msg.contains(&format!("{} plugins enabled", MAX_ENABLED + 1))
+                && msg.contains(&format!("limit of {MAX_ENABLED}")),
+            "{msg}"
+        );
+        let state: ProxyPlugins = p.admin().get("/api/proxy/plugins").ok_as();
+        assert_eq!(state.catalog_version, version, "{state:?}");
+        assert_eq!(state.plugins.len(), MAX_ENABLED);
+        assert!(
+            state
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains(&format!("limit of {MAX_ENABLED}"))),
+            "{state:?}"
+        );
+        let mut c = p.raw();
+        assert_eq!(c.cmd(&["SET", "k", "v"]), Frame::Simple("OK".into()));
+        assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("v"));
+        let m = p.metrics();
+        assert!(
+            metric(&m, r#"tessera_plugin_calls_total{plugin="m0"}"#).is_some_and(|n| n >= 2.0),
+            "the plugins in force still run: {m}"
+        );
+    }
+}
+
+// Issue 25, item 12: a 28 MB module cost 9–13 s of CPU per upload (the cap was 32 MiB), and
+// uploads were compiled side by side.
+#[test]
+fn issue_25_a_plugin_upload_is_bounded_in_size_and_one_at_a_time() {
+    let cp = ControlPlane::builder().servers(1).proxies(1).start();
+    let api = cp.api();
+    let msg = upload(&cp, "big", &vec![0u8; (8 << 20) + 1]).expect_error(413, "too_large");
+    assert!(msg.contains("8 MiB") && msg.contains("8388608"), "{msg}");
+
+    // An upload whose body is still arriving holds the one upload slot.
+    let mut slow = std::net::TcpStream::connect(cp.dashboard.addr()).unwrap();
+    use std::io::Write as _;
+    write!(
+        slow,
+        "PUT /api/plugins/slow/module HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/wasm\r\nContent-Length: 4000000\r\n\r\n",
+        crate::support::TOKEN
+    )
+    .unwrap();
+    slow.write_all(&vec![0u8; 200 << 10]).unwrap();
+    let mut second = String::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let r = upload(&cp, "other", b"junk");
+            second = r.body.clone();
+            r.status == 503
+        }),
+        "a second upload was not refused while the first held the slot: {second}"
+    );
+    assert!(second.contains("another plugin module upload"), "{second}");
+    drop(slow);
+    // Once the first is gone, the slot is free again.
+    let wasm = std::fs::read(plugin_wasm("metrics")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || upload(&cp, "metrics", &wasm)
+            .status
+            == 200),
+        "the upload slot was never freed"
+    );
+    let listed: Vec<ListedPlugin> = api.get("/api/plugins").ok_as();
+    assert_eq!(listed[0].entry.name, "metrics");
 }
 
 #[test]

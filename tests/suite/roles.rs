@@ -250,13 +250,20 @@ fn audit_entries_name_the_token_and_record_refused_roles() {
     viewer
         .post("/api/migrations", &json!({"from": 1, "to": 1, "group": 2}))
         .expect_error(403, "forbidden");
-    // Without a valid token nothing is recorded, so strangers cannot flood the log.
+    // Without a valid token the call is recorded as refused, without the token it tried
+    // (rate-limited: `refused_tokens_are_throttled_by_address_and_audited_at_a_bounded_rate`).
+    let guess = "guess-0123456789abcdef";
     viewer
-        .with_token("guess")
+        .with_token(guess)
         .post("/api/migrations", &json!({}))
         .expect_error(401, "unauthorized");
 
-    let log: Vec<AuditEntry> = cp.api().get("/api/audit?limit=4").ok_as();
+    let mut log: Vec<AuditEntry> = cp.api().get("/api/audit?limit=5").ok_as();
+    assert_eq!(log[0].actor, "unauthenticated", "{log:?}");
+    assert_eq!(log[0].status, 401, "{log:?}");
+    assert_eq!(log[0].path, "/api/migrations", "{log:?}");
+    assert!(log[0].token.is_none(), "{log:?}");
+    let log = log.split_off(1);
     let row = |i: usize| {
         let e = &log[i];
         (
@@ -285,7 +292,7 @@ fn audit_entries_name_the_token_and_record_refused_roles() {
     assert_eq!(log[2].detail, r#"{"name":"watcher","role":"viewer"}"#);
     let whole = cp.api().get("/api/audit?limit=1000").body;
     assert!(
-        !whole.contains(&viewer_secret) && !whole.contains(TOKEN),
+        !whole.contains(&viewer_secret) && !whole.contains(TOKEN) && !whole.contains(guess),
         "no secret is in the log: {whole}"
     );
 }
@@ -673,4 +680,62 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
         1,
         "a second later the stats are fetched anew"
     );
+}
+
+/// The rank of a role's name, lowest first.
+fn rank(role: &str) -> usize {
+    ["viewer", "operator", "admin"]
+        .iter()
+        .position(|r| *r == role)
+        .unwrap_or_else(|| panic!("unknown role {role}"))
+}
+
+// Issue 25, item 9: a viewer token read `GET /api/mirror`'s samples (clients' keys, values
+// and replies) while the command log already needed an operator for that reason.
+#[test]
+fn issue_25_every_read_needs_the_role_the_table_gives_route_by_route() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    two_groups(&cp);
+    let callers = [
+        ("viewer", token(&cp, "watcher", "viewer")),
+        ("operator", token(&cp, "ops", "operator")),
+        ("admin", cp.api()),
+    ];
+    // The reads of clients' data, by name.
+    for path in ["/api/mirror", "/api/hotkeys", "/api/commandlog"] {
+        let m = callers[0].1.get(path).expect_error(403, "forbidden");
+        assert!(m.contains("needs operator"), "{path}: {m}");
+        callers[1].1.get(path).ok();
+    }
+    // Every read the API describes, as each role: refused exactly when the role is below the
+    // one its `x-tessera-role` names (a unit test holds that to `access::RULES`).
+    let doc = cp.api().get("/api/openapi.json").ok();
+    let mut checked = 0;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let Some(get) = ops.get("get") else {
+            continue;
+        };
+        let needs = get["x-tessera-role"].as_str();
+        let concrete = path
+            .replace("{id}", "1")
+            .replace("{name}", "nosuch")
+            .replace("{token}", "nosuch")
+            .replace("{addr}", "127.0.0.1:1");
+        for (role, api) in &callers {
+            let r = api.get(&concrete);
+            let allowed = needs.is_none_or(|n| rank(role) >= rank(n));
+            if allowed {
+                assert_ne!(r.status, 403, "{role} GET {concrete}: {}", r.body);
+                assert_ne!(r.status, 401, "{role} GET {concrete}: {}", r.body);
+            } else {
+                let m = r.expect_error(403, "forbidden");
+                assert!(
+                    m.contains(&format!("needs {}", needs.unwrap())),
+                    "{role} GET {concrete}: {m}"
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} reads described");
 }

@@ -386,3 +386,106 @@ fn a_corrupt_users_document_stops_neither_the_dashboard_nor_a_proxy() {
         assert!(ok, "{:?}", proxy_users(p));
     }
 }
+
+/// Issue 25, sibling of item 2 (a cached answer going stale): each worker kept a user's
+/// backend login (the Redis ACL user its commands and scripts run as) by the user's name, so
+/// after the dashboard took `write` away from carol, her new sessions still ran as the ACL user
+/// derived from her old rights, and a script could still write. A login is now reused only for
+/// the same rights.
+#[test]
+fn issue_25_a_user_whose_rights_change_gets_a_backend_user_of_the_new_rights() {
+    let cp = ControlPlane::builder().servers(2).start();
+    cp.split_over_two_groups();
+    // One worker: every session shares its cache of logins.
+    let proxy = ClusterProxy::start_with_args(
+        &cp.options().cluster,
+        &cp.options().store,
+        &["--threads", "1"],
+    );
+    let script = "return redis.call('SET', KEYS[1], ARGV[1])";
+    put(
+        &cp,
+        "/api/users/carol",
+        &json!({"password": "carol-pw", "commands": ["read", "write", "scripting"]}),
+    )
+    .ok();
+    let mut before = proxy.raw();
+    assert_eq!(
+        before.cmd(&["AUTH", "carol", "carol-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        before
+            .cmd(&["EVAL", script, "1", "k", "v1"])
+            .text()
+            .as_deref(),
+        Some("OK")
+    );
+    put(
+        &cp,
+        "/api/users/carol",
+        &json!({"commands": ["read", "scripting"]}),
+    )
+    .ok();
+    let mut after = proxy.raw();
+    assert_eq!(
+        after.cmd(&["AUTH", "carol", "carol-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    let set = after.cmd(&["SET", "k", "v2"]);
+    assert!(
+        set.error().is_some_and(|e| e.starts_with("NOPERM")),
+        "{set:?}"
+    );
+    let eval = after.cmd(&["EVAL", script, "1", "k", "v3"]);
+    assert!(
+        eval.error()
+            .is_some_and(|e| e.contains("user executing the script can't run this command")),
+        "a script of carol's wrote after write was taken from her: {eval:?}"
+    );
+    assert_eq!(after.cmd(&["GET", "k"]), crate::support::Frame::bulk("v1"));
+}
+
+/// Issue 25, the same sibling for sessions already open: a session kept the rights it
+/// authenticated with for its whole life, so a tenant moved to another prefix, or disabled,
+/// kept its old rights on every connection it had open. A new users table now applies to open
+/// sessions from their next command, and a session whose user is disabled or removed ends
+/// (as Redis applies ACL changes to its clients, and disconnects a deleted user's).
+#[test]
+fn issue_25_an_open_session_follows_its_users_new_rights_and_ends_when_it_is_disabled() {
+    let cp = ControlPlane::builder().servers(2).start();
+    cp.split_over_two_groups();
+    let proxy = ClusterProxy::start(&cp.options().cluster, &cp.options().store);
+    put(
+        &cp,
+        "/api/users/dora",
+        &json!({"password": "dora-pw", "key_prefix": "d1:"}),
+    )
+    .ok();
+    let mut open = proxy.raw();
+    assert_eq!(
+        open.cmd(&["AUTH", "dora", "dora-pw"]).text().as_deref(),
+        Some("OK")
+    );
+    assert_eq!(
+        open.cmd(&["SET", "d1:k", "v"]).text().as_deref(),
+        Some("OK")
+    );
+    put(&cp, "/api/users/dora", &json!({"key_prefix": "d2:"})).ok();
+    let old = open.cmd(&["GET", "d1:k"]);
+    assert!(
+        old.error().is_some_and(|e| e.starts_with("NOPERM")),
+        "the open session kept its old prefix: {old:?}"
+    );
+    assert_eq!(
+        open.cmd(&["SET", "d2:k", "w"]).text().as_deref(),
+        Some("OK")
+    );
+    put(&cp, "/api/users/dora", &json!({"enabled": false})).ok();
+    open.set_read_timeout(Duration::from_secs(10));
+    open.send(&crate::support::encode(&["GET", "d2:k"]));
+    assert!(
+        open.try_read_frame().is_err(),
+        "a session of a disabled user is closed"
+    );
+}

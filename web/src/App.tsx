@@ -1,7 +1,12 @@
-import { useEffect, useState } from 'react';
-import { api } from './api';
+// The app's frame: the session (the login form until there is one), the top bar, and the
+// page the hash route names; a cluster's page with its tabs.
+
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useMemo, useState } from 'react';
+import { api } from './api/client';
+import { consoleReads } from './api/queries';
 import { ConfirmProvider, NoticesProvider } from './components/ui';
-import { CLUSTER_TABS, hrefFor, navigate, usePoll, useRoute, type ClusterTab } from './hooks';
+import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './routing';
 import { Audit } from './views/Audit';
 import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
@@ -22,6 +27,7 @@ type Session = { state: 'checking' } | { state: 'out' } | { state: 'in'; user: s
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'checking' });
   const route = useRoute();
+  const queries = useQueryClient();
 
   useEffect(() => {
     api.onUnauthorized = () => setSession({ state: 'out' });
@@ -42,6 +48,9 @@ export function App() {
         {session.state === 'out' ? (
           <Login
             onLogin={(user) => {
+              // A new session starts from an empty cache: nothing read in the last one (maybe
+              // another user's, with another role) shows in this one.
+              queries.clear();
               setSession({ state: 'in', user });
               if (route.page === 'login') navigate({ page: 'clusters' });
             }}
@@ -113,8 +122,8 @@ function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
 }
 
 function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
-  const c = api.cluster(name);
-  const all = usePoll((s) => api.clusters(s), 15000);
+  const c = useMemo(() => api.cluster(name), [name]);
+  const all = useQuery({ ...consoleReads.clusters(api), refetchInterval: 15000 });
   const names = all.data?.map((x) => x.name) ?? [name];
   // What this user may do here (its role and the console's token for the cluster, the lower).
   const role = all.data?.find((x) => x.name === name)?.role ?? null;

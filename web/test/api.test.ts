@@ -1,5 +1,10 @@
+// The API client against a fake console: the CSRF token on mutating calls only, URLs and
+// bodies of the dashboard routes, errors as ApiError, a 401 ending the session.
+
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError, Client } from '../src/api';
+import { Client } from '../src/api/client';
+import { ApiError } from '../src/api/error';
+import { noCap } from './answers';
 
 type Call = { url: string; init: RequestInit };
 
@@ -24,9 +29,9 @@ describe('API client', () => {
     const { f, calls } = stub([
       json(200, { user: 'admin', csrf: 'tok123' }),
       json(200, []),
-      json(200, { queued: 20 }),
-      json(200, {}),
-      json(200, { name: 'p' }),
+      json(200, { queued: 20, throttle: noCap }),
+      json(200, { id: 1, slots: 0, down: false, tls: false, servers: [] }),
+      json(200, { name: 'filter', sha256: 'ab'.repeat(32), size: 4, config: null, enabled: false, fail: 'open', updated_unix: 1 }),
     ]);
     const c = new Client(f);
     expect(await c.login('admin', 'pw')).toEqual({ user: 'admin', csrf: 'tok123' });
@@ -38,7 +43,7 @@ describe('API client', () => {
     expect(headers(calls[1])['X-CSRF-Token']).toBeUndefined();
 
     const r = await c.cluster('local').migrate(0, 19, 2);
-    expect(r).toEqual({ queued: 20 });
+    expect(r).toEqual({ queued: 20, throttle: noCap });
     expect(calls[2].url).toBe('/api/clusters/local/migrations');
     expect(calls[2].init.method).toBe('POST');
     expect(headers(calls[2])['X-CSRF-Token']).toBe('tok123');
@@ -61,7 +66,7 @@ describe('API client', () => {
   it('turns the error shape into an ApiError with code and message', async () => {
     const { f } = stub([json(409, { error: { code: 'conflict', message: 'slot 3 is already migrating' } })]);
     const c = new Client(f);
-    const e = await c.cluster('local').migrate(0, 3, 2).catch((x) => x);
+    const e = (await c.cluster('local').migrate(0, 3, 2).catch((x: unknown) => x)) as ApiError;
     expect(e).toBeInstanceOf(ApiError);
     expect(e.status).toBe(409);
     expect(e.code).toBe('conflict');
@@ -76,9 +81,9 @@ describe('API client', () => {
       },
     ]);
     const c = new Client(f);
-    const e1 = await c.clusters().catch((x) => x);
+    const e1 = await c.clusters().catch((x: unknown) => x);
     expect(e1).toMatchObject({ status: 502, code: 'http_502', message: 'bad gateway from nginx' });
-    const e2 = await c.clusters().catch((x) => x);
+    const e2 = await c.clusters().catch((x: unknown) => x);
     expect(e2).toMatchObject({ status: 0, code: 'network' });
   });
 
@@ -99,7 +104,7 @@ describe('API client', () => {
   it('rebalance sends dry_run and weights; abort sends the slots or nothing', async () => {
     const { f, calls } = stub([
       json(200, { user: 'u', csrf: 'x' }),
-      json(200, { dry_run: true, moves: [], slots: 0 }),
+      json(200, { dry_run: true, by: 'slots', moves: [], slots: 0 }),
       json(200, { aborted: 2 }),
       json(200, { aborted: 5 }),
     ]);
@@ -120,7 +125,7 @@ describe('API client', () => {
     const { f, calls } = stub([
       json(200, { user: 'u', csrf: 'x' }),
       json(200, { dry_run: true, by: 'load', moves, slots: 1 }),
-      json(200, { dry_run: false, moves, slots: 1 }),
+      json(200, { dry_run: false, by: 'load', moves, slots: 1 }),
     ]);
     const c = new Client(f);
     await c.me();

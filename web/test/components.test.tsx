@@ -1,3 +1,6 @@
+// Components on their own: the clusters table and health, the QPS chart, the confirm dialog,
+// the audit and login rows.
+
 import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QpsChart } from '../src/components/QpsChart';
@@ -5,7 +8,7 @@ import { ConfirmProvider, NoticesProvider, useConfirm } from '../src/components/
 import { QpsSeries } from '../src/lib/ring';
 import { auditWhat, auditWho, loginWhat } from '../src/views/Audit';
 import { clusterHealth, ClustersTable } from '../src/views/Clusters';
-import type { ClusterSummary } from '../src/types';
+import type { ClusterSummary } from '../src/api/shapes';
 
 afterEach(cleanup);
 
@@ -15,6 +18,7 @@ const overview = {
   dashboard: { admin_addr: '127.0.0.1:18080', pid: 1, host: 'h', version: '0.1.0', start_unix: 0 },
   groups: 2,
   groups_down: 0,
+  failover: { enabled: false, max_lag_bytes: 0, not_failing_over: [], last: null },
   servers: 4,
   servers_down: 0,
   proxies: 2,
@@ -24,13 +28,17 @@ const overview = {
   ops_per_sec: 12345,
   memory_bytes: 2 * 1024 * 1024,
   keys: 1000,
+  routes: [],
 };
+
+/** What the console says this user may do on a cluster (not what these tests look at). */
+const grants = { has_token: true, token_role: 'admin', role: 'admin' } as const;
 
 describe('ClustersTable', () => {
   it('renders every cluster with health, proxies, groups, QPS, memory and keys', () => {
     const clusters: ClusterSummary[] = [
-      { name: 'alpha', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview, error: null },
-      { name: 'beta', store: 'fs:///b', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock' },
+      { name: 'alpha', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview, error: null, ...grants },
+      { name: 'beta', store: 'fs:///b', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock', ...grants },
     ];
     render(<ClustersTable clusters={clusters} />);
     expect(screen.getByTestId('cluster-link-alpha').getAttribute('href')).toBe('#/clusters/alpha/overview');
@@ -41,7 +49,7 @@ describe('ClustersTable', () => {
     expect(screen.getByTestId('cluster-health-beta').textContent).toBe('no dashboard');
     expect(screen.getByTestId('cluster-row-beta').textContent).toContain('no dashboard holds the lock');
   });
-  it('lists each cluster\'s prefix routes, or a dash (none, or an older dashboard)', () => {
+  it('lists each cluster\'s prefix routes, or a dash (none, or no overview)', () => {
     const clusters: ClusterSummary[] = [
       {
         name: 'alpha',
@@ -50,10 +58,11 @@ describe('ClustersTable', () => {
         reachable: true,
         overview: { ...overview, routes: [{ prefix: 'user:', cluster: 'beta' }, { prefix: 'sess:', cluster: 'gamma' }] },
         error: null,
+        ...grants,
       },
-      { name: 'beta', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'beta', routes: [] }, error: null },
-      { name: 'gamma', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'gamma' }, error: null },
-      { name: 'delta', store: 'fs:///a', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock' },
+      { name: 'beta', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'beta', routes: [] }, error: null, ...grants },
+      { name: 'gamma', store: 'fs:///a', dashboard: overview.dashboard, reachable: true, overview: { ...overview, cluster: 'gamma', routes: [] }, error: null, ...grants },
+      { name: 'delta', store: 'fs:///a', dashboard: null, reachable: false, overview: null, error: 'no dashboard holds the lock', ...grants },
     ];
     render(<ClustersTable clusters={clusters} />);
     const alpha = screen.getByTestId('cluster-routes-alpha');
@@ -68,6 +77,7 @@ describe('ClustersTable', () => {
       reachable: true,
       overview: { ...overview, servers_down: 1, proxies_online: 1 },
       error: null,
+      ...grants,
     };
     expect(clusterHealth(c)).toEqual({ ok: false, text: '1 server(s) down, 1 proxy(ies) out' });
   });

@@ -1,8 +1,13 @@
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+// The groups view against a fake console: servers with health and lag, promote and remove
+// behind the confirm dialog, the API's refusal shown, addresses checked before a call.
+
+import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { Groups } from '../src/views/Groups';
+import { server } from './answers';
 
 afterEach(cleanup);
 
@@ -11,9 +16,10 @@ const groups = [
     id: 1,
     slots: 512,
     down: false,
+    tls: false,
     servers: [
-      { addr: '127.0.0.1:7001', role: 'master', up: true, role_reported: 'master', repl_offset: 100, memory_bytes: 1048576, keys: 10 },
-      { addr: '127.0.0.1:7002', role: 'replica', up: false, role_reported: 'slave', master_link: 'down', lag_bytes: 4096, error: 'connection refused' },
+      server({ addr: '127.0.0.1:7001', role: 'master', role_reported: 'master', repl_offset: 100, memory_bytes: 1048576, keys: 10 }),
+      server({ addr: '127.0.0.1:7002', role: 'replica', up: false, role_reported: 'slave', master_link: 'down', lag_bytes: 4096, error: 'connection refused' }),
     ],
   },
 ];
@@ -22,7 +28,7 @@ function setup(reply: (method: string, url: string, body: unknown) => [number, u
   const calls: { method: string; url: string; body: unknown; csrf?: string }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
     calls.push({ method, url, body, csrf: (init?.headers as Record<string, string>)['X-CSRF-Token'] });
     const r = method === 'GET' ? [200, groups] : (reply(method, url, body) ?? [200, groups[0]]);
     return new Response(JSON.stringify(r[1]), { status: r[0] as number });

@@ -1,6 +1,8 @@
+// The slot heatmap's values per measure and its colour scale.
+
 import { describe, expect, it } from 'vitest';
 import { heatColor, heatValues } from '../src/lib/heat';
-import type { SlotStats } from '../src/types';
+import type { SlotStats } from '../src/api/shapes';
 
 const stats = (ops: number[], memory: number[]): SlotStats => ({
   window_secs: 60,

@@ -1,9 +1,10 @@
 // The hot keys view against a fake console: the cache's hit rate and what it holds are shown
 // when a proxy caches hot keys, and not at all when none does.
 
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, screen } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { HotKeysView, hitRate } from '../src/views/HotKeys';
 
 afterEach(cleanup);

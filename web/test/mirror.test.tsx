@@ -2,9 +2,10 @@
 // sent), counters by command and a mismatch sample with both replies shown, then stopped
 // behind the confirm dialog.
 
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { MirrorView, validTarget } from '../src/views/Mirror';
 
@@ -28,7 +29,7 @@ describe('Mirror view', () => {
     const calls: { method: string; url: string; body: unknown }[] = [];
     const f = async (url: string, init?: RequestInit) => {
       const method = init?.method ?? 'GET';
-      const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+      const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
       calls.push({ method, url, body });
       if (url !== '/api/clusters/local/mirror') return new Response('{}', { status: 404 });
       if (method === 'PUT') {
@@ -37,7 +38,7 @@ describe('Mirror view', () => {
           version: 1,
           config: { target: b.target, mode: b.mode, password: false, max_queue: 10000, max_queue_bytes: 16777216, max_command_bytes: 65536 },
           figures: figures(7, 3),
-          proxies: [{ token: 't1', addr: '127.0.0.1:19000', version: 1, on: true }],
+          proxies: [{ token: 't1', addr: '127.0.0.1:19000', version: 1, on: true, queue_entries: 0, queue_bytes: 0 }],
           samples: [{ command: 'GET', args: ['planted'], primary: '$3\\r\\none\\r\\n', shadow: '$3\\r\\ntwo\\r\\n', unix_ms: 1_700_000_000_000, proxy: 't1' }],
         };
       }
@@ -54,7 +55,7 @@ describe('Mirror view', () => {
       </NoticesProvider>,
     );
     expect((await screen.findByTestId('mirror-state')).textContent).toBe('off');
-    const apply = screen.getByTestId('mirror-apply') as HTMLButtonElement;
+    const apply = screen.getByTestId<HTMLButtonElement>('mirror-apply');
     fireEvent.change(screen.getByTestId('mirror-target'), { target: { value: 'nowhere' } });
     expect(apply.disabled).toBe(true);
     fireEvent.change(screen.getByTestId('mirror-target'), { target: { value: '10.0.0.20:7400' } });

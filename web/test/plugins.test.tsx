@@ -1,6 +1,11 @@
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+// The plugins view against a fake console: no catalog (404), the chain in order, the config
+// checked inline and the server's refusal shown, reordering, upload with its metrics, delete
+// behind the confirm dialog.
+
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { Plugins } from '../src/views/Plugins';
 
@@ -24,7 +29,7 @@ function server(route: Route) {
   const calls: { method: string; url: string; body: unknown; csrf?: string }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : init?.body;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : init?.body;
     calls.push({ method, url, body, csrf: (init?.headers as Record<string, string>)['X-CSRF-Token'] });
     const r = route(method, url, body) ?? [404, { error: { code: 'not_found', message: `no route ${method} ${url}` } }];
     return new Response(JSON.stringify(r[1]), { status: r[0] });
@@ -68,13 +73,13 @@ describe('Plugins view', () => {
     expect(rows).toEqual(['plugin-filter', 'plugin-metrics']);
 
     fireEvent.click(screen.getByTestId('plugin-open-filter'));
-    const text = (await screen.findByTestId('plugin-config-text')) as HTMLTextAreaElement;
+    const text = await screen.findByTestId<HTMLTextAreaElement>('plugin-config-text');
     expect(JSON.parse(text.value)).toEqual({ deny: ['FLUSHALL'] });
 
     // A parse error is shown inline with its place, and saving is disabled.
     fireEvent.change(text, { target: { value: '{\n  "deny": ["FLUSHALL",]\n}' } });
     expect(screen.getByTestId('plugin-config-parse-error').textContent).toMatch(/line 2, column \d+: trailing comma/);
-    expect((screen.getByTestId('plugin-config-save') as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.getByTestId<HTMLButtonElement>('plugin-config-save').disabled).toBe(true);
 
     // Valid JSON the plugin refuses: the server's 400 message is shown.
     fireEvent.change(text, { target: { value: '{"deny": "FLUSHALL"}' } });
@@ -104,10 +109,10 @@ describe('Plugins view', () => {
       return undefined;
     });
     renderPlugins(c);
-    const input = (await screen.findByTestId('plugin-file')) as HTMLInputElement;
+    const input = await screen.findByTestId<HTMLInputElement>('plugin-file');
     const file = new File([new Uint8Array([0, 0x61, 0x73, 0x6d])], 'tessera_plugin_filter.wasm', { type: 'application/wasm' });
     fireEvent.change(input, { target: { files: [file] } });
-    expect((screen.getByTestId('plugin-name') as HTMLInputElement).value).toBe('filter');
+    expect(screen.getByTestId<HTMLInputElement>('plugin-name').value).toBe('filter');
     fireEvent.click(screen.getByTestId('plugin-upload'));
     await waitFor(() => expect(calls.some((x) => x.method === 'PUT' && x.url.endsWith('/plugins/filter/module'))).toBe(true));
     expect(screen.queryByTestId('plugin-upload-error')).toBeNull();

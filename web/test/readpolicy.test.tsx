@@ -1,9 +1,10 @@
 // The read-policy panel against a fake console: the policy and each replica shown, a new policy
 // set (the body sent), a bound out of range refused before any call, the API's refusal shown.
 
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { NoticesProvider } from '../src/components/ui';
 import { ReadPolicyPanel } from '../src/views/ReadPolicy';
 
@@ -18,7 +19,7 @@ function setup(put: (body: unknown) => [number, unknown]) {
   const calls: { method: string; url: string; body: unknown }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
     calls.push({ method, url, body });
     const r = method === 'GET' ? [200, view] : put(body);
     return new Response(JSON.stringify(r[1]), { status: r[0] as number });

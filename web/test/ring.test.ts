@@ -1,7 +1,22 @@
+// The ring buffer and the QPS series of the overview chart.
+
 import { describe, expect, it } from 'vitest';
 import { QpsSeries, RingBuffer } from '../src/lib/ring';
 import { addStats } from '../src/views/Overview';
-import type { Stats } from '../src/types';
+import type { Stats } from '../src/api/shapes';
+
+/** One proxy's stats as the dashboard relays them, with `ops_per_sec`. */
+const proxyStats = (token: string, ops_per_sec: number) => ({
+  token,
+  epoch: 1,
+  sessions: 0,
+  ops_total: 0,
+  errors_total: 0,
+  ops_per_sec,
+  commands: [],
+  backend: { requests: 0, batches: 0, connects: 0, connect_failures: 0, reconnects: 0 },
+  uptime_secs: 1,
+});
 
 describe('RingBuffer', () => {
   it('keeps the newest `capacity` items, oldest first', () => {
@@ -70,8 +85,8 @@ describe('QpsSeries', () => {
       sessions: 3,
       commands: [],
       proxies: [
-        { token: 'p1', ops_per_sec: 1000 },
-        { token: 'p2', ops_per_sec: 500 },
+        proxyStats('p1', 1000),
+        proxyStats('p2', 500),
         { token: 'p3', error: 'timed out' },
       ],
     };

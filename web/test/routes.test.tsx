@@ -3,11 +3,12 @@
 // password), one removed behind the confirm dialog, the API's refusal shown, and a viewer
 // who sees the routes but no way to change them.
 
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
-import type { PrefixRoute, Role } from '../src/types';
+import type { PrefixRoute, Role } from '../src/api/shapes';
 import { routeStatus, RoutesView } from '../src/views/Routes';
 
 afterEach(cleanup);
@@ -25,7 +26,10 @@ function proxiesFor(routes: PrefixRoute[]) {
   ];
 }
 
-function setup(role: Role, put?: (body: { routes: { prefix: string; cluster: string; user?: string; password?: string }[] }) => [number, unknown] | null) {
+/** The body of a PUT of the routes. */
+type Put = { routes: { prefix: string; cluster: string; user?: string; password?: string }[] };
+
+function setup(role: Role, put?: (body: Put) => [number, unknown] | null) {
   let routes: PrefixRoute[] = [
     { prefix: 'user:', cluster: 'b', user: 'front' },
     { prefix: 'sess:', cluster: 'c', user: null },
@@ -34,13 +38,14 @@ function setup(role: Role, put?: (body: { routes: { prefix: string; cluster: str
   const calls: { method: string; url: string; body: unknown }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Put) : undefined;
     calls.push({ method, url, body });
     if (url !== '/api/clusters/local/routes') return new Response('{}', { status: 404 });
     if (method === 'PUT') {
-      const refused = put?.(body);
+      const sent = body ?? { routes: [] };
+      const refused = put?.(sent);
       if (refused) return new Response(JSON.stringify(refused[1]), { status: refused[0] });
-      routes = body.routes.map((r: { prefix: string; cluster: string; user?: string }) => ({ prefix: r.prefix, cluster: r.cluster, user: r.user ?? null }));
+      routes = sent.routes.map((r) => ({ prefix: r.prefix, cluster: r.cluster, user: r.user ?? null }));
     }
     return new Response(JSON.stringify(view()), { status: 200 });
   };
@@ -74,14 +79,14 @@ describe('Routes view', () => {
     expect(screen.getByTestId('route-proxy-user:-127.0.0.1:19000').textContent).toBe('127.0.0.1:19000 → 127.0.0.1:19100');
     expect(screen.getByTestId('route-proxy-user:-127.0.0.1:19001').textContent).toContain('no proxy of b answers');
     expect(screen.getByTestId('route-proxy-user:-127.0.0.1:19002').textContent).toContain('not reached: connection refused');
-    const options = [...(screen.getByTestId('route-cluster') as HTMLSelectElement).options].map((o) => o.value);
+    const options = [...screen.getByTestId<HTMLSelectElement>('route-cluster').options].map((o) => o.value);
     expect(options).toEqual(['', 'b', 'c']);
   });
 
   it('adds a route: the whole list is sent, the existing routes without a password', async () => {
     const calls = setup('admin');
     await screen.findByTestId('route-row-user:');
-    const add = screen.getByTestId('route-add') as HTMLButtonElement;
+    const add = screen.getByTestId<HTMLButtonElement>('route-add');
     expect(add.disabled).toBe(true);
     fireEvent.change(screen.getByTestId('route-prefix'), { target: { value: 'cart:' } });
     fireEvent.change(screen.getByTestId('route-cluster'), { target: { value: 'b' } });
@@ -103,8 +108,8 @@ describe('Routes view', () => {
     ]);
     expect(calls.find((c) => c.method === 'PUT')?.url).toBe('/api/clusters/local/routes');
     expect(screen.getByTestId('route-row-cart:').textContent).toContain('shop');
-    expect((screen.getByTestId('route-prefix') as HTMLInputElement).value).toBe('');
-    expect((screen.getByTestId('route-password') as HTMLInputElement).value).toBe('');
+    expect(screen.getByTestId<HTMLInputElement>('route-prefix').value).toBe('');
+    expect(screen.getByTestId<HTMLInputElement>('route-password').value).toBe('');
     expect((await screen.findByTestId('notice-ok')).textContent).toContain('cart: routed to b');
   });
 
@@ -144,7 +149,7 @@ describe('Routes view', () => {
     expect(err.textContent).toBe('prefix "user:" is listed twice (400 bad_request)');
     expect(puts(calls)).toHaveLength(1);
     expect(screen.getByTestId('route-row-sess:')).toBeTruthy();
-    expect((screen.getByTestId('route-prefix') as HTMLInputElement).value).toBe('user:');
+    expect(screen.getByTestId<HTMLInputElement>('route-prefix').value).toBe('user:');
   });
 
   it('lets a viewer see the routes but not change them', async () => {
@@ -161,12 +166,12 @@ describe('Routes view', () => {
 
 describe('routeStatus', () => {
   it('counts only proxies forwarding the prefix to the route’s cluster', () => {
-    const r = { prefix: 'user:', cluster: 'b' };
+    const r = { prefix: 'user:', cluster: 'b', user: null };
     const st = routeStatus(r, [
-      { addr: 'p1', routes: [{ prefix: 'user:', cluster: 'b', target: 't1' }] },
-      { addr: 'p2', routes: [{ prefix: 'user:', cluster: 'a', target: 't0' }] },
-      { addr: 'p3', routes: [] },
-      { addr: 'p4', routes: [{ prefix: 'user:', cluster: 'b', target: null }] },
+      { addr: 'p1', error: null, routes: [{ prefix: 'user:', cluster: 'b', target: 't1', error: null }] },
+      { addr: 'p2', error: null, routes: [{ prefix: 'user:', cluster: 'a', target: 't0', error: null }] },
+      { addr: 'p3', error: null, routes: [] },
+      { addr: 'p4', error: null, routes: [{ prefix: 'user:', cluster: 'b', target: null, error: null }] },
     ]);
     expect(st.routing).toBe(1);
     expect(st.total).toBe(4);

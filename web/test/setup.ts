@@ -1,3 +1,6 @@
+// Vitest's setup: Testing Library's waits sized for a loaded machine, and what jsdom lacks for
+// uPlot (matchMedia, a canvas context, Path2D).
+
 import { configure } from '@testing-library/react';
 
 // findBy…/waitFor give up after 1 s by default: too short on a loaded two-core machine.
@@ -14,7 +17,7 @@ if (typeof window !== 'undefined' && !window.matchMedia) {
     addEventListener: () => {},
     removeEventListener: () => {},
     dispatchEvent: () => false,
-  })) as unknown as typeof window.matchMedia;
+  }));
 }
 
 // jsdom has no canvas: give uPlot a 2D context that draws nothing.

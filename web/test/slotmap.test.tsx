@@ -1,8 +1,13 @@
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+// The slot map against a fake console: cells by owner, selection by click, shift-click and
+// drag, the target group, migrate and abort, the heatmap.
+
+import { act, cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { SlotMap } from '../src/views/SlotMap';
+import { migrationStatus, noCap, server, slotProgress } from './answers';
 
 afterEach(cleanup);
 
@@ -11,7 +16,7 @@ const slots = Array.from({ length: 1024 }, (_, id) => ({
   group: id < 512 ? 1 : 2,
   ...(id === 700 ? { action: { state: 'migrating', source: 2, target: 1, aborting: false } } : {}),
 }));
-const groups = [1, 2].map((id) => ({ id, slots: 512, down: false, servers: [{ addr: `127.0.0.1:700${id}`, role: 'master', up: true }] }));
+const groups = [1, 2].map((id) => ({ id, slots: 512, down: false, tls: false, servers: [server({ addr: `127.0.0.1:700${id}`, role: 'master' })] }));
 const ops = Array.from({ length: 1024 }, (_, i) => (i === 5 ? 400 : i < 512 ? 1 : 0));
 const slotStats = {
   window_secs: 60,
@@ -20,26 +25,24 @@ const slotStats = {
   proxies: 1,
   slots: { group: slots.map((s) => s.group), ops_per_sec: ops, bytes_per_sec: ops, keys: ops, memory: ops.map((o) => o * 100) },
   groups: [
-    { group: 1, slots: 512, ops_per_sec: 911, bytes_per_sec: 911, keys: 911, memory: 91100, keys_exact: true },
-    { group: 2, slots: 512, ops_per_sec: 0, bytes_per_sec: 0, keys: 0, memory: 0, keys_exact: false },
+    { group: 1, slots: 512, ops_per_sec: 911, bytes_per_sec: 911, keys: 911, memory: 91100, keys_exact: true, keys_scanned: 911, dbsize: 911, keys_at_unix: 1 },
+    { group: 2, slots: 512, ops_per_sec: 0, bytes_per_sec: 0, keys: 0, memory: 0, keys_exact: false, keys_scanned: null, dbsize: null, keys_at_unix: null },
   ],
 };
-const status = {
-  slots: [{ slot: 700, state: 'migrating', source: 2, target: 1, aborting: false, keys_moved: 42 }],
-  pending: 0,
+const status = migrationStatus({
+  slots: [slotProgress({ slot: 700, state: 'migrating', source: 2, target: 1, keys_moved: 42 })],
   in_flight: 1,
   keys_moved: 42,
   keys_per_sec: 10,
   eta_secs: 3,
-  blocked: null,
   max_slots_in_flight: 512,
-};
+});
 
 function setup() {
   const calls: { method: string; url: string; body: unknown }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
     calls.push({ method, url, body });
     const base = '/api/clusters/local';
     const reply =
@@ -52,7 +55,7 @@ function setup() {
           : method === 'GET' && url === `${base}/migrations`
             ? status
             : method === 'POST' && url === `${base}/migrations`
-              ? { queued: 6 }
+              ? { queued: 6, throttle: noCap }
               : method === 'POST' && url === `${base}/migrations/abort`
                 ? { aborted: 1 }
                 : null;
@@ -104,9 +107,9 @@ describe('SlotMap', () => {
     fireEvent.mouseUp(window);
     fireEvent.mouseOver(screen.getByTestId('slot-40')); // not dragging any more
     expect(screen.getByTestId('selection-size').textContent).toBe('6 slot(s)');
-    expect((screen.getByTestId('selection-range') as HTMLInputElement).value).toBe('10-15');
+    expect(screen.getByTestId<HTMLInputElement>('selection-range').value).toBe('10-15');
     // The target defaults to a group other than the owner.
-    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('2'));
+    await waitFor(() => expect(screen.getByTestId<HTMLSelectElement>('target-group').value).toBe('2'));
     await act(async () => fireEvent.click(screen.getByTestId('migrate-selection')));
     await waitFor(() => expect(calls.some((c) => c.method === 'POST')).toBe(true));
     expect(calls.find((c) => c.method === 'POST')).toMatchObject({
@@ -124,8 +127,8 @@ describe('SlotMap', () => {
     fireEvent.mouseDown(screen.getByTestId('slot-702'), { button: 0, shiftKey: true });
     fireEvent.mouseUp(window);
     expect(screen.getByTestId('selection-size').textContent).toBe('5 slot(s)');
-    await waitFor(() => expect((screen.getByTestId('target-group') as HTMLSelectElement).value).toBe('1'));
-    expect((screen.getByTestId('migrate-selection') as HTMLButtonElement).disabled).toBe(true);
+    await waitFor(() => expect(screen.getByTestId<HTMLSelectElement>('target-group').value).toBe('1'));
+    expect(screen.getByTestId<HTMLButtonElement>('migrate-selection').disabled).toBe(true);
     fireEvent.click(screen.getByTestId('abort-selection'));
     expect(screen.getByTestId('confirm-dialog').textContent).toContain('Abort the migration of 1 selected slot(s)?');
     await act(async () => fireEvent.click(screen.getByTestId('confirm-ok')));

@@ -1,3 +1,6 @@
+// Slot-map logic: ranges by owner, selection, range parsing, what keeps a range from moving,
+// rebalance plans in ranges.
+
 import { describe, expect, it } from 'vitest';
 import {
   clickSlot,
@@ -14,7 +17,7 @@ import {
   summarizeMoves,
   summarizeSlots,
 } from '../src/lib/slots';
-import type { Slot } from '../src/types';
+import type { Slot } from '../src/api/shapes';
 
 const evenSplit = (): Slot[] => Array.from({ length: 1024 }, (_, id) => ({ id, group: id < 512 ? 1 : 2 }));
 
@@ -97,7 +100,7 @@ describe('selection', () => {
     expect(selectionProblem(slots, { anchor: 0, from: 0, to: 19 }, 1)).toMatch(/owns every/);
     // Part already on the target is fine (those slots are skipped).
     expect(selectionProblem(slots, { anchor: 500, from: 500, to: 520 }, 2)).toBeNull();
-    slots[3] = { id: 3, group: 1, action: { state: 'migrating', source: 1, target: 2 } };
+    slots[3] = { id: 3, group: 1, action: { state: 'migrating', source: 1, target: 2, aborting: false } };
     expect(selectionProblem(slots, { anchor: 0, from: 0, to: 19 }, 2)).toMatch(/already migrating/);
     slots[4] = { id: 4, group: null };
     expect(selectionProblem(slots, { anchor: 0, from: 0, to: 19 }, 2)).toMatch(/not assigned/);

@@ -1,11 +1,12 @@
 // The slow log view against a fake console (each log type with its unit and proxy, a 403
 // explained), and the plugin metrics chart (a point per read, a line per series).
 
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { PluginChart, seriesKey } from '../src/components/PluginChart';
-import type { PluginMetrics } from '../src/types';
+import type { PluginMetrics } from '../src/api/shapes';
 import { SlowLog } from '../src/views/SlowLog';
 
 afterEach(cleanup);

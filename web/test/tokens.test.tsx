@@ -1,9 +1,10 @@
 // The tokens view against a fake console: the list, a new token's secret shown once, a revoke
 // behind the confirm dialog, and the dashboard's refusal shown as a notice.
 
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api';
+import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { Tokens } from '../src/views/Tokens';
 
@@ -15,7 +16,7 @@ function server(route: (method: string, url: string, body: unknown) => [number, 
   const calls: { method: string; url: string; body: unknown; csrf?: string }[] = [];
   const f = async (url: string, init?: RequestInit) => {
     const method = init?.method ?? 'GET';
-    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : init?.body;
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : init?.body;
     calls.push({ method, url, body, csrf: (init?.headers as Record<string, string>)['X-CSRF-Token'] });
     const r = route(method, url, body) ?? [404, { error: { code: 'not_found', message: `no route ${method} ${url}` } }];
     return new Response(JSON.stringify(r[1]), { status: r[0] });

@@ -317,7 +317,8 @@ mod tests {
     #[test]
     fn every_admin_command_the_readme_shows_parses() {
         let commands = readme_admin_commands();
-        assert!(commands.len() >= 25, "found only {commands:?}");
+        // The README's tours show more than a dozen: fewer means the scan above broke.
+        assert!(commands.len() >= 12, "found only {commands:?}");
         for line in commands {
             let words = shell_words(&line);
             let args = std::iter::once("admin".to_owned()).chain(words.into_iter().skip(2));

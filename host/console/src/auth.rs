@@ -59,6 +59,8 @@ pub struct Auth {
     dummy_hash: Arc<str>,
     hasher: Hasher,
     throttle: Throttle,
+    /// Unknown session ids presented, by address (`auth_throttle`): each costs a store lookup.
+    refused_sessions: tessera_http::auth_throttle::AuthThrottle,
     sessions: Sessions,
     ttl: Duration,
     secure_cookie: bool,
@@ -94,6 +96,7 @@ impl Auth {
                 config.lockout_failures,
                 Duration::from_secs(config.lockout_secs),
             ),
+            refused_sessions: tessera_http::auth_throttle::AuthThrottle::new("console session"),
             sessions: Sessions::new(store, ttl),
             ttl,
             secure_cookie: config.secure_cookie,
@@ -176,9 +179,20 @@ pub async fn require_session(
     mut req: Request,
     next: Next,
 ) -> Response {
+    let ip = match c.auth.refused_sessions.admit(&req) {
+        Ok(ip) => ip,
+        Err(refused) => return *refused,
+    };
     let user = match c.auth.session(req.headers()).await {
         Ok(Some(user)) => user,
-        Ok(None) => return refuse_unread(&req, login_needed()),
+        Ok(None) => {
+            // Only a session id that was looked up and not found counts against the address:
+            // no cookie (a browser not logged in yet) costs no lookup.
+            if cookie(req.headers(), COOKIE).is_some() {
+                c.auth.refused_sessions.refused(ip);
+            }
+            return refuse_unread(&req, login_needed());
+        }
         Err(e) => return refuse_unread(&req, store_failed(&c, &e)),
     };
     if is_mutation(req.method()) {

@@ -3,8 +3,10 @@
 
 use bytes::{Bytes, BytesMut};
 
-/// Largest body relayed, either way (plugin modules are the big ones).
-pub(super) const MAX_BODY: usize = 64 * 1024 * 1024;
+/// Largest body relayed, either way: the largest request a dashboard accepts (a plugin
+/// module, `catalog::MAX_MODULE`) and a little room. A larger one the dashboard would refuse
+/// anyway, so the console does not hold it first (the limit is the dashboard's, named once).
+pub(super) const MAX_BODY: usize = tessera_wire::plugins::MAX_MODULE + (64 << 10);
 /// Largest overview or audit page the console fetches for its own pages.
 pub(super) const MAX_PAGE: usize = 4 * 1024 * 1024;
 

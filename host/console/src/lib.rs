@@ -131,9 +131,9 @@ fn private() -> OpenApiRouter<Arc<Console>> {
         .route("/api/{*rest}", any(api_not_found))
 }
 
-/// The console's routes (docs/console.md). Serve them with
-/// `into_make_service_with_connect_info::<SocketAddr>()`, as [`run`] does: login and logout
-/// read the peer's address, for the lockout and the login log.
+/// The console's routes (docs/console.md). Serve them with `http_server::serve`, as [`run`]
+/// does (or `into_make_service_with_connect_info::<SocketAddr>()`): login and logout read the
+/// peer's address, for the lockout and the login log.
 pub fn router(c: Arc<Console>) -> Router {
     // route_layer: only the private routes, not the public ones merged below.
     let (private, _) = private().split_for_parts();
@@ -245,13 +245,7 @@ pub async fn run(
         password_queue = queue,
         "console listening"
     );
-    // With the peer address: the login lockout counts per client address.
-    let app = router(console).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    // tap_io: axum gives `ConnectInfo<SocketAddr>` to a listener's wrapper, not to a custom
-    // listener itself.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    // The server gives every request its peer's address: the login lockout counts by it.
+    tessera_http::server::serve(listener, router(console), shutdown).await?;
     Ok(())
 }

@@ -21,7 +21,8 @@ const DESCRIPTION: &str = "The federation console's API, served by `tessera cons
 the session, the clusters of its stores, their audit logs merged, its login log, and every \
 dashboard route of each cluster, relayed as `/api/clusters/{cluster}/…` to that cluster's \
 dashboard with the console's token for it. Every route but `/health` and `/auth/login` needs \
-the session cookie, and a change also the session's CSRF token in `X-CSRF-Token` (403 `csrf` \
+the session cookie (an address that presents 20 unknown ones in a row is answered 429 \
+`too_many_requests` for a while), and a change also the session's CSRF token in `X-CSRF-Token` (403 `csrf` \
 otherwise). A relayed call needs the role its dashboard route needs (`x-tessera-role`, checked \
 against the console user's role); its answer is the dashboard's, except that a dashboard's 401 \
 becomes a 403 `cluster_token` (a 401 from the console means: log in again) and an answer that \
@@ -80,6 +81,9 @@ const ACCESS: Access<'static> = Access {
     scheme: SESSION,
     unauthorized: "Not logged in, or the session expired (`unauthorized`): POST /auth/login.",
     forbidden: "The console user's role is below the one this operation needs (`forbidden`).",
+    throttled: "This address presented 20 unknown session ids in a row (then one a second earns \
+                one more try): `too_many_requests`, with `Retry-After`, before any session is \
+                looked up.",
     everywhere: true,
 };
 
@@ -97,9 +101,9 @@ pub fn document(dashboard: &OpenApi) -> OpenApi {
                 SESSION,
                 Vec::<String>::new(),
             )]);
-            op.responses
-                .responses
-                .insert("401".into(), error_response(ACCESS.unauthorized));
+            let r = &mut op.responses.responses;
+            r.insert("401".into(), error_response(ACCESS.unauthorized));
+            r.insert("429".into(), error_response(ACCESS.throttled));
         }
     }
     doc.merge(public);

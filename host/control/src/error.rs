@@ -42,14 +42,6 @@ pub enum Error {
     /// The control plane's own Redis user cannot be had on a server (`admin_user`).
     #[error(transparent)]
     AdminUser(crate::dashboard::admin_user::AdminUserError),
-    /// A mover pass failed (the migration driver holds, and says this, until one succeeds).
-    #[error("moving keys from group {source} to group {target}: {error}")]
-    Move {
-        source: tessera_model::router::GroupId,
-        target: tessera_model::router::GroupId,
-        #[source]
-        error: crate::migrate::reply::MoverError,
-    },
     /// A plugin module is not a Tessera plugin, or the plugin's own `init` refused its
     /// config (the message is the plugin's).
     #[error("{0}")]
@@ -73,6 +65,10 @@ pub enum Error {
         token: String,
         failure: crate::dashboard::ProxyFailure,
     },
+    /// The dashboard is doing another operation of this kind that it does one at a time (a
+    /// plugin module upload): call again once it ends.
+    #[error("{0}")]
+    Busy(String),
     /// Something the dashboard relies on is missing or broken (its meta document, the
     /// plugin runtime): not the caller's doing.
     #[error("{0}")]
@@ -102,15 +98,14 @@ impl Error {
         match self {
             Error::Invalid(_) | Error::User(_) | Error::PluginRefused(_) => Side::Caller,
             Error::NotFound(_) | Error::Conflict(_) => Side::Cluster,
-            Error::ServerUnreachable { .. }
-            | Error::ServerRefused { .. }
-            | Error::AdminUser(_)
-            | Error::Move { .. } => Side::Server,
+            Error::ServerUnreachable { .. } | Error::ServerRefused { .. } | Error::AdminUser(_) => {
+                Side::Server
+            }
             Error::StoreUnavailable(_)
             | Error::DocumentUnusable(_)
             | Error::CatalogUnavailable(_) => Side::Store,
             Error::PushIncomplete(_) | Error::ProxyUnreachable { .. } => Side::Proxy,
-            Error::Internal(_) => Side::Internal,
+            Error::Busy(_) | Error::Internal(_) => Side::Internal,
         }
     }
 

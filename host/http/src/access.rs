@@ -6,41 +6,115 @@
 use axum::http::Method;
 pub use tessera_wire::access::Role;
 
-/// Routes open to anyone: the liveness probe, the Prometheus scrape (gauges only, no bodies,
-/// configs or tokens, and cheap: no fan-out) and the static API description.
-const OPEN: [&str; 3] = ["/health", "/metrics", "/api/openapi.json"];
+/// What a call of one route needs: nothing (open) or a role.
+type Need = Option<Role>;
+const OPEN: Need = None;
+const VIEWER: Need = Some(Role::Viewer);
+const OPERATOR: Need = Some(Role::Operator);
+const ADMIN: Need = Some(Role::Admin);
+
+/// One route of the dashboard's API as its router spells it (`{x}` matches one segment), the
+/// role a read (GET, HEAD) needs and the role a change (any other method) needs.
+struct Rule {
+    path: &'static str,
+    read: Need,
+    change: Need,
+}
+
+const fn rule(path: &'static str, read: Need, change: Need) -> Rule {
+    Rule { path, read, change }
+}
+
+/// Every route of the dashboard's API, the only place that says who may call it.
+///
+/// Reads need a viewer, except those that show clients' data (key names, values, commands or
+/// replies), which need an operator as the command log always did, and the token list
+/// (admin). Changes need an operator for migrations, rebalances and plugins, an admin for
+/// everything else. The open reads are the liveness probe, the Prometheus scrape (gauges
+/// only, no bodies, configs or tokens, and cheap: no fan-out) and the static API description.
+/// A route not listed here, read or change, needs an admin: refused rather than guessed at.
+/// `docs/api.md` ("Tokens and roles") prints this table; the OpenAPI document's
+/// `x-tessera-role` of each operation must agree with it (a unit test checks).
+const RULES: &[Rule] = &[
+    rule("/health", OPEN, ADMIN),
+    rule("/metrics", OPEN, ADMIN),
+    rule("/api/openapi.json", OPEN, ADMIN),
+    rule("/api/whoami", VIEWER, ADMIN),
+    rule("/api/overview", VIEWER, ADMIN),
+    rule("/api/groups", VIEWER, ADMIN),
+    rule("/api/groups/{id}", VIEWER, ADMIN),
+    rule("/api/groups/{id}/servers", VIEWER, ADMIN),
+    rule("/api/groups/{id}/servers/{addr}", VIEWER, ADMIN),
+    rule("/api/groups/{id}/promote", VIEWER, ADMIN),
+    rule("/api/failover", VIEWER, ADMIN),
+    rule("/api/slots", VIEWER, ADMIN),
+    rule("/api/slots/assign", VIEWER, ADMIN),
+    // Per-slot rates and key counts; no key names.
+    rule("/api/slots/stats", VIEWER, ADMIN),
+    rule("/api/proxies", VIEWER, ADMIN),
+    rule("/api/proxies/{token}/online", VIEWER, ADMIN),
+    rule("/api/proxies/{token}/offline", VIEWER, ADMIN),
+    // Per-command counts; no arguments.
+    rule("/api/stats", VIEWER, ADMIN),
+    // Who changed what, with the bodies of changes (passwords redacted); no client data.
+    rule("/api/audit", VIEWER, ADMIN),
+    rule("/api/read-policy", VIEWER, ADMIN),
+    // Routes and their users, never a password.
+    rule("/api/routes", VIEWER, ADMIN),
+    // Users, their command classes and key prefixes, never a hash.
+    rule("/api/users", VIEWER, ADMIN),
+    rule("/api/users/{name}", VIEWER, ADMIN),
+    rule("/api/migrations", VIEWER, OPERATOR),
+    rule("/api/migrations/abort", VIEWER, OPERATOR),
+    rule("/api/migrations/throttle", VIEWER, OPERATOR),
+    rule("/api/rebalance", VIEWER, OPERATOR),
+    // The catalog and plugins' configs (the operator's settings) and their metric samples
+    // (the same series every proxy's open /metrics shows).
+    rule("/api/plugins", VIEWER, OPERATOR),
+    rule("/api/plugins/order", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/module", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/config", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/enable", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/disable", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/metrics", VIEWER, OPERATOR),
+    // Clients' data: the slow and command logs hold commands with their keys and values; hot
+    // keys are key names; the mirror's samples hold commands and both sides' replies.
+    rule("/api/commandlog", OPERATOR, ADMIN),
+    rule("/api/hotkeys", OPERATOR, ADMIN),
+    rule("/api/mirror", OPERATOR, ADMIN),
+    rule("/api/tokens", ADMIN, ADMIN),
+    rule("/api/tokens/{name}", ADMIN, ADMIN),
+];
+
+/// Whether `path` (no query) is spelled by `pattern`, segment by segment.
+fn matches(pattern: &str, path: &str) -> bool {
+    let mut want = pattern.split('/');
+    let mut got = path.split('/');
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return true,
+            (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                if g.is_empty() {
+                    return false;
+                }
+            }
+            (Some(w), Some(g)) if w == g => {}
+            _ => return false,
+        }
+    }
+}
 
 /// The role a call of `method` on the dashboard's `path` (still percent-encoded, without the
-/// query) needs; `None` for the open routes.
-///
-/// Reads need a viewer, except the token list (admin). A mutation needs an operator for
-/// migrations, rebalances and plugins, and an admin for everything else, including routes
-/// that do not exist: an unknown mutation is refused rather than guessed at.
+/// query) needs; `None` for the open routes. From `RULES`; admin for a route it does not
+/// list.
 pub fn required(method: &Method, path: &str) -> Option<Role> {
-    if OPEN.contains(&path) {
-        return None;
+    let read = *method == Method::GET || *method == Method::HEAD;
+    match RULES.iter().find(|r| matches(r.path, path)) {
+        Some(r) if read => r.read,
+        Some(r) => r.change,
+        None => ADMIN,
     }
-    let tokens = path == "/api/tokens" || path.starts_with("/api/tokens/");
-    if *method == Method::GET || *method == Method::HEAD {
-        // The command log shows clients' keys and values, not just counts.
-        if path == "/api/commandlog" {
-            return Some(Role::Operator);
-        }
-        return Some(if tokens { Role::Admin } else { Role::Viewer });
-    }
-    let operator = matches!(
-        path,
-        "/api/migrations"
-            | "/api/migrations/abort"
-            | "/api/migrations/throttle"
-            | "/api/rebalance"
-            | "/api/plugins"
-    ) || path.starts_with("/api/plugins/");
-    Some(if operator {
-        Role::Operator
-    } else {
-        Role::Admin
-    })
 }
 
 /// The text of a 403: who is refused, what they have, what the call needs.
@@ -65,11 +139,28 @@ mod tests {
         let (get, post, put, del) = (Method::GET, Method::POST, Method::PUT, Method::DELETE);
         assert_eq!(required(&get, "/health"), None);
         assert_eq!(required(&get, "/metrics"), None);
-        for path in ["/api/overview", "/api/stats", "/api/audit", "/api/plugins"] {
+        assert_eq!(required(&Method::HEAD, "/api/openapi.json"), None);
+        for path in [
+            "/api/overview",
+            "/api/stats",
+            "/api/audit",
+            "/api/plugins",
+            "/api/plugins/filter/metrics",
+            "/api/slots/stats",
+            "/api/users",
+        ] {
             assert_eq!(required(&get, path), Some(Role::Viewer), "{path}");
         }
         assert_eq!(required(&get, "/api/tokens"), Some(Role::Admin));
-        assert_eq!(required(&get, "/api/commandlog"), Some(Role::Operator));
+        // Reads of clients' data (issue 25: a viewer read the mirror's samples).
+        for path in ["/api/commandlog", "/api/hotkeys", "/api/mirror"] {
+            assert_eq!(required(&get, path), Some(Role::Operator), "{path}");
+            assert_eq!(
+                required(&Method::HEAD, path),
+                Some(Role::Operator),
+                "{path}"
+            );
+        }
         for (m, path) in [
             (&post, "/api/migrations"),
             (&post, "/api/migrations/abort"),
@@ -92,12 +183,59 @@ mod tests {
             (&put, "/api/users/alice"),
             (&post, "/api/tokens"),
             (&del, "/api/tokens/ci"),
+            (&put, "/api/mirror"),
             (&post, "/api/no-such-route"),
+            (&post, "/health"),
             // Not a plugin route: the prefix is the whole segment.
             (&post, "/api/pluginsx"),
             (&post, "/api/migrations/abort/x"),
+            // Unknown reads, too: refused rather than guessed at.
+            (&get, "/api/no-such-route"),
+            (&get, "/api/plugins/filter/metrics/x"),
+            (&get, "/api/mirror/"),
+            (&get, "/api/groups//servers"),
         ] {
             assert_eq!(required(m, path), Some(Role::Admin), "{m} {path}");
         }
+    }
+
+    /// The dashboard's OpenAPI document lists the same routes as [`RULES`], and each
+    /// operation's `x-tessera-role` is the one `required` gives (absent for the open routes).
+    /// The document is derived from the dashboard's handlers (`tessera openapi`); this reads
+    /// the committed copy, which `the_committed_documents_are_the_derived_ones` keeps equal to
+    /// it (this crate cannot derive it: the dashboard is above it).
+    #[test]
+    fn the_openapi_roles_are_the_table_route_by_route() {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/openapi.json"))
+                .expect("docs/openapi.json parses");
+        let paths = doc["paths"].as_object().expect("paths");
+        let mut documented: Vec<&str> = paths.keys().map(String::as_str).collect();
+        let mut ruled: Vec<&str> = RULES.iter().map(|r| r.path).collect();
+        documented.sort_unstable();
+        ruled.sort_unstable();
+        assert_eq!(
+            documented, ruled,
+            "openapi.json and RULES list different routes"
+        );
+        let mut operations = 0;
+        for (path, ops) in paths {
+            for (method, op) in ops.as_object().expect("operations") {
+                let Ok(m) = method.to_ascii_uppercase().parse::<Method>() else {
+                    continue;
+                };
+                if !matches!(m, Method::GET | Method::PUT | Method::POST | Method::DELETE) {
+                    continue;
+                }
+                operations += 1;
+                let documented = op.get("x-tessera-role").and_then(|r| r.as_str());
+                assert_eq!(
+                    documented,
+                    required(&m, path).map(Role::as_str),
+                    "{method} {path}"
+                );
+            }
+        }
+        assert!(operations > RULES.len(), "{operations} operations");
     }
 }

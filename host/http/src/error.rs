@@ -114,6 +114,34 @@ pub fn refuse_unread(req: &axum::extract::Request, err: ApiError) -> Response {
     resp
 }
 
+/// Reads a request body of at most `limit` bytes, for handlers that take the body as it
+/// arrives instead of through an extractor (so they can decide something first).
+///
+/// # Errors
+/// 413 `too_large` naming `what` and the limit as soon as the body passes it; 400 when the
+/// body cannot be read (the client went away, a malformed chunk).
+pub async fn body_within(
+    body: axum::body::Body,
+    limit: usize,
+    what: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    use futures_util::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut out = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
+        if out.len() + chunk.len() > limit {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("{what} is at most {limit} bytes"),
+            ));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out.freeze())
+}
+
 /// A JSON body that may be absent or empty.
 ///
 /// # Errors

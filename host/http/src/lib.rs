@@ -3,8 +3,9 @@
 //! route needs (and its mark in the OpenAPI documents), and the process's Prometheus recorder.
 
 pub mod access;
+pub mod auth_throttle;
 pub mod error;
 pub mod metrics;
 pub mod openapi;
-pub mod serve;
+pub mod server;
 pub mod tls;

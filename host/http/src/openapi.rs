@@ -78,6 +78,9 @@ pub struct Access<'a> {
     pub unauthorized: &'a str,
     /// The 403: the caller's role is below the one the operation names.
     pub forbidden: &'a str,
+    /// The 429: the caller's address presented too many refused credentials
+    /// (`auth_throttle`), answered before any credential is checked.
+    pub throttled: &'a str,
     /// Whether the routes the table leaves open need the credential too (the console's
     /// session guards every call it relays, the dashboard's open ones included).
     pub everywhere: bool,
@@ -86,7 +89,7 @@ pub struct Access<'a> {
 /// Writes the role every operation of `doc` needs, as [`access::required`] says for the
 /// dashboard route `route(path)` is (`None`: not a dashboard route, left alone): the
 /// `x-tessera-role` extension, the security requirement (none for an open route) and the
-/// refusals that follow.
+/// refusals that follow (401, 429, and 403 for a role above viewer).
 pub fn apply_roles(doc: &mut OpenApi, access: &Access<'_>, route: impl Fn(&str) -> Option<String>) {
     for (path, item) in doc.paths.paths.iter_mut() {
         let Some(route) = route(path) else { continue };
@@ -102,6 +105,7 @@ pub fn apply_roles(doc: &mut OpenApi, access: &Access<'_>, route: impl Fn(&str) 
             )]);
             let responses = &mut op.responses.responses;
             responses.insert("401".into(), error_response(access.unauthorized));
+            responses.insert("429".into(), error_response(access.throttled));
             if let Some(role) = role {
                 if role > Role::Viewer {
                     responses.insert("403".into(), error_response(access.forbidden));

@@ -89,6 +89,15 @@ pub enum DataError {
     NoPermCommand { user: Box<str>, command: Box<str> },
     #[error("NOPERM User {user} has no permissions to access the '{key}' key")]
     NoPermKey { user: Box<str>, key: Box<str> },
+    /// A confined user asked to hear of keys outside its prefix (CLIENT TRACKING … PREFIX).
+    #[error(
+        "NOPERM User {user} may only track keys starting with '{allowed}': the prefix '{prefix}' is outside it"
+    )]
+    NoPermPrefix {
+        user: Box<str>,
+        prefix: Box<str>,
+        allowed: Box<str>,
+    },
     #[error(
         "ERR keys starting with '__tessera:' are reserved for Tessera's own use: '{0}' cannot be used"
     )]
@@ -145,6 +154,10 @@ pub enum DataError {
     BackendUnavailable { addr: Arc<str>, reason: Arc<str> },
     #[error("ERR backend connection dropped the request")]
     BackendDropped,
+    /// A server that is not one of the cluster's (a mirror's shadow) sent a reply past the
+    /// bound the proxy reads of it; the connection was closed.
+    #[error("ERR backend {addr} sent a reply over {limit} bytes")]
+    ReplyTooLarge { addr: Arc<str>, limit: usize },
     #[error("ERR unexpected reply from backend to {0}")]
     UnexpectedReply(&'static str),
     #[error("ERR SCAN cursor out of range for this cluster")]
@@ -215,6 +228,7 @@ impl DataError {
             | Unsupported(_)
             | NoPermCommand { .. }
             | NoPermKey { .. }
+            | NoPermPrefix { .. }
             | ReservedKey(_)
             | ScriptsUnconfined(_) => Side::Policy,
             QueryBufferLimit { .. } | ProxyRequestMemory { .. } | MaxClients => Side::Limit,
@@ -230,6 +244,7 @@ impl DataError {
             | TransactionMoved(_) => Side::Routing,
             BackendUnavailable { .. }
             | BackendDropped
+            | ReplyTooLarge { .. }
             | UnexpectedReply(_)
             | CursorOutOfRange
             | DedicatedExhausted { .. }
@@ -279,7 +294,7 @@ mod tests {
 
     #[test]
     fn each_side_renders_its_stable_prefix() {
-        let cases: [(DataError, &str); 9] = [
+        let cases: [(DataError, &str); 10] = [
             (DataError::NoAuth, "-NOAUTH "),
             (DataError::WrongPass, "-WRONGPASS "),
             (DataError::CrossSlot, "-CROSSSLOT "),
@@ -289,6 +304,14 @@ mod tests {
                 DataError::NoPermKey {
                     user: "a".into(),
                     key: "k".into(),
+                },
+                "-NOPERM ",
+            ),
+            (
+                DataError::NoPermPrefix {
+                    user: "a".into(),
+                    prefix: "v:".into(),
+                    allowed: "t1:".into(),
                 },
                 "-NOPERM ",
             ),

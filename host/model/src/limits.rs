@@ -59,6 +59,51 @@ impl MemoryPool {
     }
 }
 
+/// Bytes one holder (a session's read buffer) took from a [`MemoryPool`], given back when it
+/// is dropped: however its holder ends — a panic or a cancelled task included — the pool
+/// gets them back.
+#[derive(Debug)]
+pub struct Held {
+    pool: Arc<MemoryPool>,
+    n: usize,
+}
+
+impl Held {
+    pub fn new(pool: Arc<MemoryPool>) -> Self {
+        Self { pool, n: 0 }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.n
+    }
+
+    /// Holds `n` bytes in all, taking what is missing from the pool if it has it.
+    pub fn try_grow_to(&mut self, n: usize) -> bool {
+        if n <= self.n {
+            return true;
+        }
+        if !self.pool.try_acquire(n - self.n) {
+            return false;
+        }
+        self.n = n;
+        true
+    }
+
+    /// Gives back what is held beyond `keep`.
+    pub fn shrink_to(&mut self, keep: usize) {
+        if self.n > keep {
+            self.pool.release(self.n - keep);
+            self.n = keep;
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.pool.release(self.n);
+    }
+}
+
 /// The output limits of a client (Redis's `client-output-buffer-limit`).
 #[derive(Debug, Clone, Copy)]
 pub struct OutputLimits {
@@ -258,6 +303,23 @@ mod tests {
             soft_for: Duration::from_secs(60),
         };
         (OutputAccount::new(limits, pool.clone()), pool)
+    }
+
+    #[test]
+    fn held_bytes_go_back_to_the_pool_even_through_a_panic() {
+        let pool = Arc::new(MemoryPool::new(16 * MB));
+        let mut h = Held::new(pool.clone());
+        assert!(h.try_grow_to(3 * MB));
+        assert!(!h.try_grow_to(17 * MB), "over the pool");
+        h.shrink_to(MB);
+        assert_eq!(pool.used(), MB);
+        let t = std::thread::spawn(move || {
+            let mut h = h;
+            assert!(h.try_grow_to(15 * MB));
+            panic!("the holder panics");
+        });
+        assert!(t.join().is_err());
+        assert_eq!(pool.used(), 0);
     }
 
     #[test]

@@ -152,6 +152,38 @@ return out
 "#
 );
 
+/// A copy round's read of a batch of keys on the source (migration v3): nothing is written
+/// there. For each of KEYS, two values: `PEXPIRETIME` (absolute ms, -1 for none) and the
+/// `DUMP` payload; `-2` and an empty string for a key that does not exist (the copy on the
+/// target is deleted); `-3` and the key's type for a key too big for one RESTORE (copied in
+/// chunks). ARGV as [`STAGE_BIG_KEYS_SCRIPT`].
+pub const COPY_SCRIPT: &str = concat!(
+    "#!lua flags=no-writes",
+    big_key_lua!(),
+    r#"
+local out = {}
+for _, k in ipairs(KEYS) do
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'none' then
+    out[#out + 1] = -2
+    out[#out + 1] = ''
+  elseif too_big(k, t) then
+    out[#out + 1] = -3
+    out[#out + 1] = t
+  else
+    out[#out + 1] = redis.call('PEXPIRETIME', k)
+    out[#out + 1] = redis.call('DUMP', k)
+  end
+end
+return out
+"#
+);
+
+/// The `EVAL COPY_SCRIPT …` of a batch of keys.
+pub fn copy_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
+    big_key_script_request(COPY_SCRIPT, keys)
+}
+
 /// Dumps keys left in transit in the internal database (by a mover that stopped between its
 /// claim and its cleanup), for the connection's database: `{key, payload, expire-at, …}` of
 /// those of KEYS still there.

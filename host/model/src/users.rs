@@ -256,6 +256,14 @@ impl Users {
         (ok && account.enabled).then(|| account.user.clone())
     }
 
+    /// The rights of the enabled user `name` in this table; `None` if it is gone or disabled
+    /// (a session authenticated as it then ends, as Redis disconnects a deleted user's
+    /// clients).
+    pub fn current(&self, name: &str) -> Option<Arc<User>> {
+        let account = self.accounts.get(name.as_bytes())?;
+        account.enabled.then(|| account.user.clone())
+    }
+
     /// The user a fresh connection is: `default` when it is enabled and nopass; `None` when
     /// the client must AUTH first.
     pub fn connect_as(&self) -> Option<Arc<User>> {

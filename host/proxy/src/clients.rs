@@ -96,6 +96,17 @@ impl ClientRegistry {
         self.len() == 0
     }
 
+    /// The user client `id` runs as, if it is connected.
+    pub fn user_of(&self, id: u64) -> Option<Bytes> {
+        let info = self
+            .clients
+            .lock()
+            .expect("client registry lock poisoned")
+            .get(&id)
+            .cloned()?;
+        Some(info.user())
+    }
+
     /// Facts of client `id`, if it is connected.
     pub fn facts(&self, id: u64) -> Option<tessera_wasm::ClientFacts> {
         let info = self
@@ -107,8 +118,9 @@ impl ClientRegistry {
         Some(info.facts())
     }
 
-    /// `CLIENT LIST` text: one line per session.
-    pub fn list(&self) -> String {
+    /// `CLIENT LIST` text: one line per session; only `user`'s sessions when given (what a
+    /// user confined to a key prefix sees).
+    pub fn list(&self, user: Option<&[u8]>) -> String {
         let clients: Vec<Arc<ClientInfo>> = self
             .clients
             .lock()
@@ -116,7 +128,11 @@ impl ClientRegistry {
             .values()
             .cloned()
             .collect();
-        clients.iter().map(|c| c.line() + "\n").collect()
+        clients
+            .iter()
+            .filter(|c| user.is_none_or(|u| c.user() == u))
+            .map(|c| c.line() + "\n")
+            .collect()
     }
 }
 
@@ -132,6 +148,16 @@ impl ClientInfo {
 
     pub fn name(&self) -> Bytes {
         self.names.lock().expect("names lock poisoned").name.clone()
+    }
+
+    /// The user the session runs as (`default` until it authenticates as another).
+    pub fn user(&self) -> Bytes {
+        let user = self.names.lock().expect("names lock poisoned").user.clone();
+        if user.is_empty() {
+            Bytes::from_static(tessera_model::users::DEFAULT_USER.as_bytes())
+        } else {
+            user
+        }
     }
 
     pub fn set_user(&self, user: Bytes) {

@@ -40,8 +40,8 @@ pub struct Shared {
     pub command_log: crate::telemetry::CommandLog,
     /// The hot keys the workers publish (`GET /api/proxy/hotkeys`).
     pub hotkeys: Arc<HotKeys>,
-    /// The hot-key cache's figures, all workers together.
-    pub hot_cache: Arc<crate::hotcache::HotCacheStats>,
+    /// What the workers' hot-key caches share: their figures and the proxy's write counters.
+    pub hot_cache: Arc<crate::hotcache::HotCacheShared>,
     pub backend_stats: Arc<BackendStats>,
     pub plugins: PluginHost,
     /// Mirroring to a shadow target (settings and counters; docs/mirroring.md).
@@ -292,8 +292,10 @@ struct Logins {
     control: Option<Login>,
     /// The data login of sessions with every right.
     base: Option<Login>,
-    /// Data logins of users with confined rights, by user name.
-    confined: FxHashMap<String, Login>,
+    /// Data logins of users with confined rights, by user name, with the rights each was
+    /// derived from: a user whose rights changed (a new users table) gets a new login, never
+    /// the backend user of its old rights.
+    confined: FxHashMap<String, (User, Login)>,
 }
 
 /// Confined users with their own data logins, per worker, at most; beyond it the cache starts
@@ -369,7 +371,10 @@ impl Worker {
         {
             let l = self.logins();
             let cached = if confined {
-                l.confined.get(&user.name)
+                l.confined
+                    .get(&user.name)
+                    .filter(|(rights, _)| rights == user)
+                    .map(|(_, login)| login)
             } else {
                 l.base.as_ref()
             };
@@ -390,7 +395,8 @@ impl Worker {
             if l.confined.len() >= CONFINED_LOGINS {
                 l.confined.clear();
             }
-            l.confined.insert(user.name.clone(), login.clone());
+            l.confined
+                .insert(user.name.clone(), (user.clone(), login.clone()));
         } else {
             l.base = Some(login.clone());
         }

@@ -263,17 +263,14 @@ pub fn topology(
     let mut routes = vec![SlotRoute::default(); SLOTS];
     for s in slots {
         if let Some(r) = routes.get_mut(s.id as usize) {
+            r.group = s.group;
             match &s.action {
-                Some(a) if a.routes_to_target() => {
+                // A migration of a dashboard before v3, half-way: routed as it left it.
+                Some(a) if a.is_legacy_mid_move() || a.state == ActionState::Finished => {
                     r.group = Some(a.target);
-                    r.from = Some(a.source);
-                    r.aborting = a.aborting;
                 }
-                Some(a) if a.blocks() => {
-                    r.group = s.group;
-                    r.blocked = true;
-                }
-                _ => r.group = s.group,
+                Some(a) if a.blocks() => r.blocked = true,
+                _ => {}
             }
         }
     }

@@ -1,8 +1,9 @@
 //! Tessera's WebAssembly plugin runtime (wasmtime 48, core modules, ABI v1 of
 //! `tessera-plugin-abi`).
 //!
-//! - [`Runtime`]: one `Engine` per process, modules compiled once and cached by sha256, the
-//!   epoch ticker, the linker with every host import.
+//! - [`Runtime`]: one `Engine` per process, modules compiled once and cached by sha256 (a
+//!   bounded cache of modules that passed the ABI checks), the epoch ticker, the linker with
+//!   every host import.
 //! - [`Generation`]: one loaded version of a plugin (module + config): an `InstancePre` shared by
 //!   all threads, and the hook manifest its `init` returned in a probe instance.
 //! - [`Chain`]: the ordered plugins in force, swapped atomically on reload.
@@ -27,6 +28,7 @@ mod host_state;
 mod imports;
 mod instance;
 pub mod metrics;
+mod module_cache;
 mod plugin;
 mod runtime;
 mod spec;
@@ -39,6 +41,7 @@ pub use fault::{CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarg
 pub use generation::Generation;
 pub use hooks::{DeniedToAll, Hooks};
 pub use instance::{CmdOutcome, Instance, ReplyOutcome};
+pub use module_cache::{MAX_BYTES as MAX_CACHED_BYTES, MAX_MODULES as MAX_CACHED_MODULES};
 pub use plugin::PluginShared;
 pub use runtime::{LoadError, Runtime, RuntimeConfig};
 pub use spec::{PluginSpec, valid_plugin_name};

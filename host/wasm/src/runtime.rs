@@ -1,4 +1,5 @@
-//! The process-wide engine, module cache, linker and epoch ticker; loading a plugin version.
+//! The process-wide engine, module cache (`module_cache`), linker and epoch ticker; loading a
+//! plugin version.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use crate::generation::Generation;
 use crate::host_state::HostState;
 use crate::imports;
 use crate::instance::{Instance, instantiate_and_init};
+use crate::module_cache::ModuleCache;
 use crate::plugin::PluginShared;
 use crate::spec::{PluginSpec, valid_plugin_name};
 
@@ -49,7 +51,7 @@ pub struct LoadError(pub String);
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
-    modules: Mutex<FxHashMap<[u8; 32], Module>>,
+    modules: Mutex<ModuleCache>,
     shared: Mutex<FxHashMap<String, Arc<PluginShared>>>,
     pub(crate) clients: Arc<dyn ClientLookup>,
     config: RuntimeConfig,
@@ -85,7 +87,11 @@ impl Runtime {
             .total_tables(config.max_instances)
             .max_memory_size(config.max_memory);
         let mut c = Config::new();
+        // One thread per compile: a module is compiled on the caller's (blocking) thread only,
+        // so a large upload costs one core for a while, not every core of a proxy serving
+        // clients or of a dashboard answering its API.
         c.epoch_interruption(true)
+            .parallel_compilation(false)
             .cranelift_opt_level(OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .max_wasm_stack(512 << 10)
@@ -132,6 +138,8 @@ impl Runtime {
             .clone()
     }
 
+    /// The module of `wasm`: from the cache, or compiled (and not cached yet: `checked` keeps
+    /// it once the ABI checks pass, so a refused module is never kept).
     fn compile(&self, wasm: &[u8]) -> Result<([u8; 32], Module), LoadError> {
         let sha: [u8; 32] = Sha256::digest(wasm).into();
         if let Some(m) = self
@@ -140,7 +148,7 @@ impl Runtime {
             .unwrap_or_else(|p| p.into_inner())
             .get(&sha)
         {
-            return Ok((sha, m.clone()));
+            return Ok((sha, m));
         }
         if !wasm.starts_with(b"\0asm") {
             return Err(LoadError(
@@ -149,11 +157,33 @@ impl Runtime {
         }
         let module = Module::new(&self.engine, wasm)
             .map_err(|e| LoadError(format!("invalid WebAssembly module: {e:#}")))?;
+        Ok((sha, module))
+    }
+
+    /// Checks `module` (the ABI, then linking) and keeps it in the cache once it passed.
+    fn checked(
+        &self,
+        sha: [u8; 32],
+        module: &Module,
+    ) -> Result<((bool, bool), wasmtime::InstancePre<HostState>), LoadError> {
+        let abi = Self::check_abi(module)?;
+        let pre = self
+            .linker
+            .instantiate_pre(module)
+            .map_err(|e| LoadError(format!("cannot link the module: {e:#}")))?;
         self.modules
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(sha, module.clone());
-        Ok((sha, module))
+        Ok((abi, pre))
+    }
+
+    /// Compiled modules kept now, and their compiled bytes (bounded: `module_cache`).
+    pub fn cached_modules(&self) -> (usize, usize) {
+        self.modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .usage()
     }
 
     /// Checks the ABI marker first, then the exports and imports ABI v1 requires.
@@ -228,10 +258,7 @@ impl Runtime {
     /// Worded for the operator.
     pub fn check_module(&self, wasm: &[u8]) -> Result<String, LoadError> {
         let (sha, module) = self.compile(wasm)?;
-        Self::check_abi(&module)?;
-        self.linker
-            .instantiate_pre(&module)
-            .map_err(|e| LoadError(format!("cannot link the module: {e:#}")))?;
+        self.checked(sha, &module)?;
         Ok(hex::encode(sha))
     }
 
@@ -266,11 +293,7 @@ impl Runtime {
             )));
         }
         let (sha, module) = self.compile(&spec.wasm)?;
-        let (has_close, has_tick) = Self::check_abi(&module)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&module)
-            .map_err(|e| LoadError(format!("cannot link the module: {e:#}")))?;
+        let ((has_close, has_tick), pre) = self.checked(sha, &module)?;
         let shared = self.shared_for(&spec.name);
         let id = Generation::next_id();
         let mut probe = Instance::new(

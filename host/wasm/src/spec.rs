@@ -30,6 +30,10 @@ pub struct PluginSpec {
 impl PluginSpec {
     pub const DEFAULT_CPU_BUDGET: Duration = Duration::from_millis(5);
     pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
+    /// The largest memory limit a plugin may be given: what the dashboard's check and every
+    /// proxy's runtime are sized for (`RuntimeConfig::max_memory`), named once so that the
+    /// dashboard accepts exactly what a proxy can load.
+    pub const MAX_MEMORY_LIMIT: usize = 256 << 20;
     /// The default input limit is the memory limit divided by this (16 MiB of 64 MiB): the
     /// arena holds the input in the plugin's own memory, next to whatever the plugin does
     /// with it, so an input near the memory cap would fault the instance instead.

@@ -3,7 +3,8 @@
 //! is copied; a call-time fault costs only that command (fresh instance, no backoff); only
 //! instantiation that keeps failing backs off; a plugin's bad OBSERVE offset or non-RESP reply
 //! is a fault, never a host panic; declarations of commands denied to every client reach
-//! `Generation::denied_to_all`.
+//! `Generation::denied_to_all`; the compiled-module cache keeps only checked modules, and
+//! a bounded number of them.
 
 mod support;
 
@@ -13,8 +14,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use support::{OnCommand, OnReply, hook_all, manifest, module};
 use tessera_plugin_abi::{self as abi, ArgIn, class, cmd};
 use tessera_wasm::{
-    CallError, Chain, ChainStep, CmdOutcome, FailPolicy, Generation, Input, PluginSpec,
-    ReplyOutcome, Runtime, RuntimeConfig, Verdict, WorkerChain,
+    CallError, Chain, ChainStep, CmdOutcome, FailPolicy, Generation, Input, MAX_CACHED_MODULES,
+    PluginSpec, ReplyOutcome, Runtime, RuntimeConfig, Verdict, WorkerChain,
 };
 
 fn runtime() -> Arc<Runtime> {
@@ -292,4 +293,41 @@ fn denied_to_all_declarations_reach_the_generation() {
     );
     let e = rt.load(spec).unwrap_err();
     assert!(e.0.contains("unknown command"), "{e}");
+}
+
+/// `base` with a custom section carrying `n`: the same plugin, another sha256.
+fn variant(base: &[u8], n: u32) -> Vec<u8> {
+    let mut content = vec![1, b'v'];
+    content.extend_from_slice(&n.to_le_bytes());
+    let mut out = base.to_vec();
+    out.push(0); // custom section
+    out.push(content.len() as u8);
+    out.extend_from_slice(&content);
+    out
+}
+
+// Issue 25, item 12: compiled modules were cached forever, refused ones too; every upload of
+// new bytes grew the cache.
+#[test]
+fn issue_25_the_module_cache_keeps_only_checked_modules_and_a_bounded_number() {
+    let rt = runtime();
+    // Valid WebAssembly, but not a plugin: compiled, refused, not kept.
+    let e = rt.check_module(b"\0asm\x01\0\0\0").unwrap_err();
+    assert!(e.0.contains("not a Tessera plugin"), "{e}");
+    let no_memory = variant(b"\0asm\x01\0\0\0", 7);
+    rt.check_module(&no_memory).unwrap_err();
+    assert_eq!(rt.cached_modules().0, 0, "a refused module was kept");
+
+    let base = module(&hook_all(), OnCommand::Pass, OnReply::Pass);
+    let n = MAX_CACHED_MODULES as u32 + 8;
+    for i in 0..n {
+        rt.check_module(&variant(&base, i)).expect("a plugin");
+    }
+    let (kept, bytes) = rt.cached_modules();
+    assert_eq!(kept, MAX_CACHED_MODULES, "{bytes} bytes");
+    // An evicted module (the least recently used) compiles again when it is needed.
+    let g = load(&rt, variant(&base, 0), 4);
+    let mut wc = worker(&rt, &g);
+    assert_eq!(call(&mut wc, b"k").unwrap(), CmdOutcome::Pass);
+    assert_eq!(rt.cached_modules().0, MAX_CACHED_MODULES);
 }

@@ -32,9 +32,11 @@ pub struct AuditEntry {
     /// The name of the token the call carried (null in the console's own events and in
     /// entries from before tokens had names).
     #[serde(default)]
+    #[schema(required = true)]
     pub token: Option<String>,
     /// That token's role.
     #[serde(default)]
+    #[schema(required = true)]
     pub role: Option<Role>,
     pub method: String,
     /// The path and query as called.

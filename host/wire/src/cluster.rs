@@ -59,6 +59,7 @@ pub struct OverviewFailover {
     /// Down groups that are not failing over, and why.
     pub not_failing_over: Vec<GroupStatus>,
     /// The newest failover, if any.
+    #[schema(required = true)]
     pub last: Option<FailoverEvent>,
 }
 
@@ -98,15 +99,22 @@ pub struct ServerView {
     /// Its last check answered.
     pub up: bool,
     /// The role it reports itself (`ROLE`): `master`, `slave`.
+    #[schema(required = true)]
     pub role_reported: Option<String>,
     /// `master_link_status`, for a replica.
+    #[schema(required = true)]
     pub master_link: Option<String>,
+    #[schema(required = true)]
     pub repl_offset: Option<i64>,
+    #[schema(required = true)]
     pub memory_bytes: Option<u64>,
+    #[schema(required = true)]
     pub keys: Option<u64>,
     /// Why its last check failed.
+    #[schema(required = true)]
     pub error: Option<String>,
     /// A replica: the master's last known offset minus its own.
+    #[schema(required = true)]
     pub lag_bytes: Option<i64>,
 }
 
@@ -150,42 +158,51 @@ pub struct Promote {
 // === slots ===
 
 /// Where a slot's migration stands. Persisted at every step, so a dashboard killed at any
-/// point is replaced by one that resumes from here.
+/// point is replaced by one that resumes from here (`tessera_control::migrate::machine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ActionState {
     /// Waiting for room under the per-group cap.
     Pending,
-    /// "owner = target, migrating from source" is being pushed; no key moves yet.
+    /// Its keys are being copied to the target while the source serves it.
+    Copying,
+    /// Held in every proxy for its handoff.
+    Handoff,
+    /// Its owner is settled (`SlotView::group`); the other group's copies are being deleted.
+    Cleanup,
+    // Written by dashboards before migration v3 (docs/migration.md, "Upgrading"):
+    /// Blocked in every proxy; no key moved yet. Resumed as a handoff to release.
     Preparing,
-    /// Every online proxy acknowledged it.
+    /// Routed to the target, keys split between the groups: only the dashboard that started
+    /// it can finish it.
     Prepared,
-    /// The mover is moving keys (and proxies move the keys they touch).
+    /// As `Prepared`, with its mover running.
     Migrating,
-    /// A full pass found no key left; "owner = target" is being pushed.
+    /// Every key on the target, its owner push under way. Resumed as a cleanup.
     Finished,
 }
 
-/// A migration of one slot. An abort is a migration back: source and target swap and the
-/// keys already moved return the same way.
+/// A migration of one slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SlotAction {
     pub state: ActionState,
     pub source: GroupId,
     pub target: GroupId,
+    /// An abort turned it back to its source.
     #[serde(default)]
+    #[schema(required = true)]
     pub aborting: bool,
 }
 
 impl SlotAction {
-    /// Proxies route the slot to the target (moving keys from the source) from `Prepared` on.
-    pub fn routes_to_target(&self) -> bool {
-        self.state >= ActionState::Prepared
+    /// Proxies hold the slot's commands.
+    pub fn blocks(&self) -> bool {
+        matches!(self.state, ActionState::Handoff | ActionState::Preparing)
     }
 
-    /// Proxies hold the slot (first phase of the barrier).
-    pub fn blocks(&self) -> bool {
-        self.state == ActionState::Preparing
+    /// A migration a dashboard before v3 left half-way, which this one cannot finish.
+    pub fn is_legacy_mid_move(&self) -> bool {
+        matches!(self.state, ActionState::Prepared | ActionState::Migrating)
     }
 }
 
@@ -194,6 +211,7 @@ impl SlotAction {
 pub struct SlotView {
     pub id: u16,
     /// The owner; `null`: unassigned.
+    #[schema(required = true)]
     pub group: Option<GroupId>,
     /// Its migration, while it moves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,6 +263,7 @@ pub struct ProxyView {
     /// Its last health check answered.
     pub up: bool,
     /// The topology epoch it routes with.
+    #[schema(required = true)]
     pub epoch: Option<u64>,
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,19 +32,24 @@ pub struct ClusterView {
     /// The store's URL.
     pub store: String,
     /// The dashboard its lock node names.
+    #[schema(required = true)]
     pub dashboard: Option<DashboardSummary>,
     /// Its dashboard answered the overview.
     pub reachable: bool,
+    #[schema(required = true)]
     pub overview: Option<Overview>,
     /// Why the console cannot use it now (no dashboard, store down, duplicate name, no
     /// answer).
+    #[schema(required = true)]
     pub error: Option<String>,
     /// Whether the console has a token for it (reads and changes need one).
     pub has_token: bool,
     /// The role of that token, as the dashboard told (null: no token, or no answer).
+    #[schema(required = true)]
     pub token_role: Option<Role>,
     /// What the user may do there through the console: the lower of its own role and the
     /// token's (null when the token's is unknown).
+    #[schema(required = true)]
     pub role: Option<Role>,
 }
 
@@ -53,6 +58,7 @@ pub struct ClusterView {
 pub struct StoreView {
     pub url: String,
     pub ok: bool,
+    #[schema(required = true)]
     pub error: Option<String>,
     /// The clusters found there.
     pub clusters: Vec<String>,

@@ -19,8 +19,10 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorDetail {
     /// A stable machine-readable word: `bad_request`, `unauthorized`, `forbidden`,
-    /// `not_found`, `conflict`, `too_large`, `push_incomplete`, `unavailable`, `internal`;
-    /// the console adds `cluster_token`, `bad_gateway`, `csrf`, `too_many_attempts`, ….
+    /// `not_found`, `conflict`, `too_large`, `too_many_requests`, `push_incomplete`,
+    /// `unavailable`, `internal`; the console adds `cluster_token`, `bad_gateway`, `csrf`,
+    /// `locked_out`, `too_many_attempts`, `busy` and `method_not_allowed`. A string, not an
+    /// enumeration: a client keeps working when a server of another version adds one.
     pub code: String,
     /// What happened and, where it helps, what to do.
     pub message: String,

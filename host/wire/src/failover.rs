@@ -17,19 +17,24 @@ use crate::topology::GroupId;
 pub struct FailoverSettings {
     /// Off unless an admin turns it on.
     #[serde(default)]
+    #[schema(required = true)]
     pub enabled: bool,
     /// The most replication stream (bytes) the promoted replica may lack of what the old
     /// master had at its last check: the bound on acknowledged writes lost.
     #[serde(default = "default_max_lag")]
+    #[schema(required = true)]
     pub max_lag_bytes: u64,
     /// Online proxies that must see the master down; 0: a majority of them.
     #[serde(default)]
+    #[schema(required = true)]
     pub quorum: u32,
     /// Consecutive failed checks of the master before failover is considered.
     #[serde(default = "default_down_after")]
+    #[schema(required = true)]
     pub down_after_checks: u32,
     /// Seconds after a failover of a group before another one of it.
     #[serde(default = "default_cooldown")]
+    #[schema(required = true)]
     pub cooldown_secs: u64,
 }
 
@@ -87,6 +92,7 @@ pub struct Pending {
     pub decided_ms: u64,
     /// From the master's first failed check to the decision (this dashboard's clock).
     #[serde(default)]
+    #[schema(required = true)]
     pub detect_ms: Option<u64>,
 }
 
@@ -113,11 +119,14 @@ pub struct FailoverEvent {
     /// From the master's first failed check to the new topology acknowledged by every proxy
     /// (`None` when a successor dashboard completed it).
     #[serde(default)]
+    #[schema(required = true)]
     pub failover_ms: Option<u64>,
     #[serde(default)]
+    #[schema(required = true)]
     pub detect_ms: Option<u64>,
     /// Completed by a dashboard other than the one that decided it.
     #[serde(default)]
+    #[schema(required = true)]
     pub resumed: bool,
 }
 
@@ -154,6 +163,7 @@ pub struct FailoverView {
     pub settings: FailoverSettings,
     /// Down groups that are not failing over, and why.
     pub groups: Vec<GroupStatus>,
+    #[schema(required = true)]
     pub pending: Option<Pending>,
     pub rejoin: Vec<Rejoin>,
     /// Newest first, the last 20.

@@ -42,7 +42,9 @@ pub struct ThrottleChange {
 /// A migration's speed caps in force; `None` is no cap.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ThrottleLimits {
+    #[schema(required = true)]
     pub max_keys_per_sec: Option<u64>,
+    #[schema(required = true)]
     pub max_bytes_per_sec: Option<u64>,
 }
 
@@ -86,35 +88,42 @@ pub struct Aborted {
 /// `GET /api/migrations`: what moves, how fast, and what holds it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MigrationStatus {
-    /// Every slot with a migration, and the ones finishing (until every proxy routes them
-    /// to their new owner).
+    /// Every slot with a migration, queued ones included, by slot.
     pub slots: Vec<SlotProgress>,
+    /// Slots whose `phase` is `pending`.
     pub pending: usize,
     pub in_flight: usize,
-    /// Keys moved by this dashboard since it started.
+    /// Keys copied by this dashboard since it started (a key copied again counts again).
     pub keys_moved: u64,
-    /// Their memory on the sources (`MEMORY USAGE`), since it started.
+    /// Their serialized size (DUMP payloads; a big key's elements).
     pub bytes_moved: u64,
     pub keys_per_sec: f64,
     pub bytes_per_sec: f64,
-    /// Keys and bytes the running migration has moved (since the driver last was idle).
+    /// Keys and bytes the running migration has copied (since the driver last was idle).
     pub run_keys_moved: u64,
     pub run_bytes_moved: u64,
-    /// Keys still to move, estimated per source group from its master's key count over the
-    /// slots it owns; `None` while nothing moves.
+    /// Keys still to copy: per slot in its first round, its source's keys per owned slot
+    /// less what was copied of it; after, the keys written during its last round. `None`
+    /// while nothing moves.
+    #[schema(required = true)]
     pub keys_left: Option<u64>,
+    #[schema(required = true)]
     pub eta_secs: Option<f64>,
     /// The cap set on the running migration.
     pub throttle: ThrottleLimits,
-    /// The slowest command the mover sent since this dashboard started.
+    /// The slowest command the copy sent since this dashboard started.
+    #[schema(required = true)]
     pub slowest_command: Option<SlowestCommand>,
-    /// Why the driver waits (e.g. a proxy that does not acknowledge a step).
+    /// Why the driver waits (e.g. a proxy that does not acknowledge a step, a handoff
+    /// given up, stale keys that could not be deleted yet).
+    #[schema(required = true)]
     pub blocked: Option<String>,
     pub max_slots_in_flight: usize,
-    /// An abort was asked for; the driver turns the slots around at its next step.
+    /// An abort was asked for and is not applied yet.
     pub abort_pending: bool,
     /// The write pause of the handoffs this dashboard drove: from the push that held the
     /// slots to the one that routed them to their target (`None` before the first).
+    #[schema(required = true)]
     pub write_pause: Option<PauseStats>,
 }
 
@@ -122,14 +131,51 @@ pub struct MigrationStatus {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SlotProgress {
     pub slot: u16,
+    /// What the store holds: pending, copying, handoff or cleanup.
     pub state: ActionState,
+    /// Where the driver has it, finer than `state`.
+    pub phase: MigrationPhase,
     pub source: GroupId,
     pub target: GroupId,
     pub aborting: bool,
+    /// Keys of the slot copied so far.
     pub keys_moved: u64,
+    /// Copy rounds ended (round 0 is the SCAN of the source).
+    pub round: u32,
+    /// Keys written during the last round, copied again in the next.
+    pub changed_last_round: usize,
+    /// The last round left little enough for a handoff.
+    pub converged: bool,
 }
 
-/// The slowest command the mover sent, how long it may have blocked a server.
+/// Where the migration driver has a slot (docs/migration.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MigrationPhase {
+    /// Queued, waiting for room under the per-group cap.
+    Pending,
+    /// The target's keys of the slot (left by an earlier, aborted or crashed copy) are
+    /// being deleted before the copy starts.
+    Purging,
+    /// Copy rounds run; the source serves the slot.
+    Copying,
+    /// The push that holds the slot in every proxy is out.
+    Blocking,
+    /// Every proxy holds the slot: the final copy runs.
+    Blocked,
+    /// A handoff that could not finish (a proxy did not take the hold, the final copy did
+    /// not fit its budget, the capture broke): the push that routes the slot to its source
+    /// again is out, retried until every proxy has it.
+    Releasing,
+    /// The slot is saved as the target's; the push that routes it there is out.
+    Switching,
+    /// Routed to its owner; the other group's copies are being deleted.
+    Cleanup,
+    /// Nothing left to do: the action is cleared.
+    Done,
+}
+
+/// The slowest command the copy sent, how long it may have blocked a server.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SlowestCommand {
     pub ms: f64,
@@ -206,6 +252,7 @@ pub struct Rebalance {
 pub struct RebalanceAnswer {
     pub dry_run: bool,
     /// What was evened out (as asked, for queued planned moves).
+    #[schema(required = true)]
     pub by: Option<RebalanceBy>,
     /// How many slots move.
     pub slots: usize,
@@ -272,8 +319,12 @@ pub struct GroupTotals {
     pub memory: f64,
     /// The last scan saw every key of the group (else the counts are a scaled sample);
     /// `null` before the first scan.
+    #[schema(required = true)]
     pub keys_exact: Option<bool>,
+    #[schema(required = true)]
     pub keys_scanned: Option<u64>,
+    #[schema(required = true)]
     pub dbsize: Option<u64>,
+    #[schema(required = true)]
     pub keys_at_unix: Option<u64>,
 }

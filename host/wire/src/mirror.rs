@@ -37,14 +37,15 @@ pub struct MirrorConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     pub mode: Mode,
-    /// Commands sent and not yet answered by the shadow, per worker thread; past it commands
-    /// are dropped (counted), never waited for.
+    /// Commands sent and not yet answered by the shadow, per proxy; past it commands are
+    /// dropped (counted), never waited for.
     pub max_queue: usize,
     /// Bytes held for those commands (the request and, when compared, the primary's reply),
-    /// per worker thread.
+    /// per proxy.
     pub max_queue_bytes: usize,
     /// A command larger than this is not mirrored (counted); a primary reply larger than this
-    /// is not kept for comparison (the command is still mirrored).
+    /// is not kept for comparison (the command is still mirrored); a shadow reply larger than
+    /// this is not read to its end (dropped, counted, its connection closed).
     pub max_command_bytes: usize,
 }
 
@@ -179,7 +180,7 @@ pub struct Figures {
     pub mismatched: u64,
     pub uncompared: u64,
     pub errors: u64,
-    /// By reason: queue_full, queue_bytes, too_large.
+    /// By reason: queue_full, queue_bytes, too_large, reply_too_large.
     pub dropped: std::collections::BTreeMap<String, u64>,
     pub queue_entries: u64,
     pub queue_bytes: u64,
@@ -194,6 +195,7 @@ pub struct ProxyMirror {
     /// The version of the mirror document in force (0: none pushed).
     pub version: u64,
     /// `null`: mirroring off.
+    #[schema(required = true)]
     pub config: Option<MirrorSettingsView>,
     pub figures: Figures,
     /// Newest first.
@@ -206,6 +208,7 @@ pub struct ProxyMirror {
 pub struct MirrorView {
     pub version: u64,
     /// `null`: mirroring off.
+    #[schema(required = true)]
     pub config: Option<MirrorSettingsView>,
     pub figures: Figures,
     pub proxies: Vec<ProxyMirrorEntry>,

@@ -7,8 +7,23 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// The largest module the catalog accepts.
-pub const MAX_MODULE: usize = 32 << 20;
+/// The largest module the catalog accepts. The plugins shipped are 140–230 KiB; every byte
+/// costs compile time on the dashboard (its check) and on each proxy at every push (about
+/// 0.4 s of one core per MiB: a 28 MB module took 9–13 s), so the cap leaves ample room for
+/// real plugins and keeps one compile to a few seconds.
+pub const MAX_MODULE: usize = 8 << 20;
+/// The most plugins a catalog may enable. Every proxy sizes its pool of plugin instances for
+/// this many (`PluginHost`: one warm instance per plugin per worker thread, two during a
+/// reload), so the dashboard refuses a catalog over it before persisting or pushing it, and a
+/// proxy refuses one pushed anyway and keeps the plugins in force.
+pub const MAX_ENABLED: usize = 16;
+/// The most plugins a catalog holds, enabled or not: each is a module of up to
+/// [`MAX_MODULE`] in the store, read back by every proxy that enables it.
+pub const MAX_PLUGINS: usize = 64;
+/// The largest catalog document (configs included): under etcd's request limit (1.5 MiB, the
+/// document is one key) and the 2 MB a proxy's admin API accepts for a push, so a catalog the
+/// dashboard saves is one every store keeps and every proxy takes.
+pub const MAX_CATALOG_BYTES: usize = 1 << 20;
 
 /// One plugin in a cluster's catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -131,6 +146,7 @@ pub struct ProxyPlugins {
     pub chain_version: u64,
     pub plugins: Vec<LoadedPlugin>,
     /// Why the last change did not load.
+    #[schema(required = true)]
     pub last_error: Option<String>,
 }
 

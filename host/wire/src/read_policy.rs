@@ -115,8 +115,10 @@ pub struct ReplicaView {
     /// Its last health check answered.
     pub up: bool,
     /// `master_link_status` (`up`, `down`), as it reported it.
+    #[schema(required = true)]
     pub link: Option<String>,
     /// The master's last known offset minus the replica's.
+    #[schema(required = true)]
     pub lag_bytes: Option<i64>,
 }
 
@@ -141,5 +143,6 @@ pub struct ReplicaSeen {
     pub fresh: bool,
     /// How long ago the master probe it was last proven against was sent; `None`: never,
     /// or revoked.
+    #[schema(required = true)]
     pub proven_ms_ago: Option<u64>,
 }

@@ -37,8 +37,10 @@ pub struct RouteStatus {
     pub prefix: String,
     pub cluster: String,
     /// The other cluster's proxy this one forwards to; `None` when none answers.
+    #[schema(required = true)]
     pub target: Option<String>,
     /// Why there is no target (or why the last one was left).
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 
@@ -81,6 +83,7 @@ pub struct RoutesView {
 pub struct RouteView {
     pub prefix: String,
     pub cluster: String,
+    #[schema(required = true)]
     pub user: Option<String>,
 }
 
@@ -88,6 +91,7 @@ pub struct RouteView {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProxyRoutes {
     pub addr: String,
+    #[schema(required = true)]
     pub error: Option<String>,
     pub routes: Vec<RouteStatus>,
 }

@@ -109,6 +109,7 @@ pub struct HotKey {
     pub key_len: u64,
     pub truncated: bool,
     /// The key's slot (unknown for a truncated key).
+    #[schema(required = true)]
     pub slot: Option<u16>,
     /// Operations and request plus reply bytes over the window (estimates: never under the
     /// true count of a key kept every sub-window, over it by at most the sketch's error).
@@ -140,6 +141,7 @@ pub struct HotKeysView {
     /// The proxy's hot-key cache (`[hot_cache]`): hits, misses, fills, invalidations since
     /// start, entries and bytes now.
     #[serde(default)]
+    #[schema(required = true)]
     pub hot_cache: HotCacheFigures,
 }
 
@@ -224,6 +226,7 @@ pub struct ProxyInfo {
     pub uptime_secs: u64,
     /// Version of the users table in force (0: proxy.toml's).
     #[serde(default)]
+    #[schema(required = true)]
     pub users_version: u64,
 }
 
@@ -301,6 +304,7 @@ pub struct ClusterHotKeys {
     pub by_bytes: Vec<ClusterHotKey>,
     /// The proxies' hot-key caches, summed.
     #[serde(default)]
+    #[schema(required = true)]
     pub hot_cache: HotCacheFigures,
 }
 
@@ -317,8 +321,10 @@ pub struct ClusterHotKey {
     pub key: String,
     pub key_len: u64,
     pub truncated: bool,
+    #[schema(required = true)]
     pub slot: Option<u16>,
     /// The group owning the slot now (unknown for a truncated key or an unassigned slot).
+    #[schema(required = true)]
     pub group: Option<u32>,
     pub ops: u64,
     pub bytes: u64,

@@ -100,8 +100,10 @@ pub struct MasterSeen {
     /// It answered a PING (any reply, `-NOAUTH` included: the process is alive) in time.
     pub reachable: bool,
     #[serde(default)]
+    #[schema(required = true)]
     pub error: Option<String>,
     #[serde(default)]
+    #[schema(required = true)]
     pub rtt_us: Option<u64>,
 }
 

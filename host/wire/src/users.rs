@@ -152,9 +152,12 @@ pub struct ProxyUsers {
     /// Whether a fresh connection must AUTH.
     pub auth_required: bool,
     /// Whether the default user accepts any password.
+    #[schema(required = true)]
     pub default_nopass: bool,
     /// The entries (not the implicit default), sorted by name, without hashes.
+    #[schema(required = true)]
     pub users: Vec<UserView>,
     /// Why the last table offered (pushed or read at start) was not applied.
+    #[schema(required = true)]
     pub last_error: Option<String>,
 }

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use crate::scripts::Scripts;
+
 /// Smallest `min_bytes`: every integer and float Redis stores as a string (INCRBYFLOAT's
 /// longest is well under this) stays plain, so the INCR family keeps working.
 pub(crate) const MIN_THRESHOLD: usize = 64;
@@ -17,8 +19,9 @@ const MAX_MAX_VALUE: usize = 16 << 20;
 struct Raw {
     #[serde(default)]
     namespaces: Vec<RawNamespace>,
+    /// Parsed by `Scripts::parse` (a word or an object).
     #[serde(default)]
-    scripts: Scripts,
+    scripts: Option<serde_json::Value>,
     #[serde(default)]
     compression: Option<RawCompression>,
 }
@@ -49,17 +52,6 @@ fn default_min() -> usize {
 }
 fn default_max() -> usize {
     DEFAULT_MAX_VALUE
-}
-
-/// What a namespaced client's scripts (EVAL, EVALSHA, FCALL and their `_RO` forms) do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Scripts {
-    /// Refused: a script can name any key in its body.
-    #[default]
-    Refuse,
-    /// Run with their KEYS prefixed; the operator trusts the scripts to touch only KEYS.
-    PrefixKeys,
 }
 
 /// The checked config.
@@ -142,7 +134,7 @@ impl Config {
         Ok(Config {
             prefixes,
             users,
-            scripts: raw.scripts,
+            scripts: Scripts::parse(raw.scripts)?,
             compression,
         })
     }

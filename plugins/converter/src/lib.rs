@@ -13,6 +13,7 @@ mod config;
 mod namespace;
 mod plan;
 mod reply;
+mod scripts;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -77,7 +78,7 @@ impl Plugin for Converter {
         let name = String::from_utf8_lossy(c.name()).to_ascii_uppercase();
         let mut p = Plan::default();
         if ns.is_some()
-            && let Some(why) = namespace::refusal(c, self.cfg.scripts)
+            && let Some(why) = namespace::refusal(c, &self.cfg.scripts)
         {
             return out.deny_fmt(format_args!("ERR converter: {name} {why}"));
         }

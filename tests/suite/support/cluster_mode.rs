@@ -477,6 +477,11 @@ impl ClusterProxy {
         RawClient::connect(self.addr)
     }
 
+    /// Its admin API's address.
+    pub(crate) fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
     /// A client of its admin API, with the proxy secret (`without_token()` for a stranger).
     pub(crate) fn admin(&self) -> Api {
         Api::new(self.admin_addr, Some(&self.secret))

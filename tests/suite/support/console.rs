@@ -179,6 +179,11 @@ impl Console {
         LoginClient::new(self.addr, Ipv4Addr::new(127, 0, 0, last).into())
     }
 
+    /// Its HTTP address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// A client without a session.
     pub(crate) fn client(&self) -> ConsoleClient {
         ConsoleClient::new(self.addr)

@@ -1,10 +1,16 @@
-import { useEffect, useRef, useState } from 'react';
-import type { ClusterApi } from '../api';
-import { usePoll } from '../hooks';
-import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
+// The running migration's progress (GET /api/migrations, polled every second): percent done,
+// slots and keys left, keys/s, ETA, the write pause, and Abort.
+
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useState, useSyncExternalStore } from 'react';
+import { useAbort } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { MigrationStatus } from '../api/shapes';
 import { formatBytes, formatNumber } from '../lib/format';
+import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
+import { Samples } from '../lib/ring';
 import { ErrorBox, useConfirm, useNotices } from './ui';
-import type { MigrationStatus } from '../types';
 
 // One tracker per cluster for the page's life: the total of the migration being watched.
 const trackers = new Map<string, ProgressTracker>();
@@ -17,16 +23,15 @@ export function trackerFor(name: string): ProgressTracker {
   return t;
 }
 
-/** Polls the migration status every second; the samples give a client-side keys/s. */
+/** Polls the migration status every second; one sample of keys moved per answer gives a client-side keys/s. */
 export function useMigrations(c: ClusterApi, intervalMs = 1000) {
-  const poll = usePoll((s) => c.migrations(s), intervalMs, [c.name]);
-  const samples = useRef<KeySample[]>([]);
+  const q = useQuery({ ...reads.migrations(c), refetchInterval: intervalMs });
+  const [samples] = useState(() => new Samples<KeySample>(60));
+  const { data, dataUpdatedAt } = q;
   useEffect(() => {
-    if (!poll.data) return;
-    samples.current.push({ t: Date.now(), keys: poll.data.keys_moved });
-    if (samples.current.length > 60) samples.current.shift();
-  }, [poll.data]);
-  return { ...poll, samples: samples.current };
+    if (data) samples.add({ t: dataUpdatedAt, keys: data.keys_moved });
+  }, [samples, data, dataUpdatedAt]);
+  return { ...q, samples: useSyncExternalStore(samples.subscribe, samples.getSnapshot) };
 }
 
 export function MigrationProgress({
@@ -34,18 +39,16 @@ export function MigrationProgress({
   status,
   samples,
   error,
-  refresh,
 }: {
   c: ClusterApi;
-  status: MigrationStatus | null;
-  samples: KeySample[];
+  status: MigrationStatus | undefined;
+  samples: readonly KeySample[];
   error: unknown;
-  refresh: () => void;
 }) {
   const { run } = useNotices();
   const confirm = useConfirm();
+  const abort = useAbort(c);
   const tracker = trackerFor(c.name);
-  const [aborting, setAborting] = useState(false);
   if (!status) return <ErrorBox error={error} />;
   const active = status.slots.length;
   const p = tracker.observe(active);
@@ -63,14 +66,8 @@ export function MigrationProgress({
       'Abort migrations',
     );
     if (!ok) return;
-    setAborting(true);
-    try {
-      const r = await run('Abort', () => c.abort(), (r) => `${r.aborted} slot migration(s) aborted`);
-      if (r) tracker.abortedSome(r.aborted);
-    } finally {
-      setAborting(false);
-    }
-    refresh();
+    const r = await run('Abort', () => abort.mutateAsync(undefined), (r) => `${r.aborted} slot migration(s) aborted`);
+    if (r) tracker.abortedSome(r.aborted);
   };
 
   const state = tracker.state(active, turning);
@@ -83,8 +80,8 @@ export function MigrationProgress({
           {state}
         </span>
         <span className="spacer" />
-        <button className="danger" onClick={abortAll} disabled={active === 0 || aborting} data-testid="abort-all">
-          {aborting ? 'Aborting…' : 'Abort'}
+        <button className="danger" onClick={abortAll} disabled={active === 0 || abort.isPending} data-testid="abort-all">
+          {abort.isPending ? 'Aborting…' : 'Abort'}
         </button>
       </div>
       <div className="progress-bar" aria-label="migration progress">

@@ -1,3 +1,6 @@
+// The overview's live QPS chart (uPlot): the series' last five minutes, total and one line per
+// proxy, redrawn when the series' version changes.
+
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import { formatShort } from '../lib/format';

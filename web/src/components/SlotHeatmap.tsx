@@ -1,8 +1,9 @@
 // The slot heatmap: ops/s or memory per slot (GET /api/slots/stats), in the slot map's layout.
 
+import { useQuery } from '@tanstack/react-query';
 import { memo, useMemo, useState } from 'react';
-import type { ClusterApi } from '../api';
-import { usePoll } from '../hooks';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
 import { formatBytes, formatShort } from '../lib/format';
 import { heatColor, heatValues, type HeatMeasure } from '../lib/heat';
 
@@ -22,7 +23,7 @@ const HeatCell = memo(function HeatCell({ slot, value, max, measure }: { slot: n
 });
 
 export function SlotHeatmap({ c }: { c: ClusterApi }) {
-  const stats = usePoll((s) => c.slotStats(s), 2000, [c.name]);
+  const stats = useQuery({ ...reads.slotStats(c), refetchInterval: 2000 });
   const [measure, setMeasure] = useState<HeatMeasure>('ops');
   const values = useMemo(() => heatValues(stats.data, measure), [stats.data, measure]);
   const max = Math.max(0, ...values);

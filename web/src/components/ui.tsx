@@ -1,5 +1,8 @@
+// The app's small shared pieces: error text and box, notices (results and errors of actions),
+// the confirm dialog of destructive actions, stat cards and badges.
+
 import { createContext, useCallback, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
-import { ApiError } from '../api';
+import { ApiError } from '../api/error';
 
 /** Operator-facing text of an error: the API's code and message. */
 export function errorText(e: unknown): string {
@@ -33,7 +36,7 @@ interface Notices {
 
 const NoticesCtx = createContext<Notices>({
   notify: () => {},
-  run: async (_w, f) => f(),
+  run: (_w, f) => f(),
 });
 
 export function useNotices() {
@@ -94,8 +97,8 @@ interface ConfirmRequest {
   resolve: (ok: boolean) => void;
 }
 
-const ConfirmCtx = createContext<(title: string, body: ReactNode, confirmLabel?: string) => Promise<boolean>>(
-  async () => true,
+const ConfirmCtx = createContext<(title: string, body: ReactNode, confirmLabel?: string) => Promise<boolean>>(() =>
+  Promise.resolve(true),
 );
 
 export function useConfirm() {

@@ -1,11 +1,11 @@
 // The slot heatmap's scale: a value per slot to a color, relative to the busiest slot.
 
-import type { SlotStats } from '../types';
+import type { SlotStats } from '../api/shapes';
 
 export type HeatMeasure = 'ops' | 'memory';
 
 /** The per-slot values of a measure (1024 entries, 0 where none). */
-export function heatValues(stats: SlotStats | null, m: HeatMeasure): number[] {
+export function heatValues(stats: SlotStats | null | undefined, m: HeatMeasure): number[] {
   const v = stats ? (m === 'ops' ? stats.slots.ops_per_sec : stats.slots.memory) : [];
   return Array.from({ length: 1024 }, (_, i) => v[i] ?? 0);
 }

@@ -1,7 +1,7 @@
 // Migration progress maths: keys per second from samples, ETA, and a progress percentage
 // that survives slots leaving the status list as they finish.
 
-import type { MigrationStatus } from '../types';
+import type { MigrationStatus } from '../api/shapes';
 
 export interface KeySample {
   /** ms */
@@ -10,7 +10,7 @@ export interface KeySample {
 }
 
 /** Keys per second over the samples within `windowMs` of the newest; 0 with too few. */
-export function keysPerSecond(samples: KeySample[], windowMs = 10_000): number {
+export function keysPerSecond(samples: readonly KeySample[], windowMs = 10_000): number {
   if (samples.length < 2) return 0;
   const last = samples[samples.length - 1];
   const inWindow = samples.filter((s) => last.t - s.t <= windowMs);
@@ -69,7 +69,7 @@ export function donePercent(
   bySlots: Progress,
 ): number {
   if (st.slots.length === 0) return bySlots.percent;
-  const moved = st.run_keys_moved ?? 0;
+  const moved = st.run_keys_moved;
   const left = st.keys_left;
   if (left == null || moved + left === 0) return bySlots.percent;
   return Math.min(99.9, Math.floor((moved / (moved + left)) * 1000) / 10);
@@ -77,7 +77,6 @@ export function donePercent(
 
 /** "20000 keys/s, 2.0 MiB/s", or null for no cap. */
 export function describeThrottle(t: MigrationStatus['throttle'], formatBytes: (n: number) => string): string | null {
-  if (!t) return null;
   const parts: string[] = [];
   if (t.max_keys_per_sec != null) parts.push(`${t.max_keys_per_sec} keys/s`);
   if (t.max_bytes_per_sec != null) parts.push(`${formatBytes(t.max_bytes_per_sec)}/s`);

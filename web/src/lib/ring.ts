@@ -1,5 +1,6 @@
-// A fixed-size ring buffer and the QPS series the overview chart draws: one sample a second,
-// the last five minutes, total and per proxy.
+// A fixed-size ring buffer, the samples a chart draws (one per answered poll, as a store a view
+// subscribes to), and the QPS series of the overview chart: the last five minutes, total and
+// per proxy.
 
 export class RingBuffer<T> {
   private buf: (T | undefined)[];
@@ -7,7 +8,7 @@ export class RingBuffer<T> {
   private len = 0;
   constructor(readonly capacity: number) {
     if (capacity < 1) throw new Error('capacity must be at least 1');
-    this.buf = new Array(capacity);
+    this.buf = new Array<T | undefined>(capacity);
   }
   get length() {
     return this.len;
@@ -30,7 +31,48 @@ export class RingBuffer<T> {
   clear() {
     this.start = 0;
     this.len = 0;
-    this.buf = new Array(this.capacity);
+    this.buf = new Array<T | undefined>(this.capacity);
+  }
+}
+
+/**
+ * Samples in time order, the newest `capacity` of them, as a store for useSyncExternalStore:
+ * a view adds one per answer it gets (in an effect) and renders what `version` says is new.
+ */
+export class Samples<T extends { t: number }> {
+  readonly ring: RingBuffer<T>;
+  private version = 0;
+  private snapshot: readonly T[] = [];
+  private readonly listeners = new Set<() => void>();
+  constructor(capacity: number) {
+    this.ring = new RingBuffer(capacity);
+  }
+  /** Keeps `s` unless it is not newer than the last sample (a late reply); whether it did. */
+  add(s: T): boolean {
+    const prev = this.ring.last();
+    if (prev && s.t <= prev.t) return false;
+    this.ring.push(s);
+    this.added(s);
+    this.version++;
+    this.snapshot = this.ring.toArray();
+    for (const l of this.listeners) l();
+    return true;
+  }
+  /** For subclasses: what else a new sample changes, before anyone is told. */
+  protected added(_s: T): void {}
+  readonly subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+  /** Changes with every sample kept. */
+  readonly getVersion = (): number => this.version;
+  /** The samples, oldest first: a new array after every sample kept, the same one until then. */
+  readonly getSnapshot = (): readonly T[] => this.snapshot;
+  toArray(): T[] {
+    return this.ring.toArray();
+  }
+  last(): T | undefined {
+    return this.ring.last();
   }
 }
 
@@ -45,19 +87,13 @@ export interface QpsSample {
 /** Five minutes at one sample a second. */
 export const QPS_WINDOW = 300;
 
-export class QpsSeries {
-  readonly ring: RingBuffer<QpsSample>;
+export class QpsSeries extends Samples<QpsSample> {
   private proxyOrder: string[] = [];
   constructor(capacity = QPS_WINDOW) {
-    this.ring = new RingBuffer(capacity);
+    super(capacity);
   }
-  add(s: QpsSample) {
-    const prev = this.ring.last();
-    // A sample older than or as old as the last one (a late reply) is dropped.
-    if (prev && s.t <= prev.t) return false;
-    this.ring.push(s);
+  protected override added(s: QpsSample) {
     for (const k of Object.keys(s.perProxy)) if (!this.proxyOrder.includes(k)) this.proxyOrder.push(k);
-    return true;
   }
   /** Proxies seen in the samples still held, in the order first seen. */
   proxies(): string[] {

@@ -1,7 +1,7 @@
 // Slot-map logic: summarising ownership into ranges, and range selection by click,
 // shift-click and drag.
 
-import type { Slot } from '../types';
+import type { Slot } from '../api/shapes';
 
 export const SLOT_COUNT = 1024;
 

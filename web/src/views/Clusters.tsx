@@ -1,8 +1,13 @@
-import { api } from '../api';
+// The clusters the console federates (GET /api/clusters): health, load, size and prefix
+// routes of each, with a link to its page.
+
+import { useQuery } from '@tanstack/react-query';
+import { api } from '../api/client';
+import { consoleReads } from '../api/queries';
+import type { ClusterSummary, Overview } from '../api/shapes';
 import { Badge, ErrorBox } from '../components/ui';
 import { formatBytes, formatNumber } from '../lib/format';
-import { hrefFor, usePoll } from '../hooks';
-import type { ClusterSummary, Overview } from '../types';
+import { hrefFor } from '../routing';
 
 /** Health of a cluster in a word, for the badge. */
 export function clusterHealth(c: ClusterSummary): { ok: boolean | null; text: string } {
@@ -20,8 +25,7 @@ export function clusterHealth(c: ClusterSummary): { ok: boolean | null; text: st
 
 /** A cluster's prefix routes to other clusters, one a line ("user: → b"), or "—". */
 function RoutesCell({ o }: { o: Overview | null }) {
-  // Absent on older dashboards.
-  const routes = Array.isArray(o?.routes) ? o.routes : [];
+  const routes = o?.routes ?? [];
   if (!routes.length) return <>—</>;
   return (
     <>
@@ -100,7 +104,7 @@ export function ClustersTable({ clusters }: { clusters: ClusterSummary[] }) {
 }
 
 export function Clusters() {
-  const { data, error } = usePoll((s) => api.clusters(s), 3000);
+  const { data, error } = useQuery({ ...consoleReads.clusters(api), refetchInterval: 3000 });
   return (
     <section>
       <h2>Clusters</h2>

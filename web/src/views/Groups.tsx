@@ -1,10 +1,15 @@
+// A cluster's groups and their servers (health, role, replication lag, memory, keys): add and
+// delete groups, add, remove and promote servers; the read policy above them.
+
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useAddServer, useCreateGroup, useDeleteGroup, usePromote, useRemoveServer } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { Group, Server } from '../api/shapes';
 import { Badge, ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatBytes, formatNumber } from '../lib/format';
 import { groupColor } from '../lib/slots';
-import type { Group, Server } from '../types';
 import { ReadPolicyPanel } from './ReadPolicy';
 
 function lagText(s: Server): string {
@@ -14,22 +19,21 @@ function lagText(s: Server): string {
 }
 
 export function Groups({ c }: { c: ClusterApi }) {
-  const { data, error, refresh } = usePoll((s) => c.groups(s), 2000, [c.name]);
-  const { run } = useNotices();
+  const { data, error } = useQuery({ ...reads.groups(c), refetchInterval: 2000 });
+  const { run, notify } = useNotices();
   const confirm = useConfirm();
+  const create = useCreateGroup(c);
+  const del = useDeleteGroup(c);
   const [newId, setNewId] = useState('');
 
   const addGroup = async () => {
     const id = newId.trim() ? Number(newId) : undefined;
     if (id !== undefined && !(Number.isInteger(id) && id > 0)) {
-      await run('Add group', async () => {
-        throw new Error('a group id is a positive whole number (or empty for the next free one)');
-      });
+      notify('error', 'Add group: a group id is a positive whole number (or empty for the next free one)');
       return;
     }
-    const g = await run('Add group', () => c.createGroup(id), (g) => `group ${g.id} created`);
+    const g = await run('Add group', () => create.mutateAsync(id), (g) => `group ${g.id} created`);
     if (g) setNewId('');
-    refresh();
   };
 
   return (
@@ -57,12 +61,10 @@ export function Groups({ c }: { c: ClusterApi }) {
           key={g.id}
           g={g}
           c={c}
-          refresh={refresh}
           onDelete={async () => {
             if (!(await confirm(`Delete group ${g.id}?`, 'Only a group with no slots and no servers can be deleted.', 'Delete group')))
               return;
-            await run('Delete group', () => c.deleteGroup(g.id), () => `group ${g.id} deleted`);
-            refresh();
+            await run('Delete group', () => del.mutateAsync(g.id), () => `group ${g.id} deleted`);
           }}
           confirm={confirm}
         />
@@ -74,17 +76,18 @@ export function Groups({ c }: { c: ClusterApi }) {
 function GroupCard({
   g,
   c,
-  refresh,
   onDelete,
   confirm,
 }: {
   g: Group;
   c: ClusterApi;
-  refresh: () => void;
-  onDelete: () => void;
+  onDelete: () => Promise<void>;
   confirm: ReturnType<typeof useConfirm>;
 }) {
   const { run } = useNotices();
+  const add = useAddServer(c);
+  const removeServer = useRemoveServer(c);
+  const promoteServer = usePromote(c);
   const [addr, setAddr] = useState('');
   const [err, setErr] = useState<string | null>(null);
 
@@ -95,9 +98,8 @@ function GroupCard({
       return;
     }
     setErr(null);
-    const r = await run(`Add server to group ${g.id}`, () => c.addServer(g.id, a), () => `${a} added to group ${g.id}`);
+    const r = await run(`Add server to group ${g.id}`, () => add.mutateAsync({ group: g.id, addr: a }), () => `${a} added to group ${g.id}`);
     if (r) setAddr('');
-    refresh();
   };
   const remove = async (s: Server) => {
     const ok = await confirm(
@@ -108,8 +110,7 @@ function GroupCard({
       'Remove server',
     );
     if (!ok) return;
-    await run('Remove server', () => c.removeServer(g.id, s.addr), () => `${s.addr} removed from group ${g.id}`);
-    refresh();
+    await run('Remove server', () => removeServer.mutateAsync({ group: g.id, addr: s.addr }), () => `${s.addr} removed from group ${g.id}`);
   };
   const promote = async (s: Server) => {
     const ok = await confirm(
@@ -118,8 +119,7 @@ function GroupCard({
       'Promote',
     );
     if (!ok) return;
-    await run('Promote', () => c.promote(g.id, s.addr), () => `${s.addr} is now the master of group ${g.id}`);
-    refresh();
+    await run('Promote', () => promoteServer.mutateAsync({ group: g.id, addr: s.addr }), () => `${s.addr} is now the master of group ${g.id}`);
   };
 
   return (
@@ -201,7 +201,6 @@ function GroupCard({
         </button>
         {err && <span className="error-text small">{err}</span>}
       </div>
-      <ErrorBox error={null} />
     </div>
   );
 }

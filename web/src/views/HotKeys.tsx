@@ -1,10 +1,11 @@
 // The cluster's hot keys (GET /api/hotkeys): the top keys by operations and by bytes over the
 // proxies' recent window, summed over the proxies, with the share each proxy saw.
-import type { ClusterApi } from '../api';
+import { useQuery } from '@tanstack/react-query';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { HotCacheFigures, HotKey } from '../api/shapes';
 import { ErrorBox, Stat } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatBytes, formatNumber } from '../lib/format';
-import type { HotCacheFigures, HotKey } from '../types';
 
 /** Hits over the cache's lookups (hits and misses) since the proxies started. */
 export function hitRate(f: HotCacheFigures): string {
@@ -13,7 +14,7 @@ export function hitRate(f: HotCacheFigures): string {
 }
 
 export function HotKeysView({ c }: { c: ClusterApi }) {
-  const hot = usePoll((s) => c.hotKeys(s), 3000, [c.name]);
+  const hot = useQuery({ ...reads.hotKeys(c), refetchInterval: 3000 });
   const v = hot.data;
   return (
     <section>

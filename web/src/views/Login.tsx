@@ -1,5 +1,7 @@
+// The login form (POST /auth/login): shown whenever there is no session.
+
 import { useState, type FormEvent } from 'react';
-import { api } from '../api';
+import { api } from '../api/client';
 import { ErrorBox } from '../components/ui';
 
 export function Login({ onLogin }: { onLogin: (user: string) => void }) {

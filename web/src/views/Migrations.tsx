@@ -1,23 +1,32 @@
+// Migrations: the running one's progress, moving a slot range, rebalancing (by slot count and
+// weights, or by measured load or memory: a plan previewed, then executed), the slots in flight.
+
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useAbort, useMigrate, usePlanRebalance, useRebalance } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { RebalanceBy, RebalanceResult } from '../api/shapes';
 import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
-import { summarizeFlight } from '../lib/migration';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatBytes, formatNumber } from '../lib/format';
+import { summarizeFlight } from '../lib/migration';
 import { groupColor, parseRange, planDelta, rangeLabel, summarizeMoves } from '../lib/slots';
-import type { RebalanceBy, RebalanceReply } from '../types';
 
 export function Migrations({ c }: { c: ClusterApi }) {
   const mig = useMigrations(c);
-  const groups = usePoll((s) => c.groups(s), 5000, [c.name]);
+  const groups = useQuery({ ...reads.groups(c), refetchInterval: 5000 });
   const { run, notify } = useNotices();
   const confirm = useConfirm();
+  const migrate = useMigrate(c);
+  const abort = useAbort(c);
+  const planRebalance = usePlanRebalance(c);
+  const rebalance = useRebalance(c);
   const [range, setRange] = useState('');
   const [target, setTarget] = useState<number | ''>('');
   const [rangeErr, setRangeErr] = useState<string | null>(null);
   const [weights, setWeights] = useState<Record<number, string>>({});
-  const [plan, setPlan] = useState<RebalanceReply | null>(null);
+  const [plan, setPlan] = useState<RebalanceResult | null>(null);
   const [planWeights, setPlanWeights] = useState<Record<string, number> | undefined>(undefined);
   const [by, setBy] = useState<RebalanceBy>('slots');
   const [tolerance, setTolerance] = useState('10');
@@ -33,11 +42,10 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const before = mig.data?.slots.length ?? 0;
     const rep = await run(
       `Migrate slots ${rangeLabel(r.from, r.to)}`,
-      () => c.migrate(r.from, r.to, target),
+      () => migrate.mutateAsync({ from: r.from, to: r.to, group: target }),
       (x) => `${x.queued} slot(s) queued to move to group ${target}`,
     );
     if (rep) trackerFor(c.name).start(rep.queued, before);
-    mig.refresh();
   };
 
   const currentWeights = (): Record<string, number> | undefined | string => {
@@ -60,7 +68,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const tol = Number(tolerance);
     if (measured && !(tol >= 0 && tol <= 100)) return setRangeErr('the tolerance is a percent, 0 to 100');
     const p = await run('Rebalance preview', () =>
-      measured ? c.rebalance(true, undefined, by, tol) : c.rebalance(true, w, w ? 'weight' : 'slots'),
+      planRebalance.mutateAsync(measured ? { by, tolerance: tol } : { weights: w, by: w ? 'weight' : 'slots' }),
     );
     if (p) {
       setPlan(p);
@@ -79,7 +87,10 @@ export function Migrations({ c }: { c: ClusterApi }) {
     // A measured plan is queued exactly as previewed (the measure moves on meanwhile).
     const rep = await run(
       'Rebalance',
-      () => (plan.by === 'load' || plan.by === 'memory' ? c.queueMoves(plan.moves, plan.by) : c.rebalance(false, planWeights)),
+      () =>
+        rebalance.mutateAsync(
+          plan.by === 'load' || plan.by === 'memory' ? { moves: plan.moves, by: plan.by } : { weights: planWeights },
+        ),
       (x) => `${x.slots} slot(s) queued by the rebalance`,
     );
     if (rep) {
@@ -88,15 +99,13 @@ export function Migrations({ c }: { c: ClusterApi }) {
         notify('error', `The cluster changed since the preview: the rebalance queued ${rep.slots} slot(s), not the ${plan.slots} previewed.`);
       setPlan(null);
     }
-    mig.refresh();
   };
   const abortRange = async (from: number, to: number) => {
     const ok = await confirm(`Abort the migration of slots ${rangeLabel(from, to)}?`, 'Keys already moved go back.', 'Abort');
     if (!ok) return;
     const slots = Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    const r = await run('Abort', () => c.abort(slots), (r) => `${r.aborted} slot migration(s) aborted`);
+    const r = await run('Abort', () => abort.mutateAsync(slots), (r) => `${r.aborted} slot migration(s) aborted`);
     if (r) trackerFor(c.name).abortedSome(r.aborted);
-    mig.refresh();
   };
 
   const ranges = plan ? summarizeMoves(plan.moves) : [];
@@ -104,7 +113,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
 
   return (
     <section>
-      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} refresh={mig.refresh} />
+      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} />
       <div className="columns">
         <div className="panel">
           <h3>Move a slot range</h3>

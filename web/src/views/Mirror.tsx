@@ -1,12 +1,14 @@
 // The cluster's mirror (docs/mirroring.md): the shadow target and mode, turning it on or off,
 // the counters summed over the proxies by command, and the latest mismatches with both replies.
 
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useMirrorOff, useSetMirror } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { Mirror, MirrorMode } from '../api/shapes';
 import { Badge, ErrorBox, Stat, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
-import type { Mirror, MirrorMode } from '../types';
 
 /** host:port, as the dashboard checks it. */
 export function validTarget(t: string): boolean {
@@ -17,35 +19,35 @@ export function validTarget(t: string): boolean {
 }
 
 export function MirrorView({ c }: { c: ClusterApi }) {
-  const m = usePoll((s) => c.mirror(s), 2000, [c.name]);
+  const m = useQuery({ ...reads.mirror(c), refetchInterval: 2000 });
   return (
     <section>
       <ErrorBox error={m.error} />
-      <Settings c={c} m={m.data} onDone={m.refresh} />
+      <Settings c={c} m={m.data} />
       {m.data && <Figures m={m.data} />}
       {m.data && <Samples m={m.data} />}
     </section>
   );
 }
 
-function Settings({ c, m, onDone }: { c: ClusterApi; m: Mirror | null | undefined; onDone: () => void }) {
+function Settings({ c, m }: { c: ClusterApi; m: Mirror | undefined }) {
   const { run } = useNotices();
   const confirm = useConfirm();
+  const set = useSetMirror(c);
+  const stop = useMirrorOff(c);
   const [target, setTarget] = useState('');
   const [mode, setMode] = useState<MirrorMode>('writes');
   const [password, setPassword] = useState('');
   const on = !!m?.config;
   const apply = async () => {
     const change = { target: target.trim(), mode, ...(password ? { password } : {}) };
-    await run('Mirror', () => c.setMirror(change), (x) => `mirroring ${x.config?.mode} to ${x.config?.target}`);
+    await run('Mirror', () => set.mutateAsync(change), (x) => `mirroring ${x.config?.mode} to ${x.config?.target}`);
     setPassword('');
-    onDone();
   };
   const off = async () => {
     const ok = await confirm('Stop mirroring?', 'Every proxy stops sending copies to the shadow; the counters are kept.', 'Stop mirroring');
     if (!ok) return;
-    await run('Mirror off', () => c.mirrorOff(), () => 'mirroring off');
-    onDone();
+    await run('Mirror off', () => stop.mutateAsync(undefined), () => 'mirroring off');
   };
   return (
     <div className="panel">
@@ -88,7 +90,8 @@ function Settings({ c, m, onDone }: { c: ClusterApi; m: Mirror | null | undefine
 function Figures({ m }: { m: Mirror }) {
   const f = m.figures;
   const dropped = Object.values(f.dropped ?? {}).reduce((a, b) => a + b, 0);
-  const unreached = m.proxies.filter((p) => p.error);
+  // A proxy the dashboard could not read is listed with only its token, address and error.
+  const unreached = m.proxies.flatMap((p) => ('error' in p ? [p] : []));
   return (
     <div className="panel">
       <div className="stats-row">

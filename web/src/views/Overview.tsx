@@ -1,12 +1,16 @@
-import { useEffect, useState } from 'react';
-import type { ClusterApi } from '../api';
+// A cluster's overview: live QPS (total and per proxy, the last five minutes), sessions, ops
+// and errors, memory and keys per group, and its dashboard.
+
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useSyncExternalStore } from 'react';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { Stats } from '../api/shapes';
 import { QpsChart } from '../components/QpsChart';
 import { ErrorBox, Stat } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatAge, formatBytes, formatNumber } from '../lib/format';
 import { QpsSeries } from '../lib/ring';
 import { groupColor } from '../lib/slots';
-import type { Stats } from '../types';
 
 // One series per cluster for the page's life, so leaving the tab and coming back keeps the
 // last five minutes.
@@ -23,23 +27,24 @@ export function seriesFor(name: string): QpsSeries {
 /** Adds one /stats reply to a series; returns whether it was kept. */
 export function addStats(series: QpsSeries, st: Stats, tSec: number): boolean {
   const per: Record<string, number> = {};
-  for (const p of st.proxies) if (!p.error && typeof p.ops_per_sec === 'number') per[p.token] = p.ops_per_sec;
+  for (const p of st.proxies) if ('ops_per_sec' in p) per[p.token] = p.ops_per_sec;
   return series.add({ t: tSec, total: st.ops_per_sec, perProxy: per });
 }
 
 export function OverviewView({ c }: { c: ClusterApi }) {
   const series = seriesFor(c.name);
-  const [version, setVersion] = useState(0);
-  const stats = usePoll((s) => c.stats(s), 1000, [c.name]);
-  const overview = usePoll((s) => c.overview(s), 3000, [c.name]);
-  const groups = usePoll((s) => c.groups(s), 3000, [c.name]);
+  const stats = useQuery({ ...reads.stats(c), refetchInterval: 1000 });
+  const overview = useQuery({ ...reads.overview(c), refetchInterval: 3000 });
+  const groups = useQuery({ ...reads.groups(c), refetchInterval: 3000 });
 
+  // One sample per answer: the chart follows the series' version.
+  const { data: st, dataUpdatedAt } = stats;
   useEffect(() => {
-    if (stats.data && addStats(series, stats.data, Date.now() / 1000)) setVersion((v) => v + 1);
-  }, [stats.data, series]);
+    if (st) addStats(series, st, dataUpdatedAt / 1000);
+  }, [series, st, dataUpdatedAt]);
+  const version = useSyncExternalStore(series.subscribe, series.getVersion);
 
   const o = overview.data;
-  const st = stats.data;
   const latest = series.latest();
   return (
     <section className="overview">
@@ -85,11 +90,10 @@ export function OverviewView({ c }: { c: ClusterApi }) {
           ) : (
             <p className="muted">No command yet.</p>
           )}
-          {st && st.proxies.some((p) => p.error) && (
+          {st && st.proxies.some((p) => 'error' in p) && (
             <div className="error-text small">
               {st.proxies
-                .filter((p) => p.error)
-                .map((p) => `proxy ${p.token.slice(0, 8)}: ${p.error}`)
+                .flatMap((p) => ('error' in p ? [`proxy ${p.token.slice(0, 8)}: ${p.error}`] : []))
                 .join('; ')}
             </div>
           )}

@@ -1,11 +1,17 @@
-import { useEffect, useRef, useState } from 'react';
-import { ApiError, type ClusterApi } from '../api';
+// A cluster's plugin catalog (docs/plugins.md): the chain in order, upload, reorder, enable,
+// disable and delete; a plugin's JSON config checked as it is typed, and its own metrics.
+
+import { useQuery } from '@tanstack/react-query';
+import { useRef, useState } from 'react';
+import { useConfigurePlugin, useDeletePlugin, useOrderPlugins, useSetPluginEnabled, useUploadPlugin } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { ApiError } from '../api/error';
+import { reads } from '../api/queries';
+import type { Plugin } from '../api/shapes';
 import { PluginChart } from '../components/PluginChart';
 import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatConfig, validateConfig } from '../lib/config';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
-import type { Plugin } from '../types';
 
 /** The dashboard's rule for plugin names. */
 const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -30,9 +36,12 @@ export function moveInOrder(names: string[], name: string, dir: -1 | 1): string[
 }
 
 export function Plugins({ c }: { c: ClusterApi }) {
-  const list = usePoll((s) => c.plugins(s), 5000, [c.name]);
+  const list = useQuery({ ...reads.plugins(c), refetchInterval: 5000 });
   const { run } = useNotices();
   const confirm = useConfirm();
+  const reorder = useOrderPlugins(c);
+  const setEnabled = useSetPluginEnabled(c);
+  const del = useDeletePlugin(c);
   const [selected, setSelected] = useState<string | null>(null);
   const unavailable = list.error instanceof ApiError && list.error.status === 404;
   const plugins = [...(list.data ?? [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
@@ -44,19 +53,20 @@ export function Plugins({ c }: { c: ClusterApi }) {
       p.name,
       dir,
     );
-    await run('Reorder plugins', () => c.orderPlugins(order), () => `order: ${order.join(', ')}`);
-    list.refresh();
+    await run('Reorder plugins', () => reorder.mutateAsync(order), () => `order: ${order.join(', ')}`);
   };
   const toggle = async (p: Plugin) => {
-    await run(`${p.enabled ? 'Disable' : 'Enable'} ${p.name}`, () => c.setPluginEnabled(p.name, !p.enabled), (x) => `${x.name} ${x.enabled ? 'enabled' : 'disabled'}`);
-    list.refresh();
+    await run(
+      `${p.enabled ? 'Disable' : 'Enable'} ${p.name}`,
+      () => setEnabled.mutateAsync({ name: p.name, enabled: !p.enabled }),
+      (x) => `${x.name} ${x.enabled ? 'enabled' : 'disabled'}`,
+    );
   };
   const remove = async (p: Plugin) => {
     const ok = await confirm(`Delete plugin ${p.name}?`, 'Every proxy of the cluster unloads it; its module and config are removed from the catalog.', 'Delete plugin');
     if (!ok) return;
-    await run(`Delete ${p.name}`, () => c.deletePlugin(p.name), () => `${p.name} deleted`);
+    await run(`Delete ${p.name}`, () => del.mutateAsync(p.name), () => `${p.name} deleted`);
     if (selected === p.name) setSelected(null);
-    list.refresh();
   };
 
   return (
@@ -68,7 +78,7 @@ export function Plugins({ c }: { c: ClusterApi }) {
       ) : (
         <ErrorBox error={list.error} />
       )}
-      {!unavailable && <Upload c={c} onDone={list.refresh} />}
+      {!unavailable && <Upload c={c} />}
       {list.data && (
         <table className="table" data-testid="plugins-table">
           <thead>
@@ -129,7 +139,7 @@ export function Plugins({ c }: { c: ClusterApi }) {
       )}
       {sel && (
         <div className="columns">
-          <ConfigEditor key={`${sel.name}-${sel.updated_unix}`} c={c} plugin={sel} onSaved={list.refresh} />
+          <ConfigEditor key={`${sel.name}-${sel.updated_unix}`} c={c} plugin={sel} />
           <Metrics c={c} name={sel.name} />
         </div>
       )}
@@ -137,24 +147,23 @@ export function Plugins({ c }: { c: ClusterApi }) {
   );
 }
 
-function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
-  const { run } = useNotices();
+function Upload({ c }: { c: ClusterApi }) {
+  const { notify } = useNotices();
+  const upload = useUploadPlugin(c);
   const [name, setName] = useState('');
   const [file, setFile] = useState<File | null>(null);
   const [err, setErr] = useState<unknown>(null);
   const fileRef = useRef<HTMLInputElement>(null);
-  const upload = async () => {
+  const send = async () => {
     setErr(null);
     if (!file) return setErr(new Error('choose a .wasm file'));
     if (!NAME_RE.test(name)) return setErr(new Error('a plugin name is letters, digits, - and _ (up to 64)'));
     try {
-      const bytes = await file.arrayBuffer();
-      const p = await c.uploadPlugin(name, bytes);
+      const p = await upload.mutateAsync({ name, wasm: await file.arrayBuffer() });
       setFile(null);
       setName('');
       if (fileRef.current) fileRef.current.value = '';
-      await run('Upload', async () => p, (x) => `${x.name} uploaded (${formatBytes(x.size)})`);
-      onDone();
+      notify('ok', `${p.name} uploaded (${formatBytes(p.size)})`);
     } catch (e) {
       setErr(e);
     }
@@ -177,7 +186,7 @@ function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
         <label>
           Name <input value={name} onChange={(e) => setName(e.target.value)} size={16} data-testid="plugin-name" />
         </label>
-        <button className="primary" onClick={upload} disabled={!file} data-testid="plugin-upload">
+        <button className="primary" onClick={send} disabled={!file || upload.isPending} data-testid="plugin-upload">
           Upload
         </button>
       </div>
@@ -186,25 +195,23 @@ function Upload({ c, onDone }: { c: ClusterApi; onDone: () => void }) {
   );
 }
 
-function ConfigEditor({ c, plugin, onSaved }: { c: ClusterApi; plugin: Plugin; onSaved: () => void }) {
+function ConfigEditor({ c, plugin }: { c: ClusterApi; plugin: Plugin }) {
   const { notify } = useNotices();
+  const configure = useConfigurePlugin(c);
   const [text, setText] = useState(() => formatConfig(plugin.config));
-  const [fail, setFail] = useState<'open' | 'closed'>(plugin.fail);
+  // The catalog keeps `fail` as it was given: the dashboard also takes `fail_open` and
+  // `fail_closed`, and anything not open is closed.
+  const [fail, setFail] = useState<'open' | 'closed'>(plugin.fail === 'open' || plugin.fail === 'fail_open' ? 'open' : 'closed');
   const [serverErr, setServerErr] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const check = validateConfig(text);
   const save = async () => {
     if (!check.ok) return;
-    setBusy(true);
     setServerErr(null);
     try {
-      await c.configurePlugin(plugin.name, check.value, fail);
+      await configure.mutateAsync({ name: plugin.name, config: check.value, fail });
       notify('ok', `${plugin.name}: config saved`);
-      onSaved();
     } catch (e) {
       setServerErr(e);
-    } finally {
-      setBusy(false);
     }
   };
   return (
@@ -233,7 +240,7 @@ function ConfigEditor({ c, plugin, onSaved }: { c: ClusterApi; plugin: Plugin; o
             <option value="closed">closed (refuse commands)</option>
           </select>
         </label>
-        <button className="primary" disabled={!check.ok || busy} onClick={save} data-testid="plugin-config-save">
+        <button className="primary" disabled={!check.ok || configure.isPending} onClick={save} data-testid="plugin-config-save">
           Save config
         </button>
         <button onClick={() => setText(formatConfig(plugin.config))}>Revert</button>
@@ -244,11 +251,8 @@ function ConfigEditor({ c, plugin, onSaved }: { c: ClusterApi; plugin: Plugin; o
 }
 
 function Metrics({ c, name }: { c: ClusterApi; name: string }) {
-  const m = usePoll((s) => c.pluginMetrics(name, s), 3000, [c.name, name]);
-  const [missing, setMissing] = useState(false);
-  useEffect(() => {
-    setMissing(m.error instanceof ApiError && m.error.status === 404);
-  }, [m.error]);
+  const m = useQuery({ ...reads.pluginMetrics(c, name), refetchInterval: 3000 });
+  const missing = m.error instanceof ApiError && m.error.status === 404;
   return (
     <div className="panel" data-testid="plugin-metrics">
       <h3>Metrics of {name}</h3>
@@ -264,7 +268,7 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
             : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
         </p>
       )}
-      {m.data && m.data.samples.length > 0 && <PluginChart key={name} data={m.data} />}
+      {m.data && m.data.samples.length > 0 && <PluginChart key={name} data={m.data} at={m.dataUpdatedAt} />}
       {m.data && m.data.samples.length > 0 ? (
         <table className="table compact">
           <thead>
@@ -279,7 +283,7 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
               <tr key={i}>
                 <td className="mono">{s.name}</td>
                 <td className="mono small">
-                  {Object.entries(s.labels ?? {})
+                  {Object.entries(s.labels)
                     .map(([k, v]) => `${k}=${v}`)
                     .join(', ')}
                 </td>

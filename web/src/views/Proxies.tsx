@@ -1,14 +1,20 @@
-import type { ClusterApi } from '../api';
+// A cluster's proxies: state and health, QPS, errors and sessions, version, epoch; taking one
+// offline (left out of pushes) and back online.
+
+import { useQuery } from '@tanstack/react-query';
+import { useSetProxyOnline } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { Proxy, ProxyStats } from '../api/shapes';
 import { Badge, ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatAge, formatNumber } from '../lib/format';
-import type { Proxy, ProxyStats } from '../types';
 
 export function Proxies({ c }: { c: ClusterApi }) {
-  const proxies = usePoll((s) => c.proxies(s), 2000, [c.name]);
-  const stats = usePoll((s) => c.stats(s), 2000, [c.name]);
+  const proxies = useQuery({ ...reads.proxies(c), refetchInterval: 2000 });
+  const stats = useQuery({ ...reads.stats(c), refetchInterval: 2000 });
   const { run } = useNotices();
   const confirm = useConfirm();
+  const setState = useSetProxyOnline(c);
   const byToken = new Map<string, ProxyStats>();
   for (const p of stats.data?.proxies ?? []) byToken.set(p.token, p);
 
@@ -21,8 +27,11 @@ export function Proxies({ c }: { c: ClusterApi }) {
       );
       if (!ok) return;
     }
-    await run(`Proxy ${p.addr} ${online ? 'online' : 'offline'}`, () => c.setProxyOnline(p.token, online), () => `proxy ${p.addr} is ${online ? 'online' : 'offline'}`);
-    proxies.refresh();
+    await run(
+      `Proxy ${p.addr} ${online ? 'online' : 'offline'}`,
+      () => setState.mutateAsync({ token: p.token, online }),
+      () => `proxy ${p.addr} is ${online ? 'online' : 'offline'}`,
+    );
   };
 
   return (
@@ -46,7 +55,10 @@ export function Proxies({ c }: { c: ClusterApi }) {
           </thead>
           <tbody>
             {proxies.data.map((p) => {
-              const s = byToken.get(p.token);
+              const st = byToken.get(p.token);
+              // A proxy whose stats could not be fetched has only the reason.
+              const s = st && !('error' in st) ? st : undefined;
+              const why = p.error ?? (st && 'error' in st ? st.error : undefined);
               return (
                 <tr key={p.token} data-testid={`proxy-${p.token}`}>
                   <td>
@@ -60,7 +72,7 @@ export function Proxies({ c }: { c: ClusterApi }) {
                       {p.state}
                       {p.state === 'online' && !p.up ? ' (down)' : ''}
                     </Badge>
-                    {(p.error || s?.error) && <div className="error-text small">{p.error ?? s?.error}</div>}
+                    {why && <div className="error-text small">{why}</div>}
                   </td>
                   <td className="num">{formatNumber(s?.ops_per_sec)}</td>
                   <td className="num">{formatNumber(s?.errors_total)}</td>

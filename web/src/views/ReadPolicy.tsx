@@ -2,12 +2,14 @@
 // bound, and each replica's link and lag as the dashboard's health checks see them. Shown
 // at the top of the Groups view; setting it needs an admin token.
 
-import { useEffect, useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useSetReadPolicy } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { ReadMode } from '../api/shapes';
 import { Badge, ErrorBox, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatNumber } from '../lib/format';
-import type { ReadMode } from '../types';
 
 const MODES: { mode: ReadMode; label: string }[] = [
   { mode: 'master', label: 'master: every read to the master' },
@@ -16,22 +18,18 @@ const MODES: { mode: ReadMode; label: string }[] = [
 ];
 
 export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
-  const { data, error, refresh } = usePoll((s) => c.readPolicy(s), 2000, [c.name]);
+  const { data, error } = useQuery({ ...reads.readPolicy(c), refetchInterval: 2000 });
   const { run } = useNotices();
-  const [mode, setMode] = useState<ReadMode>('master');
-  const [lag, setLag] = useState('');
+  const setPolicy = useSetReadPolicy(c);
+  // The form shows the policy in force, and follows it until edited; once applied, it
+  // follows the policy in force again.
+  const [modeEdit, setModeEdit] = useState<ReadMode | null>(null);
+  const [lagEdit, setLagEdit] = useState<string | null>(null);
   const [err, setErr] = useState<string | null>(null);
-  // Network input: a body of another shape shows nothing rather than breaking the view.
-  const current = data?.policy && typeof data.policy.mode === 'string' ? data.policy : undefined;
-  const replicas = Array.isArray(data?.replicas) ? data.replicas : [];
-
-  // The form starts from the policy in force, and follows it until edited.
-  useEffect(() => {
-    if (current) {
-      setMode(current.mode);
-      setLag(String(current.max_lag_ms));
-    }
-  }, [current?.mode, current?.max_lag_ms]);
+  const current = data?.policy;
+  const replicas = data?.replicas ?? [];
+  const mode = modeEdit ?? current?.mode ?? 'master';
+  const lag = lagEdit ?? (current ? String(current.max_lag_ms) : '');
 
   const apply = async () => {
     const ms = Number(lag);
@@ -40,12 +38,15 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
       return;
     }
     setErr(null);
-    await run(
+    const set = await run(
       'Set read policy',
-      () => c.setReadPolicy({ mode, max_lag_ms: ms }),
+      () => setPolicy.mutateAsync({ mode, max_lag_ms: ms }),
       (v) => `reads: ${v.policy.mode}, within ${v.policy.max_lag_ms} ms`,
     );
-    refresh();
+    if (set) {
+      setModeEdit(null);
+      setLagEdit(null);
+    }
   };
 
   return (
@@ -62,7 +63,7 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
       <div className="toolbar">
         <label>
           Reads go to
-          <select value={mode} onChange={(e) => setMode(e.target.value as ReadMode)} data-testid="read-policy-select">
+          <select value={mode} onChange={(e) => setModeEdit(e.target.value as ReadMode)} data-testid="read-policy-select">
             {MODES.map((m) => (
               <option key={m.mode} value={m.mode}>
                 {m.label}
@@ -72,7 +73,7 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
         </label>
         <label>
           Max lag (ms)
-          <input value={lag} onChange={(e) => setLag(e.target.value)} size={8} data-testid="read-policy-lag" />
+          <input value={lag} onChange={(e) => setLagEdit(e.target.value)} size={8} data-testid="read-policy-lag" />
         </label>
         <button className="primary" onClick={apply} data-testid="read-policy-apply">
           Apply

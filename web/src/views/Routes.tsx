@@ -4,11 +4,13 @@
 // adding and removing routes: every change sends the whole list, existing routes without
 // their passwords (the server keeps them).
 
-import { useRef, useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useSetRoutes } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { PrefixRoute, PrefixRouteChange, ProxyRouting, Role } from '../api/shapes';
 import { Badge, ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
-import type { PrefixRoute, PrefixRouteChange, ProxyRouting, Role } from '../types';
 
 /** One proxy's state for a route: forwarding to `target`, or why not. */
 export interface ProxyLine {
@@ -21,7 +23,7 @@ export interface ProxyLine {
 export function routeStatus(r: PrefixRoute, proxies: ProxyRouting[]): { routing: number; total: number; lines: ProxyLine[] } {
   const lines = proxies.map((p): ProxyLine => {
     if (p.error) return { addr: p.addr, target: null, text: `not reached: ${p.error}` };
-    const now = (Array.isArray(p.routes) ? p.routes : []).find((x) => x.prefix === r.prefix);
+    const now = (p.routes ?? []).find((x) => x.prefix === r.prefix);
     if (!now) return { addr: p.addr, target: null, text: 'not routing it yet' };
     if (now.cluster !== r.cluster) return { addr: p.addr, target: null, text: `still routes it to ${now.cluster}` };
     if (!now.target) return { addr: p.addr, target: null, text: now.error ?? 'no proxy of the cluster reachable' };
@@ -36,35 +38,31 @@ function resend(r: PrefixRoute): PrefixRouteChange {
 }
 
 export function RoutesView({ c, role }: { c: ClusterApi; role?: Role | null }) {
-  const poll = usePoll((s) => c.routes(s), 2000, [c.name]);
+  const poll = useQuery({ ...reads.routes(c), refetchInterval: 2000 });
+  const qc = useQueryClient();
+  const setRoutes = useSetRoutes(c);
   const { notify } = useNotices();
   const confirm = useConfirm();
-  const [busy, setBusy] = useState(false);
   const [putError, setPutError] = useState<unknown>(null);
+  const busy = setRoutes.isPending;
   const canChange = role === 'admin';
-  // Network input: a body of another shape shows nothing rather than breaking the view.
-  const routes = Array.isArray(poll.data?.routes) ? poll.data.routes : [];
-  const proxies = Array.isArray(poll.data?.proxies) ? poll.data.proxies : [];
-  const clusters = Array.isArray(poll.data?.clusters) ? poll.data.clusters : [];
-  // Changes start from the list as last read, even when it changed while a dialog was open.
-  const latest = useRef(routes);
-  latest.current = routes;
+  const routes = poll.data?.routes ?? [];
+  const proxies = poll.data?.proxies ?? [];
+  const clusters = poll.data?.clusters ?? [];
+
+  /** The routes as last read: a change starts from them, even if they changed while a dialog was open. */
+  const latest = () => qc.getQueryData(reads.routes(c).queryKey)?.routes ?? [];
 
   /** PUTs `list`; true when the server took it. */
   const put = async (list: PrefixRouteChange[], ok: string): Promise<boolean> => {
-    setBusy(true);
     try {
-      const v = await c.setRoutes(list);
+      await setRoutes.mutateAsync(list);
       setPutError(null);
-      if (v && Array.isArray(v.routes)) poll.setData(v);
       notify('ok', ok);
-      poll.refresh();
       return true;
     } catch (e) {
       setPutError(e);
       return false;
-    } finally {
-      setBusy(false);
     }
   };
 
@@ -75,7 +73,7 @@ export function RoutesView({ c, role }: { c: ClusterApi; role?: Role | null }) {
       'Remove route',
     );
     if (!ok) return;
-    await put(latest.current.filter((x) => x.prefix !== r.prefix).map(resend), `${r.prefix} no longer routed`);
+    await put(latest().filter((x) => x.prefix !== r.prefix).map(resend), `${r.prefix} no longer routed`);
   };
 
   return (
@@ -143,7 +141,7 @@ export function RoutesView({ c, role }: { c: ClusterApi; role?: Role | null }) {
         )}
         {poll.data &&
           (canChange ? (
-            <AddRoute clusters={clusters} busy={busy} onAdd={(r) => put([...latest.current.map(resend), r], `${r.prefix} routed to ${r.cluster}`)} />
+            <AddRoute clusters={clusters} busy={busy} onAdd={(r) => put([...latest().map(resend), r], `${r.prefix} routed to ${r.cluster}`)} />
           ) : (
             <p className="muted small" data-testid="routes-readonly">
               Routes are changed by admins (your role here: {role ?? 'unknown'}).
@@ -179,7 +177,7 @@ function AddRoute({ clusters, busy, onAdd }: { clusters: string[]; busy: boolean
       className="toolbar"
       onSubmit={(e) => {
         e.preventDefault();
-        if (ready) add();
+        if (ready) void add();
       }}
     >
       <label>

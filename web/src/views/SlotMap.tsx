@@ -1,9 +1,15 @@
+// The slot map: 1024 cells coloured by owner, migrating ones marked; a range selected by click,
+// shift-click, drag or typing, then assigned, migrated or aborted; the heatmap and the running
+// migration's progress below.
+
+import { useQuery } from '@tanstack/react-query';
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useAbort, useAssign, useMigrate } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
 import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
 import { SlotHeatmap } from '../components/SlotHeatmap';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import {
   clickSlot,
   extendTo,
@@ -18,7 +24,7 @@ import {
   summarizeSlots,
   type Selection,
 } from '../lib/slots';
-import type { Slot, SlotProgress } from '../types';
+import type { Slot, SlotProgress } from '../api/shapes';
 
 const COLS = 32;
 
@@ -51,29 +57,35 @@ const Cell = memo(function Cell({ slot, selected, focused }: CellProps) {
 });
 
 export function SlotMap({ c }: { c: ClusterApi }) {
-  const slots = usePoll((s) => c.slots(s), 1000, [c.name]);
-  const groups = usePoll((s) => c.groups(s), 5000, [c.name]);
+  const slots = useQuery({ ...reads.slots(c), refetchInterval: 1000 });
+  const groups = useQuery({ ...reads.groups(c), refetchInterval: 5000 });
   const mig = useMigrations(c);
+  const migrateSlots = useMigrate(c);
+  const assignSlots = useAssign(c);
+  const abortSlots = useAbort(c);
   const { run, notify } = useNotices();
   const confirm = useConfirm();
-  const [sel, setSel] = useState<Selection | null>(null);
+  const [sel, setSelection] = useState<Selection | null>(null);
   const [focus, setFocus] = useState<number | null>(null);
-  const [target, setTarget] = useState<number | ''>('');
-  const [rangeText, setRangeText] = useState('');
+  const [chosen, setChosen] = useState<number | ''>('');
+  // The range field shows the selection until the operator types in it.
+  const [rangeEdit, setRangeEdit] = useState<string | null>(null);
+  const rangeText = rangeEdit ?? (sel ? rangeLabel(sel.from, sel.to) : '');
   const dragging = useRef(false);
+  const setSel = (f: (s: Selection | null) => Selection | null) => {
+    setSelection(f);
+    setRangeEdit(null);
+  };
 
   useEffect(() => {
     const up = () => (dragging.current = false);
     window.addEventListener('mouseup', up);
     return () => window.removeEventListener('mouseup', up);
   }, []);
-  useEffect(() => {
-    setRangeText(sel ? rangeLabel(sel.from, sel.to) : '');
-  }, [sel]);
 
   const list: Slot[] = useMemo(() => {
     const d = slots.data ?? [];
-    const out: Slot[] = new Array(SLOT_COUNT);
+    const out = new Array<Slot>(SLOT_COUNT);
     for (let i = 0; i < SLOT_COUNT; i++) out[i] = d[i]?.id === i ? d[i] : (d.find((s) => s.id === i) ?? { id: i, group: null });
     return out;
   }, [slots.data]);
@@ -86,19 +98,14 @@ export function SlotMap({ c }: { c: ClusterApi }) {
     return m;
   }, [mig.data]);
 
-  // Default target: a group other than the selection's first owner.
-  useEffect(() => {
-    if (!sel || !groupIds.length) return;
-    const owner = list[sel.from]?.group;
-    if (target === '' || target === owner) {
-      const other = groupIds.find((g) => g !== owner);
-      if (other !== undefined) setTarget(other);
-    }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [sel, groups.data]);
+  // The target: the group chosen, unless none is or it owns the selection's first slot; then
+  // another group.
+  const owner = sel ? list[sel.from]?.group : undefined;
+  const other = groupIds.find((g) => g !== owner);
+  const target = sel && (chosen === '' || chosen === owner) && other !== undefined ? other : chosen;
 
   const slotFromEvent = (e: React.MouseEvent): number | null => {
-    const el = (e.target as HTMLElement).closest('[data-slot]') as HTMLElement | null;
+    const el = (e.target as HTMLElement).closest<HTMLElement>('[data-slot]');
     return el ? Number(el.dataset.slot) : null;
   };
   const onMouseDown = (e: React.MouseEvent) => {
@@ -122,7 +129,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
       notify('error', r);
       return;
     }
-    setSel({ anchor: r.from, from: r.from, to: r.to });
+    setSel(() => ({ anchor: r.from, from: r.from, to: r.to }));
     setFocus(r.from);
   };
 
@@ -135,21 +142,18 @@ export function SlotMap({ c }: { c: ClusterApi }) {
     const before = mig.data?.slots.length ?? 0;
     const r = await run(
       `Migrate slots ${rangeLabel(sel.from, sel.to)}`,
-      () => c.migrate(sel.from, sel.to, target),
+      () => migrateSlots.mutateAsync({ from: sel.from, to: sel.to, group: target }),
       (r) => `${r.queued} slot(s) queued to move to group ${target}`,
     );
     if (r) trackerFor(c.name).start(r.queued, before);
-    slots.refresh();
-    mig.refresh();
   };
   const assign = async () => {
     if (!sel || target === '') return;
     await run(
       `Assign slots ${rangeLabel(sel.from, sel.to)}`,
-      () => c.assign(sel.from, sel.to, target),
+      () => assignSlots.mutateAsync({ from: sel.from, to: sel.to, group: target }),
       (r) => `${r.assigned} slot(s) assigned to group ${target} (epoch ${r.epoch})`,
     );
-    slots.refresh();
   };
   const abortSel = async () => {
     if (!migratingInSel.length) return;
@@ -159,10 +163,8 @@ export function SlotMap({ c }: { c: ClusterApi }) {
       'Abort',
     );
     if (!ok) return;
-    const r = await run('Abort', () => c.abort(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
+    const r = await run('Abort', () => abortSlots.mutateAsync(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
     if (r) trackerFor(c.name).abortedSome(r.aborted);
-    slots.refresh();
-    mig.refresh();
   };
 
   const focused = focus == null ? null : list[focus];
@@ -210,7 +212,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
             <div className="toolbar">
               <input
                 value={rangeText}
-                onChange={(e) => setRangeText(e.target.value)}
+                onChange={(e) => setRangeEdit(e.target.value)}
                 onKeyDown={(e) => e.key === 'Enter' && applyRangeText()}
                 onBlur={() => rangeText && applyRangeText()}
                 placeholder="from-to"
@@ -221,7 +223,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
                 {selectionSize(sel)} slot(s)
               </span>
               {sel && (
-                <button className="link" onClick={() => setSel(null)}>
+                <button className="link" onClick={() => setSel(() => null)}>
                   clear
                 </button>
               )}
@@ -231,7 +233,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
                 to group{' '}
                 <select
                   value={target}
-                  onChange={(e) => setTarget(e.target.value === '' ? '' : Number(e.target.value))}
+                  onChange={(e) => setChosen(e.target.value === '' ? '' : Number(e.target.value))}
                   data-testid="target-group"
                 >
                   <option value="">—</option>
@@ -292,7 +294,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
           </div>
         </aside>
       </div>
-      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} refresh={mig.refresh} />
+      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} />
     </section>
   );
 }

@@ -1,12 +1,14 @@
 // The cluster's command logs (docs/commandlog.md): the slow log and the large-request and
 // large-reply logs of every proxy, merged newest first by the dashboard, one tab per type.
 
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiError, type ClusterApi } from '../api';
+import type { ClusterApi } from '../api/cluster';
+import { ApiError } from '../api/error';
+import { reads } from '../api/queries';
+import type { CommandLogEntry, CommandLogType } from '../api/shapes';
 import { ErrorBox } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
-import type { CommandLogEntry, CommandLogType } from '../types';
 
 const TYPES: { type: CommandLogType; label: string; value: string }[] = [
   { type: 'slow', label: 'Slow', value: 'Duration' },
@@ -22,7 +24,7 @@ function valueText(type: CommandLogType, v: number): string {
 
 export function SlowLog({ c }: { c: ClusterApi }) {
   const [type, setType] = useState<CommandLogType>('slow');
-  const log = usePoll((s) => c.commandLog(type, s), 5000, [c.name, type]);
+  const log = useQuery({ ...reads.commandLog(c, type), refetchInterval: 5000 });
   const forbidden = log.error instanceof ApiError && log.error.status === 403;
   const current = TYPES.find((t) => t.type === type) ?? TYPES[0];
   return (

@@ -1,12 +1,14 @@
 // The cluster's API tokens (docs/api.md, "Tokens and roles"): list, make one (its secret is
 // shown this once), revoke one. Shown to admins only; the dashboard refuses the rest anyway.
 
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { ClusterApi } from '../api';
+import { useCreateToken, useRevokeToken } from '../api/changes';
+import type { ClusterApi } from '../api/cluster';
+import { reads } from '../api/queries';
+import type { CreatedToken, Role, Token } from '../api/shapes';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
-import { usePoll } from '../hooks';
 import { formatAge } from '../lib/format';
-import type { CreatedToken, Role, Token } from '../types';
 
 const ROLES: Role[] = ['viewer', 'operator', 'admin'];
 
@@ -17,28 +19,28 @@ export const ROLE_TEXT: Record<Role, string> = {
 };
 
 export function Tokens({ c }: { c: ClusterApi }) {
-  const tokens = usePoll((s) => c.tokens(s), 10000, [c.name]);
+  const tokens = useQuery({ ...reads.tokens(c), refetchInterval: 10000 });
   const { run } = useNotices();
   const confirm = useConfirm();
+  const createToken = useCreateToken(c);
+  const revokeToken = useRevokeToken(c);
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('viewer');
   const [created, setCreated] = useState<CreatedToken | null>(null);
 
   const create = async () => {
-    const made = await run(`Token ${name}`, () => c.createToken(name.trim(), role), (t) => `token ${t.name} (${t.role}) created`);
+    const made = await run(`Token ${name}`, () => createToken.mutateAsync({ name: name.trim(), role }), (t) => `token ${t.name} (${t.role}) created`);
     if (made) {
       setCreated(made);
       setName('');
-      tokens.refresh();
     }
   };
 
   const revoke = async (t: Token) => {
     const ok = await confirm(`Revoke token ${t.name}?`, `Calls with it are refused from now on (401). Its role: ${t.role}.`, 'Revoke');
     if (!ok) return;
-    await run(`Revoke ${t.name}`, () => c.revokeToken(t.name), () => `token ${t.name} revoked`);
+    await run(`Revoke ${t.name}`, () => revokeToken.mutateAsync(t.name), () => `token ${t.name} revoked`);
     if (created?.name === t.name) setCreated(null);
-    tokens.refresh();
   };
 
   return (
@@ -48,7 +50,7 @@ export function Tokens({ c }: { c: ClusterApi }) {
         className="toolbar"
         onSubmit={(e) => {
           e.preventDefault();
-          if (name.trim()) create();
+          if (name.trim()) void create();
         }}
       >
         <input placeholder="token name" value={name} onChange={(e) => setName(e.target.value)} aria-label="token name" data-testid="token-name" />

@@ -179,10 +179,12 @@ mod tests {
     #[test]
     fn status_shows_totals_the_cap_and_the_slots_in_flight() {
         let v: MigrationStatus = serde_json::from_value(json!({
-            "slots": [{"slot": 7, "state": "migrating", "source": 1, "target": 2,
-                       "aborting": true, "keys_moved": 12},
-                      {"slot": 8, "state": "pending", "source": 1, "target": 2,
-                       "aborting": false, "keys_moved": 0}],
+            "slots": [{"slot": 7, "state": "copying", "phase": "copying", "source": 1,
+                       "target": 2, "aborting": true, "keys_moved": 12, "round": 2,
+                       "changed_last_round": 3, "converged": false},
+                      {"slot": 8, "state": "pending", "phase": "pending", "source": 1,
+                       "target": 2, "aborting": false, "keys_moved": 0, "round": 0,
+                       "changed_last_round": 0, "converged": false}],
             "pending": 1, "in_flight": 1, "keys_moved": 12, "bytes_moved": 2048,
             "keys_per_sec": 3.0, "bytes_per_sec": 1024.0, "run_keys_moved": 12,
             "run_bytes_moved": 2048, "keys_left": 40, "eta_secs": 13.3,
@@ -211,7 +213,7 @@ mod tests {
             .collect();
         assert_eq!(
             rows,
-            [["7", "migrating", "1", "→", "2", "abort", "12"]],
+            [["7", "copying", "1", "→", "2", "abort", "12"]],
             "pending slots are not listed: {out}"
         );
         assert_eq!(render_throttle(&ThrottleLimits::default()), "none");

@@ -17,7 +17,6 @@ pub mod load;
 pub mod lzf;
 pub mod progress;
 pub mod rdb;
-pub mod replica;
 pub mod restore;
 pub mod state;
 pub mod stream;

@@ -16,10 +16,11 @@ use anyhow::Context;
 
 use super::load::{self, LoadCounts};
 use super::progress::{Rate, line};
-use super::replica::{Replica, Start};
 use super::state::SyncState;
 use super::target::{OnError, Target, TargetStats};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
+use tessera_model::replica::{Replica, Start};
+use tessera_model::watch::ReadBounds;
 use tessera_resp::Request;
 
 /// `tessera import sync` arguments.
@@ -45,6 +46,19 @@ pub struct SyncArgs {
     /// than let a wrongly pointed or hostile source exhaust this machine's memory.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub max_rdb_mb: u64,
+    /// The largest command of the source's stream, in MiB. Each is held whole before it is
+    /// forwarded; past this the sync stops with an error (a write of one value Redis accepts,
+    /// up to its 512 MiB proto-max-bulk-len, fits the default).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub max_command_mb: u64,
+    /// Seconds the source may send nothing, or nothing but keepalive newlines, before the
+    /// sync stops (Redis's repl-timeout; a source pings its replicas every 10 s).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout_s: u64,
+    /// Seconds the source may take to save its RDB after announcing a full resync (it sends
+    /// keepalive newlines meanwhile).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub rdb_wait_s: u64,
 }
 
 /// Counters of the command stream.
@@ -76,8 +90,15 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
         Some(p) => SyncState::load(p).with_context(|| format!("reading {}", p.display()))?,
         None => None,
     };
-    let mut replica = Replica::connect(&args.from, args.from_password.as_deref()).await?;
-    let start = replica.handshake(saved.as_ref()).await?;
+    let mut replica = Replica::connect(
+        &args.from,
+        args.from_password.as_deref(),
+        read_bounds(&args),
+    )
+    .await?;
+    let start = replica
+        .handshake(saved.as_ref().map(|s| (s.replid.as_str(), s.offset)))
+        .await?;
     let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
     let pos = match (start, saved) {
         (Start::Continue { replid }, Some(s)) => {
@@ -131,6 +152,15 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
 /// `--max-rdb-mb` in bytes.
 fn max_rdb_bytes(args: &SyncArgs) -> usize {
     usize::try_from(args.max_rdb_mb << 20).unwrap_or(usize::MAX)
+}
+
+/// The source connection's bounds from the flags.
+fn read_bounds(args: &SyncArgs) -> ReadBounds {
+    ReadBounds {
+        timeout: Duration::from_secs(args.timeout_s),
+        rdb_wait: Duration::from_secs(args.rdb_wait_s),
+        max_command: usize::try_from(args.max_command_mb << 20).unwrap_or(usize::MAX),
+    }
 }
 
 /// Reads the RDB and loads it, sending ACKs meanwhile so the source keeps this replica.
@@ -192,6 +222,7 @@ async fn follow(
     // Nothing of the stream is in flight yet: everything up to `read` is applied.
     stats.applied_offset.store(pos.read, Ordering::SeqCst);
     let mut counts = StreamCounts::default();
+    replica.start_stream();
     let mut monitor = Monitor::new(&args.from, args.from_password.clone());
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut stop = std::pin::pin!(stopped());

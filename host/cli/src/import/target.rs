@@ -77,6 +77,8 @@ pub struct Target {
 impl Target {
     /// Bytes of commands that may wait for their replies.
     pub const MAX_IN_FLIGHT: u32 = 8 * 1024 * 1024;
+    /// Connecting to the proxy, and its answer to AUTH.
+    pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
     /// Connects to the proxy and authenticates with `password` (`AUTH password`) if given.
     ///
@@ -87,7 +89,14 @@ impl Target {
             addr: addr.into(),
             reason: reason.to_string(),
         };
-        let mut stream = TcpStream::connect(addr).await.map_err(io)?;
+        let timed_out = |what: &str| TargetError::Connect {
+            addr: addr.into(),
+            reason: format!("no {what} within {} s", Self::CONNECT_TIMEOUT.as_secs()),
+        };
+        let mut stream = tokio::time::timeout(Self::CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| timed_out("connection"))?
+            .map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
         if let Some(p) = password {
             stream
@@ -95,7 +104,10 @@ impl Target {
                 .await
                 .map_err(io)?;
             let mut line = [0u8; 512];
-            let n = stream.read(&mut line).await.map_err(io)?;
+            let n = tokio::time::timeout(Self::CONNECT_TIMEOUT, stream.read(&mut line))
+                .await
+                .map_err(|_| timed_out("answer to AUTH"))?
+                .map_err(io)?;
             if !line[..n].starts_with(b"+OK") {
                 return Err(TargetError::AuthRefused {
                     addr: addr.into(),

@@ -1,10 +1,16 @@
 //! The dashboard API's audit layer and `GET /api/audit`. Every mutating call (POST, PUT,
 //! PATCH, DELETE) that passed the token check is recorded after it completes, with who (the
 //! token's name and role, and the `X-Tessera-Actor` it claims), what (method, path, body) and
-//! how it ended (status, a 403 for a role too low included). Storing and trimming the log is
+//! how it ended (status, a 403 for a role too low included). Calls refused for their token
+//! (401) are recorded too, but at most one entry per [`REFUSED_INTERVAL`], counting every
+//! refusal since the previous one by address ([`Unauthorized`]), so that strangers cannot
+//! flood the log (it keeps the newest 1000 entries). Storing and trimming the log is
 //! `dashboard::audit`'s.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{Query, Request, State};
@@ -27,8 +33,15 @@ const DEFAULT_ACTOR: &str = "api";
 /// Bodies recorded as text are cut to this many characters.
 const DETAIL_CHARS: usize = 500;
 
-/// Largest body the layer buffers (plugin modules are the big ones); larger is a 413.
-const MAX_BODY: usize = 64 * 1024 * 1024;
+/// The most of a body the layer buffers to show it; a larger body goes on to its handler as
+/// it arrives (the handler bounds it) and is shown by its size. Bodies the log shows are
+/// JSON settings, far smaller.
+const MAX_SHOWN_BODY: usize = 64 * 1024;
+
+/// 401s are recorded at most this often.
+pub(super) const REFUSED_INTERVAL: Duration = Duration::from_secs(10);
+/// Addresses an entry of refusals names; the others are counted together.
+const REFUSED_ADDRS: usize = 8;
 
 /// Middleware: runs the call, then appends it to the log if it was a mutation.
 pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next: Next) -> Response {
@@ -37,15 +50,10 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
     }
     let caller = req.extensions().get::<Caller>().cloned();
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+    let (body, shown) = match head_of(body).await {
         Ok(b) => b,
-        Err(_) => {
-            return ApiError::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                format!("request bodies are limited to {MAX_BODY} bytes"),
-            )
-            .into_response();
+        Err(e) => {
+            return ApiError::bad_request(format!("reading the request body: {e}")).into_response();
         }
     };
     let mut entry = AuditEntry {
@@ -58,17 +66,133 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned()),
-        detail: detail(&parts.headers, &bytes),
+        detail: match &shown {
+            Some(bytes) => detail(&parts.headers, bytes),
+            None => format!("<over {MAX_SHOWN_BODY} bytes>"),
+        },
         status: 0,
     };
-    let resp = next
-        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await;
+    let resp = next.run(Request::from_parts(parts, body)).await;
     entry.status = resp.status().as_u16();
     if let Err(e) = log.append(&entry).await {
         tracing::warn!(error = %e, path = %entry.path, "could not record the call in the audit log");
     }
     resp
+}
+
+/// Reads at most [`MAX_SHOWN_BODY`] bytes of `body`. Returns the body to hand on (the same
+/// bytes, then the rest still unread) and the whole body if it was no longer than that.
+async fn head_of(
+    body: axum::body::Body,
+) -> Result<(axum::body::Body, Option<bytes::Bytes>), axum::Error> {
+    use futures_util::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut head = bytes::BytesMut::new();
+    while head.len() <= MAX_SHOWN_BODY {
+        match stream.next().await {
+            Some(chunk) => head.extend_from_slice(&chunk?),
+            None => {
+                let whole = head.freeze();
+                return Ok((axum::body::Body::from(whole.clone()), Some(whole)));
+            }
+        }
+    }
+    let first = futures_util::stream::once(async move { Ok::<_, axum::Error>(head.freeze()) });
+    Ok((axum::body::Body::from_stream(first.chain(stream)), None))
+}
+
+/// The rate-limited record of calls refused for their token.
+pub(super) struct Unauthorized {
+    log: Arc<AuditLog>,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// When the last entry was written.
+    written: Option<Instant>,
+    since_ms: u64,
+    count: u64,
+    by_addr: BTreeMap<IpAddr, u64>,
+    /// Refusals from addresses past the first [`REFUSED_ADDRS`], and from no known address.
+    others: u64,
+}
+
+impl Unauthorized {
+    pub(super) fn new(log: Arc<AuditLog>) -> Self {
+        Self {
+            log,
+            pending: Mutex::default(),
+        }
+    }
+
+    /// Counts a refused call; when an entry is due, appends it before the 401 is answered
+    /// (at most once per [`REFUSED_INTERVAL`], so the store write costs little, and a caller
+    /// that reads the log after its 401 finds it).
+    pub(super) async fn note(&self, ip: Option<IpAddr>, method: &Method, path: &str) {
+        let entry = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            match p.add(ip, method, path) {
+                Some(e) => e,
+                None => return,
+            }
+        };
+        if let Err(e) = self.log.append(&entry).await {
+            tracing::warn!(error = %e, "could not record refused calls in the audit log");
+        }
+    }
+}
+
+impl Pending {
+    /// Adds a refusal; the entry to write if one is due (then counting starts over).
+    fn add(&mut self, ip: Option<IpAddr>, method: &Method, path: &str) -> Option<AuditEntry> {
+        if self.count == 0 {
+            self.since_ms = now_ms();
+        }
+        self.count += 1;
+        match ip {
+            Some(ip) if self.by_addr.contains_key(&ip) || self.by_addr.len() < REFUSED_ADDRS => {
+                *self.by_addr.entry(ip).or_default() += 1;
+            }
+            _ => self.others += 1,
+        }
+        if self.written.is_some_and(|t| t.elapsed() < REFUSED_INTERVAL) {
+            return None;
+        }
+        let entry = refused_entry(self, method, path);
+        *self = Pending {
+            written: Some(Instant::now()),
+            ..Pending::default()
+        };
+        Some(entry)
+    }
+}
+
+/// The entry for the refusals counted in `p`; the latest call gives method and path.
+fn refused_entry(p: &Pending, method: &Method, path: &str) -> AuditEntry {
+    let mut addrs: Vec<String> = p
+        .by_addr
+        .iter()
+        .map(|(ip, n)| format!("{ip} ×{n}"))
+        .collect();
+    if p.others > 0 {
+        addrs.push(format!("others ×{}", p.others));
+    }
+    AuditEntry {
+        time_ms: now_ms(),
+        actor: "unauthenticated".into(),
+        token: None,
+        role: None,
+        method: method.to_string(),
+        path: path.chars().take(DETAIL_CHARS).collect(),
+        detail: format!(
+            "{} call(s) refused for a wrong, revoked or missing token since {} (unix ms): {}",
+            p.count,
+            p.since_ms,
+            addrs.join(", ")
+        ),
+        status: 401,
+    }
 }
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
@@ -79,9 +203,11 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
 ///
 /// Every mutating call (POST, PUT, PATCH, DELETE) made with a valid token, recorded after it
 /// completed whatever its status (a 403 for a role too low included), with the token's name
-/// and role, newest first. Calls refused for a missing, wrong or revoked token are not
-/// recorded. The newest 1000 are kept in the store. `detail` is the request body, cut to 500
-/// characters, every `password` as `<redacted>`, a binary body as `<N bytes>`.
+/// and role, newest first. Calls refused for a missing, wrong or revoked token (401) are
+/// recorded at most once per 10 s: one entry (actor `unauthenticated`, status 401) counts the
+/// refusals since the previous one by address. The newest 1000 are kept in the store. `detail`
+/// is the request body, cut to 500 characters, every `password` as `<redacted>`, a binary
+/// body as `<N bytes>`, a body over 64 KiB as `<over 65536 bytes>`.
 #[utoipa::path(
     get,
     path = "/api/audit",
@@ -228,5 +354,47 @@ mod tests {
         assert_eq!(actor(&h), "console:ada");
         h.insert(ACTOR_HEADER, "cli:bob\t".parse().unwrap());
         assert_eq!(actor(&h), "cli:bob");
+    }
+
+    #[test]
+    fn refusals_make_one_entry_per_interval_counting_them_by_address() {
+        let mut p = Pending::default();
+        let get = Method::GET;
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let first = p
+            .add(Some(a), &get, "/api/overview")
+            .expect("the first is written");
+        assert_eq!(
+            (first.status, first.actor.as_str()),
+            (401, "unauthenticated")
+        );
+        assert!(
+            first.detail.starts_with("1 call(s) refused"),
+            "{}",
+            first.detail
+        );
+        // Within the interval: counted, not written, whatever the number and addresses.
+        for i in 0..1000u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0100 + i % 20));
+            assert!(p.add(Some(ip), &get, "/api/x").is_none());
+        }
+        assert!(p.add(None, &get, "/api/x").is_none());
+        assert_eq!(p.count, 1001);
+        assert_eq!(
+            p.by_addr.len(),
+            REFUSED_ADDRS,
+            "addresses named are bounded"
+        );
+        assert_eq!(p.by_addr.values().sum::<u64>() + p.others, 1001);
+        // The next one after the interval writes them all.
+        p.written = Some(Instant::now() - REFUSED_INTERVAL);
+        let next = p.add(Some(a), &get, "/api/y").expect("due");
+        assert!(
+            next.detail.starts_with("1002 call(s) refused"),
+            "{}",
+            next.detail
+        );
+        assert!(next.detail.contains("others ×"), "{}", next.detail);
+        assert_eq!(p.count, 0);
     }
 }

@@ -19,11 +19,11 @@ impl From<Error> for ApiError {
             Error::Conflict(_)
             | Error::ServerUnreachable { .. }
             | Error::ServerRefused { .. }
-            | Error::AdminUser(_)
-            | Error::Move { .. } => ApiError::conflict(message),
+            | Error::AdminUser(_) => ApiError::conflict(message),
             Error::StoreUnavailable(_)
             | Error::DocumentUnusable(_)
-            | Error::CatalogUnavailable(_) => ApiError::unavailable(message),
+            | Error::CatalogUnavailable(_)
+            | Error::Busy(_) => ApiError::unavailable(message),
             Error::PushIncomplete(_) | Error::ProxyUnreachable { .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "push_incomplete", message)
             }
@@ -52,6 +52,7 @@ mod tests {
                 "conflict",
             ),
             (Error::DocumentUnusable("x".into()), 503, "unavailable"),
+            (Error::Busy("x".into()), 503, "unavailable"),
             (
                 Error::StoreUnavailable(tessera_store::StoreError::Unavailable("down".into())),
                 503,

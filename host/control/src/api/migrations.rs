@@ -65,10 +65,12 @@ fn limits(max_keys_per_sec: Option<u64>, max_mb_per_sec: Option<f64>) -> Result<
 
 /// Migration progress
 ///
-/// Slots in flight and queued, keys and bytes moved, keys/s, keys left and ETA, the speed
-/// cap, the slowest command the mover sent, why the driver waits (`blocked`), and the write
-/// pause of the slot handoffs. `state` is `pending`, `preparing`, `prepared`, `migrating` or
-/// `finished`.
+/// Slots in flight and queued, each with its copy round and whether it converged, keys and
+/// bytes copied, keys/s, keys left and ETA, the speed cap, the slowest command the copy sent,
+/// why the driver waits (`blocked`), and the write pause of the slot handoffs (docs/migration.md).
+/// A slot's `state` is what the store holds (`pending`, `copying`, `handoff`, `cleanup`; a
+/// dashboard before migration v3 may have left `preparing`, `prepared`, `migrating` or
+/// `finished`), its `phase` where the driver has it.
 #[utoipa::path(
     get,
     path = "/api/migrations",

@@ -58,9 +58,9 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         // of calls that passed it, so strangers cannot flood the log), then the role (403,
         // recorded with the token that was refused). Which role each route needs: `access`.
         .layer(middleware::from_fn(tokens::permit))
-        .layer(middleware::from_fn_with_state(audit, audit::record))
+        .layer(middleware::from_fn_with_state(audit.clone(), audit::record))
         .layer(middleware::from_fn_with_state(
-            d.clone(),
+            tokens::Gate::new(d.clone(), audit),
             tokens::authenticate,
         ))
         .with_state(d)

@@ -16,8 +16,12 @@ JSON in and out. Every route but `/health`, `/metrics` and `/api/openapi.json` n
 `Authorization: Bearer <token>`, a token of the cluster whose role allows the call: `viewer` \
 reads, `operator` also migrates, rebalances and manages plugins, `admin` does everything (each \
 operation's `x-tessera-role` names the role it needs). No token, or a wrong or revoked one, is \
-a 401; a role too low a 403 `forbidden` naming the token, its role and the role needed. Every \
-failure is `{\"error\": {\"code\", \"message\"}}`. Every routing change is persisted, the \
+a 401 (audited, at most one entry per 10 s counting the refusals since the last); after 20 wrong \
+or revoked tokens in a row from one address (then one a second), that address is answered 429 \
+`too_many_requests` with `Retry-After` before any token is checked; a role too low a 403 \
+`forbidden` naming the token, its role and the role needed. Every \
+failure is `{\"error\": {\"code\", \"message\"}}`. A JSON body is at most 2 MB, a plugin \
+module at most 8 MiB (413 `too_large`). Every routing change is persisted, the \
 topology epoch incremented, and the topology pushed to every online proxy; the call returns \
 once all have acknowledged, or fails with 502 `push_incomplete` naming those that did not.";
 
@@ -94,5 +98,8 @@ pub const ACCESS: Access<'static> = Access {
     unauthorized: "No token, or a wrong or revoked one (`unauthorized`).",
     forbidden: "The token's role is below the one this operation needs (`forbidden`); the \
                 message names the token, its role and the role needed.",
+    throttled: "This address sent 20 wrong or revoked tokens in a row (then one a second \
+                earns one more try): `too_many_requests`, with `Retry-After`, before any token \
+                is checked.",
     everywhere: false,
 };

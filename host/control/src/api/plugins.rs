@@ -20,7 +20,8 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
 use crate::dashboard::Dashboard;
-use tessera_http::error::{ApiError, optional_json};
+use crate::dashboard::plugins::upload_slot;
+use tessera_http::error::{ApiError, body_within, optional_json};
 use tessera_wire::Empty;
 use tessera_wire::error::ErrorBody;
 use tessera_wire::plugins::{
@@ -31,7 +32,8 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(order))
-        .routes(routes!(upload).layer(DefaultBodyLimit::max(MAX_MODULE + 1024)))
+        // The handler reads the body itself, within MAX_MODULE, once it has the upload slot.
+        .routes(routes!(upload).layer(DefaultBodyLimit::disable()))
         .routes(routes!(configure))
         .routes(routes!(enable))
         .routes(routes!(disable))
@@ -65,10 +67,11 @@ async fn list(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<ListedPlugin>>
 
 /// Upload a plugin module
 ///
-/// The `.wasm` file as the raw body (at most 32 MiB). It is checked first (a Tessera plugin
-/// of a supported ABI). A new plugin is appended to the chain, disabled, with config `{}` and
-/// fail `closed`; a replaced one keeps its settings, and if enabled is probed with them and
-/// rolled out to every online proxy.
+/// The `.wasm` file as the raw body (at most 8 MiB; one upload at a time: a second one
+/// meanwhile is a 503). It is checked first (a Tessera plugin of a supported ABI). A new
+/// plugin is appended to the chain, disabled, with config `{}` and fail `closed`; a replaced
+/// one keeps its settings, and if enabled is probed with them and rolled out to every online
+/// proxy. A catalog holds at most 64 plugins.
 #[utoipa::path(
     put,
     path = "/api/plugins/{name}/module",
@@ -79,16 +82,22 @@ async fn list(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<ListedPlugin>>
     responses(
         (status = 200, description = "The plugin's entry.", body = PluginEntry),
         (status = 400, description = "An empty body, a bad name, or a module that is not a Tessera plugin (or whose init refuses its config).", body = ErrorBody),
-        (status = 413, description = "A module over 32 MiB (answered as plain text).", body = String, content_type = "text/plain"),
+        (status = 409, description = "A new plugin for a catalog that holds 64 already.", body = ErrorBody),
+        (status = 413, description = "A module over 8 MiB.", body = ErrorBody),
         (status = 502, description = "Saved, but some proxies did not load the catalog.", body = ErrorBody),
-        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+        (status = 503, description = "The store is unreachable, or another upload is being read or checked.", body = ErrorBody),
     )
 )]
 async fn upload(
     State(d): State<Arc<Dashboard>>,
     Path(name): Path<String>,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<Json<PluginEntry>, ApiError> {
+    // One upload at a time, so at most one module's bytes are held and compiled; the body is
+    // read only once the slot is taken, and at most MAX_MODULE of it.
+    let _slot = upload_slot()?;
+    let what = format!("a plugin module ({} MiB)", MAX_MODULE >> 20);
+    let body = body_within(body, MAX_MODULE, &what).await?;
     if body.is_empty() {
         return Err(ApiError::bad_request(
             "empty body: send the .wasm file as the request body",
@@ -113,6 +122,7 @@ async fn upload(
         (status = 200, description = "The plugin's entry after the change.", body = PluginEntry),
         (status = 400, description = "No body, an unknown field, a bad fail policy, or a config the plugin refuses.", body = ErrorBody),
         (status = 404, description = "No such plugin.", body = ErrorBody),
+        (status = 409, description = "The catalog document would pass 1 MiB (configs make it).", body = ErrorBody),
         (status = 502, description = "Saved, but some proxies did not load the catalog.", body = ErrorBody),
         (status = 503, description = "The store is unreachable.", body = ErrorBody),
     )
@@ -131,7 +141,8 @@ async fn configure(
 /// Enable a plugin
 ///
 /// Probes the plugin with its config, then every online proxy loads it before the call
-/// returns.
+/// returns. A catalog enables at most 16 plugins (what each proxy's instance pool is sized
+/// for): enabling one more is a 409.
 #[utoipa::path(
     post,
     path = "/api/plugins/{name}/enable",
@@ -142,6 +153,7 @@ async fn configure(
         (status = 200, description = "The plugin's entry.", body = PluginEntry),
         (status = 400, description = "Its init refuses its config.", body = ErrorBody),
         (status = 404, description = "No such plugin.", body = ErrorBody),
+        (status = 409, description = "16 plugins are enabled already.", body = ErrorBody),
         (status = 502, description = "Saved, but some proxies did not load the catalog.", body = ErrorBody),
         (status = 503, description = "The store is unreachable.", body = ErrorBody),
     )

@@ -1,6 +1,8 @@
 //! Who calls the dashboard's API and whether they may: the two middlewares every route runs
 //! behind (the bearer token → [`Caller`], then the caller's role against `access::required`),
-//! and the token routes. The tokens themselves are `dashboard::tokens`'.
+//! and the token routes. The tokens themselves are `dashboard::tokens`'. A token that is
+//! refused counts against its client's address (`auth_throttle`: past the burst, 429 before
+//! any check) and the refusal is audited, rate-limited (`audit::Unauthorized`).
 //!
 //! ```text
 //! GET    /api/whoami          {"token": name, "role": role} of the caller's token
@@ -19,8 +21,11 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::Unauthorized;
+use crate::dashboard::audit::AuditLog;
 use crate::dashboard::{Caller, Dashboard};
 use tessera_http::access;
+use tessera_http::auth_throttle::AuthThrottle;
 use tessera_http::error::{ApiError, bearer, optional_json, refuse_unread};
 use tessera_wire::Empty;
 use tessera_wire::audit::{ROLE_HEADER, TOKEN_HEADER};
@@ -34,17 +39,48 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .routes(routes!(revoke))
 }
 
+/// What stands at the door of the dashboard's API: its tokens, the throttle of refused ones
+/// by address, and the audit of refusals.
+pub(super) struct Gate {
+    d: Arc<Dashboard>,
+    throttle: AuthThrottle,
+    unauthorized: Unauthorized,
+}
+
+impl Gate {
+    pub(super) fn new(d: Arc<Dashboard>, audit: Arc<AuditLog>) -> Arc<Self> {
+        Arc::new(Self {
+            d,
+            throttle: AuthThrottle::new("API token"),
+            unauthorized: Unauthorized::new(audit),
+        })
+    }
+}
+
 /// Middleware (outermost): every route but the open ones needs a token of the cluster; 401
-/// otherwise. The token's [`Caller`] goes into the request for the audit log and the handlers.
+/// otherwise (429 while the caller's address is throttled for refused tokens). The token's
+/// [`Caller`] goes into the request for the audit log and the handlers.
 pub(super) async fn authenticate(
-    State(d): State<Arc<Dashboard>>,
+    State(gate): State<Arc<Gate>>,
     mut req: Request,
     next: Next,
 ) -> Response {
     if access::required(req.method(), req.uri().path()).is_none() {
         return next.run(req).await;
     }
-    let Some(caller) = bearer(req.headers()).and_then(|t| d.authenticate(t)) else {
+    let ip = match gate.throttle.admit(&req) {
+        Ok(ip) => ip,
+        Err(refused) => return *refused,
+    };
+    let presented = bearer(req.headers());
+    let Some(caller) = presented.and_then(|t| gate.d.authenticate(t)) else {
+        // A missing token costs no check: only a wrong one counts against the address.
+        if presented.is_some() {
+            gate.throttle.refused(ip);
+        }
+        gate.unauthorized
+            .note(ip, req.method(), req.uri().path())
+            .await;
         return refuse_unread(&req, ApiError::unauthorized());
     };
     req.extensions_mut().insert(caller.clone());

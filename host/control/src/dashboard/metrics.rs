@@ -48,9 +48,7 @@ pub fn render(d: &Dashboard) -> String {
     handle.render()
 }
 
-/// HELP text of the dashboard's series (Prometheus tooling wants it; `promtool check metrics`
-/// checks). The recorder is process-wide, but a dashboard process runs no proxy, so the
-/// dashboard describes its own series rather than relying on the proxy's `describe`.
+/// HELP text of the dashboard's series (`promtool check metrics` wants it).
 fn describe() {
     use metrics::describe_gauge;
     describe_gauge!(

@@ -1,68 +1,118 @@
-//! Driving slot migrations: the per-slot state machine of DESIGN.md §4, persisted at every
-//! step. pending → preparing (push "owner = target, from = source" with a barrier) → prepared
-//! → migrating (the mover moves keys; proxies move those they touch) → finished (a full pass
-//! found none; push "owner = target") → done. An abort turns a migration around.
+//! Driving slot migrations (v3, docs/migration.md): one task owns every migrating slot's
+//! state machine (`migrate::machine`), feeds it what its I/O produced — pushes acknowledged
+//! or not, copy rounds ended, final copies, stale keys deleted, aborts — and carries out the
+//! actions it returns, coalescing those of many slots (one store write, one push per step).
+//! The copies themselves run per source group (`migrate::copy`), the deletions of stale keys
+//! per group (`migrate::cleanup`).
+//!
+//! The API side only queues: a migration is saved as `pending`, an abort is persisted and
+//! handed to the driver as a message; neither waits for the driver.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
 use super::Dashboard;
 use crate::Error;
-use crate::migrate::mover::{Mover, MoverConfig, Progress};
+use crate::migrate::cleanup::{CleanupConfig, delete_slots};
+use crate::migrate::copy::{self, Command, CopyConfig, CopyHandle, Report};
+use crate::migrate::machine::{Action, Event, Persisted, Phase, Slot};
 use crate::migrate::plan::Move;
+use crate::migrate::progress::Progress;
 use crate::migrate::throttle::{Limits, Throttle};
 use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, ActionState, SlotAction, SlotModel};
-use tessera_wire::migration::{MigrationStatus, PauseStats, SlotProgress, SlowestCommand};
+use tessera_wire::migration::{
+    MigrationPhase, MigrationStatus, PauseStats, SlotProgress, SlowestCommand,
+};
 
-/// Migration bookkeeping the dashboard keeps in memory (the actions themselves are in the
-/// store): progress counters, rate samples, and why the driver is held, if it is.
-#[derive(Default)]
-pub(crate) struct Migrations {
-    pub(crate) progress: Arc<Progress>,
-    pub(crate) blocked: Mutex<Option<String>>,
-    /// (when, total keys moved, total bytes moved) samples for the rates.
-    samples: Mutex<Vec<(Instant, u64, u64)>>,
-    pub(crate) config: MoverConfig,
-    /// Asks a running mover pass to stop at its next batch (abort).
-    stop: std::sync::atomic::AtomicBool,
-    /// Held for a mover pass.
-    passing: tokio::sync::Mutex<()>,
-    /// An abort answered but not yet applied: the driver turns the slots around at the top
-    /// of its next step (also persisted, `Paths::migration_abort`, for a successor).
-    abort: Mutex<Option<AbortRequest>>,
-    /// When the slots now held for a handoff were first pushed blocked.
-    blocked_since: Mutex<Option<Instant>>,
-    /// A step that could not block its slots (a proxy does not answer) tries again then.
-    retry_at: Mutex<Option<Instant>>,
-    /// The last handoffs' write pauses: (milliseconds, slots handed over).
-    pauses: Mutex<Vec<(f64, usize)>>,
-    /// The running migration's speed cap (persisted, `Paths::migration_throttle`).
-    pub(crate) throttle: Throttle,
-    /// (keys, bytes) moved when the running migration started: the driver last found work
-    /// after none.
-    run_start: Mutex<Option<(u64, u64)>>,
-    /// Slots saved as done whose table no proxy may have yet (its push is still to succeed):
-    /// the status lists them as `finished` until it has, so that a migration reads idle only
-    /// once every proxy routes its slots to their new owner.
-    finishing: Mutex<BTreeMap<u16, SlotProgress>>,
-}
+/// How often the driver looks at its slots when nothing tells it to.
+const TICK: Duration = Duration::from_millis(20);
 
-/// How long the driver waits before trying again to block slots that a proxy held up.
-const RETRY_AFTER: Duration = Duration::from_millis(500);
-
-/// How long each proxy has to acknowledge a push that blocks slots, well inside a proxy's
-/// `slot_hold_ms` (5 s by default): past it the block is taken back (`take_back_block`)
-/// rather than leaving the other proxies' clients held until they get `-TRYAGAIN`.
+/// How long each proxy has to acknowledge a push that holds slots, well inside a proxy's
+/// `slot_hold_ms` (5 s by default): past it the slots are released.
 const BLOCK_PUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A slot that has been ready for a handoff this long goes, with whichever others are ready.
+const HANDOFF_WAIT: Duration = Duration::from_secs(2);
+
+/// Slots handed off at once, at most.
+const HANDOFF_SLOTS: usize = 512;
+
+/// The written keys a handoff may leave for its final copy, over all its slots.
+const HANDOFF_KEYS: usize = 4000;
+
+/// A failed deletion of stale keys is tried again after this.
+const CLEANUP_RETRY: Duration = Duration::from_secs(1);
 
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
+
+/// Migration bookkeeping the dashboard keeps in memory (the actions themselves are in the
+/// store).
+pub(crate) struct Migrations {
+    pub(crate) progress: Arc<Progress>,
+    pub(crate) throttle: Arc<Throttle>,
+    pub(crate) copy: CopyConfig,
+    pub(crate) cleanup: CleanupConfig,
+    /// What the driver last published, for the status.
+    view: Mutex<View>,
+    /// An abort asked for and not yet applied by the driver (also persisted,
+    /// `Paths::migration_abort`, for a successor).
+    abort: Mutex<Option<AbortRequest>>,
+    /// (when, total keys moved, total bytes moved) samples for the rates.
+    samples: Mutex<Vec<(Instant, u64, u64)>>,
+    inbox: mpsc::UnboundedSender<Msg>,
+    inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Msg>>>,
+}
+
+impl Default for Migrations {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            progress: Arc::default(),
+            throttle: Arc::default(),
+            copy: CopyConfig::default(),
+            cleanup: CleanupConfig::default(),
+            view: Mutex::default(),
+            abort: Mutex::default(),
+            samples: Mutex::default(),
+            inbox: tx,
+            inbox_rx: Mutex::new(Some(rx)),
+        }
+    }
+}
+
+/// What the driver publishes after each step.
+#[derive(Default)]
+struct View {
+    slots: BTreeMap<u16, SlotProgress>,
+    /// Why the driver is held, if it is.
+    blocked: Option<String>,
+    /// The last handoffs' write pauses: (milliseconds, slots handed over).
+    pauses: Vec<(f64, usize)>,
+    /// (keys, bytes) moved when the running migration started.
+    run_start: Option<(u64, u64)>,
+}
+
+/// Messages to the driver.
+enum Msg {
+    /// Something was queued.
+    Wake,
+    Abort(AbortRequest),
+    Copy(Report),
+    /// A deletion of stale keys ended.
+    Deleted {
+        slots: BTreeSet<u16>,
+        result: Result<u64, String>,
+    },
+    /// A failed deletion's slots, to try again.
+    RetryDelete(BTreeSet<u16>),
+}
 
 /// The write pauses of the last handoffs, per slot: `(milliseconds, slots handed over)`
 /// each (a handoff of n slots counts n times).
@@ -93,7 +143,7 @@ fn pause_stats(pauses: &[(f64, usize)]) -> Option<PauseStats> {
 }
 
 /// The migrations an abort asked to turn around, as they were when it was asked: a slot
-/// whose action has changed since (finished, or queued again) is left alone.
+/// whose action has changed since is left alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct AbortRequest {
     pub(crate) moves: Vec<AbortedMove>,
@@ -106,13 +156,27 @@ pub(crate) struct AbortedMove {
     pub(crate) target: GroupId,
 }
 
-impl AbortRequest {
-    fn covers(&self, s: &SlotModel) -> bool {
-        s.action.as_ref().is_some_and(|a| {
-            self.moves
-                .iter()
-                .any(|m| m.slot == s.id && m.source == a.source && m.target == a.target)
-        })
+/// The status's name of a machine's phase.
+fn phase_of(p: Phase) -> MigrationPhase {
+    match p {
+        Phase::Pending => MigrationPhase::Pending,
+        Phase::Purging => MigrationPhase::Purging,
+        Phase::Copying { .. } => MigrationPhase::Copying,
+        Phase::Blocking => MigrationPhase::Blocking,
+        Phase::Blocked => MigrationPhase::Blocked,
+        Phase::Releasing { .. } => MigrationPhase::Releasing,
+        Phase::Switching => MigrationPhase::Switching,
+        Phase::Cleanup => MigrationPhase::Cleanup,
+        Phase::Done => MigrationPhase::Done,
+    }
+}
+
+fn persisted_state(p: Persisted) -> ActionState {
+    match p {
+        Persisted::Pending => ActionState::Pending,
+        Persisted::Copying => ActionState::Copying,
+        Persisted::Handoff => ActionState::Handoff,
+        Persisted::Cleanup => ActionState::Cleanup,
     }
 }
 
@@ -195,6 +259,7 @@ impl Dashboard {
         Ok(())
     }
 
+    /// Saves `moves` as pending migrations and wakes the driver.
     pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), Error> {
         let models = self.slot_models();
         let queued = moves
@@ -210,14 +275,15 @@ impl Dashboard {
                 s
             })
             .collect();
-        self.save_slots(queued).await
+        self.save_slots(queued).await?;
+        let _ = self.migrations.inbox.send(Msg::Wake);
+        Ok(())
     }
 
-    /// Aborts the migration of the given slots (all when `None`): pending ones are dropped,
-    /// started ones turn around and move their keys back. Finished ones are done already.
-    /// Answers at once with how many slots will turn: the request is persisted, the running
-    /// mover pass asked to stop at its next batch, and the driver applies it at the top of
-    /// its next step (`apply_abort`), between barrier pushes and with no pass running.
+    /// Aborts the migration of the given slots (all when `None`): a slot not yet routed to
+    /// its target stays with its source (what the target holds of it is deleted); one that
+    /// is, is done. Answers at once with how many slots the abort covers: the request is
+    /// persisted (a successor applies it too) and handed to the driver.
     ///
     /// # Errors
     /// The store fails.
@@ -228,7 +294,8 @@ impl Dashboard {
             .filter(|s| which.as_ref().is_none_or(|w| w.contains(&s.id)))
             .filter_map(|s| {
                 let a = s.action.as_ref()?;
-                (!a.aborting && a.state != ActionState::Finished).then_some(AbortedMove {
+                let done = a.state == ActionState::Cleanup || a.state == ActionState::Finished;
+                (!a.aborting && !done).then_some(AbortedMove {
                     slot: s.id,
                     source: a.source,
                     target: a.target,
@@ -242,17 +309,18 @@ impl Dashboard {
         let request = {
             let mut pending = self.migrations.abort.lock().expect("abort lock poisoned");
             let r = pending.get_or_insert_with(AbortRequest::default);
-            for m in asked {
-                if !r.moves.contains(&m) {
-                    r.moves.push(m);
+            for m in &asked {
+                if !r.moves.contains(m) {
+                    r.moves.push(m.clone());
                 }
             }
             r.clone()
         };
         model::write(&*self.store, &self.paths.migration_abort(), &request).await?;
-        self.migrations
-            .stop
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self
+            .migrations
+            .inbox
+            .send(Msg::Abort(AbortRequest { moves: asked }));
         info!(slots = n, "migrations abort asked for");
         Ok(n)
     }
@@ -265,7 +333,8 @@ impl Dashboard {
             .is_some()
     }
 
-    /// Reads an abort asked of a predecessor and not yet applied (at start).
+    /// Reads an abort asked of a predecessor and not yet applied (at start): the driver
+    /// applies it once it has taken the slots over.
     ///
     /// # Errors
     /// The store fails.
@@ -273,70 +342,9 @@ impl Dashboard {
         if let Some((r, _)) =
             model::read::<AbortRequest>(&*self.store, &self.paths.migration_abort()).await?
         {
-            *self.migrations.abort.lock().expect("abort lock poisoned") = Some(r);
+            *self.migrations.abort.lock().expect("abort lock poisoned") = Some(r.clone());
+            let _ = self.migrations.inbox.send(Msg::Abort(r));
         }
-        Ok(())
-    }
-
-    /// Turns around the slots of an abort asked for, if any. The caller holds `ops`, and no
-    /// mover pass runs (no pass of the old direction may run once the slots turn around: it
-    /// could stage or copy a key the new direction's proxies then look for in the wrong place).
-    async fn apply_abort(&self) -> Result<(), Error> {
-        let Some(request) = self
-            .migrations
-            .abort
-            .lock()
-            .expect("abort lock poisoned")
-            .clone()
-        else {
-            return Ok(());
-        };
-        let mut turned = Vec::new();
-        for mut s in self.slot_models() {
-            let Some(a) = s.action.clone() else { continue };
-            if !request.covers(&s) || a.aborting {
-                continue;
-            }
-            match a.state {
-                ActionState::Pending => s.action = None,
-                ActionState::Finished => continue,
-                _ => {
-                    s.action = Some(SlotAction {
-                        state: ActionState::Preparing,
-                        source: a.target,
-                        target: a.source,
-                        aborting: true,
-                    })
-                }
-            }
-            turned.push(s);
-        }
-        let n = turned.len();
-        self.save_slots(turned).await?;
-        {
-            // A request merged in meanwhile stays for the next step.
-            let mut pending = self.migrations.abort.lock().expect("abort lock poisoned");
-            if pending.as_ref() == Some(&request) {
-                *pending = None;
-                self.migrations
-                    .stop
-                    .store(false, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        if !self.abort_pending() {
-            self.store.delete(&self.paths.migration_abort()).await?;
-            // One asked for while the delete ran is written again.
-            let again = self
-                .migrations
-                .abort
-                .lock()
-                .expect("abort lock poisoned")
-                .clone();
-            if let Some(r) = again {
-                model::write(&*self.store, &self.paths.migration_abort(), &r).await?;
-            }
-        }
-        info!(slots = n, "migrations aborted");
         Ok(())
     }
 
@@ -368,62 +376,10 @@ impl Dashboard {
         Ok(())
     }
 
-    /// Nothing left to move: the migration's cap and run counters end with it.
-    async fn migration_idle(&self) {
-        self.migrations
-            .run_start
-            .lock()
-            .expect("run lock poisoned")
-            .take();
-        if !self.migrations.throttle.limits().is_none() {
-            // A migration queued meanwhile keeps the cap its start set.
-            let _ops = self.ops.lock().await;
-            if self.slot_models().iter().all(|s| s.action.is_none())
-                && let Err(e) = self.set_migration_throttle(Limits::default()).await
-            {
-                warn!(error = %e, "could not clear the migration throttle");
-            }
-        }
-    }
-
-    /// The slots saved as done whose table is still to reach every proxy.
-    fn finishing_slots(&self) -> BTreeMap<u16, SlotProgress> {
-        self.migrations
-            .finishing
-            .lock()
-            .expect("finishing lock poisoned")
-            .clone()
-    }
-
-    /// Whether some slot saved as done still waits for its table to reach every proxy.
-    fn any_finishing(&self) -> bool {
-        !self
-            .migrations
-            .finishing
-            .lock()
-            .expect("finishing lock poisoned")
-            .is_empty()
-    }
-
     pub fn migration_status(&self) -> MigrationStatus {
-        let slots = self.slot_models();
-        let moved = self
-            .migrations
-            .progress
-            .moved
-            .lock()
-            .expect("progress lock poisoned")
-            .clone();
-        let total = self
-            .migrations
-            .progress
-            .total
-            .load(std::sync::atomic::Ordering::Relaxed);
-        let bytes = self
-            .migrations
-            .progress
-            .bytes
-            .load(std::sync::atomic::Ordering::Relaxed);
+        use std::sync::atomic::Ordering::Relaxed;
+        let p = &self.migrations.progress;
+        let (total, bytes) = (p.total.load(Relaxed), p.bytes.load(Relaxed));
         let (rate, byte_rate) = {
             let mut samples = self
                 .migrations
@@ -441,73 +397,76 @@ impl Dashboard {
                 _ => (0.0, 0.0),
             }
         };
-        let finishing = self.finishing_slots();
-        let mut active: Vec<SlotProgress> = slots
-            .iter()
-            .filter_map(|s| {
-                let a = s.action.as_ref()?;
-                Some(SlotProgress {
+        let view = self.migrations.view.lock().expect("view lock poisoned");
+        let moved = p.moved.lock().expect("progress lock poisoned").clone();
+        let mut slots: Vec<SlotProgress> = view
+            .slots
+            .values()
+            .cloned()
+            .map(|mut s| {
+                s.keys_moved = moved.get(&s.slot).copied().unwrap_or(s.keys_moved);
+                s
+            })
+            .collect();
+        // Slots queued that the driver has not taken yet.
+        for s in self.slot_models() {
+            if let Some(a) = &s.action
+                && !view.slots.contains_key(&s.id)
+            {
+                slots.push(SlotProgress {
                     slot: s.id,
                     state: a.state,
+                    phase: MigrationPhase::Pending,
                     source: a.source,
                     target: a.target,
                     aborting: a.aborting,
-                    keys_moved: moved.get(&s.id).copied().unwrap_or(0),
-                })
-            })
-            .filter(|p| !finishing.contains_key(&p.slot))
-            .collect();
-        active.extend(finishing.into_values());
-        active.sort_by_key(|p| p.slot);
-        let pending = active
+                    keys_moved: 0,
+                    round: 0,
+                    changed_last_round: 0,
+                    converged: false,
+                });
+            }
+        }
+        slots.sort_by_key(|s| s.slot);
+        let pending = slots
             .iter()
-            .filter(|p| p.state == ActionState::Pending)
+            .filter(|s| s.phase == MigrationPhase::Pending)
             .count();
-        // Keys left: per source group, its master's keys over the slots it owns (moving ones
-        // included), times its slots still to move, less what was moved of them.
         let keys_left = {
             let st = self.state.lock().expect("state lock poisoned");
             let mut owned: HashMap<GroupId, u64> = HashMap::new();
-            for s in &slots {
+            for s in &st.slots {
                 if let Some(g) = s.group {
                     *owned.entry(g).or_default() += 1;
                 }
             }
-            let left: u64 = active
+            let left: u64 = slots
                 .iter()
-                .filter(|p| p.state <= ActionState::Migrating)
-                .map(|p| {
-                    let keys = st
-                        .groups
-                        .get(&p.source)
-                        .and_then(|g| g.master())
-                        .and_then(|m| st.servers.get(m))
-                        .and_then(|h| h.keys)
-                        .unwrap_or(0);
-                    let per_slot = keys / owned.get(&p.source).copied().unwrap_or(1).max(1);
-                    per_slot.saturating_sub(p.keys_moved)
+                .map(|p| match p.phase {
+                    MigrationPhase::Pending | MigrationPhase::Purging => {
+                        per_slot_keys(&st, &owned, p.source)
+                    }
+                    MigrationPhase::Copying if p.round == 0 => {
+                        per_slot_keys(&st, &owned, p.source).saturating_sub(p.keys_moved)
+                    }
+                    MigrationPhase::Cleanup | MigrationPhase::Switching | MigrationPhase::Done => 0,
+                    _ => p.changed_last_round as u64,
                 })
                 .sum();
-            (!active.is_empty()).then_some(left)
+            (!slots.is_empty()).then_some(left)
         };
-        let (run_keys, run_bytes) = self
-            .migrations
-            .run_start
-            .lock()
-            .expect("run lock poisoned")
-            .map_or((0, 0), |(k, b)| (total - k, bytes - b));
-        let slowest = self
-            .migrations
-            .progress
+        let (run_keys, run_bytes) = view.run_start.map_or((0, 0), |(k, b)| {
+            (total.saturating_sub(k), bytes.saturating_sub(b))
+        });
+        let slowest = p
             .slowest
             .lock()
             .expect("progress lock poisoned")
             .clone()
             .map(|(ms, command)| SlowestCommand { ms, command });
         MigrationStatus {
-            in_flight: active.len() - pending,
+            in_flight: slots.len() - pending,
             pending,
-            slots: active,
             keys_moved: total,
             bytes_moved: bytes,
             keys_per_sec: rate,
@@ -518,497 +477,814 @@ impl Dashboard {
             eta_secs: keys_left.filter(|_| rate > 0.0).map(|k| k as f64 / rate),
             throttle: self.migrations.throttle.limits(),
             slowest_command: slowest,
-            blocked: self
-                .migrations
-                .blocked
-                .lock()
-                .expect("blocked lock poisoned")
-                .clone(),
+            blocked: view.blocked.clone(),
             max_slots_in_flight: self.opts.max_slots_in_flight,
             abort_pending: self.abort_pending(),
-            write_pause: pause_stats(&self.migrations.pauses.lock().expect("pauses lock poisoned")),
-        }
-    }
-
-    /// Commits (pushes) the topology with the slots in `from`, then moves them to `to`:
-    /// persisted when `persist`, else in memory only (see the caller). Returns when the
-    /// push started and when every proxy had acknowledged it.
-    async fn advance(
-        &self,
-        epoch: &mut u64,
-        from: ActionState,
-        to: ActionState,
-        persist: bool,
-        within: Option<Duration>,
-    ) -> Result<(Instant, Instant), Error> {
-        let topo = self.persist_next(epoch).await?;
-        let pushed = Instant::now();
-        self.push_all_within(&topo, within).await?;
-        let acknowledged = Instant::now();
-        let advanced: Vec<SlotModel> = self
-            .slot_models()
-            .into_iter()
-            .filter_map(|mut s| {
-                let a = s.action.as_mut().filter(|a| a.state == from)?;
-                a.state = to;
-                Some(s)
-            })
-            .collect();
-        if persist {
-            // One batched write: slot by slot, 512 slots took seconds of fsyncs, with the
-            // cluster's change lock held (and an abort waiting for it).
-            self.save_slots(advanced).await?;
-        } else {
-            let mut st = self.state.lock().expect("state lock poisoned");
-            for s in advanced {
-                let id = s.id as usize;
-                st.slots[id] = s;
-            }
-        }
-        Ok((pushed, acknowledged))
-    }
-
-    /// One mover pass of `slots` from `source` to `target`; the slots it found none of are
-    /// finished.
-    ///
-    /// # Errors
-    /// Why the pass could not run or failed, for the status.
-    async fn pass_once(
-        &self,
-        source: GroupId,
-        target: GroupId,
-        aborting: bool,
-        slots: &BTreeSet<u16>,
-    ) -> Result<(), Error> {
-        let addrs = {
-            let st = self.state.lock().expect("state lock poisoned");
-            let m = |g: GroupId| {
-                st.groups
-                    .get(&g)
-                    .and_then(|g| g.master())
-                    .map(str::to_string)
-            };
-            m(source).zip(m(target))
-        };
-        let Some((src, dst)) = addrs else {
-            return Err(Error::conflict(format!(
-                "group {source} or {target} has no master"
-            )));
-        };
-        let mover = Mover {
-            source: &src,
-            target: &dst,
+            write_pause: pause_stats(&view.pauses),
             slots,
-            config: &self.migrations.config,
-            progress: &self.migrations.progress,
-            aborting,
-            stop: &self.migrations.stop,
-            credential: Some(&self.backend_admin),
-            throttle: &self.migrations.throttle,
-        };
-        let complete = mover.pass().await.map_err(|error| Error::Move {
-            source,
-            target,
-            error,
-        })?;
-        if !complete {
-            return Ok(()); // stopped for an abort: nothing is finished
         }
-        let _ops = self.ops.lock().await;
-        let models = self.slot_models();
-        let finished: Vec<SlotModel> = slots
-            .iter()
-            .filter_map(|id| {
-                let mut s = models[*id as usize].clone();
-                let a = s.action.as_mut().filter(|a| {
-                    a.state == ActionState::Migrating
-                        && (a.source, a.target, a.aborting) == (source, target, aborting)
-                })?;
-                a.state = ActionState::Finished;
-                Some(s)
-            })
-            .collect();
-        self.save_slots(finished).await
-    }
-
-    /// A handoff's write pause: the slots blocked since `since` (the push that blocked them
-    /// started) were routed to their target on every proxy at `until`.
-    fn record_pause(&self, since: Instant, until: Instant, slots: usize) {
-        let ms = until.duration_since(since).as_secs_f64() * 1000.0;
-        let mut p = self.migrations.pauses.lock().expect("pauses lock poisoned");
-        if p.len() == MAX_PAUSES {
-            p.remove(0);
-        }
-        p.push((ms, slots));
-        info!(pause_ms = ms as u64, slots, "write pause of a slot handoff");
-    }
-
-    fn set_blocked(&self, why: Option<String>) {
-        if let Some(w) = &why {
-            warn!(reason = %w, "migration held");
-        }
-        *self
-            .migrations
-            .blocked
-            .lock()
-            .expect("blocked lock poisoned") = why;
-    }
-
-    /// Holds the driver back for [`RETRY_AFTER`], saying why.
-    fn hold_back(&self, why: String) {
-        self.set_blocked(Some(why));
-        *self
-            .migrations
-            .retry_at
-            .lock()
-            .expect("retry lock poisoned") = Some(Instant::now() + RETRY_AFTER);
-    }
-
-    /// A push that blocks slots reached some proxies and not all: the block is taken back.
-    /// The slots go back to pending (not those of an abort, which were routed to their
-    /// target before and stay blocked), and a table that serves them from their source again is
-    /// pushed to every proxy that takes it, so the proxies that got the block stop holding
-    /// their clients' commands while the step waits for the others. Safe without the
-    /// barrier: no proxy has routed a slot to its target yet, and both tables a proxy may
-    /// run meanwhile serve it from the source or not at all.
-    async fn take_back_block(&self, epoch: &mut u64, why: &Error) {
-        let why = held_by(why);
-        let back: Vec<SlotModel> = self
-            .slot_models()
-            .into_iter()
-            .filter_map(|mut s| {
-                let a = s
-                    .action
-                    .as_mut()
-                    .filter(|a| a.state == ActionState::Preparing && !a.aborting)?;
-                a.state = ActionState::Pending;
-                Some(s)
-            })
-            .collect();
-        let unblocked = match self.save_slots(back).await {
-            Ok(()) => self.persist_next(epoch).await,
-            Err(e) => Err(e),
-        };
-        let missed = match unblocked {
-            Ok(topo) => self.push_reachable(&topo).await,
-            Err(e) => vec![format!("the store ({e})")],
-        };
-        self.migrations
-            .blocked_since
-            .lock()
-            .expect("pause lock poisoned")
-            .take();
-        if missed.is_empty() {
-            self.hold_back(format!("{why}; the block is taken back"));
-        } else {
-            self.hold_back(format!(
-                "{why}; the block is taken back, not yet on {}",
-                missed.join(", ")
-            ));
-        }
-    }
-
-    /// One step of the driver; returns whether there is migration work left.
-    async fn migration_step(&self) -> bool {
-        let retry_at = *self
-            .migrations
-            .retry_at
-            .lock()
-            .expect("retry lock poisoned");
-        if retry_at.is_some_and(|at| Instant::now() < at) && !self.abort_pending() {
-            return true;
-        }
-        if self.abort_pending() {
-            let _ops = self.ops.lock().await;
-            if let Err(e) = self.apply_abort().await {
-                self.set_blocked(Some(format!("applying an abort: {e}")));
-                return true;
-            }
-        }
-        let slots = self.slot_models();
-        if slots.iter().all(|s| s.action.is_none()) && !self.any_finishing() {
-            self.migration_idle().await;
-            return false;
-        }
-        self.migrations
-            .run_start
-            .lock()
-            .expect("run lock poisoned")
-            .get_or_insert_with(|| {
-                let p = &self.migrations.progress;
-                (
-                    p.total.load(std::sync::atomic::Ordering::Relaxed),
-                    p.bytes.load(std::sync::atomic::Ordering::Relaxed),
-                )
-            });
-        // pending → preparing, under the cap of slots in flight per group.
-        let cap = self.opts.max_slots_in_flight.max(1);
-        let mut busy: HashMap<GroupId, usize> = HashMap::new();
-        for a in slots
-            .iter()
-            .filter_map(|s| s.action.as_ref())
-            .filter(|a| a.state != ActionState::Pending)
-        {
-            *busy.entry(a.source).or_default() += 1;
-            *busy.entry(a.target).or_default() += 1;
-        }
-        let mut epoch = self.ops.lock().await;
-        let mut prepared_any = false;
-        let mut started = Vec::new();
-        for mut s in self.slot_models() {
-            let Some(a) = s.action.as_mut() else { continue };
-            if a.state == ActionState::Pending
-                && busy.get(&a.source).copied().unwrap_or(0) < cap
-                && busy.get(&a.target).copied().unwrap_or(0) < cap
-            {
-                *busy.entry(a.source).or_default() += 1;
-                *busy.entry(a.target).or_default() += 1;
-                a.state = ActionState::Preparing;
-                started.push(s.clone());
-            }
-            prepared_any |= s
-                .action
-                .as_ref()
-                .is_some_and(|a| a.state == ActionState::Preparing);
-        }
-        if let Err(e) = self.save_slots(started).await {
-            self.set_blocked(Some(e.to_string()));
-            return true;
-        }
-        // Two phases, each only after every online proxy acknowledged the previous one:
-        // preparing (the slot is blocked on every proxy) → prepared (owner = target, moving
-        // from source) → migrating. While one proxy may still route the old way no proxy
-        // serves the slot, so no write can land on a copy that another proxy moves away.
-        //
-        // Between the two pushes the slots serve no one (proxies hold their commands): the
-        // write pause. Only the second push's epoch and topology are written in it; the
-        // slots' `prepared` state is kept in memory and persisted as `migrating` after. A
-        // successor that finds them `preparing` blocks them again, which is safe.
-        if prepared_any {
-            // Blocked only when every proxy answers: one that does not would hold the push,
-            // and the slots blocked on all the others (their clients held) meanwhile.
-            if let Err(e) = self.barrier_reachable(*epoch + 1).await {
-                self.hold_back(held_by(&Error::from(e)));
-                return true;
-            }
-            match self
-                .advance(
-                    &mut epoch,
-                    ActionState::Preparing,
-                    ActionState::Prepared,
-                    false,
-                    Some(BLOCK_PUSH_TIMEOUT),
-                )
-                .await
-            {
-                Ok((since, _)) => {
-                    self.migrations
-                        .blocked_since
-                        .lock()
-                        .expect("pause lock poisoned")
-                        .get_or_insert(since);
-                }
-                Err(e) => {
-                    self.take_back_block(&mut epoch, &e).await;
-                    return true;
-                }
-            }
-        }
-        let routed: usize = self
-            .slot_models()
-            .iter()
-            .filter(|s| {
-                s.action
-                    .as_ref()
-                    .is_some_and(|a| a.state == ActionState::Prepared)
-            })
-            .count();
-        if routed > 0 {
-            let until = match self
-                .advance(
-                    &mut epoch,
-                    ActionState::Prepared,
-                    ActionState::Migrating,
-                    true,
-                    None,
-                )
-                .await
-            {
-                Ok((_, until)) => until,
-                Err(e) => {
-                    self.set_blocked(Some(held_by(&e)));
-                    return true;
-                }
-            };
-            let since = self
-                .migrations
-                .blocked_since
-                .lock()
-                .expect("pause lock poisoned")
-                .take();
-            if let Some(since) = since {
-                self.record_pause(since, until, routed);
-            }
-        }
-        // finished → done: push "owner = target" and clear the action.
-        let finished: Vec<SlotModel> = self
-            .slot_models()
-            .into_iter()
-            .filter(|s| {
-                s.action
-                    .as_ref()
-                    .is_some_and(|a| a.state == ActionState::Finished)
-            })
-            .collect();
-        if !finished.is_empty() {
-            {
-                let moved = self
-                    .migrations
-                    .progress
-                    .moved
-                    .lock()
-                    .expect("progress lock poisoned");
-                let mut finishing = self
-                    .migrations
-                    .finishing
-                    .lock()
-                    .expect("finishing lock poisoned");
-                for s in &finished {
-                    let a = s.action.as_ref().expect("filtered on action");
-                    finishing.insert(
-                        s.id,
-                        SlotProgress {
-                            slot: s.id,
-                            state: ActionState::Finished,
-                            source: a.source,
-                            target: a.target,
-                            aborting: a.aborting,
-                            keys_moved: moved.get(&s.id).copied().unwrap_or(0),
-                        },
-                    );
-                }
-            }
-            let done: Vec<SlotModel> = finished
-                .iter()
-                .cloned()
-                .map(|mut s| {
-                    let a = s.action.take().expect("filtered on action");
-                    s.group = Some(a.target);
-                    s
-                })
-                .collect();
-            if let Err(e) = self.save_slots(done).await {
-                self.set_blocked(Some(e.to_string()));
-                return true;
-            }
-            if let Err(e) = self.commit(&mut epoch).await {
-                self.hold_back(held_by(&e));
-                return true;
-            }
-        } else if self.any_finishing() {
-            // Saved as done at a step whose push failed: that epoch again, not a new one.
-            let pushed = match self.committed_topology(*epoch).await {
-                Ok(topo) => self.push_all(&topo).await.map(|_| ()).map_err(Error::from),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = pushed {
-                self.hold_back(held_by(&e));
-                return true;
-            }
-        }
-        // Done once every proxy has the table that says so.
-        let done = std::mem::take(
-            &mut *self
-                .migrations
-                .finishing
-                .lock()
-                .expect("finishing lock poisoned"),
-        );
-        if !done.is_empty() {
-            let mut moved = self
-                .migrations
-                .progress
-                .moved
-                .lock()
-                .expect("progress lock poisoned");
-            for slot in done.keys() {
-                moved.remove(slot);
-            }
-            info!(slots = done.len(), "slots migrated");
-        }
-        drop(epoch);
-        if self.slot_models().iter().all(|s| s.action.is_none()) {
-            // The last slots are done: the cap and the run's counters end now.
-            self.migration_idle().await;
-            return false;
-        }
-        // migrating: one mover pass per (source, target). Listed once the passing lock is
-        // ours: an abort that held it meanwhile has turned slots around, and a pass of the
-        // old direction must not start after it (nor move keys the abort is bringing back).
-        let _passing = self.migrations.passing.lock().await;
-        if self.abort_pending() {
-            return true; // the next step turns the slots around first
-        }
-        let mut jobs: BTreeMap<(GroupId, GroupId, bool), BTreeSet<u16>> = BTreeMap::new();
-        for s in self.slot_models() {
-            if let Some(a) = s
-                .action
-                .as_ref()
-                .filter(|a| a.state == ActionState::Migrating)
-            {
-                jobs.entry((a.source, a.target, a.aborting))
-                    .or_default()
-                    .insert(s.id);
-            }
-        }
-        // Different sources in parallel (each pass has its own connections); one source's
-        // moves to several targets one after the other, so a source is scanned once at a time.
-        let mut by_source: BTreeMap<GroupId, Vec<(GroupId, bool, BTreeSet<u16>)>> = BTreeMap::new();
-        for ((source, target, aborting), slots) in jobs {
-            by_source
-                .entry(source)
-                .or_default()
-                .push((target, aborting, slots));
-        }
-        let passes = by_source.into_iter().map(|(source, moves)| async move {
-            for (target, aborting, slots) in moves {
-                self.pass_once(source, target, aborting, &slots).await?;
-            }
-            Ok::<(), Error>(())
-        });
-        let failed: Vec<String> = futures_util::future::join_all(passes)
-            .await
-            .into_iter()
-            .filter_map(|r| r.err().map(|e| e.to_string()))
-            .collect();
-        if !failed.is_empty() {
-            self.set_blocked(Some(failed.join("; ")));
-            return true;
-        }
-        self.set_blocked(None);
-        true
     }
 }
 
-/// Why the driver is held, as the status says it: a push some proxies did not acknowledge
-/// is the driver waiting for them.
-fn held_by(e: &Error) -> String {
-    match e {
-        Error::PushIncomplete(e) => format!("waiting for proxies: {e}"),
-        e => e.to_string(),
-    }
+/// A source group's keys per slot it owns (from its master's last key count).
+fn per_slot_keys(st: &super::State, owned: &HashMap<GroupId, u64>, group: GroupId) -> u64 {
+    let keys = st
+        .groups
+        .get(&group)
+        .and_then(|g| g.master())
+        .and_then(|m| st.servers.get(m))
+        .and_then(|h| h.keys)
+        .unwrap_or(0);
+    keys / owned.get(&group).copied().unwrap_or(1).max(1)
+}
+
+/// A slot the driver drives.
+struct Driven {
+    slot: Slot,
+    source: GroupId,
+    target: GroupId,
+    round: u32,
+    changed: usize,
+    converged: bool,
+    /// Since when it has been ready for a handoff.
+    ready_since: Option<Instant>,
+    /// When the push that held it went out (for the write pause).
+    held_since: Option<Instant>,
+}
+
+/// The driver: the only owner of the slots' state machines.
+struct Driver {
+    d: Arc<Dashboard>,
+    slots: BTreeMap<u16, Driven>,
+    /// Actions to carry out, per slot, in order.
+    todo: Vec<(u16, Action)>,
+    copies: BTreeMap<GroupId, CopyHandle>,
+    reports: mpsc::UnboundedSender<(String, Report)>,
+    /// Slots of a migration from before v3 that was left half-way (not driven).
+    legacy: BTreeSet<u16>,
+    /// The topology last committed when the driver started: which slots' switch a
+    /// predecessor had pushed.
+    committed: Option<tessera_model::router::Topology>,
+    blocked: Option<String>,
 }
 
 /// The background driver.
 pub(super) async fn run(d: Arc<Dashboard>) {
+    let Some(mut inbox) = d
+        .migrations
+        .inbox_rx
+        .lock()
+        .expect("inbox lock poisoned")
+        .take()
+    else {
+        return;
+    };
+    let (reports_tx, mut reports) = mpsc::unbounded_channel();
+    let mut driver = Driver {
+        d: d.clone(),
+        slots: BTreeMap::new(),
+        todo: Vec::new(),
+        copies: BTreeMap::new(),
+        reports: reports_tx,
+        legacy: BTreeSet::new(),
+        blocked: None,
+        committed: None,
+    };
+    match model::read::<tessera_model::router::Topology>(&*d.store, &d.paths.topology()).await {
+        Ok(t) => driver.committed = t.map(|(t, _)| t),
+        Err(e) => {
+            warn!(error = %e, "could not read the committed topology; migrations found half-way are released and copied again")
+        }
+    }
+    let mut aborts: Vec<AbortRequest> = Vec::new();
     loop {
-        let busy = d.migration_step().await;
-        let pause = if busy {
-            Duration::from_millis(20)
-        } else {
-            Duration::from_millis(200)
+        let msg = tokio::select! {
+            m = inbox.recv() => m,
+            r = reports.recv() => r.map(|(_, r)| Msg::Copy(r)),
+            _ = tokio::time::sleep(TICK) => None,
         };
-        tokio::time::sleep(pause).await;
+        driver.adopt();
+        let mut msgs: Vec<Msg> = msg.into_iter().collect();
+        while let Ok(m) = inbox.try_recv() {
+            msgs.push(m);
+        }
+        while let Ok((_, r)) = reports.try_recv() {
+            msgs.push(Msg::Copy(r));
+        }
+        for m in msgs {
+            match m {
+                Msg::Abort(r) => aborts.push(r),
+                m => driver.message(m),
+            }
+        }
+        let aborted = !aborts.is_empty();
+        for r in std::mem::take(&mut aborts) {
+            driver.abort(&r);
+        }
+        driver.step().await;
+        // The persisted request goes once the aborted slots are saved as such.
+        if aborted && driver.todo.is_empty() {
+            driver.aborts_applied().await;
+        }
+        driver.publish();
+    }
+}
+
+impl Driver {
+    /// Takes over the slots the store says migrate and the driver does not drive yet: newly
+    /// queued ones, and at start every one a predecessor left.
+    fn adopt(&mut self) {
+        let models = self.d.slot_models();
+        for s in &models {
+            let Some(a) = &s.action else {
+                continue;
+            };
+            if self.slots.contains_key(&s.id) || self.legacy.contains(&s.id) {
+                continue;
+            }
+            let owner_target = s.group == Some(a.target);
+            // Whether the last topology pushed routes the slot to its target: its switch was
+            // committed (only a push after its final copy does that).
+            let committed = self.committed.as_ref().is_some_and(|t| {
+                t.slots
+                    .get(s.id as usize)
+                    .is_some_and(|r| r.group == Some(a.target) && !r.blocked)
+            });
+            let (slot, actions) = match a.state {
+                ActionState::Pending => (Slot::pending(), vec![]),
+                ActionState::Copying => Slot::resume(Persisted::Copying, false, committed),
+                ActionState::Handoff | ActionState::Preparing => {
+                    Slot::resume(Persisted::Handoff, false, committed)
+                }
+                ActionState::Cleanup => Slot::resume(Persisted::Cleanup, owner_target, false),
+                // Every key is on the target already; its owner is saved with the cleanup.
+                ActionState::Finished => {
+                    let (slot, mut actions) = Slot::resume(Persisted::Cleanup, true, false);
+                    actions.insert(
+                        0,
+                        Action::Save {
+                            state: Persisted::Cleanup,
+                            owner_target: true,
+                            durable: true,
+                        },
+                    );
+                    (slot, actions)
+                }
+                ActionState::Prepared | ActionState::Migrating => {
+                    warn!(
+                        slot = s.id,
+                        "a migration started by a dashboard before v3 is half-way: finish or \
+                         abort it with that version (docs/migration.md, upgrading)"
+                    );
+                    self.legacy.insert(s.id);
+                    continue;
+                }
+            };
+            self.slots.insert(
+                s.id,
+                Driven {
+                    slot,
+                    source: a.source,
+                    target: a.target,
+                    round: 0,
+                    changed: 0,
+                    converged: false,
+                    ready_since: None,
+                    held_since: None,
+                },
+            );
+            self.todo.extend(actions.into_iter().map(|a| (s.id, a)));
+        }
+        // Slots whose action went away by other means (a group removed with them).
+        let gone: Vec<u16> = self
+            .slots
+            .keys()
+            .copied()
+            .filter(|id| models[*id as usize].action.is_none())
+            .collect();
+        for id in gone {
+            if !self.todo.iter().any(|(s, _)| *s == id) {
+                self.slots.remove(&id);
+            }
+        }
+    }
+
+    /// Feeds `event` to `slot`'s machine and queues what it asks for.
+    fn feed(&mut self, slot: u16, event: Event) {
+        let Some(d) = self.slots.get_mut(&slot) else {
+            return;
+        };
+        let (next, actions) = d.slot.step(event);
+        d.slot = next;
+        self.todo.extend(actions.into_iter().map(|a| (slot, a)));
+    }
+
+    fn message(&mut self, m: Msg) {
+        match m {
+            Msg::Wake | Msg::Abort(_) => {}
+            Msg::Copy(Report::Round {
+                slot,
+                round,
+                left,
+                converged,
+            }) => {
+                if let Some(d) = self.slots.get_mut(&slot) {
+                    d.round = round + 1;
+                    d.changed = left;
+                    d.converged = converged;
+                }
+                self.feed(slot, Event::RoundEnded { converged });
+            }
+            Msg::Copy(Report::Lost(slots)) => {
+                for s in slots {
+                    self.feed(s, Event::CaptureLost);
+                }
+            }
+            Msg::Copy(Report::Final { slots, result }) => {
+                let event = match &result {
+                    Ok(took) => {
+                        info!(
+                            slots = slots.len(),
+                            ms = took.as_millis() as u64,
+                            "final copy done"
+                        );
+                        Event::FinalCopied
+                    }
+                    Err(why) => {
+                        warn!(slots = slots.len(), reason = %why, "a handoff's final copy did not fit; the slots go on copying");
+                        self.blocked = Some(format!("a handoff was given up: {why}"));
+                        Event::FinalFailed
+                    }
+                };
+                for s in slots {
+                    if self
+                        .slots
+                        .get(&s)
+                        .is_some_and(|d| d.slot.phase == Phase::Blocked)
+                    {
+                        self.feed(s, event);
+                    }
+                }
+            }
+            Msg::Deleted { slots, result } => match result {
+                Ok(n) => {
+                    info!(slots = slots.len(), keys = n, "stale keys deleted");
+                    for s in slots {
+                        self.feed(s, Event::StaleDeleted);
+                    }
+                }
+                Err(e) => {
+                    warn!(slots = slots.len(), error = %e, "deleting stale keys failed; trying again");
+                    self.blocked = Some(format!("deleting stale keys: {e}"));
+                    let tx = self.d.migrations.inbox.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(CLEANUP_RETRY).await;
+                        let _ = tx.send(Msg::RetryDelete(slots));
+                    });
+                }
+            },
+            Msg::RetryDelete(slots) => {
+                for s in slots {
+                    if self
+                        .slots
+                        .get(&s)
+                        .is_some_and(|d| matches!(d.slot.phase, Phase::Purging | Phase::Cleanup))
+                    {
+                        self.todo.push((s, Action::DeleteStale));
+                    }
+                }
+            }
+        }
+    }
+
+    fn abort(&mut self, r: &AbortRequest) {
+        for m in &r.moves {
+            let covered = self
+                .slots
+                .get(&m.slot)
+                .is_some_and(|d| d.source == m.source && d.target == m.target);
+            if covered {
+                self.feed(m.slot, Event::Abort);
+            }
+        }
+    }
+
+    /// The aborts asked for are in the machines: the persisted request goes (one asked for
+    /// meanwhile is written again by its caller).
+    async fn aborts_applied(&mut self) {
+        let taken = self
+            .d
+            .migrations
+            .abort
+            .lock()
+            .expect("abort lock poisoned")
+            .take();
+        if taken.is_some()
+            && let Err(e) = self.d.store.delete(&self.d.paths.migration_abort()).await
+        {
+            warn!(error = %e, "could not remove the applied abort request");
+        }
+    }
+
+    /// One step: start what has room, hand off what is ready, carry out the actions (and
+    /// those their results ask for).
+    async fn step(&mut self) {
+        self.start_pending();
+        self.hand_off();
+        for _ in 0..8 {
+            if self.todo.is_empty() {
+                break;
+            }
+            self.carry_out().await;
+        }
+        self.retire_copies();
+        if self.slots.is_empty() && self.legacy.is_empty() {
+            self.idle().await;
+        }
+    }
+
+    /// Pending slots start, under the cap of slots in flight per group.
+    fn start_pending(&mut self) {
+        let cap = self.d.opts.max_slots_in_flight.max(1);
+        let mut busy: HashMap<GroupId, usize> = HashMap::new();
+        for d in self.slots.values() {
+            if d.slot.phase != Phase::Pending {
+                *busy.entry(d.source).or_default() += 1;
+                *busy.entry(d.target).or_default() += 1;
+            }
+        }
+        let ids: Vec<u16> = self
+            .slots
+            .iter()
+            .filter(|(_, d)| d.slot.phase == Phase::Pending)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let (s, t) = {
+                let d = &self.slots[&id];
+                (d.source, d.target)
+            };
+            if busy.get(&s).copied().unwrap_or(0) < cap && busy.get(&t).copied().unwrap_or(0) < cap
+            {
+                *busy.entry(s).or_default() += 1;
+                *busy.entry(t).or_default() += 1;
+                self.feed(id, Event::Start);
+            }
+        }
+    }
+
+    /// Ready slots of a source are handed off together: once all its copying slots are
+    /// ready, or enough of them, or one has waited long enough. The final copy's keys are
+    /// bounded over the handoff.
+    fn hand_off(&mut self) {
+        // Nothing else may be held meanwhile (one handoff at a time keeps pauses short).
+        if self
+            .slots
+            .values()
+            .any(|d| matches!(d.slot.phase, Phase::Blocking | Phase::Blocked))
+        {
+            return;
+        }
+        let now = Instant::now();
+        for d in self.slots.values_mut() {
+            if d.slot.ready() {
+                d.ready_since.get_or_insert(now);
+            } else {
+                d.ready_since = None;
+            }
+        }
+        let mut by_source: BTreeMap<GroupId, (Vec<u16>, usize)> = BTreeMap::new();
+        for (id, d) in &self.slots {
+            if matches!(d.slot.phase, Phase::Copying { .. } | Phase::Purging) {
+                by_source.entry(d.source).or_default().1 += 1;
+            }
+            if d.slot.ready() {
+                by_source.entry(d.source).or_default().0.push(*id);
+            }
+        }
+        let mut chosen = Vec::new();
+        let mut keys = 0;
+        for (_, (ready, copying)) in by_source {
+            if ready.is_empty() {
+                continue;
+            }
+            let waited = ready
+                .iter()
+                .filter_map(|id| self.slots[id].ready_since)
+                .min()
+                .is_some_and(|t| now - t >= HANDOFF_WAIT);
+            if ready.len() < copying && ready.len() < HANDOFF_SLOTS && !waited {
+                continue;
+            }
+            for id in ready {
+                let changed = self.slots[&id].changed;
+                if chosen.len() >= HANDOFF_SLOTS
+                    || (!chosen.is_empty() && keys + changed > HANDOFF_KEYS)
+                {
+                    break;
+                }
+                keys += changed;
+                chosen.push(id);
+            }
+        }
+        for id in chosen {
+            self.feed(id, Event::Handoff);
+        }
+    }
+
+    /// Carries out the queued actions: the store first (one write), then one push (its
+    /// acknowledgement fed back at once), then the copies and deletions.
+    async fn carry_out(&mut self) {
+        let todo = std::mem::take(&mut self.todo);
+        let mut push = false;
+        let mut saves: BTreeMap<u16, Option<(Persisted, bool, bool)>> = BTreeMap::new();
+        let mut stop: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut start: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut finals: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut again: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut deletes: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
+        let mut cleared = Vec::new();
+        for (id, action) in todo {
+            let Some(d) = self.slots.get(&id) else {
+                continue;
+            };
+            match action {
+                Action::Save {
+                    state,
+                    owner_target,
+                    durable,
+                } => {
+                    saves.insert(id, Some((state, owner_target, durable)));
+                }
+                Action::Clear => {
+                    saves.insert(id, None);
+                    cleared.push(id);
+                }
+                Action::Push => push = true,
+                Action::StopCopy => {
+                    stop.entry(d.source).or_default().insert(id);
+                }
+                Action::StartCopy => {
+                    start.entry(d.source).or_default().insert(id);
+                }
+                Action::FinalCopy => {
+                    finals.entry(d.source).or_default().insert(id);
+                }
+                Action::ReportNext => {
+                    again.entry(d.source).or_default().insert(id);
+                }
+                Action::DeleteStale => {
+                    // The group that does not own the slot: after a handoff the source.
+                    let group = if d.slot.owned_by_target() {
+                        d.source
+                    } else {
+                        d.target
+                    };
+                    deletes.entry(group).or_default().insert(id);
+                }
+            }
+        }
+        if let Err(e) = self.save(&saves).await {
+            // Nothing was written: the actions wait for the next step.
+            self.blocked = Some(format!("writing the store: {e}"));
+            return;
+        }
+        for id in cleared {
+            self.slots.remove(&id);
+        }
+        if push {
+            self.push().await;
+        }
+        for (source, slots) in stop {
+            if let Some(h) = self.copies.get(&source) {
+                let (tx, rx) = oneshot::channel();
+                if h.send(Command::Forget(slots, tx)) {
+                    let _ = rx.await;
+                }
+            }
+        }
+        for (source, slots) in start {
+            self.start_copy(source, slots).await;
+        }
+        for (source, slots) in again {
+            if let Some(h) = self.copies.get(&source) {
+                h.send(Command::Again(slots));
+            }
+        }
+        for (source, slots) in finals {
+            let sent = self
+                .copies
+                .get(&source)
+                .is_some_and(|h| h.send(Command::Final(slots.clone())));
+            if !sent {
+                for s in slots {
+                    self.feed(s, Event::CaptureLost);
+                }
+            }
+        }
+        for (group, slots) in deletes {
+            self.delete(group, slots);
+        }
+    }
+
+    /// Changes the slots' records in the dashboard's memory (what the next push routes by),
+    /// and writes the durable ones (and the cleared ones) to the store in one batch first.
+    async fn save(
+        &self,
+        saves: &BTreeMap<u16, Option<(Persisted, bool, bool)>>,
+    ) -> Result<(), Error> {
+        if saves.is_empty() {
+            return Ok(());
+        }
+        let models = self.d.slot_models();
+        let mut durable = Vec::new();
+        let mut noted = Vec::new();
+        for (id, save) in saves {
+            let Some(d) = self.slots.get(id) else {
+                continue;
+            };
+            let mut s = models[*id as usize].clone();
+            let keep = match save {
+                None => {
+                    s.action = None;
+                    true
+                }
+                Some((state, owner_target, keep)) => {
+                    s.group = Some(if *owner_target { d.target } else { d.source });
+                    s.action = Some(SlotAction {
+                        state: persisted_state(*state),
+                        source: d.source,
+                        target: d.target,
+                        aborting: d.slot.aborted,
+                    });
+                    *keep
+                }
+            };
+            if keep {
+                durable.push(s);
+            } else {
+                noted.push(s);
+            }
+        }
+        self.d.save_slots(durable).await?;
+        let mut st = self.d.state.lock().expect("state lock poisoned");
+        for s in noted {
+            let id = s.id as usize;
+            st.slots[id] = s;
+        }
+        Ok(())
+    }
+
+    /// Pushes the topology the records describe, with the barrier, and feeds every slot that
+    /// waits for a push its outcome.
+    async fn push(&mut self) {
+        let holding: Vec<u16> = self
+            .slots
+            .iter()
+            .filter(|(_, d)| d.slot.phase == Phase::Blocking)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut epoch = self.d.ops.lock().await;
+        let started = Instant::now();
+        let outcome = async {
+            if !holding.is_empty() {
+                // Held only when every proxy answers: one that does not would hold the push,
+                // and the slots held on all the others (their clients waiting) meanwhile.
+                self.d
+                    .barrier_reachable(*epoch + 1)
+                    .await
+                    .map_err(|e| format!("waiting for proxies: {e}"))?;
+            }
+            let topo = self
+                .d
+                .persist_next(&mut epoch)
+                .await
+                .map_err(|e| e.to_string())?;
+            let within = (!holding.is_empty()).then_some(BLOCK_PUSH_TIMEOUT);
+            self.d
+                .push_all_within(&topo, within)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("waiting for proxies: {e}"))
+        }
+        .await;
+        drop(epoch);
+        let acked = Instant::now();
+        for id in &holding {
+            if let Some(d) = self.slots.get_mut(id) {
+                d.held_since = Some(started);
+            }
+        }
+        let waiting: Vec<u16> = self
+            .slots
+            .iter()
+            .filter(|(_, d)| d.slot.awaits_push())
+            .map(|(id, _)| *id)
+            .collect();
+        tracing::debug!(
+            holding = holding.len(),
+            ms = acked.duration_since(started).as_millis() as u64,
+            ok = outcome.is_ok(),
+            "migration push"
+        );
+        let event = match &outcome {
+            Ok(()) => Event::PushAcked,
+            Err(why) => {
+                warn!(reason = %why, "a migration push did not reach every proxy");
+                self.blocked = Some(why.clone());
+                Event::PushFailed
+            }
+        };
+        // The write pause of the slots now routed to their target.
+        let mut paused = 0;
+        let mut since = None;
+        for id in waiting {
+            let switching = self
+                .slots
+                .get(&id)
+                .is_some_and(|d| d.slot.phase == Phase::Switching && !d.slot.aborted);
+            self.feed(id, event);
+            if outcome.is_ok()
+                && switching
+                && let Some(t) = self.slots.get_mut(&id).and_then(|d| d.held_since.take())
+            {
+                paused += 1;
+                since = Some(since.map_or(t, |s: Instant| s.min(t)));
+            }
+        }
+        if let Some(since) = since {
+            self.record_pause(acked.duration_since(since), paused);
+        }
+    }
+
+    fn record_pause(&self, took: Duration, slots: usize) {
+        let ms = took.as_secs_f64() * 1000.0;
+        let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
+        if v.pauses.len() == MAX_PAUSES {
+            v.pauses.remove(0);
+        }
+        v.pauses.push((ms, slots));
+        info!(pause_ms = ms as u64, slots, "write pause of a slot handoff");
+    }
+
+    /// Starts copying `slots` from `source` (the copy of that source started if needed).
+    async fn start_copy(&mut self, source: GroupId, slots: BTreeSet<u16>) {
+        let (master, targets) = {
+            let st = self.d.state.lock().expect("state lock poisoned");
+            let master = st
+                .groups
+                .get(&source)
+                .and_then(|g| g.master())
+                .map(str::to_string);
+            let targets: BTreeMap<u16, Option<String>> = slots
+                .iter()
+                .map(|id| {
+                    let t = self.slots[id].target;
+                    (
+                        *id,
+                        st.groups
+                            .get(&t)
+                            .and_then(|g| g.master())
+                            .map(str::to_string),
+                    )
+                })
+                .collect();
+            (master, targets)
+        };
+        let targets: Option<BTreeMap<u16, String>> = targets
+            .into_iter()
+            .map(|(id, t)| t.map(|t| (id, t)))
+            .collect();
+        let (Some(master), Some(targets)) = (master, targets) else {
+            self.blocked = Some(format!("group {source} or a target has no master"));
+            for s in slots {
+                self.feed(s, Event::CaptureLost);
+            }
+            return;
+        };
+        let alive = self
+            .copies
+            .get(&source)
+            .is_some_and(|h| h.send(Command::Add(targets.clone())));
+        if !alive {
+            let m = &self.d.migrations;
+            let h = copy::spawn(
+                master,
+                Some(self.d.backend_admin.clone()),
+                m.copy.clone(),
+                m.progress.clone(),
+                m.throttle.clone(),
+                self.reports.clone(),
+            );
+            h.send(Command::Add(targets));
+            self.copies.insert(source, h);
+        }
+    }
+
+    /// Deletes `slots`' keys on `group` in the background.
+    fn delete(&self, group: GroupId, slots: BTreeSet<u16>) {
+        let master = {
+            let st = self.d.state.lock().expect("state lock poisoned");
+            st.groups
+                .get(&group)
+                .and_then(|g| g.master())
+                .map(str::to_string)
+        };
+        let tx = self.d.migrations.inbox.clone();
+        let cred = self.d.backend_admin.clone();
+        let config = self.d.migrations.cleanup.clone();
+        tokio::spawn(async move {
+            let result = match master {
+                Some(m) => delete_slots(&m, &slots, Some(&cred), &config)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("group {group} has no master")),
+            };
+            let _ = tx.send(Msg::Deleted { slots, result });
+        });
+    }
+
+    /// Copies of sources with no slot left to copy end.
+    fn retire_copies(&mut self) {
+        let copying: BTreeSet<GroupId> = self
+            .slots
+            .values()
+            .filter(|d| {
+                matches!(
+                    d.slot.phase,
+                    Phase::Purging
+                        | Phase::Copying { .. }
+                        | Phase::Blocking
+                        | Phase::Blocked
+                        | Phase::Releasing { .. }
+                )
+            })
+            .map(|d| d.source)
+            .collect();
+        self.copies.retain(|g, _| copying.contains(g));
+    }
+
+    /// Nothing migrates: the cap and the run's counters end with the migration.
+    async fn idle(&mut self) {
+        self.blocked = None;
+        let had_run = self
+            .d
+            .migrations
+            .view
+            .lock()
+            .expect("view lock poisoned")
+            .run_start
+            .take()
+            .is_some();
+        if had_run && !self.d.migrations.throttle.limits().is_none() {
+            let _ops = self.d.ops.lock().await;
+            if self.d.slot_models().iter().all(|s| s.action.is_none())
+                && let Err(e) = self.d.set_migration_throttle(Limits::default()).await
+            {
+                warn!(error = %e, "could not clear the migration throttle");
+            }
+        }
+    }
+
+    /// Publishes the slots' progress for the status.
+    fn publish(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let p = &self.d.migrations.progress;
+        let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
+        if !self.slots.is_empty() {
+            v.run_start
+                .get_or_insert_with(|| (p.total.load(Relaxed), p.bytes.load(Relaxed)));
+        }
+        v.slots = self
+            .slots
+            .iter()
+            .map(|(id, d)| {
+                (
+                    *id,
+                    SlotProgress {
+                        slot: *id,
+                        state: persisted_state(d.slot.persisted().unwrap_or(Persisted::Cleanup)),
+                        phase: phase_of(d.slot.phase),
+                        source: d.source,
+                        target: d.target,
+                        aborting: d.slot.aborted,
+                        keys_moved: 0,
+                        round: d.round,
+                        changed_last_round: d.changed,
+                        converged: d.converged,
+                    },
+                )
+            })
+            .collect();
+        v.blocked = if self.legacy.is_empty() {
+            self.blocked.clone()
+        } else {
+            Some(format!(
+                "slots {:?} are half-way through a migration a dashboard before v3 started: \
+                 finish or abort it with that version (docs/migration.md)",
+                self.legacy
+            ))
+        };
     }
 }
 

@@ -1,12 +1,15 @@
 //! The cluster's plugin catalog: upload modules, configure, enable, order, remove; every
 //! change is checked first (the module's ABI, and `init` with the config in a probe instance,
 //! so a config the plugin refuses is refused here with the plugin's own message), persisted,
-//! then pushed to every online proxy with a barrier, like a topology change.
+//! then pushed to every online proxy with a barrier, like a topology change. Modules are
+//! compiled on a blocking thread, one at a time, and uploaded one at a time; a catalog may
+//! enable at most `tessera_wire::plugins::MAX_ENABLED` plugins (what every proxy's pool is sized for).
 
 use std::sync::{Arc, OnceLock};
 
 use futures_util::future::join_all;
 use tessera_wasm::{Runtime, RuntimeConfig, valid_plugin_name};
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tracing::{info, warn};
 
 use super::Dashboard;
@@ -18,6 +21,36 @@ use tessera_wire::plugins::{Catalog, PluginConfigChange, PluginEntry, PluginMetr
 
 /// The dashboard's runtime for probing plugins (created on first use).
 static PROBE: OnceLock<Arc<Runtime>> = OnceLock::new();
+/// A module upload in progress: its bytes are held and compiled one upload at a time.
+static UPLOADING: Semaphore = Semaphore::const_new(1);
+/// Compiling and probing, on a blocking thread: one at a time, so that neither a large module
+/// nor many calls at once take more than one core from the API.
+static COMPILING: Semaphore = Semaphore::const_new(1);
+
+/// The upload slot, held for the whole upload (reading the body included).
+///
+/// # Errors
+/// 503 while another upload holds it.
+pub fn upload_slot() -> Result<SemaphorePermit<'static>, Error> {
+    UPLOADING.try_acquire().map_err(|_| {
+        Error::Busy(
+            "another plugin module upload is being read or checked: send this one again when \
+             it finishes"
+                .into(),
+        )
+    })
+}
+
+/// Runs `f` (compiling or probing a module) on a blocking thread, one at a time.
+async fn compiling<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    let _turn = COMPILING
+        .acquire()
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))
+}
 
 fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     if let Some(r) = PROBE.get() {
@@ -26,7 +59,7 @@ fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     let r = Runtime::new(
         RuntimeConfig {
             max_instances: 16,
-            max_memory: 256 << 20,
+            max_memory: tessera_wasm::PluginSpec::MAX_MEMORY_LIMIT,
         },
         None,
     )
@@ -46,6 +79,33 @@ fn check_name(name: &str) -> Result<(), Error> {
 
 fn not_found(name: &str) -> Error {
     Error::not_found(format!("no plugin named {name} in this cluster"))
+}
+
+/// 409 for a catalog that enables more plugins than a proxy runs.
+fn check_enabled(cat: &Catalog) -> Result<(), Error> {
+    let enabled = cat.plugins.iter().filter(|e| e.enabled).count();
+    if enabled <= tessera_wire::plugins::MAX_ENABLED {
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "this would enable {enabled} plugins, over the limit of {max} a proxy runs (each worker \
+         thread keeps an instance of every enabled plugin, in a pool sized for {max}): disable \
+         one first",
+        max = tessera_wire::plugins::MAX_ENABLED
+    )))
+}
+
+/// 409 for a catalog document over [`tessera_wire::plugins::MAX_CATALOG_BYTES`] (plugins' configs make it).
+fn check_size(cat: &Catalog) -> Result<(), Error> {
+    let bytes = serde_json::to_vec(cat).map_or(usize::MAX, |v| v.len());
+    if bytes <= tessera_wire::plugins::MAX_CATALOG_BYTES {
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "the catalog would be {bytes} bytes, over the limit of {} (it is stored as one \
+         document and pushed to every proxy whole): make a plugin's config smaller",
+        tessera_wire::plugins::MAX_CATALOG_BYTES
+    )))
 }
 
 fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, Error> {
@@ -71,9 +131,8 @@ impl Dashboard {
         let spec = tessera_wasm::PluginSpec::from_entry(e, wasm)
             .map_err(|err| Error::PluginRefused(err.to_string()))?;
         let rt = probe_runtime()?;
-        tokio::task::spawn_blocking(move || rt.load(spec).map(|_| ()))
-            .await
-            .map_err(|err| Error::Internal(err.to_string()))?
+        compiling(move || rt.load(spec).map(|_| ()))
+            .await?
             .map_err(|err| Error::PluginRefused(err.0))
     }
 
@@ -87,7 +146,13 @@ impl Dashboard {
     }
 
     /// Persists the catalog with the next version and pushes it to every online proxy.
+    ///
+    /// # Errors
+    /// 409 for a catalog enabling more plugins than a proxy runs (checked here, before
+    /// anything is stored, so that no call can push one: a proxy would refuse it).
     async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, Error> {
+        check_enabled(&cat)?;
+        check_size(&cat)?;
         cat.version += 1;
         model::write(&*self.store, &catalog::catalog_key(&self.paths), &cat).await?;
         self.push_plugins(&cat).await?;
@@ -111,12 +176,20 @@ impl Dashboard {
         let rt = probe_runtime()?;
         let wasm = Arc::new(wasm);
         let w = wasm.clone();
-        tokio::task::spawn_blocking(move || rt.check_module(&w))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))?
+        compiling(move || rt.check_module(&w))
+            .await?
             .map_err(|e| Error::PluginRefused(e.0))?;
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
+        // Before the module is stored: a refused upload leaves nothing behind.
+        if cat.plugins.len() >= tessera_wire::plugins::MAX_PLUGINS
+            && !cat.plugins.iter().any(|e| e.name == name)
+        {
+            return Err(Error::conflict(format!(
+                "the catalog holds {} plugins, the most it may: remove one first",
+                tessera_wire::plugins::MAX_PLUGINS
+            )));
+        }
         let sha = catalog::put_blob(&*self.store, &self.paths, &wasm)
             .await
             .map_err(Error::CatalogUnavailable)?;
@@ -205,13 +278,15 @@ impl Dashboard {
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let e = entry_mut(&mut cat, name)?;
-        if enabled && !e.enabled {
-            let probe = e.clone();
-            self.probe_stored(&probe).await?;
-        }
+        let probe = (enabled && !e.enabled).then(|| e.clone());
         e.enabled = enabled;
         e.updated_unix = model::now_unix();
         let out = e.clone();
+        // The limit first: cheaper than the plugin's init, and its refusal is the clearer one.
+        check_enabled(&cat)?;
+        if let Some(probe) = probe {
+            self.probe_stored(&probe).await?;
+        }
         self.save_catalog(cat).await?;
         info!(
             plugin = name,

@@ -241,21 +241,6 @@ impl Dashboard {
         settle(WHAT, epoch, &online, probes).map(|_| ())
     }
 
-    /// Pushes `topo` to every online proxy that takes it, without the barrier's checks, and
-    /// says which did not: for a topology that only takes back a block no proxy has routed
-    /// past (any proxy may run it, or the one before it, safely).
-    pub(crate) async fn push_reachable(&self, topo: &Topology) -> Vec<String> {
-        let Ok(online) = self.online_proxies("topology epoch", topo.epoch).await else {
-            return vec!["the store (listing proxies)".into()];
-        };
-        let results = join_all(online.iter().map(|p| self.push_one(p, topo))).await;
-        online
-            .iter()
-            .zip(results)
-            .filter_map(|(p, r)| r.err().map(|e| format!("proxy {} ({e})", p.token)))
-            .collect()
-    }
-
     /// Whether something may still answer on a proxy's admin port: anything but a refused
     /// connection (a frozen or cut-off proxy times out; a stopped one refuses).
     async fn listens(&self, admin_addr: &str) -> bool {

@@ -54,6 +54,8 @@ pub struct ProxyAdmin {
     users_applying: Mutex<()>,
     /// Why the last users table offered (pushed or read at start) was not applied.
     users_error: Mutex<Option<String>>,
+    /// Refused proxy secrets by address (`auth_throttle`).
+    auth_throttle: tessera_http::auth_throttle::AuthThrottle,
 }
 
 impl ProxyAdmin {
@@ -75,6 +77,7 @@ impl ProxyAdmin {
             blobs: Default::default(),
             users_applying: Mutex::new(()),
             users_error: Mutex::new(None),
+            auth_throttle: tessera_http::auth_throttle::AuthThrottle::new("proxy secret"),
         })
     }
 
@@ -335,5 +338,6 @@ pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError
     plugins
         .catalog_version
         .fetch_max(cat.version, Ordering::Relaxed);
+    a.blobs.keep(cat);
     Ok(())
 }

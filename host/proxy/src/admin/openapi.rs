@@ -13,7 +13,8 @@ const SECRET: &str = "proxySecret";
 const DESCRIPTION: &str = "A proxy's admin API, served on its `--admin-listen`: liveness, \
 metrics and its own views for the dashboard, and the pushes (topology, plugins, users, mirror) \
 a dashboard's barrier waits on. In cluster mode every `/api/proxy/…` route, reads included, \
-needs `Authorization: Bearer <the cluster's proxy secret>` (401 otherwise); `/health` and \
+needs `Authorization: Bearer <the cluster's proxy secret>` (401 otherwise; 429 for an \
+address after 20 wrong ones in a row); `/health` and \
 `/metrics` need nothing. A static proxy has no secret and its reads are open: bind its admin \
 listener to an address only operators reach. Every failure is `{\"error\": {\"code\", \
 \"message\"}}`.";
@@ -36,9 +37,18 @@ pub fn document() -> OpenApi {
     for item in secret.paths.paths.values_mut() {
         for (_, op) in operations(item) {
             op.security = Some(vec![SecurityRequirement::new(SECRET, Vec::<String>::new())]);
-            op.responses.responses.insert(
+            let r = &mut op.responses.responses;
+            r.insert(
                 "401".into(),
                 error_response("Cluster mode: no proxy secret, or a wrong one (`unauthorized`)."),
+            );
+            r.insert(
+                "429".into(),
+                error_response(
+                    "Cluster mode: this address sent 20 wrong secrets in a row (then one a \
+                     second earns one more try): `too_many_requests`, with `Retry-After`, \
+                     before any secret is checked.",
+                ),
             );
         }
     }

@@ -81,12 +81,21 @@ pub(super) async fn require_secret(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    match &a.secret_sha256 {
-        Some(h) if !bearer_matches(req.headers(), h) => {
-            tessera_http::error::refuse_unread(&req, ApiError::unauthorized())
-        }
-        _ => next.run(req).await,
+    let Some(h) = &a.secret_sha256 else {
+        return next.run(req).await;
+    };
+    let ip = match a.auth_throttle.admit(&req) {
+        Ok(ip) => ip,
+        Err(refused) => return *refused,
+    };
+    if bearer_matches(req.headers(), h) {
+        return next.run(req).await;
     }
+    // A missing secret costs no check: only a wrong one counts against the address.
+    if tessera_http::error::bearer(req.headers()).is_some() {
+        a.auth_throttle.refused(ip);
+    }
+    tessera_http::error::refuse_unread(&req, ApiError::unauthorized())
 }
 
 /// Liveness
@@ -124,7 +133,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
     );
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
-    s.hot_cache.render(s.config.hot_cache.on(), &mut out);
+    s.hot_cache.stats.render(s.config.hot_cache.on(), &mut out);
     s.router.targets.render(&mut out);
     out
 }
@@ -216,7 +225,7 @@ async fn hotkeys(
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let s = &a.shared;
     let mut view = s.hotkeys.view(q.limit().map_err(ApiError::bad_request)?);
-    view.hot_cache = s.hot_cache.figures(s.config.hot_cache.on());
+    view.hot_cache = s.hot_cache.stats.figures(s.config.hot_cache.on());
     Ok(Json(view))
 }
 

@@ -213,10 +213,9 @@ impl ConnTask {
                     if failures > 0 {
                         debug!(addr = %self.addr, "backend reconnected");
                     }
-                    failures = 0;
                     // Plain: the socket's own halves, no lock between them (the hot path);
                     // TLS: one state shared by both directions, so tokio's locked split.
-                    let reason = match stream {
+                    let lost = match stream {
                         Stream::Plain(s) => {
                             let (r, w) = s.into_split();
                             self.serve(r, w, first).await
@@ -233,7 +232,23 @@ impl ConnTask {
                         .stats
                         .connection_losses
                         .fetch_add(1, Ordering::Relaxed);
+                    let reason = &lost.reason;
                     warn!(addr = %self.addr, %reason, "backend connection lost");
+                    // A server that answered properly, or went quiet (the timeout spaced it
+                    // already), is reconnected to at once: a restart, a pause. One that broke
+                    // the protocol, sent a reply over `max_reply` or closed without answering
+                    // would do the same again on the next connection, which costs a connect
+                    // and a read of up to `max_reply` per request (a hostile mirror shadow):
+                    // the next connect waits as after a failed one.
+                    if lost.again_soon {
+                        failures += 1;
+                        let err = unavailable(&self.addr, reason);
+                        if !self.back_off(failures, &err).await {
+                            return;
+                        }
+                    } else {
+                        failures = 0;
+                    }
                 }
                 Err(reason) => {
                     self.opts
@@ -244,21 +259,28 @@ impl ConnTask {
                     warn!(addr = %self.addr, %reason, failures, "backend connect failed");
                     let err = unavailable(&self.addr, &reason);
                     let _ = first.tx.send(Err(err.clone()));
-                    // Fail fast while the server stays down instead of queueing behind it.
-                    let backoff = (Duration::from_millis(25)
-                        * 2u32.saturating_pow(failures.min(10)))
-                    .min(MAX_BACKOFF);
-                    let until = Instant::now() + backoff;
-                    loop {
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(until) => break,
-                            r = self.rx.recv() => match r {
-                                Some(r) => { let _ = r.tx.send(Err(err.clone())); }
-                                None => return,
-                            },
-                        }
+                    if !self.back_off(failures, &err).await {
+                        return;
                     }
                 }
+            }
+        }
+    }
+
+    /// Waits before the next connect (25 ms doubling per failure, at most `MAX_BACKOFF`),
+    /// failing the requests that arrive meanwhile with `err`: fail fast while the server
+    /// stays down instead of queueing behind it. `false` once every handle is gone.
+    async fn back_off(&mut self, failures: u32, err: &DataError) -> bool {
+        let backoff =
+            (Duration::from_millis(25) * 2u32.saturating_pow(failures.min(10))).min(MAX_BACKOFF);
+        let until = Instant::now() + backoff;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return true,
+                r = self.rx.recv() => match r {
+                    Some(r) => { let _ = r.tx.send(Err(err.clone())); }
+                    None => return false,
+                },
             }
         }
     }
@@ -282,10 +304,11 @@ impl ConnTask {
         mut r: impl AsyncRead + Unpin,
         mut w: impl AsyncWrite + Unpin,
         first: Request,
-    ) -> String {
+    ) -> Lost {
         let inflight: std::cell::RefCell<VecDeque<InFlight>> = Default::default();
         // Set when no handle is left: the reader ends once nothing is in flight.
         let closed = std::cell::Cell::new(false);
+        let served = std::cell::Cell::new(false);
         let wake = tokio::sync::Notify::new();
         let timeout = self.opts.timeout;
         let rx = &mut self.rx;
@@ -356,19 +379,40 @@ impl ConnTask {
                                 Some(_) => {
                                     let f = inflight.pop_front().expect("front exists");
                                     f.deliver(Ok(reply));
+                                    served.set(true);
                                 }
-                                None => return Err::<(), String>("reply without a request".into()),
+                                None => {
+                                    return Err::<(), (String, Ending)>((
+                                        "reply without a request".into(),
+                                        Ending::Misbehaved,
+                                    ));
+                                }
                             }
                         }
                         Ok(None) => break,
-                        Err(e) => return Err(format!("protocol error from server: {e}")),
+                        Err(e) => {
+                            return Err((
+                                format!("protocol error from server: {e}"),
+                                Ending::Misbehaved,
+                            ));
+                        }
                     }
                 }
                 if closed.get() && inflight.borrow().is_empty() {
-                    return Err("no longer used".into());
+                    return Err(("no longer used".into(), Ending::Quiet));
                 }
                 if rbuf.len() > self.opts.max_reply {
-                    return Err(format!("a reply over {} bytes", self.opts.max_reply));
+                    // The reply is dropped, not read to its end: its request learns why.
+                    if let Some(f) = inflight.borrow_mut().pop_front() {
+                        f.deliver(Err(DataError::ReplyTooLarge {
+                            addr: self.addr.clone(),
+                            limit: self.opts.max_reply,
+                        }));
+                    }
+                    return Err((
+                        format!("a reply over {} bytes", self.opts.max_reply),
+                        Ending::Misbehaved,
+                    ));
                 }
                 grow(&mut rbuf);
                 let read = tokio::select! {
@@ -376,31 +420,61 @@ impl ConnTask {
                     _ = wake.notified() => continue,
                 };
                 match read {
-                    Ok(Ok(0)) => return Err("connection closed by server".into()),
+                    Ok(Ok(0)) => {
+                        return Err(("connection closed by server".into(), Ending::Closed));
+                    }
                     Ok(Ok(_)) => {}
-                    Ok(Err(e)) => return Err(e.to_string()),
+                    Ok(Err(e)) => return Err((e.to_string(), Ending::Closed)),
                     Err(_) => {
                         let stuck = inflight
                             .borrow()
                             .front()
                             .is_some_and(|f| f.at.elapsed() >= timeout);
                         if stuck {
-                            return Err(format!("no reply for {} ms", timeout.as_millis()));
+                            return Err((
+                                format!("no reply for {} ms", timeout.as_millis()),
+                                Ending::Quiet,
+                            ));
                         }
                     }
                 }
             }
         };
-        let reason = tokio::select! {
-            r = writer => r.err().unwrap_or_default(),
-            r = reader => r.err().unwrap_or_default(),
+        let (reason, ending) = tokio::select! {
+            r = writer => (r.err().unwrap_or_default(), Ending::Closed),
+            r = reader => r.err().unwrap_or((String::new(), Ending::Quiet)),
         };
         let err = unavailable(&self.addr, &reason);
         for f in inflight.into_inner() {
             f.deliver(Err(err.clone()));
         }
-        reason
+        Lost {
+            reason,
+            again_soon: match ending {
+                Ending::Misbehaved => true,
+                Ending::Closed => !served.get(),
+                Ending::Quiet => false,
+            },
+        }
     }
+}
+
+/// How a connection ended.
+struct Lost {
+    reason: String,
+    /// The next connection would likely end the same way at once: the server broke the
+    /// protocol, sent a reply over `max_reply`, or closed without answering anything.
+    again_soon: bool,
+}
+
+/// What ended a connection, as the reader saw it.
+enum Ending {
+    /// A protocol error, a reply over `max_reply`, a reply nobody asked for.
+    Misbehaved,
+    /// Closed by the server, or a socket error.
+    Closed,
+    /// No reply within the timeout (which already spaces reconnects), or no longer used.
+    Quiet,
 }
 
 /// Makes room to read more. An unfinished reply that fills the buffer doubles it: growing a

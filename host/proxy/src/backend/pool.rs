@@ -38,8 +38,10 @@ impl Pool {
         &self.opts
     }
 
-    /// Sends `req` to `addr` over a connection speaking `proto` logged in as `login`
-    /// (round-robin over the set); the reply is held on `account`'s behalf until taken.
+    /// Sends `req` to `addr` over a connection speaking `proto` logged in as `login`; the
+    /// reply is held on `account`'s behalf until taken. A client's requests (one `account`)
+    /// keep to one connection of the set, so they run in the order it sent them; requests
+    /// of no client are spread round-robin.
     pub fn send(
         &self,
         addr: &Arc<str>,
@@ -72,12 +74,12 @@ impl Pool {
             .iter()
             .find(|(p, id, _)| *p == proto && *id == login.id)
         {
-            return self.pick(set).send_block(req, skip, account);
+            return self.pick(set, account).send_block(req, skip, account);
         }
         let set: Box<[BackendConn]> = (0..self.per_backend)
             .map(|_| BackendConn::spawn(addr.clone(), proto, login.clone(), self.opts.clone()))
             .collect();
-        let rx = self.pick(&set).send_block(req, skip, account);
+        let rx = self.pick(&set, account).send_block(req, skip, account);
         sets.push((proto, login.id, set));
         rx
     }
@@ -90,12 +92,27 @@ impl Pool {
         }
     }
 
-    fn pick<'a>(&self, set: &'a [BackendConn]) -> &'a BackendConn {
+    /// The connection for a request: a client's always the same one (chosen by its output
+    /// account, one per session, which lives as long as its requests), so that a pipelined
+    /// `SET k v; GET k` cannot run in the other order on two connections; the others in turn.
+    fn pick<'a>(
+        &self,
+        set: &'a [BackendConn],
+        account: Option<&Rc<OutputAccount>>,
+    ) -> &'a BackendConn {
         if set.len() == 1 {
             return &set[0];
         }
-        let i = self.next.get().wrapping_add(1);
-        self.next.set(i);
+        let i = match account {
+            // The account's address, Fibonacci-hashed: allocations of one size sit at fixed
+            // strides, which a plain modulo would map to the same few connections.
+            Some(a) => ((Rc::as_ptr(a) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize,
+            None => {
+                let i = self.next.get().wrapping_add(1);
+                self.next.set(i);
+                i
+            }
+        };
         &set[i % set.len()]
     }
 }

@@ -4,10 +4,11 @@
 //!
 //! The session hands over a [`Ticket`] when a command qualifies (`Mirror::ticket`, behind one
 //! relaxed load while mirroring is off) and, once the primary's reply is in, the worker's
-//! [`WorkerMirror`] sends the command to the shadow on its own connection and queues the
-//! comparison. The queue is bounded per worker (entries and bytes): past a bound, commands are
-//! dropped and counted, never waited for, so a slow, dead or hostile shadow costs clients
-//! nothing. Data flows one way: session → ticket → link → compare → stats.
+//! [`WorkerMirror`] hands the copy to the link thread, which sends it to the shadow on its own
+//! connection and compares the replies. The queue is bounded per proxy (entries and bytes):
+//! past a bound, commands are dropped and counted, never waited for, and nothing the shadow
+//! sends is handled on a client's worker thread, so a slow, dead or hostile shadow costs
+//! clients nothing. Data flows one way: session → ticket → link → compare → stats.
 
 mod compare;
 mod link;
@@ -36,6 +37,10 @@ pub(crate) struct Active {
     pub(crate) stats: Arc<MirrorStats>,
     /// The generation in force from now on: a link of an older one lets its connections go.
     pub(crate) generations: tokio::sync::watch::Receiver<u64>,
+    /// Copies sent and not yet answered, all workers together.
+    pub(crate) queue: Arc<link::Queue>,
+    /// The thread that talks to the shadow, started with the first copy.
+    pub(crate) link: std::sync::OnceLock<Option<link::LinkThread>>,
 }
 
 /// A proxy's mirror: the settings in force (shared by its workers) and its counters.
@@ -90,6 +95,8 @@ impl Mirror {
                 generation,
                 stats: self.stats.clone(),
                 generations: self.generations.subscribe(),
+                queue: Arc::default(),
+                link: std::sync::OnceLock::new(),
             })
         });
         self.on.store(active.is_some(), Ordering::Relaxed);

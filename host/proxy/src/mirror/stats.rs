@@ -1,6 +1,7 @@
 //! A proxy's mirror counters (relaxed atomics, per command by `CommandId`), its queue gauges,
 //! and the last mismatches kept as samples; rendered as Prometheus text for `/metrics` and as
-//! JSON for `GET /api/proxy/mirror`. Written by the workers' links, read by the admin API.
+//! JSON for `GET /api/proxy/mirror`. Written by the workers and the link thread, read by the
+//! admin API.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -20,22 +21,31 @@ const SAMPLE_REPLY_BYTES: usize = 256;
 /// Why a command was not mirrored although it qualified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Drop {
-    /// The worker's queue holds `max_queue` commands.
+    /// The proxy's queue holds `max_queue` commands.
     QueueFull,
-    /// The worker's queue holds `max_queue_bytes`.
+    /// The proxy's queue holds `max_queue_bytes`.
     QueueBytes,
     /// The command is larger than `max_command_bytes`.
     TooLarge,
+    /// The shadow's reply was larger than `max_command_bytes`: not read to its end (its
+    /// connection was closed), not compared.
+    ReplyTooLarge,
 }
 
 impl Drop {
-    const ALL: [Drop; 3] = [Drop::QueueFull, Drop::QueueBytes, Drop::TooLarge];
+    const ALL: [Drop; 4] = [
+        Drop::QueueFull,
+        Drop::QueueBytes,
+        Drop::TooLarge,
+        Drop::ReplyTooLarge,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
             Drop::QueueFull => "queue_full",
             Drop::QueueBytes => "queue_bytes",
             Drop::TooLarge => "too_large",
+            Drop::ReplyTooLarge => "reply_too_large",
         }
     }
 }
@@ -54,7 +64,7 @@ struct PerCommand {
 /// Counters of one proxy.
 pub struct MirrorStats {
     commands: Vec<PerCommand>,
-    dropped: [AtomicU64; 3],
+    dropped: [AtomicU64; 4],
     /// Shadow replies that never came: connection refused, lost or timed out.
     errors: AtomicU64,
     /// The queue now, all workers together.

@@ -11,10 +11,35 @@ use tessera_wasm::PluginSpec;
 use tessera_wire::plugins::Catalog;
 
 /// A proxy's cache of modules by hash (a reload of a config does not fetch the module again).
+/// Holds the modules of the last catalog applied and those fetched since ([`BlobCache::keep`]
+/// drops the others once a catalog is in force), so it does not grow with every upload.
 #[derive(Default)]
 pub struct BlobCache(std::sync::Mutex<rustc_hash::FxHashMap<String, Arc<Vec<u8>>>>);
 
 impl BlobCache {
+    /// Keeps only the modules `catalog` enables.
+    pub fn keep(&self, catalog: &Catalog) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|sha, _| {
+                catalog
+                    .plugins
+                    .iter()
+                    .any(|e| e.enabled && e.sha256 == *sha)
+            });
+    }
+
+    /// Modules held now.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The enabled plugins of `catalog`, in order, as runtime specs.
     ///
     /// # Errors

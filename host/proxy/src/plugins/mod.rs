@@ -34,6 +34,19 @@ pub fn abi_of(id: CommandId) -> (u16, u32) {
 /// A plugin as it is running in this proxy.
 pub use tessera_wire::plugins::LoadedPlugin;
 
+/// Instances the pool keeps for loading (each new generation's `init` runs in a probe first).
+const LOAD_INSTANCES: u32 = 32;
+
+/// The size of a proxy's pool of plugin instances with `threads` workers: each worker holds
+/// one instance per plugin, two while a reload replaces it, for up to
+/// [`tessera_wire::plugins::MAX_ENABLED`] plugins, plus [`LOAD_INSTANCES`].
+fn instance_pool(threads: usize) -> u32 {
+    let per_worker = 2 * tessera_wire::plugins::MAX_ENABLED as u32;
+    (threads.max(1) as u32)
+        .saturating_mul(per_worker)
+        .saturating_add(LOAD_INSTANCES)
+}
+
 /// Client facts for the `client_info` import, from the proxy's registry.
 struct Clients(Arc<ClientRegistry>);
 
@@ -66,8 +79,7 @@ impl PluginHost {
             version: AtomicU64::new(0),
             reload: tokio::sync::Mutex::new(()),
             catalog_version: AtomicU64::new(0),
-            // Each worker holds one instance per plugin, two during a reload, plus probes.
-            max_instances: (threads as u32 * 16 * 2 + 32).max(64),
+            max_instances: instance_pool(threads),
             last_error: Mutex::new(None),
         }
     }
@@ -92,7 +104,7 @@ impl PluginHost {
         let r = Runtime::new(
             RuntimeConfig {
                 max_instances: self.max_instances,
-                max_memory: PluginSpec::DEFAULT_MEMORY_LIMIT.max(256 << 20),
+                max_memory: PluginSpec::MAX_MEMORY_LIMIT,
             },
             Some(Arc::new(Clients(self.clients.clone()))),
         )?;
@@ -109,6 +121,22 @@ impl PluginHost {
     /// The first plugin that cannot load, with the reason.
     pub async fn apply(&self, specs: Vec<PluginSpec>) -> Result<Vec<LoadedPlugin>, String> {
         let _guard = self.reload.lock().await;
+        if specs.len() > tessera_wire::plugins::MAX_ENABLED {
+            // Loading them would succeed (one probe at a time) and every worker would then
+            // fail to instantiate past the pool: each command answered with the pool's error.
+            let e = format!(
+                "{} plugins enabled, over the limit of {} a proxy runs (its pool holds {} plugin \
+                 instances: {} per worker thread, twice during a reload, and {} for loading); \
+                 the plugins in force are unchanged",
+                specs.len(),
+                tessera_wire::plugins::MAX_ENABLED,
+                self.max_instances,
+                tessera_wire::plugins::MAX_ENABLED,
+                LOAD_INSTANCES
+            );
+            *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+            return Err(e);
+        }
         let runtime = self.runtime().map_err(|e| e.to_string())?.clone();
         let current = self.chain.load_full();
         let result = tokio::task::spawn_blocking(move || {

@@ -11,6 +11,7 @@
 //! longer is. The session side (commands, confirmations, writing messages) is `session::pubsub`.
 
 mod conn;
+mod sinks;
 pub mod tracking;
 pub mod wire;
 
@@ -25,6 +26,7 @@ use smallvec::SmallVec;
 use tokio::sync::{Notify, oneshot};
 
 use conn::SubConn;
+use sinks::Sinks;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_model::router::{Router, SlotId, SlotTable};
@@ -79,7 +81,7 @@ impl Inbox {
 
 /// One name subscribed on behalf of some of the worker's sessions.
 struct Entry {
-    sinks: SmallVec<[SinkId; 2]>,
+    sinks: Sinks,
     /// The backends it is subscribed on now.
     on: SmallVec<[Arc<str>; 2]>,
 }
@@ -404,13 +406,11 @@ impl Hub {
                         batch.add(addr, space, true, name);
                     }
                     Entry {
-                        sinks: SmallVec::new(),
+                        sinks: Sinks::default(),
                         on,
                     }
                 });
-                if !entry.sinks.contains(&sink) {
-                    entry.sinks.push(sink);
-                }
+                entry.sinks.insert(sink);
                 // Another session's subscription may still be on its way: wait for it too.
                 for a in &entry.on {
                     if !concerned.contains(a) {
@@ -468,7 +468,7 @@ impl Hub {
                 let Some(entry) = subs.get_mut(name) else {
                     continue;
                 };
-                entry.sinks.retain(|k| *k != sink);
+                entry.sinks.remove(sink);
                 if entry.sinks.is_empty() {
                     for addr in &entry.on {
                         batch.add(addr, space, false, name);
@@ -484,6 +484,18 @@ impl Hub {
     pub fn release(&self, sink: SinkId) {
         self.untrack(sink);
         self.inner.state.borrow_mut().sinks.remove(&sink);
+    }
+
+    /// Sessions registered here (each made its sink with a subscription or tracking).
+    #[cfg(test)]
+    pub fn sinks(&self) -> usize {
+        self.inner.state.borrow().sinks.len()
+    }
+
+    /// Whether any session still tracks keys here.
+    #[cfg(test)]
+    pub fn tracking(&self) -> bool {
+        self.inner.state.borrow().tracking.active()
     }
 
     /// Starts following table swaps (once; on the first subscription).
@@ -617,8 +629,8 @@ impl Hub {
             // read buffer alive while a slow subscriber holds the message, charged for far
             // less than it pins.
             let push = Bytes::copy_from_slice(&push);
-            for id in &entry.sinks {
-                if let Some(inbox) = s.sinks.get(id) {
+            for id in entry.sinks.iter() {
+                if let Some(inbox) = s.sinks.get(&id) {
                     inbox.push(push.clone());
                 }
             }

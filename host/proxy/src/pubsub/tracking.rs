@@ -6,22 +6,30 @@
 //! invalidates what the clients of every proxy cached.
 //!
 //! In default mode a key is forgotten once invalidated, as Redis does; the table is bounded
-//! (`MAX_KEYS`): past it some entry is invalidated to make room, as Redis does past
-//! `tracking-table-max-keys`. Invalidations go into the session's own inbox (RESP3
+//! (`MAX_KEYS`): past it the oldest entry is invalidated to make room, as Redis does past
+//! `tracking-table-max-keys`. No operation of one session scans the table: each costs its own
+//! keys and prefixes (`prefixes`, `sinks`). Invalidations go into the session's own inbox (RESP3
 //! `invalidate` pushes), or for `REDIRECT id` to that client's redirect queue, whichever worker
 //! it is on, as `__redis__:invalidate` messages ([`Redirects`]).
 
+mod prefixes;
+
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::mpsc;
 
 use super::SinkId;
+use super::sinks::Sinks;
+use prefixes::Prefixes;
 
 /// Keys a worker tracks for its default, OPTIN and OPTOUT sessions, together.
 pub const MAX_KEYS: usize = 100_000;
+/// The longest BCAST prefix a client may name: a written key is looked up once per distinct
+/// prefix length up to its own (`prefixes`), so this bounds what one write costs.
+pub const MAX_PREFIX_LEN: usize = 256;
 /// Invalidation messages queued for one redirect target; past it they are dropped (logged).
 pub const REDIRECT_QUEUE: usize = 65_536;
 /// The channel a RESP2 redirect target subscribes to.
@@ -44,13 +52,30 @@ pub enum Delivery {
     Redirect(u64, Bytes),
 }
 
-/// A worker's tracking state.
+/// A worker's tracking state. Every operation one session makes costs in proportion to its
+/// own keys and prefixes, never to the whole table: starting or stopping tracking (which
+/// each `CLIENT TRACKING ON` does), reading a key, having an entry evicted.
 #[derive(Default)]
 pub struct Tracking {
-    keys: FxHashMap<Bytes, SmallVec<[SinkId; 2]>>,
-    /// BCAST sinks and their prefixes (none: every key).
-    bcast: FxHashMap<SinkId, Vec<Bytes>>,
+    /// Keys read in default, OPTIN and OPTOUT mode, with the sinks that read them.
+    keys: FxHashMap<Bytes, Tracked>,
+    /// What each of those sinks read, so that stopping costs its own keys only.
+    read_by: FxHashMap<SinkId, FxHashSet<Bytes>>,
+    /// Keys in the order they entered `keys`, for eviction past `MAX_KEYS` (an entry whose
+    /// `seq` no longer matches the key's is stale and skipped; compacted once stale entries
+    /// outnumber live ones, so every push pays for one skip at most).
+    order: VecDeque<(u64, Bytes)>,
+    next_seq: u64,
+    /// BCAST sinks by prefix.
+    bcast: Prefixes,
     targets: FxHashMap<SinkId, Target>,
+}
+
+/// One tracked key.
+struct Tracked {
+    sinks: Sinks,
+    /// Its place in `order`.
+    seq: u64,
 }
 
 impl Tracking {
@@ -64,7 +89,7 @@ impl Tracking {
         self.stop(sink);
         self.targets.insert(sink, target);
         if let Some(prefixes) = bcast {
-            self.bcast.insert(sink, prefixes);
+            self.bcast.add(sink, prefixes);
         }
     }
 
@@ -73,11 +98,16 @@ impl Tracking {
         if self.targets.remove(&sink).is_none() {
             return;
         }
-        self.bcast.remove(&sink);
-        self.keys.retain(|_, sinks| {
-            sinks.retain(|s| *s != sink);
-            !sinks.is_empty()
-        });
+        self.bcast.remove(sink);
+        for key in self.read_by.remove(&sink).unwrap_or_default() {
+            if let Some(t) = self.keys.get_mut(&key) {
+                t.sinks.remove(sink);
+                if t.sinks.is_empty() {
+                    self.keys.remove(&key);
+                }
+            }
+        }
+        self.compact();
     }
 
     /// `sink` read `keys`: each will be invalidated for it once. Returns the invalidations
@@ -85,56 +115,95 @@ impl Tracking {
     pub fn read(&mut self, sink: SinkId, keys: impl Iterator<Item = Bytes>) -> Vec<Delivery> {
         let mut evicted = Vec::new();
         for key in keys {
-            if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
-                let victim = self.keys.keys().next().cloned();
-                if let Some(sinks) = victim.and_then(|v| self.keys.remove(&v).map(|s| (v, s))) {
-                    let (v, sinks) = sinks;
-                    for s in sinks {
-                        match self.targets.get(&s) {
-                            Some(Target::Own) => evicted.push(Delivery::Own(s, push(Some(&v)))),
-                            Some(Target::Redirect(id)) => {
-                                evicted.push(Delivery::Redirect(*id, message(Some(&v))))
-                            }
-                            _ => {}
-                        }
-                    }
+            if !self.keys.contains_key(&key) {
+                if self.keys.len() >= MAX_KEYS {
+                    self.evict_one(&mut evicted);
                 }
+                self.next_seq += 1;
+                let seq = self.next_seq;
+                self.order.push_back((seq, key.clone()));
+                self.keys.insert(
+                    key.clone(),
+                    Tracked {
+                        sinks: Sinks::default(),
+                        seq,
+                    },
+                );
             }
-            let sinks = self.keys.entry(key).or_default();
-            if !sinks.contains(&sink) {
-                sinks.push(sink);
+            let t = self.keys.get_mut(&key).expect("inserted above");
+            if t.sinks.insert(sink) {
+                self.read_by.entry(sink).or_default().insert(key);
             }
         }
+        self.compact();
         evicted
+    }
+
+    /// Drops the oldest tracked key, telling its sinks (as Redis does past
+    /// `tracking-table-max-keys`).
+    fn evict_one(&mut self, out: &mut Vec<Delivery>) {
+        while let Some((seq, key)) = self.order.pop_front() {
+            if self.keys.get(&key).is_some_and(|t| t.seq == seq) {
+                let t = self.keys.remove(&key).expect("checked above");
+                self.forget(&key, &t.sinks);
+                for s in t.sinks.iter() {
+                    self.tell(s, Some(&key), out);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Removes `key` from what each of `sinks` read.
+    fn forget(&mut self, key: &[u8], sinks: &Sinks) {
+        for s in sinks.iter() {
+            if let Some(read) = self.read_by.get_mut(&s) {
+                read.remove(key);
+            }
+        }
+    }
+
+    /// Rebuilds `order` without its stale entries once they outnumber the live ones: paid
+    /// for by the removals that made them stale.
+    fn compact(&mut self) {
+        if self.order.len() <= 2 * self.keys.len() + 64 {
+            return;
+        }
+        let keys = &self.keys;
+        self.order
+            .retain(|(seq, k)| keys.get(k).is_some_and(|t| t.seq == *seq));
+    }
+
+    /// The message for `sink` about `key` (`None`: everything), if it takes messages.
+    fn tell(&self, sink: SinkId, key: Option<&[u8]>, out: &mut Vec<Delivery>) {
+        match self.targets.get(&sink) {
+            Some(Target::Own) => out.push(Delivery::Own(sink, push(key))),
+            Some(Target::Redirect(id)) => out.push(Delivery::Redirect(*id, message(key))),
+            _ => {}
+        }
     }
 
     /// A key was written (`None`: the server flushed everything): the messages for every
     /// sink that cached it.
     pub fn invalidate(&mut self, key: Option<&[u8]>) -> Vec<Delivery> {
         let mut out = Vec::new();
-        let mut send = |sink: SinkId, targets: &FxHashMap<SinkId, Target>| match targets.get(&sink)
-        {
-            Some(Target::Own) => out.push(Delivery::Own(sink, push(key))),
-            Some(Target::Redirect(id)) => out.push(Delivery::Redirect(*id, message(key))),
-            _ => {}
-        };
         match key {
             Some(k) => {
-                if let Some(sinks) = self.keys.remove(k) {
-                    for s in sinks {
-                        send(s, &self.targets);
+                if let Some(t) = self.keys.remove(k) {
+                    self.forget(k, &t.sinks);
+                    for s in t.sinks.iter() {
+                        self.tell(s, Some(k), &mut out);
                     }
                 }
-                for (s, prefixes) in &self.bcast {
-                    if prefixes.is_empty() || prefixes.iter().any(|p| k.starts_with(p)) {
-                        send(*s, &self.targets);
-                    }
-                }
+                self.bcast.matching(k, |s| self.tell(s, Some(k), &mut out));
+                self.compact();
             }
             None => {
                 self.keys.clear();
+                self.order.clear();
+                self.read_by.clear();
                 for s in self.targets.keys() {
-                    send(*s, &self.targets);
+                    self.tell(*s, None, &mut out);
                 }
             }
         }
@@ -281,6 +350,46 @@ mod tests {
         let d = t.read(1, [Bytes::from("one-more")].into_iter());
         assert_eq!(d.len(), 1, "one entry made room, its sink told");
         assert_eq!(t.keys.len(), MAX_KEYS);
+    }
+
+    #[test]
+    fn a_session_that_stops_or_restarts_leaves_everyone_elses_entries_alone() {
+        let mut t = Tracking::default();
+        t.start(1, Target::Own, None);
+        t.start(2, Target::Own, None);
+        t.read(1, (0..1000).map(|i| Bytes::from(format!("k{i}"))));
+        t.read(2, [Bytes::from("k1"), Bytes::from("mine")].into_iter());
+        // A restart (CLIENT TRACKING ON again) forgets only what sink 2 read.
+        t.start(2, Target::Own, None);
+        assert_eq!(t.keys.len(), 1000);
+        assert!(t.read_by.get(&2).is_none_or(|r| r.is_empty()));
+        assert_eq!(
+            own(&t.invalidate(Some(b"k1"))),
+            [(1, push(Some(b"k1")).to_vec())]
+        );
+        t.stop(1);
+        assert!(t.keys.is_empty() && t.read_by.is_empty());
+        // Entries come and go; the eviction order never holds more than its bound.
+        for round in 0..50 {
+            let keys: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("r{i}"))).collect();
+            t.read(2, keys.iter().cloned());
+            for k in &keys {
+                t.invalidate(Some(k));
+            }
+            assert!(t.order.len() <= 2 * t.keys.len() + 64, "round {round}");
+        }
+    }
+
+    #[test]
+    fn the_oldest_entry_is_evicted_first() {
+        let mut t = Tracking::default();
+        t.start(1, Target::Own, None);
+        t.read(1, (0..MAX_KEYS).map(|i| Bytes::from(format!("k{i}"))));
+        t.invalidate(Some(b"k0"));
+        // Room was made by the invalidation: nothing evicted.
+        assert!(t.read(1, [Bytes::from("new1")].into_iter()).is_empty());
+        let d = t.read(1, [Bytes::from("new2")].into_iter());
+        assert_eq!(own(&d), [(1, push(Some(b"k1")).to_vec())]);
     }
 
     #[test]

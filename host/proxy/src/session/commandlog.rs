@@ -2,7 +2,9 @@
 //! with Redis's and Valkey's reply shapes; and the one call the session makes once a reply is
 //! complete to have the command logged. RESET empties a log for every client of the proxy, so
 //! it needs `admin_commands` (as CLIENT UNBLOCK does); GET and LEN need the user's `admin`
-//! class, like any command Redis marks `@admin`.
+//! class, like any command Redis marks `@admin`. A user confined to a key prefix sees only the
+//! entries of its own user's clients (the others hold other tenants' keys and values) and may
+//! not RESET (docs/users.md, "What a confined user can and cannot see").
 
 use bytes::Bytes;
 
@@ -71,9 +73,21 @@ impl Session {
                     lines.iter().map(|l| Frame::Simple(l)).collect(),
                 ))
             }
-            "LEN" => Ok(Frame::Integer(log.len(ty(2)?) as i64)),
+            "LEN" => {
+                let t = ty(2)?;
+                Ok(Frame::Integer(match self.confined_user() {
+                    Some(user) => log.len_of(t, user),
+                    None => log.len(t),
+                } as i64))
+            }
             "RESET" => {
                 let t = ty(2)?;
+                if let Some(user) = self.confined_user() {
+                    return Err(DataError::NoPermCommand {
+                        user: String::from_utf8_lossy(user).into(),
+                        command: format!("{} reset", container.to_lowercase()).into(),
+                    });
+                }
                 if !self.worker.shared.config.admin_commands {
                     return Err(DataError::AdminDisabled(format!("{container} RESET")));
                 }
@@ -93,11 +107,22 @@ impl Session {
                     Some(c) => parse_count(c)?,
                 };
                 let t = ty(3)?;
-                Ok(Frame::Array(
-                    log.get(t, count).iter().map(entry_frame).collect(),
-                ))
+                let entries = match self.confined_user() {
+                    Some(user) => log.get_of(t, count, user),
+                    None => log.get(t, count),
+                };
+                Ok(Frame::Array(entries.iter().map(entry_frame).collect()))
             }
         }
+    }
+
+    /// The session's user name when it is confined to a key prefix: what it sees of the
+    /// proxy's shared views is its own user's share.
+    pub(super) fn confined_user(&self) -> Option<&[u8]> {
+        self.rights
+            .as_deref()
+            .filter(|u| u.key_prefix.is_some())
+            .map(|u| u.name.as_bytes())
     }
 
     /// Logs the command whose reply just completed, when a log wants it (`wants` was true).

@@ -106,6 +106,20 @@ impl Session {
                 "value is not an integer or out of range".into(),
             ));
         };
+        // A confined user may cut short its own user's commands only.
+        if let Some(user) = self.confined_user()
+            && self
+                .worker
+                .shared
+                .clients
+                .user_of(id)
+                .is_some_and(|u| u != user)
+        {
+            return Pending::error(&DataError::NoPermCommand {
+                user: String::from_utf8_lossy(user).into(),
+                command: "client unblock".into(),
+            });
+        }
         let how = match req.get(3).map(<[u8]>::to_ascii_uppercase).as_deref() {
             None => None,
             Some(b"TIMEOUT") => Some(Bytes::from_static(b"TIMEOUT")),
@@ -299,7 +313,7 @@ impl Session {
                 }
             }
             _ => Ok(Frame::Verbatim(Bytes::from(
-                self.worker.shared.clients.list(),
+                self.worker.shared.clients.list(self.confined_user()),
             ))),
         }
     }
@@ -364,6 +378,7 @@ impl Session {
             sections,
             server,
             clients,
+            confined: self.confined_user().is_some(),
         }));
         match plan::to_all(&table, req.as_bytes(), Channel::Control, merge) {
             Ok(p) => self.sender(&table).send(p, self.proto),

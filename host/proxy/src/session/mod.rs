@@ -25,6 +25,8 @@ mod pubsub;
 mod reply;
 mod scripts;
 mod send;
+#[cfg(test)]
+mod tests;
 mod tracking;
 mod transaction;
 
@@ -78,14 +80,18 @@ pub struct Session {
     /// The backend login for its commands, and the logins version it was made for.
     login: Login,
     login_version: u64,
+    /// The users table version `rights` was read from: a new table applies to the session
+    /// from its next batch.
+    users_version: u64,
     /// The proxy was fenced when the batch being dispatched was read (`fence::Fence`).
     fenced: bool,
     /// The table in force routes key prefixes to other clusters (read once per batch).
     routes_on: bool,
     /// Bytes held for this client's replies.
     account: Rc<OutputAccount>,
-    /// Bytes of the read buffer counted against the proxy's request memory.
-    input_held: usize,
+    /// Bytes of the read buffer counted against the proxy's request memory (given back when
+    /// the session is dropped, however it ends).
+    input: tessera_model::limits::Held,
     auth_failures: u32,
     /// After a failed AUTH: nothing more is read before then.
     pause_until: Option<tokio::time::Instant>,
@@ -116,6 +122,8 @@ enum End {
     Shutdown,
     /// The stream broke a rule (protocol error, or a limit of the request side).
     Refused(#[allow(dead_code)] DataError), // read by the log through `Debug`
+    /// The user it authenticated as was removed or disabled.
+    UserRevoked,
     Output(#[allow(dead_code)] Overflow),
     Io(#[allow(dead_code)] std::io::Error),
 }
@@ -156,7 +164,10 @@ struct Extra {
     /// To be mirrored (docs/mirroring.md).
     mirror: Option<Box<crate::mirror::Ticket>>,
     /// A GET whose reply fills the hot-key cache.
-    hot_fill: Option<crate::hotcache::Ticket>,
+    hot_fill: Option<hot_cache::HotFill>,
+    /// What the command may have written that a hot-key cache could hold: counted again once
+    /// its reply is in (see `session::hot_cache`).
+    hot_write: crate::hotcache::Written,
 }
 
 /// Where a key lies in its request's bytes (a request's arguments never start at 0).
@@ -233,9 +244,11 @@ impl Session {
             Some(r) => worker.data_login(r),
             None => Login::none(),
         };
+        let input = tessera_model::limits::Held::new(shared.requests.clone());
         Self {
             subs: pubsub::Subscriptions::new(worker.pubsub.clone()),
             login_version: worker.logins_version(),
+            users_version: shared.users.load().version(),
             fenced: false,
             routes_on: false,
             worker,
@@ -247,7 +260,7 @@ impl Session {
             rights,
             login,
             account,
-            input_held: 0,
+            input,
             auth_failures: 0,
             pause_until: None,
             closing: false,
@@ -260,7 +273,6 @@ impl Session {
 
     pub async fn run(mut self) {
         let end = self.serve().await;
-        self.plugins_close();
         let (client, addr) = (self.reg.info.id, self.reg.info.addr);
         match &end {
             End::Refused(e) if e.side() == Side::Limit => {
@@ -272,7 +284,6 @@ impl Session {
             ),
             _ => debug!(client, %addr, ?end, "session closed"),
         }
-        self.release_input(0);
     }
 
     async fn serve(&mut self) -> End {
@@ -298,6 +309,9 @@ impl Session {
                     Ok(()) => {}
                     Err(end) => return end,
                 }
+            }
+            if !self.refresh_rights() {
+                return End::UserRevoked;
             }
             self.refresh_login();
             // Read once per batch, when its bytes are in: see `fence::Fence`.
@@ -414,14 +428,10 @@ impl Session {
         let want = self.decoder.wanted(rbuf);
         let grow = want.clamp(READ_CHUNK, rbuf.len().max(READ_CHUNK));
         let counted = (rbuf.len() + grow).saturating_sub(READ_CHUNK);
-        if counted > self.input_held {
-            let pool = &self.worker.shared.requests;
-            if !pool.try_acquire(counted - self.input_held) {
-                return Err(DataError::ProxyRequestMemory {
-                    limit: pool.limit(),
-                });
-            }
-            self.input_held = counted;
+        if !self.input.try_grow_to(counted) {
+            return Err(DataError::ProxyRequestMemory {
+                limit: self.worker.shared.requests.limit(),
+            });
         }
         rbuf.reserve(grow);
         Ok(())
@@ -429,10 +439,7 @@ impl Session {
 
     /// Gives back the read buffer's share of the proxy's request memory, down to `keep`.
     fn release_input(&mut self, keep: usize) {
-        if self.input_held > keep {
-            self.worker.shared.requests.release(self.input_held - keep);
-            self.input_held = keep;
-        }
+        self.input.shrink_to(keep);
     }
 
     /// An unfinished request over the client's query buffer limit, counting what its header
@@ -450,6 +457,29 @@ impl Session {
         wbuf.extend_from_slice(&e.reply());
         let _ = self.stream.send_all(wbuf).await;
         End::Refused(e)
+    }
+
+    /// A new users table applies to a session already authenticated, as Redis applies an ACL
+    /// change to its clients at once: new rights from the next batch (and the backend login
+    /// they make), or `false` when its user was removed or disabled and the session must end.
+    fn refresh_rights(&mut self) -> bool {
+        let users = self.worker.shared.users.load();
+        if users.version() == self.users_version {
+            return true;
+        }
+        self.users_version = users.version();
+        let Some(rights) = &self.rights else {
+            return true;
+        };
+        match users.current(&rights.name) {
+            Some(now) if now == *rights => true,
+            Some(now) => {
+                self.login = self.worker.data_login(&now);
+                self.rights = Some(now);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A new plugin chain or backend admin user changes the data login.
@@ -538,13 +568,19 @@ impl Session {
             return Queued::error(id, &e);
         }
         let mut hot_fill = None;
+        // Counted when sent, so a GET later in this batch is not answered from the cache
+        // (nor a GET of another worker filled) with what this write is about to change.
+        let mut hot_write = crate::hotcache::Written::Nothing;
         let (reply, observers) = match decision {
             Decision::Continue(obs) => {
+                hot_write = self.hot_cache_written(c);
+                self.worker.hot_cache.wrote(&hot_write);
                 let reply = match self.hot_cache_lookup(c) {
                     hot_cache::Cached::Hit(b) => Pending::Ready(b),
                     hot_cache::Cached::Fill(t) => {
-                        hot_fill = Some(t);
-                        self.execute(c)
+                        let reply = self.execute(c);
+                        hot_fill = self.hot_cache_ask_ttl(t);
+                        reply
                     }
                     hot_cache::Cached::Pass => self.execute(c),
                 };
@@ -562,7 +598,7 @@ impl Session {
                 } = *rewrite;
                 let parts = commands
                     .into_iter()
-                    .map(|r| self.execute_rewritten(&name, r))
+                    .map(|r| self.execute_rewritten(&name, r, &mut hot_write))
                     .collect();
                 let reply = match merge {
                     RewriteMerge::Host(code) => {
@@ -578,10 +614,11 @@ impl Session {
             }
         };
         let mut q = Queued::new(reply, observers, id);
-        if hot_fill.is_some() {
+        if hot_fill.is_some() || hot_write != crate::hotcache::Written::Nothing {
             q.extra = Some(Box::new(Extra {
                 mirror: None,
                 hot_fill,
+                hot_write,
             }));
         }
         q
@@ -662,11 +699,22 @@ impl Session {
     }
 
     /// One command of a plugin's rewrite: classified like any (so a rewrite gets no rights
-    /// its client lacks), not shown to plugins again.
-    fn execute_rewritten(&mut self, plugin: &str, req: Request) -> Pending {
+    /// its client lacks), not shown to plugins again. What it may write is added to `written`
+    /// (and counted now, as for any command sent).
+    fn execute_rewritten(
+        &mut self,
+        plugin: &str,
+        req: Request,
+        written: &mut crate::hotcache::Written,
+    ) -> Pending {
         let policy = self.worker.shared.policy();
         match classify(&req, &policy, self.rights.as_deref()) {
-            Ok(c) => self.execute(&c),
+            Ok(c) => {
+                let w = self.hot_cache_written(&c);
+                self.worker.hot_cache.wrote(&w);
+                written.add(w);
+                self.execute(&c)
+            }
             Err(e) if e.side() == Side::Client => Pending::error(&DataError::PluginBadRewrite {
                 name: plugin.into(),
                 reason: e.to_string().into(),
@@ -773,6 +821,9 @@ impl Session {
                 return Err(End::Output(o));
             }
             let mut extra = q.extra.map(|e| *e).unwrap_or_default();
+            // Counted again now the write is done, before its client can see the reply: a GET
+            // sent in between (by anyone on this proxy) filled nothing, and none hits after.
+            self.worker.hot_cache.wrote(&extra.hot_write);
             if let Some(t) = extra.hot_fill.take() {
                 self.hot_cache_fill(t, &wbuf[at..]);
             }
@@ -836,6 +887,17 @@ impl Session {
         }
         self.reg.info.touch();
         Ok(())
+    }
+}
+
+impl Drop for Session {
+    /// Here, not at the end of `run`: a session task that panics or is cancelled never gets
+    /// there. Everything else a session holds is a guard of its own and goes with it: the
+    /// client list entry (`Registration`), the request memory (`input`), the output account,
+    /// subscriptions and tracking (`Subscriptions`, `ClientTracking`), a transaction's queue,
+    /// a blocked command's dedicated connection; the `max_clients` slot is the task's.
+    fn drop(&mut self) {
+        self.plugins_close();
     }
 }
 

@@ -218,7 +218,12 @@ impl Session {
         if self.worker.shared.plugins.chain().is_empty() {
             return;
         }
-        if let Some(wc) = self.worker.plugins.borrow_mut().as_mut() {
+        // `try_`: called from `Drop`, where a chain still borrowed (a panic inside a plugin
+        // call) must not become a second panic; a close missed then costs the plugins one
+        // stale entry for this connection, not the proxy.
+        if let Ok(mut wc) = self.worker.plugins.try_borrow_mut()
+            && let Some(wc) = wc.as_mut()
+        {
             wc.close(self.reg.info.id);
         }
     }

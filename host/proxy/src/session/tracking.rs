@@ -7,12 +7,18 @@
 //! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
 //!
 //! `NOLOOP` is refused: the proxy cannot tell which connection a backend's write came from.
+//!
+//! A user confined to a key prefix hears only of keys under it: its BCAST tracking is under
+//! its prefix (the prefix itself when it names none; a PREFIX outside it is refused with
+//! `NOPERM`), and the keys it reads in the other modes are its own already (classify refuses
+//! the rest).
 
 use bytes::Bytes;
 
 use super::Session;
 use super::reply::Pending;
 use crate::pubsub::Target;
+use crate::pubsub::tracking::MAX_PREFIX_LEN;
 use crate::stages::classify::Classified;
 use tessera_model::error::DataError;
 use tessera_resp::{Frame, Proto};
@@ -82,10 +88,16 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
                 ));
             }
             b"PREFIX" if i + 1 < req.argc() => {
-                // Checked pairwise for overlaps below: a bounded number.
+                // Checked for overlaps below: a bounded number.
                 if t.prefixes.len() >= MAX_PREFIXES {
                     return Err(DataError::Invalid(format!(
                         "tessera: at most {MAX_PREFIXES} PREFIX options per client"
+                    )));
+                }
+                // Each written key is looked up once per prefix length (pubsub::tracking).
+                if req.arg(i + 1).len() > MAX_PREFIX_LEN {
+                    return Err(DataError::Invalid(format!(
+                        "tessera: a PREFIX is at most {MAX_PREFIX_LEN} bytes"
                     )));
                 }
                 t.prefixes.push(req.arg_bytes(i + 1));
@@ -104,16 +116,12 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
     if !bcast && !t.prefixes.is_empty() {
         return Err(invalid("PREFIX option requires BCAST mode to be enabled"));
     }
-    for (a, p) in t.prefixes.iter().enumerate() {
-        for q in &t.prefixes[a + 1..] {
-            if p.starts_with(q) || q.starts_with(p) {
-                return Err(DataError::Invalid(format!(
-                    "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
-                    String::from_utf8_lossy(q),
-                    String::from_utf8_lossy(p)
-                )));
-            }
-        }
+    if let Some((earlier, later)) = overlapping(&t.prefixes) {
+        return Err(DataError::Invalid(format!(
+            "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+            String::from_utf8_lossy(&t.prefixes[later]),
+            String::from_utf8_lossy(&t.prefixes[earlier])
+        )));
     }
     t.mode = match (bcast, optin, optout) {
         (true, _, _) => Mode::Bcast,
@@ -122,6 +130,22 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
         _ => Mode::Default,
     };
     Ok(t)
+}
+
+/// Two prefixes one of which starts with the other, as (earlier, later) positions, if any.
+///
+/// In sorted order, a prefix that starts another also starts everything between them, so
+/// only neighbours need comparing: O(n log n) for a client's 1024 prefixes, where comparing
+/// every pair (as Redis does) cost half a million comparisons per command.
+fn overlapping(prefixes: &[Bytes]) -> Option<(usize, usize)> {
+    let mut order: Vec<usize> = (0..prefixes.len()).collect();
+    order.sort_by(|&a, &b| prefixes[a].cmp(&prefixes[b]));
+    order.windows(2).find_map(|w| {
+        let (a, b) = (w[0], w[1]);
+        prefixes[b]
+            .starts_with(&prefixes[a])
+            .then(|| (a.min(b), a.max(b)))
+    })
 }
 
 impl Session {
@@ -156,7 +180,7 @@ impl Session {
             self.tracking = None;
             return Pending::Ready(Frame::ok().to_bytes(self.proto));
         }
-        let mut t = match parse_on(req) {
+        let mut t = match parse_on(req).and_then(|t| self.confine(t)) {
             Ok(t) => t,
             Err(e) => return Pending::error(&e),
         };
@@ -200,6 +224,31 @@ impl Session {
             .await;
             ok
         }))
+    }
+
+    /// BCAST tracking of a user confined to a key prefix, kept under it: no PREFIX means its
+    /// own prefix; a PREFIX outside it is refused.
+    fn confine(&self, mut t: ClientTracking) -> Result<ClientTracking, DataError> {
+        let Some(user) = self.rights.as_deref() else {
+            return Ok(t);
+        };
+        let Some(allowed) = &user.key_prefix else {
+            return Ok(t);
+        };
+        if t.mode != Mode::Bcast {
+            return Ok(t);
+        }
+        if t.prefixes.is_empty() {
+            t.prefixes.push(allowed.clone());
+        }
+        if let Some(p) = t.prefixes.iter().find(|p| !p.starts_with(allowed)) {
+            return Err(DataError::NoPermPrefix {
+                user: user.name.as_str().into(),
+                prefix: String::from_utf8_lossy(p).into(),
+                allowed: String::from_utf8_lossy(allowed).into(),
+            });
+        }
+        Ok(t)
     }
 
     fn caching(&mut self, req: &tessera_resp::Request) -> Result<Frame, DataError> {
@@ -287,5 +336,37 @@ impl Session {
         let sink = self.subs_sink();
         let keys = c.key_args().map(Bytes::copy_from_slice);
         self.worker.pubsub.read(sink, keys);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_pairs(p: &[Bytes]) -> bool {
+        (0..p.len())
+            .any(|a| (a + 1..p.len()).any(|b| p[a].starts_with(&p[b]) || p[b].starts_with(&p[a])))
+    }
+
+    #[test]
+    fn neighbours_in_sorted_order_find_every_overlap() {
+        let b = |v: &[&str]| {
+            v.iter()
+                .map(|s| Bytes::from(s.to_string()))
+                .collect::<Vec<_>>()
+        };
+        for case in [
+            b(&["a", "b", "c"]),
+            b(&["user:", "us", "job:"]),
+            b(&["ab", "abc", "b"]),
+            b(&["x:1", "x:10", "x:2"]),
+            b(&["", "z"]),
+            b(&["k"]),
+        ] {
+            assert_eq!(overlapping(&case).is_some(), all_pairs(&case), "{case:?}");
+        }
+        assert_eq!(overlapping(&b(&["user:", "job:", "us"])), Some((0, 2)));
+        let many: Vec<Bytes> = (0..1024).map(|i| Bytes::from(format!("p{i}:"))).collect();
+        assert_eq!(overlapping(&many), None);
     }
 }

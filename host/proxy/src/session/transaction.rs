@@ -22,6 +22,7 @@ use bytes::{Bytes, BytesMut};
 use super::Session;
 use super::reply::Pending;
 use crate::backend::Dedicated;
+use crate::hotcache::Written;
 use crate::stages::classify::Classified;
 use tessera_model::command::{Kind, Local, Tx};
 use tessera_model::error::DataError;
@@ -49,6 +50,8 @@ struct Queue {
     slot: Option<SlotId>,
     /// A command was refused while queuing: EXEC answers EXECABORT.
     failed: bool,
+    /// What the queued commands may write that a hot-key cache could hold: what EXEC writes.
+    written: Written,
     pool: Arc<MemoryPool>,
 }
 
@@ -59,6 +62,7 @@ impl Queue {
             count: 0,
             slot: None,
             failed: false,
+            written: Written::Nothing,
             pool,
         }
     }
@@ -88,6 +92,13 @@ impl Transaction {
         if let Some(q) = &mut self.queue {
             q.failed = true;
         }
+    }
+
+    /// What the queued commands may write, for the hot-key cache (EXEC writes it).
+    pub(crate) fn queued_writes(&self) -> Written {
+        self.queue
+            .as_ref()
+            .map_or(Written::Nothing, |q| q.written.clone())
     }
 
     /// Keys are watched (the next EXEC depends on them).
@@ -192,6 +203,7 @@ impl Session {
                 tessera_model::error::display_name(c.cmd.name),
             ));
         }
+        let written = self.hot_cache_written(c);
         let limit = self.worker.shared.config.query_buffer_limit;
         let watched = self.tx.watch.as_ref().map(|w| w.slot);
         let table = self.worker.shared.router.load();
@@ -214,6 +226,7 @@ impl Session {
         }
         q.bytes.extend_from_slice(bytes);
         q.count += 1;
+        q.written.add(written);
         Ok(())
     }
 

@@ -9,6 +9,10 @@ pub struct InfoRequest {
     pub sections: Vec<String>,
     pub server: Vec<(String, String)>,
     pub clients: Vec<(String, String)>,
+    /// Asked by a user confined to a key prefix: the proxy's own sections only. The
+    /// backends' (keyspace, commandstats, memory, stats …) describe every tenant's data and
+    /// traffic together.
+    pub confined: bool,
 }
 
 /// Sections that describe one server and would mislead when summed.
@@ -83,7 +87,11 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
     for text in backends {
         for (name, fields) in parse(text) {
             let lname = name.to_ascii_lowercase();
-            if lname == "server" || lname == "clients" || SKIPPED.contains(&lname.as_str()) {
+            if req.confined
+                || lname == "server"
+                || lname == "clients"
+                || SKIPPED.contains(&lname.as_str())
+            {
                 continue;
             }
             let keyspace = lname == "keyspace";
@@ -158,6 +166,7 @@ mod tests {
             sections: vec![],
             server: vec![("tessera_version".into(), "1".into())],
             clients: vec![],
+            confined: false,
         };
         let text = merge(&req, &[a.into(), b.into()]);
         assert!(text.contains("total_commands_processed:15\r\n"));
@@ -171,5 +180,15 @@ mod tests {
         );
         assert_eq!(text.matches("# Server").count(), 1);
         assert_eq!(field(a, "redis_version"), Some("7.0.15"));
+        let confined = InfoRequest {
+            confined: true,
+            ..req
+        };
+        let text = merge(&confined, &[a.into(), b.into()]);
+        assert!(text.contains("redis_version:7.0.15"), "{text}");
+        assert!(
+            !text.contains("Keyspace") && !text.contains("Stats"),
+            "{text}"
+        );
     }
 }

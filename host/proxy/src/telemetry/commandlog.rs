@@ -44,6 +44,9 @@ pub struct Call {
     pub args: Vec<Bytes>,
     pub client_addr: SocketAddr,
     pub client_name: Bytes,
+    /// The user the client ran as: a user confined to a key prefix is shown only its own
+    /// user's entries (`CommandLog::get_of`).
+    pub user: Bytes,
 }
 
 /// One entry of one log.
@@ -125,6 +128,7 @@ impl CommandLog {
             args: truncated_args(raw),
             client_addr: client.addr,
             client_name: client.name(),
+            user: client.user(),
         });
         let time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -158,6 +162,31 @@ impl CommandLog {
             .expect("command log lock poisoned");
         let n = count.map_or(log.entries.len(), |c| c.min(log.entries.len()));
         log.entries.iter().take(n).cloned().collect()
+    }
+
+    /// The newest `count` entries of a log made by `user`'s clients, newest first: what a user
+    /// confined to a key prefix may see (other users' entries hold their keys and values).
+    pub fn get_of(&self, t: LogType, count: Option<usize>, user: &[u8]) -> Vec<Entry> {
+        let log = self.logs[t as usize]
+            .lock()
+            .expect("command log lock poisoned");
+        log.entries
+            .iter()
+            .filter(|e| e.call.user == user)
+            .take(count.unwrap_or(usize::MAX))
+            .cloned()
+            .collect()
+    }
+
+    /// How many entries of a log `user`'s clients made.
+    pub fn len_of(&self, t: LogType, user: &[u8]) -> usize {
+        self.logs[t as usize]
+            .lock()
+            .expect("command log lock poisoned")
+            .entries
+            .iter()
+            .filter(|e| e.call.user == user)
+            .count()
     }
 
     pub fn len(&self, t: LogType) -> usize {
@@ -360,6 +389,30 @@ mod tests {
         assert_eq!(log.len(LogType::Slow), 0);
         log.record(&m, &raw(&[b"GET", b"k"]), &c.info);
         assert_eq!(log.get(LogType::Slow, Some(5))[0].id, 3);
+    }
+
+    #[test]
+    fn a_user_sees_only_its_own_entries_when_asked_for_them() {
+        let log = CommandLog::new(&settings(0, 10));
+        let reg = std::sync::Arc::new(crate::clients::ClientRegistry::default());
+        let a = reg.register(([127, 0, 0, 1], 1).into(), ([127, 0, 0, 1], 2).into());
+        let b = reg.register(([127, 0, 0, 1], 3).into(), ([127, 0, 0, 1], 2).into());
+        b.info.set_user(Bytes::from_static(b"tenant"));
+        let m = Measured {
+            duration: Some(Duration::from_micros(5)),
+            bytes_in: 10,
+            bytes_out: 10,
+        };
+        log.record(&m, &raw(&[b"SET", b"victim:k", b"secret"]), &a.info);
+        log.record(&m, &raw(&[b"GET", b"t1:k"]), &b.info);
+        log.record(&m, &raw(&[b"GET", b"victim:k"]), &a.info);
+        let own = log.get_of(LogType::Slow, None, b"tenant");
+        assert_eq!(own.len(), 1);
+        assert_eq!(own[0].call.args[1], "t1:k");
+        assert_eq!(log.len_of(LogType::Slow, b"tenant"), 1);
+        assert_eq!(log.len_of(LogType::Slow, b"default"), 2);
+        assert_eq!(log.get_of(LogType::Slow, Some(1), b"default")[0].id, 2);
+        assert_eq!(log.get(LogType::Slow, None).len(), 3);
     }
 
     #[test]

@@ -48,6 +48,27 @@ fn bad_configs_are_refused_with_the_reason() {
             "max_value_bytes",
         ),
         (r#"{"compresion":{}}"#, "unknown field"),
+        // Issue 25: KEYS prefixed confined nothing, the body names any key.
+        (
+            r#"{"namespaces":[{"users":["a"],"prefix":"t:"}],"scripts":"prefix_keys"}"#,
+            "confines nothing",
+        ),
+        (
+            r#"{"namespaces":[{"users":["a"],"prefix":"t:"}],"scripts":"allow"}"#,
+            "must be \"refuse\"",
+        ),
+        (
+            r#"{"namespaces":[{"users":["a"],"prefix":"t:"}],"scripts":{"allow_sha1":["abc"]}}"#,
+            "not a SHA1",
+        ),
+        (
+            r#"{"namespaces":[{"users":["a"],"prefix":"t:"}],"scripts":{"allow_functions":["a b"]}}"#,
+            "not a function name",
+        ),
+        (
+            r#"{"namespaces":[{"users":["a"],"prefix":"t:"}],"scripts":{"allow":[]}}"#,
+            "unknown field",
+        ),
     ] {
         testing::reset();
         let e = Harness::<Converter>::try_new(cfg).expect_err(cfg);
@@ -72,7 +93,10 @@ fn keys_of_a_namespaced_user_get_its_prefix_and_others_pass() {
     assert_eq!(
         h.on_command(1, &eval),
         Outcome::Deny(
-            "ERR converter: EVAL is not available in a namespace: a script can name any key".into()
+            "ERR converter: EVAL is not available in a namespace: the client writes the \
+             script, which can name any key (scripts an operator loaded run by EVALSHA when the \
+             converter lists them)"
+                .into()
         )
     );
     // Not confined: nothing changes; keyless commands of confined users pass too.
@@ -101,15 +125,61 @@ fn values_are_not_copied_into_the_plugin_unless_it_reads_them() {
     );
 }
 
+// Issue 25, item 5: "scripts": "prefix_keys" confined nothing, the client wrote the body.
 #[test]
-fn scripts_may_run_with_their_keys_prefixed_when_configured() {
-    let cfg = r#"{"namespaces":[{"users":["alice"],"prefix":"a:"}],"scripts":"prefix_keys"}"#;
-    let mut h = harness(cfg);
-    let eval = command(&["EVAL", "s", "2", "k1", "k2", "arg"]).with_keys(&[3, 4]);
-    assert_eq!(
-        h.on_command(1, &eval).rewrite().strings(),
-        [["EVAL", "s", "2", "a:k1", "a:k2", "arg"]]
+fn issue_25_a_confined_client_runs_only_listed_scripts_and_functions_with_keys_prefixed() {
+    const SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+    let cfg = format!(
+        r#"{{"namespaces":[{{"users":["alice"],"prefix":"a:"}}],
+            "scripts":{{"allow_sha1":["{}"],"allow_functions":["hget_one"]}}}}"#,
+        SHA.to_ascii_uppercase()
     );
+    let mut h = harness(&cfg);
+    // The SHA1 and the function name are read, so their bytes are copied into the plugin.
+    assert!(h.manifest().copies_values(&command(&["EVALSHA", SHA, "0"])));
+    assert!(h.manifest().copies_values(&command(&["FCALL", "f", "0"])));
+    // EVAL is refused whatever the list says: the client wrote the body.
+    for name in ["EVAL", "EVAL_RO"] {
+        let c =
+            command(&[name, "return redis.call('GET',ARGV[1])", "1", "k", "b:x"]).with_keys(&[3]);
+        let Outcome::Deny(e) = h.on_command(1, &c) else {
+            panic!("{name} ran");
+        };
+        assert!(e.contains("the client writes the script"), "{e}");
+    }
+    // A listed SHA1 (compared case-insensitively, as Redis does) runs with KEYS prefixed.
+    for (name, sha) in [
+        ("EVALSHA", SHA),
+        ("EVALSHA_RO", &SHA.to_ascii_uppercase()[..]),
+    ] {
+        let c = command(&[name, sha, "2", "k1", "k2", "arg"]).with_keys(&[3, 4]);
+        assert_eq!(
+            h.on_command(1, &c).rewrite().strings(),
+            [[name, sha, "2", "a:k1", "a:k2", "arg"]]
+        );
+    }
+    let other = "0000000000000000000000000000000000000000";
+    let c = command(&["EVALSHA", other, "1", "k"]).with_keys(&[3]);
+    let Outcome::Deny(e) = h.on_command(1, &c) else {
+        panic!("an unlisted script ran");
+    };
+    assert!(e.contains("scripts.allow_sha1"), "{e}");
+    // Functions likewise, by exact name.
+    let c = command(&["FCALL", "hget_one", "1", "h"]).with_keys(&[3]);
+    assert_eq!(
+        h.on_command(1, &c).rewrite().strings(),
+        [["FCALL", "hget_one", "1", "a:h"]]
+    );
+    for name in ["HGET_ONE", "other"] {
+        let c = command(&["FCALL_RO", name, "1", "h"]).with_keys(&[3]);
+        let Outcome::Deny(e) = h.on_command(1, &c) else {
+            panic!("function {name} ran");
+        };
+        assert!(e.contains("scripts.allow_functions"), "{e}");
+    }
+    // Unconfined clients are not concerned.
+    let c = command(&["EVAL", "return 1", "0"]);
+    assert_eq!(h.on_command(3, &c), Outcome::Pass);
 }
 
 #[test]
@@ -192,8 +262,10 @@ fn commands_that_cannot_be_confined_are_refused() {
         &["SUBSCRIBE", "ch"],
         &["MULTI"],
         &["SCRIPT", "FLUSH"],
+        &["SCRIPT", "KILL"],
         &["CLIENT", "TRACKING", "on"],
         &["SLOWLOG", "GET"],
+        &["COMMANDLOG", "GET", "10", "large-request"],
     ] {
         match h.on_command(1, &command(args)) {
             Outcome::Deny(e) => assert!(e.starts_with("ERR converter: "), "{e}"),

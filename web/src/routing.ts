@@ -1,48 +1,7 @@
-import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+// Hash routing (#/clusters, #/clusters/<name>/<tab>, #/audit): the route as a value, and
+// the hook that follows the location's hash.
 
-/** Polls `load` every `intervalMs` (and at once); keeps the last good data next to the error. */
-export function usePoll<T>(
-  load: (signal: AbortSignal) => Promise<T>,
-  intervalMs: number,
-  deps: unknown[] = [],
-) {
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<Error | null>(null);
-  const [tick, setTick] = useState(0);
-  const loadRef = useRef(load);
-  loadRef.current = load;
-  const refresh = useCallback(() => setTick((t) => t + 1), []);
-
-  useEffect(() => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let ctl: AbortController | undefined;
-    const run = async () => {
-      ctl = new AbortController();
-      try {
-        const v = await loadRef.current(ctl.signal);
-        if (!stopped) {
-          setData(v);
-          setError(null);
-        }
-      } catch (e) {
-        if (!stopped && !(e instanceof DOMException && e.name === 'AbortError')) setError(e as Error);
-      }
-      if (!stopped && intervalMs > 0) timer = setTimeout(run, intervalMs);
-    };
-    run();
-    return () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      ctl?.abort();
-    };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [intervalMs, tick, ...deps]);
-
-  return { data, error, refresh, setData };
-}
-
-// --- hash routing ---
+import { useSyncExternalStore } from 'react';
 
 export type Route =
   | { page: 'login' }

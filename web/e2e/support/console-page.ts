@@ -1,0 +1,55 @@
+// The console as the e2e sees it: one logged-in page (its session shared with `get`, the API
+// calls the steps check the views against), its elements by test id, and a screenshot of
+// each view, taken only once the view shows no error the API's shapes would explain.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, type Page } from '@playwright/test';
+import { SHOTS } from './paths';
+
+const T0 = Date.now();
+
+/** A line of the e2e's own log, with the seconds since it started. */
+export const log = (...a: unknown[]) => console.log(`[e2e +${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
+
+export class ConsolePage {
+  /** Uncaught errors in the page, checked at the end. */
+  readonly errors: string[] = [];
+
+  constructor(
+    readonly page: Page,
+    /** The console's URL, without a trailing slash. */
+    readonly base: string,
+  ) {
+    page.on('pageerror', (e) => this.errors.push(e.message));
+  }
+
+  /** The element with test id `id` (a property, so that steps can take it apart). */
+  readonly tid = (id: string) => this.page.getByTestId(id);
+
+  /** The trimmed text of the element with test id `id`. */
+  readonly text = async (id: string): Promise<string> => (await this.tid(id).textContent())?.trim() ?? '';
+
+  /** Where the console relays cluster `name`'s dashboard API. */
+  clusterApi(name: string): string {
+    return `${this.base}/api/clusters/${encodeURIComponent(name)}`;
+  }
+
+  /** GET `url` (absolute, or a path of the console) with the page's session; its JSON. */
+  async get<T>(url: string): Promise<T> {
+    const r = await this.page.request.get(url.startsWith('http') ? url : `${this.base}${url}`);
+    expect(r.ok(), `GET ${url} answered ${r.status()}`).toBe(true);
+    return (await r.json()) as T;
+  }
+
+  /**
+   * A full-page screenshot of the view as `name`.png. An answer of a shape the console does
+   * not know shows as a `bad_answer` error: none may be on screen.
+   */
+  async shot(name: string): Promise<void> {
+    await expect(this.page.getByText('bad_answer'), `the ${name} view shows an answer it cannot read`).toHaveCount(0);
+    fs.mkdirSync(SHOTS, { recursive: true });
+    await this.page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    log(`screenshot ${name}.png`);
+  }
+}
