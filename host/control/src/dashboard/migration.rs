@@ -45,6 +45,11 @@ const HANDOFF_KEYS: usize = 4000;
 
 /// A failed deletion of stale keys is tried again after this.
 const CLEANUP_RETRY: Duration = Duration::from_secs(1);
+/// After a source's copy was lost, its next one starts no sooner than this, doubled for each
+/// loss in a row up to `COPY_RETRY_MAX` (a target that refuses every write is not hammered,
+/// nor its source scanned again and again).
+const COPY_RETRY: Duration = Duration::from_millis(250);
+const COPY_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
@@ -592,6 +597,10 @@ struct Driver {
     /// predecessor had pushed.
     committed: Option<tessera_model::router::Topology>,
     blocked: Option<String>,
+    /// Per source, copies lost in a row and when the next may start.
+    retry: BTreeMap<GroupId, (u32, Instant)>,
+    /// Slots whose copy waits for its source's `retry` time.
+    deferred: BTreeMap<GroupId, BTreeSet<u16>>,
 }
 
 /// The background driver.
@@ -615,6 +624,8 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         legacy: BTreeSet::new(),
         blocked: None,
         committed: None,
+        retry: BTreeMap::new(),
+        deferred: BTreeMap::new(),
     };
     match model::read::<tessera_model::router::Topology>(&*d.store, &d.paths.topology()).await {
         Ok(t) => driver.committed = t.map(|(t, _)| t),
@@ -745,6 +756,30 @@ impl Driver {
         self.todo.extend(actions.into_iter().map(|a| (slot, a)));
     }
 
+    /// The copy of `slots` stopped: they start over (from the purge), no sooner than their
+    /// source's backoff allows.
+    fn copy_lost(&mut self, slots: BTreeSet<u16>, why: &str) {
+        if let Some(source) = slots
+            .first()
+            .and_then(|s| self.slots.get(s))
+            .map(|d| d.source)
+        {
+            let (streak, at) = self.retry.entry(source).or_insert((0, Instant::now()));
+            let wait = COPY_RETRY
+                .saturating_mul(1 << (*streak).min(10))
+                .min(COPY_RETRY_MAX);
+            *streak += 1;
+            *at = Instant::now() + wait;
+            self.blocked = Some(format!(
+                "the copy from group {source} stopped, starting again in {} ms: {why}",
+                wait.as_millis()
+            ));
+        }
+        for s in slots {
+            self.feed(s, Event::CaptureLost);
+        }
+    }
+
     fn message(&mut self, m: Msg) {
         match m {
             Msg::Wake | Msg::Abort(_) => {}
@@ -758,14 +793,12 @@ impl Driver {
                     d.round = round + 1;
                     d.changed = left;
                     d.converged = converged;
+                    // A round ended: the source's copies work again.
+                    self.retry.remove(&d.source);
                 }
                 self.feed(slot, Event::RoundEnded { converged });
             }
-            Msg::Copy(Report::Lost(slots)) => {
-                for s in slots {
-                    self.feed(s, Event::CaptureLost);
-                }
-            }
+            Msg::Copy(Report::Lost { slots, why }) => self.copy_lost(slots, &why),
             Msg::Copy(Report::Final { slots, result }) => {
                 let event = match &result {
                     Ok(took) => {
@@ -855,6 +888,7 @@ impl Driver {
     /// One step: start what has room, hand off what is ready, carry out the actions (and
     /// those their results ask for).
     async fn step(&mut self) {
+        self.start_deferred().await;
         self.start_pending();
         self.hand_off();
         for _ in 0..8 {
@@ -866,6 +900,34 @@ impl Driver {
         self.retire_copies();
         if self.slots.is_empty() && self.legacy.is_empty() {
             self.idle().await;
+        }
+    }
+
+    /// Copies deferred after a loss start once their source's wait is over (those of slots
+    /// that are still copying: an abort may have come meanwhile).
+    async fn start_deferred(&mut self) {
+        let now = Instant::now();
+        let due: Vec<GroupId> = self
+            .deferred
+            .keys()
+            .copied()
+            .filter(|g| self.retry.get(g).is_none_or(|(_, at)| *at <= now))
+            .collect();
+        for source in due {
+            let slots: BTreeSet<u16> = self
+                .deferred
+                .remove(&source)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|id| {
+                    self.slots.get(id).is_some_and(|d| {
+                        !d.slot.aborted && matches!(d.slot.phase, Phase::Copying { .. })
+                    })
+                })
+                .collect();
+            if !slots.is_empty() {
+                self.start_copy(source, slots).await;
+            }
         }
     }
 
@@ -1029,8 +1091,13 @@ impl Driver {
                 }
             }
         }
+        let now = Instant::now();
         for (source, slots) in start {
-            self.start_copy(source, slots).await;
+            if self.retry.get(&source).is_some_and(|(_, at)| *at > now) {
+                self.deferred.entry(source).or_default().extend(slots);
+            } else {
+                self.start_copy(source, slots).await;
+            }
         }
         for (source, slots) in again {
             if let Some(h) = self.copies.get(&source) {
@@ -1222,10 +1289,7 @@ impl Driver {
             .map(|(id, t)| t.map(|t| (id, t)))
             .collect();
         let (Some(master), Some(targets)) = (master, targets) else {
-            self.blocked = Some(format!("group {source} or a target has no master"));
-            for s in slots {
-                self.feed(s, Event::CaptureLost);
-            }
+            self.copy_lost(slots, &format!("group {source} or a target has no master"));
             return;
         };
         let alive = self
