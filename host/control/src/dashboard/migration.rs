@@ -589,6 +589,9 @@ struct Driver {
     slots: BTreeMap<u16, Driven>,
     /// Actions to carry out, per slot, in order.
     todo: Vec<(u16, Action)>,
+    /// Records to write once no handoff holds clients (`carry_out`): slot → (state,
+    /// owner is the target, durable), `None` for a record cleared.
+    postponed: BTreeMap<u16, Option<(Persisted, bool, bool)>>,
     copies: BTreeMap<GroupId, CopyHandle>,
     reports: mpsc::UnboundedSender<(String, Report)>,
     /// Slots of a migration from before v3 that was left half-way (not driven).
@@ -619,6 +622,7 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         d: d.clone(),
         slots: BTreeMap::new(),
         todo: Vec::new(),
+        postponed: BTreeMap::new(),
         copies: BTreeMap::new(),
         reports: reports_tx,
         legacy: BTreeSet::new(),
@@ -892,7 +896,7 @@ impl Driver {
         self.start_pending();
         self.hand_off();
         for _ in 0..8 {
-            if self.todo.is_empty() {
+            if self.todo.is_empty() && (self.postponed.is_empty() || self.holding()) {
                 break;
             }
             self.carry_out().await;
@@ -1020,6 +1024,16 @@ impl Driver {
         }
     }
 
+    /// Some slot's clients are held, or may be: a handoff is under way.
+    fn holding(&self) -> bool {
+        self.slots.values().any(|d| {
+            matches!(
+                d.slot.phase,
+                Phase::Blocking | Phase::Blocked | Phase::Switching | Phase::Releasing { .. }
+            )
+        })
+    }
+
     /// Carries out the queued actions: the store first (one write), then one push (its
     /// acknowledgement fed back at once), then the copies and deletions.
     async fn carry_out(&mut self) {
@@ -1031,7 +1045,6 @@ impl Driver {
         let mut finals: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut again: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut deletes: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
-        let mut cleared = Vec::new();
         for (id, action) in todo {
             let Some(d) = self.slots.get(&id) else {
                 continue;
@@ -1046,7 +1059,6 @@ impl Driver {
                 }
                 Action::Clear => {
                     saves.insert(id, None);
-                    cleared.push(id);
                 }
                 Action::Push => push = true,
                 Action::StopCopy => {
@@ -1072,13 +1084,45 @@ impl Driver {
                 }
             }
         }
+        // While a handoff holds clients (from its block push to its owner push), no record
+        // is written but the topology: a batch of hundreds of records (slots whose cleanup
+        // ended meanwhile) took seconds on a loaded store, all of it write pause. Those
+        // records change in memory now (none of them changes a route: they follow an
+        // acknowledged push or precede a copy) and are written once nothing is held.
+        if self.holding() {
+            for (id, save) in saves.iter_mut() {
+                match save {
+                    None => {
+                        self.postponed.insert(*id, None);
+                    }
+                    Some((state, owner_target, durable)) if *durable => {
+                        self.postponed
+                            .insert(*id, Some((*state, *owner_target, true)));
+                        *durable = false;
+                    }
+                    Some(_) => {}
+                }
+            }
+            saves.retain(|_, save| save.is_some());
+        } else {
+            for (id, save) in std::mem::take(&mut self.postponed) {
+                saves.entry(id).or_insert(save);
+            }
+        }
         if let Err(e) = self.save(&saves).await {
             // Nothing was written: the actions wait for the next step.
             self.blocked = Some(format!("writing the store: {}", e.message));
+            for (id, save) in saves {
+                if save.is_none_or(|(_, _, durable)| durable) {
+                    self.postponed.insert(id, save);
+                }
+            }
             return;
         }
-        for id in cleared {
-            self.slots.remove(&id);
+        for (id, save) in &saves {
+            if save.is_none() {
+                self.slots.remove(id);
+            }
         }
         if push {
             self.push().await;
@@ -1376,6 +1420,25 @@ impl Driver {
         }
     }
 
+    /// Why no handoff starts while the only slots left are still copying: the busiest slot
+    /// written faster than its rounds copy (after a few rounds, so a first pass is not
+    /// reported). The source keeps serving it meanwhile; nothing is held.
+    fn not_converging(&self) -> Option<String> {
+        const ROUNDS: u32 = 3;
+        let (id, d) = self
+            .slots
+            .iter()
+            .filter(|(_, d)| matches!(d.slot.phase, Phase::Copying { .. }))
+            .filter(|(_, d)| d.round >= ROUNDS && !d.converged)
+            .max_by_key(|(_, d)| d.changed)?;
+        Some(format!(
+            "slot {id} is written faster than it is copied: {} keys changed during its last \
+             round, a handoff waits for a round that leaves at most {}; its source keeps \
+             serving it meanwhile",
+            d.changed, self.d.migrations.copy.converge_keys
+        ))
+    }
+
     /// Publishes the slots' progress for the status.
     fn publish(&mut self) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -1407,7 +1470,7 @@ impl Driver {
             })
             .collect();
         v.blocked = if self.legacy.is_empty() {
-            self.blocked.clone()
+            self.blocked.clone().or_else(|| self.not_converging())
         } else {
             Some(format!(
                 "slots {:?} are half-way through a migration a dashboard before v3 started: \
