@@ -59,6 +59,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// Copy rounds: a slot written all the time while it moves, a slot moved away and straight
+// back, KEYS/SCAN/RANDOMKEY while a slot's keys are on both sides.
+mod migration_rounds;
 // SLOWLOG and COMMANDLOG from the proxy's own measurements: entries, slow scripts, large
 // requests and replies, a hostile client's bounded entries, the dashboard's merge.
 mod commandlog;

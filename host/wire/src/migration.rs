@@ -115,7 +115,8 @@ pub struct MigrationStatus {
     #[schema(required = true)]
     pub slowest_command: Option<SlowestCommand>,
     /// Why the driver waits (e.g. a proxy that does not acknowledge a step, a handoff
-    /// given up, stale keys that could not be deleted yet).
+    /// given up, a copy lost and when it starts again, with its reason, a slot written
+    /// faster than it is copied, stale keys that could not be deleted yet).
     #[schema(required = true)]
     pub blocked: Option<String>,
     pub max_slots_in_flight: usize,

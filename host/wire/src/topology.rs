@@ -41,13 +41,11 @@ pub struct GroupRoute {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 pub struct SlotRoute {
     pub group: Option<GroupId>,
-    /// While the slot migrates to `group`: the group it moves from.
+    /// Written only by dashboards before migration v3, for a slot whose keys proxies moved
+    /// as they touched them. Such a topology is refused (`TopologyError::PreV3Move`): finish
+    /// or abort those moves with the old dashboard before upgrading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<GroupId>,
-    /// The move is an abort going back: a big key staged on the owner for the forward move
-    /// may still be waiting to be put back, so commands also wait on the owner's markers.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub aborting: bool,
     /// First phase of a migration's barrier: the slot is served by no proxy (-TRYAGAIN)
     /// until every proxy has it blocked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

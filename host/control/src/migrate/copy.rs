@@ -107,8 +107,9 @@ pub enum Report {
         converged: bool,
     },
     /// These slots' capture was lost (a flush, the bound of written keys, the replication
-    /// stream cut): what their targets hold can no longer be trusted. They are forgotten.
-    Lost(BTreeSet<u16>),
+    /// stream cut, a command refused): what their targets hold can no longer be trusted.
+    /// They are forgotten.
+    Lost { slots: BTreeSet<u16>, why: String },
     /// The final copy of these slots: done (how long it took) or not, and why.
     Final {
         slots: BTreeSet<u16>,
@@ -175,10 +176,25 @@ struct SlotCopy {
     /// Its big keys being copied now, on their own tasks: its round cannot end before.
     big_copying: usize,
     /// Those tasks, stopped if the slot is forgotten.
-    big_tasks: Vec<tokio::task::JoinHandle<()>>,
+    big_tasks: Vec<BigTask>,
     /// Whether the last round reported was converged (rounds that change nothing are not
     /// reported again).
     converged: bool,
+}
+
+/// A big key's chunked copy running on its own task.
+struct BigTask {
+    handle: tokio::task::JoinHandle<()>,
+    target: String,
+    /// Its connection to the target (`CLIENT ID`), once made: killed when the copy is
+    /// stopped, so that no write of it already sent runs after.
+    client: Arc<std::sync::OnceLock<i64>>,
+}
+
+impl Drop for BigTask {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
 }
 
 /// Round 0's SCAN, one page a step.
@@ -267,14 +283,15 @@ impl Copy {
                 self.big_copied(done);
             }
             if self.broken() {
-                self.lose_all("the source's replication stream was lost");
+                self.lose_all("the source's replication stream was lost")
+                    .await;
                 continue;
             }
             let step = match self.step().await {
                 Ok(step) => step,
                 Err(e) => {
                     warn!(source = %self.source, error = %e, "copy failed");
-                    self.lose_all(&e.to_string());
+                    self.lose_all(&e.to_string()).await;
                     Step::Wait(self.config.idle_round)
                 }
             };
@@ -305,7 +322,10 @@ impl Copy {
             Err(e) => {
                 warn!(source = %self.source, slot = done.slot, error = %e, "a big key's copy failed");
                 self.slots.remove(&done.slot);
-                self.report(Report::Lost(BTreeSet::from([done.slot])));
+                self.report(Report::Lost {
+                    slots: BTreeSet::from([done.slot]),
+                    why: format!("a big key's copy failed: {e}"),
+                });
             }
         }
     }
@@ -321,13 +341,20 @@ impl Copy {
     }
 
     /// Every slot is lost; the capture and connections start afresh for the next ones.
-    fn lose_all(&mut self, why: &str) {
+    async fn lose_all(&mut self, why: &str) {
         let slots: BTreeSet<u16> = self.slots.keys().copied().collect();
         if !slots.is_empty() {
             info!(source = %self.source, slots = slots.len(), why, "copy lost");
-            self.report(Report::Lost(slots));
+            self.report(Report::Lost {
+                slots,
+                why: why.to_string(),
+            });
         }
-        self.slots.clear();
+        let tasks: Vec<BigTask> = std::mem::take(&mut self.slots)
+            .into_values()
+            .flat_map(|s| s.big_tasks)
+            .collect();
+        self.stop_big(tasks).await;
         self.scan = None;
         self.capture = None;
         self.targets.clear();
@@ -339,7 +366,10 @@ impl Copy {
             Command::Add(slots) => {
                 if let Err(e) = self.follow(&slots).await {
                     warn!(source = %self.source, error = %e, "the copy could not follow the source");
-                    self.report(Report::Lost(slots.into_keys().collect()));
+                    self.report(Report::Lost {
+                        slots: slots.into_keys().collect(),
+                        why: format!("the copy could not follow the source: {e}"),
+                    });
                     return;
                 }
                 for (slot, target) in slots {
@@ -362,9 +392,7 @@ impl Copy {
             Command::Forget(slots, done) => {
                 for s in &slots {
                     if let Some(sc) = self.slots.remove(s) {
-                        for t in sc.big_tasks {
-                            t.abort();
-                        }
+                        self.stop_big(sc.big_tasks).await;
                     }
                     if let Some(scan) = &mut self.scan {
                         scan.slots.remove(s);
@@ -752,7 +780,12 @@ impl Copy {
             for s in &taken.lost {
                 self.slots.remove(s);
             }
-            self.report(Report::Lost(taken.lost.clone()));
+            self.report(Report::Lost {
+                slots: taken.lost.clone(),
+                why: "the capture of the source's writes was lost (a flush, or more written \
+                      keys than its bound)"
+                    .into(),
+            });
         }
         let mut any = false;
         let mut reports = Vec::new();
@@ -875,12 +908,37 @@ impl Copy {
         Ok(self.targets.get_mut(addr).expect("just connected"))
     }
 
+    /// Stops big keys' chunked copies: each task is ended and its target connection killed
+    /// (`CLIENT KILL ID`), after which no write of it runs on the target — a request already
+    /// in the server's socket is dropped with its client. A target that cannot be reached
+    /// to kill it closes the connection itself when the task ends.
+    async fn stop_big(&mut self, tasks: Vec<BigTask>) {
+        for t in tasks {
+            t.handle.abort();
+            let Some(id) = t.client.get().map(i64::to_string) else {
+                continue;
+            };
+            let kill = async {
+                let c = self.target(&t.target).await?;
+                Ok::<_, MoverError>(
+                    c.cmd(&[&b"CLIENT"[..], b"KILL", b"ID", id.as_bytes()])
+                        .await?,
+                )
+            };
+            if let Err(e) = kill.await {
+                warn!(target = %t.target, error = %e, "could not end a stopped big key's copy on its target");
+                self.targets.remove(&t.target);
+            }
+        }
+    }
+
     /// Starts a big key's chunked copy on a task of its own.
     fn spawn_big(&mut self, key: Bytes, slot: u16, kind: Bytes) {
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
         s.big_copying += 1;
+        let client = Arc::new(std::sync::OnceLock::new());
         let big = BigCopy {
             source: self.source.clone(),
             target: s.target.clone(),
@@ -888,9 +946,10 @@ impl Copy {
             chunk: self.config.chunk,
             timeout: self.config.timeout,
             throttle: self.throttle.clone(),
+            client: client.clone(),
         };
         let done = self.big_done.0.clone();
-        s.big_tasks.retain(|t| !t.is_finished());
+        s.big_tasks.retain(|t| !t.handle.is_finished());
         // Its writes from now on are recorded element by element.
         if let Some(f) = &self.capture {
             f.capture
@@ -898,7 +957,9 @@ impl Copy {
                 .expect("capture lock poisoned")
                 .mark_big(&key);
         }
-        s.big_tasks.push(tokio::spawn(async move {
+        let target = s.target.clone();
+        info!(key = %String::from_utf8_lossy(&key), slot, "copying a big key in chunks");
+        let handle = tokio::spawn(async move {
             let result = big.copy(&key, &kind).await;
             let _ = done.send(BigCopied {
                 slot,
@@ -906,7 +967,12 @@ impl Copy {
                 kind,
                 result,
             });
-        }));
+        });
+        s.big_tasks.push(BigTask {
+            handle,
+            target,
+            client,
+        });
     }
 
     /// The final copy of `slots`, all of which every proxy holds now.
@@ -1041,6 +1107,8 @@ struct BigCopy {
     chunk: usize,
     timeout: Duration,
     throttle: Arc<Throttle>,
+    /// Its target connection's `CLIENT ID`, for `Copy::stop_big`.
+    client: Arc<std::sync::OnceLock<i64>>,
 }
 
 impl BigCopy {
@@ -1053,6 +1121,11 @@ impl BigCopy {
         let cred = self.credential.as_ref();
         let mut src = RedisClient::connect_as(&self.source, self.timeout, cred).await?;
         let mut dst = RedisClient::connect_as(&self.target, self.timeout, cred).await?;
+        let id = dst.cmd(&[&b"CLIENT"[..], b"ID"]).await?;
+        let Some(id) = id.as_int() else {
+            return Err(refused(&self.target, "CLIENT ID", &id));
+        };
+        let _ = self.client.set(id);
         expect_ok(&mut dst, &self.target, &[b"SELECT", db.as_bytes()]).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let chunks = Chunks {

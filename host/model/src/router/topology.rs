@@ -20,6 +20,11 @@ pub enum TopologyError {
     UnknownGroup { slot: u16, group: GroupId },
     #[error("prefix routes: {0}")]
     Routes(String),
+    #[error(
+        "slot {0} is mid-move under a dashboard older than migration v3; finish or abort that \
+         migration with it before upgrading"
+    )]
+    PreV3Move(u16),
 }
 
 /// A topology (a `tessera-wire` shape) turned into the table a proxy routes with.
@@ -85,22 +90,11 @@ impl ToTable for Topology {
                 slot: i as u16,
                 group: gid,
             })?;
-            let from = match s.from {
-                Some(f) => groups
-                    .get(&f)
-                    .ok_or(TopologyError::UnknownGroup {
-                        slot: i as u16,
-                        group: f,
-                    })?
-                    .master
-                    .as_deref(),
-                None => None,
-            };
+            if s.from.is_some() {
+                return Err(TopologyError::PreV3Move(i as u16));
+            }
             if let Some(master) = &g.master {
-                b.assign_migrating(SlotId(i as u16), gid, master, from);
-                if s.aborting {
-                    b.aborting(SlotId(i as u16));
-                }
+                b.assign(SlotId(i as u16), gid, master);
                 if s.blocked {
                     b.blocked(SlotId(i as u16));
                 }
@@ -165,7 +159,6 @@ mod tests {
                 SlotRoute {
                     group: Some(GroupId(9)),
                     from: None,
-                    aborting: false,
                     blocked: false,
                 };
                 SLOTS
@@ -176,5 +169,17 @@ mod tests {
             bad.to_table(),
             Err(TopologyError::UnknownGroup { .. })
         ));
+        // A slot mid-move under a dashboard before v3 (proxies moved keys as they touched
+        // them): routing it to either side would miss keys, so the topology is refused.
+        let mut old = bad.clone();
+        old.slots = vec![
+            SlotRoute {
+                group: Some(GroupId(1)),
+                ..Default::default()
+            };
+            SLOTS
+        ];
+        old.slots[3].from = Some(GroupId(2));
+        assert!(matches!(old.to_table(), Err(TopologyError::PreV3Move(3))));
     }
 }
