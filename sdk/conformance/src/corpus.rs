@@ -78,7 +78,8 @@ impl Described {
             .iter()
             .take(6)
             .map(|a| {
-                let s = String::from_utf8_lossy(&a[..a.len().min(24)]).into_owned();
+                // Escaped: keys may be binary, and the report goes to a terminal.
+                let s = a[..a.len().min(24)].escape_ascii().to_string();
                 if a.len() > 24 {
                     format!("{s}…({} B)", a.len())
                 } else {

@@ -28,6 +28,8 @@ pub struct FaultRecord {
     /// Whether a fresh instance then answered a command the plugin had answered before, the
     /// same way (`None`: there was no such command to replay).
     pub contained: Option<bool>,
+    /// Whether a fresh instance (with its `init`) could be created after the fault.
+    pub fresh: bool,
 }
 
 /// A loaded plugin and the instance calls go to.
@@ -195,6 +197,7 @@ impl Host {
     /// Logs a fault, then replays the control command on a fresh instance.
     fn log(&mut self, call: String, reason: String) {
         self.renew();
+        let fresh = self.instance().is_ok();
         let contained = self.control.clone().map(|(d, before)| {
             let values = self.selects(&d).unwrap_or(false);
             let table = d.table(values);
@@ -209,6 +212,7 @@ impl Host {
             call,
             reason,
             contained,
+            fresh,
         });
     }
 }

@@ -77,7 +77,7 @@ pub fn run(module: &str, wasm: &[u8], opts: &Options) -> Report {
     calls::tables(&mut h, &answers, &mut r);
     calls::reply_tables(&mut h, &answers, &mut r);
     calls::hostile(&mut h, &mut r);
-    calls::input_limit(&mut h, &answers, &mut r);
+    calls::input_limit(&mut h, wasm, &opts.config, &answers, &mut r);
     calls::close_and_tick(&mut h, &mut r);
     expect::metrics(&h, opts.cases.as_ref(), &mut r);
     if let Some(c) = &opts.cases {

@@ -126,8 +126,13 @@ fn a_plugin_that_breaks_its_cases_fails_with_the_difference() {
 
 /// The faulty plugin in `mode` (misbehaving on keys under `boom`).
 fn faulty(mode: &str) -> Report {
-    let config = format!(r#"{{"mode":"{mode}","key_prefix":"boom"}}"#);
-    run("faulty", &wasm("faulty"), &Options::new("faulty", config))
+    faulty_with(mode, "", Options::new("faulty", ""))
+}
+
+/// `extra`: more config members (`,"fault_prefix":"…"`).
+fn faulty_with(mode: &str, extra: &str, mut opts: Options) -> Report {
+    opts.config = format!(r#"{{"mode":"{mode}","key_prefix":"boom"{extra}}}"#).into_bytes();
+    run("faulty", &wasm("faulty"), &opts)
 }
 
 fn failed_with(r: &Report, check: &str, words: &[&str]) {
@@ -149,13 +154,35 @@ fn a_trapping_plugin_fails_and_the_report_names_the_call_and_the_containment() {
         &r,
         "no call faults",
         &[
-            "on_command SET boomk v",
-            "trap: unreachable (the plugin panicked)",
-            "the next command got a fresh instance, which answered as before",
+            "on_command SET boomk v → trap: unreachable (the plugin panicked)",
+            "a fresh instance was created for the next call",
         ],
     );
     // The faults show where they happened too.
     failed_with(&r, "hooks called as declared", &["GET boomk: no answer"]);
+
+    // Trapping only on binary keys (`boom\0…`): the commands it answered before are answered
+    // the same by the fresh instance after each trap.
+    let r = faulty_with(
+        "trap",
+        r#","fault_prefix":"boom\u0000""#,
+        Options::new("faulty", ""),
+    );
+    failed_with(
+        &r,
+        "awkward arguments",
+        &["GET boom\\x00\\xff: no answer (failed: trap: unreachable"],
+    );
+    failed_with(
+        &r,
+        "no call faults",
+        &["the next command got a fresh instance, which answered as before"],
+    );
+    assert_eq!(
+        r.get("hooks called as declared").map(|c| c.status),
+        Some(Status::Pass),
+        "{r}"
+    );
 }
 
 #[test]
@@ -165,10 +192,16 @@ fn a_looping_plugin_fails_on_its_cpu_budget() {
 
 #[test]
 fn a_memory_hungry_plugin_fails_on_its_memory_limit() {
+    // A generous CPU budget: filling 16 MiB chunk by chunk must end at the memory cap.
+    let mut opts = Options::new("faulty", "");
+    opts.limits.cpu_budget_ms = 2000;
     failed_with(
-        &faulty("oom"),
+        &faulty_with("oom", "", opts),
         "no call faults",
-        &["memory limit of 16 MiB exceeded"],
+        &[
+            "on_command SET boomk v → memory limit of 16 MiB exceeded",
+            "a fresh instance was created for the next call",
+        ],
     );
 }
 
