@@ -21,6 +21,7 @@ test_packages=(
   /usr/bin/python3:python3   # runs the redis-py client tests (tests/clients)
   /usr/lib/python3/dist-packages/redis/__init__.py:python3-redis  # redis-py, as applications use it
   openssl:openssl            # the TLS tests make their CA and certificates, and read served ones
+  curl:curl                  # the README's command lines, run as written (tests/suite/readme)
 )
 apt_install "${TESSERA_BUILD_PACKAGES[@]}" "${test_packages[@]}"
 # rustup does not add a missing target to an installed toolchain by itself.
@@ -58,7 +59,10 @@ cargo build --locked --release --target wasm32-unknown-unknown \
 # the pinned Zig (pip, into sdk/c/.zig) and AssemblyScript (npm ci in sdk/assemblyscript) once.
 sdk/build-languages.sh
 
-# One build of everything (lib, bin, tests, benches in test mode), then every test.
+# One build of everything (the tessera binary the suite drives, and lib, bin, tests, benches in
+# test mode), then every test. `cargo test` alone does not build a package's binary unless that
+# package has integration tests, and the suite runs the binary.
+cargo build --workspace --locked
 cargo test --workspace --all-targets --locked
 
 if [ -n "$web" ]; then

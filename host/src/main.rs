@@ -398,7 +398,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
                 None,
             );
             tokio::spawn(admin.clone().sample_ops());
-            tokio::spawn(tessera_http::serve::serve(
+            tokio::spawn(tessera_http::server::serve(
                 listener,
                 admin.router(),
                 std::future::pending(),
@@ -504,7 +504,7 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
         tracing::info!(%addr, cluster = %args.cluster, https = listener.is_tls(), "dashboard API listening");
         let d = started.dashboard.clone();
         tokio::spawn(d.clone().run_background());
-        let serve = tessera_http::serve::serve(listener, tessera_control::api::dashboard::router(d.clone()), shutdown_signal());
+        let serve = tessera_http::server::serve(listener, tessera_control::api::dashboard::router(d.clone()), shutdown_signal());
         tokio::select! {
             r = serve => r?,
             _ = d.lock_lost() => bail!("this dashboard lost the cluster lock to another one; stopping"),

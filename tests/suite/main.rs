@@ -59,6 +59,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// Copy rounds: a slot written all the time while it moves, a slot moved away and straight
+// back, KEYS/SCAN/RANDOMKEY while a slot's keys are on both sides.
+mod migration_rounds;
 // SLOWLOG and COMMANDLOG from the proxy's own measurements: entries, slow scripts, large
 // requests and replies, a hostile client's bounded entries, the dashboard's merge.
 mod commandlog;
@@ -120,3 +123,7 @@ mod mirror;
 // kind of command on it, cross-cluster commands refused, writes through the route across the
 // other cluster's migration and the loss of its proxy, bad changes and a wrong password.
 mod prefix_routes;
+// README.md's command lines run as written: the quickstart against `tessera up`, the operator
+// tour against etcd, redis-servers and the dashboard and proxy it starts, the plugin authors'
+// tour through tools/new-plugin.sh into a proxy; a line nothing runs must be marked.
+mod readme;

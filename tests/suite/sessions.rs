@@ -535,8 +535,9 @@ fn a_script_loaded_through_tessera_never_answers_noscript_on_a_group_added_later
     assert!(e.to_string().to_uppercase().contains("NOSCRIPT"), "{e}");
 }
 
-/// A script call on a key whose slot is moving runs on the target once the key is there: a
-/// target that has never seen the script (a group added for this move) still answers it.
+/// A script call on a key whose slot is moving runs on the source while it is copied (its
+/// write copied over like any other), and on the target once the slot is there: a target
+/// that has never seen the script (a group added for this move) still answers it.
 #[test]
 fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
     let (cp, mut c, sha) = one_group_with_a_script();
@@ -574,7 +575,28 @@ fn a_script_call_on_a_moving_slot_never_answers_noscript_on_the_target() {
         .as_array()
         .is_some_and(|a| !a.is_empty());
     assert!(moving, "the slot was still moving when the script ran");
-    assert!(cp.servers[1].has(key), "it ran on the target");
+    let on_source: Option<i64> = cp.servers[0].client().get(key).unwrap();
+    assert_eq!(
+        on_source,
+        Some(11),
+        "it ran on the source, which still owns the slot"
+    );
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            let st = cp.api().get("/api/migrations").ok();
+            st["slots"].as_array().is_some_and(|a| a.is_empty())
+        }),
+        "the move ends"
+    );
+    let n: i64 = redis::cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg(key)
+        .query(&mut c)
+        .expect("no NOSCRIPT on the target");
+    assert_eq!(n, 12, "the script's write during the copy was copied");
+    let on_target: Option<i64> = cp.servers[1].client().get(key).unwrap();
+    assert_eq!(on_target, Some(12), "it ran on the target");
     assert!(
         !cp.servers[0].has(key),
         "and the source no longer has the key"

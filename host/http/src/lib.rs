@@ -6,6 +6,5 @@ pub mod access;
 pub mod auth_throttle;
 pub mod error;
 pub mod metrics;
-pub mod serve;
 pub mod server;
 pub mod tls;

@@ -182,24 +182,8 @@ pub enum DataError {
     PluginBadRewrite { name: Box<str>, reason: Box<str> },
 
     // === migration ===
-    #[error(
-        "ERR slot migration: moving keys from {} to {} failed: {}",
-        .0.from,
-        .0.target,
-        .0.reply
-    )]
-    MoveFailed(Box<MoveFailure>),
     #[error("TRYAGAIN a key of this command is being moved to another group; retry shortly")]
     KeyMoving,
-}
-
-/// What a failed move of a migrating slot's keys said (boxed: errors are rare, and a small
-/// `DataError` keeps every reply's `Result` small).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MoveFailure {
-    pub from: Arc<str>,
-    pub target: Arc<str>,
-    pub reply: String,
 }
 
 impl DataError {
@@ -253,7 +237,7 @@ impl DataError {
             | PluginCall { .. }
             | PluginsUnavailable(_)
             | PluginBadRewrite { .. } => Side::Plugin,
-            MoveFailed(_) | KeyMoving => Side::Migration,
+            KeyMoving => Side::Migration,
         }
     }
 

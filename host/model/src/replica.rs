@@ -1,7 +1,7 @@
 //! The replica side of Redis replication, enough to follow a source: AUTH, `REPLCONF capa`,
 //! `PSYNC replid offset` (falling back to `SYNC` on servers without it), the RDB payload
 //! (`$len` or the diskless `$EOF:<mark>` form), then the command stream one request at a time,
-//! and `REPLCONF ACK <offset>`. No TLS to the source. Used by `tessera import sync` and by
+//! and `REPLCONF ACK <offset>`. TLS to a server of a group marked so (`tls::backend`). Used by `tessera import sync` and by
 //! the migration's capture of a source's changes. Every read is bounded in time
 //! (`watch`: silence, and progress that keepalive newlines do not make) and a streamed
 //! command in size, so a wrong or hostile source cannot hold the importer or its memory.
@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use tessera_resp::{Limits, Request, RequestDecoder};
 
@@ -75,7 +74,8 @@ pub enum Start {
 /// A connection to the source, acting as its replica.
 pub struct Replica {
     addr: String,
-    stream: TcpStream,
+    /// Plain, or TLS to a server of a group marked so (`tls::backend`).
+    stream: crate::tls::Stream,
     buf: BytesMut,
     decoder: RequestDecoder,
     bounds: ReadBounds,
@@ -121,7 +121,8 @@ impl Replica {
             addr: addr.into(),
             reason,
         };
-        let stream = tokio::time::timeout(bounds.timeout, TcpStream::connect(addr))
+        let connect = crate::tls::backend::backends().connect(addr);
+        let stream = tokio::time::timeout(bounds.timeout, connect)
             .await
             .map_err(|_| {
                 io(format!(
@@ -129,7 +130,7 @@ impl Replica {
                     bounds.timeout.as_secs()
                 ))
             })?
-            .map_err(|e| io(e.to_string()))?;
+            .map_err(io)?;
         let mut r = Self {
             addr: addr.into(),
             stream,

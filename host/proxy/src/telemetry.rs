@@ -74,31 +74,6 @@ fn describe() {
         "tessera_backend_reconnects_total",
         "Backend connections lost (their in-flight requests failed)"
     );
-    describe_gauge!(
-        "tessera_dashboard_epoch",
-        "Topology epoch last committed by the dashboard"
-    );
-    describe_gauge!(
-        "tessera_group_up",
-        "1 when the group's master answers health checks"
-    );
-    describe_gauge!(
-        "tessera_server_up",
-        "1 when the server answers health checks"
-    );
-    describe_gauge!("tessera_slots_assigned", "Slots assigned to a group");
-    describe_gauge!(
-        "tessera_failover_enabled",
-        "1 when automatic failover is on for the cluster"
-    );
-    describe_gauge!(
-        "tessera_group_failover_refused",
-        "1 while the group is down and automatic failover refuses to promote (see /api/failover)"
-    );
-    describe_gauge!(
-        "tessera_failover_last_seconds",
-        "The last failover's time from the master's first failed check to the new topology acknowledged"
-    );
 }
 
 /// Per-command counters of one proxy.

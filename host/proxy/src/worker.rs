@@ -19,7 +19,6 @@ use crate::config::ProxyConfig;
 use crate::plugins::PluginHost;
 use crate::pubsub::Hub;
 use crate::stages::classify::Policy;
-use crate::stages::plan::MovedKeys;
 use crate::telemetry::{CommandStats, HotKeyRecorder, HotKeys, SlotStats};
 use tessera_model::limits::MemoryPool;
 use tessera_model::login::Login;
@@ -185,7 +184,7 @@ impl Shared {
     /// After a table swap: waits until no batch that may have routed with an older table
     /// is still waiting for a backend, so the swap's acknowledgement means no command routed
     /// the old way is still in flight (a write pipelined to a slot's old owner cannot land
-    /// after the mover moved its key). Swaps must not run concurrently.
+    /// after its handoff's final copy). Swaps must not run concurrently.
     ///
     /// # Errors
     /// Batches still in flight after `limit` (a backend not answering).
@@ -270,8 +269,6 @@ pub struct Worker {
     pub pool: Pool,
     /// This thread's idle dedicated connections (blocking commands, WATCH).
     pub dedicated: Rc<DedicatedPool>,
-    /// Keys found gone from their migrating slot's source under the table in force.
-    pub moved: MovedKeys,
     /// This thread's warm plugin instances (created with the first plugin).
     pub plugins: RefCell<Option<tessera_wasm::WorkerChain>>,
     /// This thread's pub/sub subscriptions and subscriber connections.
@@ -320,7 +317,6 @@ impl Worker {
             shared,
             pool,
             dedicated,
-            moved: MovedKeys::default(),
             mirror: Default::default(),
             plugins: RefCell::new(None),
             logins: RefCell::new(Logins::default()),
@@ -403,7 +399,7 @@ impl Worker {
         login
     }
 
-    /// The control plane's backend user (cluster mode), which MIGRATE presents to a target.
+    /// The control plane's backend user (cluster mode), as which the proxy's own requests log in.
     pub(crate) fn backend_admin(&self) -> Option<Credential> {
         self.shared
             .backend_admin

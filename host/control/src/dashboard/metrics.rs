@@ -1,6 +1,8 @@
 //! The dashboard's Prometheus text: per-group and per-server health, the topology epoch, the
 //! slots assigned and automatic failover's state, on the process-wide recorder (`tessera_http::metrics`).
 
+use std::sync::OnceLock;
+
 use metrics::gauge;
 
 use super::Dashboard;
@@ -8,7 +10,9 @@ use tessera_http::metrics::recorder;
 
 /// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
 pub fn render(d: &Dashboard) -> String {
+    static DESCRIBED: OnceLock<()> = OnceLock::new();
     let handle = recorder();
+    DESCRIBED.get_or_init(describe);
     let cluster = d.cluster.clone();
     if let Ok(epoch) = d.ops.try_lock() {
         gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
@@ -41,4 +45,34 @@ pub fn render(d: &Dashboard) -> String {
     let assigned = st.slots.iter().filter(|s| s.group.is_some()).count();
     gauge!("tessera_slots_assigned", "cluster" => cluster).set(assigned as f64);
     handle.render()
+}
+
+/// HELP text of the dashboard's series (`promtool check metrics` wants it).
+fn describe() {
+    use metrics::describe_gauge;
+    describe_gauge!(
+        "tessera_dashboard_epoch",
+        "Topology epoch last committed by the dashboard"
+    );
+    describe_gauge!(
+        "tessera_group_up",
+        "1 when the group's master answers health checks"
+    );
+    describe_gauge!(
+        "tessera_server_up",
+        "1 when the server answers health checks"
+    );
+    describe_gauge!("tessera_slots_assigned", "Slots assigned to a group");
+    describe_gauge!(
+        "tessera_failover_enabled",
+        "1 when automatic failover is on for the cluster"
+    );
+    describe_gauge!(
+        "tessera_group_failover_refused",
+        "1 while the group is down and automatic failover refuses to promote (see /api/failover)"
+    );
+    describe_gauge!(
+        "tessera_failover_last_seconds",
+        "The last failover's time from the master's first failed check to the new topology acknowledged"
+    );
 }

@@ -45,6 +45,11 @@ const HANDOFF_KEYS: usize = 4000;
 
 /// A failed deletion of stale keys is tried again after this.
 const CLEANUP_RETRY: Duration = Duration::from_secs(1);
+/// After a source's copy was lost, its next one starts no sooner than this, doubled for each
+/// loss in a row up to `COPY_RETRY_MAX` (a target that refuses every write is not hammered,
+/// nor its source scanned again and again).
+const COPY_RETRY: Duration = Duration::from_millis(250);
+const COPY_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
@@ -584,6 +589,9 @@ struct Driver {
     slots: BTreeMap<u16, Driven>,
     /// Actions to carry out, per slot, in order.
     todo: Vec<(u16, Action)>,
+    /// Records to write once no handoff holds clients (`carry_out`): slot → (state,
+    /// owner is the target, durable), `None` for a record cleared.
+    postponed: BTreeMap<u16, Option<(Persisted, bool, bool)>>,
     copies: BTreeMap<GroupId, CopyHandle>,
     reports: mpsc::UnboundedSender<(String, Report)>,
     /// Slots of a migration from before v3 that was left half-way (not driven).
@@ -592,6 +600,10 @@ struct Driver {
     /// predecessor had pushed.
     committed: Option<tessera_model::router::Topology>,
     blocked: Option<String>,
+    /// Per source, copies lost in a row and when the next may start.
+    retry: BTreeMap<GroupId, (u32, Instant)>,
+    /// Slots whose copy waits for its source's `retry` time.
+    deferred: BTreeMap<GroupId, BTreeSet<u16>>,
 }
 
 /// The background driver.
@@ -610,11 +622,14 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         d: d.clone(),
         slots: BTreeMap::new(),
         todo: Vec::new(),
+        postponed: BTreeMap::new(),
         copies: BTreeMap::new(),
         reports: reports_tx,
         legacy: BTreeSet::new(),
         blocked: None,
         committed: None,
+        retry: BTreeMap::new(),
+        deferred: BTreeMap::new(),
     };
     match model::read::<tessera_model::router::Topology>(&*d.store, &d.paths.topology()).await {
         Ok(t) => driver.committed = t.map(|(t, _)| t),
@@ -745,6 +760,30 @@ impl Driver {
         self.todo.extend(actions.into_iter().map(|a| (slot, a)));
     }
 
+    /// The copy of `slots` stopped: they start over (from the purge), no sooner than their
+    /// source's backoff allows.
+    fn copy_lost(&mut self, slots: BTreeSet<u16>, why: &str) {
+        if let Some(source) = slots
+            .first()
+            .and_then(|s| self.slots.get(s))
+            .map(|d| d.source)
+        {
+            let (streak, at) = self.retry.entry(source).or_insert((0, Instant::now()));
+            let wait = COPY_RETRY
+                .saturating_mul(1 << (*streak).min(10))
+                .min(COPY_RETRY_MAX);
+            *streak += 1;
+            *at = Instant::now() + wait;
+            self.blocked = Some(format!(
+                "the copy from group {source} stopped, starting again in {} ms: {why}",
+                wait.as_millis()
+            ));
+        }
+        for s in slots {
+            self.feed(s, Event::CaptureLost);
+        }
+    }
+
     fn message(&mut self, m: Msg) {
         match m {
             Msg::Wake | Msg::Abort(_) => {}
@@ -758,14 +797,12 @@ impl Driver {
                     d.round = round + 1;
                     d.changed = left;
                     d.converged = converged;
+                    // A round ended: the source's copies work again.
+                    self.retry.remove(&d.source);
                 }
                 self.feed(slot, Event::RoundEnded { converged });
             }
-            Msg::Copy(Report::Lost(slots)) => {
-                for s in slots {
-                    self.feed(s, Event::CaptureLost);
-                }
-            }
+            Msg::Copy(Report::Lost { slots, why }) => self.copy_lost(slots, &why),
             Msg::Copy(Report::Final { slots, result }) => {
                 let event = match &result {
                     Ok(took) => {
@@ -855,10 +892,11 @@ impl Driver {
     /// One step: start what has room, hand off what is ready, carry out the actions (and
     /// those their results ask for).
     async fn step(&mut self) {
+        self.start_deferred().await;
         self.start_pending();
         self.hand_off();
         for _ in 0..8 {
-            if self.todo.is_empty() {
+            if self.todo.is_empty() && (self.postponed.is_empty() || self.holding()) {
                 break;
             }
             self.carry_out().await;
@@ -866,6 +904,34 @@ impl Driver {
         self.retire_copies();
         if self.slots.is_empty() && self.legacy.is_empty() {
             self.idle().await;
+        }
+    }
+
+    /// Copies deferred after a loss start once their source's wait is over (those of slots
+    /// that are still copying: an abort may have come meanwhile).
+    async fn start_deferred(&mut self) {
+        let now = Instant::now();
+        let due: Vec<GroupId> = self
+            .deferred
+            .keys()
+            .copied()
+            .filter(|g| self.retry.get(g).is_none_or(|(_, at)| *at <= now))
+            .collect();
+        for source in due {
+            let slots: BTreeSet<u16> = self
+                .deferred
+                .remove(&source)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|id| {
+                    self.slots.get(id).is_some_and(|d| {
+                        !d.slot.aborted && matches!(d.slot.phase, Phase::Copying { .. })
+                    })
+                })
+                .collect();
+            if !slots.is_empty() {
+                self.start_copy(source, slots).await;
+            }
         }
     }
 
@@ -958,6 +1024,16 @@ impl Driver {
         }
     }
 
+    /// Some slot's clients are held, or may be: a handoff is under way.
+    fn holding(&self) -> bool {
+        self.slots.values().any(|d| {
+            matches!(
+                d.slot.phase,
+                Phase::Blocking | Phase::Blocked | Phase::Switching | Phase::Releasing { .. }
+            )
+        })
+    }
+
     /// Carries out the queued actions: the store first (one write), then one push (its
     /// acknowledgement fed back at once), then the copies and deletions.
     async fn carry_out(&mut self) {
@@ -969,7 +1045,6 @@ impl Driver {
         let mut finals: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut again: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
         let mut deletes: BTreeMap<GroupId, BTreeSet<u16>> = BTreeMap::new();
-        let mut cleared = Vec::new();
         for (id, action) in todo {
             let Some(d) = self.slots.get(&id) else {
                 continue;
@@ -984,7 +1059,6 @@ impl Driver {
                 }
                 Action::Clear => {
                     saves.insert(id, None);
-                    cleared.push(id);
                 }
                 Action::Push => push = true,
                 Action::StopCopy => {
@@ -1010,13 +1084,45 @@ impl Driver {
                 }
             }
         }
+        // While a handoff holds clients (from its block push to its owner push), no record
+        // is written but the topology: a batch of hundreds of records (slots whose cleanup
+        // ended meanwhile) took seconds on a loaded store, all of it write pause. Those
+        // records change in memory now (none of them changes a route: they follow an
+        // acknowledged push or precede a copy) and are written once nothing is held.
+        if self.holding() {
+            for (id, save) in saves.iter_mut() {
+                match save {
+                    None => {
+                        self.postponed.insert(*id, None);
+                    }
+                    Some((state, owner_target, durable)) if *durable => {
+                        self.postponed
+                            .insert(*id, Some((*state, *owner_target, true)));
+                        *durable = false;
+                    }
+                    Some(_) => {}
+                }
+            }
+            saves.retain(|_, save| save.is_some());
+        } else {
+            for (id, save) in std::mem::take(&mut self.postponed) {
+                saves.entry(id).or_insert(save);
+            }
+        }
         if let Err(e) = self.save(&saves).await {
             // Nothing was written: the actions wait for the next step.
             self.blocked = Some(format!("writing the store: {}", e.message));
+            for (id, save) in saves {
+                if save.is_none_or(|(_, _, durable)| durable) {
+                    self.postponed.insert(id, save);
+                }
+            }
             return;
         }
-        for id in cleared {
-            self.slots.remove(&id);
+        for (id, save) in &saves {
+            if save.is_none() {
+                self.slots.remove(id);
+            }
         }
         if push {
             self.push().await;
@@ -1029,8 +1135,13 @@ impl Driver {
                 }
             }
         }
+        let now = Instant::now();
         for (source, slots) in start {
-            self.start_copy(source, slots).await;
+            if self.retry.get(&source).is_some_and(|(_, at)| *at > now) {
+                self.deferred.entry(source).or_default().extend(slots);
+            } else {
+                self.start_copy(source, slots).await;
+            }
         }
         for (source, slots) in again {
             if let Some(h) = self.copies.get(&source) {
@@ -1222,10 +1333,7 @@ impl Driver {
             .map(|(id, t)| t.map(|t| (id, t)))
             .collect();
         let (Some(master), Some(targets)) = (master, targets) else {
-            self.blocked = Some(format!("group {source} or a target has no master"));
-            for s in slots {
-                self.feed(s, Event::CaptureLost);
-            }
+            self.copy_lost(slots, &format!("group {source} or a target has no master"));
             return;
         };
         let alive = self
@@ -1312,6 +1420,25 @@ impl Driver {
         }
     }
 
+    /// Why no handoff starts while the only slots left are still copying: the busiest slot
+    /// written faster than its rounds copy (after a few rounds, so a first pass is not
+    /// reported). The source keeps serving it meanwhile; nothing is held.
+    fn not_converging(&self) -> Option<String> {
+        const ROUNDS: u32 = 3;
+        let (id, d) = self
+            .slots
+            .iter()
+            .filter(|(_, d)| matches!(d.slot.phase, Phase::Copying { .. }))
+            .filter(|(_, d)| d.round >= ROUNDS && !d.converged)
+            .max_by_key(|(_, d)| d.changed)?;
+        Some(format!(
+            "slot {id} is written faster than it is copied: {} keys changed during its last \
+             round, a handoff waits for a round that leaves at most {}; its source keeps \
+             serving it meanwhile",
+            d.changed, self.d.migrations.copy.converge_keys
+        ))
+    }
+
     /// Publishes the slots' progress for the status.
     fn publish(&mut self) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -1343,7 +1470,7 @@ impl Driver {
             })
             .collect();
         v.blocked = if self.legacy.is_empty() {
-            self.blocked.clone()
+            self.blocked.clone().or_else(|| self.not_converging())
         } else {
             Some(format!(
                 "slots {:?} are half-way through a migration a dashboard before v3 started: \

@@ -4,6 +4,12 @@
 //! effects (Redis 7 replicates effects), a transaction, a key that expired or was evicted (a
 //! `DEL`), a `FLUSHALL` — so a key the stream does not name has not changed.
 //!
+//! A big key (one the copy sends in chunks, `mark_big`) is followed finer: a write that names
+//! its elements — `HSET`/`HDEL`/`HINCRBY` of fields, `SADD`/`SREM` of members, `ZADD`/`ZREM`/
+//! `ZINCRBY` of members, `PEXPIREAT`/`PERSIST` of its TTL — records those elements only, so
+//! the next round sets just them (a hash written all the time converges instead of being
+//! copied whole round after round). Any other write to it changes the whole key.
+//!
 //! Pure: it is fed decoded commands (`observe`) by the copier's replica connection.
 //! Bounded: the changed keys it keeps are counted in bytes; past the bound, the slot with the
 //! most is given up (`lost`), and its copy starts over rather than the capture growing.
@@ -36,6 +42,19 @@ pub struct Capture {
     offset: u64,
     /// Commands seen that changed a moving slot, for the status.
     writes: u64,
+    /// Keys copied in chunks: followed element by element.
+    big: FxHashSet<Bytes>,
+    /// Per slot, the elements of big keys written since the last take.
+    elements: FxHashMap<u16, FxHashMap<Bytes, Elements>>,
+}
+
+/// The written elements of a big key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Elements {
+    /// Hash fields, set or sorted-set members.
+    pub names: FxHashSet<Bytes>,
+    /// Its expire time changed.
+    pub ttl: bool,
 }
 
 impl Capture {
@@ -57,7 +76,14 @@ impl Capture {
             db: 0,
             offset,
             writes: 0,
+            big: FxHashSet::default(),
+            elements: FxHashMap::default(),
         }
+    }
+
+    /// `key` is copied in chunks: its later writes are recorded element by element.
+    pub fn mark_big(&mut self, key: &[u8]) {
+        self.big.insert(Bytes::copy_from_slice(key));
     }
 
     /// The replication offset of the last byte observed.
@@ -122,9 +148,71 @@ impl Capture {
             self.lose_all();
             return;
         };
-        for i in cmd.key_indices(req) {
+        let keys = cmd.key_indices(req);
+        if !self.big.is_empty()
+            && let Some(first) = keys.first()
+            && self.big.contains(req.arg(*first as usize))
+            && self.changed_elements(req, cmd.name, *first as usize)
+        {
+            return;
+        }
+        for i in keys {
             self.changed_key(req.arg(i as usize));
         }
+    }
+
+    /// Records the elements a write names of the big key at `at`; false when the write is not
+    /// one that names elements (the whole key is changed then).
+    fn changed_elements(&mut self, req: &Request, name: &str, at: usize) -> bool {
+        let argc = req.argc();
+        let names: Vec<usize> = match name {
+            "HSET" | "HMSET" => (at + 1..argc).step_by(2).collect(),
+            "HSETNX" | "HINCRBY" | "HINCRBYFLOAT" => vec![at + 1],
+            "HDEL" | "SADD" | "SREM" | "ZREM" => (at + 1..argc).collect(),
+            "ZINCRBY" => vec![at + 2],
+            "ZADD" => {
+                // Options first (NX XX GT LT CH INCR), then score member pairs.
+                let opts = (at + 1..argc)
+                    .take_while(|&i| {
+                        let a = req.arg(i);
+                        [&b"NX"[..], b"XX", b"GT", b"LT", b"CH", b"INCR"]
+                            .iter()
+                            .any(|o| a.eq_ignore_ascii_case(o))
+                    })
+                    .count();
+                (at + 2 + opts..argc).step_by(2).collect()
+            }
+            "PEXPIREAT" | "PERSIST" => Vec::new(),
+            _ => return false,
+        };
+        let key = req.arg(at);
+        let slot = SlotId::of_key(key).0;
+        if !self.moving[slot as usize] || self.lost.contains(&slot) {
+            return true;
+        }
+        // A key changed whole meanwhile is copied whole: its elements add nothing.
+        if self.changed.get(&slot).is_some_and(|c| c.contains(key)) {
+            return true;
+        }
+        self.writes += 1;
+        let e = self
+            .elements
+            .entry(slot)
+            .or_default()
+            .entry(Bytes::copy_from_slice(key))
+            .or_default();
+        if names.is_empty() {
+            e.ttl = true;
+        }
+        let mut grew = 0;
+        for i in names {
+            if i < argc && e.names.insert(Bytes::copy_from_slice(req.arg(i))) {
+                grew += req.arg(i).len() + ENTRY_OVERHEAD;
+            }
+        }
+        self.held += grew;
+        self.enforce_limit();
+        true
     }
 
     fn changed_key(&mut self, key: &[u8]) {
@@ -137,8 +225,29 @@ impl Capture {
         if set.insert(Bytes::copy_from_slice(key)) {
             self.held += key.len() + ENTRY_OVERHEAD;
         }
+        // Copied whole: what was recorded of its elements is covered.
+        if let Some(by_key) = self.elements.get_mut(&slot)
+            && let Some(e) = by_key.remove(key)
+        {
+            self.held -= elements_size(&e);
+        }
+        self.enforce_limit();
+    }
+
+    /// Past the bound, the slot holding the most is lost.
+    fn enforce_limit(&mut self) {
         while self.held > self.limit {
-            let Some((&slot, _)) = self.changed.iter().max_by_key(|(_, keys)| keys.len()) else {
+            let busiest = self
+                .changed
+                .iter()
+                .map(|(s, k)| (*s, k.len()))
+                .chain(
+                    self.elements
+                        .iter()
+                        .map(|(s, e)| (*s, e.values().map(|x| x.names.len() + 1).sum())),
+                )
+                .max_by_key(|(_, n)| *n);
+            let Some((slot, _)) = busiest else {
                 break;
             };
             self.drop_slot(slot);
@@ -150,14 +259,25 @@ impl Capture {
     /// work. Slots lost meanwhile are listed apart.
     pub fn take(&mut self, slots: &BTreeSet<u16>) -> Taken {
         let mut keys = BTreeMap::new();
+        let mut elements = BTreeMap::new();
         for &slot in slots {
             if let Some(set) = self.changed.remove(&slot) {
                 self.held -= set.iter().map(|k| k.len() + ENTRY_OVERHEAD).sum::<usize>();
                 keys.insert(slot, set.into_iter().collect());
             }
+            if let Some(by_key) = self.elements.remove(&slot)
+                && !by_key.is_empty()
+            {
+                self.held -= by_key.values().map(elements_size).sum::<usize>();
+                elements.insert(slot, by_key.into_iter().collect());
+            }
         }
         let lost = slots.intersection(&self.lost).copied().collect();
-        Taken { keys, lost }
+        Taken {
+            keys,
+            elements,
+            lost,
+        }
     }
 
     /// Every moving slot is lost: a flush, a database swap, a command whose keys are unknown.
@@ -173,6 +293,9 @@ impl Capture {
     fn drop_slot(&mut self, slot: u16) {
         if let Some(set) = self.changed.remove(&slot) {
             self.held -= set.iter().map(|k| k.len() + ENTRY_OVERHEAD).sum::<usize>();
+        }
+        if let Some(by_key) = self.elements.remove(&slot) {
+            self.held -= by_key.values().map(elements_size).sum::<usize>();
         }
     }
 
@@ -203,11 +326,18 @@ fn into_db0(req: &Request) -> Option<&[u8]> {
     None
 }
 
+/// What a big key's recorded elements hold of the bound.
+fn elements_size(e: &Elements) -> usize {
+    e.names.iter().map(|n| n.len() + ENTRY_OVERHEAD).sum()
+}
+
 /// A round's work, taken from the capture.
 #[derive(Debug, Default)]
 pub struct Taken {
     /// Changed keys per slot.
     pub keys: BTreeMap<u16, Vec<Bytes>>,
+    /// Per slot, big keys whose written elements (only) are to be copied.
+    pub elements: BTreeMap<u16, Vec<(Bytes, Elements)>>,
     /// Slots whose changes could not be kept: their copy starts over.
     pub lost: BTreeSet<u16>,
 }
@@ -299,6 +429,45 @@ mod tests {
         // The lost slot's writes are not kept until its copy starts over.
         observe(&mut c, &["SET", "{a}z", "v"]);
         assert!(c.take(&all()).keys.is_empty());
+    }
+
+    #[test]
+    fn a_big_keys_writes_are_kept_element_by_element_until_it_changes_whole() {
+        let k = "{b}hash";
+        let mut c = Capture::new([slot(k)], 0, 1 << 20);
+        c.mark_big(k.as_bytes());
+        observe(&mut c, &["HSET", k, "f1", "v", "f2", "v"]);
+        observe(&mut c, &["HDEL", k, "f3"]);
+        observe(&mut c, &["HINCRBY", k, "f1", "1"]);
+        observe(&mut c, &["PEXPIREAT", k, "99999999999999"]);
+        let t = c.take(&all());
+        assert!(t.keys.is_empty(), "not copied whole: {:?}", t.keys);
+        let (key, e) = &t.elements[&slot(k)][0];
+        assert_eq!(&key[..], k.as_bytes());
+        let mut names: Vec<&[u8]> = e.names.iter().map(|n| &n[..]).collect();
+        names.sort();
+        assert_eq!(names, [&b"f1"[..], b"f2", b"f3"]);
+        assert!(e.ttl);
+        // ZADD's options are not members.
+        let z = "{b}zset";
+        c.mark_big(z.as_bytes());
+        observe(&mut c, &["ZADD", z, "XX", "CH", "1", "m1", "2", "m2"]);
+        let t = c.take(&all());
+        let mut names: Vec<&[u8]> = t.elements[&slot(z)][0]
+            .1
+            .names
+            .iter()
+            .map(|n| &n[..])
+            .collect();
+        names.sort();
+        assert_eq!(names, [&b"m1"[..], b"m2"]);
+        // A write that is not per element makes it whole, and what was recorded goes.
+        observe(&mut c, &["HSET", k, "f9", "v"]);
+        observe(&mut c, &["RENAME", k, "{b}other"]);
+        let t = c.take(&all());
+        assert!(t.elements.is_empty(), "{:?}", t.elements);
+        assert_eq!(t.keys[&slot(k)].len(), 2);
+        assert_eq!(c.held(), 0);
     }
 
     #[test]

@@ -87,13 +87,16 @@ impl Chunks<'_> {
                     pair.swap(0, 1);
                 }
             }
-            if !items.is_empty() {
-                let chunk: u64 = items.iter().map(|i| i.len() as u64).sum();
+            // A SCAN page can hold more than COUNT asked for: each write carries at most a
+            // chunk of elements, so no command on the target runs longer than a chunk's.
+            let per_element = if kind == b"set" { 1 } else { 2 };
+            for part in items.chunks(self.chunk.max(1) * per_element) {
+                let bytes: u64 = part.iter().map(|i| i.len() as u64).sum();
                 let mut args = vec![add, to];
-                args.extend(items);
+                args.extend(part);
                 expect_ok(dst, self.target, &args).await?;
-                copied += chunk;
-                self.throttle.pace(0, chunk).await;
+                copied += bytes;
+                self.throttle.pace(0, bytes).await;
             }
             if cursor == b"0" {
                 return Ok(copied);

@@ -8,9 +8,11 @@
 //!   offset, or past a full resync's RDB); `capture::Capture` keeps, per slot, the keys the
 //!   stream says were written.
 //! - **Round 0** of a slot: one SCAN of the source, its keys copied as they are found.
-//! - **Round k**: the keys written during round k-1, copied again. A slot whose round left
-//!   at most `converge_keys` keys, none of them big, is *converged*: its final copy fits in a
-//!   handoff.
+//! - **Round k**: the keys written during round k-1, copied again — a big key's written
+//!   elements only (its fields or members, read on the source and set on the target), so a
+//!   big key written all the time converges too. A slot whose round left at most
+//!   `converge_keys` keys and elements, no big key to copy whole among them, is *converged*:
+//!   its final copy fits in a handoff.
 //! - **Final copy** (`Command::Final`): every proxy holds the slot, so nothing writes to it on
 //!   the source any more; the capture is read up to the source's replication offset, and
 //!   what is left is copied within `final_budget`, else the handoff is given up (the slot
@@ -30,7 +32,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rustc_hash::FxHashSet;
 use tessera_model::migration::{INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, copy_request, temp_key};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
@@ -39,7 +40,7 @@ use tessera_model::watch::ReadBounds;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use super::capture::Capture;
+use super::capture::{Capture, Elements};
 use super::chunks::Chunks;
 use super::progress::Progress;
 use super::reply::{MoverError, expect_ok, refused, scan_page};
@@ -106,8 +107,9 @@ pub enum Report {
         converged: bool,
     },
     /// These slots' capture was lost (a flush, the bound of written keys, the replication
-    /// stream cut): what their targets hold can no longer be trusted. They are forgotten.
-    Lost(BTreeSet<u16>),
+    /// stream cut, a command refused): what their targets hold can no longer be trusted.
+    /// They are forgotten.
+    Lost { slots: BTreeSet<u16>, why: String },
     /// The final copy of these slots: done (how long it took) or not, and why.
     Final {
         slots: BTreeSet<u16>,
@@ -166,16 +168,33 @@ struct SlotCopy {
     scanned: bool,
     /// Keys of this round still to copy.
     pending: BTreeSet<Bytes>,
-    /// Keys found too big for one RESTORE (copied in chunks): a round that leaves one of
-    /// them is not converged.
-    big: FxHashSet<Bytes>,
+    /// Keys found too big for one RESTORE (copied in chunks), with their type: a round that
+    /// leaves one of them to copy whole is not converged.
+    big: rustc_hash::FxHashMap<Bytes, Bytes>,
+    /// Big keys of this round whose written elements (only) are to be copied.
+    pending_elements: BTreeMap<Bytes, Elements>,
     /// Its big keys being copied now, on their own tasks: its round cannot end before.
     big_copying: usize,
     /// Those tasks, stopped if the slot is forgotten.
-    big_tasks: Vec<tokio::task::JoinHandle<()>>,
+    big_tasks: Vec<BigTask>,
     /// Whether the last round reported was converged (rounds that change nothing are not
     /// reported again).
     converged: bool,
+}
+
+/// A big key's chunked copy running on its own task.
+struct BigTask {
+    handle: tokio::task::JoinHandle<()>,
+    target: String,
+    /// Its connection to the target (`CLIENT ID`), once made: killed when the copy is
+    /// stopped, so that no write of it already sent runs after.
+    client: Arc<std::sync::OnceLock<i64>>,
+}
+
+impl Drop for BigTask {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
 }
 
 /// Round 0's SCAN, one page a step.
@@ -226,6 +245,7 @@ struct Copy {
 struct BigCopied {
     slot: u16,
     key: Bytes,
+    kind: Bytes,
     result: Result<u64, MoverError>,
 }
 
@@ -263,14 +283,15 @@ impl Copy {
                 self.big_copied(done);
             }
             if self.broken() {
-                self.lose_all("the source's replication stream was lost");
+                self.lose_all("the source's replication stream was lost")
+                    .await;
                 continue;
             }
             let step = match self.step().await {
                 Ok(step) => step,
                 Err(e) => {
                     warn!(source = %self.source, error = %e, "copy failed");
-                    self.lose_all(&e.to_string());
+                    self.lose_all(&e.to_string()).await;
                     Step::Wait(self.config.idle_round)
                 }
             };
@@ -294,14 +315,17 @@ impl Copy {
         s.big_copying -= 1;
         match done.result {
             Ok(bytes) => {
-                s.big.insert(done.key);
+                s.big.insert(done.key, done.kind);
                 self.progress.add_slots(std::iter::once(done.slot));
                 self.progress.add_total(1, bytes);
             }
             Err(e) => {
                 warn!(source = %self.source, slot = done.slot, error = %e, "a big key's copy failed");
                 self.slots.remove(&done.slot);
-                self.report(Report::Lost(BTreeSet::from([done.slot])));
+                self.report(Report::Lost {
+                    slots: BTreeSet::from([done.slot]),
+                    why: format!("a big key's copy failed: {e}"),
+                });
             }
         }
     }
@@ -317,13 +341,20 @@ impl Copy {
     }
 
     /// Every slot is lost; the capture and connections start afresh for the next ones.
-    fn lose_all(&mut self, why: &str) {
+    async fn lose_all(&mut self, why: &str) {
         let slots: BTreeSet<u16> = self.slots.keys().copied().collect();
         if !slots.is_empty() {
             info!(source = %self.source, slots = slots.len(), why, "copy lost");
-            self.report(Report::Lost(slots));
+            self.report(Report::Lost {
+                slots,
+                why: why.to_string(),
+            });
         }
-        self.slots.clear();
+        let tasks: Vec<BigTask> = std::mem::take(&mut self.slots)
+            .into_values()
+            .flat_map(|s| s.big_tasks)
+            .collect();
+        self.stop_big(tasks).await;
         self.scan = None;
         self.capture = None;
         self.targets.clear();
@@ -335,7 +366,10 @@ impl Copy {
             Command::Add(slots) => {
                 if let Err(e) = self.follow(&slots).await {
                     warn!(source = %self.source, error = %e, "the copy could not follow the source");
-                    self.report(Report::Lost(slots.into_keys().collect()));
+                    self.report(Report::Lost {
+                        slots: slots.into_keys().collect(),
+                        why: format!("the copy could not follow the source: {e}"),
+                    });
                     return;
                 }
                 for (slot, target) in slots {
@@ -346,7 +380,8 @@ impl Copy {
                             round: 0,
                             scanned: false,
                             pending: BTreeSet::new(),
-                            big: FxHashSet::default(),
+                            big: rustc_hash::FxHashMap::default(),
+                            pending_elements: BTreeMap::new(),
                             big_copying: 0,
                             big_tasks: Vec::new(),
                             converged: false,
@@ -357,9 +392,7 @@ impl Copy {
             Command::Forget(slots, done) => {
                 for s in &slots {
                     if let Some(sc) = self.slots.remove(s) {
-                        for t in sc.big_tasks {
-                            t.abort();
-                        }
+                        self.stop_big(sc.big_tasks).await;
                     }
                     if let Some(scan) = &mut self.scan {
                         scan.slots.remove(s);
@@ -533,6 +566,11 @@ impl Copy {
             return Ok(Step::Worked);
         }
         self.scan = None;
+        // A big key's written elements, a key at a time.
+        if let Some((slot, key, e)) = self.next_elements() {
+            self.copy_elements(slot, &key, &e, true).await?;
+            return Ok(Step::Worked);
+        }
         // Later rounds: the written keys of every slot, a batch at a time.
         let batch = self.next_batch();
         if batch.is_empty() {
@@ -572,13 +610,126 @@ impl Copy {
         let scan = self.scan.as_mut().expect("a scan");
         scan.cursor = next;
         if done {
-            let slots = std::mem::take(&mut scan.slots);
-            for s in &slots {
-                if let Some(sc) = self.slots.get_mut(s) {
+            // Round 0 ends once its big keys' chunked copies are in place too
+            // (`end_rounds`): a big key's written elements are set on the target only after
+            // its copy is published there, or the publish would overwrite them.
+            for s in std::mem::take(&mut scan.slots) {
+                if let Some(sc) = self.slots.get_mut(&s) {
                     sc.scanned = true;
                 }
             }
-            self.end_round(&slots);
+        }
+        Ok(())
+    }
+
+    /// A big key whose written elements are still to copy in this round.
+    fn next_elements(&mut self) -> Option<(u16, Bytes, Elements)> {
+        self.slots.iter_mut().find_map(|(slot, s)| {
+            let (k, e) = s.pending_elements.pop_first()?;
+            Some((*slot, k, e))
+        })
+    }
+
+    /// Copies a big key's written elements as the source holds them now: a hash's fields
+    /// (`HMGET`, then `HSET`/`HDEL`), a set's members (`SMISMEMBER`, then `SADD`/`SREM`), a
+    /// sorted set's members (`ZMSCORE`, then `ZADD`/`ZREM`), its expire time. A key gone, or
+    /// of another type now, is copied whole instead (next batch).
+    async fn copy_elements(
+        &mut self,
+        slot: u16,
+        key: &[u8],
+        e: &Elements,
+        pace: bool,
+    ) -> Result<(), MoverError> {
+        let Some(s) = self.slots.get(&slot) else {
+            return Ok(());
+        };
+        let (target, kind) = (s.target.clone(), s.big.get(key).cloned());
+        let source = self.source.clone();
+        let chunk = self.config.chunk.max(1);
+        let src = self.src().await?;
+        let now = src.cmd(&[&b"TYPE"[..], key]).await?;
+        let now = now.as_bytes().unwrap_or_default().to_vec();
+        if kind.as_deref() != Some(&now[..]) {
+            if let Some(s) = self.slots.get_mut(&slot) {
+                s.pending.insert(Bytes::copy_from_slice(key));
+            }
+            return Ok(());
+        }
+        let names: Vec<&[u8]> = e.names.iter().map(|n| &n[..]).collect();
+        let mut ops: Vec<Vec<Vec<u8>>> = Vec::new();
+        for part in names.chunks(chunk) {
+            let (read, present): (&[u8], fn(&Value) -> bool) = match &now[..] {
+                b"hash" => (b"HMGET", |v| !matches!(v, Value::Nil)),
+                b"set" => (b"SMISMEMBER", |v| v.as_int() == Some(1)),
+                _ => (b"ZMSCORE", |v| !matches!(v, Value::Nil)),
+            };
+            let mut args: Vec<&[u8]> = vec![read, key];
+            args.extend(part.iter().copied());
+            let Value::Array(values) = src.cmd(&args).await? else {
+                return Err(MoverError::Refused {
+                    server: source,
+                    what: String::from_utf8_lossy(read).into_owned(),
+                    reply: "not an array".into(),
+                });
+            };
+            for (name, v) in part.iter().zip(&values) {
+                let k = key.to_vec();
+                let n = name.to_vec();
+                ops.push(match (&now[..], present(v)) {
+                    (b"hash", true) => vec![
+                        b"HSET".to_vec(),
+                        k,
+                        n,
+                        v.as_bytes().unwrap_or_default().to_vec(),
+                    ],
+                    (b"hash", false) => vec![b"HDEL".to_vec(), k, n],
+                    (b"set", true) => vec![b"SADD".to_vec(), k, n],
+                    (b"set", false) => vec![b"SREM".to_vec(), k, n],
+                    (_, true) => vec![
+                        b"ZADD".to_vec(),
+                        k,
+                        v.as_bytes().unwrap_or_default().to_vec(),
+                        n,
+                    ],
+                    (_, false) => vec![b"ZREM".to_vec(), k, n],
+                });
+            }
+        }
+        if e.ttl {
+            let at = src
+                .cmd(&[&b"PEXPIRETIME"[..], key])
+                .await?
+                .as_int()
+                .unwrap_or(-1);
+            ops.push(if at > 0 {
+                vec![
+                    b"PEXPIREAT".to_vec(),
+                    key.to_vec(),
+                    at.to_string().into_bytes(),
+                ]
+            } else {
+                vec![b"PERSIST".to_vec(), key.to_vec()]
+            });
+        }
+        let mut req = BytesMut::new();
+        let mut bytes = 0u64;
+        for op in &ops {
+            let args: Vec<&[u8]> = op.iter().map(Vec::as_slice).collect();
+            bytes += args.iter().map(|a| a.len() as u64).sum::<u64>();
+            push_request(&mut req, &args);
+        }
+        let dst = self.target(&target).await?;
+        let replies = dst.encoded_many(&req, ops.len()).await?;
+        if let Some(err) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
+            return Err(refused(&target, "copying a big key's elements", err));
+        }
+        self.progress.add_total(0, bytes);
+        if pace {
+            let wait = self.throttle.charge(0, bytes, Instant::now());
+            if !wait.is_zero() {
+                self.paced_until = Some(Instant::now() + wait);
+            }
         }
         Ok(())
     }
@@ -607,7 +758,12 @@ impl Copy {
         let done: BTreeSet<u16> = self
             .slots
             .iter()
-            .filter(|(_, s)| s.scanned && s.pending.is_empty() && s.big_copying == 0)
+            .filter(|(_, s)| {
+                s.scanned
+                    && s.pending.is_empty()
+                    && s.pending_elements.is_empty()
+                    && s.big_copying == 0
+            })
             .map(|(id, _)| *id)
             .collect();
         self.end_round(&done)
@@ -624,7 +780,12 @@ impl Copy {
             for s in &taken.lost {
                 self.slots.remove(s);
             }
-            self.report(Report::Lost(taken.lost.clone()));
+            self.report(Report::Lost {
+                slots: taken.lost.clone(),
+                why: "the capture of the source's writes was lost (a flush, or more written \
+                      keys than its bound)"
+                    .into(),
+            });
         }
         let mut any = false;
         let mut reports = Vec::new();
@@ -636,9 +797,19 @@ impl Copy {
                 continue;
             };
             let keys = taken.keys.get(&slot).cloned().unwrap_or_default();
-            let left = keys.len();
-            let big = keys.iter().any(|k| s.big.contains(k));
+            let elements = taken.elements.get(&slot).cloned().unwrap_or_default();
+            let left = keys.len()
+                + elements
+                    .iter()
+                    .map(|(_, e)| e.names.len() + usize::from(e.ttl))
+                    .sum::<usize>();
+            let big = keys.iter().any(|k| s.big.contains_key(k));
             s.pending.extend(keys);
+            for (k, e) in elements {
+                let into = s.pending_elements.entry(k).or_default();
+                into.names.extend(e.names);
+                into.ttl |= e.ttl;
+            }
             any |= left > 0;
             let converged = left <= self.config.converge_keys && !big;
             // A slot nothing was written to reports only when that changes its state.
@@ -737,12 +908,37 @@ impl Copy {
         Ok(self.targets.get_mut(addr).expect("just connected"))
     }
 
+    /// Stops big keys' chunked copies: each task is ended and its target connection killed
+    /// (`CLIENT KILL ID`), after which no write of it runs on the target — a request already
+    /// in the server's socket is dropped with its client. A target that cannot be reached
+    /// to kill it closes the connection itself when the task ends.
+    async fn stop_big(&mut self, tasks: Vec<BigTask>) {
+        for t in tasks {
+            t.handle.abort();
+            let Some(id) = t.client.get().map(i64::to_string) else {
+                continue;
+            };
+            let kill = async {
+                let c = self.target(&t.target).await?;
+                Ok::<_, MoverError>(
+                    c.cmd(&[&b"CLIENT"[..], b"KILL", b"ID", id.as_bytes()])
+                        .await?,
+                )
+            };
+            if let Err(e) = kill.await {
+                warn!(target = %t.target, error = %e, "could not end a stopped big key's copy on its target");
+                self.targets.remove(&t.target);
+            }
+        }
+    }
+
     /// Starts a big key's chunked copy on a task of its own.
     fn spawn_big(&mut self, key: Bytes, slot: u16, kind: Bytes) {
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
         s.big_copying += 1;
+        let client = Arc::new(std::sync::OnceLock::new());
         let big = BigCopy {
             source: self.source.clone(),
             target: s.target.clone(),
@@ -750,13 +946,33 @@ impl Copy {
             chunk: self.config.chunk,
             timeout: self.config.timeout,
             throttle: self.throttle.clone(),
+            client: client.clone(),
         };
         let done = self.big_done.0.clone();
-        s.big_tasks.retain(|t| !t.is_finished());
-        s.big_tasks.push(tokio::spawn(async move {
+        s.big_tasks.retain(|t| !t.handle.is_finished());
+        // Its writes from now on are recorded element by element.
+        if let Some(f) = &self.capture {
+            f.capture
+                .lock()
+                .expect("capture lock poisoned")
+                .mark_big(&key);
+        }
+        let target = s.target.clone();
+        info!(key = %String::from_utf8_lossy(&key), slot, "copying a big key in chunks");
+        let handle = tokio::spawn(async move {
             let result = big.copy(&key, &kind).await;
-            let _ = done.send(BigCopied { slot, key, result });
-        }));
+            let _ = done.send(BigCopied {
+                slot,
+                key,
+                kind,
+                result,
+            });
+        });
+        s.big_tasks.push(BigTask {
+            handle,
+            target,
+            client,
+        });
     }
 
     /// The final copy of `slots`, all of which every proxy holds now.
@@ -804,12 +1020,19 @@ impl Copy {
             tokio::time::sleep(Duration::from_micros(500)).await;
         }
         let taken = capture.lock().expect("capture lock poisoned").take(slots);
-        let mut keys: Vec<Bytes> = Vec::new();
+        if !taken.lost.is_empty() {
+            return Err(format!("the capture of slots {:?} was lost", taken.lost));
+        }
         for &slot in slots {
             if let Some(s) = self.slots.get_mut(&slot) {
                 s.pending
                     .extend(taken.keys.get(&slot).cloned().unwrap_or_default());
-                if let Some(k) = s.pending.iter().find(|k| s.big.contains(*k)) {
+                for (k, e) in taken.elements.get(&slot).cloned().unwrap_or_default() {
+                    let into = s.pending_elements.entry(k).or_default();
+                    into.names.extend(e.names);
+                    into.ttl |= e.ttl;
+                }
+                if let Some(k) = s.pending.iter().find(|k| s.big.contains_key(*k)) {
                     return Err(format!(
                         "big key {} of slot {slot} was written since its copy",
                         String::from_utf8_lossy(k)
@@ -818,12 +1041,32 @@ impl Copy {
                 if s.big_copying > 0 {
                     return Err(format!("a big key of slot {slot} is being copied"));
                 }
-                keys.extend(s.pending.iter().cloned());
             }
         }
-        if !taken.lost.is_empty() {
-            return Err(format!("the capture of slots {:?} was lost", taken.lost));
+        // Elements first: a big key whose type changed goes to `pending`, copied whole below.
+        while let Some((slot, key, e)) = slots.iter().find_map(|id| {
+            let s = self.slots.get_mut(id)?;
+            let (k, e) = s.pending_elements.pop_first()?;
+            Some((*id, k, e))
+        }) {
+            if Instant::now() >= deadline {
+                if let Some(s) = self.slots.get_mut(&slot) {
+                    s.pending_elements.insert(key, e);
+                }
+                return Err(format!(
+                    "big keys' written elements were left to copy past the {} ms budget",
+                    self.config.final_budget.as_millis()
+                ));
+            }
+            self.copy_elements(slot, &key, &e, false)
+                .await
+                .map_err(|err| err.to_string())?;
         }
+        let keys: Vec<Bytes> = slots
+            .iter()
+            .filter_map(|id| self.slots.get(id))
+            .flat_map(|s| s.pending.iter().cloned())
+            .collect();
         for batch in keys.chunks(self.config.batch.max(1)) {
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -835,6 +1078,16 @@ impl Copy {
             self.copy_keys(batch, false)
                 .await
                 .map_err(|e| e.to_string())?;
+        }
+        // A key grown too big for one RESTORE since the last round went to a chunked copy:
+        // the handoff cannot wait for it.
+        if let Some(slot) = slots
+            .iter()
+            .find(|id| self.slots.get(id).is_some_and(|s| s.big_copying > 0))
+        {
+            return Err(format!(
+                "a key of slot {slot} written since the last round is too big for the final copy"
+            ));
         }
         // Copied: the slots are the target's from now on.
         let mut c = capture.lock().expect("capture lock poisoned");
@@ -854,6 +1107,8 @@ struct BigCopy {
     chunk: usize,
     timeout: Duration,
     throttle: Arc<Throttle>,
+    /// Its target connection's `CLIENT ID`, for `Copy::stop_big`.
+    client: Arc<std::sync::OnceLock<i64>>,
 }
 
 impl BigCopy {
@@ -866,6 +1121,11 @@ impl BigCopy {
         let cred = self.credential.as_ref();
         let mut src = RedisClient::connect_as(&self.source, self.timeout, cred).await?;
         let mut dst = RedisClient::connect_as(&self.target, self.timeout, cred).await?;
+        let id = dst.cmd(&[&b"CLIENT"[..], b"ID"]).await?;
+        let Some(id) = id.as_int() else {
+            return Err(refused(&self.target, "CLIENT ID", &id));
+        };
+        let _ = self.client.set(id);
         expect_ok(&mut dst, &self.target, &[b"SELECT", db.as_bytes()]).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let chunks = Chunks {
@@ -907,15 +1167,18 @@ impl BigCopy {
             }
             other => return Err(refused(&self.target, "putting a big key in place", &other)),
         }
-        debug!(key = %String::from_utf8_lossy(key), bytes, "big key copied in chunks");
+        info!(key = %String::from_utf8_lossy(key), bytes, "big key copied in chunks");
         Ok(bytes)
     }
 }
 
-/// The capture's task: the replication stream into `capture`, until it breaks. A replica
-/// that never acknowledges is dropped by its master after `repl-timeout` (60 s by default),
-/// so it acknowledges offset 0 every 10 s: Redis keeps the greater of the offsets a replica
-/// acknowledged, so `WAIT` never counts this one as a replica that has a write.
+/// The capture's task: the replication stream into `capture`, until it breaks. It
+/// acknowledges every second, as a Redis replica does: after a diskless full resync the
+/// source starts the stream only on an acknowledgement that comes after it has seen its
+/// RDB child finish (one sent on the EOF mark can come too early), and a replica that never
+/// acknowledges is dropped after `repl-timeout`. The offset acknowledged is 0: Redis keeps
+/// the greater of the offsets a replica acknowledged, so `WAIT` never counts this one as a
+/// replica that has a write.
 async fn feed(
     mut replica: Replica,
     capture: Arc<Mutex<Capture>>,
@@ -924,7 +1187,7 @@ async fn feed(
 ) {
     let mut acked = Instant::now();
     loop {
-        let next = tokio::time::timeout(Duration::from_secs(5), replica.next_command()).await;
+        let next = tokio::time::timeout(ACK_EVERY, replica.next_command()).await;
         match next {
             Ok(Ok((req, n))) => capture
                 .lock()
@@ -937,7 +1200,7 @@ async fn feed(
             // Silence is normal (the source pings its replicas every 10 s).
             Err(_) => {}
         }
-        if acked.elapsed() >= Duration::from_secs(10) {
+        if acked.elapsed() >= ACK_EVERY {
             if let Err(e) = replica.ack(0).await {
                 warn!(%source, error = %e, "the capture could not acknowledge");
                 break;
@@ -947,6 +1210,9 @@ async fn feed(
     }
     broken.store(true, std::sync::atomic::Ordering::SeqCst);
 }
+
+/// How often the capture acknowledges the stream.
+const ACK_EVERY: Duration = Duration::from_secs(1);
 
 /// A server's config value (`CONFIG GET`), `None` when it has no such parameter.
 async fn config_get(c: &mut RedisClient, name: &str) -> Result<Option<String>, MoverError> {

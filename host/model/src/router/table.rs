@@ -32,11 +32,6 @@ pub struct SlotEntry {
     /// The dashboard found the group's master down: commands get a clear error instead of
     /// waiting on a dead server.
     pub down: bool,
-    /// While the slot migrates: the master its keys are moved from. A command first moves
-    /// its keys from there (MIGRATE), then runs on `master`.
-    pub migrating_from: Option<BackendIdx>,
-    /// The migration is an abort going back (see `SlotRoute::aborting`).
-    pub aborting: bool,
     /// Held for a migration's first barrier phase: commands get -TRYAGAIN.
     pub blocked: bool,
 }
@@ -52,8 +47,7 @@ pub struct SlotTable {
     /// Where read-only commands go (docs/replica-reads.md).
     pub read: ReadPolicy,
     replica_sets: Vec<ReplicaSet>,
-    /// Per slot: index into `replica_sets`, or `NO_REPLICAS` for a slot that is moving or
-    /// held (its reads stay on the master the migration rules name).
+    /// Per slot: index into `replica_sets`, or `NO_REPLICAS` for a slot held by a handoff.
     slot_replicas: Box<[u16]>,
     /// Key prefixes routed to other clusters, longest first, with their slots.
     routes: Box<[(Box<[u8]>, SlotId)]>,
@@ -77,8 +71,6 @@ const UNSERVED: SlotEntry = SlotEntry {
     group: GroupId(0),
     master: None,
     down: false,
-    migrating_from: None,
-    aborting: false,
     blocked: false,
 };
 
@@ -224,7 +216,7 @@ impl SlotTable {
 
     /// The backend a read-only command on `slot` goes to under the read policy: a fresh
     /// replica of the owning group (taking turns), else the master (`prefer-replica`), or an
-    /// error (`replica-only`). A slot that is moving or held reads from its master.
+    /// error (`replica-only`). A slot a handoff holds is refused as `route` refuses it.
     ///
     /// # Errors
     /// Those of [`SlotTable::route`]; under `replica-only`, no replica is fresh.
@@ -293,7 +285,7 @@ impl SlotTable {
                 (Some(n), Some(p)) => self.backend_addr(n) == old.backend_addr(p),
                 _ => false,
             };
-            if !same_master || o.group != e.group || o.migrating_from.is_some() || o.blocked {
+            if !same_master || o.group != e.group || o.blocked {
                 sets.push(set);
             }
         }
@@ -313,20 +305,14 @@ impl SlotTable {
         }
         out
     }
-
-    /// Whether any slot is migrating (the data path then takes the slower, careful route).
-    pub fn any_migrating(&self) -> bool {
-        self.slots.iter().any(|s| s.migrating_from.is_some())
-    }
 }
 
 /// Builds a `SlotTable`, interning addresses.
 #[derive(Debug, Default)]
 pub struct SlotTableBuilder {
-    slots: Vec<Option<(GroupId, BackendIdx, Option<BackendIdx>)>>,
+    slots: Vec<Option<(GroupId, BackendIdx)>>,
     backends: Vec<Arc<str>>,
     down: Vec<GroupId>,
-    aborting: Vec<SlotId>,
     blocked: Vec<SlotId>,
     read: ReadPolicy,
     replicas: Vec<(GroupId, Vec<PendingReplica>)>,
@@ -348,30 +334,13 @@ impl SlotTableBuilder {
         }
     }
 
+    /// Gives `slot` to `group`, served by its `master`.
     pub fn assign(&mut self, slot: SlotId, group: GroupId, master: &str) -> &mut Self {
-        self.assign_migrating(slot, group, master, None)
-    }
-
-    /// Assigns a slot that is moving to `group` from the master `from`.
-    pub fn assign_migrating(
-        &mut self,
-        slot: SlotId,
-        group: GroupId,
-        master: &str,
-        from: Option<&str>,
-    ) -> &mut Self {
         if self.slots.is_empty() {
             self.slots = vec![None; SLOTS];
         }
         let idx = self.intern(master);
-        let from = from.map(|f| self.intern(f));
-        self.slots[slot.0 as usize] = Some((group, idx, from));
-        self
-    }
-
-    /// Marks a migrating slot's move as an abort going back.
-    pub fn aborting(&mut self, slot: SlotId) -> &mut Self {
-        self.aborting.push(slot);
+        self.slots[slot.0 as usize] = Some((group, idx));
         self
     }
 
@@ -437,22 +406,16 @@ impl SlotTableBuilder {
         }
         let mut slot_replicas = vec![NO_REPLICAS; SLOTS];
         for (i, s) in self.slots.into_iter().enumerate() {
-            if let Some((group, master, from)) = s {
+            if let Some((group, master)) = s {
                 let down = self.down.contains(&group);
-                let aborting = self.aborting.contains(&SlotId(i as u16));
                 let blocked = self.blocked.contains(&SlotId(i as u16));
                 slots[i] = SlotEntry {
                     group,
                     master: Some(master),
                     down,
-                    migrating_from: from,
-                    aborting,
                     blocked,
                 };
-                if from.is_none()
-                    && !blocked
-                    && let Some(r) = replica_sets.iter().position(|r| r.group == group)
-                {
+                if !blocked && let Some(r) = replica_sets.iter().position(|r| r.group == group) {
                     slot_replicas[i] = r as u16;
                 }
             }
@@ -598,13 +561,16 @@ mod tests {
     }
 
     /// Slots 0-511 to group 1 (master m:1, replica r:1), 512-1023 to group 2 (m:2, no
-    /// replica); slot 7 migrating to group 1 from m:2; slot 8 held.
+    /// replica), except slot 7: still group 2's while it is copied to group 1; slot 8 held.
     fn with_replicas(mode: ReadMode, reg: &ReplicaRegistry) -> SlotTable {
         let mut b = SlotTableBuilder::default();
         for s in 0..SLOTS as u16 {
-            let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
-            let from = (s == 7).then_some("m:2");
-            b.assign_migrating(SlotId(s), GroupId(g), m, from);
+            let (g, m) = if s < 512 && s != 7 {
+                (1, "m:1")
+            } else {
+                (2, "m:2")
+            };
+            b.assign(SlotId(s), GroupId(g), m);
         }
         b.blocked(SlotId(8))
             .replicas(GroupId(1), &["r:1".into()], reg)
@@ -632,8 +598,8 @@ mod tests {
         assert_eq!(addr(t.route(SlotId(1)).unwrap()), "m:1", "writes stay");
         assert_eq!(
             addr(t.read_route(SlotId(7)).unwrap()),
-            "m:1",
-            "a moving slot"
+            "m:2",
+            "a copying slot reads from its source"
         );
         assert!(matches!(
             t.read_route(SlotId(8)),
@@ -676,7 +642,7 @@ mod tests {
         // The same routes again: nothing arrives, the proof stands.
         router.swap(with_replicas(ReadMode::PreferReplica, &reg));
         assert_eq!(reg.get("r:1").proven_at(), Some(before));
-        // Slot 7's migration ends: group 1 gains it.
+        // Slot 7's handoff: group 1 gains it.
         let mut b = SlotTableBuilder::default();
         for s in 0..SLOTS as u16 {
             let (g, m) = if s < 512 { (1, "m:1") } else { (2, "m:2") };
@@ -706,17 +672,6 @@ mod tests {
             None,
             "a replica new to its group"
         );
-    }
-
-    #[test]
-    fn a_migrating_slot_names_its_source() {
-        let mut b = SlotTableBuilder::default();
-        b.assign_migrating(SlotId(5), GroupId(2), "b:2", Some("a:1"));
-        let t = b.build(3);
-        let e = t.slot(SlotId(5));
-        assert_eq!(t.backend_addr(e.master.unwrap()).as_ref(), "b:2");
-        assert_eq!(t.backend_addr(e.migrating_from.unwrap()).as_ref(), "a:1");
-        assert!(t.any_migrating());
     }
 
     #[test]

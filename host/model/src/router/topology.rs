@@ -27,13 +27,11 @@ pub struct GroupRoute {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SlotRoute {
     pub group: Option<GroupId>,
-    /// While the slot migrates to `group`: the group it moves from.
+    /// Written only by dashboards before migration v3, for a slot whose keys proxies moved
+    /// as they touched them. Such a topology is refused (`TopologyError::PreV3Move`): finish
+    /// or abort those moves with the old dashboard before upgrading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<GroupId>,
-    /// The move is an abort going back: a big key staged on the owner for the forward move
-    /// may still be waiting to be put back, so commands also wait on the owner's markers.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub aborting: bool,
     /// First phase of a migration's barrier: the slot is served by no proxy (-TRYAGAIN)
     /// until every proxy has it blocked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -99,6 +97,11 @@ pub enum TopologyError {
     UnknownGroup { slot: u16, group: GroupId },
     #[error("prefix routes: {0}")]
     Routes(String),
+    #[error(
+        "slot {0} is mid-move under a dashboard older than migration v3; finish or abort that \
+         migration with it before upgrading"
+    )]
+    PreV3Move(u16),
 }
 
 impl Topology {
@@ -153,22 +156,11 @@ impl Topology {
                 slot: i as u16,
                 group: gid,
             })?;
-            let from = match s.from {
-                Some(f) => groups
-                    .get(&f)
-                    .ok_or(TopologyError::UnknownGroup {
-                        slot: i as u16,
-                        group: f,
-                    })?
-                    .master
-                    .as_deref(),
-                None => None,
-            };
+            if s.from.is_some() {
+                return Err(TopologyError::PreV3Move(i as u16));
+            }
             if let Some(master) = &g.master {
-                b.assign_migrating(SlotId(i as u16), gid, master, from);
-                if s.aborting {
-                    b.aborting(SlotId(i as u16));
-                }
+                b.assign(SlotId(i as u16), gid, master);
                 if s.blocked {
                     b.blocked(SlotId(i as u16));
                 }
@@ -233,7 +225,6 @@ mod tests {
                 SlotRoute {
                     group: Some(GroupId(9)),
                     from: None,
-                    aborting: false,
                     blocked: false,
                 };
                 SLOTS
@@ -244,5 +235,17 @@ mod tests {
             bad.to_table(),
             Err(TopologyError::UnknownGroup { .. })
         ));
+        // A slot mid-move under a dashboard before v3 (proxies moved keys as they touched
+        // them): routing it to either side would miss keys, so the topology is refused.
+        let mut old = bad.clone();
+        old.slots = vec![
+            SlotRoute {
+                group: Some(GroupId(1)),
+                ..Default::default()
+            };
+            SLOTS
+        ];
+        old.slots[3].from = Some(GroupId(2));
+        assert!(matches!(old.to_table(), Err(TopologyError::PreV3Move(3))));
     }
 }

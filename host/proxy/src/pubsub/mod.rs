@@ -698,23 +698,17 @@ fn routed_tracking(table: &SlotTable) -> Vec<ForTarget<Bytes>> {
 }
 
 /// The backends a name of `space` is subscribed on under `table`: every master for a
-/// pattern; for a channel, the master of its slot, and while the slot moves its source too
-/// (publishers on either table reach one of them); while the slot is held for a move's
-/// barrier, every master, so the move's target is subscribed before anyone publishes there.
+/// pattern; for a channel, the master of its slot; while the slot is held for a handoff,
+/// every master, so the target is subscribed before anyone publishes there.
 pub fn owners(table: &SlotTable, space: Space, name: &[u8]) -> SmallVec<[Arc<str>; 2]> {
     let slot = table.slot(SlotId::of_key(name));
     if space == Space::Pattern || slot.blocked {
-        // Every backend of the table is a master or a moving slot's source.
         return table.backends().iter().cloned().collect();
     }
-    let mut out: SmallVec<[Arc<str>; 2]> = SmallVec::new();
-    for idx in slot.master.into_iter().chain(slot.migrating_from) {
-        let a = table.backend_addr(idx);
-        if !out.contains(a) {
-            out.push(a.clone());
-        }
-    }
-    out
+    slot.master
+        .map(|idx| table.backend_addr(idx).clone())
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]
@@ -729,23 +723,20 @@ mod tests {
     }
 
     #[test]
-    fn owners_follow_the_slot_and_its_move() {
+    fn owners_follow_the_slot_and_its_handoff() {
         let slot = SlotId::of_key(b"news");
         let mut b = SlotTableBuilder::default();
         for s in 0..1024u16 {
             let (g, a) = if s < 512 { (1, "a:1") } else { (2, "b:2") };
             if SlotId(s) == slot {
-                b.assign_migrating(SlotId(s), GroupId(3), "c:3", Some(a));
+                b.assign(SlotId(s), GroupId(3), "c:3");
             } else {
                 b.assign(SlotId(s), GroupId(g), a);
             }
         }
         let t = b.build(2);
-        let src = if slot.0 < 512 { "a:1" } else { "b:2" };
-        let mut want = vec!["c:3".to_string(), src.to_string()];
-        want.sort();
-        assert_eq!(names(owners(&t, Space::Channel, b"news")), want);
-        assert_eq!(names(owners(&t, Space::Shard, b"{news}x")), want);
+        assert_eq!(names(owners(&t, Space::Channel, b"news")), ["c:3"]);
+        assert_eq!(names(owners(&t, Space::Shard, b"{news}x")), ["c:3"]);
         assert_eq!(
             names(owners(&t, Space::Pattern, b"n*")),
             ["a:1", "b:2", "c:3"]

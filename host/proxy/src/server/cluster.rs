@@ -85,7 +85,7 @@ pub async fn run(
         Some(sha256_hex(&meta.proxy_secret)),
     );
     let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(tessera_http::serve::serve(
+    tokio::spawn(tessera_http::server::serve(
         admin_listener,
         admin.clone().router(),
         async {

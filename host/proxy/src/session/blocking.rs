@@ -3,22 +3,20 @@
 //!
 //! A blocked command counts as in flight, like any command, so a table swap waits for it —
 //! but only as long as it takes to move it: when a swap starts draining, a command whose slot
-//! now has another owner (or is migrating) is unblocked on the old owner with `CLIENT
-//! UNBLOCK` by the proxy's control user. If the old owner answered with an element first,
-//! that is the reply; if it answered the timeout reply, nothing was taken there, and the
-//! command is sent again under the new table (its keys moved first on a migrating slot). An
-//! element is popped from exactly one server. A client that goes away while blocked drops the
-//! dedicated connection, which closes it at once.
+//! now has another owner (or is held for a handoff) is unblocked on the old owner with
+//! `CLIENT UNBLOCK` by the proxy's control user. If the old owner answered with an element
+//! first, that is the reply; if it answered the timeout reply, nothing was taken there, and
+//! the command is sent again under the new table. An element is popped from exactly one
+//! server. A client that goes away while blocked drops the dedicated connection, which
+//! closes it at once.
 
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use smallvec::SmallVec;
 
 use super::Batch;
-use super::migrate::Moved;
 use crate::backend::{Dedicated, ReplyResult};
 use crate::worker::{Counted, Worker};
 use tessera_model::error::DataError;
@@ -41,36 +39,12 @@ pub(crate) struct Blocking {
     pub(crate) slot: SlotId,
     /// The proxy's id of the client, which CLIENT UNBLOCK names.
     pub(crate) client: u64,
-    pub(crate) keys: SmallVec<[Bytes; 2]>,
     pub(crate) req: Bytes,
 }
 
-/// Where the command is routed under one table.
-enum Route {
-    /// To this master, on a slot at rest.
-    At(Arc<str>),
-    /// The slot is migrating: keys move from the source to this target first.
-    Migrating {
-        source: Arc<str>,
-        target: Arc<str>,
-        aborting: bool,
-        epoch: u64,
-    },
-}
-
-fn route(table: &SlotTable, slot: SlotId) -> Result<Route, DataError> {
-    let to = table.route(slot)?;
-    let entry = table.slot(slot);
-    let target = table.backend_addr(to).clone();
-    Ok(match entry.migrating_from {
-        Some(source) => Route::Migrating {
-            source: table.backend_addr(source).clone(),
-            target,
-            aborting: entry.aborting,
-            epoch: table.epoch,
-        },
-        None => Route::At(target),
-    })
+/// The master the command goes to under `table`.
+fn route(table: &SlotTable, slot: SlotId) -> Result<Arc<str>, DataError> {
+    Ok(table.backend_addr(table.route(slot)?).clone())
 }
 
 impl Blocking {
@@ -87,17 +61,7 @@ impl Blocking {
             let batch = Batch::enter(worker.clone());
             let table = worker.shared.router.load_full();
             let addr = match route(&table, self.slot) {
-                Ok(Route::At(addr)) => addr,
-                Ok(Route::Migrating {
-                    source,
-                    target,
-                    aborting,
-                    epoch,
-                }) => {
-                    self.move_keys(source, target.clone(), aborting, epoch)
-                        .await?;
-                    target
-                }
+                Ok(addr) => addr,
                 Err(DataError::SlotBlocked(_)) => {
                     drop(batch);
                     // The slot is being handed over: wait for the next table.
@@ -141,12 +105,12 @@ impl Blocking {
                     }
                     _ = swaps.changed() => {}
                 }
-                // A swap is draining: stay if the slot still lives here, at rest. A prefix
-                // route's slot stays: the other cluster's proxy moves its keys itself, and a
-                // new target of this proxy's changes nothing for a command already there.
+                // A swap is draining: stay if the slot still lives here. A prefix route's
+                // slot stays: the other cluster's proxy moves its keys itself, and a new
+                // target of this proxy's changes nothing for a command already there.
                 let table = worker.shared.router.load_full();
                 if SlotTable::is_routed(self.slot)
-                    || matches!(route(&table, self.slot), Ok(Route::At(ref a)) if *a == addr)
+                    || matches!(route(&table, self.slot), Ok(ref a) if *a == addr)
                 {
                     continue;
                 }
@@ -169,34 +133,6 @@ impl Blocking {
             }
         }
     }
-
-    /// Moves the command's keys off a migrating slot's source, as any command on them would.
-    async fn move_keys(
-        &self,
-        source: Arc<str>,
-        target: Arc<str>,
-        aborting: bool,
-        epoch: u64,
-    ) -> Result<(), DataError> {
-        if self.keys.is_empty() {
-            return Ok(());
-        }
-        let moved = Moved {
-            worker: self.worker.clone(),
-            source,
-            target,
-            proto: self.proto,
-            login: self.login.clone(),
-            account: self.account.clone(),
-            keys: self.keys.clone(),
-            req: Bytes::new(),
-            aborting,
-            epoch,
-            first: None,
-        };
-        let mut moved = moved.start();
-        moved.settle().await
-    }
 }
 
 /// How long a command blocked on a master that went away waits for the slot's new owner.
@@ -213,8 +149,7 @@ async fn new_owner(
     loop {
         let table = worker.shared.router.load_full();
         match route(&table, slot) {
-            Ok(Route::At(a)) if a != *gone => return true,
-            Ok(Route::Migrating { .. }) => return true,
+            Ok(a) if a != *gone => return true,
             _ => {}
         }
         let changed = tokio::time::timeout_at(deadline, swaps.changed()).await;

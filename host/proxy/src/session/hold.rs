@@ -58,7 +58,7 @@ impl Held {
             let table = worker.shared.router.load_full();
             let policy = worker.shared.policy();
             let c = classify(&self.req, &policy, self.rights.as_deref())?;
-            let pending = match plan(&c, &table, &worker.moved) {
+            let pending = match plan(&c, &table) {
                 Err(e @ DataError::SlotBlocked(_)) => {
                     drop(batch);
                     let now = tokio::time::Instant::now();

@@ -63,10 +63,7 @@ impl Session {
         let slot = table.slot(slot_id);
         // A replica may answer with a value older than an invalidation already taken in;
         // only a master's reply is cached.
-        if slot.blocked
-            || slot.migrating_from.is_some()
-            || (c.cmd.replica_read && table.read.mode != ReadMode::Master)
-        {
+        if slot.blocked || (c.cmd.replica_read && table.read.mode != ReadMode::Master) {
             return Cached::Pass;
         }
         if !cache.serving(table.backends()) {

@@ -19,7 +19,6 @@ mod hold;
 mod hot_cache;
 mod local;
 mod lookahead;
-mod migrate;
 mod plugins;
 mod pubsub;
 mod reply;
@@ -646,7 +645,7 @@ impl Session {
             _ => {}
         }
         let table = self.worker.shared.router.load();
-        match plan(c, &table, &self.worker.moved) {
+        match plan(c, &table) {
             Ok(Plan::Local(l)) => self.local(l, c),
             Ok(p) if c.cmd.options == Options::ScriptCall => {
                 scripts::send_call(&self.sender(&table), c, p)
@@ -688,11 +687,6 @@ impl Session {
             account: self.account.clone(),
             slot,
             client: self.reg.info.id,
-            keys: c
-                .keys
-                .iter()
-                .map(|&i| c.req.arg_bytes(i as usize))
-                .collect(),
             req: c.req.as_bytes().clone(),
         };
         Pending::Blocked(Box::pin(b.run()))

@@ -1,12 +1,11 @@
 //! Replies that are not ready yet, and their resolution into bytes: one backend's reply as it
-//! came, a command moved off a migrating slot first, or several replies merged. Resolution
+//! came, or several replies merged. Resolution
 //! happens here only; what plugins do with a reply afterwards is the plugin layer's, applied
 //! by the session to the bytes this module wrote.
 
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
-use super::migrate::Moved;
 use crate::backend::{ReplyResult, ReplyRx};
 use crate::stages::merge::Merge;
 use tessera_model::error::DataError;
@@ -22,8 +21,6 @@ pub(crate) enum Pending {
     After(Box<(Instant, Bytes)>),
     /// One backend's reply, forwarded as is.
     One(ReplyRx),
-    /// A command on a migrating slot: its keys are moved first, then it runs on the target.
-    Moved(Box<Moved>),
     /// Several replies, merged.
     Gather(Box<Gather>),
     /// A command that may hold its connection until answered (BLPOP, WAIT …): it ends its
@@ -71,7 +68,6 @@ impl Pending {
                 Ok(b)
             }
             Pending::One(rx) => taken(rx.await, account),
-            Pending::Moved(m) => taken(m.reply().await, account),
             Pending::Blocked(f) | Pending::Task(f) => taken(f.await, account),
             Pending::Later(f) => Ok(f.await),
             Pending::Gather(g) => {

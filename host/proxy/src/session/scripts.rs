@@ -22,7 +22,7 @@ use super::reply::Pending;
 use super::send::Sender;
 use crate::backend::{ReplyResult, ReplyRx};
 use crate::stages::classify::Classified;
-use crate::stages::plan::{Channel, Part, Plan, plan};
+use crate::stages::plan::{Channel, Plan, plan};
 use crate::worker::Worker;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
@@ -74,7 +74,7 @@ impl Session {
     /// SCRIPT LOAD: loaded on every master, and its body kept on every master.
     pub(super) fn script_load(&mut self, c: &Classified<'_>) -> Pending {
         let table = self.worker.shared.router.load();
-        let mut p = match plan(c, &table, &self.worker.moved) {
+        let mut p = match plan(c, &table) {
             Ok(p) => p,
             Err(e) => return Pending::error(&e),
         };
@@ -82,11 +82,11 @@ impl Session {
             let store = eval(STORE_SCRIPT, &[&script_key_prefix(), c.req.arg(2)]);
             // After the loads, so the first part's reply (the sha) is still the client's.
             for to in 0..table.backends().len() {
-                parts.push(Part::Send(crate::stages::plan::Send {
+                parts.push(crate::stages::plan::Send {
                     to: to as tessera_model::router::BackendIdx,
                     channel: Channel::Control,
                     bytes: store.clone(),
-                }));
+                });
             }
         }
         self.sender(&table).send(p, self.proto)
@@ -94,26 +94,20 @@ impl Session {
 }
 
 /// Sends an `EVALSHA` / `FCALL` the way it was planned, recovering from a reply that says the
-/// script or function is missing on the server that ran it (and running it again there):
-/// sent straight to its slot's owner, or run on the target once its keys moved off a
-/// migrating slot's source. Anything else goes as usual: a call to another cluster's proxy
-/// (a prefix route, which recovers its own scripts), or a command that is no script call.
+/// script or function is missing on the server that ran it (and running it again there).
+/// Anything else goes as usual: a call to another cluster's proxy (a prefix route, which
+/// recovers its own scripts), or a command that is no script call.
 pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> Pending {
     let Some(missing) = Missing::of(c.cmd.name) else {
         return sender.send(plan, sender.proto);
     };
     let (addr, req, first): (Arc<str>, Bytes, Pin<Box<dyn Future<Output = ReplyResult>>>) =
         match plan {
-            Plan::One(Part::Send(s)) if !sender.table.is_route_target(s.to) => {
+            Plan::One(s) if !sender.table.is_route_target(s.to) => {
                 let addr = sender.table.backend_addr(s.to).clone();
                 let req = s.bytes.clone();
                 let rx = sender.request(s);
                 (addr, req, Box::pin(rx))
-            }
-            Plan::One(Part::Move(m)) => {
-                let moved = sender.moved(*m);
-                let (addr, req) = (moved.target.clone(), moved.req.clone());
-                (addr, req, Box::pin(moved.reply()))
             }
             p => return sender.send(p, sender.proto),
         };

@@ -5,14 +5,13 @@
 use std::rc::Rc;
 
 use crate::backend::ReplyRx;
-use crate::stages::plan::{Channel, MovePlan, Part, Plan, Send};
+use crate::stages::plan::{Channel, Plan, Send};
 use crate::worker::Worker;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_model::router::SlotTable;
 use tessera_resp::Proto;
 
-use super::migrate::Moved;
 use super::reply::{Gather, Pending};
 
 /// What sending needs from the session: its worker, protocol, login and output account, and
@@ -30,41 +29,17 @@ impl Sender<'_> {
     #[inline]
     pub(crate) fn send(&self, plan: Plan, merge_proto: Proto) -> Pending {
         match plan {
-            Plan::One(part) => self.part(part),
+            Plan::One(s) => Pending::One(self.request(s)),
             Plan::Gather { parts, merge } => Pending::Gather(Box::new(Gather {
-                parts: parts.into_iter().map(|p| self.part(p)).collect(),
+                parts: parts
+                    .into_iter()
+                    .map(|s| Pending::One(self.request(s)))
+                    .collect(),
                 merge,
                 proto: merge_proto,
             })),
             Plan::Local(l) => unreachable!("the session answers {l:?} itself"),
         }
-    }
-
-    #[inline]
-    fn part(&self, part: Part) -> Pending {
-        match part {
-            Part::Send(s) => Pending::One(self.request(s)),
-            Part::Move(m) => Pending::Moved(Box::new(self.moved(*m))),
-        }
-    }
-
-    /// A command on a migrating slot, its keys' first move sent now (keeping the pipeline's
-    /// order on the source); it runs on the target once they are there.
-    pub(crate) fn moved(&self, m: MovePlan) -> Moved {
-        Moved {
-            worker: self.worker.clone(),
-            source: self.table.backend_addr(m.source).clone(),
-            target: self.table.backend_addr(m.target).clone(),
-            proto: self.proto,
-            login: self.login.clone(),
-            account: self.account.clone(),
-            keys: m.keys,
-            req: m.bytes,
-            aborting: m.aborting,
-            epoch: m.epoch,
-            first: None,
-        }
-        .start()
     }
 
     #[inline]

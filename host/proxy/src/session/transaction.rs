@@ -246,10 +246,7 @@ impl Session {
             .or(watch.as_ref().map(|w| w.slot))
             .unwrap_or(SlotId(0));
         let table = self.worker.shared.router.load();
-        let owner = table
-            .route(slot)
-            .ok()
-            .filter(|_| table.slot(slot).migrating_from.is_none());
+        let owner = table.route(slot).ok();
         let login = owner.map_or(&self.login, |b| table.login_for(b, &self.login));
         let owner = owner.map(|b| table.backend_addr(b).clone());
         let mut block = BytesMut::with_capacity(MULTI.len() + q.bytes.len() + EXEC.len());
@@ -265,8 +262,8 @@ impl Session {
                 w.conn.release();
                 Pending::One(rx)
             }
-            // The slot moved (or is moving) since WATCH: what was watched is not where the
-            // transaction would run, so it fails as if a watched key had changed.
+            // The slot moved since WATCH: what was watched is not where the transaction would
+            // run, so it fails as if a watched key had changed.
             (Some(w), _) => {
                 unwatch(w);
                 null(self.proto)
@@ -300,9 +297,6 @@ impl Session {
             return Pending::error(&cross(&table, w.slot, slot));
         }
         let (owner, login) = match table.route(slot) {
-            Ok(_) if table.slot(slot).migrating_from.is_some() => {
-                return Pending::error(&DataError::SlotBlocked(slot.0));
-            }
             Ok(b) => (
                 table.backend_addr(b).clone(),
                 table.login_for(b, &self.login),

@@ -6,13 +6,53 @@
 //! Every merge sees the parts' replies as the exact bytes the backends sent. If any part is an
 //! error reply, that (the first) error is the client's reply.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 use tessera_plugin_abi::reply::{is_error_reply, is_nil};
 
 use super::info::{self, InfoRequest};
 use tessera_model::error::DataError;
+use tessera_model::router::{BackendIdx, SlotTable};
 use tessera_resp::{Frame, Proto, parse_integer, split_aggregate};
+
+/// Which keys a backend's listing may show the client: those of the slots it owns under the
+/// table the command was planned with. During a migration a group also holds keys of slots
+/// it does not own — the target its copies before the handoff, the source its old keys until
+/// their cleanup — which the client must see once, where they are served.
+#[derive(Debug, Clone)]
+pub struct Owners(Arc<SlotTable>);
+
+impl Owners {
+    pub fn new(table: Arc<SlotTable>) -> Self {
+        Self(table)
+    }
+
+    /// Whether `key`, listed by `backend`, is served from there.
+    fn owns(&self, backend: BackendIdx, key: &[u8]) -> bool {
+        self.0.slot(self.0.slot_of(key)).master == Some(backend)
+    }
+
+    /// Appends to `out` the elements of `reply` (an array of bulk strings, as listed by
+    /// `backend`) that it owns; how many.
+    fn keep<'r>(
+        &self,
+        backend: BackendIdx,
+        reply: &'r [u8],
+        what: &'static str,
+        out: &mut Vec<&'r [u8]>,
+    ) -> Result<(), DataError> {
+        let elems = split_aggregate(reply).ok_or(DataError::UnexpectedReply(what))?;
+        for e in elems {
+            let key = bulk_bytes(e).ok_or(DataError::UnexpectedReply(what))?;
+            if self.owns(backend, key) {
+                out.push(e);
+            }
+        }
+        Ok(())
+    }
+}
 
 /// How the parts of a gathered command become one reply.
 #[derive(Debug)]
@@ -25,14 +65,21 @@ pub enum Merge {
     Sum,
     /// The first part's reply (SCRIPT LOAD: the same SHA from every backend).
     First,
-    /// Arrays concatenated (KEYS).
+    /// Arrays concatenated (plugin rewrites' CONCAT).
     Concat,
+    /// KEYS: every backend's keys (one part per backend, in `BackendIdx` order) that it owns.
+    Keys(Owners),
     /// SCRIPT EXISTS: element-wise AND of integer arrays.
     AllExist,
-    /// One SCAN step on backend `backend` of `backends`; rewrites the cursor.
-    Scan { backend: u64, backends: u64 },
-    /// RANDOMKEY: the first non-nil reply, starting at part `start`.
-    RandomKey { start: usize },
+    /// One SCAN step on backend `backend` of `backends`; rewrites the cursor and keeps the
+    /// keys the backend owns.
+    Scan {
+        backend: u64,
+        backends: u64,
+        owners: Owners,
+    },
+    /// RANDOMKEY (one part per backend): the first key a backend owns, from part `start` on.
+    RandomKey { start: usize, owners: Owners },
     /// INFO: backend sections merged under the proxy's own.
     Info(Box<InfoRequest>),
     /// SCRIPT KILL / FUNCTION KILL: OK if any backend killed one, else the first error.
@@ -83,14 +130,28 @@ impl Merge {
             Merge::AllExist => all_exist(replies, proto, out),
             Merge::Union => union(replies, out),
             Merge::NumSub => numsub(replies, out),
-            Merge::Scan { backend, backends } => scan(backend, backends, replies, proto, out),
-            Merge::RandomKey { start } => {
+            Merge::Keys(owners) => {
+                let mut keep = Vec::new();
+                for (b, r) in replies.iter().enumerate() {
+                    owners.keep(b as BackendIdx, r, "KEYS", &mut keep)?;
+                }
+                array_header(out, keep.len());
+                keep.iter().for_each(|e| out.extend_from_slice(e));
+                Ok(())
+            }
+            Merge::Scan {
+                backend,
+                backends,
+                owners,
+            } => scan(backend, backends, &owners, replies, proto, out),
+            Merge::RandomKey { start, owners } => {
                 let n = replies.len();
-                match (0..n)
-                    .map(|i| &replies[(start + i) % n])
-                    .find(|r| !is_nil(r))
-                {
-                    Some(r) => out.extend_from_slice(r),
+                let owned = (0..n).map(|i| (start + i) % n).find(|&b| {
+                    let r = &replies[b];
+                    !is_nil(r) && bulk_bytes(r).is_some_and(|k| owners.owns(b as BackendIdx, k))
+                });
+                match owned {
+                    Some(b) => out.extend_from_slice(&replies[b]),
                     None => Frame::Null.encode(proto, out),
                 }
                 Ok(())
@@ -181,6 +242,7 @@ fn numsub(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
 fn scan(
     backend: u64,
     backends: u64,
+    owners: &Owners,
     replies: &[Bytes],
     proto: Proto,
     out: &mut BytesMut,
@@ -201,9 +263,12 @@ fn scan(
     } else {
         0
     };
+    let mut keep = Vec::new();
+    owners.keep(backend as BackendIdx, parts[1], "SCAN", &mut keep)?;
     out.extend_from_slice(b"*2\r\n");
     Frame::bulk(Bytes::from(next.to_string())).encode(proto, out);
-    out.extend_from_slice(parts[1]);
+    array_header(out, keep.len());
+    keep.iter().for_each(|e| out.extend_from_slice(e));
     Ok(())
 }
 
@@ -234,6 +299,15 @@ fn bulk_text(r: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(body).into_owned())
 }
 
+/// The body of a bulk string reply (`$n\r\n…\r\n`).
+fn bulk_bytes(r: &[u8]) -> Option<&[u8]> {
+    if r.first() != Some(&b'$') {
+        return None;
+    }
+    let start = memchr::memchr(b'\n', r)? + 1;
+    r.get(start..r.len().checked_sub(2)?)
+}
+
 /// Appends `*n\r\n`.
 fn array_header(out: &mut BytesMut, n: usize) {
     out.put_u8(b'*');
@@ -250,6 +324,64 @@ mod tests {
         let mut out = BytesMut::new();
         m.finish(&replies, Proto::Resp2, &mut out)?;
         Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Two backends: a:1 owns slots 0-511, b:2 the rest.
+    fn owners() -> Owners {
+        Owners::new(Arc::new(SlotTable::split_evenly(&[
+            "a:1".into(),
+            "b:2".into(),
+        ])))
+    }
+
+    fn bulk(k: &str) -> String {
+        format!("${}\r\n{k}\r\n", k.len())
+    }
+
+    fn array(keys: &[&str]) -> Vec<u8> {
+        let mut s = format!("*{}\r\n", keys.len());
+        keys.iter().for_each(|k| s.push_str(&bulk(k)));
+        s.into_bytes()
+    }
+
+    #[test]
+    fn listed_keys_are_those_each_backend_owns() {
+        // slot("foo") = 289 (a:1's), slot("qux") = 968 (b:2's): each is also listed by the
+        // other backend (a copy of a moving slot, or one left for its cleanup).
+        let a = array(&["foo", "qux"]);
+        let b = array(&["qux", "foo"]);
+        assert_eq!(
+            merged(Merge::Keys(owners()), &[&a, &b]).unwrap(),
+            format!("*2\r\n{}{}", bulk("foo"), bulk("qux"))
+        );
+        let page = [b"*2\r\n$2\r\n17\r\n".to_vec(), array(&["foo", "qux"])].concat();
+        let scan = |backend| Merge::Scan {
+            backend,
+            backends: 2,
+            owners: owners(),
+        };
+        assert_eq!(
+            merged(scan(1), &[&page]).unwrap(),
+            format!("*2\r\n$2\r\n35\r\n*1\r\n{}", bulk("qux"))
+        );
+        let random = |start| Merge::RandomKey {
+            start,
+            owners: owners(),
+        };
+        let (foo, qux) = (bulk("foo"), bulk("qux"));
+        // Backend 0 names b:2's key: the next backend's own key is the answer.
+        assert_eq!(
+            merged(random(0), &[qux.as_bytes(), qux.as_bytes()]).unwrap(),
+            qux
+        );
+        assert_eq!(
+            merged(random(0), &[qux.as_bytes(), foo.as_bytes()]).unwrap(),
+            "$-1\r\n"
+        );
+        assert_eq!(
+            merged(random(1), &[b"$-1\r\n", foo.as_bytes()]).unwrap(),
+            "$-1\r\n"
+        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! Stage 4 of the data path: a classified command becomes a [`Plan`] against the routing table
 //! in force: answered by the session, sent to the one backend owning its slot, split per backend
-//! and merged, fanned out to every backend, or — on a slot being migrated — its keys moved off
-//! the old owner first. Pure: the plan names backends by `BackendIdx` of the table it was made
-//! with, and the send stage resolves them with that same table.
+//! and merged, or fanned out to every backend. Pure: the plan names backends by `BackendIdx` of
+//! the table it was made with, and the send stage resolves them with that same table.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::classify::Classified;
-use super::merge::Merge;
+use super::merge::{Merge, Owners};
 use tessera_model::command::{Admin, Kind, Local, PubSub, Split};
 use tessera_model::error::DataError;
 use tessera_model::router::{BackendIdx, SlotId, SlotTable};
@@ -19,7 +20,7 @@ use tessera_resp::{Request, encode_request};
 pub enum Channel {
     /// The client's command, on the shared connections of the session's confined identity.
     Data,
-    /// The proxy's own request (INFO, COMMAND, moving keys, SCRIPT KILL), on connections with
+    /// The proxy's own request (INFO, COMMAND, SCRIPT KILL), on connections with
     /// the proxy's full rights, separate from the data connections.
     Control,
 }
@@ -32,47 +33,25 @@ pub struct Send {
     pub bytes: Bytes,
 }
 
-/// A command on keys of a migrating slot: the keys are moved from `source` to `target` first,
-/// then the command runs on `target`.
-#[derive(Debug)]
-pub struct MovePlan {
-    pub source: BackendIdx,
-    pub target: BackendIdx,
-    /// The move is an abort going back (the target's markers are checked too).
-    pub aborting: bool,
-    /// Epoch of the table the plan was made with.
-    pub epoch: u64,
-    pub keys: SmallVec<[Bytes; 2]>,
-    pub bytes: Bytes,
-}
-
-/// One backend request of a plan.
-#[derive(Debug)]
-pub enum Part {
-    Send(Send),
-    Move(Box<MovePlan>),
-}
-
 /// What to do with a command.
 #[derive(Debug)]
 pub enum Plan {
     /// The session answers it (HELLO, AUTH, CLIENT, PING, INFO …).
     Local(Local),
     /// One backend request; its reply is the client's.
-    One(Part),
+    One(Send),
     /// Several backend requests whose replies are merged into one.
-    Gather { parts: Vec<Part>, merge: Merge },
+    Gather { parts: Vec<Send>, merge: Merge },
 }
 
-/// Plans `c` against `table`. Keys in `moved` (known moved off a migrating slot's source under
-/// this table) go straight to the target.
+/// Plans `c` against `table`.
 ///
 /// # Errors
 /// `CROSSSLOT`, and the routing errors of the slots it needs (`SlotTable::route`).
-pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Plan, DataError> {
+pub fn plan(c: &Classified<'_>, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
     match c.cmd.kind {
-        Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table, moved).map(Plan::One),
-        Kind::Split(s) => split(c, s, table, moved),
+        Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table).map(Plan::One),
+        Kind::Split(s) => split(c, s, table),
         Kind::Local(l) => Ok(Plan::Local(l)),
         Kind::Admin(a) | Kind::Library(a) => admin(a, c.req, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
@@ -87,46 +66,22 @@ pub fn plan(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<
 
 /// The request for the master of the one slot all the command's keys hash to (slot 0's for a
 /// command without keys, such as `EVAL … 0`).
-fn forward(c: &Classified<'_>, table: &SlotTable, moved: &MovedKeys) -> Result<Part, DataError> {
+fn forward(c: &Classified<'_>, table: &SlotTable) -> Result<Send, DataError> {
     let slot = c.slot(table)?;
     let to = if c.cmd.replica_read {
         table.read_route(slot)?
     } else {
         table.route(slot)?
     };
-    let bytes = c.req.as_bytes().clone();
-    let entry = table.slot(slot);
-    Ok(match entry.migrating_from {
-        Some(source) if !c.keys.is_empty() && !moved.contains_all(table.epoch, c.key_args()) => {
-            Part::Move(Box::new(MovePlan {
-                source,
-                target: to,
-                aborting: entry.aborting,
-                epoch: table.epoch,
-                keys: c
-                    .keys
-                    .iter()
-                    .map(|&i| c.req.arg_bytes(i as usize))
-                    .collect(),
-                bytes,
-            }))
-        }
-        _ => Part::Send(Send {
-            to,
-            channel: Channel::Data,
-            bytes,
-        }),
+    Ok(Send {
+        to,
+        channel: Channel::Data,
+        bytes: c.req.as_bytes().clone(),
     })
 }
 
-/// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order. Keys of
-/// a migrating slot form their own sub-command per (target, source), whose keys move first.
-fn split(
-    c: &Classified<'_>,
-    kind: Split,
-    table: &SlotTable,
-    moved: &MovedKeys,
-) -> Result<Plan, DataError> {
+/// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order.
+fn split(c: &Classified<'_>, kind: Split, table: &SlotTable) -> Result<Plan, DataError> {
     let req = &c.req;
     let step = if kind == Split::Mset { 2 } else { 1 };
     if !(req.argc() - 1).is_multiple_of(step) {
@@ -134,8 +89,8 @@ fn split(
             String::from_utf8_lossy(req.arg(0)).to_lowercase(),
         ));
     }
-    // (backend, source while migrating, argument indices of its keys), in first-seen order.
-    type Group = (BackendIdx, Option<BackendIdx>, Vec<usize>);
+    // (backend, argument indices of its keys), in first-seen order.
+    type Group = (BackendIdx, Vec<usize>);
     let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
     // A read's server per group, chosen once: one sub-command per group, as for the masters.
     let mut readers: SmallVec<[(tessera_model::router::GroupId, BackendIdx); 4]> = SmallVec::new();
@@ -144,7 +99,7 @@ fn split(
         let b = if c.cmd.replica_read {
             let group = table.slot(slot).group;
             match readers.iter().find(|(g, _)| *g == group) {
-                Some(&(_, b)) if table.slot(slot).migrating_from.is_none() => {
+                Some(&(_, b)) => {
                     table.route(slot)?;
                     b
                 }
@@ -157,13 +112,9 @@ fn split(
         } else {
             table.route(slot)?
         };
-        let from = table.slot(slot).migrating_from;
-        match groups
-            .iter_mut()
-            .find(|(gb, gf, _)| *gb == b && *gf == from)
-        {
-            Some((_, _, keys)) => keys.push(i),
-            None => groups.push((b, from, vec![i])),
+        match groups.iter_mut().find(|(gb, _)| *gb == b) {
+            Some((_, keys)) => keys.push(i),
+            None => groups.push((b, vec![i])),
         }
     }
     if groups.len() > 1
@@ -171,19 +122,19 @@ fn split(
     {
         return Err(e);
     }
-    if let [(b, None, _)] = groups.as_slice() {
-        return Ok(Plan::One(Part::Send(Send {
+    if let [(b, _)] = groups.as_slice() {
+        return Ok(Plan::One(Send {
             to: *b,
             channel: Channel::Data,
             bytes: req.as_bytes().clone(),
-        })));
+        }));
     }
     let mut parts = Vec::with_capacity(groups.len());
     let mut order = Vec::new();
     if kind == Split::Mget {
         order = vec![(0u16, 0u32); req.argc() - 1];
     }
-    for (g, (b, from, keys)) in groups.iter().enumerate() {
+    for (g, (b, keys)) in groups.iter().enumerate() {
         if kind == Split::Mget {
             for (pos, &i) in keys.iter().enumerate() {
                 order[i - 1] = (g as u16, pos as u32);
@@ -196,27 +147,10 @@ fn split(
             .map(|&i| (i..i + step).map(|j| req.arg(j).len()).sum::<usize>())
             .sum();
         let bytes = encode_request(count, std::iter::once(req.arg(0)).chain(args), size);
-        let send = |bytes| {
-            Part::Send(Send {
-                to: *b,
-                channel: Channel::Data,
-                bytes,
-            })
-        };
-        parts.push(match from {
-            Some(source) if !moved.contains_all(table.epoch, keys.iter().map(|&i| req.arg(i))) => {
-                Part::Move(Box::new(MovePlan {
-                    source: *source,
-                    target: *b,
-                    aborting: keys
-                        .iter()
-                        .any(|&i| table.slot(table.slot_of(req.arg(i))).aborting),
-                    epoch: table.epoch,
-                    keys: keys.iter().map(|&i| req.arg_bytes(i)).collect(),
-                    bytes,
-                }))
-            }
-            _ => send(bytes),
+        parts.push(Send {
+            to: *b,
+            channel: Channel::Data,
+            bytes,
         });
     }
     let merge = match kind {
@@ -235,11 +169,11 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
     match p {
         PubSub::Publish | PubSub::SPublish => {
             let to = table.route(SlotId::of_key(c.req.arg(1)))?;
-            Ok(Plan::One(Part::Send(Send {
+            Ok(Plan::One(Send {
                 to,
                 channel: Channel::Control,
                 bytes: bytes.clone(),
-            })))
+            }))
         }
         PubSub::Channels => to_all(table, bytes, Channel::Control, Merge::Union),
         PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
@@ -248,18 +182,24 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
     }
 }
 
-fn admin(a: Admin, req: &Request, table: &SlotTable) -> Result<Plan, DataError> {
+/// Commands for every backend. Those that list keys (KEYS, SCAN, RANDOMKEY) keep, of each
+/// backend's reply, the keys of the slots it owns under `table` (`Owners`).
+fn admin(a: Admin, req: &Request, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
     let all = |merge| to_all(table, req.as_bytes(), Channel::Data, merge);
+    let owners = || Owners::new(table.clone());
     match a {
         Admin::AllOk => all(Merge::AllOk),
         Admin::First => all(Merge::First),
-        Admin::Concat => all(Merge::Concat),
+        Admin::Concat => all(Merge::Keys(owners())),
         Admin::AllExist => all(Merge::AllExist),
         Admin::RandomKey => {
             let start = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos()) as usize;
-            all(Merge::RandomKey { start })
+            all(Merge::RandomKey {
+                start,
+                owners: owners(),
+            })
         }
         Admin::Scan => scan(req, table),
     }
@@ -279,12 +219,10 @@ pub fn to_all(
         return Err(DataError::NoBackend);
     }
     let parts = (0..table.backends().len())
-        .map(|to| {
-            Part::Send(Send {
-                to: to as BackendIdx,
-                channel,
-                bytes: bytes.clone(),
-            })
+        .map(|to| Send {
+            to: to as BackendIdx,
+            channel,
+            bytes: bytes.clone(),
         })
         .collect();
     Ok(Plan::Gather { parts, merge })
@@ -298,16 +236,16 @@ pub fn to_any(table: &SlotTable, bytes: &Bytes, channel: Channel) -> Result<Plan
     if table.backends().is_empty() {
         return Err(DataError::NoBackend);
     }
-    Ok(Plan::One(Part::Send(Send {
+    Ok(Plan::One(Send {
         to: 0,
         channel,
         bytes: bytes.clone(),
-    })))
+    }))
 }
 
 /// SCAN over every backend in turn. The client's cursor is `backend_cursor * backends +
 /// backend`, so a cursor is an ordinary number and 0 starts and ends the whole iteration.
-fn scan(req: &Request, table: &SlotTable) -> Result<Plan, DataError> {
+fn scan(req: &Request, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
     let cursor = std::str::from_utf8(req.arg(1))
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -322,54 +260,17 @@ fn scan(req: &Request, table: &SlotTable) -> Result<Plan, DataError> {
     args.extend(req.args().skip(2));
     let bytes = Request::from_args(&args).as_bytes().clone();
     Ok(Plan::Gather {
-        parts: vec![Part::Send(Send {
+        parts: vec![Send {
             to: backend as BackendIdx,
             channel: Channel::Data,
             bytes,
-        })],
+        }],
         merge: Merge::Scan {
             backend,
             backends: n,
+            owners: Owners::new(table.clone()),
         },
     })
-}
-
-/// Keys of migrating slots a worker has seen moved off their source (or never there), valid
-/// for one table epoch. Within an epoch nothing writes to a migrating slot's source, so a key
-/// gone from it stays gone: its next commands go straight to the target instead of running the
-/// move script on the source again. A new table (another step, an abort) starts afresh.
-#[derive(Default)]
-pub struct MovedKeys {
-    epoch: std::cell::Cell<u64>,
-    keys: std::cell::RefCell<rustc_hash::FxHashSet<Bytes>>,
-}
-
-/// Beyond this many keys the set starts again (memory bound; it only saves work).
-const MOVED_KEYS_LIMIT: usize = 200_000;
-
-impl MovedKeys {
-    /// Whether every key is known moved under table `epoch`.
-    pub fn contains_all<'k>(&self, epoch: u64, mut keys: impl Iterator<Item = &'k [u8]>) -> bool {
-        if self.epoch.get() != epoch {
-            self.keys.borrow_mut().clear();
-            self.epoch.set(epoch);
-            return false;
-        }
-        let set = self.keys.borrow();
-        keys.all(|k| set.contains(k))
-    }
-
-    /// Records keys found moved by a move made under table `epoch`.
-    pub fn insert(&self, epoch: u64, keys: &[Bytes]) {
-        if self.epoch.get() != epoch {
-            return;
-        }
-        let mut set = self.keys.borrow_mut();
-        if set.len() + keys.len() > MOVED_KEYS_LIMIT {
-            set.clear();
-        }
-        set.extend(keys.iter().map(|k| Bytes::copy_from_slice(k)));
-    }
 }
 
 #[cfg(test)]
@@ -398,41 +299,35 @@ mod tests {
         .unwrap()
     }
 
-    fn two_backends() -> SlotTable {
-        SlotTable::split_evenly(&["a:1".into(), "b:2".into()])
+    fn two_backends() -> Arc<SlotTable> {
+        Arc::new(SlotTable::split_evenly(&["a:1".into(), "b:2".into()]))
     }
 
     #[test]
     fn a_keyed_command_goes_to_its_slots_owner() {
         let t = two_backends();
-        let p = plan(&classified(&["GET", "foo"]), &t, &MovedKeys::default()).unwrap();
+        let p = plan(&classified(&["GET", "foo"]), &t).unwrap();
         // slot("foo") = 289 < 512: the first backend.
         assert!(matches!(
             p,
-            Plan::One(Part::Send(Send {
+            Plan::One(Send {
                 to: 0,
                 channel: Channel::Data,
                 ..
-            }))
+            })
         ));
-        let p = plan(
-            &classified(&["SET", "{foo}x", "1"]),
-            &t,
-            &MovedKeys::default(),
-        )
-        .unwrap();
-        assert!(matches!(p, Plan::One(Part::Send(Send { to: 0, .. }))));
+        let p = plan(&classified(&["SET", "{foo}x", "1"]), &t).unwrap();
+        assert!(matches!(p, Plan::One(Send { to: 0, .. })));
     }
 
     #[test]
     fn keys_in_two_slots_are_crossslot_unless_the_command_splits() {
         let t = two_backends();
-        let m = MovedKeys::default();
         assert_eq!(
-            plan(&classified(&["RENAME", "foo", "a"]), &t, &m).unwrap_err(),
+            plan(&classified(&["RENAME", "foo", "a"]), &t).unwrap_err(),
             DataError::CrossSlot
         );
-        let p = plan(&classified(&["MGET", "foo", "a", "bar"]), &t, &m).unwrap();
+        let p = plan(&classified(&["MGET", "foo", "a", "bar"]), &t).unwrap();
         let Plan::Gather {
             parts,
             merge: Merge::Mget(order),
@@ -442,26 +337,6 @@ mod tests {
         };
         assert_eq!(parts.len(), 2);
         assert_eq!(order.len(), 3);
-    }
-
-    #[test]
-    fn a_migrating_slot_moves_keys_first_until_they_are_known_moved() {
-        let mut b = SlotTableBuilder::default();
-        for s in 0..tessera_model::router::SLOTS as u16 {
-            b.assign_migrating(SlotId(s), GroupId(2), "t:1", Some("s:1"));
-        }
-        let t = b.build(7);
-        let moved = MovedKeys::default();
-        let c = classified(&["GET", "k"]);
-        let Plan::One(Part::Move(m)) = plan(&c, &t, &moved).unwrap() else {
-            panic!("a key of a migrating slot is moved first");
-        };
-        assert_eq!((m.epoch, m.keys.len()), (7, 1));
-        moved.insert(7, &m.keys);
-        assert!(matches!(
-            plan(&c, &t, &moved).unwrap(),
-            Plan::One(Part::Send(_))
-        ));
     }
 
     #[test]
@@ -477,11 +352,10 @@ mod tests {
                 mode: ReadMode::PreferReplica,
                 max_lag_ms: 60_000,
             });
-        let t = b.build(1);
+        let t = Arc::new(b.build(1));
         reg.get("r:1").prove(now_us());
-        let m = MovedKeys::default();
-        let to = |args: &[&str]| match plan(&classified(args), &t, &m).unwrap() {
-            Plan::One(Part::Send(s)) => t.backend_addr(s.to).to_string(),
+        let to = |args: &[&str]| match plan(&classified(args), &t).unwrap() {
+            Plan::One(s) => t.backend_addr(s.to).to_string(),
             p => panic!("{args:?} planned as {p:?}"),
         };
         assert_eq!(to(&["GET", "a"]), "r:1");
@@ -510,14 +384,13 @@ mod tests {
         let mut b = SlotTableBuilder::default();
         b.assign(SlotId::of_key(b"k"), GroupId(1), "a:1")
             .blocked(SlotId::of_key(b"k"));
-        let t = b.build(1);
-        let m = MovedKeys::default();
+        let t = Arc::new(b.build(1));
         assert!(matches!(
-            plan(&classified(&["GET", "k"]), &t, &m),
+            plan(&classified(&["GET", "k"]), &t),
             Err(DataError::SlotBlocked(_))
         ));
         assert!(matches!(
-            plan(&classified(&["GET", "foo"]), &t, &m),
+            plan(&classified(&["GET", "foo"]), &t),
             Err(DataError::SlotNotServed(_))
         ));
     }
