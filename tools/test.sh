@@ -55,6 +55,9 @@ node_ok || { echo "test.sh: tests/clients needs Node.js >= 20.19 with npm" >&2; 
 cargo build --locked --release --target wasm32-unknown-unknown \
   -p tessera-plugin-filter -p tessera-plugin-bucket -p tessera-plugin-metrics \
   -p tessera-plugin-faulty -p tessera-plugin-template -p tessera-plugin-converter
+# The same examples in C and AssemblyScript (sdk/c, sdk/assemblyscript), next to them: installs
+# the pinned Zig (pip, into sdk/c/.zig) and AssemblyScript (npm ci in sdk/assemblyscript) once.
+sdk/build-languages.sh
 
 # One build of everything (the tessera binary the suite drives, and lib, bin, tests, benches in
 # test mode), then every test. `cargo test` alone does not build a package's binary unless that

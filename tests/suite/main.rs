@@ -77,6 +77,8 @@ mod fencing;
 mod plugins;
 // The converter plugin: key namespaces per user and value compression, against plain Redis.
 mod converter;
+// Plugins written in C and AssemblyScript, run by a proxy: the filter and the metrics plugin.
+mod plugin_languages;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;
