@@ -2,7 +2,7 @@
 // slots in flight as ranges, the throttle's text.
 
 import { describe, expect, it } from 'vitest';
-import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
+import { copyRounds, describeThrottle, donePercent, eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
 import { slotProgress } from './answers';
 
 const moving = slotProgress();
@@ -89,6 +89,18 @@ describe('progress', () => {
         ],
       }),
     ).toEqual({ migrating: 2, 'preparing (aborting)': 1 });
+  });
+  it('sums the copy rounds of the slots still copying', () => {
+    expect(copyRounds({ slots: [] })).toBeNull();
+    expect(
+      copyRounds({
+        slots: [
+          { ...moving, slot: 1, phase: 'copying', round: 3, changed_last_round: 40, converged: false },
+          { ...moving, slot: 2, phase: 'copying', round: 5, changed_last_round: 2, converged: true },
+          { ...moving, slot: 3, phase: 'cleanup', round: 9, changed_last_round: 0, converged: true },
+        ],
+      }),
+    ).toEqual({ copying: 2, round: 5, changed: 42, converged: 1 });
   });
 });
 

@@ -8,7 +8,7 @@ import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { MigrationStatus } from '../api/shapes';
 import { formatBytes, formatNumber } from '../lib/format';
-import { describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
+import { copyRounds, describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
 import { Samples } from '../lib/ring';
 import { ErrorBox, useConfirm, useNotices } from './ui';
 
@@ -57,6 +57,7 @@ export function MigrationProgress({
   const rate = status.keys_per_sec > 0 ? status.keys_per_sec : keysPerSecond(samples);
   const etaSecs = status.eta_secs ?? (active ? eta(active, tracker.slotRate(active)) : 0);
   const counts = stateCounts(status);
+  const rounds = copyRounds(status);
   const turning = status.slots.some((s) => s.aborting);
 
   const abortAll = async () => {
@@ -142,11 +143,21 @@ export function MigrationProgress({
         {' · '}
         <span data-testid="migration-throttle">speed cap: {cap ?? 'none'}</span>
         {status.slowest_command ? (
-          <span title="The slowest command the mover sent: how long it may have blocked a server">
-            {' · '}slowest mover command {status.slowest_command.ms.toFixed(1)} ms ({status.slowest_command.command})
+          <span title="The slowest command the copy sent: how long it may have blocked a server">
+            {' · '}slowest copy command {status.slowest_command.ms.toFixed(1)} ms ({status.slowest_command.command})
           </span>
         ) : null}
       </div>
+      {rounds && (
+        <div
+          className="muted small"
+          data-testid="migration-rounds"
+          title="While a slot is copied its source keeps serving it; each round copies again the keys written during the one before, and a slot is handed off once a round leaves few enough"
+        >
+          copy rounds: {rounds.copying} slots copying, round {rounds.round},{' '}
+          {formatNumber(rounds.changed)} keys written during the last round, {rounds.converged} converged
+        </div>
+      )}
       {status.blocked && (
         <div className="error-box" data-testid="migration-blocked">
           Held: {status.blocked}

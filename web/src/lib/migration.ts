@@ -99,6 +99,24 @@ export function stateCounts(st: Pick<MigrationStatus, 'slots'>): Record<string, 
 }
 
 /**
+ * The copy rounds of the slots still copying: how many, the furthest round, the keys written
+ * during their last round (copied again in the next), and how many have converged (their last
+ * round left few enough keys for a handoff). `null` when no slot is copying.
+ */
+export function copyRounds(
+  st: Pick<MigrationStatus, 'slots'>,
+): { copying: number; round: number; changed: number; converged: number } | null {
+  const copying = st.slots.filter((s) => s.phase === 'copying');
+  if (copying.length === 0) return null;
+  return {
+    copying: copying.length,
+    round: Math.max(...copying.map((s) => s.round)),
+    changed: copying.reduce((n, s) => n + s.changed_last_round, 0),
+    converged: copying.filter((s) => s.converged).length,
+  };
+}
+
+/**
  * Tracks one migration's total across polls: `start(n)` when the operator queues n slots on
  * top of those already moving; `observe(active)` on every poll.
  */

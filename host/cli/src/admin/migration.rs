@@ -121,7 +121,7 @@ fn render_migrations(v: &MigrationStatus) -> String {
         v.eta_secs.map_or("-".to_string(), |s| format!("{s:.0}s")),
     );
     out.push_str(&format!(
-        "speed cap: {}  slowest mover command: {}\n",
+        "speed cap: {}  slowest copy command: {}\n",
         render_throttle(&v.throttle),
         v.slowest_command
             .as_ref()
@@ -151,18 +151,32 @@ fn render_migrations(v: &MigrationStatus) -> String {
     {
         rows.push(vec![
             s.slot.to_string(),
-            word(&s.state),
+            word(&s.phase),
             format!("{} → {}", s.source, s.target),
             if s.aborting {
                 "abort".into()
             } else {
                 String::new()
             },
+            s.round.to_string(),
+            s.changed_last_round.to_string(),
+            if s.converged { "yes" } else { "no" }.into(),
             s.keys_moved.to_string(),
         ]);
     }
     if !rows.is_empty() {
-        let mut t = Table::new(&["SLOT", "STATE", "GROUPS", "", "KEYS MOVED"]);
+        // A copy round re-copies the keys written during the one before; a slot converges
+        // once a round leaves few enough for its handoff.
+        let mut t = Table::new(&[
+            "SLOT",
+            "PHASE",
+            "GROUPS",
+            "",
+            "ROUND",
+            "CHANGED",
+            "CONVERGED",
+            "KEYS MOVED",
+        ]);
         for r in rows {
             t.row(r);
         }
@@ -189,7 +203,7 @@ mod tests {
             "keys_per_sec": 3.0, "bytes_per_sec": 1024.0, "run_keys_moved": 12,
             "run_bytes_moved": 2048, "keys_left": 40, "eta_secs": 13.3,
             "throttle": {"max_keys_per_sec": 5000, "max_bytes_per_sec": 2097152},
-            "slowest_command": {"ms": 1.25, "command": "MIGRATE"}, "blocked": "waiting",
+            "slowest_command": {"ms": 1.25, "command": "EVAL (copy of 200 keys)"}, "blocked": "waiting",
             "max_slots_in_flight": 512, "abort_pending": false, "write_pause": null
         }))
         .unwrap();
@@ -201,7 +215,8 @@ mod tests {
         assert!(out.contains("keys left ~40  eta 13s"), "{out}");
         assert!(out.contains("speed cap: 5000 keys/s, 2.0 MiB/s"), "{out}");
         assert!(
-            out.contains("1.2 ms (MIGRATE)") || out.contains("1.3 ms (MIGRATE)"),
+            out.contains("1.2 ms (EVAL (copy of 200 keys))")
+                || out.contains("1.3 ms (EVAL (copy of 200 keys))"),
             "{out}"
         );
         assert!(out.contains("held: waiting"), "{out}");
@@ -213,7 +228,7 @@ mod tests {
             .collect();
         assert_eq!(
             rows,
-            [["7", "copying", "1", "→", "2", "abort", "12"]],
+            [["7", "copying", "1", "→", "2", "abort", "2", "3", "no", "12"]],
             "pending slots are not listed: {out}"
         );
         assert_eq!(render_throttle(&ThrottleLimits::default()), "none");
