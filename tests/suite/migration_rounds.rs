@@ -111,8 +111,11 @@ fn a_write_storm_on_one_moving_slot_converges_or_says_why_and_loses_nothing() {
             max_round = max_round.max(sl.round);
         }
         if let Some(b) = &st.blocked {
+            // Either the rounds do not converge, or one did and its final copy could not
+            // finish inside the handoff's budget (the slot was released and copies on).
             assert!(
-                b.contains(&format!("slot {s} is written faster than it is copied")),
+                b.contains(&format!("slot {s} is written faster than it is copied"))
+                    || b.starts_with("a handoff was given up"),
                 "the storm's move is held for another reason: {st:?}"
             );
             reason = Some(b.clone());

@@ -182,6 +182,40 @@ impl RedisClient {
         })?
     }
 
+    /// Sends already-encoded requests without reading their replies: the caller reads them
+    /// later with [`RedisClient::receive`], in order, before using the connection otherwise
+    /// (so that the server works on them meanwhile).
+    ///
+    /// # Errors
+    /// I/O failure or timeout.
+    pub async fn send(&mut self, req: &[u8]) -> Result<(), ClientError> {
+        let (timeout, addr) = (self.timeout, self.addr.clone());
+        tokio::time::timeout(timeout, self.stream.send_all(req))
+            .await
+            .map_err(|_| ClientError::Timeout {
+                addr: addr.clone(),
+                ms: timeout.as_millis(),
+            })?
+            .map_err(|e| ClientError::Io {
+                addr,
+                reason: e.to_string(),
+            })
+    }
+
+    /// Reads the `n` replies of requests sent by [`RedisClient::send`].
+    ///
+    /// # Errors
+    /// As `cmd`.
+    pub async fn receive(&mut self, n: usize) -> Result<Vec<Value>, ClientError> {
+        let timeout = self.timeout;
+        tokio::time::timeout(timeout, self.read_replies(n))
+            .await
+            .map_err(|_| ClientError::Timeout {
+                addr: self.addr.clone(),
+                ms: timeout.as_millis(),
+            })?
+    }
+
     /// Sends several commands in one write and reads their replies in order.
     ///
     /// # Errors

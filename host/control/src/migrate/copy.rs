@@ -69,7 +69,7 @@ pub struct CopyConfig {
 impl Default for CopyConfig {
     fn default() -> Self {
         Self {
-            scan_count: 1000,
+            scan_count: 400,
             batch: 200,
             chunk: 500,
             timeout: Duration::from_secs(10),
@@ -152,6 +152,7 @@ pub fn spawn(
         scan: None,
         capture: None,
         targets: BTreeMap::new(),
+        unsettled: BTreeMap::new(),
         src: None,
         paced_until: None,
         big_done: mpsc::unbounded_channel(),
@@ -208,7 +209,18 @@ struct Following {
     capture: Arc<Mutex<Capture>>,
     /// Set by the capture's task when the stream is lost.
     broken: Arc<std::sync::atomic::AtomicBool>,
+    /// The source's replication offset once the capture was set up: until the capture has
+    /// read that far, the stream is not flowing yet (a diskless source starts it a while
+    /// after its RDB), so a round that saw no write proves nothing and no slot converges.
+    live_at: u64,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Following {
+    /// The capture has read every write made before it was set up.
+    fn live(&self) -> bool {
+        self.capture.lock().expect("capture lock poisoned").offset() >= self.live_at
+    }
 }
 
 impl Drop for Following {
@@ -229,6 +241,11 @@ struct Copy {
     capture: Option<Following>,
     /// Connections to the targets' masters, by address.
     targets: BTreeMap<String, RedisClient>,
+    /// RESTOREs sent to a target whose replies are not read yet, by address: the target
+    /// restores one batch while the source reads the next (`copy_keys`), instead of the two
+    /// taking turns. Read (`settle`) before a round ends, before a final copy is done, and
+    /// before the connection is used for anything else.
+    unsettled: BTreeMap<String, Unsettled>,
     /// The command connection to the source.
     src: Option<RedisClient>,
     /// No batch before then (the speed cap): the loop waits for it, or for a command.
@@ -239,6 +256,14 @@ struct Copy {
         mpsc::UnboundedSender<BigCopied>,
         mpsc::UnboundedReceiver<BigCopied>,
     ),
+}
+
+/// A batch of RESTOREs sent to a target, not yet answered.
+#[derive(Default)]
+struct Unsettled {
+    requests: usize,
+    bytes: u64,
+    slots: Vec<u16>,
 }
 
 /// A big key's chunked copy, done or failed.
@@ -357,11 +382,18 @@ impl Copy {
         self.stop_big(tasks).await;
         self.scan = None;
         self.capture = None;
+        self.unsettled.clear();
         self.targets.clear();
         self.src = None;
     }
 
     async fn command(&mut self, c: Command) {
+        // Whatever the command changes (slots forgotten, a final copy), the RESTOREs sent so
+        // far are answered first: none of them lands on a target after it.
+        if let Err(e) = self.settle().await {
+            self.lose_all(&format!("restoring on a target failed: {e}"))
+                .await;
+        }
         match c {
             Command::Add(slots) => {
                 if let Err(e) = self.follow(&slots).await {
@@ -501,7 +533,17 @@ impl Copy {
             .ack(0)
             .await
             .map_err(|e| io_error(&self.source, e))?;
-        debug!(source = %self.source, offset = from, "capture following the source");
+        let live_at = {
+            let src = self.src().await?;
+            let reply = src.cmd(&[&b"INFO"[..], b"replication"]).await?;
+            let text = reply.as_text().unwrap_or_default();
+            info_fields(&text)
+                .into_iter()
+                .find(|(k, _)| k == "master_repl_offset")
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .ok_or_else(|| refused(&source, "INFO replication", &reply))?
+        };
+        debug!(source = %self.source, offset = from, live_at, "capture following the source");
         let capture = Arc::new(Mutex::new(Capture::new(
             [],
             from,
@@ -517,6 +559,7 @@ impl Copy {
         Ok(Following {
             capture,
             broken,
+            live_at,
             task,
         })
     }
@@ -574,6 +617,8 @@ impl Copy {
         // Later rounds: the written keys of every slot, a batch at a time.
         let batch = self.next_batch();
         if batch.is_empty() {
+            // The round's last RESTOREs are answered before it ends.
+            self.settle().await?;
             return Ok(if self.end_rounds() {
                 Step::Worked
             } else {
@@ -719,6 +764,7 @@ impl Copy {
             bytes += args.iter().map(|a| a.len() as u64).sum::<u64>();
             push_request(&mut req, &args);
         }
+        self.settle().await?;
         let dst = self.target(&target).await?;
         let replies = dst.encoded_many(&req, ops.len()).await?;
         if let Some(err) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
@@ -787,6 +833,7 @@ impl Copy {
                     .into(),
             });
         }
+        let live = self.capture.as_ref().is_some_and(Following::live);
         let mut any = false;
         let mut reports = Vec::new();
         for &slot in slots {
@@ -811,7 +858,7 @@ impl Copy {
                 into.ttl |= e.ttl;
             }
             any |= left > 0;
-            let converged = left <= self.config.converge_keys && !big;
+            let converged = live && left <= self.config.converge_keys && !big;
             // A slot nothing was written to reports only when that changes its state.
             if left > 0 || s.round == 0 || converged != s.converged {
                 reports.push(Report::Round {
@@ -875,17 +922,21 @@ impl Copy {
             entry.1 += 1;
             entry.3.push(slot);
         }
+        // The previous batch's RESTOREs ran on the targets while the source read this one.
+        self.settle().await?;
         for (target, (req, n, bytes, slots)) in per_target {
             if n == 0 {
                 continue;
             }
-            let c = self.target(&target).await?;
-            let replies = c.encoded_many(&req, n).await?;
-            if let Some(e) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
-                return Err(refused(&target, "RESTORE", e));
-            }
-            self.progress.add_slots(slots.into_iter());
-            self.progress.add_total(n as u64, bytes);
+            self.target(&target).await?.send(&req).await?;
+            self.unsettled.insert(
+                target,
+                Unsettled {
+                    requests: n,
+                    bytes,
+                    slots,
+                },
+            );
             if pace {
                 let wait = self.throttle.charge(n as u64, bytes, Instant::now());
                 if !wait.is_zero() {
@@ -895,6 +946,23 @@ impl Copy {
         }
         for (key, slot, kind) in big {
             self.spawn_big(key, slot, kind);
+        }
+        Ok(())
+    }
+
+    /// Reads the replies of the RESTOREs sent and not yet answered; a refusal fails the copy.
+    async fn settle(&mut self) -> Result<(), MoverError> {
+        for (target, u) in std::mem::take(&mut self.unsettled) {
+            let c = self
+                .targets
+                .get_mut(&target)
+                .expect("a connection with requests in flight");
+            let replies = c.receive(u.requests).await?;
+            if let Some(e) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
+                return Err(refused(&target, "RESTORE", e));
+            }
+            self.progress.add_slots(u.slots.into_iter());
+            self.progress.add_total(u.requests as u64, u.bytes);
         }
         Ok(())
     }
@@ -913,6 +981,14 @@ impl Copy {
     /// in the server's socket is dropped with its client. A target that cannot be reached
     /// to kill it closes the connection itself when the task ends.
     async fn stop_big(&mut self, tasks: Vec<BigTask>) {
+        if !tasks.is_empty() && !self.unsettled.is_empty() {
+            // The kill goes on a connection that may have RESTOREs in flight.
+            if let Err(e) = self.settle().await {
+                warn!(source = %self.source, error = %e, "a RESTORE failed while a copy stopped");
+                self.unsettled.clear();
+                self.targets.clear();
+            }
+        }
         for t in tasks {
             t.handle.abort();
             let Some(id) = t.client.get().map(i64::to_string) else {
@@ -1079,6 +1155,7 @@ impl Copy {
                 .await
                 .map_err(|e| e.to_string())?;
         }
+        self.settle().await.map_err(|e| e.to_string())?;
         // A key grown too big for one RESTORE since the last round went to a chunked copy:
         // the handoff cannot wait for it.
         if let Some(slot) = slots
