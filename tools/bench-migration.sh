@@ -92,6 +92,10 @@ for r in $R1 $R2; do
   redis-cli -p "$r" config set slowlog-log-slower-than 5000 >/dev/null
   redis-cli -p "$r" latency reset >/dev/null; redis-cli -p "$r" slowlog reset >/dev/null
 done
+# CPU seconds (user + system) of each process of the cluster, to say where a move's cost goes.
+cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+cpu_all() { for p in "${PIDS[@]}"; do printf '%s ' "$(cpu "$p")"; done; }
+CPU0=$(cpu_all)
 START=$(date +%s.%N)
 api POST /api/migrations "{\"from\":0,\"to\":511,\"group\":2${CAP:+,\"max_keys_per_sec\":$CAP}}" >/dev/null
 LOADPID=
@@ -117,6 +121,7 @@ until api GET /api/migrations | python3 -c 'import json,sys; sys.exit(0 if not j
   sleep 0.2
 done
 END=$(date +%s.%N)
+CPU1=$(cpu_all)
 [ -n "$HANDED" ] || HANDED=$END HANDED_KEYS=$(redis-cli -p "$R2" dbsize)
 [ -n "$LOADPID" ] && { kill $LOADPID 2>/dev/null; wait $LOADPID 2>/dev/null || true; pkill -f "redis-benchmark -p ($P|$P2) " 2>/dev/null || true; }
 MOVED=$(redis-cli -p "$R2" dbsize)
@@ -125,6 +130,15 @@ COPY_SECS=$(python3 -c "print(round($HANDED-$START,2))")
 RATE=$(python3 -c "print(int($HANDED_KEYS/($HANDED-$START)))")
 echo "migration: $HANDED_KEYS of $TOTAL keys copied and handed off (slots 0-511 → group 2) in ${COPY_SECS}s = $RATE keys/s; the source's copies deleted ${SECS}s after the start"
 api GET /api/migrations | python3 -c 'import json,sys; s=json.load(sys.stdin); w=s.get("write_pause") or {}; c=s.get("slowest_command") or {}; print("  write pause per slot: p50 %s ms  p99 %s ms  max %s ms; slowest mover command: %s ms (%s); bytes moved %s" % (round(w.get("p50_ms",0),1), round(w.get("p99_ms",0),1), round(w.get("max_ms",0),1), round(c.get("ms",0),1), c.get("command"), s.get("bytes_moved")))'
+python3 - "$CPU0" "$CPU1" "$START" "$END" <<'PY'
+import sys
+names = ["source redis", "target redis", "dashboard", "proxy 1", "proxy 2"]
+a, b = (list(map(float, x.split())) for x in sys.argv[1:3])
+wall = float(sys.argv[4]) - float(sys.argv[3])
+used = [y - x for x, y in zip(a, b)]
+print("  CPU seconds from the start to idle (%.1f s wall, 2 cores): " % wall
+      + ", ".join(f"{n} {u:.1f}" for n, u in zip(names, used)))
+PY
 BYTES=$(api GET /api/migrations | python3 -c 'import json,sys; print(json.load(sys.stdin).get("bytes_moved") or 0)')
 echo "  bytes moved $BYTES = $(python3 -c "print(round($BYTES/($HANDED-$START)/1e6,1))") MB/s until the handoff"
 if [ "$LOAD" = 1 ]; then
