@@ -2,8 +2,8 @@
 //! direction:
 //!
 //! ```text
-//! read → decode (resp) → classify (pipeline::classify) → plugin layer (plugins)
-//!      → plan (pipeline::plan) → send (send) → resolve + merge (reply, pipeline::merge)
+//! read → decode (resp) → classify (stages::classify) → plugin layer (plugins)
+//!      → plan (stages::plan) → send (send) → resolve + merge (reply, stages::merge)
 //!      → observers (plugins) → output buffer → write
 //! ```
 //!

@@ -2,7 +2,7 @@
 //! confirmations it answers itself, RESP2's subscribed mode (only the (un)subscribe commands,
 //! PING, QUIT and RESET), and writing the hub's messages to the client between replies, never
 //! inside one. PUBLISH and PUBSUB's introspection are planned like any command
-//! (`pipeline::plan`); the hub and its backend connections are `pubsub`'s.
+//! (`stages::plan`); the hub and its backend connections are `pubsub`'s.
 
 use std::rc::Rc;
 
