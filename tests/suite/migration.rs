@@ -841,8 +841,26 @@ fn slots_move_between_servers_with_passwords() {
     let mut c = conn(proxy);
     let _: () = c.set("touched:count", 0).expect("SET");
 
-    // Capped at 1000 keys/s, the move of ~1500 keys takes over a second: long enough for the
-    // proxy to move the keys its client touches (MIGRATE … AUTH2 to a server with a password).
+    // A cap with no migration running would end before any move: refused, through the API
+    // and the CLI alike (the CLI used to print the cap and exit 0, and the next migration
+    // ran uncapped).
+    let refused = api
+        .put("/api/migrations/throttle", &json!({"max_keys_per_sec": 300}))
+        .expect_error(409, "conflict");
+    assert!(refused.contains("no migration is running"), "{refused}");
+    let out = cp.admin_cli(
+        crate::support::TOKEN,
+        &["throttle", "--max-keys-per-sec", "300"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("no migration is running"),
+        "the CLI took a cap with nothing running: {out:?}"
+    );
+    assert!(status(&cp).throttle.max_keys_per_sec.is_none());
+
+    // Capped at 1000 keys/s, the move of ~1500 keys takes over a second while the client
+    // reads and writes keys of the moving slots on a server with a password.
     let queued = api
         .post(
             "/api/migrations",

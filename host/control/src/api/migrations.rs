@@ -116,7 +116,8 @@ async fn migrate(
 /// Change the running migration's speed cap
 ///
 /// Sets (or with `{}` lifts) the cap of the running migration, at once; it is persisted for a
-/// successor dashboard and ends with the migration.
+/// successor dashboard and ends with the migration. With no migration running it is refused
+/// (409): a cap is given with the migration it limits.
 #[utoipa::path(
     put,
     path = "/api/migrations/throttle",
@@ -126,6 +127,7 @@ async fn migrate(
     responses(
         (status = 200, description = "The cap now.", body = ThrottleAnswer),
         (status = 400, description = "An unknown field, or a cap out of range.", body = ErrorBody),
+        (status = 409, description = "No migration is running (give the cap with the migration).", body = ErrorBody),
         (status = 503, description = "The store is unreachable.", body = ErrorBody),
     )
 )]
@@ -135,7 +137,7 @@ async fn set_throttle(
 ) -> Result<Json<ThrottleAnswer>, ApiError> {
     let Json(b) = body?;
     let throttle = limits(b.max_keys_per_sec, b.max_mb_per_sec)?;
-    d.set_migration_throttle(throttle).await?;
+    d.change_migration_throttle(throttle).await?;
     Ok(Json(ThrottleAnswer { throttle }))
 }
 

@@ -368,6 +368,23 @@ impl Dashboard {
         Ok(())
     }
 
+    /// Changes the running migration's cap (`PUT /api/migrations/throttle`).
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when no migration runs: a cap ends with its migration, so one set
+    /// now would be lifted before any move (it used to be taken, and silently dropped); the
+    /// store fails.
+    pub async fn change_migration_throttle(&self, limits: Limits) -> Result<(), Error> {
+        if self.slot_models().iter().all(|s| s.action.is_none()) {
+            return Err(Error::conflict(
+                "no migration is running: a speed cap applies to a running migration and ends \
+                 with it; give it with the migration (POST /api/migrations \
+                 max_keys_per_sec/max_mb_per_sec, tessera admin migrate … --max-keys-per-sec N)",
+            ));
+        }
+        self.set_migration_throttle(limits).await
+    }
+
     /// Reads the cap a predecessor set on a migration still running (at start).
     ///
     /// # Errors
