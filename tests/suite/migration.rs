@@ -845,7 +845,10 @@ fn slots_move_between_servers_with_passwords() {
     // and the CLI alike (the CLI used to print the cap and exit 0, and the next migration
     // ran uncapped).
     let refused = api
-        .put("/api/migrations/throttle", &json!({"max_keys_per_sec": 300}))
+        .put(
+            "/api/migrations/throttle",
+            &json!({"max_keys_per_sec": 300}),
+        )
         .expect_error(409, "conflict");
     assert!(refused.contains("no migration is running"), "{refused}");
     let out = cp.admin_cli(
