@@ -24,8 +24,13 @@ fn the_filter_in_c_and_assemblyscript_denies_through_a_proxy_and_nothing_reaches
             "read_only_keys": ["frozen:*"],
             "max_value_bytes": 100,
         });
+        // Cluster-wide admin commands allowed, so that FLUSHALL reaches the plugin (the proxy
+        // refuses it by default before any plugin runs).
         let proxy = Proxy::builder(&[&a, &b])
-            .config(&plugin_toml(name, &config, ""))
+            .config(&format!(
+                "admin_commands = true\n{}",
+                plugin_toml(name, &config, "")
+            ))
             .admin()
             .start();
         let mut c = proxy.raw();
