@@ -29,22 +29,48 @@ fn storm(
     keys: Vec<String>,
     stop: Arc<AtomicBool>,
 ) -> (HashMap<String, u64>, Vec<String>) {
+    writer(addr, keys, stop, usize::MAX, Duration::ZERO)
+}
+
+/// Like [`storm`], but `per_batch` keys at a time (taking turns) with `pause` between
+/// batches: a steady load whose written keys per copy round stay few, so that the slot
+/// converges however slow the machine.
+fn writer(
+    addr: std::net::SocketAddr,
+    keys: Vec<String>,
+    stop: Arc<AtomicBool>,
+    per_batch: usize,
+    pause: Duration,
+) -> (HashMap<String, u64>, Vec<String>) {
     let mut c = conn(addr);
     let mut acked = HashMap::new();
     let mut errors = Vec::new();
     let mut version = 0u64;
     // Bounded: at most 10 minutes of rounds even if nobody says stop.
     let until = Instant::now() + Duration::from_secs(600);
+    let mut next = 0;
     while !stop.load(Ordering::Relaxed) && Instant::now() < until {
         version += 1;
+        let batch: Vec<&String> = if per_batch >= keys.len() {
+            keys.iter().collect()
+        } else {
+            let b = (0..per_batch)
+                .map(|i| &keys[(next + i) % keys.len()])
+                .collect();
+            next = (next + per_batch) % keys.len();
+            b
+        };
         let mut p = redis::pipe();
-        for k in &keys {
-            p.set(k, version).ignore();
+        for k in &batch {
+            p.set(*k, version).ignore();
         }
         match p.query::<()>(&mut c) {
             Ok(()) => {
-                for k in &keys {
+                for k in batch {
                     acked.insert(k.clone(), version);
+                }
+                if !pause.is_zero() {
+                    thread::sleep(pause);
                 }
             }
             Err(e) => {
@@ -154,14 +180,17 @@ fn a_slot_moved_away_and_straight_back_keeps_every_write() {
     cp.assign(0, 1023, 1);
     let s = slot(b"{back}");
     let keys = slot_keys("back", 3000);
+    let mut c = conn(cp.proxies[0].addr());
+    for chunk in keys.chunks(1000) {
+        let pairs: Vec<(&String, u64)> = chunk.iter().map(|k| (k, 0)).collect();
+        let _: () = c.mset(&pairs).expect("MSET");
+    }
+    // Writes all along (50 keys every 20 ms): few enough per copy round to converge.
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
+    let load = {
         let (addr, keys, stop) = (cp.proxies[0].addr(), keys.clone(), stop.clone());
-        thread::spawn(move || storm(addr, keys, stop))
+        thread::spawn(move || writer(addr, keys, stop, 50, Duration::from_millis(20)))
     };
-    wait_for("every key written", Duration::from_secs(30), || {
-        cp.servers[0].dbsize() == 3000
-    });
     let api = cp.api();
     api.post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
@@ -188,7 +217,7 @@ fn a_slot_moved_away_and_straight_back_keeps_every_write() {
         owners(&cp)[s as usize] == Some(1) && idle(&cp)
     });
     stop.store(true, Ordering::Relaxed);
-    let (acked, errors) = writer.join().expect("writer");
+    let (acked, errors) = load.join().expect("writer");
     assert!(errors.is_empty(), "clients got errors: {errors:?}");
     assert_eq!(cp.servers[0].dbsize(), 3000);
     assert_eq!(cp.servers[1].dbsize(), 0, "the way-back target kept copies");

@@ -533,16 +533,7 @@ impl Copy {
             .ack(0)
             .await
             .map_err(|e| io_error(&self.source, e))?;
-        let live_at = {
-            let src = self.src().await?;
-            let reply = src.cmd(&[&b"INFO"[..], b"replication"]).await?;
-            let text = reply.as_text().unwrap_or_default();
-            info_fields(&text)
-                .into_iter()
-                .find(|(k, _)| k == "master_repl_offset")
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .ok_or_else(|| refused(&source, "INFO replication", &reply))?
-        };
+        let live_at = self.repl_offset().await?;
         debug!(source = %self.source, offset = from, live_at, "capture following the source");
         let capture = Arc::new(Mutex::new(Capture::new(
             [],
@@ -562,6 +553,23 @@ impl Copy {
             live_at,
             task,
         })
+    }
+
+    /// The source's replication offset now (`master_repl_offset`): every write it has made
+    /// is before it.
+    async fn repl_offset(&mut self) -> Result<u64, MoverError> {
+        let source = self.source.clone();
+        let reply = self
+            .src()
+            .await?
+            .cmd(&[&b"INFO"[..], b"replication"])
+            .await?;
+        let text = reply.as_text().unwrap_or_default();
+        info_fields(&text)
+            .into_iter()
+            .find(|(k, _)| k == "master_repl_offset")
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .ok_or_else(|| refused(&source, "INFO replication", &reply))
     }
 
     async fn src(&mut self) -> Result<&mut RedisClient, MoverError> {
@@ -1061,19 +1069,7 @@ impl Copy {
             return Err(format!("slot {s} is not copied yet"));
         }
         // The source's offset now: every write to the slots is before it.
-        let upto = {
-            let src = self.src().await.map_err(|e| e.to_string())?;
-            let reply = src
-                .cmd(&[&b"INFO"[..], b"replication"])
-                .await
-                .map_err(|e| e.to_string())?;
-            let text = reply.as_text().unwrap_or_default();
-            info_fields(&text)
-                .into_iter()
-                .find(|(k, _)| k == "master_repl_offset")
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .ok_or_else(|| format!("the source answered INFO with {reply:?}"))?
-        };
+        let upto = self.repl_offset().await.map_err(|e| e.to_string())?;
         let Some(capture) = self.capture.as_ref().map(|f| f.capture.clone()) else {
             return Err("the capture is not running".into());
         };
