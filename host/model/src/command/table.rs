@@ -177,6 +177,8 @@ pub enum Options {
     /// EVALSHA, EVALSHA_RO, FCALL, FCALL_RO: a script or function missing on the server
     /// that answers is recovered (see `session::scripts`).
     ScriptCall,
+    /// SCRIPT LOAD: the script's body is kept on every master too (see `session::scripts`).
+    ScriptLoad,
 }
 
 /// The whole table, built once.
@@ -292,6 +294,7 @@ impl Command {
             "SORT" | "SORT_RO" => Options::Sort,
             "COPY" => Options::Copy,
             "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => Options::ScriptCall,
+            "SCRIPT|LOAD" => Options::ScriptLoad,
             _ => Options::Plain,
         };
         let keys_by = match raw.name {

@@ -71,7 +71,9 @@ impl Held {
                 }
                 Err(e) => return Err(e),
                 // Proxy-answered commands are never planned against a slot.
-                Ok(Plan::Local(_)) => return Err(DataError::SlotBlocked(self.slot)),
+                Ok(Plan::Local(_) | Plan::Session(_)) => {
+                    return Err(DataError::SlotBlocked(self.slot));
+                }
                 Ok(p) => {
                     let sender = Sender {
                         worker: &worker,

@@ -55,7 +55,7 @@ impl Session {
             return Cached::Pass;
         }
         let table = self.worker.shared.router.load();
-        let slot_id = table.slot_of(key);
+        let slot_id = c.first_slot(&table);
         // A prefix route's keys are another cluster's: its writes would not invalidate here.
         if SlotTable::is_routed(slot_id) {
             return Cached::Pass;

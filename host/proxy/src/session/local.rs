@@ -37,6 +37,11 @@ fn lossy(b: &[u8]) -> String {
 impl Session {
     pub(super) fn local(&mut self, l: Local, c: &Classified<'_>) -> Pending {
         let req = c.req;
+        if l == Local::Ping
+            && let Some(pong) = self.subscribed_ping(c)
+        {
+            return pong;
+        }
         let r = match l {
             Local::Ping if req.argc() > 2 => Err(DataError::WrongArity("ping".into())),
             Local::Ping if req.argc() == 2 => Ok(Frame::Bulk(req.arg_bytes(1))),

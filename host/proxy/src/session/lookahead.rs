@@ -2,8 +2,9 @@
 //! of plain routed commands (keyed or split, not blocking), the requests read with it are
 //! decoded ahead (up to the session's batch room), and the run is shown to the plugins at once,
 //! one call per plugin for all of the run's commands it hooks (`Instance::on_commands`). The
-//! session then dispatches the requests one by one as before, each taking its precomputed
-//! [`Decision`] and classification. A request no plugin hooks, met first, goes straight on.
+//! session then dispatches the requests one by one as before, each handed on as a [`Decoded`]
+//! with its precomputed [`Decision`] and classification. A request no plugin hooks, met first,
+//! goes straight on.
 //!
 //! A run ends before any other command (AUTH, HELLO, SELECT, MULTI, SUBSCRIBE, a blocking
 //! command …): those change what later commands are or may do, so the commands after them are
@@ -18,20 +19,62 @@ use super::Session;
 use super::plugins::{Decision, Observers};
 use crate::stages::classify::{Classified, classify};
 use tessera_model::command::{Command, Kind};
+use tessera_model::router::SlotId;
 use tessera_resp::{ProtocolError, Request};
 
 /// Requests decoded ahead, with the plugin decisions made for them.
 #[derive(Default)]
 pub(super) struct Lookahead {
     ahead: VecDeque<Ahead>,
-    /// The decision for the request just handed to the session (taken by `run_plugins`).
-    decided: Option<Decision>,
-    /// Its classification, made by the pre-pass (taken by `dispatch`: not classified twice).
-    classified: Option<Kept>,
 }
 
 /// What classify found for a request, without the borrow of the request.
-type Kept = (&'static Command, SmallVec<[u32; 4]>);
+#[derive(Clone)]
+pub(super) struct Kept {
+    cmd: &'static Command,
+    keys: SmallVec<[u32; 4]>,
+    hashed: SlotId,
+}
+
+impl Kept {
+    fn of(c: Classified<'_>) -> Self {
+        Self {
+            cmd: c.cmd,
+            keys: c.keys,
+            hashed: c.hashed,
+        }
+    }
+
+    /// The classification again, for `req`, the request it was made for.
+    pub(super) fn on(self, req: &Request) -> Classified<'_> {
+        Classified {
+            cmd: self.cmd,
+            req,
+            keys: self.keys,
+            hashed: self.hashed,
+        }
+    }
+}
+
+/// A request handed to the session's stages, with what the pre-pass made for it already.
+pub(super) struct Decoded {
+    pub(super) req: Request,
+    /// Its classification (classify is not run twice). It holds for the dispatch: the run it
+    /// was made in ends before any command that changes the session's rights or protocol.
+    pub(super) classified: Option<Kept>,
+    /// The plugin layer's decision, made with the rest of its run.
+    pub(super) decision: Option<Decision>,
+}
+
+impl Decoded {
+    fn plain(req: Request) -> Self {
+        Self {
+            req,
+            classified: None,
+            decision: None,
+        }
+    }
+}
 
 struct Ahead {
     req: Result<Request, ProtocolError>,
@@ -46,19 +89,6 @@ impl Lookahead {
     /// Whether requests wait here (the session must not block on a read then).
     pub(super) fn is_empty(&self) -> bool {
         self.ahead.is_empty()
-    }
-
-    /// The decision made ahead for the request being dispatched, if any.
-    pub(super) fn take_decision(&mut self) -> Option<Decision> {
-        self.decided.take()
-    }
-
-    /// The classification made ahead for `req`, the request being dispatched, if any. It
-    /// holds for the dispatch: the run it was made in ends before any command that changes
-    /// the session's rights or protocol.
-    pub(super) fn take_classified<'r>(&mut self, req: &'r Request) -> Option<Classified<'r>> {
-        let (cmd, keys) = self.classified.take()?;
-        Some(Classified { cmd, req, keys })
     }
 }
 
@@ -76,12 +106,10 @@ impl Session {
         &mut self,
         rbuf: &mut BytesMut,
         room: usize,
-    ) -> Result<Option<Request>, ProtocolError> {
+    ) -> Result<Option<Decoded>, ProtocolError> {
         if self.lookahead.ahead.is_empty() {
-            self.lookahead.decided = None;
-            self.lookahead.classified = None;
             if !self.plugins_on {
-                return self.decoder.decode(rbuf);
+                return self.decoder.decode(rbuf).map(|r| r.map(Decoded::plain));
             }
             // One request first: unless a plugin hooks it and it may share a pre-pass, it goes
             // straight on (classified once, here), and nothing is decoded ahead for it. A
@@ -92,18 +120,20 @@ impl Session {
             };
             let Ok(c) = classify(&req, &self.worker.shared.policy(), self.rights.as_deref()) else {
                 // Refused: `dispatch` classifies it again and says why.
-                return Ok(Some(req));
+                return Ok(Some(Decoded::plain(req)));
             };
             let (id, class) = crate::plugins::abi_of(c.cmd.id);
             let hooked = self.worker.shared.plugins.chain().hooks_any(id, class);
             if !hooked || !batchable(&c) {
-                if !hooked {
-                    self.lookahead.decided = Some(Decision::Continue(Observers::default()));
-                }
-                self.lookahead.classified = Some((c.cmd, c.keys));
-                return Ok(Some(req));
+                let classified = Some(Kept::of(c));
+                let decision = (!hooked).then(|| Decision::Continue(Observers::default()));
+                return Ok(Some(Decoded {
+                    req,
+                    classified,
+                    decision,
+                }));
             }
-            let kept = (c.cmd, c.keys);
+            let kept = Kept::of(c);
             self.lookahead.ahead.push_back(Ahead {
                 req: Ok(req),
                 checked: false,
@@ -134,9 +164,12 @@ impl Session {
         let Some(a) = self.lookahead.ahead.pop_front() else {
             return Ok(None);
         };
-        self.lookahead.decided = a.decision;
-        self.lookahead.classified = a.classified;
-        a.req.map(Some)
+        let req = a.req?;
+        Ok(Some(Decoded {
+            req,
+            classified: a.classified,
+            decision: a.decision,
+        }))
     }
 
     /// Decides the run of batchable commands at the front of the lookahead in one pass of
@@ -154,11 +187,7 @@ impl Session {
         for a in ahead.iter() {
             let Ok(req) = &a.req else { break };
             let c = match &a.classified {
-                Some((cmd, keys)) => Classified {
-                    cmd,
-                    req,
-                    keys: keys.clone(),
-                },
+                Some(k) => k.clone().on(req),
                 None => match classify(req, &policy, self.rights.as_deref()) {
                     Ok(c) => c,
                     Err(_) => break,
@@ -176,7 +205,7 @@ impl Session {
             Vec::new()
         };
         let kept: Vec<Kept> = if n > 1 {
-            run.into_iter().map(|c| (c.cmd, c.keys)).collect()
+            run.into_iter().map(Kept::of).collect()
         } else {
             Vec::new()
         };

@@ -103,10 +103,6 @@ fn error_bytes(text: &[u8]) -> Bytes {
 impl Session {
     /// Runs the plugin chain on a classified command.
     pub(super) fn run_plugins(&mut self, c: &Classified<'_>) -> Decision {
-        // Decided already with the rest of its pipeline (`lookahead`).
-        if let Some(d) = self.lookahead.take_decision() {
-            return d;
-        }
         if !self.plugins_on {
             return Decision::Continue(Observers::default());
         }

@@ -13,7 +13,7 @@ use super::reply::Pending;
 use super::{End, Session};
 use crate::pubsub::{Hub, Inbox, SinkId, Space, wire};
 use crate::stages::classify::Classified;
-use tessera_model::command::{Kind, Local, PubSub};
+use tessera_model::command::PubSub;
 use tessera_model::error::DataError;
 use tessera_model::router::SlotId;
 use tessera_resp::Proto;
@@ -179,36 +179,40 @@ impl Session {
         }
     }
 
-    /// The session's own pub/sub commands (and PING in RESP2 subscribed mode); `None` for
-    /// everything else, planned as usual.
-    pub(super) fn pubsub_execute(&mut self, c: &Classified<'_>) -> Option<Pending> {
-        let r = match c.cmd.kind {
-            Kind::PubSub(PubSub::Unsubscribe) => self.unsubscribe(Space::Channel, c),
-            Kind::PubSub(PubSub::PUnsubscribe) => self.unsubscribe(Space::Pattern, c),
-            Kind::PubSub(PubSub::SUnsubscribe) => self.unsubscribe(Space::Shard, c),
-            Kind::PubSub(PubSub::Subscribe) => {
-                return Some(self.subscribe_pending(Space::Channel, c));
-            }
-            Kind::PubSub(PubSub::PSubscribe) => {
-                return Some(self.subscribe_pending(Space::Pattern, c));
-            }
-            Kind::PubSub(PubSub::SSubscribe) => {
-                return Some(self.subscribe_pending(Space::Shard, c));
-            }
-            Kind::Local(Local::Ping) if self.proto == Proto::Resp2 && self.subs.subscribed() => {
-                if c.req.argc() > 2 {
-                    Err(DataError::WrongArity("ping".into()))
-                } else {
-                    let mut out = self.queued_messages();
-                    wire::subscribed_pong(c.req.get(1), &mut out);
-                    Ok(out.freeze())
-                }
-            }
-            _ => return None,
+    /// The session's own pub/sub commands: its subscriptions (`Own::Subscription`).
+    pub(super) fn subscription(&mut self, p: PubSub, c: &Classified<'_>) -> Pending {
+        let r = match p {
+            PubSub::Unsubscribe => self.unsubscribe(Space::Channel, c),
+            PubSub::PUnsubscribe => self.unsubscribe(Space::Pattern, c),
+            PubSub::SUnsubscribe => self.unsubscribe(Space::Shard, c),
+            PubSub::Subscribe => return self.subscribe_pending(Space::Channel, c),
+            PubSub::PSubscribe => return self.subscribe_pending(Space::Pattern, c),
+            PubSub::SSubscribe => return self.subscribe_pending(Space::Shard, c),
+            // Planned to the backends, never the session's.
+            PubSub::Publish
+            | PubSub::SPublish
+            | PubSub::Channels
+            | PubSub::NumSub
+            | PubSub::NumPat => Err(DataError::Refused(c.cmd.name.to_string())),
         };
-        Some(match r {
+        match r {
             Ok(b) => Pending::Ready(b),
             Err(e) => Pending::error(&e),
+        }
+    }
+
+    /// PING in RESP2 while subscribed: answered as a subscribed client's, after the messages
+    /// waiting for it; `None` when the session is not subscribed (an ordinary PING).
+    pub(super) fn subscribed_ping(&mut self, c: &Classified<'_>) -> Option<Pending> {
+        if self.proto != Proto::Resp2 || !self.subs.subscribed() {
+            return None;
+        }
+        Some(if c.req.argc() > 2 {
+            Pending::error(&DataError::WrongArity("ping".into()))
+        } else {
+            let mut out = self.queued_messages();
+            wire::subscribed_pong(c.req.get(1), &mut out);
+            Pending::Ready(out.freeze())
         })
     }
 

@@ -46,15 +46,6 @@ impl Pending {
         Pending::Ready(e.reply())
     }
 
-    /// Waits for the reply and appends it to `out`; the client's `account` is released of what
-    /// the backends delivered for it.
-    pub(crate) async fn write_into(self, out: &mut BytesMut, account: &OutputAccount) {
-        match self.resolve(account).await {
-            Ok(b) => out.extend_from_slice(&b),
-            Err(e) => out.extend_from_slice(&e.reply()),
-        }
-    }
-
     /// The reply's bytes (a backend reply is returned as received, without a copy).
     ///
     /// # Errors

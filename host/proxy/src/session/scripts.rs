@@ -22,11 +22,12 @@ use super::reply::Pending;
 use super::send::Sender;
 use crate::backend::{ReplyResult, ReplyRx};
 use crate::stages::classify::Classified;
-use crate::stages::plan::{Channel, Plan, plan};
+use crate::stages::plan::{Channel, Plan};
 use crate::worker::Worker;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_model::migration::INTERNAL_PREFIX;
+use tessera_model::router::SlotTable;
 use tessera_resp::{Proto, encode_request};
 
 /// Keeps a script's body under its sha1 in the internal database (computed by the server).
@@ -71,13 +72,13 @@ impl Missing {
 }
 
 impl Session {
-    /// SCRIPT LOAD: loaded on every master, and its body kept on every master.
-    pub(super) fn script_load(&mut self, c: &Classified<'_>) -> Pending {
-        let table = self.worker.shared.router.load();
-        let mut p = match plan(c, &table) {
-            Ok(p) => p,
-            Err(e) => return Pending::error(&e),
-        };
+    /// SCRIPT LOAD, planned to every master: its body is kept on every master as well.
+    pub(super) fn script_load(
+        &mut self,
+        c: &Classified<'_>,
+        mut p: Plan,
+        table: &SlotTable,
+    ) -> Pending {
         if let Plan::Gather { parts, .. } = &mut p {
             let store = eval(STORE_SCRIPT, &[&script_key_prefix(), c.req.arg(2)]);
             // After the loads, so the first part's reply (the sha) is still the client's.
@@ -89,7 +90,7 @@ impl Session {
                 });
             }
         }
-        self.sender(&table).send(p, self.proto)
+        self.sender(table).send(p, self.proto)
     }
 }
 

@@ -25,7 +25,8 @@ pub(crate) struct Sender<'a> {
 }
 
 impl Sender<'_> {
-    /// Sends a backend plan's requests. `Plan::Local` is the session's, never given here.
+    /// Sends a backend plan's requests. `Plan::Local` and `Plan::Session` are the session's,
+    /// never given here.
     #[inline]
     pub(crate) fn send(&self, plan: Plan, merge_proto: Proto) -> Pending {
         match plan {
@@ -38,7 +39,9 @@ impl Sender<'_> {
                 merge,
                 proto: merge_proto,
             })),
-            Plan::Local(l) => unreachable!("the session answers {l:?} itself"),
+            p @ (Plan::Local(_) | Plan::Session(_)) => {
+                unreachable!("the session carries out {p:?} itself")
+            }
         }
     }
 

@@ -209,7 +209,7 @@ impl Session {
         let table = self.worker.shared.router.load();
         let q = self.tx.queue.as_mut().expect("queuing");
         if !c.keys.is_empty() {
-            let slot = c.slot(&table)?;
+            let slot = c.slot_in(&table)?;
             match q.slot.or(watched) {
                 Some(s) if s != slot => return Err(cross(&table, s, slot)),
                 _ => q.slot = Some(slot),
@@ -287,7 +287,7 @@ impl Session {
     /// DISCARD or UNWATCH. Every key watched in a session shares one slot.
     fn watch(&mut self, c: &Classified<'_>) -> Pending {
         let table = self.worker.shared.router.load();
-        let slot = match c.slot(&table) {
+        let slot = match c.slot_in(&table) {
             Ok(s) => s,
             Err(e) => return Pending::error(&e),
         };

@@ -32,6 +32,9 @@ pub struct Classified<'r> {
     pub cmd: &'static Command,
     pub req: &'r Request,
     pub keys: SmallVec<[u32; 4]>,
+    /// The hash slot of its first key (slot 0 when it has none), computed once here: the
+    /// plan, the hot-key cache and the per-slot counters all read it.
+    pub hashed: SlotId,
 }
 
 impl Classified<'_> {
@@ -48,13 +51,23 @@ impl Classified<'_> {
     ///
     /// # Errors
     /// `CROSSSLOT`: keys in different slots, or in different clusters (prefix routes).
-    pub fn slot(&self, table: &SlotTable) -> Result<SlotId, DataError> {
-        let mut slots = self.key_args().map(|k| table.slot_of(k));
-        let slot = slots.next().unwrap_or(SlotId(0));
-        if slots.any(|s| s != slot) {
+    pub fn slot_in(&self, table: &SlotTable) -> Result<SlotId, DataError> {
+        let slot = self.first_slot(table);
+        let mut others = self.key_args().skip(1).map(|k| table.slot_of(k));
+        if others.any(|s| s != slot) {
             return Err(self.cross_cluster(table).unwrap_or(DataError::CrossSlot));
         }
         Ok(slot)
+    }
+
+    /// The slot of the first key under `table`: its hash slot, or the slot of the prefix route
+    /// that takes it (slot 0 for a command without keys).
+    #[inline]
+    pub fn first_slot(&self, table: &SlotTable) -> SlotId {
+        match self.keys.first() {
+            Some(&k) if table.has_routes() => table.slot_of(self.req.arg(k as usize)),
+            _ => self.hashed,
+        }
     }
 
     /// `CROSSSLOT` naming the clusters, when the keys are not all in one cluster.
@@ -100,13 +113,22 @@ pub fn classify<'r>(
                 cmd,
                 req,
                 keys: SmallVec::new(),
+                hashed: SlotId(0),
             }),
             _ => Err(DataError::NoAuth),
         };
     };
     check_policy(cmd, req, policy)?;
     let keys = cmd.key_indices(req);
-    let c = Classified { cmd, req, keys };
+    let hashed = keys
+        .first()
+        .map_or(SlotId(0), |&k| SlotId::of_key(req.arg(k as usize)));
+    let c = Classified {
+        cmd,
+        req,
+        keys,
+        hashed,
+    };
     check_rights(&c, user)?;
     if let Some(k) = c.key_args().find(|k| k.starts_with(INTERNAL_PREFIX)) {
         return Err(DataError::ReservedKey(lossy(k)));
@@ -136,7 +158,11 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
             return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
         }
         Options::Copy if copy_names_another_db(req) => return Err(DataError::DbOutOfRange),
-        Options::Block | Options::Sort | Options::Copy | Options::ScriptCall => {}
+        Options::Block
+        | Options::Sort
+        | Options::Copy
+        | Options::ScriptCall
+        | Options::ScriptLoad => {}
     }
     if !policy.scripts_confined && cmd.abi_class() & class::SCRIPTING != 0 {
         return Err(DataError::ScriptsUnconfined(name()));

@@ -1,6 +1,7 @@
 //! Stage 4 of the data path: a classified command becomes a [`Plan`] against the routing table
-//! in force: answered by the session, sent to the one backend owning its slot, split per backend
-//! and merged, or fanned out to every backend. Pure: the plan names backends by `BackendIdx` of
+//! in force: answered by the session, kept by the session's own state (transactions,
+//! subscriptions, blocking commands …), sent to the one backend owning its slot, split per
+//! backend and merged, or fanned out to every backend. Every command passes here. Pure: the plan names backends by `BackendIdx` of
 //! the table it was made with, and the send stage resolves them with that same table.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use smallvec::SmallVec;
 
 use super::classify::Classified;
 use super::merge::{Merge, Owners};
-use tessera_model::command::{Admin, Kind, Local, PubSub, Split};
+use tessera_model::command::{Admin, Kind, Local, PubSub, Split, Tx};
 use tessera_model::error::DataError;
 use tessera_model::router::{BackendIdx, SlotId, SlotTable};
 use tessera_resp::{Request, encode_request};
@@ -38,10 +39,27 @@ pub struct Send {
 pub enum Plan {
     /// The session answers it (HELLO, AUTH, CLIENT, PING, INFO …).
     Local(Local),
+    /// The session carries it out with state of its own (see [`Own`]).
+    Session(Own),
     /// One backend request; its reply is the client's.
     One(Send),
     /// Several backend requests whose replies are merged into one.
     Gather { parts: Vec<Send>, merge: Merge },
+}
+
+/// What the session carries out itself, with state of its own, rather than as requests on the
+/// shared backend connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Own {
+    /// MULTI, EXEC, DISCARD, WATCH, UNWATCH: the session's transaction state.
+    Transaction(Tx),
+    /// WAIT: on every master, after the client's earlier writes.
+    Wait,
+    /// SUBSCRIBE and its kin: the session's subscriptions.
+    Subscription(PubSub),
+    /// A command that may hold its connection until answered, on a dedicated connection to
+    /// the master of its slot, routed when it starts.
+    Blocking(SlotId),
 }
 
 /// Plans `c` against `table`.
@@ -49,6 +67,9 @@ pub enum Plan {
 /// # Errors
 /// `CROSSSLOT`, and the routing errors of the slots it needs (`SlotTable::route`).
 pub fn plan(c: &Classified<'_>, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
+    if c.blocks() {
+        return c.slot_in(table).map(|s| Plan::Session(Own::Blocking(s)));
+    }
     match c.cmd.kind {
         Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table).map(Plan::One),
         Kind::Split(s) => split(c, s, table),
@@ -56,18 +77,17 @@ pub fn plan(c: &Classified<'_>, table: &Arc<SlotTable>) -> Result<Plan, DataErro
         Kind::Admin(a) | Kind::Library(a) => admin(a, c.req, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
         Kind::PubSub(p) => pubsub(p, c, table),
-        // The session keeps transactions and WAIT itself; refused and unsupported commands
-        // never pass the classify stage.
-        Kind::Transaction(_) | Kind::Wait | Kind::Unsupported | Kind::Refused => {
-            Err(DataError::Refused(c.cmd.name.to_string()))
-        }
+        Kind::Transaction(t) => Ok(Plan::Session(Own::Transaction(t))),
+        Kind::Wait => Ok(Plan::Session(Own::Wait)),
+        // Refused and unsupported commands never pass the classify stage.
+        Kind::Unsupported | Kind::Refused => Err(DataError::Refused(c.cmd.name.to_string())),
     }
 }
 
 /// The request for the master of the one slot all the command's keys hash to (slot 0's for a
 /// command without keys, such as `EVAL … 0`).
 fn forward(c: &Classified<'_>, table: &SlotTable) -> Result<Send, DataError> {
-    let slot = c.slot(table)?;
+    let slot = c.slot_in(table)?;
     let to = if c.cmd.replica_read {
         table.read_route(slot)?
     } else {
@@ -94,8 +114,12 @@ fn split(c: &Classified<'_>, kind: Split, table: &SlotTable) -> Result<Plan, Dat
     let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
     // A read's server per group, chosen once: one sub-command per group, as for the masters.
     let mut readers: SmallVec<[(tessera_model::router::GroupId, BackendIdx); 4]> = SmallVec::new();
-    for i in (1..req.argc()).step_by(step) {
-        let slot = table.slot_of(req.arg(i));
+    for (n, i) in (1..req.argc()).step_by(step).enumerate() {
+        // The first key's slot was found by classify; the others are hashed here, once.
+        let slot = match n {
+            0 => c.first_slot(table),
+            _ => table.slot_of(req.arg(i)),
+        };
         let b = if c.cmd.replica_read {
             let group = table.slot(slot).group;
             match readers.iter().find(|(g, _)| *g == group) {
@@ -163,7 +187,7 @@ fn split(c: &Classified<'_>, kind: Split, table: &SlotTable) -> Result<Plan, Dat
 
 /// PUBLISH and SPUBLISH go to the master of the channel's slot, PUBSUB's introspection to
 /// every backend, all on the proxy's own connections (data users have no channel rights; the
-/// policy stage has checked the client's). Subscriptions are the session's, never planned.
+/// policy stage has checked the client's). Subscriptions are the session's own.
 fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, DataError> {
     let bytes = c.req.as_bytes();
     match p {
@@ -178,7 +202,12 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
         PubSub::Channels => to_all(table, bytes, Channel::Control, Merge::Union),
         PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
         PubSub::NumPat => to_all(table, bytes, Channel::Control, Merge::Sum),
-        _ => Err(DataError::Refused(c.cmd.name.to_string())),
+        PubSub::Subscribe
+        | PubSub::Unsubscribe
+        | PubSub::PSubscribe
+        | PubSub::PUnsubscribe
+        | PubSub::SSubscribe
+        | PubSub::SUnsubscribe => Ok(Plan::Session(Own::Subscription(p))),
     }
 }
 
