@@ -21,6 +21,7 @@
 pub mod acl;
 pub mod admin;
 pub mod backend;
+pub mod buffers;
 pub mod clients;
 pub mod config;
 pub mod hotcache;

@@ -279,6 +279,8 @@ pub struct Worker {
     pub hotkeys: Rc<HotKeyRecorder>,
     /// This thread's cache of hot keys (shared with its hub, which invalidates it).
     pub hot_cache: Rc<crate::hotcache::HotCache>,
+    /// This thread's spare read and write buffers, lent to its sessions while they are busy.
+    pub buffers: crate::buffers::Buffers,
     logins: RefCell<Logins>,
 }
 
@@ -319,6 +321,7 @@ impl Worker {
             dedicated,
             mirror: Default::default(),
             plugins: RefCell::new(None),
+            buffers: Default::default(),
             logins: RefCell::new(Logins::default()),
         }
     }

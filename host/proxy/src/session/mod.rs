@@ -28,6 +28,8 @@ mod respond;
 mod scripts;
 mod send;
 #[cfg(test)]
+mod stage_tests;
+#[cfg(test)]
 mod tests;
 mod tracking;
 mod transaction;
@@ -52,7 +54,7 @@ use tessera_resp::{Limits, Proto, RequestDecoder};
 use transaction::Transaction;
 
 /// Read buffer size; a pipeline larger than this is handled over several rounds.
-const READ_CHUNK: usize = 16 * 1024;
+const READ_CHUNK: usize = crate::buffers::CHUNK;
 /// Commands of one client dispatched before their replies are awaited; more wait in the read
 /// buffer (bounds the replies and bookkeeping one client has in flight).
 const MAX_BATCH: usize = 1024;
@@ -187,8 +189,9 @@ impl Session {
     }
 
     async fn serve(&mut self) -> End {
-        let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-        let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+        // Held only while busy (`buffers`).
+        let mut rbuf = BytesMut::new();
+        let mut wbuf = BytesMut::new();
         let mut queue: Vec<Queued> = Vec::new();
         let connected = tokio::time::Instant::now();
         // Complete requests left in the buffer by a batch that reached MAX_BATCH.
@@ -267,8 +270,9 @@ impl Session {
             if self.closing {
                 return End::Quit;
             }
-            if rbuf.is_empty() && rbuf.capacity() > 4 * READ_CHUNK {
-                rbuf = BytesMut::with_capacity(READ_CHUNK);
+            if rbuf.is_empty() && !buffered {
+                // Nothing unfinished: the buffer goes back to the worker until more comes.
+                self.worker.buffers.give(&mut rbuf);
                 self.release_input(0);
             }
         }
@@ -297,12 +301,12 @@ impl Session {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
         };
+        let buffers = &self.worker.buffers;
         let read = async {
+            let read = read_into(&mut self.stream, rbuf, buffers);
             match &deadline {
-                Some((at, _)) => tokio::time::timeout_at(*at, self.stream.read_buf(rbuf))
-                    .await
-                    .ok(),
-                None => Some(self.stream.read_buf(rbuf).await),
+                Some((at, _)) => tokio::time::timeout_at(*at, read).await.ok(),
+                None => Some(read.await),
             }
         };
         tokio::select! {
@@ -320,9 +324,10 @@ impl Session {
 
     /// Makes room in the read buffer for the next read. An unfinished request larger than the
     /// buffer grows it at most twofold per step (never to a length the client only announced),
-    /// and what grows past `READ_CHUNK` is taken from the proxy's request memory first.
+    /// and what grows past `READ_CHUNK` is taken from the proxy's request memory first. No
+    /// buffer held (nothing unfinished): the read takes one when there is something to read.
     fn make_room(&mut self, rbuf: &mut BytesMut) -> Result<(), DataError> {
-        if rbuf.capacity() - rbuf.len() >= READ_CHUNK / 4 {
+        if rbuf.capacity() == 0 || rbuf.capacity() - rbuf.len() >= READ_CHUNK / 4 {
             return Ok(());
         }
         let want = self.decoder.wanted(rbuf);
@@ -403,6 +408,30 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.plugins_close();
     }
+}
+
+/// Reads what the client sent into `rbuf`. Holding no buffer (an idle client's case), it
+/// waits for the socket to be readable first and takes one from the worker's spares then.
+async fn read_into(
+    stream: &mut Stream,
+    rbuf: &mut BytesMut,
+    buffers: &crate::buffers::Buffers,
+) -> std::io::Result<usize> {
+    if rbuf.capacity() == 0 {
+        if let Stream::Plain(tcp) = stream {
+            loop {
+                tcp.readable().await?;
+                *rbuf = buffers.take();
+                match tcp.try_read_buf(rbuf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => buffers.give(rbuf),
+                    r => return r,
+                }
+            }
+        }
+        // TLS keeps bytes of its own behind the socket's readiness: read as usual.
+        *rbuf = buffers.take();
+    }
+    stream.read_buf(rbuf).await
 }
 
 /// A batch of commands counted as in flight (see `Shared::drain`) until dropped, even if the

@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 
 use super::queued::{Queued, QueuedReply};
 use super::reply::{self, Pending};
-use super::{Batch, End, READ_CHUNK, Session};
+use super::{Batch, End, Session};
 use tessera_model::tls::Stream;
 
 /// Replies accumulated past this are written out (without waiting) while later ones are
@@ -35,6 +35,9 @@ impl Session {
         let mut batch = Some(batch);
         if queue.is_empty() {
             return Ok(());
+        }
+        if wbuf.capacity() == 0 {
+            *wbuf = self.worker.buffers.take();
         }
         for q in queue.drain(..) {
             let Queued { reply, done } = q;
@@ -67,9 +70,8 @@ impl Session {
         // Every reply is in: this batch no longer holds back a table swap.
         drop(batch);
         self.write_out(wbuf).await?;
-        if wbuf.capacity() > 4 * 1024 * 1024 {
-            *wbuf = BytesMut::with_capacity(READ_CHUNK);
-        }
+        // Back to the worker until the next batch (one grown large is let go).
+        self.worker.buffers.give(wbuf);
         self.reg.info.touch();
         Ok(())
     }
