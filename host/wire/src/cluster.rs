@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::failover::{FailoverEvent, GroupStatus};
+use crate::group::GroupId;
 use crate::routes::RouteRef;
 use crate::telemetry::{CommandCount, ProxyStats};
-use crate::topology::GroupId;
 
 // === overview ===
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::topology::GroupId;
+use crate::group::GroupId;
 
 /// Settings of automatic failover, per cluster.
 ///

@@ -6,7 +6,8 @@
 //!
 //! Layout, by API resource:
 //! - [`error`] — the error envelope every API answers a failure with.
-//! - [`topology`], [`credential`] — what a dashboard pushes to its proxies, and group ids.
+//! - [`group`] — the id of a replica group, which the others name groups by.
+//! - [`topology`], [`credential`] — what a dashboard pushes to its proxies.
 //! - [`cluster`] — the dashboard's overview, groups, servers, slots, proxies, stats.
 //! - [`migration`] — migrations, their throttle, aborts, rebalances, per-slot statistics.
 //! - [`failover`], [`read_policy`], [`routes`], [`mirror`], [`users`], [`tokens`],
@@ -20,6 +21,7 @@ pub mod console;
 pub mod credential;
 pub mod error;
 pub mod failover;
+pub mod group;
 pub mod migration;
 pub mod mirror;
 pub mod plugins;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::cluster::ActionState;
-use crate::topology::GroupId;
+use crate::group::GroupId;
 
 // === starting, throttling, aborting ===
 
