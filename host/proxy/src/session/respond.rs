@@ -8,7 +8,7 @@
 //! written out without waiting while later ones are still resolving. A client over its
 //! output limits is closed at whichever await it is caught.
 
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
@@ -16,6 +16,8 @@ use bytes::{Buf, BytesMut};
 use super::queued::{Queued, QueuedReply};
 use super::reply::{self, Pending};
 use super::{Batch, End, Session};
+use crate::backend::ReplyResult;
+use tessera_model::limits::OutputAccount;
 use tessera_model::tls::Stream;
 
 /// Replies accumulated past this are written out (without waiting) while later ones are
@@ -49,7 +51,10 @@ impl Session {
                 self.write_out(wbuf).await?;
             }
             let at = wbuf.len();
-            self.resolve(reply, wbuf).await?;
+            match ready_now(reply, &self.account) {
+                Ok(r) => put(r, wbuf),
+                Err(reply) => self.resolve(reply, wbuf).await?,
+            }
             if let Some(o) = self.account.overflow() {
                 return Err(End::Output(o));
             }
@@ -93,21 +98,17 @@ impl Session {
         Ok(())
     }
 
-    /// Appends one queued reply's bytes to `wbuf` once it is in (an error's, if it failed).
-    /// A reply that is in already costs no future; a blocked command's wait also ends when
-    /// the proxy stops or the client goes.
+    /// Appends one queued reply's bytes to `wbuf` once it is in (an error's, if it failed),
+    /// unless the client goes over its output limits first. A blocked command's wait also
+    /// ends when the proxy stops or the client goes.
     async fn resolve(&mut self, reply: QueuedReply, wbuf: &mut BytesMut) -> Result<(), End> {
         let account = self.account.clone();
         let r = match reply {
-            // The common shapes first, without building a future per reply.
             QueuedReply::One(Pending::Ready(b)) => Ok(b),
-            QueuedReply::One(Pending::One(mut rx)) => match poll_once(&mut rx).await {
-                Poll::Ready(r) => reply::taken(r, &account),
-                Poll::Pending => tokio::select! {
-                    biased;
-                    o = account.overflowed() => return Err(End::Output(o)),
-                    r = &mut rx => reply::taken(r, &account),
-                },
+            QueuedReply::One(Pending::One(rx)) => tokio::select! {
+                biased;
+                o = account.overflowed() => return Err(End::Output(o)),
+                r = rx => reply::taken(r, &account),
             },
             QueuedReply::One(Pending::Blocked(f)) => tokio::select! {
                 biased;
@@ -136,17 +137,38 @@ impl Session {
                 }
             }
         };
-        match r {
-            Ok(b) => wbuf.extend_from_slice(&b),
-            Err(e) => wbuf.extend_from_slice(&e.reply()),
-        }
+        put(r, wbuf);
         Ok(())
     }
 }
 
-/// Polls `fut` once: its output if it is ready now.
-async fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *fut).poll(cx))).await
+/// The reply, if it is in already (encoded by the proxy, or delivered by its backend), without
+/// building a future: most replies of a pipeline are, and a future per reply costs more than
+/// the rest of its resolution. `Err` gives the reply back to be awaited.
+#[inline]
+fn ready_now(reply: QueuedReply, account: &OutputAccount) -> Result<ReplyResult, QueuedReply> {
+    match reply {
+        QueuedReply::One(Pending::Ready(b)) => Ok(Ok(b)),
+        QueuedReply::One(Pending::One(mut rx)) => {
+            // Polled with a waker that does nothing: if the reply is not in, `resolve` polls
+            // it again with the session's own, which replaces this one.
+            let mut cx = Context::from_waker(Waker::noop());
+            match std::pin::Pin::new(&mut rx).poll(&mut cx) {
+                Poll::Ready(r) => Ok(reply::taken(r, account)),
+                Poll::Pending => Err(QueuedReply::One(Pending::One(rx))),
+            }
+        }
+        other => Err(other),
+    }
+}
+
+/// A reply's bytes, or its error's, appended to the client's output.
+#[inline]
+fn put(r: ReplyResult, wbuf: &mut BytesMut) {
+    match r {
+        Ok(b) => wbuf.extend_from_slice(&b),
+        Err(e) => wbuf.extend_from_slice(&e.reply()),
+    }
 }
 
 /// Resolves when the client has closed its side; never, once it has sent more (a pipeline
