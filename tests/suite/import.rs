@@ -520,42 +520,18 @@ fn restore_and_sync_authenticate_to_a_source_and_a_proxy_with_passwords() {
     );
 }
 
-/// A fake source: answers the replica handshake, then announces a full resync whose RDB is
-/// `head` followed by up to 4 MiB of zeros (less if the reader hangs up first).
+/// A fake source (see [`fake_source`]) that announces a full resync whose RDB is `head`
+/// followed by up to 4 MiB of zeros (less if the reader hangs up first).
 fn hostile_source(head: &'static str) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let serve = thread::spawn(move || {
-        let (conn, _) = listener.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let mut reader = BufReader::new(conn.try_clone().unwrap());
-        let mut out = conn;
-        // Requests arrive as RESP arrays: answer each by its name (REPLCONF, then PSYNC).
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let upper = line.trim_end().to_ascii_uppercase();
-            if upper == "REPLCONF" {
-                out.write_all(b"+OK\r\n").unwrap();
-            } else if upper == "PSYNC" {
-                break;
-            }
-        }
-        let replid = "0123456789abcdef0123456789abcdef01234567";
-        write!(out, "+FULLRESYNC {replid} 0\r\n{head}\r\n").unwrap();
+    fake_source(format!("+FULLRESYNC {REPLID} 0\r\n{head}\r\n"), |out| {
+        use std::io::Write;
         let zeros = vec![0u8; 64 * 1024];
         for _ in 0..64 {
             if out.write_all(&zeros).is_err() {
                 return;
             }
         }
-    });
-    (addr, serve)
+    })
 }
 
 #[test]
@@ -625,7 +601,7 @@ fn fake_source(
 
 const REPLID: &str = "0123456789abcdef0123456789abcdef01234567";
 
-/// A state file that makes `port sync` ask to continue from offset 100 of [`REPLID`].
+/// A state file that makes `import sync` ask to continue from offset 100 of [`REPLID`].
 fn resume_state(dir: &Path) -> PathBuf {
     let state = dir.join("port.state");
     std::fs::write(
@@ -647,7 +623,7 @@ fn keepalives(out: &mut std::net::TcpStream) {
     }
 }
 
-/// Runs `tessera port sync` against `from` (at most 60 s) and returns its exit code and stderr.
+/// Runs `tessera import sync` against `from` (at most 60 s) and returns its exit code and stderr.
 fn sync_against(from: std::net::SocketAddr, cluster: &Cluster, args: &[&str]) -> (i32, String) {
     let out = Command::new("timeout")
         .args(["60", tessera_bin().to_str().unwrap()])
@@ -656,7 +632,7 @@ fn sync_against(from: std::net::SocketAddr, cluster: &Cluster, args: &[&str]) ->
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .expect("running tessera port sync");
+        .expect("running tessera import sync");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
