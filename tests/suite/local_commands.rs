@@ -202,3 +202,45 @@ fn command_count_is_above_100() {
         "COMMAND COUNT: {reply:?}"
     );
 }
+
+/// CLIENT REPLY OFF, SKIP and ON: the same replies through the proxy as from Redis itself, and
+/// the commands whose replies are left out still run.
+#[test]
+fn client_reply_off_skip_and_on_leave_out_the_replies_redis_leaves_out() {
+    use crate::support::{RawClient, encode};
+    let cluster = Cluster::start();
+    let script: &[&[&str]] = &[
+        &["CLIENT", "REPLY", "OFF"],
+        &["SET", "cr:a", "1"],
+        &["INCR", "cr:a"],
+        &["CLIENT", "REPLY", "NOPE"],
+        &["CLIENT", "REPLY", "ON"],
+        &["GET", "cr:a"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["SET", "cr:b", "x"],
+        &["GET", "cr:b"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["PING"],
+        &["CLIENT", "REPLY", "ON"],
+        &["PING"],
+    ];
+    let pipeline: Vec<u8> = script.iter().flat_map(|c| encode(c)).collect();
+    let replies = |mut raw: RawClient| {
+        raw.send(&pipeline);
+        let got: Vec<Frame> = (0..5).map(|_| raw.read_frame()).collect();
+        raw.expect_no_reply(Duration::from_millis(300));
+        got
+    };
+    let direct = replies(cluster.backends[0].raw());
+    let through = replies(cluster.proxy.raw());
+    assert_eq!(
+        direct,
+        vec![ok(), Frame::bulk("2"), Frame::bulk("x"), ok(), pong()],
+        "what Redis answers"
+    );
+    assert_eq!(through, direct, "the proxy leaves out the same replies");
+    // The silenced commands ran.
+    let mut raw = cluster.proxy.raw();
+    assert_eq!(raw.cmd(&["GET", "cr:b"]), Frame::bulk("x"));
+}

@@ -580,6 +580,7 @@ fn classify(raw: &RawCommand) -> Kind {
         | "CLIENT|LIST"
         | "CLIENT|NO-EVICT"
         | "CLIENT|NO-TOUCH"
+        | "CLIENT|REPLY"
         | "CLIENT|TRACKING"
         | "CLIENT|CACHING"
         | "CLIENT|GETREDIR"

@@ -7,7 +7,8 @@
 //! 4. `stats`: the per-command counters and the command log;
 //! 5. `mirror`: its copy sent to the shadow cluster;
 //! 6. `slot_traffic`: the per-slot counters;
-//! 7. `hot_keys`: the hot-key count.
+//! 7. `hot_keys`: the hot-key count;
+//! 8. `CLIENT REPLY`: a reply the client turned off is dropped here, after every count.
 //!
 //! A hook reads the reply where it lies (`wbuf[at..]`); only the observers may change it.
 
@@ -31,6 +32,7 @@ impl Session {
             hot_key,
             slot,
             timed,
+            silent,
         } = done;
         let extra = extra.map(|e| *e).unwrap_or_default();
         let Extra {
@@ -77,6 +79,11 @@ impl Session {
         }
         if let Some(key) = hot_key.and_then(|k| k.of(&req)) {
             self.worker.hotkeys.record(key, req.len(), out);
+        }
+        if silent {
+            // CLIENT REPLY OFF or SKIP: counted as any reply, never written.
+            wbuf.truncate(at);
+            self.account.release(out);
         }
     }
 }

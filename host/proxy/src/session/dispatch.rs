@@ -9,7 +9,6 @@
 //! [`Plan::Local`]. The first key's slot is hashed once, by classify, and read from the
 //! classification by every later stage.
 
-use super::Session;
 use super::blocking;
 use super::hold;
 use super::hot_cache;
@@ -20,10 +19,11 @@ use super::reply::{Gather, Pending};
 use super::scripts;
 use super::send::Sender;
 use super::transaction;
+use super::{Replies, Session};
 use crate::stages::classify::{Classified, classify};
 use crate::stages::merge::Merge;
 use crate::stages::plan::{Own, Plan, plan};
-use tessera_model::command::{Kind, Options};
+use tessera_model::command::{Kind, Local, Options};
 use tessera_model::error::{DataError, Side};
 use tessera_model::router::SlotTable;
 use tessera_resp::Request;
@@ -47,7 +47,20 @@ impl Session {
                 }
             },
         };
+        let replies = self.replies;
         let mut q = self.through_plugins(&c, decision);
+        q.done.silent = match replies {
+            _ if c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY" => {
+                // Its own reply: only ON answers.
+                self.replies != Replies::On
+            }
+            Replies::On => false,
+            Replies::Off => true,
+            Replies::Skip => {
+                self.replies = Replies::On;
+                true
+            }
+        };
         // Forwarded to the backends, not answered or refused by the proxy or a plugin.
         if self.worker.shared.mirror.on()
             && !matches!(

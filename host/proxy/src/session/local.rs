@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::Session;
 use super::reply::Pending;
+use super::{Replies, Session};
 use crate::stages::classify::Classified;
 use crate::stages::info::InfoRequest;
 use crate::stages::merge::Merge;
@@ -143,6 +143,7 @@ impl Session {
     /// connection has (unauthenticated where AUTH is required).
     fn reset(&mut self) {
         self.tx.reset();
+        self.replies = Replies::On;
         self.tracking = None;
         self.pubsub_reset();
         self.proto = Proto::Resp2;
@@ -309,6 +310,16 @@ impl Session {
                 Ok(Frame::ok())
             }
             "CLIENT|INFO" => Ok(Frame::Verbatim(Bytes::from(info.line() + "\n"))),
+            // Which replies the client gets: see `Replies` (its own reply is `dispatch`'s).
+            "CLIENT|REPLY" => {
+                self.replies = match req.arg(2).to_ascii_uppercase().as_slice() {
+                    b"ON" => Replies::On,
+                    b"OFF" => Replies::Off,
+                    b"SKIP" => Replies::Skip,
+                    _ => return Err(DataError::Syntax),
+                };
+                Ok(Frame::ok())
+            }
             // Eviction and LRU hints: the proxy's shared backend connections are never
             // evicted as clients, and a touch through them is the server's own business.
             "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => {

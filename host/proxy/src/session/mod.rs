@@ -89,6 +89,8 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
+    /// CLIENT REPLY: which of its commands' replies the client gets.
+    replies: Replies,
     /// MULTI's queue and WATCH's connection.
     tx: Transaction,
     /// Its pub/sub subscriptions and the messages waiting for it.
@@ -107,6 +109,16 @@ pub struct Session {
 // Every idle client holds one (inside its task's future): what it grows by is paid per
 // connection (800 bytes once the lookahead's parked fields went, 904 before).
 const _: () = assert!(std::mem::size_of::<Session>() <= 800);
+
+/// `CLIENT REPLY`, as Redis has it: every reply (`ON`), none (`OFF`, its own included), or
+/// none for itself and the next command (`SKIP`). Commands still run; only their replies are
+/// left unwritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replies {
+    On,
+    Off,
+    Skip,
+}
 
 /// Why a session ended (logged at debug level, or warn for limits).
 #[derive(Debug)]
@@ -166,6 +178,7 @@ impl Session {
             auth_failures: 0,
             pause_until: None,
             closing: false,
+            replies: Replies::On,
             tx: Transaction::default(),
             tracking: None,
             lookahead: lookahead::Lookahead::default(),

@@ -42,6 +42,8 @@ pub(super) struct Done {
     pub(super) slot: u16,
     /// Whether the slow log times it (not a command that waits by design).
     pub(super) timed: bool,
+    /// Its reply is not written (`CLIENT REPLY OFF` or `SKIP`); the command still ran.
+    pub(super) silent: bool,
 }
 
 /// What few commands carry to their reply.
@@ -78,6 +80,7 @@ impl Queued {
                 hot_key: None,
                 slot: NO_SLOT,
                 timed: false,
+                silent: false,
             },
         }
     }
