@@ -329,6 +329,57 @@ fn blocked_clients_follow_their_slot_through_a_migration_and_pop_each_element_on
     assert_eq!(left, 0);
 }
 
+/// Issue 29: a blocking command sent again to its slot's new owner keeps what is left of its
+/// timeout, as Redis counts it (from when it started waiting), instead of starting it again.
+#[test]
+fn a_blocked_command_sent_to_the_new_owner_keeps_only_what_is_left_of_its_timeout() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "moving:timeout";
+    let s = slot(key.as_bytes());
+    // Everything the new owner is sent, as its own MONITOR shows it.
+    let mut monitor = cp.servers[1].raw();
+    assert_eq!(monitor.cmd(&["MONITOR"]).text().as_deref(), Some("OK"));
+    let addr = cp.proxies[0].addr();
+    let waiter = thread::spawn(move || {
+        let mut c = conn(addr);
+        let r: Option<(String, String)> = c.blpop(key, 30.0).unwrap();
+        r
+    });
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        &cp.servers[0]
+    ) == 1));
+    // Blocked for a while on the old owner before its slot moves.
+    thread::sleep(Duration::from_secs(2));
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(30), || blocked_clients(&cp.servers[1])
+            == 1),
+        "the command waits on the new owner"
+    );
+    let mut timeout = None;
+    for _ in 0..1000 {
+        let line = monitor.read_frame().text().unwrap_or_default();
+        if let Some(rest) = line.split(r#""BLPOP" "moving:timeout" ""#).nth(1) {
+            timeout = rest.trim_end_matches('"').parse::<f64>().ok();
+            break;
+        }
+    }
+    let timeout = timeout.expect("the new owner was sent the BLPOP");
+    assert!(
+        timeout > 0.0 && timeout <= 28.0,
+        "sent again with {timeout} s of its 30 s left after waiting 2 s or more"
+    );
+    let mut p = conn(addr);
+    let _: () = p.rpush(key, "e").unwrap();
+    let got = waiter.join().expect("the waiter panicked");
+    assert_eq!(got, Some((key.to_string(), "e".to_string())));
+}
+
 #[test]
 fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();

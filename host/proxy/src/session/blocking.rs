@@ -6,7 +6,8 @@
 //! now has another owner (or is held for a handoff) is unblocked on the old owner with
 //! `CLIENT UNBLOCK` by the proxy's control user. If the old owner answered with an element
 //! first, that is the reply; if it answered the timeout reply, nothing was taken there, and
-//! the command is sent again under the new table. An element is popped from exactly one
+//! the command is sent again under the new table, with what is left of its timeout (as Redis
+//! counts it: from when the command started waiting). An element is popped from exactly one
 //! server. A client that goes away while blocked drops the dedicated connection, which
 //! closes it at once.
 
@@ -24,7 +25,7 @@ use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_model::migration::INTERNAL_PREFIX;
 use tessera_model::router::{SlotId, SlotTable};
-use tessera_resp::{Proto, encode_request, parse_integer};
+use tessera_resp::{Proto, Request, encode_request, parse_integer};
 
 /// How long the proxy keeps asking the old owner to unblock a command that has not reached
 /// it yet (it was written on another connection than the unblock).
@@ -39,7 +40,7 @@ pub(crate) struct Blocking {
     pub(crate) slot: SlotId,
     /// The proxy's id of the client, which CLIENT UNBLOCK names.
     pub(crate) client: u64,
-    pub(crate) req: Bytes,
+    pub(crate) req: Request,
 }
 
 /// The master the command goes to under `table`.
@@ -53,6 +54,8 @@ impl Blocking {
     pub(crate) async fn run(self) -> ReplyResult {
         let worker = self.worker.clone();
         let mut swaps = worker.shared.swaps();
+        let started = tokio::time::Instant::now();
+        let mut req = self.req.as_bytes().clone();
         'route: loop {
             // Routed and sent while counted in flight under the table it was routed with. A
             // swap that starts after this line is seen below; one that started before it
@@ -76,7 +79,7 @@ impl Blocking {
                 Err(_) => &self.login,
             };
             let mut conn = worker.dedicated.take(&addr, self.proto, login)?;
-            let mut rx = conn.send(self.req.clone(), Some(&self.account));
+            let mut rx = conn.send(req.clone(), Some(&self.account));
             let _unblockable = match conn.client_id().await {
                 Some(id) => Some(BlockedOn::new(&worker, self.client, addr.clone(), id)),
                 None => None,
@@ -96,6 +99,7 @@ impl Blocking {
                             Err(DataError::BackendUnavailable { .. } | DataError::BackendDropped) => {
                                 drop(conn);
                                 if new_owner(&worker, &mut swaps, self.slot, &addr).await {
+                                    req = with_time_left(&self.req, started.elapsed());
                                     continue 'route;
                                 }
                                 return r;
@@ -127,12 +131,64 @@ impl Blocking {
                     // Nothing was taken on the old owner: send it again under the new table.
                     self.account.release(reply.len());
                     conn.release();
+                    req = with_time_left(&self.req, started.elapsed());
                 }
                 Some(Err(e)) => return Err(e),
                 None => return Err(DataError::KeyMoving),
             }
         }
     }
+}
+
+/// `req` (a blocking command) with its timeout less `waited`, to be sent again elsewhere. A
+/// timeout of 0 (for ever) stays 0; one used up becomes the shortest Redis takes (1 ms), so the
+/// new owner answers with the command's own timeout reply. A command whose timeout cannot be
+/// read is sent as it was (the server refuses it as it would have the first time).
+fn with_time_left(req: &Request, waited: Duration) -> Bytes {
+    let args: Vec<&[u8]> = req.args().collect();
+    let name = args[0].to_ascii_uppercase();
+    let at = match name.as_slice() {
+        // BLMPOP timeout numkeys …, BZMPOP timeout numkeys …
+        b"BLMPOP" | b"BZMPOP" => 1,
+        // XREAD/XREADGROUP … BLOCK ms … (seconds elsewhere, milliseconds here).
+        b"XREAD" | b"XREADGROUP" => {
+            let Some(i) = args.iter().position(|a| a.eq_ignore_ascii_case(b"BLOCK")) else {
+                return req.as_bytes().clone();
+            };
+            let left = std::str::from_utf8(args.get(i + 1).copied().unwrap_or_default())
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .map(|ms| match ms {
+                    0 => 0,
+                    ms => ms.saturating_sub(waited.as_millis() as u64).max(1),
+                });
+            return match left {
+                Some(ms) => rebuilt(&args, i + 1, ms.to_string()),
+                None => req.as_bytes().clone(),
+            };
+        }
+        // BLPOP BRPOP BZPOPMIN BZPOPMAX BLMOVE BRPOPLPUSH: the last argument.
+        _ => args.len() - 1,
+    };
+    let Some(secs) = std::str::from_utf8(args[at])
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| t.is_finite() && *t >= 0.0)
+    else {
+        return req.as_bytes().clone();
+    };
+    if secs == 0.0 {
+        return req.as_bytes().clone();
+    }
+    let left = (secs - waited.as_secs_f64()).max(0.001);
+    rebuilt(&args, at, format!("{left:.3}"))
+}
+
+/// `args` with argument `at` replaced by `value`, encoded as a request.
+fn rebuilt(args: &[&[u8]], at: usize, value: String) -> Bytes {
+    let mut new: Vec<&[u8]> = args.to_vec();
+    new[at] = value.as_bytes();
+    Request::from_args(&new).as_bytes().clone()
 }
 
 /// How long a command blocked on a master that went away waits for the slot's new owner.
@@ -339,4 +395,88 @@ fn wait_marker_request() -> Bytes {
     let args: [&[u8]; 4] = [b"EVAL", SCRIPT, b"1", &key];
     let size = args.iter().map(|a| a.len()).sum();
     encode_request(4, args, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent_again(args: &[&str], waited_ms: u64) -> Vec<String> {
+        let req = Request::from_args(args);
+        let bytes = with_time_left(&req, Duration::from_millis(waited_ms));
+        let mut buf = BytesMut::from(&bytes[..]);
+        let again = tessera_resp::RequestDecoder::new(tessera_resp::Limits::default())
+            .decode(&mut buf)
+            .unwrap()
+            .unwrap();
+        again
+            .args()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_command_sent_again_keeps_only_what_is_left_of_its_timeout() {
+        assert_eq!(
+            sent_again(&["BLPOP", "a", "b", "5"], 2000),
+            ["BLPOP", "a", "b", "3.000"]
+        );
+        assert_eq!(
+            sent_again(&["BLMOVE", "s", "d", "LEFT", "RIGHT", "1.5"], 500),
+            ["BLMOVE", "s", "d", "LEFT", "RIGHT", "1.000"]
+        );
+        assert_eq!(
+            sent_again(&["BLMPOP", "4", "1", "k", "LEFT"], 1000),
+            ["BLMPOP", "3.000", "1", "k", "LEFT"]
+        );
+        assert_eq!(
+            sent_again(
+                &["XREAD", "COUNT", "2", "BLOCK", "3000", "STREAMS", "s", "$"],
+                1200
+            ),
+            ["XREAD", "COUNT", "2", "BLOCK", "1800", "STREAMS", "s", "$"]
+        );
+        // Used up: the shortest timeout, so the new owner gives the command's timeout reply.
+        assert_eq!(
+            sent_again(&["BRPOP", "k", "1"], 5000),
+            ["BRPOP", "k", "0.001"]
+        );
+        assert_eq!(
+            sent_again(
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c",
+                    "BLOCK",
+                    "10",
+                    "STREAMS",
+                    "s",
+                    ">"
+                ],
+                50
+            ),
+            [
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "1",
+                "STREAMS",
+                "s",
+                ">"
+            ]
+        );
+        // For ever stays for ever; what cannot be read is sent as it was.
+        assert_eq!(sent_again(&["BLPOP", "k", "0"], 9000), ["BLPOP", "k", "0"]);
+        assert_eq!(
+            sent_again(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"], 9000)[2],
+            "0"
+        );
+        assert_eq!(
+            sent_again(&["BLPOP", "k", "soon"], 100),
+            ["BLPOP", "k", "soon"]
+        );
+    }
 }

@@ -215,7 +215,7 @@ impl Session {
                     account: self.account.clone(),
                     slot,
                     client: self.reg.info.id,
-                    req: c.req.as_bytes().clone(),
+                    req: c.req.clone(),
                 };
                 Pending::Blocked(Box::pin(b.run()))
             }
