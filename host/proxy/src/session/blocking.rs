@@ -9,7 +9,9 @@
 //! the command is sent again under the new table, with what is left of its timeout (as Redis
 //! counts it: from when the command started waiting). An element is popped from exactly one
 //! server. A client that goes away while blocked drops the dedicated connection, which
-//! closes it at once.
+//! closes it at once. When the proxy stops, a blocked command is unblocked the same way and
+//! its client gets what the server answered (an element, or the timeout reply): an element
+//! the server popped is never left unanswered.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -41,6 +43,8 @@ pub(crate) struct Blocking {
     /// The proxy's id of the client, which CLIENT UNBLOCK names.
     pub(crate) client: u64,
     pub(crate) req: Request,
+    /// The proxy is stopping: the command is unblocked and answered, not abandoned.
+    pub(crate) stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The master the command goes to under `table`.
@@ -51,7 +55,7 @@ fn route(table: &SlotTable, slot: SlotId) -> Result<Arc<str>, DataError> {
 impl Blocking {
     /// Runs the command to its reply. Not started until first polled: it runs after the
     /// replies before it in the client's pipeline, as Redis would.
-    pub(crate) async fn run(self) -> ReplyResult {
+    pub(crate) async fn run(mut self) -> ReplyResult {
         let worker = self.worker.clone();
         let mut swaps = worker.shared.swaps();
         let started = tokio::time::Instant::now();
@@ -85,6 +89,10 @@ impl Blocking {
                 None => None,
             };
             loop {
+                // Stopping (maybe since before it was sent): unblocked below, and answered.
+                if *self.stop.borrow() {
+                    break;
+                }
                 tokio::select! {
                     biased;
                     r = &mut rx => {
@@ -108,11 +116,15 @@ impl Blocking {
                         }
                     }
                     _ = swaps.changed() => {}
+                    _ = self.stop.changed() => {}
                 }
                 // A swap is draining: stay if the slot still lives here. A prefix route's
                 // slot stays: the other cluster's proxy moves its keys itself, and a new
                 // target of this proxy's changes nothing for a command already there.
                 let table = worker.shared.router.load_full();
+                if *self.stop.borrow() {
+                    continue;
+                }
                 if SlotTable::is_routed(self.slot)
                     || matches!(route(&table, self.slot), Ok(ref a) if *a == addr)
                 {
@@ -123,7 +135,10 @@ impl Blocking {
             let r = unblock(&worker, &mut conn, &addr, &mut rx).await;
             drop(batch);
             match r {
-                Some(Ok(reply)) if !is_null(&reply) => {
+                // An element taken on the old owner, or the proxy stopping: this is the reply
+                // (the timeout reply, when stopping took nothing; the client may send the
+                // command again to another proxy).
+                Some(Ok(reply)) if !is_null(&reply) || *self.stop.borrow() => {
                     conn.release();
                     return Ok(reply);
                 }

@@ -216,6 +216,7 @@ impl Session {
                     slot,
                     client: self.reg.info.id,
                     req: c.req.clone(),
+                    stop: self.stop.clone(),
                 };
                 Pending::Blocked(Box::pin(b.run()))
             }

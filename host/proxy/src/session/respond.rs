@@ -100,7 +100,7 @@ impl Session {
 
     /// Appends one queued reply's bytes to `wbuf` once it is in (an error's, if it failed),
     /// unless the client goes over its output limits first. A blocked command's wait also
-    /// ends when the proxy stops or the client goes.
+    /// ends when the client goes.
     async fn resolve(&mut self, reply: QueuedReply, wbuf: &mut BytesMut) -> Result<(), End> {
         let account = self.account.clone();
         let r = match reply {
@@ -110,10 +110,12 @@ impl Session {
                 o = account.overflowed() => return Err(End::Output(o)),
                 r = rx => reply::taken(r, &account),
             },
+            // Not ended by the proxy stopping: a blocking command answers then (see
+            // `blocking`), a held one or WAIT within their own bounds, and the shutdown grace
+            // bounds them all.
             QueuedReply::One(Pending::Blocked(f)) => tokio::select! {
                 biased;
                 o = account.overflowed() => return Err(End::Output(o)),
-                _ = self.stop.changed() => return Err(End::Shutdown),
                 _ = client_gone(&self.stream) => return Err(End::ClientClosed),
                 r = f => reply::taken(r, &account),
             },
