@@ -59,6 +59,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// The migration status against the servers: done %, keys left and ETA while a group is
+// drained under writes; a migration that moves nothing refused.
+mod migration_progress;
 // Copy rounds: a slot written all the time while it moves, a slot moved away and straight
 // back, KEYS/SCAN/RANDOMKEY while a slot's keys are on both sides.
 mod migration_rounds;

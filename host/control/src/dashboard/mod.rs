@@ -13,6 +13,7 @@ mod health;
 mod hotkeys;
 pub mod metrics;
 mod migration;
+mod migration_run;
 mod mirror;
 mod ops;
 pub mod plugins;

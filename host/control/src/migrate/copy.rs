@@ -264,6 +264,8 @@ struct Unsettled {
     requests: usize,
     bytes: u64,
     slots: Vec<u16>,
+    /// The slots of the keys restored by round 0, one entry per key (`Progress::first`).
+    first: Vec<u16>,
 }
 
 /// A big key's chunked copy, done or failed.
@@ -876,6 +878,9 @@ impl Copy {
                     converged,
                 });
             }
+            if s.round == 0 {
+                self.progress.scanned(slot);
+            }
             s.converged = converged;
             s.round += 1;
         }
@@ -897,7 +902,8 @@ impl Copy {
             .took(&format!("EVAL (copy of {} keys)", keys.len()), sent);
         let reads = reads(&self.source, keys, &reply)?;
         // RESTOREs (and deletions) pipelined per target; big keys after, one by one.
-        let mut per_target: BTreeMap<String, (BytesMut, usize, u64, Vec<u16>)> = BTreeMap::new();
+        let mut per_target: BTreeMap<String, (BytesMut, usize, u64, Vec<u16>, Vec<u16>)> =
+            BTreeMap::new();
         let mut big = Vec::new();
         for (key, read) in keys.iter().zip(reads) {
             let slot = SlotId::of_key(key).0;
@@ -920,9 +926,15 @@ impl Copy {
                         ],
                     );
                     entry.2 += payload.len() as u64;
+                    if !s.scanned {
+                        entry.4.push(slot);
+                    }
                 }
                 Read::Missing => push_request(&mut entry.0, &[b"UNLINK", key]),
                 Read::Big(kind) => {
+                    if !s.scanned {
+                        self.progress.add_first(std::iter::once(slot));
+                    }
                     big.push((key.clone(), slot, kind));
                     continue;
                 }
@@ -932,7 +944,7 @@ impl Copy {
         }
         // The previous batch's RESTOREs ran on the targets while the source read this one.
         self.settle().await?;
-        for (target, (req, n, bytes, slots)) in per_target {
+        for (target, (req, n, bytes, slots, first)) in per_target {
             if n == 0 {
                 continue;
             }
@@ -943,6 +955,7 @@ impl Copy {
                     requests: n,
                     bytes,
                     slots,
+                    first,
                 },
             );
             if pace {
@@ -970,6 +983,7 @@ impl Copy {
                 return Err(refused(&target, "RESTORE", e));
             }
             self.progress.add_slots(u.slots.into_iter());
+            self.progress.add_first(u.first.into_iter());
             self.progress.add_total(u.requests as u64, u.bytes);
         }
         Ok(())
