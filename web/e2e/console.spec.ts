@@ -334,13 +334,25 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
     15_000,
   );
   log('20-slot migration complete');
+  // The panel says what the finished migration copied, with no rate left behind.
+  const last = await text('migration-last');
+  expect(last, 'the last migration is summarised').toMatch(/^Last migration: 20 slot\(s\) moved, [\d,]+ keys/);
+  expect(await text('migration-rate'), 'no keys/s once nothing moves').toBe('—');
   await con.shot('07-slotmap-done');
+
   audit.push(['POST', '/api/migrations']);
 });
 
 test('migrations: a larger move is started and aborted; a rebalance is previewed, executed and evens the groups', async () => {
   const { tid, text } = con;
   await tid('tab-migrations').click();
+  // Moving the slots just moved to the group that holds them moves nothing: refused, with the
+  // reason, not a green success.
+  await tid('migrate-range').fill(`${smallTo - 19}-${smallTo}`);
+  await tid('migrate-target').selectOption(String(dst));
+  await tid('migrate-start').click();
+  await tid('notice-error').filter({ hasText: 'nothing to move' }).first().waitFor({ timeout: 30_000 });
+  log('a migration that moves nothing is refused with its reason');
   const big = slots.filter((s, i) => s.group === src && i > smallTo).map((s) => s.id);
   const bigFrom = big[0];
   let bigTo = bigFrom;

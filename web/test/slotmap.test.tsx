@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { SlotMap } from '../src/views/SlotMap';
-import { migrationStatus, noCap, server, slotProgress } from './answers';
+import { migrationRun, migrationStatus, noCap, server, slotProgress } from './answers';
 
 afterEach(cleanup);
 
@@ -36,6 +36,7 @@ const status = migrationStatus({
   keys_per_sec: 10,
   eta_secs: 3,
   max_slots_in_flight: 512,
+  run: migrationRun({ keys_copied: 42, keys_left: 58, percent_done: 42 }),
 });
 
 function setup() {
