@@ -46,6 +46,9 @@ mod store;
 mod control_plane;
 // The dashboard's REST API: token, error statuses and shape, `tessera admin`, /metrics.
 mod dashboard_api;
+// `tessera admin` as operators read it: slot ranges, migrations by range, grouped numbers,
+// proxies by address, the console told apart from a dashboard, refusals without backtraces.
+mod admin_cli;
 // A killed master: its slots fail with a clear error until a replica is promoted.
 mod failover;
 // Replica reads: the read policy, reads served by fresh replicas only, never older than the
