@@ -79,6 +79,8 @@ mod hotkeys;
 mod hot_cache;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
+// Proxy health: a frozen proxy lost and back, a lost one kept listed until removed.
+mod proxy_health;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
 // The converter plugin: key namespaces per user and value compression, against plain Redis.

@@ -203,6 +203,30 @@ test('groups: a promote asked for and cancelled changes nothing; the read policy
   await tid('proxies-table').waitFor();
   await until('the proxies table to list the proxies', async () => (await page.locator('[data-testid^="proxy-state-"]').count()) >= proxies.length, 15_000);
   await con.shot('05-proxies');
+
+  // A proxy frozen by SIGSTOP shows as lost, here and in the clusters list (not "healthy,
+  // 2/2"), and as up again once it wakes. It is always woken, whatever fails.
+  const listed = await con.get<{ token: string; pid: number; addr: string; health: string }[]>(`${capi}/proxies`);
+  const frozen = listed[listed.length - 1];
+  log(`freezing proxy ${frozen.addr} (pid ${frozen.pid})`);
+  process.kill(frozen.pid, 'SIGSTOP');
+  try {
+    await until('the frozen proxy to show as lost', async () => (await text(`proxy-health-${frozen.token}`)) === 'lost', 20_000, 200);
+    await con.shot('05b-proxies-frozen');
+    await page.goto(`${con.base}/#/clusters`);
+    await until(
+      'the clusters list to name the lost proxy',
+      async () => (await text(`cluster-health-${name}`)).includes('1 proxy(ies) lost'),
+      20_000,
+      200,
+    );
+    await con.shot('05c-clusters-proxy-lost');
+  } finally {
+    process.kill(frozen.pid, 'SIGCONT');
+  }
+  await page.goto(`${con.base}/#/clusters/${name}/proxies`);
+  await until('the woken proxy to be up again', async () => (await text(`proxy-health-${frozen.token}`)) === 'up', 60_000, 500);
+  log(`proxy ${frozen.addr} is up again`);
 });
 
 test('hot keys: a hammered key is listed first, as GET /api/hotkeys has it, with the proxy that saw it', async () => {

@@ -28,6 +28,10 @@ pub struct Overview {
     pub proxies: usize,
     /// Proxies online (in pushes) whose last health check answered.
     pub proxies_online: usize,
+    /// Proxies lost (registration gone, or not answering), fenced and draining.
+    pub proxies_lost: usize,
+    pub proxies_fenced: usize,
+    pub proxies_draining: usize,
     pub slots_assigned: usize,
     pub slots_unassigned: usize,
     /// Commands per second over every proxy (up to a second old: `GET /api/stats`).
@@ -247,7 +251,23 @@ pub enum ProxyState {
     Offline,
 }
 
-/// A registered proxy and what its last health check found (`GET /api/proxies`).
+/// How a proxy is, as the dashboard last saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProxyHealthState {
+    /// Registered, answering, serving.
+    Up,
+    /// Answering, but refusing commands: it could not renew its registration in time.
+    Fenced,
+    /// Its registration is gone, or it does not answer its health check (frozen, crashed,
+    /// cut off). Listed until it comes back or an operator removes it.
+    Lost,
+    /// Shutting down: finishing its in-flight commands.
+    Draining,
+}
+
+/// A proxy the dashboard knows, registered or lost, and what its last health check found
+/// (`GET /api/proxies`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProxyView {
     /// Its registration token (names it in the API; not a secret).
@@ -268,6 +288,10 @@ pub struct ProxyView {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Up, fenced, lost or draining.
+    pub health: ProxyHealthState,
+    /// Its registration is in the store now.
+    pub registered: bool,
 }
 
 // === stats ===

@@ -65,6 +65,9 @@ export const useSetProxyOnline = (c: ClusterApi) =>
     [clusterKey(c.name, 'proxies'), clusterKey(c.name, 'stats'), ...overviewOf(c)],
   );
 
+export const useRemoveProxy = (c: ClusterApi) =>
+  useChange((token: string) => c.removeProxy(token), [clusterKey(c.name, 'proxies'), clusterKey(c.name, 'stats'), ...overviewOf(c)]);
+
 // === plugins (a plugin's metrics are below its key: which proxies run it changes too) ===
 
 const pluginsOf = (c: ClusterApi) => [clusterKey(c.name, 'plugins')];

@@ -70,6 +70,10 @@ export class ClusterApi {
   proxies(signal?: AbortSignal) {
     return this.call('get', '/api/proxies', { signal });
   }
+  /** Removes a lost proxy from the list (one that answers is refused, 409). */
+  removeProxy(token: string) {
+    return this.call('delete', '/api/proxies/{token}', { path: { token } });
+  }
   setProxyOnline(token: string, online: boolean) {
     return online
       ? this.call('post', '/api/proxies/{token}/online', { path: { token } })

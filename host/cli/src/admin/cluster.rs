@@ -97,6 +97,12 @@ pub enum ProxyCmd {
         #[arg(value_name = "PROXY")]
         proxy_token: String,
     },
+    /// Remove a lost proxy from the list (one that answers is refused: stop it first).
+    Remove {
+        /// The proxy: its address (host:port, clients' or admin) or its token.
+        #[arg(value_name = "PROXY")]
+        proxy_token: String,
+    },
 }
 
 pub(super) async fn overview(c: &Client) -> anyhow::Result<Reply> {
@@ -195,6 +201,7 @@ pub(super) async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
         }
         ProxyCmd::Online { proxy_token } => (proxy_token, "online"),
         ProxyCmd::Offline { proxy_token } => (proxy_token, "offline"),
+        ProxyCmd::Remove { proxy_token } => (proxy_token, "remove"),
     };
     // An address names a proxy as `proxy list` shows it first; the API names it by token.
     let token = if token.contains(':') {
@@ -211,6 +218,13 @@ pub(super) async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
     } else {
         token
     };
+    if state == "remove" {
+        let v: ProxyView = c
+            .call(Method::DELETE, &["api", "proxies", &token], NOTHING)
+            .await?;
+        let human = format!("proxy {} removed (it was {})\n", v.addr, word(&v.health));
+        return Reply::new(&v, human);
+    }
     let v: ProxyView = c
         .call(Method::POST, &["api", "proxies", &token, state], NOTHING)
         .await?;
@@ -388,13 +402,13 @@ fn render_slots(slots: &[SlotView]) -> String {
 fn render_proxies(proxies: &[ProxyView]) -> String {
     // Named by the address clients use; the token (which the API names it by) comes last.
     let mut t = Table::new(&[
-        "ADDR", "STATE", "UP", "EPOCH", "ADMIN", "PID", "HOST", "VERSION", "UPTIME", "TOKEN",
+        "ADDR", "HEALTH", "STATE", "EPOCH", "ADMIN", "PID", "HOST", "VERSION", "UPTIME", "TOKEN",
     ]);
     for p in proxies {
         t.row(vec![
             p.addr.clone(),
+            word(&p.health),
             word(&p.state),
-            yes_no(p.up),
             opt(p.epoch),
             p.admin_addr.clone(),
             p.pid.to_string(),

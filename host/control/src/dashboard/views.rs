@@ -5,8 +5,8 @@
 use tessera_model::router::GroupId;
 use tessera_store::model::ProxyState;
 use tessera_wire::cluster::{
-    DashboardSummary, GroupView, Overview, OverviewFailover, ProxyView, ServerRole, ServerView,
-    SlotView,
+    DashboardSummary, GroupView, Overview, OverviewFailover, ProxyHealthState, ProxyView,
+    ServerRole, ServerView, SlotView,
 };
 use tessera_wire::routes::RouteRef;
 
@@ -82,12 +82,39 @@ impl Dashboard {
     /// # Errors
     /// The store cannot list the proxies.
     pub async fn proxy_views(&self) -> Result<Vec<ProxyView>, Error> {
-        let proxies = self.registered_proxies().await?;
+        let registered = self.registered_proxies().await?;
         let st = self.state.lock().expect("state lock poisoned");
-        Ok(proxies
+        // Registered ones first, then those lost whose registration is gone.
+        let lost = st
+            .known
+            .values()
+            .filter(|k| !registered.iter().any(|p| p.token == k.token))
+            .cloned()
+            .map(|p| (p, false))
+            .collect::<Vec<_>>();
+        let all: Vec<(tessera_store::model::ProxyModel, bool)> = registered
             .into_iter()
-            .map(|p| {
-                let h = st.proxies.get(&p.token).cloned().unwrap_or_default();
+            .map(|p| (p, true))
+            .chain(lost)
+            .collect();
+        Ok(all
+            .into_iter()
+            .map(|(p, registered)| {
+                let checked = st.proxies.get(&p.token).filter(|_| registered);
+                let health = super::proxy_health::health_of(registered, checked);
+                let mut h = checked
+                    .cloned()
+                    .unwrap_or_else(|| super::health::ProxyHealth {
+                        up: registered,
+                        ..Default::default()
+                    });
+                if !registered {
+                    h.error = Some(
+                        "its registration in the store is gone (not renewed within its lease: \
+                         stopped, frozen or cut off); listed until it comes back or is removed"
+                            .into(),
+                    );
+                }
                 let state = if st.offline.contains(&p.token) {
                     ProxyState::Offline
                 } else {
@@ -95,7 +122,9 @@ impl Dashboard {
                 };
                 ProxyView {
                     state,
-                    up: h.up,
+                    health,
+                    registered,
+                    up: h.up && health != ProxyHealthState::Lost,
                     epoch: h.epoch,
                     error: h.error,
                     token: p.token,
@@ -146,6 +175,7 @@ impl Dashboard {
             .filter_map(|g| g.master().and_then(|m| st.servers.get(m)))
             .collect();
         let info = self.info();
+        let count = |s: ProxyHealthState| proxies.iter().filter(|p| p.health == s).count();
         Ok(Overview {
             cluster: self.cluster.clone(),
             epoch,
@@ -169,8 +199,11 @@ impl Dashboard {
             proxies: proxies.len(),
             proxies_online: proxies
                 .iter()
-                .filter(|p| p.state == ProxyState::Online && p.up)
+                .filter(|p| p.state == ProxyState::Online && p.health == ProxyHealthState::Up)
                 .count(),
+            proxies_lost: count(ProxyHealthState::Lost),
+            proxies_fenced: count(ProxyHealthState::Fenced),
+            proxies_draining: count(ProxyHealthState::Draining),
             slots_assigned: st.slots.iter().filter(|s| s.group.is_some()).count(),
             slots_unassigned: st.slots.iter().filter(|s| s.group.is_none()).count(),
             ops_per_sec: stats.ops_per_sec,
