@@ -212,7 +212,7 @@ test('groups: a promote asked for and cancelled changes nothing; the read policy
   process.kill(frozen.pid, 'SIGSTOP');
   try {
     await until('the frozen proxy to show as lost', async () => (await text(`proxy-health-${frozen.token}`)) === 'lost', 20_000, 200);
-    await con.shot('05b-proxies-frozen');
+    await con.shot('05c-proxies-frozen');
     await page.goto(`${con.base}/#/clusters`);
     await until(
       'the clusters list to name the lost proxy',
@@ -220,7 +220,7 @@ test('groups: a promote asked for and cancelled changes nothing; the read policy
       20_000,
       200,
     );
-    await con.shot('05c-clusters-proxy-lost');
+    await con.shot('05d-clusters-proxy-lost');
   } finally {
     process.kill(frozen.pid, 'SIGCONT');
   }
@@ -283,6 +283,12 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
   expect(apiBusy, 'slots with ops/s in GET /api/slots/stats').toBeGreaterThanOrEqual(900);
   log(`heatmap: ops/s on ${heat.busy} slots, busiest ${heat.max.toFixed(1)} ops/s; the API: ${apiBusy} slots over ${stats.window_secs.toFixed(0)} s`);
   await con.shot('06-heatmap-ops');
+  // An absolute, labelled scale; every group listed with its master's memory as the Groups
+  // view has it.
+  expect(await text('heat-legend'), 'the heatmap legend').toContain('≥ 100 ops/s');
+  for (const g of await con.get<{ id: number; servers: { memory_bytes: number | null }[] }[]>(`${capi}/groups`)) {
+    await tid(`heat-used-${g.id}`).waitFor();
+  }
   await tid('heat-memory').check();
   await until(
     'the heatmap to show memory per slot',

@@ -140,6 +140,17 @@ describe('ConfirmDialog', () => {
     expect(results).toEqual([true, false]);
     expect(screen.queryByTestId('confirm-dialog')).toBeNull();
   });
+  it('puts the focus on Cancel, not on the destructive button', () => {
+    render(
+      <NoticesProvider>
+        <ConfirmProvider>
+          <Destroyer onResult={() => undefined} />
+        </ConfirmProvider>
+      </NoticesProvider>,
+    );
+    fireEvent.click(screen.getByText('go'));
+    expect(document.activeElement).toBe(screen.getByTestId('confirm-cancel'));
+  });
 });
 
 describe('audit rows', () => {

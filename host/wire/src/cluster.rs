@@ -102,7 +102,7 @@ pub struct ServerView {
     pub role: ServerRole,
     /// Its last check answered.
     pub up: bool,
-    /// The role it reports itself (`ROLE`): `master`, `slave`.
+    /// The role it reports itself (`ROLE`): `master`, or `replica` (Redis says `slave`).
     #[schema(required = true)]
     pub role_reported: Option<String>,
     /// `master_link_status`, for a replica.
@@ -117,7 +117,8 @@ pub struct ServerView {
     /// Why its last check failed.
     #[schema(required = true)]
     pub error: Option<String>,
-    /// A replica: the master's last known offset minus its own.
+    /// A replica: the master's last known offset minus its own, never below 0 (read by
+    /// separate checks, a replica can be seen ahead of its master's offset: no lag).
     #[schema(required = true)]
     pub lag_bytes: Option<i64>,
 }

@@ -352,7 +352,8 @@ pub struct SlotArrays {
     pub memory: Vec<f64>,
 }
 
-/// A group's sums over the slots it owns, and how its keys were counted.
+/// A group's sums over the slots it owns (every group is listed, those without slots too),
+/// and how its keys were counted.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct GroupTotals {
     pub group: GroupId,
@@ -360,7 +361,13 @@ pub struct GroupTotals {
     pub ops_per_sec: f64,
     pub bytes_per_sec: f64,
     pub keys: f64,
+    /// Its keys' size: the sum of its slots' estimates (`MEMORY USAGE` of sampled keys).
     pub memory: f64,
+    /// Its master's memory as its last health check read it (INFO `used_memory`, what the
+    /// groups view shows); `null` before the first check or while it does not answer. It is
+    /// larger than `memory`: it also counts the allocator's pages and the key table.
+    #[schema(required = true)]
+    pub used_memory: Option<u64>,
     /// The last scan saw every key of the group (else the counts are a scaled sample);
     /// `null` before the first scan.
     #[schema(required = true)]

@@ -213,6 +213,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
                 onKeyDown={(e) => e.key === 'Enter' && applyRangeText()}
                 onBlur={() => rangeText && applyRangeText()}
                 placeholder="from-to"
+                aria-label="selected slots (from-to)"
                 size={10}
                 data-testid="selection-range"
               />

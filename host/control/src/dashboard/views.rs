@@ -38,7 +38,7 @@ impl Dashboard {
                         .map(|(i, s)| {
                             let health = st.servers.get(&s.addr).cloned().unwrap_or_default();
                             let lag = (i > 0)
-                                .then(|| master_offset.zip(health.repl_offset).map(|(m, r)| m - r))
+                                .then(|| master_offset.zip(health.repl_offset).map(lag_of))
                                 .flatten();
                             let role = if i == 0 {
                                 ServerRole::Master
@@ -214,6 +214,13 @@ impl Dashboard {
     }
 }
 
+/// A replica's lag behind its master's offset, never negative: the two offsets are read by
+/// separate checks, and a replica read after its master can be ahead of the offset read (it
+/// showed as "-45 B"); that is no lag.
+pub(crate) fn lag_of((master, replica): (i64, i64)) -> i64 {
+    (master - replica).max(0)
+}
+
 /// A server as the API shows it: its place in the group and its last health check.
 fn server_view(
     addr: &str,
@@ -225,12 +232,26 @@ fn server_view(
         addr: addr.to_owned(),
         role,
         up: h.up,
-        role_reported: h.role_reported,
+        // Redis's ROLE still says `slave`; Tessera says replica throughout.
+        role_reported: h
+            .role_reported
+            .map(|r| if r == "slave" { "replica".into() } else { r }),
         master_link: h.master_link,
         repl_offset: h.repl_offset,
         memory_bytes: h.memory_bytes,
         keys: h.keys,
         error: h.error,
         lag_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lag_of;
+
+    #[test]
+    fn a_replica_read_ahead_of_its_master_has_no_lag_not_a_negative_one() {
+        assert_eq!(lag_of((1000, 955)), 45);
+        assert_eq!(lag_of((1000, 1045)), 0);
     }
 }
