@@ -389,7 +389,10 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   while (big.includes(bigTo + 1)) bigTo++;
   await tid('migrate-range').fill(`${bigFrom}-${bigTo}`);
   await tid('migrate-target').selectOption(String(dst));
-  log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst}, to abort`);
+  // Under a speed cap, so that it is still moving when the abort comes (a few thousand keys
+  // move in well under a second uncapped).
+  await tid('migrate-cap').fill('200');
+  log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst} at 200 keys/s, to abort`);
   await tid('migrate-start').click();
   await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
   await until('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);

@@ -40,7 +40,10 @@ export const useSetReadPolicy = (c: ClusterApi) =>
 export const useAssign = (c: ClusterApi) =>
   useChange((v: { from: number; to: number; group: number }) => c.assign(v.from, v.to, v.group), slotsOf(c));
 export const useMigrate = (c: ClusterApi) =>
-  useChange((v: { from: number; to: number; group: number }) => c.migrate(v.from, v.to, v.group), slotsOf(c));
+  useChange(
+    (v: { from: number; to: number; group: number; maxKeysPerSec?: number }) => c.migrate(v.from, v.to, v.group, v.maxKeysPerSec),
+    slotsOf(c),
+  );
 /** Aborts the migration of `slots`, or every one. */
 export const useAbort = (c: ClusterApi) => useChange((slots?: number[]) => c.abort(slots), slotsOf(c));
 /** A rebalance's plan: a dry run, which changes nothing, so it touches no query. */

@@ -82,8 +82,10 @@ export class ClusterApi {
   migrations(signal?: AbortSignal) {
     return this.call('get', '/api/migrations', { signal });
   }
-  migrate(from: number, to: number, group: number) {
-    return this.call('post', '/api/migrations', { body: { from, to, group } });
+  /** Moves slots `from..=to` to `group`, under a speed cap of `maxKeysPerSec` if given. */
+  migrate(from: number, to: number, group: number, maxKeysPerSec?: number) {
+    const body = maxKeysPerSec == null ? { from, to, group } : { from, to, group, max_keys_per_sec: maxKeysPerSec };
+    return this.call('post', '/api/migrations', { body });
   }
   abort(slots?: number[]) {
     return this.call('post', '/api/migrations/abort', { body: slots ? { slots } : {} });

@@ -23,6 +23,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
   const planRebalance = usePlanRebalance(c);
   const rebalance = useRebalance(c);
   const [range, setRange] = useState('');
+  const [cap, setCap] = useState('');
   const [target, setTarget] = useState<number | ''>('');
   const [rangeErr, setRangeErr] = useState<string | null>(null);
   const [weights, setWeights] = useState<Record<number, string>>({});
@@ -38,10 +39,14 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const r = parseRange(range);
     if (typeof r === 'string') return setRangeErr(r);
     if (target === '') return setRangeErr('choose the group the slots move to');
+    const capText = cap.trim();
+    const maxKeysPerSec = capText === '' ? undefined : Number(capText);
+    if (maxKeysPerSec !== undefined && !(Number.isInteger(maxKeysPerSec) && maxKeysPerSec > 0))
+      return setRangeErr('the speed cap is a whole number of keys per second, or empty for none');
     setRangeErr(null);
     await run(
       `Migrate slots ${rangeLabel(r.from, r.to)}`,
-      () => migrate.mutateAsync({ from: r.from, to: r.to, group: target }),
+      () => migrate.mutateAsync({ from: r.from, to: r.to, group: target, maxKeysPerSec }),
       (x) => `${x.queued} slot(s) queued to move to group ${target}`,
     );
   };
@@ -131,6 +136,10 @@ export function Migrations({ c }: { c: ClusterApi }) {
                   </option>
                 ))}
               </select>
+            </label>
+            <label title="At most this many keys per second, over every source; empty for no cap. It ends with the migration.">
+              cap{' '}
+              <input value={cap} onChange={(e) => setCap(e.target.value)} placeholder="keys/s" size={7} data-testid="migrate-cap" />
             </label>
             <button className="primary" onClick={start} data-testid="migrate-start">
               Start migration
