@@ -381,8 +381,12 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   await tid('migrate-range').fill(`${smallTo - 19}-${smallTo}`);
   await tid('migrate-target').selectOption(String(dst));
   await tid('migrate-start').click();
-  await tid('notice-error').filter({ hasText: 'nothing to move' }).first().waitFor({ timeout: 30_000 });
+  const refused = tid('notice-error').filter({ hasText: 'nothing to move' }).first();
+  await refused.waitFor({ timeout: 30_000 });
   log('a migration that moves nothing is refused with its reason');
+  // An error stays until dismissed; it would cover the tabs the next steps click.
+  await refused.getByRole('button', { name: 'dismiss' }).click();
+  await refused.waitFor({ state: 'detached' });
   const big = slots.filter((s, i) => s.group === src && i > smallTo).map((s) => s.id);
   const bigFrom = big[0];
   let bigTo = bigFrom;
