@@ -107,7 +107,8 @@ pub struct MigrationStatus {
     #[schema(required = true)]
     pub keys_left: Option<u64>,
     /// Seconds until `keys_left` is copied at the rate of first copies over the last 10 s;
-    /// `None` while nothing moves or nothing is being copied.
+    /// `None` while nothing moves or nothing is being copied, and until that rate has been
+    /// measured over 3 s (of the status being read).
     #[schema(required = true)]
     pub eta_secs: Option<f64>,
     /// The running migration, or the last one once it ended (until the next starts; not

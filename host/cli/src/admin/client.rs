@@ -99,7 +99,7 @@ impl Client {
             .map_err(|e| self.transport_error(&e, &method))?;
         if !(200..300).contains(&status) {
             let failure = ApiFailure::from_response(status, &bytes, self.token.is_some());
-            if failure.from_console() {
+            if failure.is_the_consoles_login() {
                 bail!(
                     "{} is the Tessera console (the web app over every cluster), not a \
                      dashboard: it asks for a browser login. Point --dashboard (or \
@@ -218,7 +218,7 @@ pub(super) struct ApiFailure {
 impl ApiFailure {
     /// The console's answer to a call without a browser session: its 401 points at its own
     /// login route, which no dashboard has (`host/console/src/auth.rs`).
-    pub(super) fn from_console(&self) -> bool {
+    pub(super) fn is_the_consoles_login(&self) -> bool {
         self.status == 401
             && self.code.as_deref() == Some("unauthorized")
             && self.message.contains("/auth/login")
@@ -317,9 +317,9 @@ mod tests {
     #[test]
     fn the_consoles_login_answer_is_told_apart_from_a_dashboards() {
         let console = br#"{"error":{"code":"unauthorized","message":"not logged in (or the session expired): POST /auth/login"}}"#;
-        assert!(ApiFailure::from_response(401, console, true).from_console());
+        assert!(ApiFailure::from_response(401, console, true).is_the_consoles_login());
         let dashboard = br#"{"error":{"code":"unauthorized","message":"missing, wrong or revoked token: send `Authorization: Bearer <token>`"}}"#;
-        assert!(!ApiFailure::from_response(401, dashboard, true).from_console());
+        assert!(!ApiFailure::from_response(401, dashboard, true).is_the_consoles_login());
     }
 
     #[test]

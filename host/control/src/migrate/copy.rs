@@ -902,8 +902,8 @@ impl Copy {
             .took(&format!("EVAL (copy of {} keys)", keys.len()), sent);
         let reads = reads(&self.source, keys, &reply)?;
         // RESTOREs (and deletions) pipelined per target; big keys after, one by one.
-        let mut per_target: BTreeMap<String, (BytesMut, usize, u64, Vec<u16>, Vec<u16>)> =
-            BTreeMap::new();
+        // Per target: the pipelined requests, and what they will settle.
+        let mut per_target: BTreeMap<String, (BytesMut, Unsettled)> = BTreeMap::new();
         let mut big = Vec::new();
         for (key, read) in keys.iter().zip(reads) {
             let slot = SlotId::of_key(key).0;
@@ -925,9 +925,9 @@ impl Copy {
                             b"ABSTTL",
                         ],
                     );
-                    entry.2 += payload.len() as u64;
+                    entry.1.bytes += payload.len() as u64;
                     if !s.scanned {
-                        entry.4.push(slot);
+                        entry.1.first.push(slot);
                     }
                 }
                 Read::Missing => push_request(&mut entry.0, &[b"UNLINK", key]),
@@ -939,25 +939,18 @@ impl Copy {
                     continue;
                 }
             }
-            entry.1 += 1;
-            entry.3.push(slot);
+            entry.1.requests += 1;
+            entry.1.slots.push(slot);
         }
         // The previous batch's RESTOREs ran on the targets while the source read this one.
         self.settle().await?;
-        for (target, (req, n, bytes, slots, first)) in per_target {
-            if n == 0 {
+        for (target, (req, u)) in per_target {
+            if u.requests == 0 {
                 continue;
             }
             self.target(&target).await?.send(&req).await?;
-            self.unsettled.insert(
-                target,
-                Unsettled {
-                    requests: n,
-                    bytes,
-                    slots,
-                    first,
-                },
-            );
+            let (n, bytes) = (u.requests, u.bytes);
+            self.unsettled.insert(target, u);
             if pace {
                 let wait = self.throttle.charge(n as u64, bytes, Instant::now());
                 if !wait.is_zero() {
