@@ -262,7 +262,13 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Proxy(args) => run_proxy(args),
         Cmd::Dashboard(args) => run_dashboard(args),
-        Cmd::Admin(args) => tessera_cli::admin::run(args),
+        Cmd::Admin(args) => {
+            if let Err(e) = tessera_cli::admin::run(args) {
+                eprint!("{}", tessera_cli::admin::render_error(&e));
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Cmd::Import(args) => tessera_cli::import::run(args),
         Cmd::Console(args) => run_console(args),
         Cmd::Up(args) => up::run(up::UpOptions {

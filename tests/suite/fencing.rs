@@ -201,7 +201,8 @@ fn cut_token(cp: &ControlPlane, addr: std::net::SocketAddr) -> String {
 }
 
 fn registered(cp: &ControlPlane, token: &str) -> bool {
-    proxies(cp).iter().any(|p| p.token == token)
+    // A proxy whose registration lapsed stays listed as lost (`registered: false`).
+    proxies(cp).iter().any(|p| p.token == token && p.registered)
 }
 
 fn proxies(cp: &ControlPlane) -> Vec<ProxyView> {

@@ -46,6 +46,9 @@ mod store;
 mod control_plane;
 // The dashboard's REST API: token, error statuses and shape, `tessera admin`, /metrics.
 mod dashboard_api;
+// `tessera admin` as operators read it: slot ranges, migrations by range, grouped numbers,
+// proxies by address, the console told apart from a dashboard, refusals without backtraces.
+mod admin_cli;
 // A killed master: its slots fail with a clear error until a replica is promoted.
 mod failover;
 // Replica reads: the read policy, reads served by fresh replicas only, never older than the
@@ -59,6 +62,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// The migration status against the servers: done %, keys left and ETA while a group is
+// drained under writes; a migration that moves nothing refused.
+mod migration_progress;
 // Copy rounds: a slot written all the time while it moves, a slot moved away and straight
 // back, KEYS/SCAN/RANDOMKEY while a slot's keys are on both sides.
 mod migration_rounds;
@@ -73,6 +79,8 @@ mod hotkeys;
 mod hot_cache;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
+// Proxy health: a frozen proxy lost and back, a lost one kept listed until removed.
+mod proxy_health;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
 // The converter plugin: key namespaces per user and value compression, against plain Redis.

@@ -203,6 +203,30 @@ test('groups: a promote asked for and cancelled changes nothing; the read policy
   await tid('proxies-table').waitFor();
   await until('the proxies table to list the proxies', async () => (await page.locator('[data-testid^="proxy-state-"]').count()) >= proxies.length, 15_000);
   await con.shot('05-proxies');
+
+  // A proxy frozen by SIGSTOP shows as lost, here and in the clusters list (not "healthy,
+  // 2/2"), and as up again once it wakes. It is always woken, whatever fails.
+  const listed = await con.get<{ token: string; pid: number; addr: string; health: string }[]>(`${capi}/proxies`);
+  const frozen = listed[listed.length - 1];
+  log(`freezing proxy ${frozen.addr} (pid ${frozen.pid})`);
+  process.kill(frozen.pid, 'SIGSTOP');
+  try {
+    await until('the frozen proxy to show as lost', async () => (await text(`proxy-health-${frozen.token}`)) === 'lost', 20_000, 200);
+    await con.shot('05c-proxies-frozen');
+    await page.goto(`${con.base}/#/clusters`);
+    await until(
+      'the clusters list to name the lost proxy',
+      async () => (await text(`cluster-health-${name}`)).includes('1 proxy(ies) lost'),
+      20_000,
+      200,
+    );
+    await con.shot('05d-clusters-proxy-lost');
+  } finally {
+    process.kill(frozen.pid, 'SIGCONT');
+  }
+  await page.goto(`${con.base}/#/clusters/${name}/proxies`);
+  await until('the woken proxy to be up again', async () => (await text(`proxy-health-${frozen.token}`)) === 'up', 60_000, 500);
+  log(`proxy ${frozen.addr} is up again`);
 });
 
 test('hot keys: a hammered key is listed first, as GET /api/hotkeys has it, with the proxy that saw it', async () => {
@@ -259,6 +283,12 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
   expect(apiBusy, 'slots with ops/s in GET /api/slots/stats').toBeGreaterThanOrEqual(900);
   log(`heatmap: ops/s on ${heat.busy} slots, busiest ${heat.max.toFixed(1)} ops/s; the API: ${apiBusy} slots over ${stats.window_secs.toFixed(0)} s`);
   await con.shot('06-heatmap-ops');
+  // An absolute, labelled scale; every group listed with its master's memory as the Groups
+  // view has it.
+  expect(await text('heat-legend'), 'the heatmap legend').toContain('≥ 100 ops/s');
+  for (const g of await con.get<{ id: number; servers: { memory_bytes: number | null }[] }[]>(`${capi}/groups`)) {
+    await tid(`heat-used-${g.id}`).waitFor();
+  }
   await tid('heat-memory').check();
   await until(
     'the heatmap to show memory per slot',
@@ -334,20 +364,39 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
     15_000,
   );
   log('20-slot migration complete');
+  // The panel says what the finished migration copied, with no rate left behind.
+  const last = await text('migration-last');
+  expect(last, 'the last migration is summarised').toMatch(/^Last migration: 20 slot\(s\) moved, [\d,]+ keys/);
+  expect(await text('migration-rate'), 'no keys/s once nothing moves').toBe('—');
   await con.shot('07-slotmap-done');
+
   audit.push(['POST', '/api/migrations']);
 });
 
 test('migrations: a larger move is started and aborted; a rebalance is previewed, executed and evens the groups', async () => {
   const { tid, text } = con;
   await tid('tab-migrations').click();
+  // Moving the slots just moved to the group that holds them moves nothing: refused, with the
+  // reason, not a green success.
+  await tid('migrate-range').fill(`${smallTo - 19}-${smallTo}`);
+  await tid('migrate-target').selectOption(String(dst));
+  await tid('migrate-start').click();
+  const refused = tid('notice-error').filter({ hasText: 'nothing to move' }).first();
+  await refused.waitFor({ timeout: 30_000 });
+  log('a migration that moves nothing is refused with its reason');
+  // An error stays until dismissed; it would cover the tabs the next steps click.
+  await refused.getByRole('button', { name: 'dismiss' }).click();
+  await refused.waitFor({ state: 'detached' });
   const big = slots.filter((s, i) => s.group === src && i > smallTo).map((s) => s.id);
   const bigFrom = big[0];
   let bigTo = bigFrom;
   while (big.includes(bigTo + 1)) bigTo++;
   await tid('migrate-range').fill(`${bigFrom}-${bigTo}`);
   await tid('migrate-target').selectOption(String(dst));
-  log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst}, to abort`);
+  // Under a speed cap, so that it is still moving when the abort comes (a few thousand keys
+  // move in well under a second uncapped).
+  await tid('migrate-cap').fill('200');
+  log(`migrating slots ${bigFrom}-${bigTo}: group ${src} → ${dst} at 200 keys/s, to abort`);
   await tid('migrate-start').click();
   await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
   await until('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);

@@ -1,7 +1,7 @@
 // Whole answers of the dashboard's routes for the tests' fake consoles, every field the server
 // sends present: a test spells out only what it looks at.
 
-import type { MigrationStatus, Server, SlotProgress } from '../src/api/shapes';
+import type { MigrationRun, MigrationStatus, Server, SlotProgress } from '../src/api/shapes';
 
 /** A migration's speed cap when none is set. */
 export const noCap = { max_keys_per_sec: null, max_bytes_per_sec: null };
@@ -20,12 +20,33 @@ export function migrationStatus(over: Partial<MigrationStatus> = {}): MigrationS
     run_bytes_moved: 0,
     keys_left: null,
     eta_secs: null,
+    run: null,
     throttle: noCap,
     slowest_command: null,
     blocked: null,
     max_slots_in_flight: 4,
     abort_pending: false,
     write_pause: null,
+    ...over,
+  };
+}
+
+/** A running migration's `run`, with `over` replacing fields. */
+export function migrationRun(over: Partial<MigrationRun> = {}): MigrationRun {
+  return {
+    running: true,
+    started_unix_ms: 1_000,
+    ended_unix_ms: null,
+    slots: 1,
+    slots_done: 0,
+    slots_aborted: 0,
+    keys_total: 100,
+    keys_copied: 0,
+    keys_left: 100,
+    keys_recopy: 0,
+    percent_done: 0,
+    keys_moved: 0,
+    bytes_moved: 0,
     ...over,
   };
 }

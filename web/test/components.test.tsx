@@ -23,6 +23,9 @@ const overview = {
   servers_down: 0,
   proxies: 2,
   proxies_online: 2,
+  proxies_lost: 0,
+  proxies_fenced: 0,
+  proxies_draining: 0,
   slots_assigned: 1024,
   slots_unassigned: 0,
   ops_per_sec: 12345,
@@ -45,7 +48,7 @@ describe('ClustersTable', () => {
     expect(screen.getByTestId('cluster-health-alpha').textContent).toBe('healthy');
     expect(screen.getByTestId('cluster-qps-alpha').textContent).toBe('12,345');
     expect(screen.getByTestId('cluster-row-alpha').textContent).toContain('2.0 MiB');
-    expect(screen.getByTestId('cluster-row-alpha').textContent).toContain('2/2');
+    expect(screen.getByTestId('cluster-row-alpha').textContent).toContain('2/2 up');
     expect(screen.getByTestId('cluster-health-beta').textContent).toBe('no dashboard');
     expect(screen.getByTestId('cluster-row-beta').textContent).toContain('no dashboard holds the lock');
   });
@@ -79,7 +82,24 @@ describe('ClustersTable', () => {
       error: null,
       ...grants,
     };
-    expect(clusterHealth(c)).toEqual({ ok: false, text: '1 server(s) down, 1 proxy(ies) out' });
+    expect(clusterHealth(c)).toEqual({ ok: false, text: '1 server(s) down, 1 proxy(ies) offline' });
+  });
+  it('a frozen proxy is not healthy: lost, fenced and draining proxies are named', () => {
+    const c = (over: Partial<typeof overview>): ClusterSummary => ({
+      name: 'x',
+      store: '',
+      dashboard: overview.dashboard,
+      reachable: true,
+      overview: { ...overview, ...over },
+      error: null,
+      ...grants,
+    });
+    expect(clusterHealth(c({ proxies: 1, proxies_online: 0, proxies_lost: 1 }))).toEqual({ ok: false, text: '1 proxy(ies) lost' });
+    expect(clusterHealth(c({ proxies_online: 0, proxies_fenced: 1, proxies_draining: 1 }))).toEqual({
+      ok: false,
+      text: '1 proxy(ies) fenced, 1 proxy(ies) draining',
+    });
+    expect(clusterHealth(c({ proxies: 0, proxies_online: 0 }))).toEqual({ ok: false, text: 'no proxy' });
   });
 });
 
@@ -119,6 +139,17 @@ describe('ConfirmDialog', () => {
     await act(async () => fireEvent.click(screen.getByTestId('confirm-cancel')));
     expect(results).toEqual([true, false]);
     expect(screen.queryByTestId('confirm-dialog')).toBeNull();
+  });
+  it('puts the focus on Cancel, not on the destructive button', () => {
+    render(
+      <NoticesProvider>
+        <ConfirmProvider>
+          <Destroyer onResult={() => undefined} />
+        </ConfirmProvider>
+      </NoticesProvider>,
+    );
+    fireEvent.click(screen.getByText('go'));
+    expect(document.activeElement).toBe(screen.getByTestId('confirm-cancel'));
   });
 });
 

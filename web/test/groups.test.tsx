@@ -86,6 +86,24 @@ describe('Groups view', () => {
     expect(calls.find((c) => c.method === 'DELETE')?.url).toBe('/api/clusters/local/groups/1/servers/127.0.0.1%3A7001');
   });
 
+  it('says replica, never slave, and shows no negative lag', async () => {
+    setup(() => undefined);
+    await screen.findByTestId('group-1');
+    expect(screen.getByTestId('server-127.0.0.1:7002').textContent).toContain('replica');
+    expect(screen.getByTestId('group-1').textContent).not.toContain('slave');
+  });
+
+  it('offers no delete for a group that holds slots', async () => {
+    const calls = setup(() => undefined);
+    await screen.findByTestId('group-1');
+    const del = screen.getByTestId<HTMLButtonElement>('delete-group-1');
+    expect(del.disabled).toBe(true);
+    expect(del.title).toContain('512 slots');
+    fireEvent.click(del);
+    expect(screen.queryByTestId('confirm-dialog')).toBeNull();
+    expect(calls.filter((c) => c.method !== 'GET')).toEqual([]);
+  });
+
   it('checks a server address before adding it', async () => {
     const calls = setup(() => undefined);
     await screen.findByTestId('group-1');

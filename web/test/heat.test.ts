@@ -1,7 +1,7 @@
 // The slot heatmap's values per measure and its colour scale.
 
 import { describe, expect, it } from 'vitest';
-import { heatColor, heatValues } from '../src/lib/heat';
+import { EMPTY_COLOR, heatBands, heatColor, heatValues } from '../src/lib/heat';
 import type { SlotStats } from '../src/api/shapes';
 
 const stats = (ops: number[], memory: number[]): SlotStats => ({
@@ -21,10 +21,18 @@ describe('slot heatmap scale', () => {
     expect(heatValues(null, 'ops')).toHaveLength(1024);
   });
 
-  it('leaves idle slots grey and darkens with the value', () => {
-    expect(heatColor(0, 10)).toBe('#f3f4f6');
-    expect(heatColor(5, 0)).toBe('#f3f4f6');
-    expect(heatColor(10, 10)).toBe('hsl(0, 90%, 40%)');
-    expect(heatColor(1, 100)).not.toBe(heatColor(100, 100));
+  it('is absolute: the same value is the same colour whatever the busiest slot', () => {
+    expect(heatColor(0, 'ops')).toBe(EMPTY_COLOR);
+    // An even load of 50 ops/s a slot is one moderate colour, not the top of the scale.
+    expect(heatColor(50, 'ops')).toBe(heatBands('ops')[1].color);
+    expect(heatColor(50, 'ops')).not.toBe(heatBands('ops')[5].color);
+    expect(heatColor(5, 'ops')).toBe(heatBands('ops')[0].color);
+    expect(heatColor(250_000, 'ops')).toBe(heatBands('ops')[5].color);
+    expect(heatColor(300 << 10, 'memory')).toBe(heatBands('memory')[2].color);
+  });
+
+  it('labels every band for the legend', () => {
+    expect(heatBands('ops').map((b) => b.label)).toEqual(['< 10 ops/s', '≥ 10 ops/s', '≥ 100 ops/s', '≥ 1k ops/s', '≥ 10k ops/s', '≥ 100k ops/s']);
+    expect(heatBands('memory')[0].label).toBe('< 16.0 KiB');
   });
 });

@@ -2,8 +2,8 @@
 // slots in flight as ranges, the throttle's text.
 
 import { describe, expect, it } from 'vitest';
-import { copyRounds, describeThrottle, donePercent, eta, formatDuration, keysPerSecond, progress, ProgressTracker, stateCounts, summarizeFlight } from '../src/lib/migration';
-import { slotProgress } from './answers';
+import { barPercent, copyRounds, describeThrottle, eta, formatDuration, keysPerSecond, runState, stateCounts, summarizeFlight } from '../src/lib/migration';
+import { migrationRun, slotProgress } from './answers';
 
 const moving = slotProgress();
 
@@ -43,42 +43,22 @@ describe('ETA', () => {
   });
 });
 
-describe('progress', () => {
-  it('percent of slots done', () => {
-    expect(progress(20, 20).percent).toBe(0);
-    expect(progress(20, 5)).toEqual({ total: 20, remaining: 5, done: 15, percent: 75 });
-    expect(progress(20, 0).percent).toBe(100);
-    expect(progress(0, 0).percent).toBe(100);
-    expect(progress(3, 1).percent).toBe(66.6);
+describe('the run', () => {
+  it('names the state from the dashboard\'s run: idle, running, aborting, complete, aborted', () => {
+    expect(runState({ run: null, slots: [] })).toBe('idle');
+    expect(runState({ run: migrationRun(), slots: [moving] })).toBe('running');
+    expect(runState({ run: migrationRun(), slots: [{ ...moving, aborting: true }] })).toBe('aborting');
+    const ended = { running: false, ended_unix_ms: 2_000 };
+    expect(runState({ run: migrationRun({ ...ended, slots: 4, slots_done: 4 }), slots: [] })).toBe('complete');
+    expect(runState({ run: migrationRun({ ...ended, slots: 4, slots_done: 2, slots_aborted: 2 }), slots: [] })).toBe('aborted');
   });
-  it('the tracker remembers the total as slots leave the status', () => {
-    const t = new ProgressTracker();
-    t.start(20, 0, 0);
-    expect(t.observe(20).percent).toBe(0);
-    expect(t.observe(10).percent).toBe(50);
-    expect(t.slotRate(10, 5000)).toBe(2);
-    expect(t.observe(0).percent).toBe(100);
+  it('draws no bar when idle, and the run\'s own percent otherwise', () => {
+    expect(barPercent({ run: null, slots: [] })).toBe(0);
+    expect(barPercent({ run: migrationRun({ percent_done: 42.5 }), slots: [moving] })).toBe(42.5);
   });
-  it('names the state: idle, running, aborting, complete, aborted', () => {
-    const t = new ProgressTracker();
-    expect(t.state(0, false)).toBe('idle');
-    t.start(20, 0);
-    expect(t.state(20, false)).toBe('running');
-    expect(t.state(0, false)).toBe('complete');
-    t.abortedSome(0);
-    expect(t.state(0, false)).toBe('complete');
-    t.abortedSome(5);
-    expect(t.state(5, true)).toBe('aborting');
-    expect(t.state(0, false)).toBe('aborted');
-    t.start(3, 0);
-    expect(t.state(0, false)).toBe('complete');
-  });
-  it('a migration started elsewhere: the most slots seen in flight is the total', () => {
-    const t = new ProgressTracker();
-    expect(t.observe(8)).toMatchObject({ total: 8, percent: 0 });
-    expect(t.observe(2)).toMatchObject({ total: 8, done: 6, percent: 75 });
-    expect(t.slotRate(2)).toBe(0);
-  });
+});
+
+describe('slot states', () => {
   it('counts slots by state, aborting apart', () => {
     expect(
       stateCounts({
@@ -122,20 +102,6 @@ describe('slots in flight as ranges', () => {
       { from: 13, to: 13, state: 'pending', source: 1, target: 2, aborting: true, keys_moved: 1 },
       { from: 20, to: 20, state: 'pending', source: 1, target: 2, aborting: false, keys_moved: 1 },
     ]);
-  });
-});
-
-describe('done percent', () => {
-  const bySlots = progress(100, 87); // 13 % of the slots past their handoff
-  it('is by keys when the dashboard estimates the keys left, so a preparing move shows 0', () => {
-    expect(donePercent({ slots: [{} as never], run_keys_moved: 0, keys_left: 5000 }, bySlots)).toBe(0);
-    expect(donePercent({ slots: [{} as never], run_keys_moved: 2500, keys_left: 2500 }, bySlots)).toBe(50);
-    // Never 100 while a slot is still listed.
-    expect(donePercent({ slots: [{} as never], run_keys_moved: 5000, keys_left: 0 }, bySlots)).toBe(99.9);
-  });
-  it('falls back to slots without an estimate, and is 100 when nothing is left', () => {
-    expect(donePercent({ slots: [{} as never], run_keys_moved: 0, keys_left: null }, bySlots)).toBe(13);
-    expect(donePercent({ slots: [], run_keys_moved: 0, keys_left: null }, progress(20, 0))).toBe(100);
   });
 });
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api/client';
 import { ConfirmProvider, NoticesProvider } from '../src/components/ui';
 import { SlotMap } from '../src/views/SlotMap';
-import { migrationStatus, noCap, server, slotProgress } from './answers';
+import { migrationRun, migrationStatus, noCap, server, slotProgress } from './answers';
 
 afterEach(cleanup);
 
@@ -25,8 +25,8 @@ const slotStats = {
   proxies: 1,
   slots: { group: slots.map((s) => s.group), ops_per_sec: ops, bytes_per_sec: ops, keys: ops, memory: ops.map((o) => o * 100) },
   groups: [
-    { group: 1, slots: 512, ops_per_sec: 911, bytes_per_sec: 911, keys: 911, memory: 91100, keys_exact: true, keys_scanned: 911, dbsize: 911, keys_at_unix: 1 },
-    { group: 2, slots: 512, ops_per_sec: 0, bytes_per_sec: 0, keys: 0, memory: 0, keys_exact: false, keys_scanned: null, dbsize: null, keys_at_unix: null },
+    { group: 1, slots: 512, ops_per_sec: 911, bytes_per_sec: 911, keys: 911, memory: 91100, used_memory: 1048576, keys_exact: true, keys_scanned: 911, dbsize: 911, keys_at_unix: 1 },
+    { group: 2, slots: 512, ops_per_sec: 0, bytes_per_sec: 0, keys: 0, memory: 0, used_memory: null, keys_exact: false, keys_scanned: null, dbsize: null, keys_at_unix: null },
   ],
 };
 const status = migrationStatus({
@@ -36,6 +36,7 @@ const status = migrationStatus({
   keys_per_sec: 10,
   eta_secs: 3,
   max_slots_in_flight: 512,
+  run: migrationRun({ keys_copied: 42, keys_left: 58, percent_done: 42 }),
 });
 
 function setup() {
@@ -95,6 +96,10 @@ describe('SlotMap', () => {
     expect(screen.getByTestId('heat-5').style.background).not.toBe(screen.getByTestId('heat-6').style.background);
     expect(screen.getByTestId('heat-summary').textContent).toContain('busiest slot 400 ops/s');
     expect(screen.getByTestId('heat-groups').textContent).toContain('(est.)');
+    // An absolute scale with its legend, and the master's memory as the Groups view shows it.
+    expect(screen.getByTestId('heat-legend').textContent).toContain('≥ 100 ops/s');
+    expect(screen.getByTestId('heat-used-1').textContent).toBe('1.0 MiB');
+    expect(screen.getByTestId('heat-used-2').textContent).toBe('—');
     fireEvent.click(screen.getByTestId('heat-memory'));
     expect(screen.getByTestId('heat-5').getAttribute('data-value')).toBe('40000');
   });

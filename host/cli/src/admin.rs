@@ -13,6 +13,7 @@ mod plugin;
 mod read_policy;
 mod rebalance;
 mod routes;
+mod slot_arg;
 mod table;
 mod token;
 mod user;
@@ -90,14 +91,12 @@ pub enum AdminCmd {
         #[command(subcommand)]
         cmd: Option<routes::RoutesCmd>,
     },
-    /// Move slots FROM..=TO to GROUP online (keys move while clients keep working).
+    /// Move slots to GROUP online (keys move while clients keep working): `migrate 400-511 2`
+    /// (or `migrate 400 511 2`).
     Migrate {
-        /// First slot (0-1023).
-        from: u16,
-        /// Last slot, inclusive.
-        to: u16,
-        /// Target group id.
-        group: u32,
+        /// The slots, `A-B` or `N` (0-1023), then the target group id.
+        #[arg(value_name = "SLOTS GROUP", num_args = 2..=3, required = true)]
+        args: Vec<String>,
         #[command(flatten)]
         throttle: migration::ThrottleArgs,
     },
@@ -111,11 +110,13 @@ pub enum AdminCmd {
     /// Even out slots, weight, measured load or memory over the groups: shows the plan, then
     /// queues it once confirmed (`--yes`); `--dry-run` only shows it.
     Rebalance(rebalance::RebalanceArgs),
-    /// Abort migrations: the given slots, or all with `--all`; moved keys go back.
+    /// Abort migrations: the given slots (`N` or `A-B`), or all with `--all`; moved keys go
+    /// back.
     Abort {
         #[arg(long, conflicts_with = "slots")]
         all: bool,
-        slots: Vec<u16>,
+        #[arg(value_name = "SLOTS")]
+        slots: Vec<String>,
     },
     /// Migration progress: slots in flight, keys moved, keys per second, ETA.
     Migrations,
@@ -149,17 +150,17 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Slots(cmd) => cluster::slots(&client, cmd).await,
             AdminCmd::Proxy(cmd) => cluster::proxy(&client, cmd).await,
             AdminCmd::Stats => cluster::stats(&client).await,
-            AdminCmd::Migrate {
-                from,
-                to,
-                group,
-                throttle,
-            } => migration::migrate(&client, from, to, group, throttle).await,
+            AdminCmd::Migrate { args, throttle } => {
+                let (from, to, group) = slot_arg::range_and_group(&args)?;
+                migration::migrate(&client, from, to, group, throttle).await
+            }
             AdminCmd::Throttle { throttle, off } => {
                 migration::throttle(&client, throttle, off).await
             }
             AdminCmd::Rebalance(a) => rebalance::run(&client, a, args.json).await,
-            AdminCmd::Abort { all, slots } => migration::abort(&client, all, slots).await,
+            AdminCmd::Abort { all, slots } => {
+                migration::abort(&client, all, slot_arg::expand(&slots)?).await
+            }
             AdminCmd::Migrations => migration::status(&client).await,
             AdminCmd::Plugin(cmd) => plugin::run(&client, cmd).await,
             AdminCmd::User(cmd) => user::run(&client, cmd).await,
@@ -172,6 +173,14 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
         }
     })?;
     emit(if args.json { &reply.json } else { &reply.human })
+}
+
+/// How `tessera` prints an admin command's failure (to stderr): the message and its causes,
+/// never a backtrace, even with `RUST_BACKTRACE=1`. Every failure here is one a person acts
+/// on (a refusal the dashboard explained, a wrong address or token, a bad argument): a
+/// backtrace through the CLI's own frames says nothing more. A panic still prints its own.
+pub fn render_error(e: &anyhow::Error) -> String {
+    format!("Error: {e:#}\n")
 }
 
 /// What a command prints: `human` by default, `json` (the answer, pretty-printed) with

@@ -52,6 +52,7 @@ const RULES: &[Rule] = &[
     // Per-slot rates and key counts; no key names.
     rule("/api/slots/stats", VIEWER, ADMIN),
     rule("/api/proxies", VIEWER, ADMIN),
+    rule("/api/proxies/{token}", VIEWER, ADMIN),
     rule("/api/proxies/{token}/online", VIEWER, ADMIN),
     rule("/api/proxies/{token}/offline", VIEWER, ADMIN),
     // Per-command counts; no arguments.

@@ -48,6 +48,8 @@ pub struct Shared {
     /// The users clients may AUTH as: proxy.toml's, or the cluster's once loaded or pushed.
     pub users: arc_swap::ArcSwap<tessera_model::users::Users>,
     pub started: Instant,
+    /// Shutting down: the listener is closed, in-flight commands finish (`/api/proxy/info`).
+    pub draining: std::sync::atomic::AtomicBool,
     pub listen_addr: SocketAddr,
     /// The TLS listener's address and certificate, when it has one.
     pub tls: Option<(SocketAddr, Arc<tessera_model::tls::ServerTls>)>,
@@ -118,6 +120,7 @@ impl Shared {
             hot_cache: Arc::default(),
             backend_stats: Arc::default(),
             started: Instant::now(),
+            draining: std::sync::atomic::AtomicBool::new(false),
             listen_addr,
             tls: None,
             active: AtomicUsize::new(0),

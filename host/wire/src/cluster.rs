@@ -28,6 +28,10 @@ pub struct Overview {
     pub proxies: usize,
     /// Proxies online (in pushes) whose last health check answered.
     pub proxies_online: usize,
+    /// Proxies lost (registration gone, or not answering), fenced and draining.
+    pub proxies_lost: usize,
+    pub proxies_fenced: usize,
+    pub proxies_draining: usize,
     pub slots_assigned: usize,
     pub slots_unassigned: usize,
     /// Commands per second over every proxy (up to a second old: `GET /api/stats`).
@@ -98,7 +102,7 @@ pub struct ServerView {
     pub role: ServerRole,
     /// Its last check answered.
     pub up: bool,
-    /// The role it reports itself (`ROLE`): `master`, `slave`.
+    /// The role it reports itself (`ROLE`): `master`, or `replica` (Redis says `slave`).
     #[schema(required = true)]
     pub role_reported: Option<String>,
     /// `master_link_status`, for a replica.
@@ -113,7 +117,8 @@ pub struct ServerView {
     /// Why its last check failed.
     #[schema(required = true)]
     pub error: Option<String>,
-    /// A replica: the master's last known offset minus its own.
+    /// A replica: the master's last known offset minus its own, never below 0 (read by
+    /// separate checks, a replica can be seen ahead of its master's offset: no lag).
     #[schema(required = true)]
     pub lag_bytes: Option<i64>,
 }
@@ -247,7 +252,23 @@ pub enum ProxyState {
     Offline,
 }
 
-/// A registered proxy and what its last health check found (`GET /api/proxies`).
+/// How a proxy is, as the dashboard last saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProxyHealthState {
+    /// Registered, answering, serving.
+    Up,
+    /// Answering, but refusing commands: it could not renew its registration in time.
+    Fenced,
+    /// Its registration is gone, or it does not answer its health check (frozen, crashed,
+    /// cut off). Listed until it comes back or an operator removes it.
+    Lost,
+    /// Shutting down: finishing its in-flight commands.
+    Draining,
+}
+
+/// A proxy the dashboard knows, registered or lost, and what its last health check found
+/// (`GET /api/proxies`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProxyView {
     /// Its registration token (names it in the API; not a secret).
@@ -268,6 +289,10 @@ pub struct ProxyView {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Up, fenced, lost or draining.
+    pub health: ProxyHealthState,
+    /// Its registration is in the store now.
+    pub registered: bool,
 }
 
 // === stats ===

@@ -102,13 +102,19 @@ pub struct MigrationStatus {
     /// Keys and bytes the running migration has copied (since the driver last was idle).
     pub run_keys_moved: u64,
     pub run_bytes_moved: u64,
-    /// Keys still to copy: per slot in its first round, its source's keys per owned slot
-    /// less what was copied of it; after, the keys written during its last round. `None`
-    /// while nothing moves.
+    /// The running migration's keys not yet copied once (`run.keys_left`); `None` while
+    /// nothing moves, or while some slot's key count is unknown.
     #[schema(required = true)]
     pub keys_left: Option<u64>,
+    /// Seconds until `keys_left` is copied at the rate of first copies over the last 10 s;
+    /// `None` while nothing moves or nothing is being copied, and until that rate has been
+    /// measured over 3 s (of the status being read).
     #[schema(required = true)]
     pub eta_secs: Option<f64>,
+    /// The running migration, or the last one once it ended (until the next starts; not
+    /// kept across a dashboard restart). `None` before the first.
+    #[schema(required = true)]
+    pub run: Option<MigrationRun>,
     /// The cap set on the running migration.
     pub throttle: ThrottleLimits,
     /// The slowest command the copy sent since this dashboard started.
@@ -126,6 +132,44 @@ pub struct MigrationStatus {
     /// slots to the one that routed them to their target (`None` before the first).
     #[schema(required = true)]
     pub write_pause: Option<PauseStats>,
+}
+
+/// A migration as a whole: the slots queued from the moment the driver had none until it
+/// has none again. One definition of progress, which the console and the CLI show as is.
+///
+/// Each slot's keys are counted when it is queued (a SCAN of its source, exact up to
+/// 100 000 keys a group, sampled above) and replaced by what its first copy (round 0)
+/// found once that ends. `keys_copied` counts the keys of that first copy the targets
+/// acknowledged; keys written meanwhile and copied again are `keys_recopy`, not progress.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MigrationRun {
+    /// Some slot of it is still moving.
+    pub running: bool,
+    pub started_unix_ms: u64,
+    #[schema(required = true)]
+    pub ended_unix_ms: Option<u64>,
+    /// Its slots, aborted ones left out.
+    pub slots: usize,
+    /// Of them, routed to their target (in cleanup or finished).
+    pub slots_done: usize,
+    /// Slots of it that were aborted.
+    pub slots_aborted: usize,
+    /// The keys its slots hold; `None` while a slot not yet copied has no count.
+    #[schema(required = true)]
+    pub keys_total: Option<u64>,
+    /// Keys copied once (a finished slot: all of its keys).
+    pub keys_copied: u64,
+    /// `keys_total - keys_copied`.
+    #[schema(required = true)]
+    pub keys_left: Option<u64>,
+    /// Keys written since their copy, to be copied again in the slots' next round.
+    pub keys_recopy: u64,
+    /// By keys (`keys_copied / keys_total`) while some slot moves, capped at 99.9 until the
+    /// last slot is done; by slots when the keys are unknown or none; 100 once all are done.
+    pub percent_done: f64,
+    /// Every key it copied, copies again included, and their bytes.
+    pub keys_moved: u64,
+    pub bytes_moved: u64,
 }
 
 /// One slot's migration.
@@ -309,7 +353,8 @@ pub struct SlotArrays {
     pub memory: Vec<f64>,
 }
 
-/// A group's sums over the slots it owns, and how its keys were counted.
+/// A group's sums over the slots it owns (every group is listed, those without slots too),
+/// and how its keys were counted.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct GroupTotals {
     pub group: GroupId,
@@ -317,7 +362,13 @@ pub struct GroupTotals {
     pub ops_per_sec: f64,
     pub bytes_per_sec: f64,
     pub keys: f64,
+    /// Its keys' size: the sum of its slots' estimates (`MEMORY USAGE` of sampled keys).
     pub memory: f64,
+    /// Its master's memory as its last health check read it (INFO `used_memory`, what the
+    /// groups view shows); `null` before the first check or while it does not answer. It is
+    /// larger than `memory`: it also counts the allocator's pages and the key table.
+    #[schema(required = true)]
+    pub used_memory: Option<u64>,
     /// The last scan saw every key of the group (else the counts are a scaled sample);
     /// `null` before the first scan.
     #[schema(required = true)]

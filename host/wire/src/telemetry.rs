@@ -228,6 +228,15 @@ pub struct ProxyInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub users_version: u64,
+    /// It refuses commands: its registration in the store may have lapsed (docs/migration.md,
+    /// "A proxy cut off from the store").
+    #[serde(default)]
+    #[schema(required = true)]
+    pub fenced: bool,
+    /// It is shutting down: no new connections, in-flight commands finishing.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub draining: bool,
 }
 
 /// Requests to the backends, and their connections' fortunes.

@@ -48,6 +48,16 @@ export class ConsolePage {
    */
   async shot(name: string): Promise<void> {
     await expect(this.page.getByText('bad_answer'), `the ${name} view shows an answer it cannot read`).toHaveCount(0);
+    // Every field of every view has a name a screen reader can say: a <label> or aria-label.
+    const unlabelled = await this.page.locator('input, select, textarea').evaluateAll((els) =>
+      els
+        .filter((e) => {
+          const f = e as HTMLInputElement;
+          return !(f.labels && f.labels.length > 0) && !f.getAttribute('aria-label') && !f.getAttribute('aria-labelledby');
+        })
+        .map((e) => e.getAttribute('data-testid') ?? e.outerHTML.slice(0, 80)),
+    );
+    expect(unlabelled, `fields without a label in the ${name} view`).toEqual([]);
     fs.mkdirSync(SHOTS, { recursive: true });
     await this.page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
     log(`screenshot ${name}.png`);

@@ -40,7 +40,10 @@ export const useSetReadPolicy = (c: ClusterApi) =>
 export const useAssign = (c: ClusterApi) =>
   useChange((v: { from: number; to: number; group: number }) => c.assign(v.from, v.to, v.group), slotsOf(c));
 export const useMigrate = (c: ClusterApi) =>
-  useChange((v: { from: number; to: number; group: number }) => c.migrate(v.from, v.to, v.group), slotsOf(c));
+  useChange(
+    (v: { from: number; to: number; group: number; maxKeysPerSec?: number }) => c.migrate(v.from, v.to, v.group, v.maxKeysPerSec),
+    slotsOf(c),
+  );
 /** Aborts the migration of `slots`, or every one. */
 export const useAbort = (c: ClusterApi) => useChange((slots?: number[]) => c.abort(slots), slotsOf(c));
 /** A rebalance's plan: a dry run, which changes nothing, so it touches no query. */
@@ -64,6 +67,9 @@ export const useSetProxyOnline = (c: ClusterApi) =>
     (v: { token: string; online: boolean }) => c.setProxyOnline(v.token, v.online),
     [clusterKey(c.name, 'proxies'), clusterKey(c.name, 'stats'), ...overviewOf(c)],
   );
+
+export const useRemoveProxy = (c: ClusterApi) =>
+  useChange((token: string) => c.removeProxy(token), [clusterKey(c.name, 'proxies'), clusterKey(c.name, 'stats'), ...overviewOf(c)]);
 
 // === plugins (a plugin's metrics are below its key: which proxies run it changes too) ===
 

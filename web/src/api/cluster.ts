@@ -70,6 +70,10 @@ export class ClusterApi {
   proxies(signal?: AbortSignal) {
     return this.call('get', '/api/proxies', { signal });
   }
+  /** Removes a lost proxy from the list (one that answers is refused, 409). */
+  removeProxy(token: string) {
+    return this.call('delete', '/api/proxies/{token}', { path: { token } });
+  }
   setProxyOnline(token: string, online: boolean) {
     return online
       ? this.call('post', '/api/proxies/{token}/online', { path: { token } })
@@ -78,8 +82,10 @@ export class ClusterApi {
   migrations(signal?: AbortSignal) {
     return this.call('get', '/api/migrations', { signal });
   }
-  migrate(from: number, to: number, group: number) {
-    return this.call('post', '/api/migrations', { body: { from, to, group } });
+  /** Moves slots `from..=to` to `group`, under a speed cap of `maxKeysPerSec` if given. */
+  migrate(from: number, to: number, group: number, maxKeysPerSec?: number) {
+    const body = maxKeysPerSec == null ? { from, to, group } : { from, to, group, max_keys_per_sec: maxKeysPerSec };
+    return this.call('post', '/api/migrations', { body });
   }
   abort(slots?: number[]) {
     return this.call('post', '/api/migrations/abort', { body: slots ? { slots } : {} });

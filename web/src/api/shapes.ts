@@ -30,6 +30,7 @@ export type Slot = Answer<'/api/slots', 'get'>[number];
 export type Proxy = Answer<'/api/proxies', 'get'>[number];
 export type MigrationStatus = Answer<'/api/migrations', 'get'>;
 export type SlotProgress = MigrationStatus['slots'][number];
+export type MigrationRun = NonNullable<MigrationStatus['run']>;
 export type RebalanceResult = Answer<'/api/rebalance', 'post'>;
 export type RebalanceBy = NonNullable<RebalanceResult['by']>;
 export type Move = RebalanceResult['moves'][number];

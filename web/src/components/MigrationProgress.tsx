@@ -1,64 +1,42 @@
 // The running migration's progress (GET /api/migrations, polled every second): percent done,
-// slots and keys left, keys/s, ETA, the write pause, and Abort.
+// slots and keys left, keys/s, ETA, the write pause, and Abort. Every number is the
+// dashboard's `run` as it reports it (docs/migration.md, "Progress"); none is estimated here.
 
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useState, useSyncExternalStore } from 'react';
 import { useAbort } from '../api/changes';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { MigrationStatus } from '../api/shapes';
 import { formatBytes, formatNumber } from '../lib/format';
-import { copyRounds, describeThrottle, donePercent, eta, formatDuration, keysPerSecond, ProgressTracker, stateCounts, type KeySample } from '../lib/migration';
-import { Samples } from '../lib/ring';
+import { barPercent, copyRounds, describeThrottle, formatDuration, runState, stateCounts } from '../lib/migration';
 import { ErrorBox, useConfirm, useNotices } from './ui';
 
-// One tracker per cluster for the page's life: the total of the migration being watched.
-const trackers = new Map<string, ProgressTracker>();
-export function trackerFor(name: string): ProgressTracker {
-  let t = trackers.get(name);
-  if (!t) {
-    t = new ProgressTracker();
-    trackers.set(name, t);
-  }
-  return t;
-}
-
-/** Polls the migration status every second; one sample of keys moved per answer gives a client-side keys/s. */
+/** Polls the migration status every second. */
 export function useMigrations(c: ClusterApi, intervalMs = 1000) {
-  const q = useQuery({ ...reads.migrations(c), refetchInterval: intervalMs });
-  const [samples] = useState(() => new Samples<KeySample>(60));
-  const { data, dataUpdatedAt } = q;
-  useEffect(() => {
-    if (data) samples.add({ t: dataUpdatedAt, keys: data.keys_moved });
-  }, [samples, data, dataUpdatedAt]);
-  return { ...q, samples: useSyncExternalStore(samples.subscribe, samples.getSnapshot) };
+  return useQuery({ ...reads.migrations(c), refetchInterval: intervalMs });
 }
 
 export function MigrationProgress({
   c,
   status,
-  samples,
   error,
 }: {
   c: ClusterApi;
   status: MigrationStatus | undefined;
-  samples: readonly KeySample[];
   error: unknown;
 }) {
   const { run } = useNotices();
   const confirm = useConfirm();
   const abort = useAbort(c);
-  const tracker = trackerFor(c.name);
   if (!status) return <ErrorBox error={error} />;
   const active = status.slots.length;
-  const p = tracker.observe(active);
-  const pct = donePercent(status, p);
+  const r = status.run;
+  const state = runState(status);
+  const pct = barPercent(status);
   const cap = describeThrottle(status.throttle, formatBytes);
-  const rate = status.keys_per_sec > 0 ? status.keys_per_sec : keysPerSecond(samples);
-  const etaSecs = status.eta_secs ?? (active ? eta(active, tracker.slotRate(active)) : 0);
+  const running = r?.running ?? false;
   const counts = stateCounts(status);
   const rounds = copyRounds(status);
-  const turning = status.slots.some((s) => s.aborting);
 
   const abortAll = async () => {
     const ok = await confirm(
@@ -67,11 +45,9 @@ export function MigrationProgress({
       'Abort migrations',
     );
     if (!ok) return;
-    const r = await run('Abort', () => abort.mutateAsync(undefined), (r) => `${r.aborted} slot migration(s) aborted`);
-    if (r) tracker.abortedSome(r.aborted);
+    await run('Abort', () => abort.mutateAsync(undefined), (x) => `${x.aborted} slot migration(s) aborted`);
   };
 
-  const state = tracker.state(active, turning);
   return (
     <div className="panel migration-progress" data-testid="migration-progress" data-state={state} data-percent={pct}>
       <ErrorBox error={error} />
@@ -85,46 +61,66 @@ export function MigrationProgress({
           {abort.isPending ? 'Aborting…' : 'Abort'}
         </button>
       </div>
-      <div className="progress-bar" aria-label="migration progress">
+      <div className="progress-bar" role="progressbar" aria-label="migration progress" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}>
         <div className="progress-fill" style={{ width: `${pct}%` }} />
       </div>
+      {r && !running && (
+        <div className="muted small" data-testid="migration-last">
+          Last migration: {formatNumber(r.slots_done)} slot(s) moved
+          {r.slots_aborted ? `, ${formatNumber(r.slots_aborted)} aborted` : ''}, {formatNumber(r.keys_copied)} keys
+          {r.ended_unix_ms != null ? ` in ${formatDuration((r.ended_unix_ms - r.started_unix_ms) / 1000)}` : ''}
+        </div>
+      )}
       <div className="stats-row">
         <div className="stat">
           <div className="stat-label">Done</div>
           <div className="stat-value" data-testid="migration-percent">
-            {p.total || active ? `${pct}%` : '—'}
+            {r && state !== 'idle' ? `${r.percent_done}%` : '—'}
           </div>
         </div>
-        <div className="stat">
+        <div className="stat" title="Slots of the running migration not yet routed to their target">
           <div className="stat-label">Slots left</div>
           <div className="stat-value" data-testid="migration-remaining">
-            {active}
-            {p.total ? <span className="muted small"> / {p.total}</span> : null}
+            {r && running ? (
+              <>
+                {formatNumber(r.slots - r.slots_done)}
+                <span className="muted small"> / {formatNumber(r.slots)}</span>
+              </>
+            ) : (
+              '—'
+            )}
           </div>
         </div>
         <div className="stat">
           <div className="stat-label">Keys/s</div>
           <div className="stat-value" data-testid="migration-rate">
-            {formatNumber(rate)}
+            {running ? formatNumber(status.keys_per_sec) : '—'}
           </div>
         </div>
-        <div className="stat">
+        <div className="stat" title="Until every key of the migration is copied once, at the rate of the last 10 s">
           <div className="stat-label">ETA</div>
           <div className="stat-value" data-testid="migration-eta">
-            {active ? formatDuration(etaSecs) : '—'}
+            {running ? formatDuration(status.eta_secs) : '—'}
           </div>
         </div>
-        <div className="stat" title="By the running migration; its memory as the sources count it (MEMORY USAGE)">
-          <div className="stat-label">Keys moved</div>
+        <div className="stat" title="Keys of the migration's slots copied once, of the keys they held (counted when queued, then by their first copy)">
+          <div className="stat-label">Keys copied</div>
           <div className="stat-value" data-testid="migration-keys-moved">
-            {formatNumber(status.run_keys_moved ?? status.keys_moved)}
-            {status.run_bytes_moved != null ? <span className="muted small"> · {formatBytes(status.run_bytes_moved)}</span> : null}
+            {r ? formatNumber(r.keys_copied) : '—'}
+            {r?.keys_total != null ? <span className="muted small"> / {formatNumber(r.keys_total)}</span> : null}
+            {r ? <span className="muted small"> · {formatBytes(r.bytes_moved)}</span> : null}
           </div>
         </div>
-        <div className="stat" title="Estimated from each source group's keys over the slots it owns">
+        <div className="stat" title="Keys of the migration's slots not yet copied; keys written since their copy are copied again and shown apart">
           <div className="stat-label">Keys left</div>
           <div className="stat-value" data-testid="migration-keys-left">
-            {status.keys_left != null ? `~${formatNumber(status.keys_left)}` : '—'}
+            {running && status.keys_left != null ? formatNumber(status.keys_left) : '—'}
+            {running && r && r.keys_recopy > 0 ? (
+              <span className="muted small" data-testid="migration-recopy">
+                {' '}
+                + {formatNumber(r.keys_recopy)} rewritten
+              </span>
+            ) : null}
           </div>
         </div>
         <div className="stat" title="How long a slot serves no one while it is handed over (its commands wait in the proxies), per slot over the last handoffs">

@@ -1,20 +1,22 @@
-// The slot heatmap: ops/s or memory per slot (GET /api/slots/stats), in the slot map's layout.
+// The slot heatmap: ops/s or memory per slot (GET /api/slots/stats), in the slot map's layout,
+// on an absolute scale with its legend; every group listed, those without slots too, with its
+// master's memory as the groups view shows it beside the keys' estimated size.
 
 import { useQuery } from '@tanstack/react-query';
 import { memo, useMemo, useState } from 'react';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import { formatBytes, formatShort } from '../lib/format';
-import { heatColor, heatValues, type HeatMeasure } from '../lib/heat';
+import { EMPTY_COLOR, heatBands, heatColor, heatValues, type HeatMeasure } from '../lib/heat';
 
 const COLS = 32;
 
-const HeatCell = memo(function HeatCell({ slot, value, max, measure }: { slot: number; value: number; max: number; measure: HeatMeasure }) {
+const HeatCell = memo(function HeatCell({ slot, value, measure }: { slot: number; value: number; measure: HeatMeasure }) {
   const label = measure === 'ops' ? `${formatShort(value)} ops/s` : formatBytes(Math.round(value));
   return (
     <div
       className="heat-cell"
-      style={{ background: heatColor(value, max) }}
+      style={{ background: heatColor(value, measure) }}
       data-testid={`heat-${slot}`}
       data-value={value}
       title={`slot ${slot}: ${label}`}
@@ -32,12 +34,12 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
   return (
     <div className="panel" data-testid="slot-heatmap">
       <h3>Heatmap</h3>
-      <div className="toolbar">
+      <div className="toolbar" role="radiogroup" aria-label="heatmap measure">
         <label>
-          <input type="radio" checked={measure === 'ops'} onChange={() => setMeasure('ops')} data-testid="heat-ops" /> ops/s
+          <input type="radio" name="heat-measure" checked={measure === 'ops'} onChange={() => setMeasure('ops')} data-testid="heat-ops" /> ops/s
         </label>
         <label>
-          <input type="radio" checked={measure === 'memory'} onChange={() => setMeasure('memory')} data-testid="heat-memory" /> memory
+          <input type="radio" name="heat-measure" checked={measure === 'memory'} onChange={() => setMeasure('memory')} data-testid="heat-memory" /> keys' size
         </label>
         <span className="muted small" data-testid="heat-summary">
           total {fmt(total)}, busiest slot {fmt(max)}
@@ -46,8 +48,19 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
       </div>
       <div className="slot-grid" style={{ gridTemplateColumns: `repeat(${COLS}, 1fr)` }} data-testid="heat-grid">
         {values.map((v, i) => (
-          <HeatCell key={i} slot={i} value={v} max={max} measure={measure} />
+          <HeatCell key={i} slot={i} value={v} measure={measure} />
         ))}
+      </div>
+      <div className="heat-legend small" data-testid="heat-legend" aria-label="colour scale">
+        <span className="heat-legend-item">
+          <span className="heat-swatch" style={{ background: EMPTY_COLOR }} /> none
+        </span>
+        {heatBands(measure).map((b) => (
+          <span className="heat-legend-item" key={b.from}>
+            <span className="heat-swatch" style={{ background: b.color }} /> {b.label}
+          </span>
+        ))}
+        <span className="muted"> per slot</span>
       </div>
       {stats.data && (
         <table className="table compact" data-testid="heat-groups">
@@ -57,7 +70,12 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
               <th className="num">Slots</th>
               <th className="num">ops/s</th>
               <th className="num">Keys</th>
-              <th className="num">Memory</th>
+              <th className="num" title="Its keys' size: MEMORY USAGE of sampled keys, summed over its slots">
+                Keys' size
+              </th>
+              <th className="num" title="Its master's used_memory (INFO), as the Groups view shows it">
+                Memory used
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -71,6 +89,9 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
                   {g.keys_exact === false && <span className="muted small"> (est.)</span>}
                 </td>
                 <td className="num">{formatBytes(Math.round(g.memory))}</td>
+                <td className="num" data-testid={`heat-used-${g.group}`}>
+                  {g.used_memory != null ? formatBytes(g.used_memory) : '—'}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -116,9 +116,11 @@ export function ConfirmProvider({ children }: { children: ReactNode }) {
     req?.resolve(ok);
     setReq(null);
   };
-  const okRef = useRef<HTMLButtonElement>(null);
+  // Focus goes to Cancel, never to the destructive button: Enter or Space on a dialog that
+  // appeared under the keyboard must not confirm it.
+  const cancelRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
-    if (req) okRef.current?.focus();
+    if (req) cancelRef.current?.focus();
   }, [req]);
   return (
     <ConfirmCtx.Provider value={ask}>
@@ -129,10 +131,10 @@ export function ConfirmProvider({ children }: { children: ReactNode }) {
             <h3 id="confirm-title">{req.title}</h3>
             <div className="modal-body">{req.body}</div>
             <div className="modal-actions">
-              <button onClick={() => close(false)} data-testid="confirm-cancel">
+              <button ref={cancelRef} onClick={() => close(false)} data-testid="confirm-cancel">
                 Cancel
               </button>
-              <button ref={okRef} className="danger" onClick={() => close(true)} data-testid="confirm-ok">
+              <button className="danger" onClick={() => close(true)} data-testid="confirm-ok">
                 {req.confirmLabel}
               </button>
             </div>

@@ -1,6 +1,8 @@
-// The slot heatmap's scale: a value per slot to a color, relative to the busiest slot.
+// The slot heatmap's scale: a value per slot to a colour on an absolute, labelled scale (the
+// same value is the same colour whatever the busiest slot), with the bands for its legend.
 
 import type { SlotStats } from '../api/shapes';
+import { formatBytes, formatShort } from './format';
 
 export type HeatMeasure = 'ops' | 'memory';
 
@@ -10,12 +12,35 @@ export function heatValues(stats: SlotStats | null | undefined, m: HeatMeasure):
   return Array.from({ length: 1024 }, (_, i) => v[i] ?? 0);
 }
 
-/** A square-root scale (a few hot slots must not flatten the rest to white). */
-export function heatColor(value: number, max: number): string {
-  if (!(value > 0) || !(max > 0)) return '#f3f4f6';
-  const t = Math.sqrt(Math.min(1, value / max));
-  // From a pale yellow to a deep red.
-  const hue = 50 - 50 * t;
-  const light = 90 - 50 * t;
-  return `hsl(${hue.toFixed(0)}, 90%, ${light.toFixed(0)}%)`;
+/** One band of the scale: values from `from` (inclusive) up to the next band's. */
+export interface HeatBand {
+  from: number;
+  color: string;
+  label: string;
+}
+
+/** No value: a grey that reads as empty in both colour schemes. */
+export const EMPTY_COLOR = '#9ca3af33';
+
+// Pale yellow to deep red, one step per band (a decade of ops/s, ×16 of bytes): an even,
+// moderate load is one moderate colour, never all red.
+const RAMP = ['#fef3c7', '#fde68a', '#fbbf24', '#f97316', '#dc2626', '#7f1d1d'];
+
+/** The scale of a measure, lowest band first (values above 0 and below the first band take it). */
+export function heatBands(m: HeatMeasure): HeatBand[] {
+  if (m === 'ops') {
+    const from = [0, 10, 100, 1_000, 10_000, 100_000];
+    return from.map((f, i) => ({ from: f, color: RAMP[i], label: i === 0 ? '< 10 ops/s' : `≥ ${formatShort(f)} ops/s` }));
+  }
+  const from = [0, 16 << 10, 256 << 10, 4 << 20, 64 << 20, 1 << 30];
+  return from.map((f, i) => ({ from: f, color: RAMP[i], label: i === 0 ? `< ${formatBytes(16 << 10)}` : `≥ ${formatBytes(f)}` }));
+}
+
+/** The colour of `value` on the measure's absolute scale; grey for nothing. */
+export function heatColor(value: number, m: HeatMeasure): string {
+  if (!(value > 0)) return EMPTY_COLOR;
+  const bands = heatBands(m);
+  let c = bands[0].color;
+  for (const b of bands) if (value >= b.from) c = b.color;
+  return c;
 }

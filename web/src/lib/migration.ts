@@ -1,5 +1,6 @@
-// Migration progress maths: keys per second from samples, ETA, and a progress percentage
-// that survives slots leaving the status list as they finish.
+// Migration progress helpers: keys per second from samples, ETA formatting, the panel's state
+// from the dashboard's run (whose numbers the panel shows as they are), slots in flight as
+// ranges.
 
 import type { MigrationStatus } from '../api/shapes';
 
@@ -41,38 +42,23 @@ export function formatDuration(secs: number | null | undefined): string {
 }
 
 /**
- * Progress of the migration the operator is watching. The status lists only slots still
- * moving, so the total is remembered: the slots queued when it started (or the most ever
- * seen in flight, for a migration started elsewhere).
+ * The panel's state, from the dashboard's `run` alone (one definition of progress, shared
+ * with the CLI): idle before any migration, running (aborting while slots turn around), then
+ * complete or aborted once the last one ended.
  */
-export interface Progress {
-  total: number;
-  remaining: number;
-  done: number;
-  percent: number;
+export type RunState = 'idle' | 'running' | 'aborting' | 'complete' | 'aborted';
+
+export function runState(st: Pick<MigrationStatus, 'run' | 'slots'>): RunState {
+  const r = st.run;
+  if (!r) return 'idle';
+  if (r.running) return st.slots.some((s) => s.aborting) ? 'aborting' : 'running';
+  if (r.slots_aborted > 0) return 'aborted';
+  return r.slots_done > 0 ? 'complete' : 'idle';
 }
 
-export function progress(total: number, remaining: number): Progress {
-  const t = Math.max(total, remaining);
-  if (t === 0) return { total: 0, remaining: 0, done: 0, percent: 100 };
-  const done = t - remaining;
-  return { total: t, remaining, done, percent: Math.floor((done / t) * 1000) / 10 };
-}
-
-/**
- * How far the running migration is, in percent: by keys when the dashboard estimates the keys
- * left (keys moved over moved + left), else by slots. The bar and "Done" both show this one
- * number; while slots prepare, nothing has moved and both say so.
- */
-export function donePercent(
-  st: Pick<MigrationStatus, 'slots' | 'run_keys_moved' | 'keys_left'>,
-  bySlots: Progress,
-): number {
-  if (st.slots.length === 0) return bySlots.percent;
-  const moved = st.run_keys_moved;
-  const left = st.keys_left;
-  if (left == null || moved + left === 0) return bySlots.percent;
-  return Math.min(99.9, Math.floor((moved / (moved + left)) * 1000) / 10);
+/** The bar's width: nothing when idle, the run's percent otherwise. */
+export function barPercent(st: Pick<MigrationStatus, 'run' | 'slots'>): number {
+  return runState(st) === 'idle' || !st.run ? 0 : st.run.percent_done;
 }
 
 /** "20000 keys/s, 2.0 MiB/s", or null for no cap. */
@@ -114,42 +100,6 @@ export function copyRounds(
     changed: copying.reduce((n, s) => n + s.changed_last_round, 0),
     converged: copying.filter((s) => s.converged).length,
   };
-}
-
-/**
- * Tracks one migration's total across polls: `start(n)` when the operator queues n slots on
- * top of those already moving; `observe(active)` on every poll.
- */
-export class ProgressTracker {
-  total = 0;
-  startedAt: number | null = null;
-  /** Some of the watched slots were aborted (they move back, and count as done then). */
-  aborted = false;
-  start(queued: number, activeNow: number, now = Date.now()) {
-    this.total = queued + activeNow;
-    this.startedAt = now;
-    this.aborted = false;
-  }
-  abortedSome(n: number) {
-    if (n > 0) this.aborted = true;
-  }
-  /** idle (nothing watched), running, aborting (slots moving back), complete or aborted. */
-  state(active: number, anyMovingBack: boolean): 'idle' | 'running' | 'aborting' | 'complete' | 'aborted' {
-    if (active > 0) return anyMovingBack ? 'aborting' : 'running';
-    if (!this.total) return 'idle';
-    return this.aborted ? 'aborted' : 'complete';
-  }
-  observe(active: number): Progress {
-    if (active > this.total) this.total = active;
-    return progress(this.total, active);
-  }
-  /** Slots per second since start, for an ETA when the key counts say nothing. */
-  slotRate(active: number, now = Date.now()): number {
-    if (this.startedAt == null) return 0;
-    const dt = (now - this.startedAt) / 1000;
-    const done = this.total - active;
-    return dt > 0 && done > 0 ? done / dt : 0;
-  }
 }
 
 /** Slots in flight in ranges: consecutive slots in the same state between the same groups. */

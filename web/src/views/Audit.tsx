@@ -57,7 +57,7 @@ export function Audit() {
       <div className="toolbar">
         <h2>Audit log</h2>
         <span className="spacer" />
-        <select value={cluster} onChange={(e) => setCluster(e.target.value)} data-testid="audit-cluster">
+        <select value={cluster} onChange={(e) => setCluster(e.target.value)} aria-label="cluster" data-testid="audit-cluster">
           <option value="">every cluster</option>
           {clusters.map((c) => (
             <option key={c} value={c}>
@@ -65,7 +65,7 @@ export function Audit() {
             </option>
           ))}
         </select>
-        <input placeholder="filter" value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="audit-filter" />
+        <input placeholder="filter" value={filter} onChange={(e) => setFilter(e.target.value)} aria-label="filter the entries" data-testid="audit-filter" />
         <button
           onClick={() => {
             void refetch();

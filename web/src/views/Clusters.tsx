@@ -18,7 +18,13 @@ export function clusterHealth(c: ClusterSummary): { ok: boolean | null; text: st
   const problems: string[] = [];
   if (o.groups_down) problems.push(`${o.groups_down} group(s) down`);
   if (o.servers_down) problems.push(`${o.servers_down} server(s) down`);
-  if (o.proxies_online < o.proxies) problems.push(`${o.proxies - o.proxies_online} proxy(ies) out`);
+  // Every proxy the dashboard knows counts, lost ones included (a frozen proxy stays listed).
+  if (o.proxies === 0) problems.push('no proxy');
+  if (o.proxies_lost) problems.push(`${o.proxies_lost} proxy(ies) lost`);
+  if (o.proxies_fenced) problems.push(`${o.proxies_fenced} proxy(ies) fenced`);
+  if (o.proxies_draining) problems.push(`${o.proxies_draining} proxy(ies) draining`);
+  const offline = o.proxies - o.proxies_online - o.proxies_lost - o.proxies_fenced - o.proxies_draining;
+  if (offline > 0) problems.push(`${offline} proxy(ies) offline`);
   if (o.slots_unassigned) problems.push(`${o.slots_unassigned} slots unassigned`);
   return problems.length ? { ok: false, text: problems.join(', ') } : { ok: true, text: 'healthy' };
 }
@@ -74,7 +80,7 @@ export function ClustersTable({ clusters }: { clusters: ClusterSummary[] }) {
                 </Badge>
                 {c.error && <div className="error-text small">{c.error}</div>}
               </td>
-              <td className="num">{o ? `${o.proxies_online}/${o.proxies}` : '—'}</td>
+              <td className="num" title="Proxies up and online, of every proxy the dashboard knows (lost ones included)">{o ? `${o.proxies_online}/${o.proxies} up` : '—'}</td>
               <td className="num">{o ? o.groups : '—'}</td>
               <td className="num">{o ? `${o.servers - o.servers_down}/${o.servers}` : '—'}</td>
               <td className="num" data-testid={`cluster-qps-${c.name}`}>

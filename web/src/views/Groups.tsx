@@ -15,7 +15,8 @@ import { ReadPolicyPanel } from './ReadPolicy';
 function lagText(s: Server): string {
   if (s.role === 'master') return '—';
   if (s.lag_bytes == null) return 'unknown';
-  return `${formatNumber(s.lag_bytes)} B`;
+  // Never negative (the dashboard clamps it; an older one may not have).
+  return `${formatNumber(Math.max(0, s.lag_bytes))} B`;
 }
 
 export function Groups({ c }: { c: ClusterApi }) {
@@ -133,7 +134,20 @@ function GroupCard({
           {g.down ? 'down' : 'up'}
         </Badge>
         <span className="spacer" />
-        <button onClick={onDelete} className="danger-outline" data-testid={`delete-group-${g.id}`}>
+        {/* Only an empty group can go: no confirm is offered for one that holds slots or servers. */}
+        <button
+          onClick={onDelete}
+          className="danger-outline"
+          disabled={g.slots > 0 || g.servers.length > 0}
+          title={
+            g.slots > 0
+              ? `It holds ${g.slots} slots: move them to another group first`
+              : g.servers.length > 0
+                ? 'It has servers: remove them first'
+                : undefined
+          }
+          data-testid={`delete-group-${g.id}`}
+        >
           Delete group
         </button>
       </div>
@@ -160,7 +174,7 @@ function GroupCard({
                 <Badge ok={s.up}>{s.up ? 'up' : 'down'}</Badge>
                 {s.error && <div className="error-text small">{s.error}</div>}
               </td>
-              <td>{s.role_reported ?? '—'}</td>
+              <td>{s.role_reported === 'slave' ? 'replica' : (s.role_reported ?? '—')}</td>
               <td>{s.role === 'replica' ? (s.master_link ?? '—') : '—'}</td>
               <td className="num" data-testid={`lag-${s.addr}`}>
                 {lagText(s)}
@@ -193,6 +207,7 @@ function GroupCard({
           value={addr}
           onChange={(e) => setAddr(e.target.value)}
           placeholder="127.0.0.1:7003"
+          aria-label={`address of a server to add to group ${g.id}`}
           data-testid={`add-server-addr-${g.id}`}
           onKeyDown={(e) => e.key === 'Enter' && addServer()}
         />

@@ -7,7 +7,7 @@ import { useAbort, useMigrate, usePlanRebalance, useRebalance } from '../api/cha
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { RebalanceBy, RebalanceResult } from '../api/shapes';
-import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
+import { MigrationProgress, useMigrations } from '../components/MigrationProgress';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import { formatBytes, formatNumber } from '../lib/format';
 import { summarizeFlight } from '../lib/migration';
@@ -23,6 +23,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
   const planRebalance = usePlanRebalance(c);
   const rebalance = useRebalance(c);
   const [range, setRange] = useState('');
+  const [cap, setCap] = useState('');
   const [target, setTarget] = useState<number | ''>('');
   const [rangeErr, setRangeErr] = useState<string | null>(null);
   const [weights, setWeights] = useState<Record<number, string>>({});
@@ -38,14 +39,16 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const r = parseRange(range);
     if (typeof r === 'string') return setRangeErr(r);
     if (target === '') return setRangeErr('choose the group the slots move to');
+    const capText = cap.trim();
+    const maxKeysPerSec = capText === '' ? undefined : Number(capText);
+    if (maxKeysPerSec !== undefined && !(Number.isInteger(maxKeysPerSec) && maxKeysPerSec > 0))
+      return setRangeErr('the speed cap is a whole number of keys per second, or empty for none');
     setRangeErr(null);
-    const before = mig.data?.slots.length ?? 0;
-    const rep = await run(
+    await run(
       `Migrate slots ${rangeLabel(r.from, r.to)}`,
-      () => migrate.mutateAsync({ from: r.from, to: r.to, group: target }),
+      () => migrate.mutateAsync({ from: r.from, to: r.to, group: target, maxKeysPerSec }),
       (x) => `${x.queued} slot(s) queued to move to group ${target}`,
     );
-    if (rep) trackerFor(c.name).start(rep.queued, before);
   };
 
   const currentWeights = (): Record<string, number> | undefined | string => {
@@ -83,7 +86,6 @@ export function Migrations({ c }: { c: ClusterApi }) {
       'Execute',
     );
     if (!ok) return;
-    const before = mig.data?.slots.length ?? 0;
     // A measured plan is queued exactly as previewed (the measure moves on meanwhile).
     const rep = await run(
       'Rebalance',
@@ -94,7 +96,6 @@ export function Migrations({ c }: { c: ClusterApi }) {
       (x) => `${x.slots} slot(s) queued by the rebalance`,
     );
     if (rep) {
-      trackerFor(c.name).start(rep.slots, before);
       if (rep.slots !== plan.slots)
         notify('error', `The cluster changed since the preview: the rebalance queued ${rep.slots} slot(s), not the ${plan.slots} previewed.`);
       setPlan(null);
@@ -104,8 +105,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const ok = await confirm(`Abort the migration of slots ${rangeLabel(from, to)}?`, 'Keys already moved go back.', 'Abort');
     if (!ok) return;
     const slots = Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    const r = await run('Abort', () => abort.mutateAsync(slots), (r) => `${r.aborted} slot migration(s) aborted`);
-    if (r) trackerFor(c.name).abortedSome(r.aborted);
+    await run('Abort', () => abort.mutateAsync(slots), (r) => `${r.aborted} slot migration(s) aborted`);
   };
 
   const ranges = plan ? summarizeMoves(plan.moves) : [];
@@ -113,7 +113,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
 
   return (
     <section>
-      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} />
+      <MigrationProgress c={c} status={mig.data} error={mig.error} />
       <div className="columns">
         <div className="panel">
           <h3>Move a slot range</h3>
@@ -136,6 +136,10 @@ export function Migrations({ c }: { c: ClusterApi }) {
                   </option>
                 ))}
               </select>
+            </label>
+            <label title="At most this many keys per second, over every source; empty for no cap. It ends with the migration.">
+              cap{' '}
+              <input value={cap} onChange={(e) => setCap(e.target.value)} placeholder="keys/s" size={7} data-testid="migrate-cap" />
             </label>
             <button className="primary" onClick={start} data-testid="migrate-start">
               Start migration

@@ -176,6 +176,7 @@ function Upload({ c }: { c: ClusterApi }) {
           ref={fileRef}
           type="file"
           accept=".wasm,application/wasm"
+          aria-label="plugin module (.wasm)"
           onChange={(e) => {
             const f = e.target.files?.[0] ?? null;
             setFile(f);
@@ -221,6 +222,7 @@ function ConfigEditor({ c, plugin }: { c: ClusterApi; plugin: Plugin }) {
         className={check.ok ? 'code' : 'code invalid'}
         rows={14}
         spellCheck={false}
+        aria-label={`config of ${plugin.name} (JSON)`}
         value={text}
         onChange={(e) => setText(e.target.value)}
         data-testid="plugin-config-text"

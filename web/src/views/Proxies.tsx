@@ -1,8 +1,9 @@
-// A cluster's proxies: state and health, QPS, errors and sessions, version, epoch; taking one
-// offline (left out of pushes) and back online.
+// A cluster's proxies: health (up, fenced, lost, draining) and state, QPS, errors and sessions,
+// version, epoch; taking one offline (left out of pushes) and back online; removing a lost one
+// (a proxy whose registration is gone or that does not answer stays listed until then).
 
 import { useQuery } from '@tanstack/react-query';
-import { useSetProxyOnline } from '../api/changes';
+import { useRemoveProxy, useSetProxyOnline } from '../api/changes';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { Proxy, ProxyStats } from '../api/shapes';
@@ -15,6 +16,7 @@ export function Proxies({ c }: { c: ClusterApi }) {
   const { run } = useNotices();
   const confirm = useConfirm();
   const setState = useSetProxyOnline(c);
+  const remove = useRemoveProxy(c);
   const byToken = new Map<string, ProxyStats>();
   for (const p of stats.data?.proxies ?? []) byToken.set(p.token, p);
 
@@ -34,6 +36,16 @@ export function Proxies({ c }: { c: ClusterApi }) {
     );
   };
 
+  const removeLost = async (p: Proxy) => {
+    const ok = await confirm(
+      `Remove proxy ${p.addr} from the list?`,
+      'It is lost: its registration is gone or it does not answer. If it comes back, it registers again and is listed again.',
+      'Remove',
+    );
+    if (!ok) return;
+    await run(`Remove proxy ${p.addr}`, () => remove.mutateAsync(p.token), () => `proxy ${p.addr} removed from the list`);
+  };
+
   return (
     <section>
       <ErrorBox error={proxies.error} />
@@ -42,6 +54,7 @@ export function Proxies({ c }: { c: ClusterApi }) {
           <thead>
             <tr>
               <th>Proxy</th>
+              <th>Health</th>
               <th>State</th>
               <th className="num">QPS</th>
               <th className="num">Errors</th>
@@ -68,11 +81,15 @@ export function Proxies({ c }: { c: ClusterApi }) {
                     </div>
                   </td>
                   <td>
-                    <Badge ok={p.state === 'online' ? p.up : null} testid={`proxy-state-${p.token}`}>
-                      {p.state}
-                      {p.state === 'online' && !p.up ? ' (down)' : ''}
+                    <Badge ok={p.health === 'up' ? true : p.health === 'draining' ? null : false} testid={`proxy-health-${p.token}`}>
+                      {p.health}
                     </Badge>
                     {why && <div className="error-text small">{why}</div>}
+                  </td>
+                  <td>
+                    <Badge ok={p.state === 'online' ? true : null} testid={`proxy-state-${p.token}`}>
+                      {p.state}
+                    </Badge>
                   </td>
                   <td className="num">{formatNumber(s?.ops_per_sec)}</td>
                   <td className="num">{formatNumber(s?.errors_total)}</td>
@@ -84,7 +101,12 @@ export function Proxies({ c }: { c: ClusterApi }) {
                   </td>
                   <td>{formatAge(p.start_unix)}</td>
                   <td>
-                    {p.state === 'online' ? (
+                    {p.health === 'lost' && (
+                      <button className="danger-outline" onClick={() => removeLost(p)} data-testid={`proxy-remove-${p.token}`}>
+                        Remove
+                      </button>
+                    )}
+                    {!p.registered ? null : p.state === 'online' ? (
                       <button className="danger-outline" onClick={() => setOnline(p, false)} data-testid={`proxy-offline-${p.token}`}>
                         Offline
                       </button>
@@ -99,7 +121,7 @@ export function Proxies({ c }: { c: ClusterApi }) {
             })}
             {proxies.data.length === 0 && (
               <tr>
-                <td colSpan={10} className="muted">
+                <td colSpan={11} className="muted">
                   No proxy registered.
                 </td>
               </tr>

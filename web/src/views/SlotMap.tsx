@@ -7,7 +7,7 @@ import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { useAbort, useAssign, useMigrate } from '../api/changes';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
-import { MigrationProgress, trackerFor, useMigrations } from '../components/MigrationProgress';
+import { MigrationProgress, useMigrations } from '../components/MigrationProgress';
 import { SlotHeatmap } from '../components/SlotHeatmap';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import {
@@ -139,13 +139,11 @@ export function SlotMap({ c }: { c: ClusterApi }) {
 
   const migrate = async () => {
     if (!sel || target === '') return;
-    const before = mig.data?.slots.length ?? 0;
-    const r = await run(
+    await run(
       `Migrate slots ${rangeLabel(sel.from, sel.to)}`,
       () => migrateSlots.mutateAsync({ from: sel.from, to: sel.to, group: target }),
       (r) => `${r.queued} slot(s) queued to move to group ${target}`,
     );
-    if (r) trackerFor(c.name).start(r.queued, before);
   };
   const assign = async () => {
     if (!sel || target === '') return;
@@ -163,8 +161,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
       'Abort',
     );
     if (!ok) return;
-    const r = await run('Abort', () => abortSlots.mutateAsync(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
-    if (r) trackerFor(c.name).abortedSome(r.aborted);
+    await run('Abort', () => abortSlots.mutateAsync(migratingInSel), (r) => `${r.aborted} slot migration(s) aborted`);
   };
 
   const focused = focus == null ? null : list[focus];
@@ -216,6 +213,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
                 onKeyDown={(e) => e.key === 'Enter' && applyRangeText()}
                 onBlur={() => rangeText && applyRangeText()}
                 placeholder="from-to"
+                aria-label="selected slots (from-to)"
                 size={10}
                 data-testid="selection-range"
               />
@@ -294,7 +292,7 @@ export function SlotMap({ c }: { c: ClusterApi }) {
           </div>
         </aside>
       </div>
-      <MigrationProgress c={c} status={mig.data} samples={mig.samples} error={mig.error} />
+      <MigrationProgress c={c} status={mig.data} error={mig.error} />
     </section>
   );
 }

@@ -88,11 +88,27 @@ impl Client {
                 .header(reqwest::header::CONTENT_TYPE, "application/wasm")
                 .body(bytes),
         };
-        let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| self.transport_error(&e, &method))?;
         let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(&e, &method))?;
         if !(200..300).contains(&status) {
-            return Err(ApiFailure::from_response(status, &bytes, self.token.is_some()).into());
+            let failure = ApiFailure::from_response(status, &bytes, self.token.is_some());
+            if failure.is_the_consoles_login() {
+                bail!(
+                    "{} is the Tessera console (the web app over every cluster), not a \
+                     dashboard: it asks for a browser login. Point --dashboard (or \
+                     TESSERA_DASHBOARD) at the cluster's dashboard: the console's cluster list \
+                     names its address, and `tessera up` prints it",
+                    self.base
+                );
+            }
+            return Err(failure.into());
         }
         let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
             b"{}"
@@ -108,25 +124,39 @@ impl Client {
         })
     }
 
-    fn transport_error(&self, e: &reqwest::Error) -> anyhow::Error {
+    fn transport_error(&self, e: &reqwest::Error, method: &Method) -> anyhow::Error {
         let cause = root_cause(e);
         let host = self.base.host_str().unwrap_or("?");
         let addr = format!("{host}:{}", self.base.port_or_known_default().unwrap_or(80));
+        if e.is_timeout() {
+            return anyhow::anyhow!(timeout_message(&addr, method));
+        }
         if e.is_connect() {
             anyhow::anyhow!(
                 "cannot reach the dashboard at {addr} ({}): {cause}\n\
                  hint: is `tessera dashboard` running there? Point at it with --dashboard or TESSERA_DASHBOARD",
                 self.base
             )
-        } else if e.is_timeout() {
-            anyhow::anyhow!(
-                "the dashboard at {addr} did not answer within {}s; a change may still complete: \
-                 check with `tessera admin overview`",
-                REQUEST_TIMEOUT.as_secs()
-            )
         } else {
             anyhow::anyhow!("talking to the dashboard at {addr}: {cause}")
         }
+    }
+}
+
+/// What a request that timed out may have left behind: a read nothing, a change perhaps
+/// something.
+fn timeout_message(addr: &str, method: &Method) -> String {
+    let secs = REQUEST_TIMEOUT.as_secs();
+    if method == Method::GET {
+        format!(
+            "the dashboard at {addr} did not answer within {secs}s (it may be overloaded or \
+             stopped; nothing was changed)"
+        )
+    } else {
+        format!(
+            "the dashboard at {addr} did not answer within {secs}s; the change may still \
+             complete: check with `tessera admin overview`"
+        )
     }
 }
 
@@ -186,6 +216,14 @@ pub(super) struct ApiFailure {
 }
 
 impl ApiFailure {
+    /// The console's answer to a call without a browser session: its 401 points at its own
+    /// login route, which no dashboard has (`host/console/src/auth.rs`).
+    pub(super) fn is_the_consoles_login(&self) -> bool {
+        self.status == 401
+            && self.code.as_deref() == Some("unauthorized")
+            && self.message.contains("/auth/login")
+    }
+
     pub(super) fn from_response(status: u16, body: &[u8], sent_token: bool) -> Self {
         let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
             Ok(e) => (Some(e.error.code), e.error.message),
@@ -274,6 +312,23 @@ mod tests {
         );
         assert!(f.to_string().contains("--token"));
         assert_eq!(ApiFailure::from_response(401, body, true).hint, None);
+    }
+
+    #[test]
+    fn the_consoles_login_answer_is_told_apart_from_a_dashboards() {
+        let console = br#"{"error":{"code":"unauthorized","message":"not logged in (or the session expired): POST /auth/login"}}"#;
+        assert!(ApiFailure::from_response(401, console, true).is_the_consoles_login());
+        let dashboard = br#"{"error":{"code":"unauthorized","message":"missing, wrong or revoked token: send `Authorization: Bearer <token>`"}}"#;
+        assert!(!ApiFailure::from_response(401, dashboard, true).is_the_consoles_login());
+    }
+
+    #[test]
+    fn a_read_that_timed_out_does_not_say_a_change_may_complete() {
+        let read = timeout_message("h:1", &Method::GET);
+        assert!(!read.contains("change may"), "{read}");
+        assert!(read.contains("nothing was changed"), "{read}");
+        let write = timeout_message("h:1", &Method::POST);
+        assert!(write.contains("the change may still complete"), "{write}");
     }
 
     #[test]

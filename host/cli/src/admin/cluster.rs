@@ -7,7 +7,7 @@ use reqwest::Method;
 
 use super::Reply;
 use super::client::{Client, NOTHING, Send};
-use super::table::{Table, human_bytes, opt, opt_bytes, uptime, word, yes_no};
+use super::table::{Table, grouped, human_bytes, opt, opt_bytes, uptime, word, yes_no};
 use tessera_wire::Empty;
 use tessera_wire::cluster::{
     AddServer, AssignSlots, Assigned, CreateGroup, GroupView, Overview, Promote, ProxyStatsEntry,
@@ -69,14 +69,11 @@ pub enum GroupCmd {
 pub enum SlotsCmd {
     /// Slot ranges and their owners.
     List,
-    /// Assign slots FROM..=TO to GROUP and push the topology.
+    /// Assign slots to GROUP and push the topology: `assign 0-511 1` (or `assign 0 511 1`).
     Assign {
-        /// First slot (0-1023).
-        from: u16,
-        /// Last slot, inclusive.
-        to: u16,
-        /// Owning group id.
-        group: u32,
+        /// The slots, `A-B` or `N` (0-1023), then the owning group id.
+        #[arg(value_name = "SLOTS GROUP", num_args = 2..=3, required = true)]
+        args: Vec<String>,
     },
 }
 
@@ -87,16 +84,23 @@ pub enum ProxyCmd {
     List,
     /// Put a proxy back into topology pushes (pushes the topology to it).
     Online {
-        /// The proxy's token, as `proxy list` shows it.
+        /// The proxy: its address (host:port, clients' or admin) or its token, as `proxy
+        /// list` shows them.
         // Not named `token`: clap keys arguments by field name, so it would share the global
         // `--token`'s slot and be sent as the bearer token.
-        #[arg(value_name = "TOKEN")]
+        #[arg(value_name = "PROXY")]
         proxy_token: String,
     },
     /// Leave a proxy out of topology pushes.
     Offline {
-        /// The proxy's token, as `proxy list` shows it.
-        #[arg(value_name = "TOKEN")]
+        /// The proxy: its address (host:port, clients' or admin) or its token.
+        #[arg(value_name = "PROXY")]
+        proxy_token: String,
+    },
+    /// Remove a lost proxy from the list (one that answers is refused: stop it first).
+    Remove {
+        /// The proxy: its address (host:port, clients' or admin) or its token.
+        #[arg(value_name = "PROXY")]
         proxy_token: String,
     },
 }
@@ -168,7 +172,8 @@ pub(super) async fn slots(c: &Client, cmd: SlotsCmd) -> anyhow::Result<Reply> {
             let v: Vec<SlotView> = c.get(&["api", "slots"]).await?;
             Reply::new(&v, render_slots(&v))
         }
-        SlotsCmd::Assign { from, to, group } => {
+        SlotsCmd::Assign { args } => {
+            let (from, to, group) = super::slot_arg::range_and_group(&args)?;
             let body = AssignSlots {
                 from: from.into(),
                 to: to.into(),
@@ -178,8 +183,10 @@ pub(super) async fn slots(c: &Client, cmd: SlotsCmd) -> anyhow::Result<Reply> {
                 .call(Method::POST, &["api", "slots", "assign"], Send::Json(&body))
                 .await?;
             let human = format!(
-                "assigned {} slots ({from}-{to}) to group {group}; topology epoch {}\n",
-                v.assigned, v.epoch
+                "assigned {} slots ({}) to group {group}; topology epoch {}\n",
+                v.assigned,
+                super::slot_arg::label(from, to),
+                v.epoch
             );
             Reply::new(&v, human)
         }
@@ -194,12 +201,36 @@ pub(super) async fn proxy(c: &Client, cmd: ProxyCmd) -> anyhow::Result<Reply> {
         }
         ProxyCmd::Online { proxy_token } => (proxy_token, "online"),
         ProxyCmd::Offline { proxy_token } => (proxy_token, "offline"),
+        ProxyCmd::Remove { proxy_token } => (proxy_token, "remove"),
     };
+    // An address names a proxy as `proxy list` shows it first; the API names it by token.
+    let token = if token.contains(':') {
+        let all: Vec<ProxyView> = c.get(&["api", "proxies"]).await?;
+        match all
+            .iter()
+            .find(|p| p.addr == token || p.admin_addr == token)
+        {
+            Some(p) => p.token.clone(),
+            None => anyhow::bail!(
+                "no registered proxy has the address {token}: `tessera admin proxy list` shows them"
+            ),
+        }
+    } else {
+        token
+    };
+    if state == "remove" {
+        let v: ProxyView = c
+            .call(Method::DELETE, &["api", "proxies", &token], NOTHING)
+            .await?;
+        let human = format!("proxy {} removed (it was {})\n", v.addr, word(&v.health));
+        return Reply::new(&v, human);
+    }
     let v: ProxyView = c
         .call(Method::POST, &["api", "proxies", &token, state], NOTHING)
         .await?;
     let human = format!(
-        "proxy {token} is now {}\n\n{}",
+        "proxy {} is now {}\n\n{}",
+        v.addr,
         word(&v.state),
         render_proxies(std::slice::from_ref(&v))
     );
@@ -369,21 +400,22 @@ fn render_slots(slots: &[SlotView]) -> String {
 }
 
 fn render_proxies(proxies: &[ProxyView]) -> String {
+    // Named by the address clients use; the token (which the API names it by) comes last.
     let mut t = Table::new(&[
-        "TOKEN", "STATE", "UP", "EPOCH", "ADDR", "ADMIN", "PID", "HOST", "VERSION", "UPTIME",
+        "ADDR", "HEALTH", "STATE", "EPOCH", "ADMIN", "PID", "HOST", "VERSION", "UPTIME", "TOKEN",
     ]);
     for p in proxies {
         t.row(vec![
-            p.token.clone(),
-            word(&p.state),
-            yes_no(p.up),
-            opt(p.epoch),
             p.addr.clone(),
+            word(&p.health),
+            word(&p.state),
+            opt(p.epoch),
             p.admin_addr.clone(),
             p.pid.to_string(),
             p.host.clone(),
             p.version.clone(),
             uptime(p.start_unix),
+            p.token.clone(),
         ]);
     }
     t.render()
@@ -397,15 +429,11 @@ fn render_stats(v: &Stats) -> String {
         ("errors total", v.errors_total),
         ("sessions", v.sessions as u64),
     ] {
-        totals.row(vec![k.into(), n.to_string()]);
+        totals.row(vec![k.into(), grouped(n)]);
     }
     let mut commands = Table::new(&["COMMAND", "CALLS", "ERRORS"]);
     for c in &v.commands {
-        commands.row(vec![
-            c.command.clone(),
-            c.calls.to_string(),
-            c.errors.to_string(),
-        ]);
+        commands.row(vec![c.command.clone(), grouped(c.calls), grouped(c.errors)]);
     }
     let mut proxies = Table::new(&[
         "PROXY", "EPOCH", "SESSIONS", "OPS/S", "OPS", "ERRORS", "NOTE",
@@ -415,10 +443,10 @@ fn render_stats(v: &Stats) -> String {
             ProxyStatsEntry::Answered(s) => vec![
                 s.token.clone(),
                 s.epoch.to_string(),
-                s.sessions.to_string(),
-                s.ops_per_sec.to_string(),
-                s.ops_total.to_string(),
-                s.errors_total.to_string(),
+                grouped(s.sessions as u64),
+                grouped(s.ops_per_sec),
+                grouped(s.ops_total),
+                grouped(s.errors_total),
             ],
             ProxyStatsEntry::Unreachable(u) => {
                 let mut row = vec![u.token.clone()];

@@ -51,6 +51,28 @@ pub(super) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+/// `1234567` → `1,234,567`: counts people read at a glance.
+pub(super) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate or other float, rounded, with [`grouped`] digits.
+pub(super) fn grouped_f(x: f64) -> String {
+    if x.is_finite() && x >= 0.0 {
+        grouped(x.round() as u64)
+    } else {
+        "-".into()
+    }
+}
+
 pub(super) fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
 }
@@ -133,6 +155,17 @@ mod tests {
         let mut t = Table::new(&["A", "B", "C"]);
         t.row(vec!["1".into()]);
         assert_eq!(t.render(), "A  B  C\n1\n");
+    }
+
+    #[test]
+    fn counts_are_grouped_in_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(9_900), "9,900");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped_f(2006.4), "2,006");
+        assert_eq!(grouped_f(f64::NAN), "-");
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .routes(routes!(proxies))
         .routes(routes!(proxy_online))
         .routes(routes!(proxy_offline))
+        .routes(routes!(remove_proxy))
 }
 
 fn parse_group(id: &str) -> Result<GroupId, ApiError> {
@@ -306,6 +307,50 @@ async fn assign_slots(
 )]
 async fn proxies(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<ProxyView>>, ApiError> {
     Ok(Json(d.proxy_views().await?))
+}
+
+/// Remove a lost proxy
+///
+/// A proxy whose registration is gone or that does not answer stays listed (as `lost`) until
+/// it comes back or is removed here.
+#[utoipa::path(
+    delete,
+    path = "/api/proxies/{token}",
+    tag = "proxies",
+    operation_id = "removeProxy",
+    params(("token" = String, Path, description = "The proxy's registration token.")),
+    responses(
+        (status = 200, description = "The proxy removed, as it was last known.", body = ProxyView),
+        (status = 404, description = "No proxy is known by that token.", body = ErrorBody),
+        (status = 409, description = "The proxy is registered and answers: only a lost proxy is removed.", body = ErrorBody),
+        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+    )
+)]
+async fn remove_proxy(
+    State(d): State<Arc<Dashboard>>,
+    Path(token): Path<String>,
+) -> Result<Json<ProxyView>, ApiError> {
+    let before = d
+        .proxy_views()
+        .await?
+        .into_iter()
+        .find(|p| p.token == token);
+    let p = d.remove_proxy(&token).await?;
+    Ok(Json(before.unwrap_or(ProxyView {
+        token: p.token,
+        addr: p.addr,
+        admin_addr: p.admin_addr,
+        pid: p.pid,
+        host: p.host,
+        start_unix: p.start_unix,
+        state: tessera_wire::cluster::ProxyState::Offline,
+        up: false,
+        epoch: None,
+        version: p.version,
+        error: None,
+        health: tessera_wire::cluster::ProxyHealthState::Lost,
+        registered: false,
+    })))
 }
 
 /// Put a proxy online

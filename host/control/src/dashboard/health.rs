@@ -43,6 +43,10 @@ pub struct ServerHealth {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyHealth {
     pub up: bool,
+    /// It answered, refusing commands: its registration may have lapsed.
+    pub fenced: bool,
+    /// It answered, shutting down.
+    pub draining: bool,
     pub epoch: Option<u64>,
     /// Version of the users table in force there.
     #[serde(skip)]
@@ -131,6 +135,7 @@ impl Dashboard {
         )
         .await;
         let proxies = self.registered_proxies().await.unwrap_or_default();
+        self.remember_proxies(&proxies).await;
         let proxy_results = join_all(proxies.iter().map(|p| self.check_proxy(&p.admin_addr))).await;
 
         let mut st = self.state.lock().expect("state lock poisoned");
@@ -183,6 +188,8 @@ impl Dashboard {
                 let info = r.json::<serde_json::Value>().await.unwrap_or_default();
                 ProxyHealth {
                     up: true,
+                    fenced: info["fenced"].as_bool().unwrap_or(false),
+                    draining: info["draining"].as_bool().unwrap_or(false),
                     epoch: info["epoch"].as_u64(),
                     users_version: info["users_version"].as_u64(),
                     error: None,

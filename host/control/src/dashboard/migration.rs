@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
 use super::Dashboard;
+use super::migration_run::{RunLedger, RunSlot, is_done};
 use crate::Error;
 use crate::migrate::cleanup::{CleanupConfig, delete_slots};
 use crate::migrate::copy::{self, Command, CopyConfig, CopyHandle, Report};
@@ -54,6 +55,9 @@ const CLEANUP_RETRY: Duration = Duration::from_secs(1);
 const COPY_RETRY: Duration = Duration::from_millis(250);
 const COPY_RETRY_MAX: Duration = Duration::from_secs(30);
 
+/// The shortest span of the first copies' rate an ETA is given from.
+const ETA_WINDOW: Duration = Duration::from_secs(3);
+
 /// Handoffs whose pause is kept for the status.
 const MAX_PAUSES: usize = 1000;
 
@@ -69,8 +73,12 @@ pub(crate) struct Migrations {
     /// An abort asked for and not yet applied by the driver (also persisted,
     /// `Paths::migration_abort`, for a successor).
     abort: Mutex<Option<AbortRequest>>,
-    /// (when, total keys moved, total bytes moved) samples for the rates.
-    samples: Mutex<Vec<(Instant, u64, u64)>>,
+    /// (when, total keys moved, total bytes moved, the run's keys copied once) samples for
+    /// the rates.
+    samples: Mutex<Vec<(Instant, u64, u64, u64)>>,
+    /// Keys per slot, counted on the source when the slot was queued; taken by the driver's
+    /// run ledger when it takes the slot.
+    expected: Mutex<HashMap<u16, u64>>,
     inbox: mpsc::UnboundedSender<Msg>,
     inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Msg>>>,
 }
@@ -86,6 +94,7 @@ impl Default for Migrations {
             view: Mutex::default(),
             abort: Mutex::default(),
             samples: Mutex::default(),
+            expected: Mutex::default(),
             inbox: tx,
             inbox_rx: Mutex::new(Some(rx)),
         }
@@ -100,8 +109,8 @@ struct View {
     blocked: Option<String>,
     /// The last handoffs' write pauses: (milliseconds, slots handed over).
     pauses: Vec<(f64, usize)>,
-    /// (keys, bytes) moved when the running migration started.
-    run_start: Option<(u64, u64)>,
+    /// The running migration, or the last one.
+    run: Option<RunLedger>,
 }
 
 /// Messages to the driver.
@@ -241,6 +250,11 @@ impl Dashboard {
                 to: group,
             })
             .collect();
+        if moves.is_empty() {
+            return Err(Error::conflict(format!(
+                "nothing to move: every slot of {from}-{to} is on group {group} already"
+            )));
+        }
         self.queue(&moves).await?;
         info!(from, to, %group, slots = moves.len(), "migration queued");
         Ok(moves.len())
@@ -264,8 +278,15 @@ impl Dashboard {
         Ok(())
     }
 
-    /// Saves `moves` as pending migrations and wakes the driver.
+    /// Saves `moves` as pending migrations and wakes the driver; their keys are counted
+    /// first, for the progress (`migration_run`).
     pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), Error> {
+        let counted = self.count_slot_keys(moves).await;
+        self.migrations
+            .expected
+            .lock()
+            .expect("expected lock poisoned")
+            .extend(counted);
         let models = self.slot_models();
         let queued = moves
             .iter()
@@ -283,6 +304,50 @@ impl Dashboard {
         self.save_slots(queued).await?;
         let _ = self.migrations.inbox.send(Msg::Wake);
         Ok(())
+    }
+
+    /// The keys of each moving slot on its source: a fresh scan of each source group
+    /// (`slot_keys`, bounded), else its last estimate; slots of a group neither gives are
+    /// left out.
+    async fn count_slot_keys(&self, moves: &[Move]) -> HashMap<u16, u64> {
+        let mut by_source: BTreeMap<GroupId, Vec<u16>> = BTreeMap::new();
+        for m in moves {
+            by_source.entry(m.from).or_default().push(m.slot);
+        }
+        let mut out = HashMap::new();
+        for (source, slots) in by_source {
+            let master = {
+                let st = self.state.lock().expect("state lock poisoned");
+                st.groups
+                    .get(&source)
+                    .and_then(|g| g.master())
+                    .map(str::to_string)
+            };
+            let fresh = match master {
+                Some(m) => super::slot_keys::scan_group(&m, &self.backend_admin).await,
+                None => Err(Error::not_found(format!("group {source} has no master"))),
+            };
+            let keys = match fresh {
+                Ok(k) => {
+                    let keys = k.keys.clone();
+                    self.slot_keys.put(source, k);
+                    Some(keys)
+                }
+                Err(e) => {
+                    warn!(group = source.0, error = %e, "could not count the keys of the slots to move; the progress counts them as they are copied");
+                    self.slot_keys
+                        .snapshot()
+                        .get(&source)
+                        .map(|k| k.keys.clone())
+                }
+            };
+            if let Some(keys) = keys {
+                for s in slots {
+                    out.insert(s, keys[s as usize].round() as u64);
+                }
+            }
+        }
+        out
     }
 
     /// Aborts the migration of the given slots (all when `None`): a slot not yet routed to
@@ -402,24 +467,45 @@ impl Dashboard {
         use std::sync::atomic::Ordering::Relaxed;
         let p = &self.migrations.progress;
         let (total, bytes) = (p.total.load(Relaxed), p.bytes.load(Relaxed));
-        let (rate, byte_rate) = {
+        let view = self.migrations.view.lock().expect("view lock poisoned");
+        let run = view.run.as_ref().map(|r| r.summary((total, bytes)));
+        let running = run.as_ref().is_some_and(|r| r.running);
+        // Rates over the last 10 s, of the running migration only: once it ends, nothing
+        // moves, whatever the last seconds held.
+        let (rate, byte_rate, copy_rate) = {
             let mut samples = self
                 .migrations
                 .samples
                 .lock()
                 .expect("samples lock poisoned");
             let now = Instant::now();
-            samples.push((now, total, bytes));
-            samples.retain(|(t, _, _)| now.duration_since(*t) < Duration::from_secs(10));
+            if running {
+                let copied = run.as_ref().map_or(0, |r| r.keys_copied);
+                samples.push((now, total, bytes, copied));
+                samples.retain(|(t, ..)| now.duration_since(*t) < Duration::from_secs(10));
+            } else {
+                samples.clear();
+            }
             match (samples.first(), samples.last()) {
-                (Some((t0, k0, b0)), Some((t1, k1, b1))) if t1 > t0 => {
+                (Some((t0, k0, b0, c0)), Some((t1, k1, b1, c1))) if t1 > t0 => {
                     let dt = t1.duration_since(*t0).as_secs_f64();
-                    ((k1 - k0) as f64 / dt, (b1 - b0) as f64 / dt)
+                    // The copies acknowledge keys a batch (200) at a time: over less than
+                    // ETA_WINDOW the first copies' rate is more batches than rate, and an
+                    // ETA from it was seen 35 % off early in a move. No ETA until then.
+                    let copy_rate = if dt >= ETA_WINDOW.as_secs_f64() {
+                        c1.saturating_sub(*c0) as f64 / dt
+                    } else {
+                        0.0
+                    };
+                    (
+                        k1.saturating_sub(*k0) as f64 / dt,
+                        b1.saturating_sub(*b0) as f64 / dt,
+                        copy_rate,
+                    )
                 }
-                _ => (0.0, 0.0),
+                _ => (0.0, 0.0, 0.0),
             }
         };
-        let view = self.migrations.view.lock().expect("view lock poisoned");
         let moved = p.moved.lock().expect("progress lock poisoned").clone();
         let mut slots: Vec<SlotProgress> = view
             .slots
@@ -454,31 +540,16 @@ impl Dashboard {
             .iter()
             .filter(|s| s.phase == MigrationPhase::Pending)
             .count();
-        let keys_left = {
-            let st = self.state.lock().expect("state lock poisoned");
-            let mut owned: HashMap<GroupId, u64> = HashMap::new();
-            for s in &st.slots {
-                if let Some(g) = s.group {
-                    *owned.entry(g).or_default() += 1;
-                }
+        let keys_left = run
+            .as_ref()
+            .filter(|r| r.running && !slots.is_empty())
+            .and_then(|r| r.keys_left);
+        let eta_secs = keys_left.and_then(|k| {
+            if k == 0 {
+                Some(0.0)
+            } else {
+                (copy_rate > 0.0).then(|| k as f64 / copy_rate)
             }
-            let left: u64 = slots
-                .iter()
-                .map(|p| match p.phase {
-                    MigrationPhase::Pending | MigrationPhase::Purging => {
-                        per_slot_keys(&st, &owned, p.source)
-                    }
-                    MigrationPhase::Copying if p.round == 0 => {
-                        per_slot_keys(&st, &owned, p.source).saturating_sub(p.keys_moved)
-                    }
-                    MigrationPhase::Cleanup | MigrationPhase::Switching | MigrationPhase::Done => 0,
-                    _ => p.changed_last_round as u64,
-                })
-                .sum();
-            (!slots.is_empty()).then_some(left)
-        };
-        let (run_keys, run_bytes) = view.run_start.map_or((0, 0), |(k, b)| {
-            (total.saturating_sub(k), bytes.saturating_sub(b))
         });
         let slowest = p
             .slowest
@@ -493,10 +564,17 @@ impl Dashboard {
             bytes_moved: bytes,
             keys_per_sec: rate,
             bytes_per_sec: byte_rate,
-            run_keys_moved: run_keys,
-            run_bytes_moved: run_bytes,
+            run_keys_moved: run
+                .as_ref()
+                .filter(|r| r.running)
+                .map_or(0, |r| r.keys_moved),
+            run_bytes_moved: run
+                .as_ref()
+                .filter(|r| r.running)
+                .map_or(0, |r| r.bytes_moved),
             keys_left,
-            eta_secs: keys_left.filter(|_| rate > 0.0).map(|k| k as f64 / rate),
+            eta_secs,
+            run,
             throttle: self.migrations.throttle.limits(),
             slowest_command: slowest,
             blocked: view.blocked.clone(),
@@ -506,18 +584,6 @@ impl Dashboard {
             slots,
         }
     }
-}
-
-/// A source group's keys per slot it owns (from its master's last key count).
-fn per_slot_keys(st: &super::State, owned: &HashMap<GroupId, u64>, group: GroupId) -> u64 {
-    let keys = st
-        .groups
-        .get(&group)
-        .and_then(|g| g.master())
-        .and_then(|m| st.servers.get(m))
-        .and_then(|h| h.keys)
-        .unwrap_or(0);
-    keys / owned.get(&group).copied().unwrap_or(1).max(1)
 }
 
 /// A slot the driver drives.
@@ -1287,6 +1353,11 @@ impl Driver {
             self.copy_lost(slots, &format!("group {source} or a target has no master"));
             return;
         };
+        // The slots' first copy starts from nothing (before the copy can report any of it).
+        self.d
+            .migrations
+            .progress
+            .start_first(slots.iter().copied());
         let alive = self
             .copies
             .get(&source)
@@ -1352,15 +1423,23 @@ impl Driver {
     /// Nothing migrates: the cap and the run's counters end with the migration.
     async fn idle(&mut self) {
         self.blocked = None;
-        let had_run = self
-            .d
-            .migrations
-            .view
-            .lock()
-            .expect("view lock poisoned")
-            .run_start
-            .take()
-            .is_some();
+        let had_run = {
+            use std::sync::atomic::Ordering::Relaxed;
+            let p = &self.d.migrations.progress;
+            let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
+            match v.run.as_mut().filter(|r| r.ended_unix_ms.is_none()) {
+                Some(r) => {
+                    r.ended_unix_ms = Some(now_unix_ms());
+                    r.moved_at_end = Some((p.total.load(Relaxed), p.bytes.load(Relaxed)));
+                    // Slots that left the driver without an abort finished.
+                    for s in r.slots.values_mut() {
+                        s.done |= !s.aborted;
+                    }
+                    true
+                }
+                None => false,
+            }
+        };
         if had_run && !self.d.migrations.throttle.limits().is_none() {
             let _ops = self.d.ops.lock().await;
             if self.d.slot_models().iter().all(|s| s.action.is_none())
@@ -1396,8 +1475,46 @@ impl Driver {
         let p = &self.d.migrations.progress;
         let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
         if !self.slots.is_empty() {
-            v.run_start
-                .get_or_insert_with(|| (p.total.load(Relaxed), p.bytes.load(Relaxed)));
+            if v.run.as_ref().is_none_or(|r| r.ended_unix_ms.is_some()) {
+                v.run = Some(RunLedger {
+                    started_unix_ms: now_unix_ms(),
+                    moved_at_start: (p.total.load(Relaxed), p.bytes.load(Relaxed)),
+                    ..RunLedger::default()
+                });
+            }
+            let run = v.run.as_mut().expect("just made");
+            let mut expected = self
+                .d
+                .migrations
+                .expected
+                .lock()
+                .expect("expected lock poisoned");
+            for (id, d) in &self.slots {
+                let e = run.slots.entry(*id).or_insert_with(|| RunSlot {
+                    expected: expected.remove(id),
+                    ..RunSlot::default()
+                });
+                let phase = phase_of(d.slot.phase);
+                // Before its copy starts, what the progress holds of the slot is an earlier
+                // copy's (start_copy resets it).
+                e.first = match phase {
+                    MigrationPhase::Pending | MigrationPhase::Purging => Default::default(),
+                    _ => p.first_of(*id),
+                };
+                e.recopy = if phase == MigrationPhase::Copying && d.round > 0 {
+                    d.changed as u64
+                } else {
+                    0
+                };
+                e.aborted |= d.slot.aborted;
+                e.done = is_done(phase) && !e.aborted;
+            }
+            // Slots that left the driver: finished, unless aborted.
+            for (id, e) in run.slots.iter_mut() {
+                if !self.slots.contains_key(id) {
+                    e.done = !e.aborted;
+                }
+            }
         }
         v.slots = self
             .slots
@@ -1430,6 +1547,13 @@ impl Driver {
             ))
         };
     }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@ mod health;
 mod hotkeys;
 pub mod metrics;
 mod migration;
+mod migration_run;
 mod mirror;
 mod ops;
 pub mod plugins;
+mod proxy_health;
 mod push;
 pub mod read_policy;
 mod rebalance;
@@ -112,6 +114,8 @@ pub(crate) struct State {
     pub(crate) pushed_to: HashMap<String, ProxyModel>,
     /// Proxies whose registration went away, and when this dashboard first saw it gone.
     pub(crate) departed: HashMap<String, (ProxyModel, std::time::Instant)>,
+    /// Every proxy seen registered and not removed (`proxy_health`): a lost one stays listed.
+    pub(crate) known: BTreeMap<String, ProxyModel>,
 }
 
 /// A running dashboard.
@@ -223,10 +227,12 @@ impl Dashboard {
                 offline.insert(token.to_string());
             }
         }
+        let known = proxy_health::load_known(&*store, &paths).await?;
         let state = State {
             groups: groups.into_iter().map(|g| (g.id, g)).collect(),
             slots,
             offline,
+            known,
             ..State::default()
         };
         let users_version = match model::read::<tessera_model::users::UsersDoc>(

@@ -73,7 +73,7 @@ impl Dashboard {
                     addr: s.addr.clone(),
                     up: h.up,
                     link: h.master_link.clone(),
-                    lag_bytes: master_offset.zip(h.repl_offset).map(|(m, r)| m - r),
+                    lag_bytes: master_offset.zip(h.repl_offset).map(super::views::lag_of),
                 });
             }
         }

@@ -48,6 +48,14 @@ impl SlotKeys {
     pub(crate) fn snapshot(&self) -> BTreeMap<GroupId, GroupKeys> {
         self.groups.lock().expect("slot keys lock poisoned").clone()
     }
+
+    /// A fresh estimate of `group` (a scan made for another reason).
+    pub(crate) fn put(&self, group: GroupId, keys: GroupKeys) {
+        self.groups
+            .lock()
+            .expect("slot keys lock poisoned")
+            .insert(group, keys);
+    }
 }
 
 /// Per-slot tallies of one scan.
@@ -58,7 +66,7 @@ struct Tally {
 }
 
 /// Scans one master: its estimate.
-async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, Error> {
+pub(super) async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKeys, Error> {
     let lost = |source| Error::ServerUnreachable {
         addr: addr.into(),
         source,

@@ -21,12 +21,27 @@ impl Dashboard {
     pub fn slot_stats(&self) -> SlotStatsView {
         let rates = self.slot_traffic.rates();
         let keys = self.slot_keys.snapshot();
-        let owners: Vec<u32> = {
+        // Every group, those without slots too, with its master's memory as its health
+        // check read it (INFO used_memory: what the Groups view shows).
+        let (owners, all_groups): (Vec<u32>, Vec<(u32, Option<u64>)>) = {
             let st = self.state.lock().expect("state lock poisoned");
-            st.slots
+            let owners = st
+                .slots
                 .iter()
                 .map(|s| s.group.map_or(0, |g| g.0))
-                .collect()
+                .collect();
+            let all = st
+                .groups
+                .values()
+                .map(|g| {
+                    let used = g
+                        .master()
+                        .and_then(|m| st.servers.get(m))
+                        .and_then(|h| h.memory_bytes);
+                    (g.id.0, used)
+                })
+                .collect();
+            (owners, all)
         };
         let mut arrays = SlotArrays {
             group: owners,
@@ -42,27 +57,32 @@ impl Dashboard {
                 arrays.memory[s] += g.memory[s];
             }
         }
-        let mut groups: BTreeMap<u32, GroupTotals> = BTreeMap::new();
+        let totals = |g: u32, used_memory: Option<u64>| {
+            let k = keys.get(&GroupId(g));
+            GroupTotals {
+                group: GroupId(g),
+                slots: 0,
+                ops_per_sec: 0.0,
+                bytes_per_sec: 0.0,
+                keys: 0.0,
+                memory: 0.0,
+                used_memory,
+                keys_exact: k.map(|k| k.exact),
+                keys_scanned: k.map(|k| k.scanned),
+                dbsize: k.map(|k| k.dbsize),
+                keys_at_unix: k.map(|k| k.at_unix),
+            }
+        };
+        let mut groups: BTreeMap<u32, GroupTotals> = all_groups
+            .iter()
+            .map(|&(g, used)| (g, totals(g, used)))
+            .collect();
         for s in 0..SLOTS {
             let g = arrays.group[s];
             if g == 0 {
                 continue;
             }
-            let t = groups.entry(g).or_insert_with(|| {
-                let k = keys.get(&GroupId(g));
-                GroupTotals {
-                    group: GroupId(g),
-                    slots: 0,
-                    ops_per_sec: 0.0,
-                    bytes_per_sec: 0.0,
-                    keys: 0.0,
-                    memory: 0.0,
-                    keys_exact: k.map(|k| k.exact),
-                    keys_scanned: k.map(|k| k.scanned),
-                    dbsize: k.map(|k| k.dbsize),
-                    keys_at_unix: k.map(|k| k.at_unix),
-                }
-            });
+            let t = groups.entry(g).or_insert_with(|| totals(g, None));
             t.slots += 1;
             t.ops_per_sec += arrays.ops_per_sec[s];
             t.bytes_per_sec += arrays.bytes_per_sec[s];

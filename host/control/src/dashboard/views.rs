@@ -5,8 +5,8 @@
 use tessera_model::router::GroupId;
 use tessera_store::model::ProxyState;
 use tessera_wire::cluster::{
-    DashboardSummary, GroupView, Overview, OverviewFailover, ProxyView, ServerRole, ServerView,
-    SlotView,
+    DashboardSummary, GroupView, Overview, OverviewFailover, ProxyHealthState, ProxyView,
+    ServerRole, ServerView, SlotView,
 };
 use tessera_wire::routes::RouteRef;
 
@@ -38,7 +38,7 @@ impl Dashboard {
                         .map(|(i, s)| {
                             let health = st.servers.get(&s.addr).cloned().unwrap_or_default();
                             let lag = (i > 0)
-                                .then(|| master_offset.zip(health.repl_offset).map(|(m, r)| m - r))
+                                .then(|| master_offset.zip(health.repl_offset).map(lag_of))
                                 .flatten();
                             let role = if i == 0 {
                                 ServerRole::Master
@@ -82,12 +82,39 @@ impl Dashboard {
     /// # Errors
     /// The store cannot list the proxies.
     pub async fn proxy_views(&self) -> Result<Vec<ProxyView>, Error> {
-        let proxies = self.registered_proxies().await?;
+        let registered = self.registered_proxies().await?;
         let st = self.state.lock().expect("state lock poisoned");
-        Ok(proxies
+        // Registered ones first, then those lost whose registration is gone.
+        let lost = st
+            .known
+            .values()
+            .filter(|k| !registered.iter().any(|p| p.token == k.token))
+            .cloned()
+            .map(|p| (p, false))
+            .collect::<Vec<_>>();
+        let all: Vec<(tessera_store::model::ProxyModel, bool)> = registered
             .into_iter()
-            .map(|p| {
-                let h = st.proxies.get(&p.token).cloned().unwrap_or_default();
+            .map(|p| (p, true))
+            .chain(lost)
+            .collect();
+        Ok(all
+            .into_iter()
+            .map(|(p, registered)| {
+                let checked = st.proxies.get(&p.token).filter(|_| registered);
+                let health = super::proxy_health::health_of(registered, checked);
+                let mut h = checked
+                    .cloned()
+                    .unwrap_or_else(|| super::health::ProxyHealth {
+                        up: registered,
+                        ..Default::default()
+                    });
+                if !registered {
+                    h.error = Some(
+                        "its registration in the store is gone (not renewed within its lease: \
+                         stopped, frozen or cut off); listed until it comes back or is removed"
+                            .into(),
+                    );
+                }
                 let state = if st.offline.contains(&p.token) {
                     ProxyState::Offline
                 } else {
@@ -95,7 +122,9 @@ impl Dashboard {
                 };
                 ProxyView {
                     state,
-                    up: h.up,
+                    health,
+                    registered,
+                    up: h.up && health != ProxyHealthState::Lost,
                     epoch: h.epoch,
                     error: h.error,
                     token: p.token,
@@ -146,6 +175,7 @@ impl Dashboard {
             .filter_map(|g| g.master().and_then(|m| st.servers.get(m)))
             .collect();
         let info = self.info();
+        let count = |s: ProxyHealthState| proxies.iter().filter(|p| p.health == s).count();
         Ok(Overview {
             cluster: self.cluster.clone(),
             epoch,
@@ -169,8 +199,11 @@ impl Dashboard {
             proxies: proxies.len(),
             proxies_online: proxies
                 .iter()
-                .filter(|p| p.state == ProxyState::Online && p.up)
+                .filter(|p| p.state == ProxyState::Online && p.health == ProxyHealthState::Up)
                 .count(),
+            proxies_lost: count(ProxyHealthState::Lost),
+            proxies_fenced: count(ProxyHealthState::Fenced),
+            proxies_draining: count(ProxyHealthState::Draining),
             slots_assigned: st.slots.iter().filter(|s| s.group.is_some()).count(),
             slots_unassigned: st.slots.iter().filter(|s| s.group.is_none()).count(),
             ops_per_sec: stats.ops_per_sec,
@@ -179,6 +212,13 @@ impl Dashboard {
             keys: masters.iter().filter_map(|h| h.keys).sum(),
         })
     }
+}
+
+/// A replica's lag behind its master's offset, never negative: the two offsets are read by
+/// separate checks, and a replica read after its master can be ahead of the offset read (it
+/// showed as "-45 B"); that is no lag.
+pub(crate) fn lag_of((master, replica): (i64, i64)) -> i64 {
+    (master - replica).max(0)
 }
 
 /// A server as the API shows it: its place in the group and its last health check.
@@ -192,12 +232,26 @@ fn server_view(
         addr: addr.to_owned(),
         role,
         up: h.up,
-        role_reported: h.role_reported,
+        // Redis's ROLE still says `slave`; Tessera says replica throughout.
+        role_reported: h
+            .role_reported
+            .map(|r| if r == "slave" { "replica".into() } else { r }),
         master_link: h.master_link,
         repl_offset: h.repl_offset,
         memory_bytes: h.memory_bytes,
         keys: h.keys,
         error: h.error,
         lag_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lag_of;
+
+    #[test]
+    fn a_replica_read_ahead_of_its_master_has_no_lag_not_a_negative_one() {
+        assert_eq!(lag_of((1000, 955)), 45);
+        assert_eq!(lag_of((1000, 1045)), 0);
     }
 }

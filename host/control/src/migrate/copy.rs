@@ -264,6 +264,8 @@ struct Unsettled {
     requests: usize,
     bytes: u64,
     slots: Vec<u16>,
+    /// The slots of the keys restored by round 0, one entry per key (`Progress::first`).
+    first: Vec<u16>,
 }
 
 /// A big key's chunked copy, done or failed.
@@ -876,6 +878,9 @@ impl Copy {
                     converged,
                 });
             }
+            if s.round == 0 {
+                self.progress.scanned(slot);
+            }
             s.converged = converged;
             s.round += 1;
         }
@@ -897,7 +902,8 @@ impl Copy {
             .took(&format!("EVAL (copy of {} keys)", keys.len()), sent);
         let reads = reads(&self.source, keys, &reply)?;
         // RESTOREs (and deletions) pipelined per target; big keys after, one by one.
-        let mut per_target: BTreeMap<String, (BytesMut, usize, u64, Vec<u16>)> = BTreeMap::new();
+        // Per target: the pipelined requests, and what they will settle.
+        let mut per_target: BTreeMap<String, (BytesMut, Unsettled)> = BTreeMap::new();
         let mut big = Vec::new();
         for (key, read) in keys.iter().zip(reads) {
             let slot = SlotId::of_key(key).0;
@@ -919,32 +925,32 @@ impl Copy {
                             b"ABSTTL",
                         ],
                     );
-                    entry.2 += payload.len() as u64;
+                    entry.1.bytes += payload.len() as u64;
+                    if !s.scanned {
+                        entry.1.first.push(slot);
+                    }
                 }
                 Read::Missing => push_request(&mut entry.0, &[b"UNLINK", key]),
                 Read::Big(kind) => {
+                    if !s.scanned {
+                        self.progress.add_first(std::iter::once(slot));
+                    }
                     big.push((key.clone(), slot, kind));
                     continue;
                 }
             }
-            entry.1 += 1;
-            entry.3.push(slot);
+            entry.1.requests += 1;
+            entry.1.slots.push(slot);
         }
         // The previous batch's RESTOREs ran on the targets while the source read this one.
         self.settle().await?;
-        for (target, (req, n, bytes, slots)) in per_target {
-            if n == 0 {
+        for (target, (req, u)) in per_target {
+            if u.requests == 0 {
                 continue;
             }
             self.target(&target).await?.send(&req).await?;
-            self.unsettled.insert(
-                target,
-                Unsettled {
-                    requests: n,
-                    bytes,
-                    slots,
-                },
-            );
+            let (n, bytes) = (u.requests, u.bytes);
+            self.unsettled.insert(target, u);
             if pace {
                 let wait = self.throttle.charge(n as u64, bytes, Instant::now());
                 if !wait.is_zero() {
@@ -970,6 +976,7 @@ impl Copy {
                 return Err(refused(&target, "RESTORE", e));
             }
             self.progress.add_slots(u.slots.into_iter());
+            self.progress.add_first(u.first.into_iter());
             self.progress.add_total(u.requests as u64, u.bytes);
         }
         Ok(())

@@ -108,6 +108,11 @@ impl ProxyAdmin {
             pid: std::process::id(),
             uptime_secs: self.shared.started.elapsed().as_secs(),
             users_version: self.shared.users.load().version(),
+            fenced: !self.shared.router.fence.serving(),
+            draining: self
+                .shared
+                .draining
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

@@ -171,6 +171,7 @@ impl Proxy {
             }
         }
         info!("shutting down: no new connections; finishing in-flight commands");
+        shared.draining.store(true, Ordering::Relaxed);
         drop(listener);
         drop(tls_listener);
         let _ = stop_tx.send(true);
