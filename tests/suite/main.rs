@@ -73,6 +73,8 @@ mod hotkeys;
 mod hot_cache;
 // A proxy cut off from the store fences itself; the dashboard moves on only once it has.
 mod fencing;
+// Many proxies on etcd: stopped together or killed, they never hold a change for long.
+mod fleet;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
 // The converter plugin: key namespaces per user and value compression, against plain Redis.

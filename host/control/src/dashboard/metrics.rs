@@ -11,9 +11,8 @@ use tessera_wire::failover::FailoverState;
 
 /// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
 pub fn render(d: &Dashboard) -> String {
-    static DESCRIBED: OnceLock<()> = OnceLock::new();
+    describe();
     let handle = recorder();
-    DESCRIBED.get_or_init(describe);
     let cluster = d.cluster.clone();
     if let Ok(epoch) = d.ops.try_lock() {
         gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
@@ -48,9 +47,21 @@ pub fn render(d: &Dashboard) -> String {
     handle.render()
 }
 
+/// Installs the process's recorder and describes the dashboard's series, once: called at
+/// start, so that counters bumped before the first scrape are kept.
+pub(crate) fn describe() {
+    static DESCRIBED: OnceLock<()> = OnceLock::new();
+    recorder();
+    DESCRIBED.get_or_init(describe_series);
+}
+
 /// HELP text of the dashboard's series (`promtool check metrics` wants it).
-fn describe() {
-    use metrics::describe_gauge;
+fn describe_series() {
+    use metrics::{describe_counter, describe_gauge};
+    describe_counter!(
+        "tessera_dashboard_stale_proxies_removed_total",
+        "Proxies whose registration the dashboard removed: stale, and their admin address refused connections (gone without deregistering)"
+    );
     describe_gauge!(
         "tessera_dashboard_epoch",
         "Topology epoch last committed by the dashboard"

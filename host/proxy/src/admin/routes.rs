@@ -3,7 +3,7 @@
 //! and back; the answers are `tessera-wire` shapes.
 //!
 //! ```text
-//! GET  /health              "ok"
+//! GET  /health              "ok" (503 "stopped" once a stopping proxy routes nothing)
 //! GET  /metrics             Prometheus text
 //! GET  /api/proxy/info      token, addresses, epoch, sessions
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
@@ -104,10 +104,19 @@ pub(super) async fn require_secret(
     path = "/health",
     tag = "meta",
     operation_id = "health",
-    responses((status = 200, description = "The proxy is serving.", body = String, content_type = "text/plain"))
+    responses(
+        (status = 200, description = "The proxy is serving.", body = String, content_type = "text/plain"),
+        (status = 503, description = "The proxy is stopping: it routes no command any more and has left the store (`stopped`).", body = String, content_type = "text/plain")
+    )
 )]
-async fn health() -> &'static str {
-    "ok"
+async fn health(State(a): State<Arc<ProxyAdmin>>) -> (axum::http::StatusCode, &'static str) {
+    if a.stopped.load(std::sync::atomic::Ordering::Acquire) {
+        // The dashboard reads this word: a departed proxy that says it routes nothing does
+        // not hold a push (`dashboard::push`).
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "stopped")
+    } else {
+        (axum::http::StatusCode::OK, "ok")
+    }
 }
 
 /// Prometheus metrics
