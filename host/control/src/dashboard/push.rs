@@ -1,9 +1,11 @@
-//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy
-//! at once, and succeed only when every one has acknowledged it.
+//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy,
+//! and succeed only when every one has acknowledged it. The topology is serialized once per
+//! push, and at most [`PUSH_PARALLELISM`] proxies are sent it at a time.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::future::join_all;
 use tracing::{info, warn};
 
@@ -13,6 +15,10 @@ use tessera_model::fence::FENCE_MARGIN;
 use tessera_model::router::{PushAck, Topology};
 use tessera_store::model::{self, ClusterMeta, ProxyModel};
 
+/// How many proxies a push is being sent to at once. Each proxy parses the topology and
+/// builds its table when it arrives, on the same few cores as the dashboard when many run on
+/// one machine; more at once only queues them longer (`docs/bench.md`, issue 28).
+const PUSH_PARALLELISM: usize = 32;
 /// How long a proxy may take to answer the probe before a blocking push.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// A registration the store has seen no renewal of for this long is stale: a live proxy
@@ -134,7 +140,17 @@ impl Dashboard {
         const WHAT: &str = "topology epoch";
         let online = self.online_proxies(WHAT, topo.epoch).await?;
         self.departed_unfenced(WHAT, topo.epoch, &online).await?;
-        let results = join_all(online.iter().map(|p| self.push_one_within(p, topo, within))).await;
+        let body = serialize(topo);
+        // A proxy that is slow to answer holds one place, not the ones queued behind it.
+        let gate = tokio::sync::Semaphore::new(PUSH_PARALLELISM);
+        let results = join_all(online.iter().map(|p| {
+            let (body, gate) = (body.clone(), &gate);
+            async move {
+                let _place = gate.acquire().await.expect("the gate is never closed");
+                self.push_body(p, topo.epoch, body, within).await
+            }
+        }))
+        .await;
         let results = self.excuse_gone(&online, results).await;
         settle(WHAT, topo.epoch, &online, results)
     }
@@ -339,13 +355,26 @@ impl Dashboard {
         topo: &Topology,
         within: Option<Duration>,
     ) -> Result<(), ProxyFailure> {
+        self.push_body(proxy, topo.epoch, serialize(topo), within)
+            .await
+    }
+
+    /// Sends a topology at `epoch`, already serialized as `body`, to one proxy.
+    async fn push_body(
+        &self,
+        proxy: &ProxyModel,
+        epoch: u64,
+        body: Bytes,
+        within: Option<Duration>,
+    ) -> Result<(), ProxyFailure> {
         let mut call = self
             .proxy_call(
                 reqwest::Method::PUT,
                 &proxy.admin_addr,
                 "/api/proxy/topology",
             )
-            .json(topo);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(t) = within {
             call = call.timeout(t);
         }
@@ -365,14 +394,19 @@ impl Dashboard {
             .json()
             .await
             .map_err(|e| ProxyFailure::BadAcknowledgement(e.to_string()))?;
-        if ack.epoch != topo.epoch {
+        if ack.epoch != epoch {
             return Err(ProxyFailure::WrongEpoch {
                 acked: ack.epoch,
-                pushed: topo.epoch,
+                pushed: epoch,
             });
         }
         Ok(())
     }
+}
+
+/// A topology as the body of a push: serialized once, shared by every proxy's request.
+fn serialize(topo: &Topology) -> Bytes {
+    Bytes::from(serde_json::to_vec(topo).expect("a topology serializes to JSON"))
 }
 
 /// Why a call to a proxy got no answer: [`ProxyFailure::ConnectionRefused`] when its admin
