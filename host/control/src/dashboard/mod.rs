@@ -282,6 +282,9 @@ impl Dashboard {
             opts,
             _lock: Mutex::new(lock),
         });
+        // From 0, so that `increase()` counts the first removal.
+        ::metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => dashboard.cluster.clone())
+            .absolute(0);
         Ok(Started {
             dashboard,
             new_token,

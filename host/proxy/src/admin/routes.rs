@@ -140,11 +140,69 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
             backend: &s.backend_stats,
         },
     );
+    render_limits(s, &mut out);
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
     s.hot_cache.stats.render(s.config.hot_cache.on(), &mut out);
     s.router.targets.render(&mut out);
     out
+}
+
+/// The proxy's caps beside what it holds against them (`docs/limits.md`), and its fence, for
+/// alerts near a cap (`ops/prometheus/tessera-alerts.yml`).
+fn render_limits(s: &crate::worker::Shared, out: &mut String) {
+    use std::fmt::Write;
+    let fenced = !s.router.fence.serving();
+    let series: [(&str, &str, &str, u64); 7] = [
+        (
+            "tessera_max_clients",
+            "gauge",
+            "Client connections the proxy admits (max_clients)",
+            s.config.max_clients as u64,
+        ),
+        (
+            "tessera_rejected_connections_total",
+            "counter",
+            "Connections closed at once because max_clients were open",
+            s.stats.rejected_connections.load(Relaxed),
+        ),
+        (
+            "tessera_request_buffer_bytes",
+            "gauge",
+            "Bytes of clients' unfinished requests held, all clients",
+            s.requests.used() as u64,
+        ),
+        (
+            "tessera_request_buffer_limit_bytes",
+            "gauge",
+            "Cap on clients' unfinished requests, all clients (query_buffer_total)",
+            s.requests.limit() as u64,
+        ),
+        (
+            "tessera_reply_buffer_bytes",
+            "gauge",
+            "Bytes of replies held for clients that have not read them, all clients",
+            s.replies.used() as u64,
+        ),
+        (
+            "tessera_reply_buffer_limit_bytes",
+            "gauge",
+            "Cap on replies held for clients, all clients (output_buffer_total)",
+            s.replies.limit() as u64,
+        ),
+        (
+            "tessera_fenced",
+            "gauge",
+            "1 while the proxy refuses to route: unsure of its registration in the store, or stopping",
+            fenced as u64,
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    }
 }
 
 /// Who and where the proxy is
