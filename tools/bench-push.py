@@ -152,8 +152,7 @@ def run_one(args, n, procs, tmp):
         hi = assigned - 1 if g == args.groups - 1 else lo + per - 1
         st, body = http("POST", daddr, "/api/slots/assign", {"from": lo, "to": hi, "group": g + 1})
         assert st < 300, body
-    proxies = []
-    for i in range(n):
+    def start_proxy(i):
         port, admin = free_port(), free_port()
         p = procs.start(
             [args.bin, "proxy", "--cluster", cluster, "--store", store, "--threads", "1",
@@ -162,16 +161,36 @@ def run_one(args, n, procs, tmp):
             env,
         )
         p.port = port
-        proxies.append(p)
-    for p in proxies:
-        wait(lambda: socket.create_connection(("127.0.0.1", p.port), 1).close() or True,
-             f"proxy on {p.port}")
-    st, body = http("GET", daddr, "/api/proxies")
-    listed = len(json.loads(body))
-    assert listed == n, f"{listed} proxies registered, expected {n}"
-    time.sleep(3)  # let start-up settle (catch-up pushes, first health rounds)
+        return p
 
+    proxies = [start_proxy(i) for i in range(n)]
+    registered = lambda: len(json.loads(http("GET", daddr, "/api/proxies")[1]))
+    deadline = time.monotonic() + 180
+    restarts = 0
+    while time.monotonic() < deadline:
+        # A free port can be taken by another process before the proxy binds it: such a
+        # proxy exits at once, and is started again on new ports.
+        for i, p in enumerate(proxies):
+            if p.poll() is not None and restarts < n:
+                print(f"proxy {i} exited ({p.returncode}); starting it again", file=sys.stderr)
+                proxies[i] = start_proxy(i)
+                restarts += 1
+        if registered() == n and all(p.poll() is None for p in proxies):
+            break
+        time.sleep(0.5)
+    else:
+        dead = [(i, p.returncode) for i, p in enumerate(proxies) if p.poll() is not None]
+        sys.exit(f"{registered()} of {n} proxies registered; exited: {dead}; logs in {tmp}")
     pids = [dashboard.pid] + [p.pid for p in proxies]
+    # Start-up settles (registrations, catch-up pushes, first health rounds): until the
+    # processes use less than a fifth of a core together over a second, at most a minute.
+    for _ in range(60):
+        before = sum(cpu_secs(p) for p in pids)
+        time.sleep(1)
+        if sum(cpu_secs(p) for p in pids) - before < 0.2:
+            break
+    else:
+        print("start-up did not settle within a minute; measuring anyway", file=sys.stderr)
     # Idle: what the dashboard and proxies use with no change (health checks, renewals).
     t0, c0 = time.monotonic(), [cpu_secs(p) for p in pids]
     time.sleep(args.idle)
@@ -231,7 +250,8 @@ def main():
             print(f"N={n}: {json.dumps({k: round(v, 2) for k, v in r.items()})}", file=sys.stderr)
     finally:
         procs.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
     print(f"| proxies | push p50 ms | push p99 ms | dashboard CPU ms / push | proxy CPU ms / push, each | dashboard idle CPU % | dashboard RSS MB |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
