@@ -161,3 +161,38 @@ fn token_of(cp: &ControlPlane, addr: std::net::SocketAddr) -> String {
         .map(|p| p.token)
         .expect("the proxy is registered")
 }
+
+/// A proxy parses a pushed topology without tracking paths (the larger part of its CPU per
+/// push); a body that does not parse is still refused naming where it went wrong, and one
+/// not labelled JSON is refused too.
+#[test]
+fn a_push_that_does_not_parse_is_refused_with_where_it_went_wrong() {
+    let cp = ControlPlane::builder().servers(1).proxies(1).start();
+    let admin = cp.proxies[0].admin();
+    let mut topo: serde_json::Value = admin.get("/api/proxy/topology").ok();
+    topo["slots"][7]["group"] = json!("one");
+    let body = serde_json::to_vec(&topo).unwrap();
+    let msg = admin
+        .request("PUT", "/api/proxy/topology", Some(&body))
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("slots[7].group"), "{msg}");
+
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(cp.proxies[0].admin_addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let secret = cp.proxy_secret();
+    let ok = serde_json::to_vec(&admin.get("/api/proxy/topology").ok()).unwrap();
+    write!(
+        s,
+        "PUT /api/proxy/topology HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        ok.len()
+    )
+    .unwrap();
+    s.write_all(&ok).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 400") && answer.contains("Content-Type: application/json"),
+        "{answer}"
+    );
+}
