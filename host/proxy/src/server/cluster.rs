@@ -192,9 +192,13 @@ pub async fn run(
     probes.abort();
     route_keeper.abort();
     let _ = stop_admin.send(());
-    let _ = admin_server.await;
+    // Answers in progress finish (a push's drain is bounded too), within a bound of its own.
+    let _ = tokio::time::timeout(ADMIN_CLOSE_WITHIN, admin_server).await;
     result
 }
+
+/// How long a stopping proxy lets its admin API finish the answers in progress.
+const ADMIN_CLOSE_WITHIN: Duration = Duration::from_secs(2);
 
 /// How long a stopping proxy waits for the store to confirm it is deregistered.
 const DEREGISTER_WITHIN: Duration = Duration::from_secs(3);
