@@ -16,7 +16,7 @@ test_packages=(
   redis-cli:redis-tools      # redis-cli and redis-benchmark drive the proxy in tests
   etcd:etcd-server           # the etcd store's contract suite and clusters on etcd
   nutcracker:nutcracker      # twemproxy, for the side-by-side tests
-  promtool:prometheus        # checks that /metrics is valid Prometheus text
+  promtool:prometheus        # checks /metrics is valid Prometheus text; tests the alert rules (ops/prometheus)
   chromium:chromium          # the console's end-to-end test in headless Chromium
   /usr/bin/python3:python3   # runs the redis-py client tests (tests/clients)
   /usr/lib/python3/dist-packages/redis/__init__.py:python3-redis  # redis-py, as applications use it

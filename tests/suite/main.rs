@@ -81,6 +81,10 @@ mod hot_cache;
 mod fencing;
 // Proxy health: a frozen proxy lost and back, a lost one kept listed until removed.
 mod proxy_health;
+// Many proxies on etcd: stopped together or killed, they never hold a change for long.
+mod fleet;
+// The shipped Prometheus alert rules: promtool's unit tests, and every metric they name exported.
+mod alerts;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.
 mod plugins;
 // The converter plugin: key namespaces per user and value compression, against plain Redis.

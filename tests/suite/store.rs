@@ -55,6 +55,9 @@ contract_tests!(
     ephemeral_node_outlives_its_ttl_while_its_handle_lives,
     ephemeral_node_of_a_dead_pid_is_taken_over,
     ephemeral_node_disappears_after_its_ttl_when_its_holder_crashes,
+    a_confirmed_release_has_removed_the_node_when_it_returns,
+    a_crashed_holders_node_goes_silent_and_can_be_expired_at_once,
+    an_expired_node_is_lost_to_its_live_holder,
 );
 
 // === contracts ===
@@ -390,6 +393,100 @@ async fn ephemeral_node_disappears_after_its_ttl_when_its_holder_crashes(url: &s
         )
         .await
         .unwrap();
+}
+
+async fn a_confirmed_release_has_removed_the_node_when_it_returns(url: &str) {
+    let store = open(url).await;
+    let node = store
+        .create_ephemeral(
+            "/t/leaving",
+            &holder(std::process::id(), json!(null)),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    node.release_confirmed().await.expect("the store confirms");
+    assert_eq!(
+        store.get("/t/leaving").await.unwrap(),
+        None,
+        "gone when release_confirmed returns, not some time after"
+    );
+    assert_eq!(store.ephemeral_silence("/t/leaving").await.unwrap(), None);
+}
+
+async fn a_crashed_holders_node_goes_silent_and_can_be_expired_at_once(url: &str) {
+    // On another host with a long TTL: only its silence tells that the holder is gone.
+    let far = Holder {
+        pid: std::process::id(),
+        host: "elsewhere".into(),
+        payload: json!(null),
+    };
+    let crashed_url = url.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = coordinator::open(&crashed_url).await.unwrap();
+            let node = store
+                .create_ephemeral("/t/killed", &far, Duration::from_secs(60))
+                .await
+                .unwrap();
+            std::mem::forget(node); // as a crash would leave it
+        });
+    })
+    .await
+    .unwrap();
+    let store = open(url).await;
+    let silent = store.ephemeral_silence("/t/killed").await.unwrap();
+    assert!(silent.is_some(), "a live node has a silence");
+    assert!(
+        eventually(|| async {
+            store
+                .ephemeral_silence("/t/killed")
+                .await
+                .unwrap()
+                .is_some_and(|s| s >= Duration::from_secs(2))
+        })
+        .await,
+        "nothing renews it: its silence grows"
+    );
+    assert!(
+        store.get("/t/killed").await.unwrap().is_some(),
+        "its TTL still runs"
+    );
+    assert!(store.expire_ephemeral("/t/killed").await.unwrap());
+    assert_eq!(store.get("/t/killed").await.unwrap(), None);
+    assert_eq!(store.ephemeral_silence("/t/killed").await.unwrap(), None);
+    assert!(
+        !store.expire_ephemeral("/t/killed").await.unwrap(),
+        "nothing left to expire"
+    );
+}
+
+async fn an_expired_node_is_lost_to_its_live_holder(url: &str) {
+    let store = open(url).await;
+    let far = Holder {
+        pid: 1,
+        host: "elsewhere".into(),
+        payload: json!(null),
+    };
+    let node = store
+        .create_ephemeral("/t/expired", &far, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let clock = node.clock();
+    assert!(!clock.lapsed());
+    assert!(store.expire_ephemeral("/t/expired").await.unwrap());
+    // Its next renewal (a tenth of the TTL) finds it gone: a proxy would fence itself and
+    // register again before serving.
+    assert!(
+        eventually(|| async { clock.lapsed() }).await,
+        "the holder learns that its node is gone"
+    );
+    assert_eq!(store.get("/t/expired").await.unwrap(), None);
+    drop(node);
 }
 
 // === store-specific ===

@@ -258,29 +258,60 @@ impl Store for EtcdStore {
             Ok(took_over_from) => {
                 let ttl = grant.ttl().max(1);
                 let clock = LeaseClock::new(sent_at, Duration::from_secs(ttl as u64));
+                let (released_tx, released) = oneshot::channel();
                 let stop = spawn_keep_alive(
                     self.client.clone(),
                     key.to_owned(),
                     lease,
                     ttl,
                     clock.clone(),
+                    released_tx,
                 );
-                // The closure is synchronous; the keep-alive task revokes the lease on stop.
+                // The closure is synchronous; the keep-alive task revokes the lease on stop
+                // and reports it on `released` (`Ephemeral::release_confirmed` waits for it).
                 let release = Box::new(move || {
                     let _ = stop.send(());
                 });
-                Ok(Ephemeral::new(
-                    key.to_owned(),
-                    took_over_from,
-                    clock,
-                    release,
-                ))
+                Ok(
+                    Ephemeral::new(key.to_owned(), took_over_from, clock, release)
+                        .confirmed_by(released),
+                )
             }
             Err(e) => {
                 let _ = bounded(key, client.lease_revoke(lease)).await;
                 Err(e)
             }
         }
+    }
+
+    async fn ephemeral_silence(&self, key: &str) -> Result<Option<Duration>, StoreError> {
+        let mut client = self.client.clone();
+        let resp = bounded(key, client.get(key, None)).await?;
+        let Some(lease) = resp.kvs().first().map(KeyValue::lease).filter(|&l| l != 0) else {
+            return Ok(None);
+        };
+        let ttl = bounded(key, client.lease_time_to_live(lease, None)).await?;
+        // A lease that is gone reports a TTL of -1.
+        if ttl.ttl() < 0 {
+            return Ok(None);
+        }
+        let silent = ttl.granted_ttl().saturating_sub(ttl.ttl()).max(0);
+        Ok(Some(Duration::from_secs(silent as u64)))
+    }
+
+    async fn expire_ephemeral(&self, key: &str) -> Result<bool, StoreError> {
+        let mut client = self.client.clone();
+        let resp = bounded(key, client.get(key, None)).await?;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(false);
+        };
+        if kv.lease() == 0 {
+            return Ok(bounded(key, client.delete(key, None)).await?.deleted() > 0);
+        }
+        // Revoking deletes every key bound to the lease, and the holder's next keep-alive
+        // is answered with TTL 0 (`LeaseClock::lost`).
+        bounded(key, client.lease_revoke(kv.lease())).await?;
+        Ok(true)
     }
 
     fn describe(&self) -> String {
@@ -361,6 +392,7 @@ fn spawn_keep_alive(
     lease: i64,
     ttl_secs: i64,
     clock: Arc<LeaseClock>,
+    released: oneshot::Sender<Result<(), StoreError>>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
     let period = super::renew_period(Duration::from_secs(ttl_secs as u64));
@@ -385,9 +417,11 @@ fn spawn_keep_alive(
                 }
             }
         }
-        if let Err(e) = bounded(&key, client.lease_revoke(lease)).await {
+        let revoked = bounded(&key, client.lease_revoke(lease)).await.map(|_| ());
+        if let Err(e) = &revoked {
             tracing::warn!(key = %key, lease, error = %e, "revoking lease; it expires by itself");
         }
+        let _ = released.send(revoked);
     });
     stop_tx
 }
@@ -400,7 +434,21 @@ async fn keep_alive_once(
     lease: i64,
 ) -> Result<i64, StoreError> {
     if keeper.is_none() {
-        *keeper = Some(bounded("lease keep-alive", client.lease_keep_alive(lease)).await?);
+        let opened = tokio::time::timeout(CALL_TIMEOUT, client.lease_keep_alive(lease)).await;
+        *keeper = Some(match opened {
+            Ok(Ok(k)) => k,
+            // etcd-client opens the stream with a first keep-alive, and reports its TTL 0 (the
+            // lease expired or was revoked, `expire_ephemeral`) as this error, not as a TTL.
+            Ok(Err(etcd_client::Error::LeaseKeepAliveError(m))) if m == "lease not found" => {
+                return Ok(0);
+            }
+            Ok(Err(e)) => return Err(to_store_error("lease keep-alive", e)),
+            Err(_) => {
+                return Err(StoreError::Unavailable(format!(
+                    "etcd did not answer within {CALL_TIMEOUT:?} (lease keep-alive)"
+                )));
+            }
+        });
     }
     let (sender, responses) = keeper.as_mut().expect("set above");
     bounded("lease keep-alive", sender.keep_alive()).await?;

@@ -201,6 +201,24 @@ impl Store for FsStore {
         Ok(Ephemeral::new(key, took_over_from, clock, release))
     }
 
+    async fn ephemeral_silence(&self, key: &str) -> Result<Option<Duration>, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |root| {
+            let path = root.path_of(&key)?;
+            let beat = root
+                .read(&path, &key)?
+                .filter(|e| !e.is_gone(&root.host))
+                .and_then(|e| e.header.ephemeral);
+            Ok(beat.map(|b| Duration::from_millis(now_ms().saturating_sub(b.heartbeat_ms))))
+        })
+        .await
+    }
+
+    async fn expire_ephemeral(&self, key: &str) -> Result<bool, StoreError> {
+        // The holder's next heartbeat finds its node gone (`Root::refresh`) and says so.
+        self.delete(key).await
+    }
+
     fn describe(&self) -> String {
         format!("fs://{}", self.root.dir.display())
     }

@@ -140,6 +140,9 @@ impl LeaseClock {
 /// `release`d; after a crash it disappears by itself once its TTL passes.
 pub struct Ephemeral {
     release: Option<Box<dyn FnOnce() + Send>>,
+    /// Completes once a release has reached the store (etcd's revoke is sent by the
+    /// keep-alive task); `None` where `release` itself is synchronous (fs).
+    released: Option<tokio::sync::oneshot::Receiver<Result<(), StoreError>>>,
     pub key: String,
     /// Set when a dead holder's node was replaced: who it was.
     pub took_over_from: Option<Holder>,
@@ -155,10 +158,21 @@ impl Ephemeral {
     ) -> Self {
         Self {
             release: Some(release),
+            released: None,
             key,
             took_over_from,
             clock,
         }
+    }
+
+    /// Makes [`Ephemeral::release_confirmed`] wait for `released`, which the store completes
+    /// once the release has reached it.
+    pub fn confirmed_by(
+        mut self,
+        released: tokio::sync::oneshot::Receiver<Result<(), StoreError>>,
+    ) -> Self {
+        self.released = Some(released);
+        self
     }
 
     /// How long the node is sure to live, kept up to date by its keep-alive.
@@ -166,10 +180,27 @@ impl Ephemeral {
         self.clock.clone()
     }
 
-    /// Deletes the node now.
+    /// Deletes the node now, without waiting for the store (etcd: the revoke is sent in the
+    /// background, and lost if the process exits first).
     pub fn release(mut self) {
         if let Some(r) = self.release.take() {
             r();
+        }
+    }
+
+    /// Deletes the node and waits until the store has done it: after `Ok`, nobody listing
+    /// the store sees it any more.
+    ///
+    /// # Errors
+    /// The store did not confirm (unreachable, or its answer was an error); the node then
+    /// disappears by itself once its TTL passes.
+    pub async fn release_confirmed(mut self) -> Result<(), StoreError> {
+        if let Some(r) = self.release.take() {
+            r();
+        }
+        match self.released.take() {
+            Some(rx) => rx.await.unwrap_or(Ok(())),
+            None => Ok(()),
         }
     }
 }
@@ -239,6 +270,13 @@ pub trait Store: Send + Sync + 'static {
         holder: &Holder,
         ttl: Duration,
     ) -> Result<Ephemeral, StoreError>;
+    /// How long ago the holder of the ephemeral node `key` last renewed it, as the store saw
+    /// it (etcd: to the second); `None` when there is no such node.
+    async fn ephemeral_silence(&self, key: &str) -> Result<Option<Duration>, StoreError>;
+    /// Ends the ephemeral node `key` now, as its expiry would: etcd revokes its lease, so the
+    /// holder's next renewal learns it is gone (deleting the key alone would leave the lease
+    /// renewing nothing). Returns whether there was one.
+    async fn expire_ephemeral(&self, key: &str) -> Result<bool, StoreError>;
     /// A short description for logs (`fs:///var/lib/tessera`).
     fn describe(&self) -> String;
 }

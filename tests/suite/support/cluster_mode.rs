@@ -514,6 +514,16 @@ impl ClusterProxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Waits up to `within` for the process to exit by itself; its status, or `None`.
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(within, || {
+            status = self.child.try_wait().expect("try_wait");
+            status.is_some()
+        });
+        status
+    }
 }
 
 impl Drop for ClusterProxy {

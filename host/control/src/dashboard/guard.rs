@@ -93,6 +93,15 @@ impl Store for Guarded {
         self.inner.create_ephemeral(key, holder, ttl).await
     }
 
+    async fn ephemeral_silence(&self, key: &str) -> Result<Option<Duration>, StoreError> {
+        self.inner.ephemeral_silence(key).await
+    }
+
+    async fn expire_ephemeral(&self, key: &str) -> Result<bool, StoreError> {
+        self.check().await?;
+        self.inner.expire_ephemeral(key).await
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use metrics::gauge;
+use metrics::{counter, gauge};
 
 use super::Dashboard;
 use tessera_http::metrics::recorder;
@@ -11,9 +11,8 @@ use tessera_wire::failover::FailoverState;
 
 /// Renders the Prometheus text of a dashboard: per-group health and the topology epoch.
 pub fn render(d: &Dashboard) -> String {
-    static DESCRIBED: OnceLock<()> = OnceLock::new();
+    describe();
     let handle = recorder();
-    DESCRIBED.get_or_init(describe);
     let cluster = d.cluster.clone();
     if let Ok(epoch) = d.ops.try_lock() {
         gauge!("tessera_dashboard_epoch", "cluster" => cluster.clone()).set(*epoch as f64);
@@ -44,13 +43,93 @@ pub fn render(d: &Dashboard) -> String {
         }
     }
     let assigned = st.slots.iter().filter(|s| s.group.is_some()).count();
-    gauge!("tessera_slots_assigned", "cluster" => cluster).set(assigned as f64);
+    gauge!("tessera_slots_assigned", "cluster" => cluster.clone()).set(assigned as f64);
+    for g in st.groups.values() {
+        for s in &g.servers {
+            if let Some(bytes) = st.servers.get(&s.addr).and_then(|h| h.memory_bytes) {
+                gauge!("tessera_server_memory_bytes", "cluster" => cluster.clone(), "group" => g.id.to_string(), "addr" => s.addr.clone())
+                    .set(bytes as f64);
+            }
+        }
+    }
+    // The registered proxies as the last health round found them (`tessera_proxy_up` per
+    // proxy would leave a series behind for every proxy that ever stopped).
+    let up = st.proxies.values().filter(|h| h.up).count();
+    gauge!("tessera_proxies_registered", "cluster" => cluster.clone()).set(st.proxies.len() as f64);
+    gauge!("tessera_proxies_up", "cluster" => cluster.clone()).set(up as f64);
+    drop(st);
+    render_migration(d, &cluster);
     handle.render()
 }
 
+/// The migration's gauges: slots waiting and moving, whether the driver says it waits, and
+/// the write pause of the last handoff and the largest of the recent ones.
+fn render_migration(d: &Dashboard, cluster: &str) {
+    let m = d.migration_status();
+    let c = cluster.to_owned();
+    gauge!("tessera_migration_slots_pending", "cluster" => c.clone()).set(m.pending as f64);
+    gauge!("tessera_migration_slots_in_flight", "cluster" => c.clone()).set(m.in_flight as f64);
+    gauge!("tessera_migration_blocked", "cluster" => c.clone())
+        .set(m.blocked.is_some() as u8 as f64);
+    counter!("tessera_migration_keys_moved_total", "cluster" => c.clone()).absolute(m.keys_moved);
+    if let Some(p) = &m.write_pause {
+        gauge!("tessera_migration_write_pause_last_seconds", "cluster" => c.clone())
+            .set(p.last_ms / 1000.0);
+        gauge!("tessera_migration_write_pause_max_seconds", "cluster" => c).set(p.max_ms / 1000.0);
+    }
+}
+
+/// Installs the process's recorder and describes the dashboard's series, once: called at
+/// start, so that counters bumped before the first scrape are kept.
+pub(crate) fn describe() {
+    static DESCRIBED: OnceLock<()> = OnceLock::new();
+    recorder();
+    DESCRIBED.get_or_init(describe_series);
+}
+
 /// HELP text of the dashboard's series (`promtool check metrics` wants it).
-fn describe() {
-    use metrics::describe_gauge;
+fn describe_series() {
+    use metrics::{describe_counter, describe_gauge};
+    describe_gauge!(
+        "tessera_server_memory_bytes",
+        "Memory the server reports using (INFO used_memory) at the last health check"
+    );
+    describe_gauge!(
+        "tessera_proxies_registered",
+        "Proxies registered in the store at the last health round"
+    );
+    describe_gauge!(
+        "tessera_proxies_up",
+        "Registered proxies whose admin API answered the last health round"
+    );
+    describe_gauge!(
+        "tessera_migration_slots_pending",
+        "Slots queued to move, not started yet"
+    );
+    describe_gauge!(
+        "tessera_migration_slots_in_flight",
+        "Slots being copied or handed off"
+    );
+    describe_gauge!(
+        "tessera_migration_blocked",
+        "1 while the migration driver says why it waits (GET /api/migrations: blocked)"
+    );
+    describe_counter!(
+        "tessera_migration_keys_moved_total",
+        "Keys copied by this dashboard's migrations since it started"
+    );
+    describe_gauge!(
+        "tessera_migration_write_pause_last_seconds",
+        "Write pause of the last slot handoff: from the push that held the slots to the one that routed them to their target"
+    );
+    describe_gauge!(
+        "tessera_migration_write_pause_max_seconds",
+        "The largest write pause among the recent handoffs"
+    );
+    describe_counter!(
+        "tessera_dashboard_stale_proxies_removed_total",
+        "Proxies whose registration the dashboard removed: stale, and their admin address refused connections (gone without deregistering)"
+    );
     describe_gauge!(
         "tessera_dashboard_epoch",
         "Topology epoch last committed by the dashboard"

@@ -39,6 +39,7 @@ impl Dashboard {
         const WHAT: &str = "mirror version";
         let online = self.online_proxies(WHAT, doc.version).await?;
         let results = join_all(online.iter().map(|p| self.push_mirror_one(p, &doc))).await;
+        let results = self.excuse_gone(&online, results).await;
         settle(WHAT, doc.version, &online, results)?;
         Ok(doc)
     }

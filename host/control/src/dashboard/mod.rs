@@ -176,6 +176,8 @@ impl Dashboard {
     /// the port is taken, the token key is missing or wrong, or `--admin-token` does not
     /// match the cluster's.
     pub async fn start(opts: DashboardOptions) -> anyhow::Result<Started> {
+        // Before anything records: a counter bumped before the recorder exists is lost.
+        self::metrics::describe();
         let (store, paths) = tessera_store::open_cluster(&opts.cluster, &opts.store_url).await?;
         let listener = tokio::net::TcpListener::bind(&opts.listen)
             .await
@@ -286,6 +288,9 @@ impl Dashboard {
             opts,
             _lock: Mutex::new(lock),
         });
+        // From 0, so that `increase()` counts the first removal.
+        ::metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => dashboard.cluster.clone())
+            .absolute(0);
         Ok(Started {
             dashboard,
             new_token,
@@ -393,10 +398,7 @@ impl Dashboard {
         if let Some(t) = timeout {
             call = call.timeout(t);
         }
-        let resp = call
-            .send()
-            .await
-            .map_err(|e| ProxyFailure::Unreachable(e.to_string()))?;
+        let resp = call.send().await.map_err(|e| push::unreachable(&e))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());

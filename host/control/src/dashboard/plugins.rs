@@ -356,6 +356,7 @@ impl Dashboard {
         const WHAT: &str = "plugin catalog version";
         let online = self.online_proxies(WHAT, cat.version).await?;
         let results = join_all(online.iter().map(|p| self.push_plugins_one(p, cat))).await;
+        let results = self.excuse_gone(&online, results).await;
         super::push::settle(WHAT, cat.version, &online, results)
     }
 

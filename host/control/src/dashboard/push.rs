@@ -1,9 +1,11 @@
-//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy
-//! at once, and succeed only when every one has acknowledged it.
+//! Push with a barrier: persist the new epoch, send the whole topology to every online proxy,
+//! and succeed only when every one has acknowledged it. The topology is serialized once per
+//! push, and at most [`PUSH_PARALLELISM`] proxies are sent it at a time.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::future::join_all;
 use tracing::{info, warn};
 
@@ -13,8 +15,16 @@ use tessera_model::fence::FENCE_MARGIN;
 use tessera_model::router::{PushAck, Topology};
 use tessera_store::model::{self, ClusterMeta, ProxyModel};
 
+/// How many proxies a push is being sent to at once. Each proxy parses the topology and
+/// builds its table when it arrives, on the same few cores as the dashboard when many run on
+/// one machine; more at once only queues them longer (`docs/bench.md`, issue 28).
+const PUSH_PARALLELISM: usize = 32;
 /// How long a proxy may take to answer the probe before a blocking push.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// A registration the store has seen no renewal of for this long is stale: a live proxy
+/// renews every `PROXY_NODE_TTL / 10` (1 s). A stale registration whose admin address
+/// refuses connections is a proxy that is gone (`docs/operations.md`, "Stopping proxies").
+pub(crate) const STALE_AFTER: Duration = Duration::from_secs(3);
 
 /// Proxies that did not acknowledge a pushed epoch.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -41,6 +51,10 @@ pub enum ProxyFailure {
     /// No connection, or no answer in time.
     #[error("unreachable: {0}")]
     Unreachable(String),
+    /// Its admin address refused the connection (nothing listens there) while its
+    /// registration is still being renewed, or was renewed too recently to tell.
+    #[error("its admin address refused the connection: {0}")]
+    ConnectionRefused(String),
     /// It runs something newer (pushed by a successor dashboard): not ours to undo.
     #[error("refused: {0}")]
     Stale(String),
@@ -126,8 +140,62 @@ impl Dashboard {
         const WHAT: &str = "topology epoch";
         let online = self.online_proxies(WHAT, topo.epoch).await?;
         self.departed_unfenced(WHAT, topo.epoch, &online).await?;
-        let results = join_all(online.iter().map(|p| self.push_one_within(p, topo, within))).await;
+        let body = serialize(topo);
+        // A proxy that is slow to answer holds one place, not the ones queued behind it.
+        let gate = tokio::sync::Semaphore::new(PUSH_PARALLELISM);
+        let results = join_all(online.iter().map(|p| {
+            let (body, gate) = (body.clone(), &gate);
+            async move {
+                let _place = gate.acquire().await.expect("the gate is never closed");
+                self.push_body(p, topo.epoch, body, within).await
+            }
+        }))
+        .await;
+        let results = self.excuse_gone(&online, results).await;
         settle(WHAT, topo.epoch, &online, results)
+    }
+
+    /// Forgives the failures of proxies that are gone: their admin address refused the
+    /// connection and their registration is gone too (it stopped after the proxies were
+    /// listed) or stale ([`STALE_AFTER`]; it was killed and its lease still runs). A stale
+    /// one's registration is ended here, so that the next listing does not name it again
+    /// and, should the proxy be alive after all, its next renewal finds it gone and it
+    /// fences itself until it has registered again and reloaded its table.
+    pub(crate) async fn excuse_gone(
+        &self,
+        online: &[ProxyModel],
+        results: Vec<Result<(), ProxyFailure>>,
+    ) -> Vec<Result<(), ProxyFailure>> {
+        let checks = online.iter().zip(results).map(|(p, r)| async move {
+            let Err(ProxyFailure::ConnectionRefused(why)) = r else {
+                return r;
+            };
+            let key = self.paths.proxy(&p.token);
+            match self.store.ephemeral_silence(&key).await {
+                Ok(None) => {
+                    info!(proxy = %p.token, addr = %p.admin_addr, "proxy deregistered during the push; its admin address refuses connections: not waited for");
+                    Ok(())
+                }
+                Ok(Some(silent)) if silent >= STALE_AFTER => match self.store.expire_ephemeral(&key).await {
+                    Ok(_) => {
+                        warn!(proxy = %p.token, addr = %p.admin_addr, silent_secs = silent.as_secs(), "proxy gone without deregistering (its registration is stale and its admin address refuses connections): registration removed");
+                        metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => self.cluster.clone()).increment(1);
+                        Ok(())
+                    }
+                    Err(e) => Err(ProxyFailure::ConnectionRefused(format!(
+                        "{why}; its stale registration could not be removed: {e}"
+                    ))),
+                },
+                Ok(Some(silent)) => Err(ProxyFailure::ConnectionRefused(format!(
+                    "{why}; its registration was renewed {} s ago, so it is not known to be gone yet",
+                    silent.as_secs()
+                ))),
+                Err(e) => Err(ProxyFailure::ConnectionRefused(format!(
+                    "{why}; its registration could not be read: {e}"
+                ))),
+            }
+        });
+        join_all(checks).await
     }
 
     /// The registered proxies not set offline: the ones every push must reach.
@@ -234,20 +302,26 @@ impl Dashboard {
             match call.timeout(PROBE_TIMEOUT).send().await {
                 Ok(r) if r.status().is_success() => Ok(()),
                 Ok(r) => Err(ProxyFailure::Unhealthy(r.status())),
-                Err(e) => Err(ProxyFailure::Unreachable(e.to_string())),
+                Err(e) => Err(unreachable(&e)),
             }
         }))
         .await;
+        let probes = self.excuse_gone(&online, probes).await;
         settle(WHAT, epoch, &online, probes).map(|_| ())
     }
 
-    /// Whether something may still answer on a proxy's admin port: anything but a refused
-    /// connection (a frozen or cut-off proxy times out; a stopped one refuses).
+    /// Whether a departed proxy may still route: anything but a refused connection on its
+    /// admin port, or its own word that it stopped (`/health` answers 503 `stopped` once a
+    /// stopping proxy has closed its fence for good). A frozen or cut-off proxy times out;
+    /// an exited one refuses.
     async fn listens(&self, admin_addr: &str) -> bool {
         let call = self.http.get(format!("http://{admin_addr}/health"));
         match call.timeout(Duration::from_millis(500)).send().await {
+            Ok(r) if r.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE => {
+                r.text().await.map_or(true, |body| body.trim() != "stopped")
+            }
             Ok(_) => true,
-            Err(e) => !e.is_connect() || e.is_timeout(),
+            Err(e) => !connection_refused(&e),
         }
     }
 
@@ -281,20 +355,30 @@ impl Dashboard {
         topo: &Topology,
         within: Option<Duration>,
     ) -> Result<(), ProxyFailure> {
+        self.push_body(proxy, topo.epoch, serialize(topo), within)
+            .await
+    }
+
+    /// Sends a topology at `epoch`, already serialized as `body`, to one proxy.
+    async fn push_body(
+        &self,
+        proxy: &ProxyModel,
+        epoch: u64,
+        body: Bytes,
+        within: Option<Duration>,
+    ) -> Result<(), ProxyFailure> {
         let mut call = self
             .proxy_call(
                 reqwest::Method::PUT,
                 &proxy.admin_addr,
                 "/api/proxy/topology",
             )
-            .json(topo);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(t) = within {
             call = call.timeout(t);
         }
-        let resp = call
-            .send()
-            .await
-            .map_err(|e| ProxyFailure::Unreachable(e.to_string()))?;
+        let resp = call.send().await.map_err(|e| unreachable(&e))?;
         let status = resp.status();
         if status == reqwest::StatusCode::CONFLICT {
             // It already runs a newer epoch (pushed by a successor dashboard): not ours to undo.
@@ -310,14 +394,46 @@ impl Dashboard {
             .json()
             .await
             .map_err(|e| ProxyFailure::BadAcknowledgement(e.to_string()))?;
-        if ack.epoch != topo.epoch {
+        if ack.epoch != epoch {
             return Err(ProxyFailure::WrongEpoch {
                 acked: ack.epoch,
-                pushed: topo.epoch,
+                pushed: epoch,
             });
         }
         Ok(())
     }
+}
+
+/// A topology as the body of a push: serialized once, shared by every proxy's request.
+fn serialize(topo: &Topology) -> Bytes {
+    Bytes::from(serde_json::to_vec(topo).expect("a topology serializes to JSON"))
+}
+
+/// Why a call to a proxy got no answer: [`ProxyFailure::ConnectionRefused`] when its admin
+/// address refused the connection, else [`ProxyFailure::Unreachable`].
+pub(crate) fn unreachable(e: &reqwest::Error) -> ProxyFailure {
+    if connection_refused(e) {
+        ProxyFailure::ConnectionRefused(e.to_string())
+    } else {
+        ProxyFailure::Unreachable(e.to_string())
+    }
+}
+
+/// Whether the connection was refused (`ECONNREFUSED`: a TCP reset, or an ICMP
+/// port-unreachable, in answer to the connection's SYN). Not a timeout, and not a host or
+/// network that cannot be reached: those say nothing about whether the proxy still runs.
+fn connection_refused(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cause {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = err.source();
+    }
+    false
 }
 
 /// The outcome of a push to `online`: how many acknowledged, or which did not and why.

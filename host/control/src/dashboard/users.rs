@@ -158,6 +158,7 @@ impl Dashboard {
         const WHAT: &str = "users version";
         let online = self.online_proxies(WHAT, doc.version).await?;
         let results = join_all(online.iter().map(|p| self.push_users_one(p, doc))).await;
+        let results = self.excuse_gone(&online, results).await;
         super::push::settle(WHAT, doc.version, &online, results)
     }
 

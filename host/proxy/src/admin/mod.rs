@@ -56,6 +56,9 @@ pub struct ProxyAdmin {
     users_error: Mutex<Option<String>>,
     /// Refused proxy secrets by address (`auth_throttle`).
     auth_throttle: tessera_http::auth_throttle::AuthThrottle,
+    /// Set once a stopping proxy has closed its fence for good: it routes nothing any more,
+    /// and `/health` says so (`server::cluster`'s shutdown, `docs/operations.md`).
+    pub stopped: std::sync::atomic::AtomicBool,
 }
 
 impl ProxyAdmin {
@@ -78,6 +81,7 @@ impl ProxyAdmin {
             users_applying: Mutex::new(()),
             users_error: Mutex::new(None),
             auth_throttle: tessera_http::auth_throttle::AuthThrottle::new("proxy secret"),
+            stopped: Default::default(),
         })
     }
 

@@ -3,7 +3,7 @@
 //! and back; the answers are `tessera-wire` shapes.
 //!
 //! ```text
-//! GET  /health              "ok"
+//! GET  /health              "ok" (503 "stopped" once a stopping proxy routes nothing)
 //! GET  /metrics             Prometheus text
 //! GET  /api/proxy/info      token, addresses, epoch, sessions
 //! GET  /api/proxy/stats     totals, ops per second, per-command counts, backend counters
@@ -104,10 +104,19 @@ pub(super) async fn require_secret(
     path = "/health",
     tag = "meta",
     operation_id = "health",
-    responses((status = 200, description = "The proxy is serving.", body = String, content_type = "text/plain"))
+    responses(
+        (status = 200, description = "The proxy is serving.", body = String, content_type = "text/plain"),
+        (status = 503, description = "The proxy is stopping: it routes no command any more and has left the store (`stopped`).", body = String, content_type = "text/plain")
+    )
 )]
-async fn health() -> &'static str {
-    "ok"
+async fn health(State(a): State<Arc<ProxyAdmin>>) -> (axum::http::StatusCode, &'static str) {
+    if a.stopped.load(std::sync::atomic::Ordering::Acquire) {
+        // The dashboard reads this word: a departed proxy that says it routes nothing does
+        // not hold a push (`dashboard::push`).
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "stopped")
+    } else {
+        (axum::http::StatusCode::OK, "ok")
+    }
 }
 
 /// Prometheus metrics
@@ -131,11 +140,69 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
             backend: &s.backend_stats,
         },
     );
+    render_limits(s, &mut out);
     s.plugins.render_metrics(&mut out);
     s.mirror.stats.render(&mut out);
     s.hot_cache.stats.render(s.config.hot_cache.on(), &mut out);
     s.router.targets.render(&mut out);
     out
+}
+
+/// The proxy's caps beside what it holds against them (`docs/limits.md`), and its fence, for
+/// alerts near a cap (`ops/prometheus/tessera-alerts.yml`).
+fn render_limits(s: &crate::worker::Shared, out: &mut String) {
+    use std::fmt::Write;
+    let fenced = !s.router.fence.serving();
+    let series: [(&str, &str, &str, u64); 7] = [
+        (
+            "tessera_max_clients",
+            "gauge",
+            "Client connections the proxy admits (max_clients)",
+            s.config.max_clients as u64,
+        ),
+        (
+            "tessera_rejected_connections_total",
+            "counter",
+            "Connections closed at once because max_clients were open",
+            s.stats.rejected_connections.load(Relaxed),
+        ),
+        (
+            "tessera_request_buffer_bytes",
+            "gauge",
+            "Bytes of clients' unfinished requests held, all clients",
+            s.requests.used() as u64,
+        ),
+        (
+            "tessera_request_buffer_limit_bytes",
+            "gauge",
+            "Cap on clients' unfinished requests, all clients (query_buffer_total)",
+            s.requests.limit() as u64,
+        ),
+        (
+            "tessera_reply_buffer_bytes",
+            "gauge",
+            "Bytes of replies held for clients that have not read them, all clients",
+            s.replies.used() as u64,
+        ),
+        (
+            "tessera_reply_buffer_limit_bytes",
+            "gauge",
+            "Cap on replies held for clients, all clients (output_buffer_total)",
+            s.replies.limit() as u64,
+        ),
+        (
+            "tessera_fenced",
+            "gauge",
+            "1 while the proxy refuses to route: unsure of its registration in the store, or stopping",
+            fenced as u64,
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    }
 }
 
 /// Who and where the proxy is
@@ -268,11 +335,42 @@ async fn topology(State(a): State<Arc<ProxyAdmin>>) -> Result<Json<Topology>, Ap
 )]
 async fn push_topology(
     State(a): State<Arc<ProxyAdmin>>,
-    body: Body<Topology>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
 ) -> Result<Json<PushAck>, ApiError> {
     a.refuse_static("this proxy runs in static mode: its topology is fixed")?;
-    let Json(topo) = body?;
+    let topo = topology_of(&headers, &body)?;
     a.apply(topo, true).await.map(Json)
+}
+
+/// A pushed topology, parsed by serde_json directly. axum's `Json` tracks the path of every
+/// value it parses (for its error message), which was the larger part of a proxy's CPU per
+/// push (profiled, issue 28); the path is worked out only for a body that does not parse.
+fn topology_of(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<Topology, ApiError> {
+    let json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .is_some_and(|t| {
+            t == "application/json" || (t.starts_with("application/") && t.ends_with("+json"))
+        });
+    if !json {
+        return Err(ApiError::bad_request(
+            "Expected request with `Content-Type: application/json`",
+        ));
+    }
+    match serde_json::from_slice(body) {
+        Ok(topo) => Ok(topo),
+        Err(_) => Json::<Topology>::from_bytes(body)
+            .map(|Json(t)| t)
+            .map_err(ApiError::from),
+    }
 }
 
 /// The replicas this proxy may read from now

@@ -85,11 +85,16 @@ pub async fn run(
         Some(sha256_hex(&meta.proxy_secret)),
     );
     let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(tessera_http::server::serve(
+    // The admin port listens for as long as this proxy may route: the dashboard reads a
+    // refused connection there as "routes nothing" (`docs/operations.md`, "Stopping
+    // proxies"). Should the server ever end early, the guard closes the fence with it.
+    let fence_guard = FenceOnDrop(proxy.shared().router.fence.clone());
+    let admin_server = tokio::spawn(tessera_http::server::serve(
         admin_listener,
         admin.clone().router(),
-        async {
+        async move {
             let _ = admin_stopped.await;
+            drop(fence_guard);
         },
     ));
     tokio::spawn(admin.clone().sample_ops());
@@ -159,25 +164,82 @@ pub async fn run(
     let _ = tokio::time::timeout(ROUTES_AT_START, keeper.check()).await;
     let route_keeper = tokio::spawn(keeper.run());
     serve_within(&admin, &node);
+    let (stop_registration, registration_stopped) = tokio::sync::oneshot::channel();
     let registration = tokio::spawn(keep_registered(
         admin.clone(),
         store.clone(),
         paths.clone(),
         holder,
         node,
+        registration_stopped,
     ));
 
     let result = proxy.run(shutdown).await;
     if let Err(e) = &result {
         warn!(error = %e, "proxy stopped with an error");
     }
-    // Dropping the registration task releases the node.
-    registration.abort();
-    let _ = registration.await;
+    // Every session has ended. Stop following the registration (which would reopen the
+    // fence), close the fence for good, then leave the store, and only then close the admin
+    // port. Until the registration is gone, pushes still reach this proxy and are
+    // acknowledged; after it, no push waits for it.
+    let _ = stop_registration.send(());
+    let node = registration.await.ok().flatten();
+    admin.shared.router.fence.close();
+    admin
+        .stopped
+        .store(true, std::sync::atomic::Ordering::Release);
+    deregister(node).await;
     probes.abort();
     route_keeper.abort();
     let _ = stop_admin.send(());
+    // Answers in progress finish (a push's drain is bounded too), within a bound of its own.
+    let _ = tokio::time::timeout(ADMIN_CLOSE_WITHIN, admin_server).await;
     result
+}
+
+/// How long a stopping proxy lets its admin API finish the answers in progress.
+const ADMIN_CLOSE_WITHIN: Duration = Duration::from_secs(2);
+
+/// How long a stopping proxy waits for the store to confirm it is deregistered.
+const DEREGISTER_WITHIN: Duration = Duration::from_secs(3);
+
+/// Removes the registration and waits (at most [`DEREGISTER_WITHIN`]) for the store to
+/// confirm, so that no push started after this proxy exits waits for it. Says how it went.
+async fn deregister(node: Option<tessera_store::Ephemeral>) {
+    let Some(node) = node else {
+        return info!("stopping while fenced: no registration to remove");
+    };
+    let key = node.key.clone();
+    let started = std::time::Instant::now();
+    match tokio::time::timeout(DEREGISTER_WITHIN, node.release_confirmed()).await {
+        Ok(Ok(())) => info!(
+            key = %key,
+            took_ms = started.elapsed().as_millis() as u64,
+            "deregistered from the store"
+        ),
+        Ok(Err(e)) => warn!(
+            key = %key,
+            error = %e,
+            ttl_secs = PROXY_NODE_TTL.as_secs(),
+            "deregistering failed; the registration expires by itself within its TTL"
+        ),
+        Err(_) => warn!(
+            key = %key,
+            within_ms = DEREGISTER_WITHIN.as_millis() as u64,
+            ttl_secs = PROXY_NODE_TTL.as_secs(),
+            "the store did not confirm the deregistration in time; the registration expires by itself within its TTL"
+        ),
+    }
+}
+
+/// Closes the fence when dropped: held by the admin server's task, so a proxy whose admin
+/// port stopped listening for any reason routes nothing either.
+struct FenceOnDrop(Arc<tessera_model::fence::Fence>);
+
+impl Drop for FenceOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// The topology last committed; before the first commit, what the models describe.
@@ -224,14 +286,16 @@ fn serve_within(admin: &ProxyAdmin, node: &tessera_store::Ephemeral) -> bool {
 /// fences the proxy by the clock alone, see `fence::Fence`). Once the registration may
 /// have lapsed, the proxy registers again, then reloads its table from the store (in that
 /// order, as at start: a change committed after the new registration reaches it by a push),
-/// and serves again. Dropping this future releases the node.
+/// and serves again. On `stop` it returns the node (`None` while it is not registered), for
+/// the caller to release; dropping this future releases it too, without waiting.
 async fn keep_registered(
     admin: Arc<ProxyAdmin>,
     store: Arc<dyn tessera_store::Store>,
     paths: model::Paths,
     holder: Holder,
     mut node: tessera_store::Ephemeral,
-) {
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) -> Option<tessera_store::Ephemeral> {
     let key = node.key.clone();
     let fence = &admin.shared.router.fence;
     loop {
@@ -259,6 +323,7 @@ async fn keep_registered(
             tokio::select! {
                 () = tokio::time::sleep(FENCE_STEP) => {}
                 () = renewal => {}
+                _ = &mut stop => return Some(node),
             }
         }
         fence.close();
@@ -267,30 +332,46 @@ async fn keep_registered(
              for longer than its lease); not serving until it is registered again"
         );
         node.release();
-        node = loop {
-            match store.create_ephemeral(&key, &holder, PROXY_NODE_TTL).await {
-                Ok(n) => break n,
-                Err(e) => warn!(error = %e, "fenced: registering again failed; retrying"),
-            }
-            tokio::time::sleep(RETRY).await;
+        node = tokio::select! {
+            n = register_again(&admin, &*store, &paths, &key, &holder) => n,
+            // Dropping the half-done registration releases whatever it created.
+            _ = &mut stop => return None,
         };
-        loop {
-            match stored_topology(&*store, &paths).await {
-                Ok(topo) => {
-                    let epoch = topo.epoch;
-                    match admin.apply(topo, false).await {
-                        Ok(_) => info!(epoch, "slot table reloaded from the store"),
-                        Err(e) => info!(reason = %e, "kept the newer table pushed meanwhile"),
-                    }
-                    break;
-                }
-                Err(e) => warn!(error = %e, "fenced: reloading the slot table failed; retrying"),
-            }
-            tokio::time::sleep(RETRY).await;
-        }
         if serve_within(&admin, &node) {
             info!("registered again with a fresh table; serving");
         }
+    }
+}
+
+/// A fenced proxy's way back: registers again, then reloads its table from the store (in
+/// that order, as at start), retrying each every [`RETRY`].
+async fn register_again(
+    admin: &ProxyAdmin,
+    store: &dyn tessera_store::Store,
+    paths: &model::Paths,
+    key: &str,
+    holder: &Holder,
+) -> tessera_store::Ephemeral {
+    let node = loop {
+        match store.create_ephemeral(key, holder, PROXY_NODE_TTL).await {
+            Ok(n) => break n,
+            Err(e) => warn!(error = %e, "fenced: registering again failed; retrying"),
+        }
+        tokio::time::sleep(RETRY).await;
+    };
+    loop {
+        match stored_topology(store, paths).await {
+            Ok(topo) => {
+                let epoch = topo.epoch;
+                match admin.apply(topo, false).await {
+                    Ok(_) => info!(epoch, "slot table reloaded from the store"),
+                    Err(e) => info!(reason = %e, "kept the newer table pushed meanwhile"),
+                }
+                return node;
+            }
+            Err(e) => warn!(error = %e, "fenced: reloading the slot table failed; retrying"),
+        }
+        tokio::time::sleep(RETRY).await;
     }
 }
 
