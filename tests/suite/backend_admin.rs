@@ -129,7 +129,7 @@ fn added_servers_get_the_admin_user_and_stay_checked_when_default_is_locked() {
         .ok();
     let ok = wait_until(Duration::from_secs(15), || {
         let v = server_view(&cp, &master);
-        v.role_reported.as_deref() == Some("slave") && v.master_link.as_deref() == Some("up")
+        v.role_reported.as_deref() == Some("replica") && v.master_link.as_deref() == Some("up")
     });
     assert!(
         ok,

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use tessera_wire::cluster::{Overview, ProxyView};
+use tessera_wire::cluster::{Overview, ProxyHealthState, ProxyView};
 
 use crate::support::{ControlPlane, Etcd, run_with_timeout, wait_until};
 
@@ -48,7 +48,16 @@ fn proxies_stopped_together_with_sigterm_leave_the_store_and_the_next_change_suc
         "the first change after stopping {PROXIES} proxies: {}",
         reply.body
     );
-    assert!(proxies(&cp).is_empty(), "no proxy is registered any more");
+    assert!(
+        proxies(&cp).iter().all(|p| !p.registered),
+        "no proxy is registered any more"
+    );
+    // Stopped cleanly, each also left the dashboard's list: gone, not lost.
+    assert!(
+        wait_until(Duration::from_secs(15), || proxies(&cp).is_empty()),
+        "stopped proxies are still listed: {:?}",
+        proxies(&cp)
+    );
 }
 
 #[test]
@@ -103,12 +112,25 @@ fn a_killed_proxy_holds_changes_only_until_its_registration_is_stale() {
         reply.body
     );
     let listed = proxies(&cp);
+    let registered: Vec<&ProxyView> = listed.iter().filter(|p| p.registered).collect();
     assert_eq!(
-        listed.len(),
+        registered.len(),
         1,
         "only the live proxy is registered: {listed:?}"
     );
-    assert!(tokens.iter().all(|t| listed.iter().all(|p| &p.token != t)));
+    assert!(
+        tokens
+            .iter()
+            .all(|t| registered.iter().all(|p| &p.token != t))
+    );
+    // Killed, not stopped: each stays listed as lost until it comes back or is removed.
+    for t in &tokens {
+        let p = listed.iter().find(|p| &p.token == t);
+        assert!(
+            p.is_some_and(|p| p.health == ProxyHealthState::Lost),
+            "a killed proxy is listed as lost: {listed:?}"
+        );
+    }
     let metrics = cp.api().get("/metrics").body;
     let removed = metrics
         .lines()

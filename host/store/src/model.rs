@@ -109,6 +109,12 @@ impl Paths {
         format!("{}/proxy/{token}", self.base)
     }
 
+    /// A proxy the dashboard remembers from its first registration, until it stops cleanly
+    /// (it deletes this itself), comes back at its address, or an operator removes it.
+    pub fn proxy_known(&self, token: &str) -> String {
+        format!("{}/proxy-known/{token}", self.base)
+    }
+
     /// The API tokens (`dashboard::tokens::TokensDoc`).
     pub fn tokens(&self) -> String {
         format!("{}/tokens", self.base)

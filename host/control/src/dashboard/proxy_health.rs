@@ -1,7 +1,8 @@
 //! Which proxies the dashboard knows and how each is: up, fenced, lost or draining. A proxy
 //! is remembered from its first registration (`proxy-known/<token>` in the store, so a
 //! successor dashboard remembers it too) until it comes back under a new registration at the
-//! same address, or an operator removes it. So a frozen, crashed or cut-off proxy, whose
+//! same address, it stops cleanly (it deletes its own entry as it leaves the store), or an
+//! operator removes it. So a frozen, crashed or cut-off proxy, whose
 //! registration lapses after its lease, stays listed as lost instead of vanishing (the
 //! clusters list used to read "healthy, 1/1 proxies" while clients of a frozen proxy hung).
 
@@ -17,7 +18,7 @@ use tessera_store::model::{self, Paths, ProxyModel};
 use tessera_wire::cluster::ProxyHealthState;
 
 fn key(paths: &Paths, token: &str) -> String {
-    format!("{}proxy-known/{token}", paths.cluster_prefix())
+    paths.proxy_known(token)
 }
 
 /// The proxies a predecessor remembered (at start).
@@ -92,6 +93,22 @@ impl Dashboard {
         for token in superseded {
             if self.forget_proxy(&token).await.is_ok() {
                 info!(%token, "a lost proxy came back under a new registration at its address");
+            }
+        }
+        // A proxy that stopped cleanly deleted its own entry as it left: not lost, gone.
+        let unregistered: Vec<String> = {
+            let st = self.state.lock().expect("state lock poisoned");
+            st.known
+                .keys()
+                .filter(|t| !registered.iter().any(|p| &p.token == *t))
+                .cloned()
+                .collect()
+        };
+        for token in unregistered {
+            if let Ok(None) = self.store.get(&key(&self.paths, &token)).await
+                && self.forget_proxy(&token).await.is_ok()
+            {
+                info!(%token, "a proxy stopped cleanly and left the list");
             }
         }
     }

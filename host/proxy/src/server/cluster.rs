@@ -189,6 +189,7 @@ pub async fn run(
         .stopped
         .store(true, std::sync::atomic::Ordering::Release);
     deregister(node).await;
+    leave_the_list(&*store, &paths, &token).await;
     probes.abort();
     route_keeper.abort();
     let _ = stop_admin.send(());
@@ -229,6 +230,19 @@ async fn deregister(node: Option<tessera_store::Ephemeral>) {
             ttl_secs = PROXY_NODE_TTL.as_secs(),
             "the store did not confirm the deregistration in time; the registration expires by itself within its TTL"
         ),
+    }
+}
+
+/// Deletes the dashboard's memory of this proxy (`Paths::proxy_known`): a proxy that stopped
+/// cleanly is gone, not lost. Bounded like the deregistration; if it fails, the proxy stays
+/// listed as lost until an operator removes it.
+async fn leave_the_list(store: &dyn tessera_store::Store, paths: &model::Paths, token: &str) {
+    match tokio::time::timeout(DEREGISTER_WITHIN, store.delete(&paths.proxy_known(token))).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => warn!(error = %e, "could not leave the dashboard's list of proxies"),
+        Err(_) => {
+            warn!("the store did not confirm leaving the dashboard's list of proxies in time")
+        }
     }
 }
 
