@@ -53,6 +53,12 @@ fn route(table: &SlotTable, slot: SlotId) -> Result<Arc<str>, DataError> {
 }
 
 impl Blocking {
+    /// The proxy is stopping, or gone: its stop signal was given, or can no longer be (then
+    /// `changed` would answer at once for ever, and the wait in `run` must not spin on it).
+    fn stopping(&self) -> bool {
+        *self.stop.borrow() || self.stop.has_changed().is_err()
+    }
+
     /// Runs the command to its reply. Not started until first polled: it runs after the
     /// replies before it in the client's pipeline, as Redis would.
     pub(crate) async fn run(mut self) -> ReplyResult {
@@ -90,7 +96,7 @@ impl Blocking {
             };
             loop {
                 // Stopping (maybe since before it was sent): unblocked below, and answered.
-                if *self.stop.borrow() {
+                if self.stopping() {
                     break;
                 }
                 tokio::select! {
@@ -122,7 +128,7 @@ impl Blocking {
                 // slot stays: the other cluster's proxy moves its keys itself, and a new
                 // target of this proxy's changes nothing for a command already there.
                 let table = worker.shared.router.load_full();
-                if *self.stop.borrow() {
+                if self.stopping() {
                     continue;
                 }
                 if SlotTable::is_routed(self.slot)
@@ -138,7 +144,7 @@ impl Blocking {
                 // An element taken on the old owner, or the proxy stopping: this is the reply
                 // (the timeout reply, when stopping took nothing; the client may send the
                 // command again to another proxy).
-                Some(Ok(reply)) if !is_null(&reply) || *self.stop.borrow() => {
+                Some(Ok(reply)) if !is_null(&reply) || self.stopping() => {
                     conn.release();
                     return Ok(reply);
                 }
