@@ -219,6 +219,9 @@ fn client_reply_off_skip_and_on_leave_out_the_replies_redis_leaves_out() {
         &["CLIENT", "REPLY", "SKIP"],
         &["SET", "cr:b", "x"],
         &["GET", "cr:b"],
+        // A refused command takes its turn too.
+        &["CLIENT", "REPLY", "SKIP"],
+        &["NOSUCHCOMMAND"],
         &["CLIENT", "REPLY", "SKIP"],
         &["CLIENT", "REPLY", "OFF"],
         &["PING"],

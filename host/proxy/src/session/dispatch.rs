@@ -43,23 +43,20 @@ impl Session {
                 Ok(c) => c,
                 Err(e) => {
                     self.tx.refused();
-                    return Queued::error(None, &e);
+                    let mut q = Queued::error(None, &e);
+                    // Refused, it still takes its turn under CLIENT REPLY (as in Redis).
+                    q.done.silent = self.silenced();
+                    return q;
                 }
             },
         };
-        let replies = self.replies;
+        let client_reply = c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY";
         let mut q = self.through_plugins(&c, decision);
-        q.done.silent = match replies {
-            _ if c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY" => {
-                // Its own reply: only ON answers.
-                self.replies != Replies::On
-            }
-            Replies::On => false,
-            Replies::Off => true,
-            Replies::Skip => {
-                self.replies = Replies::On;
-                true
-            }
+        q.done.silent = if client_reply {
+            // Its own reply, under the mode it just set: only ON answers.
+            self.replies != Replies::On
+        } else {
+            self.silenced()
         };
         // Forwarded to the backends, not answered or refused by the proxy or a plugin.
         if self.worker.shared.mirror.on()
@@ -92,6 +89,19 @@ impl Session {
         q.done.timed = !c.blocks() && c.cmd.kind != Kind::Wait;
         q.done.req = req.into_bytes();
         q
+    }
+
+    /// Whether the reply of the command being dispatched is left out (`CLIENT REPLY`): every
+    /// one while OFF, the one after a SKIP.
+    fn silenced(&mut self) -> bool {
+        match self.replies {
+            Replies::On => false,
+            Replies::Off => true,
+            Replies::Skip => {
+                self.replies = Replies::On;
+                true
+            }
+        }
     }
 
     /// A classified request through the plugin layer (unless its decision was made ahead
