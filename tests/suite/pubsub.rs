@@ -300,12 +300,18 @@ fn publish_through_one_proxy_reaches_subscribers_of_the_other() {
         // One receiver per hub (per worker of each proxy) that has a subscriber.
         assert_eq!(lossy(&r), format!(":{n}\r\n"), "PUBLISH {ch}");
     }
-    let got = lossy(&on_b.frames(3));
+    // Each message once. Channels whose slots live on different groups reach the proxy on
+    // different backend connections, so their messages may arrive in either order
+    // (docs/pubsub.md); one channel's messages keep theirs.
+    let mut got: Vec<String> = (0..3).map(|_| lossy(&on_b.frames(1))).collect();
+    got.sort();
     assert_eq!(
         got,
-        "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\nm\r\n\
-         *3\r\n$7\r\nmessage\r\n$5\r\nsport\r\n$1\r\nm\r\n\
-         *4\r\n$8\r\npmessage\r\n$2\r\nw*\r\n$7\r\nweather\r\n$1\r\nm\r\n"
+        [
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\nm\r\n",
+            "*3\r\n$7\r\nmessage\r\n$5\r\nsport\r\n$1\r\nm\r\n",
+            "*4\r\n$8\r\npmessage\r\n$2\r\nw*\r\n$7\r\nweather\r\n$1\r\nm\r\n",
+        ]
     );
     assert_eq!(
         lossy(&on_a.frames(1)),
