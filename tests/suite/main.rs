@@ -20,6 +20,8 @@ mod malformed;
 // Hostile clients (scripts past the policy, memory announced or never read, busy scripts,
 // idle sockets before AUTH, the reserved namespace), each beside a well-behaved client.
 mod hostile;
+// A server busy with a script: others get its -BUSY, PING forwarded on request, logins retried.
+mod busy;
 // The request decoder against a real redis-server: seeded mutations, same parse or refused.
 mod decoder_vs_redis;
 // Error replies that keep the session; commands the proxy answers itself.

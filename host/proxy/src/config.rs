@@ -62,6 +62,10 @@ pub struct ProxyConfig {
     /// Allow cluster-wide admin commands (FLUSHALL, KEYS, SCAN, CONFIG, SCRIPT …) and the
     /// keyed commands Redis marks `@dangerous` (RESTORE, SORT with BY/GET …).
     pub admin_commands: bool,
+    /// `PING` (outside pub/sub and transactions) goes to every master and answers `PONG` only
+    /// when each does, so a server busy with a script answers `-BUSY` as it would directly.
+    /// `false` (the default): the proxy answers it, as a check of the proxy alone.
+    pub forward_ping: bool,
     /// Clients' commands run on the backends as a Redis ACL user confined to the proxy's
     /// policy (set up by the proxy at connect), so scripts cannot do what their callers may
     /// not. `false`: connections act as the backend admin user, and scripts and functions are
@@ -143,6 +147,7 @@ impl Default for ProxyConfig {
             slot_hold_ms: 5_000,
             session_password: None,
             admin_commands: false,
+            forward_ping: false,
             backend_acl: true,
             backend_admin_user: None,
             backend_admin_password: None,

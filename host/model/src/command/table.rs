@@ -145,6 +145,9 @@ pub struct Command {
     /// A keyed read with no side effect that a replica may answer under the read policy
     /// (docs/replica-reads.md): never a script or function, a blocking command, or a write.
     pub replica_read: bool,
+    /// Runs a Lua script or a function (EVAL, EVALSHA, FCALL and their `_RO` forms), which
+    /// may keep its server busy for as long as it runs.
+    pub runs_script: bool,
     keys_by: KeysBy,
     raw: &'static RawCommand,
 }
@@ -312,6 +315,10 @@ impl Command {
             options,
             dangerous: raw.acl & A_DANGEROUS != 0,
             replica_read: replica_read(raw, kind, options),
+            runs_script: matches!(
+                raw.name,
+                "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+            ),
             keys_by,
             raw,
         }

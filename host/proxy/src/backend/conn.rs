@@ -93,6 +93,8 @@ pub struct BackendConn {
 /// Requests larger than this are written straight from their own buffer, not copied.
 const COPY_LIMIT: usize = 8 * 1024;
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How soon a connection refused at login by a server busy with a script tries again.
+const BUSY_RETRY: Duration = Duration::from_millis(25);
 /// Read buffer size; it doubles while a large reply arrives.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -250,7 +252,15 @@ impl ConnTask {
                         failures = 0;
                     }
                 }
-                Err(reason) => {
+                Err(ConnectError::Busy(reply)) => {
+                    // Not a failure: the server is up and will serve once the script ends.
+                    debug!(addr = %self.addr, "backend busy with a script at connect");
+                    InFlight::unwritten(first).deliver(Ok(reply.clone()));
+                    if !self.wait_busy(&reply).await {
+                        return;
+                    }
+                }
+                Err(ConnectError::Failed(reason)) => {
                     self.opts
                         .stats
                         .connect_failures
@@ -285,14 +295,30 @@ impl ConnTask {
         }
     }
 
-    async fn connect(&self) -> Result<Stream, String> {
+    /// Waits `BUSY_RETRY` before connecting again to a server that was running a script,
+    /// answering the requests that arrive meanwhile with its `-BUSY` reply, as the server
+    /// itself answers any command then. `false` once every handle is gone.
+    async fn wait_busy(&mut self, reply: &Bytes) -> bool {
+        let until = Instant::now() + BUSY_RETRY;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return true,
+                r = self.rx.recv() => match r {
+                    Some(r) => InFlight::unwritten(r).deliver(Ok(reply.clone())),
+                    None => return false,
+                },
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Stream, ConnectError> {
         let fut = connect_logged_in(&self.addr, &self.login, self.proto);
         match tokio::time::timeout(self.opts.connect_timeout, fut).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
+            Err(_) => Err(ConnectError::Failed(format!(
                 "connect timed out after {} ms",
                 self.opts.connect_timeout.as_millis()
-            )),
+            ))),
         }
     }
 
@@ -492,8 +518,13 @@ fn grow(rbuf: &mut BytesMut) {
 /// ones' and the pub/sub hub's).
 ///
 /// # Errors
-/// The connection failed, or a step's reply was refused (its text says which).
-pub async fn connect_logged_in(addr: &str, login: &Login, proto: Proto) -> Result<Stream, String> {
+/// The server is busy running a script ([`ConnectError::Busy`]: `ACL SETUSER` is refused
+/// then), the connection failed, or a step's reply was refused (its text says which).
+pub async fn connect_logged_in(
+    addr: &str,
+    login: &Login,
+    proto: Proto,
+) -> Result<Stream, ConnectError> {
     let mut s = tessera_model::tls::backend::backends()
         .connect(addr)
         .await?;
@@ -501,11 +532,14 @@ pub async fn connect_logged_in(addr: &str, login: &Login, proto: Proto) -> Resul
         s.send_all(&step.request).await.map_err(|e| e.to_string())?;
         let reply = read_one(&mut s).await?;
         if !(step.accept)(&reply) {
-            return Err(format!(
+            if reply.starts_with(b"-BUSY ") {
+                return Err(ConnectError::Busy(reply));
+            }
+            return Err(ConnectError::Failed(format!(
                 "{} refused: {}",
                 step.what,
                 String::from_utf8_lossy(&reply).trim_end()
-            ));
+            )));
         }
     }
     if proto == Proto::Resp3 {
@@ -514,13 +548,42 @@ pub async fn connect_logged_in(addr: &str, login: &Login, proto: Proto) -> Resul
             .map_err(|e| e.to_string())?;
         let reply = read_one(&mut s).await?;
         if !reply.starts_with(b"%") {
-            return Err(format!(
+            return Err(ConnectError::Failed(format!(
                 "HELLO 3 refused: {}",
                 String::from_utf8_lossy(&reply).trim_end()
-            ));
+            )));
         }
     }
     Ok(s)
+}
+
+/// Why a connection could not be made ready to serve.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// A login step was answered `-BUSY`: the server is running a script or a function. Its
+    /// reply, which is what Redis answers any command with until the script ends.
+    Busy(Bytes),
+    /// The connection failed, or a login step was refused (the text says which).
+    Failed(String),
+}
+
+impl From<String> for ConnectError {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
+    }
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Busy(reply) => write!(
+                f,
+                "the server is busy running a script: {}",
+                String::from_utf8_lossy(reply).trim_end()
+            ),
+            Self::Failed(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// Reads exactly one reply (used only during the handshake).

@@ -15,9 +15,11 @@ mod dedicated;
 mod local;
 mod pool;
 
-pub use conn::{BackendConn, BackendOptions, BackendStats, ReplyRx, connect_logged_in};
+pub use conn::{
+    BackendConn, BackendOptions, BackendStats, ConnectError, ReplyRx, connect_logged_in,
+};
 pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool};
-pub use pool::Pool;
+pub use pool::{Lane, Pool};
 
 use bytes::Bytes;
 

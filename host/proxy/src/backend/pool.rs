@@ -1,4 +1,4 @@
-//! A worker thread's connections, by (address, protocol, login), created on first use.
+//! A worker thread's connections, by (address, protocol, login, lane), created on first use.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -12,8 +12,21 @@ use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_resp::Proto;
 
-/// Connection sets of one address, by (protocol, login id): a handful at most.
-type Sets = Vec<(Proto, u64, Box<[BackendConn]>)>;
+/// Connection sets of one address, by (protocol, login id, lane): a handful at most.
+type Sets = Vec<(Proto, u64, Lane, Box<[BackendConn]>)>;
+
+/// Which of a backend's connection sets a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lane {
+    /// The pipelined connections every client shares.
+    #[default]
+    Shared,
+    /// A script or function called by a client with nothing else in flight, on connections of
+    /// their own: while it runs, the other clients' commands on the shared connections reach
+    /// the server and get its `-BUSY` answer, as from Redis itself, instead of queueing behind
+    /// it (Redis reads nothing more from the connection that runs the script).
+    Scripts,
+}
 
 /// Connections of one worker thread. Not `Sync`: each thread has its own, so requests and
 /// replies never cross threads.
@@ -53,10 +66,38 @@ impl Pool {
         self.send_block(addr, proto, login, req, 0, account)
     }
 
+    /// `send` on a chosen lane.
+    pub fn send_on(
+        &self,
+        lane: Lane,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        self.send_in(lane, addr, proto, login, req, 0, account)
+    }
+
     /// Sends several requests written contiguously on one connection (a transaction's
     /// `MULTI … EXEC`); the last reply is returned, the `skip` before it dropped.
     pub fn send_block(
         &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        skip: u32,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        self.send_in(Lane::Shared, addr, proto, login, req, skip, account)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn send_in(
+        &self,
+        lane: Lane,
         addr: &Arc<str>,
         proto: Proto,
         login: &Login,
@@ -70,9 +111,9 @@ impl Pool {
             Some(s) => s,
             None => conns.entry(addr.clone()).or_default(),
         };
-        if let Some((_, _, set)) = sets
+        if let Some((_, _, _, set)) = sets
             .iter()
-            .find(|(p, id, _)| *p == proto && *id == login.id)
+            .find(|(p, id, l, _)| *p == proto && *id == login.id && *l == lane)
         {
             return self.pick(set, account).send_block(req, skip, account);
         }
@@ -80,7 +121,7 @@ impl Pool {
             .map(|_| BackendConn::spawn(addr.clone(), proto, login.clone(), self.opts.clone()))
             .collect();
         let rx = self.pick(&set, account).send_block(req, skip, account);
-        sets.push((proto, login.id, set));
+        sets.push((proto, login.id, lane, set));
         rx
     }
 
@@ -88,7 +129,7 @@ impl Pool {
     /// then exit).
     pub fn retain_logins(&self, live: impl Fn(u64) -> bool) {
         for sets in self.conns.borrow_mut().values_mut() {
-            sets.retain(|(_, id, _)| live(*id));
+            sets.retain(|(_, id, _, _)| live(*id));
         }
     }
 

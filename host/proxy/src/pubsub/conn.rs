@@ -250,5 +250,7 @@ fn sync_mark(frame: &[u8]) -> Option<u64> {
 
 /// Connects, runs the login's steps and switches to RESP3.
 async fn connect(addr: &str, login: &Login) -> Result<Stream, String> {
-    crate::backend::connect_logged_in(addr, login, tessera_resp::Proto::Resp3).await
+    crate::backend::connect_logged_in(addr, login, tessera_resp::Proto::Resp3)
+        .await
+        .map_err(|e| e.to_string())
 }

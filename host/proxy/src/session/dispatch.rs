@@ -9,6 +9,8 @@
 //! [`Plan::Local`]. The first key's slot is hashed once, by classify, and read from the
 //! classification by every later stage.
 
+use std::sync::Arc;
+
 use super::blocking;
 use super::hold;
 use super::hot_cache;
@@ -20,9 +22,10 @@ use super::scripts;
 use super::send::Sender;
 use super::transaction;
 use super::{Replies, Session};
+use crate::backend::Lane;
 use crate::stages::classify::{Classified, classify};
 use crate::stages::merge::Merge;
-use crate::stages::plan::{Own, Plan, plan};
+use crate::stages::plan::{Channel, Own, Plan, plan, to_all};
 use tessera_model::command::{Kind, Local, Options};
 use tessera_model::error::{DataError, Side};
 use tessera_model::router::SlotTable;
@@ -159,6 +162,8 @@ impl Session {
                     merge,
                     observers,
                 } = *rewrite;
+                // Several commands: each keeps to the shared connections, in order.
+                self.alone = false;
                 let parts = commands
                     .into_iter()
                     .map(|r| self.execute_rewritten(&name, r, &mut hot_write))
@@ -196,14 +201,39 @@ impl Session {
         }
         let table = self.worker.shared.router.load();
         match plan(c, &table) {
+            Ok(Plan::Local(Local::Ping))
+                if self.worker.shared.config.forward_ping && !self.subs.subscribed() =>
+            {
+                self.forward_ping(c, &table)
+            }
             Ok(Plan::Local(l)) => self.local(l, c),
             Ok(Plan::Session(own)) => self.own(own, c),
-            Ok(p) => match c.cmd.options {
-                Options::ScriptCall => scripts::send_call(&self.sender(&table), c, p),
-                Options::ScriptLoad => self.script_load(c, p, &table),
-                _ => self.sender(&table).send(p, self.proto),
-            },
+            Ok(p) => {
+                let mut sender = self.sender(&table);
+                if self.alone && c.cmd.runs_script {
+                    // Off the shared connections, so that the others' commands meanwhile
+                    // get the server's own `-BUSY` if it runs long (`Lane::Scripts`).
+                    sender.lane = Lane::Scripts;
+                }
+                match c.cmd.options {
+                    Options::ScriptCall => scripts::send_call(&sender, c, p),
+                    Options::ScriptLoad => self.script_load(c, p, &table),
+                    _ => sender.send(p, self.proto),
+                }
+            }
             Err(DataError::SlotBlocked(slot)) if !self.tx.queuing() => self.hold(c, slot),
+            Err(e) => Pending::error(&e),
+        }
+    }
+
+    /// `forward_ping`: PING to every master, their first error or the first `PONG`.
+    #[cold]
+    fn forward_ping(&mut self, c: &Classified<'_>, table: &Arc<SlotTable>) -> Pending {
+        if c.req.argc() > 2 {
+            return Pending::error(&DataError::WrongArity("ping".into()));
+        }
+        match to_all(table, c.req.as_bytes(), Channel::Data, Merge::First) {
+            Ok(p) => self.sender(table).send(p, self.proto),
             Err(e) => Pending::error(&e),
         }
     }
@@ -283,6 +313,7 @@ impl Session {
             proto: self.proto,
             login: &self.login,
             account: &self.account,
+            lane: Lane::Shared,
         }
     }
 }

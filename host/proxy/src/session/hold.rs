@@ -81,6 +81,7 @@ impl Held {
                         proto: self.proto,
                         login: &self.login,
                         account: &self.account,
+                        lane: crate::backend::Lane::Shared,
                     };
                     // A script call keeps its recovery of a script missing on the new owner.
                     if c.cmd.options == Options::ScriptCall {

@@ -89,6 +89,10 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
+    /// The command being dispatched is its batch's only one: nothing before it awaits a
+    /// reply and nothing after it is read yet, so it may take a connection of its own (a
+    /// script, on `Lane::Scripts`) without reordering the client's commands.
+    alone: bool,
     /// CLIENT REPLY: which of its commands' replies the client gets.
     replies: Replies,
     /// MULTI's queue and WATCH's connection.
@@ -178,6 +182,7 @@ impl Session {
             auth_failures: 0,
             pause_until: None,
             closing: false,
+            alone: false,
             replies: Replies::On,
             tx: Transaction::default(),
             tracking: None,
@@ -247,6 +252,8 @@ impl Session {
                 }
                 match self.next_request(&mut rbuf, MAX_BATCH - queue.len()) {
                     Ok(Some(req)) => {
+                        self.alone =
+                            queue.is_empty() && rbuf.is_empty() && self.lookahead.is_empty();
                         let q = self.dispatch(req);
                         let blocked = q.blocked();
                         queue.push(q);

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use super::Session;
 use super::reply::Pending;
 use super::send::Sender;
-use crate::backend::{ReplyResult, ReplyRx};
+use crate::backend::{Lane, ReplyResult, ReplyRx};
 use crate::stages::classify::Classified;
 use crate::stages::plan::{Channel, Plan};
 use crate::worker::Worker;
@@ -121,6 +121,7 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
         .collect();
     let retry = Retry {
         worker: sender.worker.clone(),
+        lane: sender.lane,
         proto: sender.proto,
         login: sender.login.clone(),
         account: sender.account.clone(),
@@ -135,6 +136,8 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
 
 struct Retry {
     worker: Rc<Worker>,
+    /// The lane of the first call, taken again by the call after a recovery.
+    lane: Lane,
     proto: Proto,
     login: Login,
     account: Rc<OutputAccount>,
@@ -167,7 +170,8 @@ impl Retry {
         self.account.release(reply.len());
         self.worker
             .pool
-            .send(
+            .send_on(
+                self.lane,
                 &self.addr,
                 self.proto,
                 &self.login,

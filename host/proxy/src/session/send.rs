@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use crate::backend::ReplyRx;
+use crate::backend::{Lane, ReplyRx};
 use crate::stages::plan::{Channel, Plan, Send};
 use crate::worker::Worker;
 use tessera_model::limits::OutputAccount;
@@ -14,14 +14,15 @@ use tessera_resp::Proto;
 
 use super::reply::{Gather, Pending};
 
-/// What sending needs from the session: its worker, protocol, login and output account, and
-/// the table the plan was made with.
+/// What sending needs from the session: its worker, protocol, login and output account, the
+/// table the plan was made with, and the lane its data requests take.
 pub(crate) struct Sender<'a> {
     pub(crate) worker: &'a Rc<Worker>,
     pub(crate) table: &'a SlotTable,
     pub(crate) proto: Proto,
     pub(crate) login: &'a Login,
     pub(crate) account: &'a Rc<OutputAccount>,
+    pub(crate) lane: Lane,
 }
 
 impl Sender<'_> {
@@ -51,7 +52,8 @@ impl Sender<'_> {
         let w = &self.worker;
         match s.channel {
             // A prefix route's target (another cluster's proxy) gets the route's login.
-            Channel::Data => w.pool.send(
+            Channel::Data => w.pool.send_on(
+                self.lane,
                 addr,
                 self.proto,
                 self.table.login_for(s.to, self.login),

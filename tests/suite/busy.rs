@@ -1,0 +1,142 @@
+//! A server busy with a script, through the proxy as directly: the other clients' commands get
+//! the server's own `-BUSY` (not a wait behind the script, not a connection error), `PING`
+//! reaches the servers when `forward_ping` is set, and `SCRIPT KILL` frees it (docs/sessions.md,
+//! "A server busy with a script").
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{Cluster, Frame, RawClient, encode, keys_on};
+
+fn error_of(f: &Frame) -> String {
+    f.error()
+        .unwrap_or_else(|| panic!("expected an error, got {f:?}"))
+        .to_owned()
+}
+
+/// Both servers answer `-BUSY` 100 ms into a script (Redis's default is 5 s).
+fn quick_busy(cluster: &Cluster) {
+    for b in &cluster.backends {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-reply-threshold")
+            .arg("100")
+            .query(&mut b.client())
+            .unwrap();
+    }
+}
+
+/// A client running an endless script on backend 0 (a keyless `EVAL` runs where slot 0 lives),
+/// once the server says it is busy.
+fn busy_backend_0(cluster: &Cluster) -> RawClient {
+    let mut busy = cluster.proxy.raw();
+    busy.send(&encode(&["EVAL", "while true do end", "0"]));
+    let mut direct = cluster.backends[0].client();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r: redis::RedisResult<String> = redis::cmd("PING").query(&mut direct);
+        match r {
+            Err(e) if e.to_string().contains("BUSY") => return busy,
+            _ if Instant::now() > deadline => panic!("the script never made its server busy"),
+            _ => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Kills the script and checks its client is told, then that `key` is served again.
+fn kill_and_recover(cluster: &Cluster, busy: &mut RawClient, c: &mut RawClient, key: &str) {
+    let mut killer = cluster.proxy.raw();
+    assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let e = error_of(&busy.read_frame());
+    assert!(e.contains("killed"), "{e}");
+    // A connection refused at login while busy tries again within 25 ms.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.cmd(&["SET", key, "after"]) {
+            Frame::Simple(s) if s == "OK" => break,
+            other if Instant::now() > deadline => panic!("not served after the kill: {other:?}"),
+            _ => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    assert_eq!(c.cmd(&["GET", key]), Frame::bulk("after"));
+}
+
+#[test]
+fn a_command_to_a_server_busy_with_a_script_gets_its_busy_answer() {
+    // One worker thread: every client shares its one connection to each server.
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    quick_busy(&cluster);
+    let on_busy = &keys_on(0, "busy", 1)[0];
+    let on_free = &keys_on(1, "free", 1)[0];
+    let mut busy = busy_backend_0(&cluster);
+
+    let mut c = cluster.proxy.raw();
+    let started = Instant::now();
+    let e = error_of(&c.cmd(&["SET", on_busy, "1"]));
+    assert!(e.starts_with("BUSY "), "Redis's own answer, got {e}");
+    // Answered now, not after the script: the shared connection was not behind it. (A bound
+    // far above the expected few ms; the script runs until killed.)
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The other server is not busy, and PING is the proxy's own by default.
+    assert_eq!(c.cmd(&["SET", on_free, "1"]), Frame::Simple("OK".into()));
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    // A pipelined script stays in its client's order on the shared connection.
+    kill_and_recover(&cluster, &mut busy, &mut c, on_busy);
+    c.send(&encode(&["SET", on_busy, "x"]));
+    c.send(&encode(&[
+        "EVAL",
+        "return redis.call('GET', KEYS[1])",
+        "1",
+        on_busy,
+    ]));
+    c.send(&encode(&["SET", on_busy, "y"]));
+    assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
+    assert_eq!(c.read_frame(), Frame::bulk("x"));
+    assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
+}
+
+#[test]
+fn forward_ping_answers_busy_as_the_server_does() {
+    let cluster = Cluster::start_with(|b| b.threads(1).config("forward_ping = true\n"));
+    quick_busy(&cluster);
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    assert_eq!(c.cmd(&["PING", "hi"]), Frame::bulk("hi"));
+    let e = error_of(&c.cmd(&["PING", "a", "b"]));
+    assert!(e.contains("wrong number of arguments"), "{e}");
+
+    let mut busy = busy_backend_0(&cluster);
+    let e = error_of(&c.cmd(&["PING"]));
+    assert!(e.starts_with("BUSY "), "{e}");
+    let on_busy = &keys_on(0, "busy", 1)[0];
+    kill_and_recover(&cluster, &mut busy, &mut c, on_busy);
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn a_new_backend_login_while_a_script_runs_gets_busy_not_a_connection_error() {
+    // A confined user's commands run as a backend user of their own, set up with `ACL
+    // SETUSER` when its first connection opens, which a busy server refuses.
+    let config = format!(
+        "[[users]]\nname = \"app\"\npassword = \"{}\"\ncommands = [\"read\", \"write\"]\n",
+        crate::auth::hash("app-pw")
+    );
+    let cluster = Cluster::start_with(|b| b.threads(1).config(&config));
+    quick_busy(&cluster);
+    let mut busy = busy_backend_0(&cluster);
+
+    let mut app = cluster.proxy.raw();
+    assert_eq!(
+        app.cmd(&["AUTH", "app", "app-pw"]),
+        Frame::Simple("OK".into())
+    );
+    let on_busy = &keys_on(0, "busy", 1)[0];
+    for _ in 0..3 {
+        let e = error_of(&app.cmd(&["SET", on_busy, "1"]));
+        assert!(e.starts_with("BUSY "), "Redis's own answer, got {e}");
+    }
+    // The other server set the user up and serves it.
+    let on_free = &keys_on(1, "free", 1)[0];
+    assert_eq!(app.cmd(&["SET", on_free, "1"]), Frame::Simple("OK".into()));
+    kill_and_recover(&cluster, &mut busy, &mut app, on_busy);
+}
