@@ -247,3 +247,50 @@ fn client_reply_off_skip_and_on_leave_out_the_replies_redis_leaves_out() {
     let mut raw = cluster.proxy.raw();
     assert_eq!(raw.cmd(&["GET", "cr:b"]), Frame::bulk("x"));
 }
+
+/// Subscription confirmations and messages are pushes, which Redis sends whatever CLIENT
+/// REPLY says (Redis's own `PubSub messages with CLIENT REPLY OFF` test); a subscribed RESP2
+/// PING's reply is left out, not the messages that arrived before it.
+#[test]
+fn client_reply_off_leaves_pubsub_pushes_alone_as_redis_does() {
+    use crate::support::{RawClient, encode};
+    let cluster = Cluster::start();
+    let run = |mut sub: RawClient, mut publisher: RawClient, hello: &str| {
+        let mut got = Vec::new();
+        if hello == "3" {
+            sub.cmd(&["HELLO", "3"]);
+        }
+        sub.send(&encode(&["CLIENT", "REPLY", "OFF"]));
+        sub.send(&encode(&["SUBSCRIBE", "crch"]));
+        got.push(sub.read_frame());
+        sub.send(&encode(&["PSUBSCRIBE", "crc*"]));
+        got.push(sub.read_frame());
+        assert!(matches!(
+            publisher.cmd(&["PUBLISH", "crch", "hello"]),
+            Frame::Integer(_)
+        ));
+        got.push(sub.read_frame());
+        got.push(sub.read_frame());
+        // Published before the PING: the messages come, the PING's own reply does not.
+        assert!(matches!(
+            publisher.cmd(&["PUBLISH", "crch", "again"]),
+            Frame::Integer(_)
+        ));
+        std::thread::sleep(Duration::from_millis(100));
+        sub.send(&encode(&["PING"]));
+        got.push(sub.read_frame());
+        got.push(sub.read_frame());
+        sub.send(&encode(&["UNSUBSCRIBE", "crch"]));
+        got.push(sub.read_frame());
+        sub.expect_no_reply(Duration::from_millis(300));
+        got
+    };
+    for hello in ["2", "3"] {
+        let direct = run(cluster.backends[0].raw(), cluster.backends[0].raw(), hello);
+        let through = run(cluster.proxy.raw(), cluster.proxy.raw(), hello);
+        assert_eq!(
+            through, direct,
+            "RESP{hello}: the proxy sends the pushes Redis sends"
+        );
+    }
+}

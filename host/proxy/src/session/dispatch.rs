@@ -26,7 +26,7 @@ use crate::backend::Lane;
 use crate::stages::classify::{Classified, classify};
 use crate::stages::merge::Merge;
 use crate::stages::plan::{Channel, Own, Plan, plan, to_all};
-use tessera_model::command::{Kind, Local, Options};
+use tessera_model::command::{Kind, Local, Options, PubSub};
 use tessera_model::error::{DataError, Side};
 use tessera_model::router::SlotTable;
 use tessera_resp::Request;
@@ -54,12 +54,31 @@ impl Session {
             },
         };
         let client_reply = c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY";
+        // Taken before the command runs (a SKIP is used up by it), so that a reply carrying
+        // pub/sub messages can leave out only its own part (`subscribed_ping`).
+        self.silent = !client_reply && self.silenced();
         let mut q = self.through_plugins(&c, decision);
         q.done.silent = if client_reply {
             // Its own reply, under the mode it just set: only ON answers.
             self.replies != Replies::On
+        } else if matches!(
+            c.cmd.kind,
+            Kind::PubSub(
+                PubSub::Subscribe
+                    | PubSub::Unsubscribe
+                    | PubSub::PSubscribe
+                    | PubSub::PUnsubscribe
+                    | PubSub::SSubscribe
+                    | PubSub::SUnsubscribe
+            )
+        ) {
+            // Pushes, which Redis sends whatever CLIENT REPLY says, as it does messages.
+            false
+        } else if self.silent && self.subscribed_ping_kind(&c) {
+            // Left out already: the messages it carried are not.
+            false
         } else {
-            self.silenced()
+            self.silent
         };
         // Forwarded to the backends, not answered or refused by the proxy or a plugin.
         if self.worker.shared.mirror.on()

@@ -95,6 +95,8 @@ pub struct Session {
     alone: bool,
     /// CLIENT REPLY: which of its commands' replies the client gets.
     replies: Replies,
+    /// The command being dispatched is one whose reply CLIENT REPLY leaves out.
+    silent: bool,
     /// MULTI's queue and WATCH's connection.
     tx: Transaction,
     /// Its pub/sub subscriptions and the messages waiting for it.
@@ -183,6 +185,7 @@ impl Session {
             pause_until: None,
             closing: false,
             alone: false,
+            silent: false,
             replies: Replies::On,
             tx: Transaction::default(),
             tracking: None,

@@ -13,7 +13,7 @@ use super::reply::Pending;
 use super::{End, Session};
 use crate::pubsub::{Hub, Inbox, SinkId, Space, wire};
 use crate::stages::classify::Classified;
-use tessera_model::command::PubSub;
+use tessera_model::command::{Kind, Local, PubSub};
 use tessera_model::error::DataError;
 use tessera_model::router::SlotId;
 use tessera_resp::Proto;
@@ -211,9 +211,19 @@ impl Session {
             Pending::error(&DataError::WrongArity("ping".into()))
         } else {
             let mut out = self.queued_messages();
-            wire::subscribed_pong(c.req.get(1), &mut out);
+            if !self.silent {
+                wire::subscribed_pong(c.req.get(1), &mut out);
+            }
             Pending::Ready(out.freeze())
         })
+    }
+
+    /// A PING that `subscribed_ping` answers (its reply carries the messages before it).
+    pub(super) fn subscribed_ping_kind(&self, c: &Classified<'_>) -> bool {
+        c.cmd.kind == Kind::Local(Local::Ping)
+            && c.req.argc() <= 2
+            && self.proto == Proto::Resp2
+            && self.subs.subscribed()
     }
 
     fn subscribe_pending(&mut self, space: Space, c: &Classified<'_>) -> Pending {
