@@ -120,6 +120,27 @@ fn a_transaction_refused_at_queue_time_runs_nothing() {
             d.cmd(&["EXEC"])
         })
     );
+    // A command Redis never queues (`no-multi`), refused by the proxy anyway: Redis's words
+    // inside MULTI, and the transaction aborts.
+    let q = format!("{{{}}}q", tag_on(0));
+    for cmd in ["SAVE", "SHUTDOWN"] {
+        let mut d = RawClient::connect(cluster.owner_of(&q).addr());
+        let run = |r: &mut RawClient| {
+            r.cmd(&["MULTI"]);
+            r.cmd(&["SET", &q, "queued"]);
+            (r.cmd(&[cmd]), r.cmd(&["EXEC"]))
+        };
+        let (direct, through) = (run(&mut d), run(&mut c));
+        assert_eq!(through, direct, "{cmd} inside MULTI");
+        assert_eq!(
+            direct.0.error(),
+            Some("ERR Command not allowed inside a transaction")
+        );
+    }
+    assert!(
+        !cluster.owner_of(&q).has(&q),
+        "the aborted transactions ran nothing"
+    );
     // Nesting, EXEC and DISCARD without MULTI: Redis's words.
     assert_eq!(c.cmd(&["EXEC"]).error(), Some("ERR EXEC without MULTI"));
     assert_eq!(

@@ -59,6 +59,9 @@ pub enum DataError {
     ExecAbort,
     #[error("ERR command '{0}' cannot be queued in a transaction through tessera")]
     NotInTransaction(String),
+    /// A command Redis never queues (`no-multi`: SAVE, SHUTDOWN, SUBSCRIBE …), in Redis's words.
+    #[error("ERR Command not allowed inside a transaction")]
+    NoMulti,
 
     // === policy ===
     #[error("NOAUTH Authentication required.")]
@@ -201,7 +204,8 @@ impl DataError {
             | InvalidCursor
             | DbOutOfRange
             | ExecAbort
-            | NotInTransaction(_) => Side::Client,
+            | NotInTransaction(_)
+            | NoMulti => Side::Client,
             NoAuth
             | NoAuthHello
             | WrongPass

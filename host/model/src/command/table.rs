@@ -148,6 +148,8 @@ pub struct Command {
     /// Runs a Lua script or a function (EVAL, EVALSHA, FCALL and their `_RO` forms), which
     /// may keep its server busy for as long as it runs.
     pub runs_script: bool,
+    /// Redis refuses it inside MULTI (`no-multi`).
+    pub no_multi: bool,
     keys_by: KeysBy,
     raw: &'static RawCommand,
 }
@@ -319,6 +321,7 @@ impl Command {
                 raw.name,
                 "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
             ),
+            no_multi: raw.flags & F_NO_MULTI != 0,
             keys_by,
             raw,
         }

@@ -26,7 +26,7 @@ use crate::backend::Lane;
 use crate::stages::classify::{Classified, classify};
 use crate::stages::merge::Merge;
 use crate::stages::plan::{Channel, Own, Plan, plan, to_all};
-use tessera_model::command::{Kind, Local, Options, PubSub};
+use tessera_model::command::{CommandTable, Kind, Local, Options, PubSub};
 use tessera_model::error::{DataError, Side};
 use tessera_model::router::SlotTable;
 use tessera_resp::Request;
@@ -45,6 +45,11 @@ impl Session {
             None => match classify(&req, &self.worker.shared.policy(), self.rights.as_deref()) {
                 Ok(c) => c,
                 Err(e) => {
+                    let e = match CommandTable::get().lookup(&req) {
+                        // Redis's answer inside MULTI, whatever the proxy thinks of it.
+                        Ok(cmd) if cmd.no_multi && self.tx.queuing() => DataError::NoMulti,
+                        _ => e,
+                    };
                     self.tx.refused();
                     let mut q = Queued::error(None, &e);
                     // Refused, it still takes its turn under CLIENT REPLY (as in Redis).

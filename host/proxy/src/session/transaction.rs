@@ -198,6 +198,9 @@ impl Session {
                 | Kind::Blocking
                 | Kind::Local(Local::Ping | Local::Echo)
         );
+        if c.cmd.no_multi {
+            return Err(DataError::NoMulti);
+        }
         if !queueable {
             return Err(DataError::NotInTransaction(
                 tessera_model::error::display_name(c.cmd.name),
