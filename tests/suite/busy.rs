@@ -80,19 +80,65 @@ fn a_command_to_a_server_busy_with_a_script_gets_its_busy_answer() {
     // The other server is not busy, and PING is the proxy's own by default.
     assert_eq!(c.cmd(&["SET", on_free, "1"]), Frame::Simple("OK".into()));
     assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
-    // A pipelined script stays in its client's order on the shared connection.
     kill_and_recover(&cluster, &mut busy, &mut c, on_busy);
-    c.send(&encode(&["SET", on_busy, "x"]));
-    c.send(&encode(&[
-        "EVAL",
-        "return redis.call('GET', KEYS[1])",
-        "1",
-        on_busy,
-    ]));
-    c.send(&encode(&["SET", on_busy, "y"]));
-    assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
-    assert_eq!(c.read_frame(), Frame::bulk("x"));
-    assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
+
+    // Scripts pipelined with other commands keep their client's order, whether a script
+    // starts the batch (the batch's later commands to its server follow it on its
+    // connection) or not (it stays on the shared one).
+    let get = "return redis.call('GET', KEYS[1])";
+    let set = "redis.call('SET', KEYS[1], ARGV[1]); return 1";
+    let mut pipeline = Vec::new();
+    for cmd in [
+        vec!["EVAL", set, "1", on_busy, "s"],
+        vec!["GET", on_busy],
+        vec!["SET", on_free, "f"],
+        vec!["MULTI"],
+        vec!["INCR", on_busy],
+        vec!["EXEC"],
+        vec!["SET", on_busy, "t"],
+        vec!["EVAL", get, "1", on_busy],
+        vec!["MGET", on_busy, on_free],
+    ] {
+        pipeline.extend(encode(&cmd));
+    }
+    c.send(&pipeline);
+    let got: Vec<Frame> = (0..9).map(|_| c.read_frame()).collect();
+    let ok = || Frame::Simple("OK".into());
+    let multi_bulk = Frame::Array(vec![Frame::bulk("t"), Frame::bulk("f")]);
+    assert_eq!(
+        got,
+        vec![
+            Frame::Integer(1),
+            Frame::bulk("s"),
+            ok(),
+            ok(),
+            Frame::Simple("QUEUED".into()),
+            Frame::Array(vec![Frame::Error(
+                "ERR value is not an integer or out of range".into()
+            )]),
+            ok(),
+            Frame::bulk("t"),
+            multi_bulk,
+        ]
+    );
+
+    // Redis's own test: a script and a PING pipelined behind it; another client meanwhile
+    // gets -BUSY, and after the kill the PING is answered, after the script's error.
+    let mut rd = cluster.proxy.raw();
+    let mut pipeline = encode(&["EVAL", "while 1 do redis.call('ping') end", "0"]);
+    pipeline.extend(encode(&["GET", on_busy]));
+    rd.send(&pipeline);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.cmd(&["SET", on_busy, "2"]) {
+            f if f.error().is_some_and(|e| e.starts_with("BUSY ")) => break,
+            f if Instant::now() > deadline => panic!("never answered BUSY: {f:?}"),
+            _ => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    kill_and_recover(&cluster, &mut rd, &mut c, on_busy);
+    // Run on the script's server connection as soon as the script ended, before the SET.
+    assert_eq!(rd.read_frame(), Frame::bulk("t"));
 }
 
 #[test]

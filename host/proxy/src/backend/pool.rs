@@ -21,10 +21,11 @@ pub enum Lane {
     /// The pipelined connections every client shares.
     #[default]
     Shared,
-    /// A script or function called by a client with nothing else in flight, on connections of
-    /// their own: while it runs, the other clients' commands on the shared connections reach
-    /// the server and get its `-BUSY` answer, as from Redis itself, instead of queueing behind
-    /// it (Redis reads nothing more from the connection that runs the script).
+    /// A script or function that starts its client's batch, and the commands of that batch
+    /// behind it to the same server, on connections of their own: while it runs, the other
+    /// clients' commands on the shared connections reach the server and get its `-BUSY`
+    /// answer, as from Redis itself, instead of queueing behind it (Redis reads nothing more
+    /// from the connection that runs the script).
     Scripts,
 }
 
@@ -77,6 +78,21 @@ impl Pool {
         account: Option<&Rc<OutputAccount>>,
     ) -> ReplyRx {
         self.send_in(lane, addr, proto, login, req, 0, account)
+    }
+
+    /// `send_block` on a chosen lane.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_block_on(
+        &self,
+        lane: Lane,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        req: Bytes,
+        skip: u32,
+        account: Option<&Rc<OutputAccount>>,
+    ) -> ReplyRx {
+        self.send_in(lane, addr, proto, login, req, skip, account)
     }
 
     /// Sends several requests written contiguously on one connection (a transaction's

@@ -22,7 +22,6 @@ use super::scripts;
 use super::send::Sender;
 use super::transaction;
 use super::{Replies, Session};
-use crate::backend::Lane;
 use crate::stages::classify::{Classified, classify};
 use crate::stages::merge::Merge;
 use crate::stages::plan::{Channel, Own, Plan, plan, to_all};
@@ -186,8 +185,6 @@ impl Session {
                     merge,
                     observers,
                 } = *rewrite;
-                // Several commands: each keeps to the shared connections, in order.
-                self.alone = false;
                 let parts = commands
                     .into_iter()
                     .map(|r| self.execute_rewritten(&name, r, &mut hot_write))
@@ -233,16 +230,18 @@ impl Session {
             Ok(Plan::Local(l)) => self.local(l, c),
             Ok(Plan::Session(own)) => self.own(own, c),
             Ok(p) => {
-                let mut sender = self.sender(&table);
-                if self.alone && c.cmd.runs_script {
-                    // Off the shared connections, so that the others' commands meanwhile
-                    // get the server's own `-BUSY` if it runs long (`Lane::Scripts`).
-                    sender.lane = Lane::Scripts;
+                if c.cmd.runs_script
+                    && self.first
+                    && let Plan::One(s) = &p
+                {
+                    // Off the shared connections, so that the others' commands meanwhile get
+                    // the server's own `-BUSY` if it runs long (`Lane::Scripts`).
+                    self.lane_pin = Some(s.to);
                 }
                 match c.cmd.options {
-                    Options::ScriptCall => scripts::send_call(&sender, c, p),
+                    Options::ScriptCall => scripts::send_call(&self.sender(&table), c, p),
                     Options::ScriptLoad => self.script_load(c, p, &table),
-                    _ => sender.send(p, self.proto),
+                    _ => self.sender(&table).send(p, self.proto),
                 }
             }
             Err(DataError::SlotBlocked(slot)) if !self.tx.queuing() => self.hold(c, slot),
@@ -337,7 +336,7 @@ impl Session {
             proto: self.proto,
             login: &self.login,
             account: &self.account,
-            lane: Lane::Shared,
+            pinned: self.lane_pin,
         }
     }
 }

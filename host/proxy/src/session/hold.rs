@@ -81,7 +81,8 @@ impl Held {
                         proto: self.proto,
                         login: &self.login,
                         account: &self.account,
-                        lane: crate::backend::Lane::Shared,
+                        // Sent once the batch's earlier replies are in: no order to keep.
+                        pinned: None,
                     };
                     // A script call keeps its recovery of a script missing on the new owner.
                     if c.cmd.options == Options::ScriptCall {

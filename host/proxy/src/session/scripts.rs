@@ -102,16 +102,17 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
     let Some(missing) = Missing::of(c.cmd.name) else {
         return sender.send(plan, sender.proto);
     };
-    let (addr, req, first): (Arc<str>, Bytes, Pin<Box<dyn Future<Output = ReplyResult>>>) =
-        match plan {
-            Plan::One(s) if !sender.table.is_route_target(s.to) => {
-                let addr = sender.table.backend_addr(s.to).clone();
-                let req = s.bytes.clone();
-                let rx = sender.request(s);
-                (addr, req, Box::pin(rx))
-            }
-            p => return sender.send(p, sender.proto),
-        };
+    type First = Pin<Box<dyn Future<Output = ReplyResult>>>;
+    let (addr, lane, req, first): (Arc<str>, Lane, Bytes, First) = match plan {
+        Plan::One(s) if !sender.table.is_route_target(s.to) => {
+            let addr = sender.table.backend_addr(s.to).clone();
+            let lane = sender.lane_for(s.to);
+            let req = s.bytes.clone();
+            let rx = sender.request(s);
+            (addr, lane, req, Box::pin(rx))
+        }
+        p => return sender.send(p, sender.proto),
+    };
     let others: Vec<Arc<str>> = sender
         .table
         .backends()
@@ -121,7 +122,7 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
         .collect();
     let retry = Retry {
         worker: sender.worker.clone(),
-        lane: sender.lane,
+        lane,
         proto: sender.proto,
         login: sender.login.clone(),
         account: sender.account.clone(),

@@ -9,20 +9,21 @@ use crate::stages::plan::{Channel, Plan, Send};
 use crate::worker::Worker;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
-use tessera_model::router::SlotTable;
+use tessera_model::router::{BackendIdx, SlotTable};
 use tessera_resp::Proto;
 
 use super::reply::{Gather, Pending};
 
 /// What sending needs from the session: its worker, protocol, login and output account, the
-/// table the plan was made with, and the lane its data requests take.
+/// table the plan was made with, and the server whose requests take `Lane::Scripts` in this
+/// batch, if any.
 pub(crate) struct Sender<'a> {
     pub(crate) worker: &'a Rc<Worker>,
     pub(crate) table: &'a SlotTable,
     pub(crate) proto: Proto,
     pub(crate) login: &'a Login,
     pub(crate) account: &'a Rc<OutputAccount>,
-    pub(crate) lane: Lane,
+    pub(crate) pinned: Option<BackendIdx>,
 }
 
 impl Sender<'_> {
@@ -46,6 +47,17 @@ impl Sender<'_> {
         }
     }
 
+    /// The lane of a data request to backend `to`: the scripts lane for the one a script of
+    /// this batch went to (so the client's later commands there stay behind it), else shared.
+    #[inline]
+    pub(crate) fn lane_for(&self, to: BackendIdx) -> Lane {
+        if self.pinned == Some(to) {
+            Lane::Scripts
+        } else {
+            Lane::Shared
+        }
+    }
+
     #[inline]
     pub(crate) fn request(&self, s: Send) -> ReplyRx {
         let addr = self.table.backend_addr(s.to);
@@ -53,7 +65,7 @@ impl Sender<'_> {
         match s.channel {
             // A prefix route's target (another cluster's proxy) gets the route's login.
             Channel::Data => w.pool.send_on(
-                self.lane,
+                self.lane_for(s.to),
                 addr,
                 self.proto,
                 self.table.login_for(s.to, self.login),

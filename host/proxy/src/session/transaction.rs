@@ -21,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::Session;
 use super::reply::Pending;
-use crate::backend::Dedicated;
+use crate::backend::{Dedicated, Lane};
 use crate::hotcache::Written;
 use crate::stages::classify::Classified;
 use tessera_model::command::{Kind, Local, Tx};
@@ -249,9 +249,9 @@ impl Session {
             .or(watch.as_ref().map(|w| w.slot))
             .unwrap_or(SlotId(0));
         let table = self.worker.shared.router.load();
-        let owner = table.route(slot).ok();
-        let login = owner.map_or(&self.login, |b| table.login_for(b, &self.login));
-        let owner = owner.map(|b| table.backend_addr(b).clone());
+        let owner_idx = table.route(slot).ok();
+        let login = owner_idx.map_or(&self.login, |b| table.login_for(b, &self.login));
+        let owner = owner_idx.map(|b| table.backend_addr(b).clone());
         let mut block = BytesMut::with_capacity(MULTI.len() + q.bytes.len() + EXEC.len());
         block.extend_from_slice(MULTI);
         block.extend_from_slice(&q.bytes);
@@ -271,7 +271,8 @@ impl Session {
                 unwatch(w);
                 null(self.proto)
             }
-            (None, Some(owner)) => Pending::One(self.worker.pool.send_block(
+            (None, Some(owner)) => Pending::One(self.worker.pool.send_block_on(
+                owner_idx.map_or(Lane::Shared, |b| self.sender(&table).lane_for(b)),
                 &owner,
                 self.proto,
                 login,
