@@ -88,6 +88,9 @@ pub enum Merge {
     Union,
     /// PUBSUB NUMSUB / SHARDNUMSUB: `[channel, count, …]` arrays, counts summed per position.
     NumSub,
+    /// PUBSUB NUMPAT: the largest integer (each master counts its unique patterns, and every
+    /// hub subscribes each of its patterns on every master).
+    Max,
     /// A plugin rewrite's merge code (`tessera_plugin_abi::merge::*`, other than PLUGIN).
     Abi(u32),
 }
@@ -130,6 +133,7 @@ impl Merge {
             Merge::AllExist => all_exist(replies, proto, out),
             Merge::Union => union(replies, out),
             Merge::NumSub => numsub(replies, out),
+            Merge::Max => max(replies, out),
             Merge::Keys(owners) => {
                 let mut keep = Vec::new();
                 for (b, r) in replies.iter().enumerate() {
@@ -212,6 +216,19 @@ fn union(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
     }
     array_header(out, elems.len());
     elems.iter().for_each(|e| out.extend_from_slice(e));
+    Ok(())
+}
+
+fn max(replies: &[Bytes], out: &mut BytesMut) -> Result<(), DataError> {
+    let mut max: Option<i64> = None;
+    for r in replies {
+        let n = parse_integer(r).ok_or(DataError::UnexpectedReply("PUBSUB NUMPAT"))?;
+        max = Some(max.map_or(n, |m| m.max(n)));
+    }
+    let n = max.ok_or(DataError::UnexpectedReply("PUBSUB NUMPAT"))?;
+    out.put_u8(b':');
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.put_slice(b"\r\n");
     Ok(())
 }
 
@@ -342,6 +359,22 @@ mod tests {
         let mut s = format!("*{}\r\n", keys.len());
         keys.iter().for_each(|k| s.push_str(&bulk(k)));
         s.into_bytes()
+    }
+
+    #[test]
+    fn numpat_is_the_largest_count_and_refuses_what_is_not_one() {
+        assert_eq!(
+            merged(Merge::Max, &[b":3\r\n", b":5\r\n"]).unwrap(),
+            ":5\r\n"
+        );
+        assert!(matches!(
+            merged(Merge::Max, &[b":3\r\n", b"+OK\r\n"]),
+            Err(DataError::UnexpectedReply(_))
+        ));
+        assert!(matches!(
+            merged(Merge::Max, &[]),
+            Err(DataError::UnexpectedReply(_))
+        ));
     }
 
     #[test]

@@ -201,7 +201,7 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
         }
         PubSub::Channels => to_all(table, bytes, Channel::Control, Merge::Union),
         PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
-        PubSub::NumPat => to_all(table, bytes, Channel::Control, Merge::Sum),
+        PubSub::NumPat => to_all(table, bytes, Channel::Control, Merge::Max),
         PubSub::Subscribe
         | PubSub::Unsubscribe
         | PubSub::PSubscribe
