@@ -133,6 +133,33 @@ fn flushall_empties_both_backends() {
 }
 
 #[test]
+fn config_resetstat_resets_every_backend() {
+    let cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    seed(&mut raw, 5);
+    let calls = |b: &crate::support::RedisServer| -> String {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut b.client())
+            .unwrap();
+        info
+    };
+    assert!(
+        cluster
+            .backends
+            .iter()
+            .all(|b| calls(b).contains("cmdstat_set:"))
+    );
+    assert_eq!(
+        raw.cmd(&["CONFIG", "RESETSTAT"]),
+        Frame::Simple("OK".into())
+    );
+    for b in &cluster.backends {
+        assert!(!calls(b).contains("cmdstat_set:"), "{}", calls(b));
+    }
+}
+
+#[test]
 fn script_load_then_evalsha_works_for_keys_on_either_backend() {
     let cluster = Cluster::with_config(ADMIN_ON);
     let mut raw = cluster.proxy.raw();

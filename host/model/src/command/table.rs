@@ -605,7 +605,7 @@ fn classify(raw: &RawCommand) -> Kind {
         "MSET" => Kind::Split(Split::Mset),
         "DEL" | "UNLINK" | "EXISTS" | "TOUCH" => Kind::Split(Split::Sum),
         "FLUSHALL" | "FLUSHDB" | "SCRIPT|FLUSH" | "FUNCTION|FLUSH" | "FUNCTION|RESTORE"
-        | "CONFIG|SET" => Kind::Admin(Admin::AllOk),
+        | "CONFIG|SET" | "CONFIG|RESETSTAT" => Kind::Admin(Admin::AllOk),
         "CONFIG|GET" => Kind::Admin(Admin::First),
         "SCRIPT|LOAD" | "FUNCTION|LOAD" | "FUNCTION|LIST" | "FUNCTION|DUMP" | "FUNCTION|STATS" => {
             Kind::Library(Admin::First)

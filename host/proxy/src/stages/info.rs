@@ -45,6 +45,18 @@ fn parse(text: &str) -> Sections {
     out
 }
 
+/// Counts of what Tessera keeps on every master (`SCRIPT LOAD` goes to each): the largest
+/// backend's, not the sum, which would count one script once per master.
+const ON_EVERY_MASTER: [&str; 1] = ["number_of_cached_scripts"];
+
+/// The larger of `a` and `b` if both are numbers, else `a`.
+fn larger(a: &str, b: &str) -> String {
+    match (a.parse::<i64>(), b.parse::<i64>()) {
+        (Ok(x), Ok(y)) => x.max(y).to_string(),
+        _ => a.to_string(),
+    }
+}
+
 /// Sums `a` and `b` if both are numbers, else keeps `a`.
 fn add(a: &str, b: &str) -> String {
     if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
@@ -107,6 +119,8 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
                     Some((_, sv)) => {
                         *sv = if keyspace {
                             add_keyspace(sv, &v)
+                        } else if ON_EVERY_MASTER.contains(&k.as_str()) {
+                            larger(sv, &v)
                         } else {
                             add(sv, &v)
                         }
@@ -160,8 +174,8 @@ mod tests {
 
     #[test]
     fn numeric_fields_and_keyspace_are_summed() {
-        let a = "# Server\r\nredis_version:7.0.15\r\n\r\n# Stats\r\ntotal_commands_processed:10\r\nmem_fragmentation_ratio:1.50\r\nrole_name:x\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=5\r\n";
-        let b = "# Stats\r\ntotal_commands_processed:5\r\nmem_fragmentation_ratio:1.00\r\nrole_name:y\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=9\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
+        let a = "# Server\r\nredis_version:7.0.15\r\n\r\n# Memory\r\nnumber_of_cached_scripts:4\r\n\r\n# Stats\r\ntotal_commands_processed:10\r\nmem_fragmentation_ratio:1.50\r\nrole_name:x\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=5\r\n";
+        let b = "# Memory\r\nnumber_of_cached_scripts:3\r\n\r\n# Stats\r\ntotal_commands_processed:5\r\nmem_fragmentation_ratio:1.00\r\nrole_name:y\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=9\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
         let req = InfoRequest {
             sections: vec![],
             server: vec![("tessera_version".into(), "1".into())],
@@ -172,6 +186,8 @@ mod tests {
         assert!(text.contains("total_commands_processed:15\r\n"));
         assert!(text.contains("mem_fragmentation_ratio:2.50\r\n"));
         assert!(text.contains("role_name:x\r\n"));
+        // Scripts are loaded on every master: the largest count, not the sum.
+        assert!(text.contains("number_of_cached_scripts:4\r\n"), "{text}");
         assert!(text.contains("db0:keys=7,expires=1,avg_ttl=9\r\n"));
         assert!(text.contains("db1:keys=1,expires=0,avg_ttl=0\r\n"));
         assert!(
