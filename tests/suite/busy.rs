@@ -31,12 +31,18 @@ fn quick_busy(cluster: &Cluster) {
 fn busy_backend_0(cluster: &Cluster) -> RawClient {
     let mut busy = cluster.proxy.raw();
     busy.send(&encode(&["EVAL", "while true do end", "0"]));
+    wait_busy(cluster);
+    busy
+}
+
+/// Until backend 0 answers a direct PING with `-BUSY`.
+fn wait_busy(cluster: &Cluster) {
     let mut direct = cluster.backends[0].client();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let r: redis::RedisResult<String> = redis::cmd("PING").query(&mut direct);
         match r {
-            Err(e) if e.to_string().contains("BUSY") => return busy,
+            Err(e) if e.to_string().contains("BUSY") => return,
             _ if Instant::now() > deadline => panic!("the script never made its server busy"),
             _ => thread::sleep(Duration::from_millis(20)),
         }
@@ -128,14 +134,9 @@ fn a_command_to_a_server_busy_with_a_script_gets_its_busy_answer() {
     let mut pipeline = encode(&["EVAL", "while 1 do redis.call('ping') end", "0"]);
     pipeline.extend(encode(&["GET", on_busy]));
     rd.send(&pipeline);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match c.cmd(&["SET", on_busy, "2"]) {
-            f if f.error().is_some_and(|e| e.starts_with("BUSY ")) => break,
-            f if Instant::now() > deadline => panic!("never answered BUSY: {f:?}"),
-            _ => thread::sleep(Duration::from_millis(20)),
-        }
-    }
+    wait_busy(&cluster);
+    let e = error_of(&c.cmd(&["SET", on_busy, "2"]));
+    assert!(e.starts_with("BUSY "), "{e}");
     kill_and_recover(&cluster, &mut rd, &mut c, on_busy);
     // Run on the script's server connection as soon as the script ended, before the SET.
     assert_eq!(rd.read_frame(), Frame::bulk("t"));

@@ -21,8 +21,9 @@ pub enum Lane {
     /// The pipelined connections every client shares.
     #[default]
     Shared,
-    /// A script or function that starts its client's batch, and the commands of that batch
-    /// behind it to the same server, on connections of their own: while it runs, the other
+    /// A script or function to a server its client's batch has sent nothing to yet, and the
+    /// commands of that batch behind it to the same server, on connections of their own
+    /// (`session::send::BatchLanes`): while it runs, the other
     /// clients' commands on the shared connections reach the server and get its `-BUSY`
     /// answer, as from Redis itself, instead of queueing behind it (Redis reads nothing more
     /// from the connection that runs the script).

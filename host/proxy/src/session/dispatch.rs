@@ -231,12 +231,11 @@ impl Session {
             Ok(Plan::Session(own)) => self.own(own, c),
             Ok(p) => {
                 if c.cmd.runs_script
-                    && self.first
                     && let Plan::One(s) = &p
                 {
-                    // Off the shared connections, so that the others' commands meanwhile get
-                    // the server's own `-BUSY` if it runs long (`Lane::Scripts`).
-                    self.lane_pin = Some(s.to);
+                    // Off the shared connections when no order forbids it, so that the others'
+                    // commands meanwhile get the server's own `-BUSY` if it runs long.
+                    self.lanes.pin(s.to);
                 }
                 match c.cmd.options {
                     Options::ScriptCall => scripts::send_call(&self.sender(&table), c, p),
@@ -336,7 +335,7 @@ impl Session {
             proto: self.proto,
             login: &self.login,
             account: &self.account,
-            pinned: self.lane_pin,
+            lanes: &self.lanes,
         }
     }
 }

@@ -82,7 +82,7 @@ impl Held {
                         login: &self.login,
                         account: &self.account,
                         // Sent once the batch's earlier replies are in: no order to keep.
-                        pinned: None,
+                        lanes: &Default::default(),
                     };
                     // A script call keeps its recovery of a script missing on the new owner.
                     if c.cmd.options == Options::ScriptCall {

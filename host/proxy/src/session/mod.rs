@@ -48,7 +48,6 @@ use queued::Queued;
 use tessera_model::error::{DataError, Side};
 use tessera_model::limits::{OutputAccount, Overflow};
 use tessera_model::login::Login;
-use tessera_model::router::BackendIdx;
 use tessera_model::tls::Stream;
 use tessera_model::users::User;
 use tessera_resp::{Limits, Proto, RequestDecoder};
@@ -90,13 +89,8 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
-    /// The command being dispatched starts its batch: nothing before it awaits a reply, so a
-    /// script may take a connection of its own (`Lane::Scripts`) without passing any.
-    first: bool,
-    /// The backend (of the batch's table, which does not change while a batch is
-    /// dispatched: `Batch`) a script of this batch went to on `Lane::Scripts`: the batch's
-    /// later commands to it go there too, behind it, in the client's order.
-    lane_pin: Option<BackendIdx>,
+    /// Which lane this batch's data requests take, per backend (`Lane::Scripts`).
+    lanes: send::BatchLanes,
     /// CLIENT REPLY: which of its commands' replies the client gets.
     replies: Replies,
     /// The command being dispatched is one whose reply CLIENT REPLY leaves out.
@@ -188,8 +182,7 @@ impl Session {
             auth_failures: 0,
             pause_until: None,
             closing: false,
-            first: false,
-            lane_pin: None,
+            lanes: Default::default(),
             silent: false,
             replies: Replies::On,
             tx: Transaction::default(),
@@ -250,7 +243,7 @@ impl Session {
             let started = Instant::now();
             let batch = Batch::enter(self.worker.clone());
             // The previous batch's replies are all in: no order left to keep.
-            self.lane_pin = None;
+            self.lanes.clear();
             let mut refused = None;
             buffered = false;
             // Plugins timing a command see the batch's dispatch (the loop below never awaits).
@@ -262,7 +255,6 @@ impl Session {
                 }
                 match self.next_request(&mut rbuf, MAX_BATCH - queue.len()) {
                     Ok(Some(req)) => {
-                        self.first = queue.is_empty();
                         let q = self.dispatch(req);
                         let blocked = q.blocked();
                         queue.push(q);

@@ -2,6 +2,7 @@
 //! pipelined connections (the client's login for its commands, the proxy's control login for
 //! its own), and the plan becomes the replies it waits for.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use crate::backend::{Lane, ReplyRx};
@@ -23,7 +24,50 @@ pub(crate) struct Sender<'a> {
     pub(crate) proto: Proto,
     pub(crate) login: &'a Login,
     pub(crate) account: &'a Rc<OutputAccount>,
-    pub(crate) pinned: Option<BackendIdx>,
+    /// Which lane each backend's data requests take in this batch.
+    pub(crate) lanes: &'a BatchLanes,
+}
+
+/// Which lane a batch's data requests take, per backend, by bit `idx % 16`: the backends it
+/// sent to on the shared connections (bits 0–15), and those a script of the batch went to on
+/// `Lane::Scripts` (bits 16–31; their later requests in the batch follow it there). Backends
+/// sharing a bit share its fate: a script to one stays on the shared lane behind the other's
+/// requests (only slower), and once one is pinned the other's requests take its own scripts
+/// lane, before which none of the batch went to it. One word, as every idle session holds one.
+#[derive(Default)]
+pub(crate) struct BatchLanes(Cell<u32>);
+
+impl BatchLanes {
+    /// A new batch: every reply of the last one is in, so no order is left to keep.
+    pub(crate) fn clear(&self) {
+        self.0.set(0);
+    }
+
+    /// A script to `to` takes `Lane::Scripts`, with the batch's later requests to `to`,
+    /// unless something of this batch went to `to` on the shared lane before it.
+    pub(crate) fn pin(&self, to: BackendIdx) {
+        let (v, bit) = (self.0.get(), Self::bit(to));
+        if v & bit == 0 {
+            self.0.set(v | bit << 16);
+        }
+    }
+
+    /// The lane of a data request to backend `to`, marking `to` touched when it is shared.
+    #[inline]
+    pub(crate) fn lane_for(&self, to: BackendIdx) -> Lane {
+        let (v, bit) = (self.0.get(), Self::bit(to));
+        if v & bit << 16 != 0 {
+            Lane::Scripts
+        } else {
+            self.0.set(v | bit);
+            Lane::Shared
+        }
+    }
+
+    #[inline]
+    fn bit(to: BackendIdx) -> u32 {
+        1 << (to % 16)
+    }
 }
 
 impl Sender<'_> {
@@ -47,15 +91,10 @@ impl Sender<'_> {
         }
     }
 
-    /// The lane of a data request to backend `to`: the scripts lane for the one a script of
-    /// this batch went to (so the client's later commands there stay behind it), else shared.
+    /// The lane of a data request to backend `to` (`BatchLanes::lane_for`).
     #[inline]
     pub(crate) fn lane_for(&self, to: BackendIdx) -> Lane {
-        if self.pinned == Some(to) {
-            Lane::Scripts
-        } else {
-            Lane::Shared
-        }
+        self.lanes.lane_for(to)
     }
 
     #[inline]
@@ -82,5 +121,35 @@ impl Sender<'_> {
                 Some(self.account),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_takes_its_own_lane_only_where_nothing_of_the_batch_went_before_it() {
+        let lanes = BatchLanes::default();
+        assert_eq!(lanes.lane_for(3), Lane::Shared);
+        // Backend 3 has a request of this batch on the shared lane: a script stays behind it.
+        lanes.pin(3);
+        assert_eq!(lanes.lane_for(3), Lane::Shared);
+        // Backend 5 has none: the script and the batch's later requests to 5 take the scripts
+        // lane; other backends stay shared.
+        lanes.pin(5);
+        assert_eq!(lanes.lane_for(5), Lane::Scripts);
+        assert_eq!(lanes.lane_for(5), Lane::Scripts);
+        assert_eq!(lanes.lane_for(7), Lane::Shared);
+        lanes.pin(9);
+        assert_eq!(lanes.lane_for(9), Lane::Scripts);
+        lanes.clear();
+        lanes.pin(3);
+        assert_eq!(lanes.lane_for(3), Lane::Scripts);
+        // Backends sharing a bit (3 and 19) are kept apart conservatively.
+        lanes.clear();
+        lanes.lane_for(19);
+        lanes.pin(3);
+        assert_eq!(lanes.lane_for(3), Lane::Shared);
     }
 }
