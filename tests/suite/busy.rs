@@ -15,7 +15,7 @@ fn error_of(f: &Frame) -> String {
 }
 
 /// Both servers answer `-BUSY` 100 ms into a script (Redis's default is 5 s).
-fn quick_busy(cluster: &Cluster) {
+pub(crate) fn quick_busy(cluster: &Cluster) {
     for b in &cluster.backends {
         let _: () = redis::cmd("CONFIG")
             .arg("SET")

@@ -440,14 +440,7 @@ fn an_unauthenticated_socket_is_closed_after_the_auth_timeout() {
 #[test]
 fn script_kill_reaches_a_backend_blocked_by_a_busy_script() {
     let cluster = Cluster::start_with(|b| b.threads(1));
-    for b in &cluster.backends {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("busy-reply-threshold")
-            .arg("100")
-            .query(&mut b.client())
-            .unwrap();
-    }
+    crate::busy::quick_busy(&cluster);
     let mut busy = cluster.proxy.raw();
     busy.send(&encode(&["EVAL", "while true do end", "0"]));
     thread::sleep(Duration::from_millis(300));
