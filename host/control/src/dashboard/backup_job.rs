@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use super::Dashboard;
 use super::admin_user;
 use super::backup::{Job, now_ms};
-use tessera_model::redis_client::{Value, info_fields};
+use tessera_model::redis_client::{RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
 use tessera_model::router::GroupId;
 use tessera_model::watch::ReadBounds;
@@ -71,6 +71,9 @@ struct Forked {
     replid: String,
     offset: u64,
     at_ms: u64,
+    /// A replica source: its master's offset when the backup asked (every write its master
+    /// had answered by then is at or before it); the snapshot is completed up to it.
+    floor: Option<u64>,
 }
 
 /// A file written, for the manifest.
@@ -111,12 +114,19 @@ pub(crate) async fn run(d: &Dashboard, job: &Job, plan: &Plan) -> Result<u64, St
         None => None,
     };
     let received = join_all(forks.into_iter().enumerate().map(|(i, f)| {
-        let end = ends.as_ref().map(|e| e[i]);
+        // One instant: the instant. Else a replica's snapshot is completed up to its
+        // master's offset when the backup asked, when its fork was before it.
+        let end = match &ends {
+            Some(e) => Some(e[i]),
+            None => f.floor.filter(|&m| m > f.offset),
+        };
         let bytes = job.bytes[i].clone();
         async move {
             job.update(|v| v.groups[i].state = GroupState::Receiving);
             let group = plan.sources[i].group;
-            let r = receive(f, group, &plan.dir, bytes, end, job, i).await;
+            let r = receive(f, group, &plan.dir, bytes, end, job, i)
+                .await
+                .map(|(f, rdb, tail)| (f, rdb, tail, end.unwrap_or(0)));
             job.update(|v| match &r {
                 Ok(_) => v.groups[i].state = GroupState::Done,
                 Err(e) => fail_group(v, i, e),
@@ -126,9 +136,10 @@ pub(crate) async fn run(d: &Dashboard, job: &Job, plan: &Plan) -> Result<u64, St
     }))
     .await;
     let received = received.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let tail_end: Vec<u64> = received.iter().map(|r| r.3).collect();
     let mut files = Vec::new();
     let mut groups = Vec::new();
-    for (i, (g, rdb, tail)) in received.into_iter().enumerate() {
+    for (i, (g, rdb, tail, _)) in received.into_iter().enumerate() {
         let s = &plan.sources[i];
         groups.push(ManifestGroup {
             group: s.group,
@@ -139,7 +150,7 @@ pub(crate) async fn run(d: &Dashboard, job: &Job, plan: &Plan) -> Result<u64, St
             snapshot_unix_ms: g.at_ms,
             rdb: rdb.name.clone(),
             tail: tail.as_ref().map(|t| t.name.clone()),
-            tail_end_offset: ends.as_ref().map(|e| e[i]),
+            tail_end_offset: tail.as_ref().map(|_| tail_end[i]),
         });
         files.push(rdb);
         files.extend(tail);
@@ -184,6 +195,20 @@ async fn fork(d: &Dashboard, s: &Source) -> Result<Forked, String> {
         rdb_wait: Duration::from_secs(3600),
         max_command: 512 << 20,
     };
+    // A replica may lag its master by the writes in flight to it: the master's offset now
+    // is where the snapshot must reach, so that every write answered before the backup is in.
+    let floor = if s.addr == s.master {
+        None
+    } else {
+        let mut c = admin_user::connect(&s.master, &d.backend_admin, super::ops::REDIS_TIMEOUT)
+            .await
+            .map_err(|e| format!("group {} master {}: {e}", s.group, s.master))?;
+        Some(
+            master_offset(&mut c)
+                .await
+                .map_err(|e| format!("group {} master {}: {e}", s.group, s.master))?,
+        )
+    };
     let mut replica = Replica::connect_with(&s.addr, Some(&d.backend_admin), bounds)
         .await
         .map_err(|e| format!("group {}: {e}", s.group))?;
@@ -196,6 +221,7 @@ async fn fork(d: &Dashboard, s: &Source) -> Result<Forked, String> {
             replid,
             offset,
             at_ms: now_ms(),
+            floor,
         }),
         Ok(other) => Err(format!(
             "group {}: {} answered PSYNC with {other:?}, not a full resync with an ID",
@@ -246,20 +272,7 @@ async fn pause_and_mark(
     let offsets = if let Some(e) = marked.into_iter().find_map(Result::err) {
         Err(e)
     } else {
-        let read = join_all(conns.iter_mut().map(|c| async move {
-            let info = c
-                .cmd(&[&b"INFO"[..], b"replication"])
-                .await
-                .map_err(|e| e.to_string())?;
-            info.as_text()
-                .map(|t| info_fields(&t))
-                .unwrap_or_default()
-                .into_iter()
-                .find(|(k, _)| k == "master_repl_offset")
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .ok_or_else(|| "INFO replication without master_repl_offset".to_string())
-        }))
-        .await;
+        let read = join_all(conns.iter_mut().map(master_offset)).await;
         read.into_iter().collect::<Result<Vec<_>, _>>()
     };
     let marked_in = started.elapsed();
@@ -277,6 +290,21 @@ async fn pause_and_mark(
         ));
     }
     Ok((offsets, pause_ms))
+}
+
+/// A server's `master_repl_offset`.
+async fn master_offset(c: &mut RedisClient) -> Result<u64, String> {
+    let info = c
+        .cmd(&[&b"INFO"[..], b"replication"])
+        .await
+        .map_err(|e| e.to_string())?;
+    info.as_text()
+        .map(|t| info_fields(&t))
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(k, _)| k == "master_repl_offset")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .ok_or_else(|| "INFO replication without master_repl_offset".to_string())
 }
 
 /// Receives one group's RDB into `group-<id>.rdb`, then, for one instant, its stream up to
