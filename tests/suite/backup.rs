@@ -4,7 +4,8 @@
 //! TTLs within a second); a one-instant backup whose write pause is reported and bounded and
 //! whose restore is one instant (a client's sequential writes come back as a prefix); damaged
 //! backups (a flipped byte, a missing file, a truncated file, a manifest that disagrees, no
-//! manifest) refused with the reason and nothing written; the API's checks of the directory.
+//! manifest) refused with the reason and nothing written; a restore refused midway undone; the
+//! API's checks of the directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -463,4 +464,61 @@ fn the_api_keeps_backups_under_the_root_and_refuses_them_without_one() {
         .expect_error(400, "bad_request");
     assert!(msg.contains("--backup-root"), "{msg}");
     assert_eq!(other.api().get("/api/backups").ok()["enabled"], false);
+}
+
+#[test]
+fn a_restore_that_fails_midway_deletes_what_it_wrote() {
+    let root = tempfile::tempdir().unwrap();
+    let src = source(root.path());
+    let mut c = client(&src);
+    let mut p = redis::pipe();
+    let value = "v".repeat(2000);
+    for i in 0..2000 {
+        p.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let out = backup(&src, "mid", &[]);
+    assert!(out.status.success(), "backup: {}", text(&out));
+    // Group 3 of the target has room for about 100 of its ~670 keys: its writes are refused
+    // (-OOM) partway, after the other groups and it have taken some.
+    let dst = target();
+    let mut g3 = dst.servers[2].client();
+    let info: String = q(&mut g3, &["INFO", "memory"]);
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    let _: () = q(
+        &mut g3,
+        &["CONFIG", "SET", "maxmemory", &(used + 300_000).to_string()],
+    );
+    let _: () = q(
+        &mut g3,
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    );
+    let out = restore(&root.path().join("mid"), &dst);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("OOM") && t.contains("deleted again"), "{t}");
+    let calls = |cmd: &str| -> u64 {
+        dst.servers
+            .iter()
+            .map(|s| {
+                let info: String = q(&mut s.client(), &["INFO", "commandstats"]);
+                info.lines()
+                    .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+                    .and_then(|r| r.split(',').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    assert!(calls("set") > 0, "keys were written before the refusal");
+    assert!(
+        calls("del") >= 2000,
+        "every key the backup names was deleted"
+    );
+    let left: i64 = dst.servers.iter().map(|s| s.dbsize()).sum();
+    assert_eq!(left, 0, "the target is as empty as it was");
 }
