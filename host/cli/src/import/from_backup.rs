@@ -113,6 +113,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
     let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
     let counts = Arc::new(LoadCounts::default());
     let mut tail_commands = 0u64;
+    let reporter = tokio::spawn(super::restore::report(counts.clone(), target.stats()));
     for (i, (rdb, tail, _)) in checked.groups.iter().enumerate() {
         let g = &checked.manifest.groups[i];
         let written = async {
@@ -132,6 +133,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
         }
         .await;
         if let Err(e) = written {
+            reporter.abort();
             let undo = undo(&args, &checked).await;
             return Err(e.context(format!(
                 "restoring group {} of the backup failed; {undo}",
@@ -153,6 +155,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
             )
         );
     }
+    reporter.abort();
     let secs = started.elapsed().as_secs_f64();
     let written = counts.keys.load(Ordering::Relaxed);
     Ok(line(
@@ -296,11 +299,10 @@ async fn target_keys(addr: &str, password: Option<&str>) -> anyhow::Result<i64> 
     let mut c = RedisClient::connect(addr, Duration::from_secs(10))
         .await
         .with_context(|| format!("connecting to the proxy at {addr}"))?;
-    if let Some(p) = password {
-        match c.cmd(&[&b"AUTH"[..], p.as_bytes()]).await? {
-            Value::Error(e) => bail!("the proxy at {addr} refused AUTH: {e}"),
-            _ => {}
-        }
+    if let Some(p) = password
+        && let Value::Error(e) = c.cmd(&[&b"AUTH"[..], p.as_bytes()]).await?
+    {
+        bail!("the proxy at {addr} refused AUTH: {e}");
     }
     match c.cmd(&[&b"DBSIZE"[..]]).await? {
         Value::Int(n) => Ok(n),
