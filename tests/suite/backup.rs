@@ -220,6 +220,14 @@ fn a_two_group_cluster_backed_up_under_writes_restores_into_three_groups() {
     let out = backup(&src, "nightly/one", &[]);
     assert!(out.status.success(), "backup: {}", text(&out));
     let written = writer.stop();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("backup 1 to nightly/one: Done"), "{said}");
+    let listed = src.admin_cli(TOKEN, &["backups"]);
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("nightly/one") && listed.contains("done"),
+        "{listed}"
+    );
     let job = last_job(&src);
     assert_eq!(job["state"], "done", "{job}");
     for g in job["groups"].as_array().unwrap() {
