@@ -209,6 +209,10 @@ struct DashboardArgs {
     /// Seconds between estimates of each group's keys and memory per slot (a bounded SCAN).
     #[arg(long, default_value_t = 30.0)]
     slot_keys_secs: f64,
+    /// The directory whole-cluster backups are written under (`POST /api/backups` names a
+    /// new directory inside it; docs/backup.md); without it backups are refused.
+    #[arg(long, env = "TESSERA_BACKUP_ROOT")]
+    backup_root: Option<PathBuf>,
     /// Serve the API over HTTPS with this certificate chain (PEM; reloaded when it changes).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -497,6 +501,7 @@ fn run_dashboard(args: DashboardArgs) -> anyhow::Result<()> {
     opts.slot_sample = Duration::from_secs_f64(args.slot_sample_secs.clamp(0.1, 3600.0));
     opts.slot_window = Duration::from_secs_f64(args.slot_window_secs.clamp(0.2, 86_400.0));
     opts.slot_keys = Duration::from_secs_f64(args.slot_keys_secs.clamp(0.5, 86_400.0));
+    opts.backup_root = args.backup_root;
     args.backend_tls.configure()?;
     let https = match (args.tls_cert, args.tls_key) {
         (Some(cert), Some(key)) => Some(

@@ -105,8 +105,15 @@ fn families(text: &str) -> BTreeSet<String> {
 fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() {
     let names = names_in_rules();
     assert!(names.len() >= 15, "the rules name metrics: {names:?}");
-    // A cluster that has handed off a slot (the write-pause gauges exist from the first one).
-    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    // A cluster that has handed off a slot (the write-pause gauges exist from the first one)
+    // and taken a backup (the last good one's time exists from the first).
+    let backups = tempfile::tempdir().unwrap();
+    let root = backups.path().display().to_string();
+    let cp = ControlPlane::builder()
+        .servers(2)
+        .proxies(1)
+        .dashboard_args(&["--backup-root", &root])
+        .start();
     cp.group(1, &[0]);
     cp.group(2, &[1]);
     cp.assign(0, 1023, 1);
@@ -118,6 +125,18 @@ fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() 
             && idle(&cp)),
         "slot 0 moved to group 2: {}",
         cp.api().get("/api/migrations").body
+    );
+    cp.api()
+        .post("/api/backups", &json!({"dir": "alerts"}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || cp
+            .api()
+            .get("/api/backups")
+            .ok()["backups"][0]["state"]
+            == "done"),
+        "the backup finished: {}",
+        cp.api().get("/api/backups").body
     );
     // A proxy with a plugin (the plugin series exist only with one loaded).
     let backend = RedisServer::start();

@@ -14,7 +14,7 @@ use redis::Value;
 
 use crate::support::{Cluster, RedisServer, tessera_bin, wait_until};
 
-fn q<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+pub(crate) fn q<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {
         cmd.arg(*a);
@@ -46,7 +46,7 @@ fn fields(v: &Value, keep: &[&str]) -> Vec<String> {
 
 /// A key's value and metadata as text, independent of encoding and iteration order (seen
 /// times of stream consumers and idle times excluded: they are the copy's own).
-fn snapshot(c: &mut redis::Connection, key: &str) -> String {
+pub(crate) fn snapshot(c: &mut redis::Connection, key: &str) -> String {
     let kind: String = q(c, &["TYPE", key]);
     let body = match kind.as_str() {
         "string" => format!("{:?}", q::<Vec<u8>>(c, &["GET", key])),
@@ -138,7 +138,7 @@ fn dbsize(cluster: &Cluster) -> i64 {
 /// Fills `c` with every type: strings (int, raw, big), lists, sets (intset, listpack,
 /// hashtable), sorted sets, hashes (small, big), a stream with a group and pending entries,
 /// TTLs, and a function library.
-fn fill_every_type(c: &mut redis::Connection) {
+pub(crate) fn fill_every_type(c: &mut redis::Connection) {
     let big_string = "x".repeat(3 * 1024 * 1024 + 17);
     let mut p = redis::pipe();
     p.cmd("SET").arg("str:int").arg("12345").ignore();

@@ -121,6 +121,8 @@ mod roles;
 // `tessera import`: restore of an RDB with every type through a 2-group cluster, a live sync
 // resumed with PSYNC continue, a damaged RDB refused with nothing written.
 mod import;
+// Whole-cluster backup under writes, restored into more groups; damaged backups refused.
+mod backup;
 // Stateful sessions: WATCH/MULTI/EXEC within a slot, blocking commands on dedicated
 // connections (across proxies, a client gone while blocked, the limit, through a migration),
 // WAIT, scripts and functions on every group.

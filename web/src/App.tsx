@@ -8,6 +8,7 @@ import { consoleReads } from './api/queries';
 import { ConfirmProvider, NoticesProvider } from './components/ui';
 import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './routing';
 import { Audit } from './views/Audit';
+import { BackupsView } from './views/Backups';
 import { Clusters } from './views/Clusters';
 import { Groups } from './views/Groups';
 import { HotKeysView } from './views/HotKeys';
@@ -80,6 +81,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   plugins: 'Plugins',
   mirror: 'Mirror',
   routes: 'Routes',
+  backups: 'Backups',
   slowlog: 'Slow log',
   tokens: 'Tokens',
 };
@@ -175,6 +177,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'plugins' && <Plugins key={name} c={c} />}
       {tab === 'mirror' && <MirrorView key={name} c={c} />}
       {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
+      {tab === 'backups' && <BackupsView key={name} c={c} />}
       {tab === 'slowlog' && <SlowLog key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>

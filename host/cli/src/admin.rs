@@ -3,6 +3,7 @@
 //! documents, as aligned tables or, with `--json`, as JSON; every rule (what may be deleted,
 //! who owns a slot) is the dashboard's.
 
+mod backup;
 mod client;
 mod cluster;
 mod failover;
@@ -122,6 +123,14 @@ pub enum AdminCmd {
     Migrations,
     /// The hottest keys by operations and by bytes, summed over the proxies (docs/hotkeys.md).
     Hotkeys(hotkeys::HotKeysArgs),
+    /// Back up every group, with the cluster's documents and a manifest, into a new directory
+    /// under the dashboard's --backup-root, and follow it (docs/backup.md).
+    Backup(backup::BackupArgs),
+    /// The recent backups of the dashboard.
+    Backups,
+    /// Restore a backup directory into an empty cluster through one of its proxies (checked
+    /// whole first; undone if a write fails).
+    Restore(crate::import::from_backup::RestoreArgs),
 }
 
 fn parse_weight(s: &str) -> Result<(u32, u32), String> {
@@ -138,6 +147,10 @@ fn parse_weight(s: &str) -> Result<(u32, u32), String> {
 /// The dashboard is unreachable, or it answered with an error: the message is the API's
 /// (`<message> (<code>, HTTP <status>)`).
 pub fn run(args: AdminArgs) -> anyhow::Result<()> {
+    // A restore talks to a proxy, not to the dashboard, on a runtime of its own.
+    if let AdminCmd::Restore(a) = args.command {
+        return emit(&crate::import::from_backup::run(a)?);
+    }
     let client = Client::new(&args.dashboard, args.token)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -170,6 +183,9 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
             AdminCmd::Routes { cmd } => routes::run(&client, cmd).await,
             AdminCmd::Hotkeys(a) => hotkeys::run(&client, a).await,
+            AdminCmd::Backup(a) => backup::start(&client, a).await,
+            AdminCmd::Backups => backup::list(&client).await,
+            AdminCmd::Restore(_) => bail!("a restore runs without the dashboard"),
         }
     })?;
     emit(if args.json { &reply.json } else { &reply.human })

@@ -68,6 +68,10 @@ const TAGS: &[(&str, &str)] = &[
     ),
     ("tokens", "Relayed: the dashboard's API tokens."),
     ("audit", "Relayed: the cluster's log of every change."),
+    (
+        "backups",
+        "Relayed: whole-cluster backups and their progress.",
+    ),
     ("meta", "Relayed: the dashboard's own API description."),
 ];
 

@@ -69,6 +69,8 @@ const RULES: &[Rule] = &[
     rule("/api/migrations/abort", VIEWER, OPERATOR),
     rule("/api/migrations/throttle", VIEWER, OPERATOR),
     rule("/api/rebalance", VIEWER, OPERATOR),
+    // Backup jobs: directory names, sizes, sources; a backup writes under --backup-root only.
+    rule("/api/backups", VIEWER, OPERATOR),
     // The catalog and plugins' configs (the operator's settings) and their metric samples
     // (the same series every proxy's open /metrics shows).
     rule("/api/plugins", VIEWER, OPERATOR),

@@ -367,40 +367,72 @@ impl Replica {
     /// # Errors
     /// A lost connection, a malformed header, or a source that stalls past the bounds.
     pub async fn skip_rdb(&mut self) -> Result<u64, ReplicaError> {
+        self.read_rdb_into(u64::MAX, &mut |_| Ok(())).await
+    }
+
+    /// Hands the RDB payload after a full resync to `sink` as it arrives (a backup writes it
+    /// to a file), at most `limit` bytes of it. Memory stays bounded by the read buffer and
+    /// the EOF mark. Returns the payload's size.
+    ///
+    /// # Errors
+    /// A lost connection, a malformed header, a source that stalls past the bounds, a payload
+    /// over `limit`, or a failed `sink`.
+    pub async fn read_rdb_into(
+        &mut self,
+        limit: u64,
+        sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
+    ) -> Result<u64, ReplicaError> {
         self.watch.progressed(Instant::now());
         let head = self.line(self.bounds.rdb_wait).await?;
         let Some(spec) = head.strip_prefix('$') else {
             return Err(self.protocol(format!("expected the RDB payload, got {head:?}")));
         };
+        let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut sink =
+            |s: &Self, bytes: &[u8]| sink(bytes).map_err(|e| s.io(format!("keeping the RDB: {e}")));
         if let Some(mark) = spec.strip_prefix("EOF:") {
             let mark = mark.as_bytes().to_vec();
             if mark.len() != 40 {
                 return Err(self.protocol("an EOF mark that is not 40 bytes".into()));
             }
-            let mut skipped = 0u64;
+            let mut read = 0u64;
             loop {
                 if let Some(p) = memchr::memmem::find(&self.buf, &mark) {
-                    let _ = self.buf.split_to(p + mark.len());
-                    return Ok(skipped + p as u64);
+                    let data = self.buf.split_to(p + mark.len());
+                    read += p as u64;
+                    if read > limit {
+                        return Err(self.too_large(format!("{read} bytes"), limit_usize));
+                    }
+                    sink(self, &data[..p])?;
+                    return Ok(read);
                 }
                 // Keep what could be the start of the mark.
                 let keep = self.buf.len().min(mark.len() - 1);
-                let drop = self.buf.len() - keep;
-                let _ = self.buf.split_to(drop);
-                skipped += drop as u64;
+                let data = self.buf.split_to(self.buf.len() - keep);
+                read += data.len() as u64;
+                if read > limit {
+                    return Err(self.too_large(format!("more than {limit} bytes"), limit_usize));
+                }
+                sink(self, &data)?;
                 self.fill_rdb().await?;
             }
         }
         let len: u64 = spec
             .parse()
             .map_err(|_| self.protocol(format!("bad RDB length {spec:?}")))?;
+        if len > limit {
+            return Err(self.too_large(format!("{len} bytes"), limit_usize));
+        }
         let mut left = len;
         while left > 0 {
             if self.buf.is_empty() {
                 self.fill_rdb().await?;
             }
-            let n = (left as usize).min(self.buf.len());
-            let _ = self.buf.split_to(n);
+            let n = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(self.buf.len());
+            let data = self.buf.split_to(n);
+            sink(self, &data)?;
             left -= n as u64;
         }
         Ok(len)

@@ -10,12 +10,14 @@
 //! - [`topology`], [`credential`] — what a dashboard pushes to its proxies.
 //! - [`cluster`] — the dashboard's overview, groups, servers, slots, proxies, stats.
 //! - [`migration`] — migrations, their throttle, aborts, rebalances, per-slot statistics.
+//! - [`backup`] — whole-cluster backups: jobs, their progress, a backup's manifest.
 //! - [`failover`], [`read_policy`], [`routes`], [`mirror`], [`users`], [`tokens`],
 //!   [`plugins`], [`telemetry`], [`audit`], [`access`] — one resource each.
 //! - [`console`] — the federation console's own routes.
 
 pub mod access;
 pub mod audit;
+pub mod backup;
 pub mod cluster;
 pub mod console;
 pub mod credential;

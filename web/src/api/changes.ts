@@ -6,7 +6,7 @@
 import { useMutation, useQueryClient, type QueryKey } from '@tanstack/react-query';
 import type { ClusterApi } from './cluster';
 import { clusterKey, consoleKeys } from './queries';
-import type { Move, PrefixRouteChange, ReadPolicy, RebalanceBy, Role, MirrorChange } from './shapes';
+import type { BackupRequest, Move, PrefixRouteChange, ReadPolicy, RebalanceBy, Role, MirrorChange } from './shapes';
 
 /** A mutation running `run`, after which `touches` (and the audit log) are read again. */
 function useChange<V, R>(run: (v: V) => Promise<R>, touches: QueryKey[]) {
@@ -83,7 +83,9 @@ export const useSetPluginEnabled = (c: ClusterApi) =>
 export const useOrderPlugins = (c: ClusterApi) => useChange((order: string[]) => c.orderPlugins(order), pluginsOf(c));
 export const useDeletePlugin = (c: ClusterApi) => useChange((name: string) => c.deletePlugin(name), pluginsOf(c));
 
-// === mirror, routes, tokens ===
+// === mirror, routes, tokens, backups ===
+
+export const useStartBackup = (c: ClusterApi) => useChange((r: BackupRequest) => c.startBackup(r), [clusterKey(c.name, 'backups')]);
 
 export const useSetMirror = (c: ClusterApi) => useChange((m: MirrorChange) => c.setMirror(m), [clusterKey(c.name, 'mirror')]);
 export const useMirrorOff = (c: ClusterApi) => useChange(() => c.mirrorOff(), [clusterKey(c.name, 'mirror')]);

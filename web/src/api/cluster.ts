@@ -131,6 +131,13 @@ export class ClusterApi {
   pluginMetrics(name: string, signal?: AbortSignal) {
     return this.call('get', '/api/plugins/{name}/metrics', { path: { name }, signal });
   }
+  /** The recent backup jobs and their progress (docs/backup.md). */
+  backups(signal?: AbortSignal) {
+    return this.call('get', '/api/backups', { signal });
+  }
+  startBackup(req: RequestBody<'/api/backups', 'post'>) {
+    return this.call('post', '/api/backups', { body: req });
+  }
   mirror(signal?: AbortSignal) {
     return this.call('get', '/api/mirror', { signal });
   }

@@ -49,6 +49,7 @@ export const reads = {
       queryKey: clusterKey(c.name, 'plugins', plugin, 'metrics'),
       queryFn: ({ signal }) => c.pluginMetrics(plugin, signal),
     }),
+  backups: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'backups'), queryFn: ({ signal }) => c.backups(signal) }),
   mirror: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'mirror'), queryFn: ({ signal }) => c.mirror(signal) }),
   routes: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'routes'), queryFn: ({ signal }) => c.routes(signal) }),
   commandLog: (c: ClusterApi, type: CommandLogType) =>

@@ -12,6 +12,7 @@
 pub mod apply;
 pub mod crc64;
 pub mod encoding;
+pub mod from_backup;
 pub mod input;
 pub mod load;
 pub mod lzf;

@@ -92,7 +92,8 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn report(counts: Arc<LoadCounts>, stats: Arc<super::target::TargetStats>) {
+/// A progress line once a second until aborted (a restore of an RDB, or of a backup).
+pub(crate) async fn report(counts: Arc<LoadCounts>, stats: Arc<super::target::TargetStats>) {
     let mut rate = Rate::new(0);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;

@@ -287,6 +287,45 @@ fn save(args: &SyncArgs, pos: &Position, applied: u64) -> anyhow::Result<()> {
         .with_context(|| format!("saving {}", path.display()))
 }
 
+/// What a command of a replication stream is to an importer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamCommand {
+    /// PING, MULTI, EXEC, REPLCONF (`getack`: the source asks for an ACK): not forwarded.
+    Control { getack: bool },
+    /// SELECT: the database changed.
+    Select,
+    /// A write to a database other than 0 (a proxy serves db 0): skipped.
+    OtherDb,
+    /// A write of db 0: forwarded as it came.
+    Write,
+}
+
+/// Classifies `req`, tracking the database in `db` (the one rule for `sync`'s stream and a
+/// backup's tail).
+///
+/// # Errors
+/// A SELECT without a database number.
+pub(crate) fn classify(req: &Request, db: &mut u64) -> anyhow::Result<StreamCommand> {
+    let name = req.arg(0).to_ascii_uppercase();
+    Ok(match &name[..] {
+        b"PING" | b"MULTI" | b"EXEC" => StreamCommand::Control { getack: false },
+        b"REPLCONF" => StreamCommand::Control {
+            getack: req
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"GETACK")),
+        },
+        b"SELECT" => {
+            *db = std::str::from_utf8(req.get(1).unwrap_or_default())
+                .ok()
+                .and_then(|d| d.parse().ok())
+                .context("SELECT without a database number in the stream")?;
+            StreamCommand::Select
+        }
+        _ if *db != 0 => StreamCommand::OtherDb,
+        _ => StreamCommand::Write,
+    })
+}
+
 /// Handles one command of the stream; `true` if the source asked for an ACK.
 async fn apply_command(
     req: &Request,
@@ -294,22 +333,13 @@ async fn apply_command(
     counts: &mut StreamCounts,
     target: &mut Target,
 ) -> anyhow::Result<bool> {
-    let name = req.arg(0).to_ascii_uppercase();
-    match &name[..] {
-        b"PING" | b"MULTI" | b"EXEC" => counts.control += 1,
-        b"REPLCONF" => {
+    match classify(req, &mut pos.db)? {
+        StreamCommand::Control { getack } => {
             counts.control += 1;
-            return Ok(req
-                .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"GETACK")));
+            return Ok(getack);
         }
-        b"SELECT" => {
-            pos.db = std::str::from_utf8(req.get(1).unwrap_or_default())
-                .ok()
-                .and_then(|d| d.parse().ok())
-                .context("SELECT without a database number in the stream")?;
-        }
-        _ if pos.db != 0 => {
+        StreamCommand::Select => {}
+        StreamCommand::OtherDb => {
             counts.other_db += 1;
             if counts.other_db == 1 || counts.other_db.is_power_of_two() {
                 tracing::warn!(
@@ -319,8 +349,9 @@ async fn apply_command(
                 );
             }
         }
-        _ => {
+        StreamCommand::Write => {
             counts.commands += 1;
+            let name = req.arg(0).to_ascii_uppercase();
             target
                 .send(
                     req.as_bytes().clone(),

@@ -5,6 +5,7 @@
 //! the control plane's errors to HTTP answers in `error`.
 
 mod audit;
+mod backups;
 mod cluster;
 mod commandlog;
 mod error;
@@ -46,6 +47,7 @@ fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .merge(users::routes())
         .merge(tokens::routes())
         .merge(audit::routes())
+        .merge(backups::routes())
 }
 
 /// The dashboard's API: the routes, behind the token and role checks and the audit log.

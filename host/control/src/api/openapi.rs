@@ -66,6 +66,10 @@ const TAGS: &[(&str, &str)] = &[
     ),
     ("tokens", "API tokens and their roles."),
     ("audit", "The log of every change."),
+    (
+        "backups",
+        "Whole-cluster backups taken by the dashboard (docs/backup.md).",
+    ),
 ];
 
 /// The document before the routes fill it.

@@ -59,6 +59,7 @@ pub fn render(d: &Dashboard) -> String {
     gauge!("tessera_proxies_up", "cluster" => cluster.clone()).set(up as f64);
     drop(st);
     render_migration(d, &cluster);
+    render_backup(d, &cluster);
     handle.render()
 }
 
@@ -77,6 +78,33 @@ fn render_migration(d: &Dashboard, cluster: &str) {
             .set(p.last_ms / 1000.0);
         gauge!("tessera_migration_write_pause_max_seconds", "cluster" => c).set(p.max_ms / 1000.0);
     }
+}
+
+/// The backups' gauges: whether this dashboard takes backups, and when the last good one
+/// finished (also after a restart: it is kept in the store).
+fn render_backup(d: &Dashboard, cluster: &str) {
+    gauge!("tessera_backup_enabled", "cluster" => cluster.to_owned())
+        .set(d.backups.enabled() as u8 as f64);
+    if let Some(ms) = d.backups.last_success_ms() {
+        backup_done(d, ms);
+    }
+}
+
+/// A backup finished well at `unix_ms`.
+pub(crate) fn backup_done(d: &Dashboard, unix_ms: u64) {
+    gauge!("tessera_backup_last_success_timestamp_seconds", "cluster" => d.cluster.clone())
+        .set(unix_ms as f64 / 1000.0);
+}
+
+/// A backup failed.
+pub(crate) fn backup_failed(d: &Dashboard) {
+    counter!("tessera_backups_failed_total", "cluster" => d.cluster.clone()).increment(1);
+}
+
+/// A one-instant backup paused writes for `ms`.
+pub(crate) fn backup_pause(d: &Dashboard, ms: f64) {
+    gauge!("tessera_backup_write_pause_last_seconds", "cluster" => d.cluster.clone())
+        .set(ms / 1000.0);
 }
 
 /// Installs the process's recorder and describes the dashboard's series, once: called at
@@ -129,6 +157,22 @@ fn describe_series() {
     describe_counter!(
         "tessera_dashboard_stale_proxies_removed_total",
         "Proxies whose registration the dashboard removed: stale, and their admin address refused connections (gone without deregistering)"
+    );
+    describe_gauge!(
+        "tessera_backup_enabled",
+        "1 when this dashboard takes backups (--backup-root given)"
+    );
+    describe_gauge!(
+        "tessera_backup_last_success_timestamp_seconds",
+        "Unix time the last whole-cluster backup that finished well finished (kept in the store)"
+    );
+    describe_counter!(
+        "tessera_backups_failed_total",
+        "Whole-cluster backups that failed (their directory is removed)"
+    );
+    describe_gauge!(
+        "tessera_backup_write_pause_last_seconds",
+        "Write pause of the last one-instant backup: from the first CLIENT PAUSE sent to the last CLIENT UNPAUSE answered"
     );
     describe_gauge!(
         "tessera_dashboard_epoch",

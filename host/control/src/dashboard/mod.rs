@@ -5,6 +5,8 @@
 
 pub mod admin_user;
 pub mod audit;
+mod backup;
+mod backup_job;
 pub mod cache;
 pub mod commandlog;
 pub mod failover;
@@ -80,6 +82,8 @@ pub struct DashboardOptions {
     pub slot_window: Duration,
     /// How often each group's keys and memory per slot are estimated (`slot_keys`).
     pub slot_keys: Duration,
+    /// Where backups may be written (`--backup-root`); `None` refuses them.
+    pub backup_root: Option<PathBuf>,
 }
 
 impl DashboardOptions {
@@ -97,6 +101,7 @@ impl DashboardOptions {
             slot_sample: Duration::from_secs(5),
             slot_window: Duration::from_secs(60),
             slot_keys: Duration::from_secs(30),
+            backup_root: None,
         }
     }
 }
@@ -151,6 +156,8 @@ pub struct Dashboard {
     pub(crate) read_policy: Mutex<tessera_model::router::ReadPolicy>,
     /// Key prefixes routed to other clusters (`routes`), pushed with the topology.
     pub(crate) prefix_routes: Mutex<Vec<tessera_model::router::prefix::PrefixRoute>>,
+    /// Whole-cluster backups (`backup`).
+    pub(crate) backups: backup::Backups,
     /// The audit log, one for the API layer and failover alike (its sequence numbers and
     /// trimming assume a single writer per dashboard).
     audit: std::sync::OnceLock<Arc<audit::AuditLog>>,
@@ -258,6 +265,7 @@ impl Dashboard {
         let read_policy = read_policy::load(&*store, &paths).await;
         let prefix_routes = routes::load(&*store, &paths).await;
         info!(cluster = %opts.cluster, store = %store.describe(), epoch = meta.epoch, "dashboard started");
+        let backups = backup::Backups::new(opts.backup_root.as_deref())?;
         let http = reqwest::Client::builder()
             .timeout(opts.push_timeout)
             .build()?;
@@ -284,10 +292,12 @@ impl Dashboard {
             failover,
             read_policy: Mutex::new(read_policy),
             prefix_routes: Mutex::new(prefix_routes),
+            backups,
             audit: std::sync::OnceLock::new(),
             opts,
             _lock: Mutex::new(lock),
         });
+        dashboard.load_last_backup().await;
         // From 0, so that `increase()` counts the first removal.
         ::metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => dashboard.cluster.clone())
             .absolute(0);
