@@ -254,6 +254,18 @@ fn actor(headers: &HeaderMap) -> String {
     }
 }
 
+/// Who a change is recorded as having made it, beyond the audit log (a migration's job):
+/// the console's user when the call came through the console (`console:<user>`), else the
+/// name of the token it carried. Never the token itself.
+pub(super) fn named(caller: &Caller, headers: &HeaderMap) -> String {
+    let claimed = actor(headers);
+    if claimed.starts_with("console:") {
+        claimed
+    } else {
+        caller.name.clone()
+    }
+}
+
 /// The body as the log shows it: UTF-8 text (JSON) cut to [`DETAIL_CHARS`], else its size.
 /// Passwords never reach the log (`PUT /api/users/{name}` carries one in clear).
 fn detail(headers: &HeaderMap, body: &[u8]) -> String {

@@ -13,6 +13,7 @@ mod health;
 mod hotkeys;
 pub mod metrics;
 mod migration;
+mod migration_jobs;
 mod migration_run;
 mod mirror;
 mod ops;
@@ -307,6 +308,7 @@ impl Dashboard {
         if let Err(e) = self.load_throttle().await {
             warn!(error = %e, "could not read the migration throttle");
         }
+        self.load_jobs().await;
         self.provision_servers().await;
         tokio::join!(
             health::run(self.clone()),
