@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test, type BrowserContext } from '@playwright/test';
+import { historyStep, throttleIdleStep, throttleLiveStep } from './steps/migration-jobs';
 import { mirrorStep } from './steps/mirror';
 import { pluginChartStep } from './steps/plugin-chart';
 import { pluginsStep } from './steps/plugins';
@@ -401,6 +402,7 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
   await until('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);
   await con.shot('08-migrations-running');
+  await throttleLiveStep(con, 200, 300);
   await tid('abort-all').click();
   await tid('confirm-dialog').waitFor();
   await tid('confirm-ok').click();
@@ -425,6 +427,9 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   log(`after the abort ${backHome} of ${bigTo - bigFrom + 1} slots are (back) in group ${src}`);
   expect(backHome, 'slots of the large range in their source group after the abort').toBeGreaterThan(0);
   audit.push(['POST', '/api/migrations/abort']);
+  audit.push(['PUT', '/api/migrations/throttle']);
+  // The jobs so far, newest first: the aborted move, the 20 slots moved from the slot map.
+  await historyStep(con, `console:${user}`, ['aborted', 'finished']);
 
   // Rebalance preview (dry run) shows a plan.
   await tid('rebalance-preview').click();
@@ -466,6 +471,8 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   );
   log(`rebalanced: ${JSON.stringify(even)}`);
   audit.push(['POST', '/api/rebalance']);
+  await historyStep(con, `console:${user}`, ['finished', 'aborted', 'finished']);
+  await throttleIdleStep(con);
 });
 
 test('plugins: the filter through the view, checked through a proxy', async () => {

@@ -135,6 +135,7 @@ pub struct MigrationStatus {
     /// The running (or last) migration's held steps, oldest first: when, which slots, and
     /// why (the job's `holds`, docs/migration.md "Why a step was held").
     #[serde(default)]
+    #[schema(required = true)]
     pub holds: Vec<Hold>,
 }
 
@@ -299,6 +300,7 @@ pub struct MigrationJob {
     pub reason: Option<String>,
     /// Why its steps were held, oldest first (the last [`MAX_HOLDS`]).
     #[serde(default)]
+    #[schema(required = true)]
     pub holds: Vec<Hold>,
 }
 

@@ -44,6 +44,9 @@ export const useMigrate = (c: ClusterApi) =>
     (v: { from: number; to: number; group: number; maxKeysPerSec?: number }) => c.migrate(v.from, v.to, v.group, v.maxKeysPerSec),
     slotsOf(c),
   );
+/** Changes the running migration's speed cap (keys/s; `undefined` lifts it). */
+export const useThrottle = (c: ClusterApi) =>
+  useChange((maxKeysPerSec: number | undefined) => c.setThrottle(maxKeysPerSec), [clusterKey(c.name, 'migrations')]);
 /** Aborts the migration of `slots`, or every one. */
 export const useAbort = (c: ClusterApi) => useChange((slots?: number[]) => c.abort(slots), slotsOf(c));
 /** A rebalance's plan: a dry run, which changes nothing, so it touches no query. */

@@ -87,6 +87,15 @@ export class ClusterApi {
     const body = maxKeysPerSec == null ? { from, to, group } : { from, to, group, max_keys_per_sec: maxKeysPerSec };
     return this.call('post', '/api/migrations', { body });
   }
+  /** The last migrations and rebalances as jobs, newest first. */
+  migrationHistory(signal?: AbortSignal) {
+    return this.call('get', '/api/migrations/history', { signal });
+  }
+  /** Changes the running migration's speed cap; `undefined` lifts it. 409 with nothing running. */
+  setThrottle(maxKeysPerSec?: number) {
+    const body = maxKeysPerSec == null ? {} : { max_keys_per_sec: maxKeysPerSec };
+    return this.call('put', '/api/migrations/throttle', { body });
+  }
   abort(slots?: number[]) {
     return this.call('post', '/api/migrations/abort', { body: slots ? { slots } : {} });
   }

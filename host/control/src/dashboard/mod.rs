@@ -30,7 +30,7 @@ mod stats;
 mod token_key;
 pub mod tokens;
 pub mod users;
-mod views;
+pub(crate) mod views;
 
 pub use health::{ProxyHealth, ServerHealth};
 pub use push::{ProxyFailed, ProxyFailure, PushError};
