@@ -521,11 +521,19 @@ test('audit log: every change by the console user on the cluster; the logins in 
     `audit rows for ${audit.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
     async () => {
       const rows = await rowsOf('audit-row');
-      return audit.every(([m, p]) => rows.some((r) => r[1] === name && r[2] === actor && r[3] === `${m} ${p}`));
+      return audit.every(([m, p]) => rows.some((r) => r[1] === name && r[2] === actor && r[3].endsWith(`${m} ${p}`)));
     },
     30_000,
     1000,
   );
+  // Each reads as a sentence naming who did it; a refusal with its reason.
+  const sentences = await page.getByTestId('audit-summary').allTextContents();
+  expect(sentences.some((t) => new RegExp(`^${actor} moved slots \\d+-\\d+ to group \\d+`).test(t)), 'a migration as a sentence').toBe(true);
+  expect(
+    sentences.some((t) => t.startsWith(`${actor} tried to move`) && t.includes('refused (409), nothing to move')),
+    'the refused migration with its reason',
+  ).toBe(true);
+  expect(sentences.some((t) => t.startsWith(`${actor} set the migration's speed cap to 300 keys/s`)), 'the live cap change').toBe(true);
   // Logins are a log of their own, under the changes: this run's wrong password and login.
   await tid('logins-table').waitFor();
   await until(

@@ -77,7 +77,7 @@ describe('throttle control and held steps', () => {
     const sent: { method: string; url: string; body: string }[] = [];
     const client = new Client(async (url, init) => {
       sent.push({ method: String(init?.method), url: String(url), body: typeof init?.body === 'string' ? init.body : '' });
-      return new Response(JSON.stringify({ error: reason, code: 'conflict' }), {
+      return new Response(JSON.stringify({ error: { code: 'conflict', message: reason } }), {
         status: 409,
         headers: { 'content-type': 'application/json' },
       });
@@ -101,7 +101,7 @@ describe('throttle control and held steps', () => {
     expect(sent).toHaveLength(0);
     fireEvent.change(screen.getByTestId('throttle-input'), { target: { value: '1,500' } });
     fireEvent.click(screen.getByTestId('throttle-set'));
-    await waitFor(() => expect(screen.getByTestId('throttle-error').textContent).toContain(reason));
+    await waitFor(() => expect(screen.getByTestId('throttle-error').textContent).toBe(`${reason} (409 conflict)`));
     expect(sent[0].method.toLowerCase()).toBe('put');
     expect(sent[0].url).toContain('/migrations/throttle');
     expect(JSON.parse(sent[0].body)).toEqual({ max_keys_per_sec: 1500 });

@@ -14,8 +14,15 @@ export async function throttleLiveStep(con: ConsolePage, was: number, to: number
   await tid('throttle-input').fill(String(to));
   await tid('throttle-set').click();
   await until('the new cap to be shown', async () => (await text('throttle-current')) === `${to} keys/s`, 15_000, 200);
-  const rate = await text('throttle-rate');
-  expect(rate, 'the live rate beside the cap').toMatch(/^[\d,.]+ keys\/s$/);
+  const rate = await until(
+    'the live rate beside the cap to show keys moving',
+    async () => {
+      const t = await text('throttle-rate');
+      return /^[\d,.]+ keys\/s$/.test(t) && t !== '0 keys/s' ? t : null;
+    },
+    15_000,
+    200,
+  );
   log(`speed cap raised from the panel: ${was} → ${to} keys/s, moving at ${rate}`);
 }
 
