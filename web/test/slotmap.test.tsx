@@ -75,6 +75,20 @@ function setup() {
 }
 
 describe('SlotMap', () => {
+  it('lays the slot map over the heat on request: owner bars and moving slots outlined', async () => {
+    setup();
+    await waitFor(() => expect(screen.getByTestId('heat-5').getAttribute('data-value')).toBe('400'));
+    expect(screen.getByTestId('heat-700').getAttribute('data-owner')).toBeNull();
+    fireEvent.click(screen.getByTestId('heat-overlay'));
+    await waitFor(() => expect(screen.getByTestId('heat-700').getAttribute('data-owner')).toBe('2'));
+    expect(screen.getByTestId('heat-700').className).toContain('heat-moving');
+    expect(screen.getByTestId('heat-700').title).toContain('moving to group 1');
+    expect(screen.getByTestId('heat-5').getAttribute('data-owner')).toBe('1');
+    expect(screen.getByTestId('heat-5').className).not.toContain('heat-moving');
+    expect(screen.getByTestId('heat-5').title).toBe('slot 5: 400 ops/s, group 1');
+    expect(screen.getByTestId('heat-overlay-legend').textContent).toContain('moving');
+  });
+
   it('draws 1024 cells coloured by group, marks migrating slots, and shows a slot on click', async () => {
     setup();
     await waitFor(() => expect(screen.getByTestId('slot-1023').getAttribute('data-group')).toBe('2'));
