@@ -11,6 +11,7 @@ import { mirrorStep } from './steps/mirror';
 import { pluginChartStep } from './steps/plugin-chart';
 import { pluginsStep } from './steps/plugins';
 import { routesStep } from './steps/routes';
+import { slotKeyboardStep } from './steps/slot-keyboard';
 import { slowLogStep } from './steps/slow-log';
 import { tokensStep } from './steps/tokens';
 import { ConsolePage, log } from './support/console-page';
@@ -370,6 +371,7 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
   expect(last, 'the last migration is summarised').toMatch(/^Last migration: 20 slot\(s\) moved, [\d,]+ keys/);
   expect(await text('migration-rate'), 'no keys/s once nothing moves').toBe('—');
   await con.shot('07-slotmap-done');
+  await slotKeyboardStep(con);
 
   audit.push(['POST', '/api/migrations']);
 });
