@@ -5,6 +5,7 @@
 import { checkAnswer } from './check';
 import { fillPath, relayed, type Answer, type Method, type PathParams, type RequestBody, type Route } from './contract';
 import type { Transport } from './transport';
+import type { PluginLimits } from '../lib/config';
 import type { CommandLogType, Move, ReadPolicy, RebalanceBy, Role } from './shapes';
 
 interface CallArgs<P extends Route, M extends Method> {
@@ -123,8 +124,9 @@ export class ClusterApi {
   uploadPlugin(name: string, wasm: ArrayBuffer | Blob) {
     return this.call('put', '/api/plugins/{name}/module', { path: { name }, raw: { data: wasm, contentType: 'application/wasm' } });
   }
-  configurePlugin(name: string, config: unknown, fail?: 'open' | 'closed') {
-    return this.call('put', '/api/plugins/{name}/config', { path: { name }, body: fail ? { config, fail } : { config } });
+  /** Sets a plugin's config, and its fail policy and resource limits when given. */
+  configurePlugin(name: string, config: unknown, fail?: 'open' | 'closed', limits: PluginLimits = {}) {
+    return this.call('put', '/api/plugins/{name}/config', { path: { name }, body: fail ? { config, fail, ...limits } : { config, ...limits } });
   }
   setPluginEnabled(name: string, enabled: boolean) {
     return enabled
