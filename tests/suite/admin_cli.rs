@@ -136,3 +136,78 @@ fn the_admin_cli_takes_ranges_names_proxies_by_address_and_prints_refusals_plain
         stderr(&out)
     );
 }
+
+/// `tessera admin` with no user in its environment (a container, a cron job), as `token`.
+fn admin_as(cp: &ControlPlane, token: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(tessera_bin());
+    cmd.arg("admin")
+        .args([
+            "--dashboard",
+            &cp.dashboard.addr().to_string(),
+            "--token",
+            token,
+        ])
+        .args(args)
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env("RUST_BACKTRACE", "0");
+    run_with_timeout(&mut cmd, Duration::from_secs(30))
+}
+
+#[test]
+fn the_audit_names_the_cli_by_its_token_and_reads_as_sentences_with_refusals_and_their_reasons() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.split_over_two_groups();
+    let created: tessera_wire::tokens::CreatedToken = cp
+        .api()
+        .post(
+            "/api/tokens",
+            &serde_json::json!({"name": "ops-token", "role": "operator"}),
+        )
+        .ok_as();
+    let ops = created.token;
+    cli_stdout(
+        &admin_as(&cp, &ops, &["migrate", "400-511", "2"]),
+        "migrate",
+    );
+    wait_for("the migration to end", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    // Again: nothing to move, refused (409) with its reason.
+    let refused = admin_as(&cp, &ops, &["migrate", "400-511", "2"]);
+    assert!(!refused.status.success());
+    let log: Vec<tessera_wire::audit::AuditEntry> = cp.api().get("/api/audit?limit=2").ok_as();
+    let (newest, moved) = (&log[0], &log[1]);
+    assert_eq!(moved.actor, "cli:ops-token", "{moved:?}");
+    assert_eq!(moved.token.as_deref(), Some("ops-token"));
+    assert_eq!(moved.status, 200);
+    assert_eq!(
+        moved.summary, "ops-token moved slots 400-511 to group 2",
+        "{moved:?}"
+    );
+    assert_eq!(newest.status, 409, "{newest:?}");
+    assert_eq!(newest.actor, "cli:ops-token");
+    let reason = newest.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("nothing to move"), "{newest:?}");
+    assert_eq!(
+        newest.summary,
+        format!("ops-token tried to move slots 400-511 to group 2: refused (409), {reason}")
+    );
+    // A 400 carries its reason too.
+    let bad = cp.api().with_token(&ops).put(
+        "/api/migrations/throttle",
+        &serde_json::json!({"max_keys_per_sec": 0}),
+    );
+    bad.expect_error(400, "bad_request");
+    let log: Vec<tessera_wire::audit::AuditEntry> = cp.api().get("/api/audit?limit=1").ok_as();
+    assert_eq!(log[0].status, 400);
+    assert!(
+        log[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("max_keys_per_sec must be at least 1")),
+        "{:?}",
+        log[0]
+    );
+    assert!(log[0].summary.contains("refused (400)"), "{:?}", log[0]);
+}

@@ -64,6 +64,9 @@ mod pubsub;
 mod migration;
 // How the mover copies: exact TTLs, a big stream with its groups, keys left in transit.
 mod migration_copy;
+// Migrations as jobs: the history with true numbers, callers and ends across restarts; why a
+// step was held.
+mod migration_jobs;
 // The migration status against the servers: done %, keys left and ETA while a group is
 // drained under writes; a migration that moves nothing refused.
 mod migration_progress;

@@ -6,10 +6,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test, type BrowserContext } from '@playwright/test';
+import { historyStep, throttleIdleStep, throttleLiveStep } from './steps/migration-jobs';
 import { mirrorStep } from './steps/mirror';
 import { pluginChartStep } from './steps/plugin-chart';
 import { pluginsStep } from './steps/plugins';
 import { routesStep } from './steps/routes';
+import { slotKeyboardStep } from './steps/slot-keyboard';
 import { slowLogStep } from './steps/slow-log';
 import { tokensStep } from './steps/tokens';
 import { ConsolePage, log } from './support/console-page';
@@ -369,6 +371,7 @@ test('slot map: the heatmap shows the load and memory per slot; drag and shift-c
   expect(last, 'the last migration is summarised').toMatch(/^Last migration: 20 slot\(s\) moved, [\d,]+ keys/);
   expect(await text('migration-rate'), 'no keys/s once nothing moves').toBe('—');
   await con.shot('07-slotmap-done');
+  await slotKeyboardStep(con);
 
   audit.push(['POST', '/api/migrations']);
 });
@@ -401,6 +404,7 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   await tid('notice-ok').filter({ hasText: `${bigTo - bigFrom + 1} slot(s) queued` }).first().waitFor({ timeout: 60_000 });
   await until('the large migration to show as running', async () => (await tid('migration-progress').getAttribute('data-state')) === 'running', 20_000, 200);
   await con.shot('08-migrations-running');
+  await throttleLiveStep(con, 200, 300);
   await tid('abort-all').click();
   await tid('confirm-dialog').waitFor();
   await tid('confirm-ok').click();
@@ -425,6 +429,9 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   log(`after the abort ${backHome} of ${bigTo - bigFrom + 1} slots are (back) in group ${src}`);
   expect(backHome, 'slots of the large range in their source group after the abort').toBeGreaterThan(0);
   audit.push(['POST', '/api/migrations/abort']);
+  audit.push(['PUT', '/api/migrations/throttle']);
+  // The jobs so far, newest first: the aborted move, the 20 slots moved from the slot map.
+  await historyStep(con, `console:${user}`, ['aborted', 'finished']);
 
   // Rebalance preview (dry run) shows a plan.
   await tid('rebalance-preview').click();
@@ -466,6 +473,8 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
   );
   log(`rebalanced: ${JSON.stringify(even)}`);
   audit.push(['POST', '/api/rebalance']);
+  await historyStep(con, `console:${user}`, ['finished', 'aborted', 'finished']);
+  await throttleIdleStep(con);
 });
 
 test('plugins: the filter through the view, checked through a proxy', async () => {
@@ -514,11 +523,19 @@ test('audit log: every change by the console user on the cluster; the logins in 
     `audit rows for ${audit.map((w) => w.join(' ')).join(' and ')} by ${actor} on ${name}`,
     async () => {
       const rows = await rowsOf('audit-row');
-      return audit.every(([m, p]) => rows.some((r) => r[1] === name && r[2] === actor && r[3] === `${m} ${p}`));
+      return audit.every(([m, p]) => rows.some((r) => r[1] === name && r[2] === actor && r[3].endsWith(`${m} ${p}`)));
     },
     30_000,
     1000,
   );
+  // Each reads as a sentence naming who did it; a refusal with its reason.
+  const sentences = await page.getByTestId('audit-summary').allTextContents();
+  expect(sentences.some((t) => new RegExp(`^${actor} moved slots \\d+-\\d+ to group \\d+`).test(t)), 'a migration as a sentence').toBe(true);
+  expect(
+    sentences.some((t) => t.startsWith(`${actor} tried to move`) && t.includes('refused (409), nothing to move')),
+    'the refused migration with its reason',
+  ).toBe(true);
+  expect(sentences.some((t) => t.startsWith(`${actor} set the migration's speed cap to 300 keys/s`)), 'the live cap change').toBe(true);
   // Logins are a log of their own, under the changes: this run's wrong password and login.
   await tid('logins-table').waitFor();
   await until(

@@ -27,6 +27,7 @@ export function migrationStatus(over: Partial<MigrationStatus> = {}): MigrationS
     max_slots_in_flight: 4,
     abort_pending: false,
     write_pause: null,
+    holds: [],
     ...over,
   };
 }

@@ -81,7 +81,7 @@ describe('answer checks', () => {
       max_slots_in_flight: 4,
       abort_pending: false,
     };
-    expect(fitsAnswer('GET /api/clusters/{cluster}/migrations', { ...status, eta_secs: null, write_pause: null })).toBeNull();
+    expect(fitsAnswer('GET /api/clusters/{cluster}/migrations', { ...status, eta_secs: null, write_pause: null, holds: [] })).toBeNull();
     expect(fitsAnswer('POST /api/clusters/{cluster}/rebalance', { dry_run: true, by: null, moves: [], slots: 0 })).toBeNull();
   });
 

@@ -1,7 +1,7 @@
 // The slot heatmap's values per measure and its colour scale.
 
 import { describe, expect, it } from 'vitest';
-import { EMPTY_COLOR, heatBands, heatColor, heatValues } from '../src/lib/heat';
+import { EMPTY_COLOR, heatBands, heatColor, heatValues, slotOverlay } from '../src/lib/heat';
 import type { SlotStats } from '../src/api/shapes';
 
 const stats = (ops: number[], memory: number[]): SlotStats => ({
@@ -34,5 +34,27 @@ describe('slot heatmap scale', () => {
   it('labels every band for the legend', () => {
     expect(heatBands('ops').map((b) => b.label)).toEqual(['< 10 ops/s', '≥ 10 ops/s', '≥ 100 ops/s', '≥ 1k ops/s', '≥ 10k ops/s', '≥ 100k ops/s']);
     expect(heatBands('memory')[0].label).toBe('< 16.0 KiB');
+  });
+});
+
+describe('slot map overlay', () => {
+  it('gives each slot its owner and where it moves; out-of-range ids are ignored', () => {
+    const o = slotOverlay(
+      [
+        { id: 0, group: 1 },
+        { id: 3, group: 2, action: { target: 1 } },
+        { id: 5000, group: 9 },
+        { id: -1, group: 9 },
+      ],
+      8,
+    );
+    expect(o).toHaveLength(8);
+    expect(o[0]).toEqual({ group: 1, movingTo: null });
+    expect(o[3]).toEqual({ group: 2, movingTo: 1 });
+    expect(o[7]).toEqual({ group: null, movingTo: null });
+    expect(slotOverlay(undefined, 2)).toEqual([
+      { group: null, movingTo: null },
+      { group: null, movingTo: null },
+    ]);
   });
 });

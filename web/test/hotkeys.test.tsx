@@ -5,6 +5,7 @@ import { cleanup, screen } from '@testing-library/react';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api/client';
+import { perSecond } from '../src/lib/format';
 import { HotKeysView, hitRate } from '../src/views/HotKeys';
 
 afterEach(cleanup);
@@ -37,5 +38,27 @@ describe('Hot keys view', () => {
     await screen.findByTestId('hotkeys-proxies');
     expect(screen.queryByTestId('hotkeys-cache-hit-rate')).toBeNull();
     expect(hitRate(figures)).toBe('–');
+  });
+});
+
+describe('Hot keys rates', () => {
+  it('shows ops/s: the window count divided by the window length', async () => {
+    const figures = { enabled: false, hits: 0, misses: 0, fills: 0, invalidations: 0, entries: 0, bytes: 0 };
+    const key = (k: string, ops: number) => ({
+      key: k,
+      key_len: k.length,
+      truncated: false,
+      slot: 1,
+      group: 1,
+      ops,
+      bytes: ops * 100,
+      seen_by: [{ token: 't', addr: '127.0.0.1:7000', ops, bytes: ops * 100 }],
+    });
+    const body = { ...view(figures), window_secs: 8, by_ops: [key('hot', 40_000), key('cold', 4)] };
+    render(<HotKeysView c={new Client(serve(body)).cluster('local')} />);
+    const cells = await screen.findAllByTestId('hotkeys-ops-ops');
+    expect(cells.map((c) => c.textContent)).toEqual(['5,000', '0.5']);
+    expect(screen.getAllByTestId('hotkeys-ops-row')[0].textContent).toContain('127.0.0.1:7000: 5,000 ops/s');
+    expect(perSecond(10, 0)).toBeNull();
   });
 });

@@ -2,7 +2,21 @@
 // slots in flight as ranges, the throttle's text.
 
 import { describe, expect, it } from 'vitest';
-import { barPercent, copyRounds, describeThrottle, eta, formatDuration, keysPerSecond, runState, stateCounts, summarizeFlight } from '../src/lib/migration';
+import {
+  barPercent,
+  copyRounds,
+  describeThrottle,
+  eta,
+  formatDuration,
+  jobOutcome,
+  keysPerSecond,
+  parseCap,
+  placeHolds,
+  runState,
+  spansLabel,
+  stateCounts,
+  summarizeFlight,
+} from '../src/lib/migration';
 import { migrationRun, slotProgress } from './answers';
 
 const moving = slotProgress();
@@ -110,5 +124,37 @@ describe('throttle text', () => {
   it('names each cap, or none', () => {
     expect(describeThrottle({ max_keys_per_sec: 5000, max_bytes_per_sec: 1024 }, fmt)).toBe('5000 keys/s, 1024 B/s');
     expect(describeThrottle({ max_keys_per_sec: null, max_bytes_per_sec: null }, fmt)).toBeNull();
+  });
+});
+
+describe('jobs', () => {
+  it('label slot ranges as the CLI does', () => {
+    expect(spansLabel([{ from: 400, to: 511 }, { from: 700, to: 700 }])).toBe('400-511, 700');
+    expect(spansLabel([])).toBe('—');
+  });
+  it('say how a job ended, with who aborted it or why it failed', () => {
+    const base = { aborted_by: null, slots_aborted: 0, reason: null };
+    expect(jobOutcome({ ...base, outcome: 'finished' })).toEqual({ text: 'finished', tone: 'ok' });
+    expect(jobOutcome({ ...base, outcome: 'aborted', aborted_by: 'ops-token', slots_aborted: 3 }).text).toBe(
+      'aborted by ops-token (3 slots)',
+    );
+    expect(jobOutcome({ ...base, outcome: 'failed', reason: 'slots 3 left' }).text).toBe('failed: slots 3 left');
+  });
+  it('take a speed cap as a whole number of keys per second, or none', () => {
+    expect(parseCap(' 1,500 ')).toBe(1500);
+    expect(parseCap('')).toBeUndefined();
+    expect(parseCap('0')).toHaveProperty('error');
+    expect(parseCap('2.5')).toHaveProperty('error');
+    expect(parseCap('fast')).toHaveProperty('error');
+  });
+  it('place holds on the job span, visible and clamped', () => {
+    const hold = { time_ms: 1500, last_ms: 1500, times: 1, slots: [], reason: 'x' };
+    const [one] = placeHolds([hold], 1000, 2000);
+    expect(one.left).toBe(50);
+    expect(one.width).toBe(0.5);
+    const [late] = placeHolds([{ ...hold, time_ms: 5000, last_ms: 6000 }], 1000, 2000);
+    expect(late.left + late.width).toBeLessThanOrEqual(100);
+    const [long] = placeHolds([{ ...hold, time_ms: 1000, last_ms: 2000 }], 1000, 2000);
+    expect([long.left, long.width]).toEqual([0, 100]);
   });
 });

@@ -123,6 +123,27 @@ describe('Plugins view', () => {
     expect(screen.getByTestId('plugin-metrics').textContent).toContain('command=FLUSHALL');
   });
 
+  it('offers the CPU, memory and input limits the CLI has, checked before they are sent', async () => {
+    const { c, calls } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0, { cpu_budget_ms: 5 })]];
+      if (method === 'PUT' && url === '/api/clusters/local/plugins/filter/config') return [200, plugin('filter', 0, { cpu_budget_ms: 10, memory_mb: 32 })];
+      return undefined;
+    });
+    renderPlugins(c);
+    fireEvent.click(await screen.findByTestId('plugin-open-filter'));
+    const cpu = await screen.findByTestId<HTMLInputElement>('plugin-cpu-budget');
+    expect(cpu.value).toBe('5');
+    fireEvent.change(cpu, { target: { value: '10' } });
+    fireEvent.change(screen.getByTestId('plugin-memory'), { target: { value: 'lots' } });
+    expect(screen.getByTestId('plugin-limits-error').textContent).toContain('the memory limit (MiB) is a whole number');
+    expect(screen.getByTestId<HTMLButtonElement>('plugin-config-save').disabled).toBe(true);
+    fireEvent.change(screen.getByTestId('plugin-memory'), { target: { value: '32' } });
+    fireEvent.click(screen.getByTestId('plugin-config-save'));
+    await waitFor(() => expect(calls.some((x) => x.method === 'PUT')).toBe(true));
+    const put = calls.find((x) => x.method === 'PUT');
+    expect(put?.body).toEqual({ config: { deny: ['FLUSHALL'] }, fail: 'open', cpu_budget_ms: 10, memory_mb: 32 });
+  });
+
   it('asks before deleting a plugin', async () => {
     const { c, calls } = server((method, url) => {
       if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0)]];

@@ -75,6 +75,42 @@ function setup() {
 }
 
 describe('SlotMap', () => {
+  it('is usable from the keyboard: arrows move, Enter selects, shift extends, Escape clears', async () => {
+    setup();
+    await waitFor(() => expect(screen.getByTestId('slot-1023').getAttribute('data-group')).toBe('2'));
+    const grid = screen.getByTestId('slot-grid');
+    expect(grid.tabIndex).toBe(0);
+    fireEvent.focus(grid);
+    expect(grid.getAttribute('aria-activedescendant')).toBe('slot-cell-0');
+    fireEvent.keyDown(grid, { key: 'ArrowDown' });
+    fireEvent.keyDown(grid, { key: 'ArrowRight' });
+    expect(grid.getAttribute('aria-activedescendant')).toBe('slot-cell-33');
+    fireEvent.keyDown(grid, { key: 'Enter' });
+    expect(screen.getByTestId<HTMLInputElement>('selection-range').value).toBe('33');
+    fireEvent.keyDown(grid, { key: 'ArrowRight', shiftKey: true });
+    fireEvent.keyDown(grid, { key: 'ArrowRight', shiftKey: true });
+    expect(screen.getByTestId<HTMLInputElement>('selection-range').value).toBe('33-35');
+    expect(screen.getByTestId('slot-35').getAttribute('aria-selected')).toBe('true');
+    expect(screen.getByTestId('slot-35').getAttribute('aria-label')).toBe('slot 35, group 1');
+    expect(screen.getByTestId('slot-700').getAttribute('aria-label')).toBe('slot 700, group 2, migrating to group 1');
+    fireEvent.keyDown(grid, { key: 'Escape' });
+    expect(screen.getByTestId<HTMLInputElement>('selection-range').value).toBe('');
+    expect(document.querySelectorAll('[role="row"]').length).toBe(32);
+  });
+  it('lays the slot map over the heat on request: owner bars and moving slots outlined', async () => {
+    setup();
+    await waitFor(() => expect(screen.getByTestId('heat-5').getAttribute('data-value')).toBe('400'));
+    expect(screen.getByTestId('heat-700').getAttribute('data-owner')).toBeNull();
+    fireEvent.click(screen.getByTestId('heat-overlay'));
+    await waitFor(() => expect(screen.getByTestId('heat-700').getAttribute('data-owner')).toBe('2'));
+    expect(screen.getByTestId('heat-700').className).toContain('heat-moving');
+    expect(screen.getByTestId('heat-700').title).toContain('moving to group 1');
+    expect(screen.getByTestId('heat-5').getAttribute('data-owner')).toBe('1');
+    expect(screen.getByTestId('heat-5').className).not.toContain('heat-moving');
+    expect(screen.getByTestId('heat-5').title).toBe('slot 5: 400 ops/s, group 1');
+    expect(screen.getByTestId('heat-overlay-legend').textContent).toContain('moving');
+  });
+
   it('draws 1024 cells coloured by group, marks migrating slots, and shows a slot on click', async () => {
     setup();
     await waitFor(() => expect(screen.getByTestId('slot-1023').getAttribute('data-group')).toBe('2'));

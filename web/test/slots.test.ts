@@ -15,8 +15,7 @@ import {
   selectionSize,
   slotsPerGroup,
   summarizeMoves,
-  summarizeSlots,
-} from '../src/lib/slots';
+  summarizeSlots, moveFocus, slotLabel } from '../src/lib/slots';
 import type { Slot } from '../src/api/shapes';
 
 const evenSplit = (): Slot[] => Array.from({ length: 1024 }, (_, id) => ({ id, group: id < 512 ? 1 : 2 }));
@@ -131,5 +130,25 @@ describe('groupColor', () => {
     expect(groupColor(1)).toBe(groupColor(1));
     expect(groupColor(1)).not.toBe(groupColor(2));
     expect(groupColor(null)).toBe('#d0d4da');
+  });
+});
+
+describe('the slot grid from the keyboard', () => {
+  it('moves by cell, row, row end and page, clamped to the slots', () => {
+    expect(moveFocus(0, 'ArrowRight')).toBe(1);
+    expect(moveFocus(0, 'ArrowLeft')).toBe(0);
+    expect(moveFocus(5, 'ArrowDown')).toBe(37);
+    expect(moveFocus(1023, 'ArrowDown')).toBe(1023);
+    expect(moveFocus(40, 'Home')).toBe(32);
+    expect(moveFocus(40, 'End')).toBe(63);
+    expect(moveFocus(1000, 'PageDown')).toBe(1023);
+    expect(moveFocus(3, 'Tab')).toBeNull();
+  });
+  it('reads a slot with its group and its move', () => {
+    expect(slotLabel({ id: 5, group: 1 })).toBe('slot 5, group 1');
+    expect(slotLabel({ id: 9, group: null })).toBe('slot 9, unassigned');
+    expect(slotLabel({ id: 700, group: 2, action: { state: 'copying', source: 2, target: 1, aborting: false } })).toBe(
+      'slot 700, group 2, migrating to group 1',
+    );
   });
 });

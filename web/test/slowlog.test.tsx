@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api/client';
 import { PluginChart, seriesKey } from '../src/components/PluginChart';
 import type { PluginMetrics } from '../src/api/shapes';
+import { arrangeEntries } from '../src/lib/commandlog';
 import { SlowLog } from '../src/views/SlowLog';
 
 afterEach(cleanup);
@@ -77,5 +78,30 @@ describe('PluginChart', () => {
     rerender(<PluginChart data={read(5)} />);
     expect(chart().dataset.points).toBe('2');
     expect(container.querySelector('.uplot')).not.toBeNull();
+  });
+});
+
+describe('Slow log sort and filter', () => {
+  const entries = [
+    entry('aaaa', 1, 500, ['GET', 'user:1']),
+    entry('bbbb', 2, 90_000, ['EVAL', 'return 1', '0']),
+    entry('aaaa', 3, 20, ['SET', 'user:2', 'x']),
+  ];
+  it('sorts newest first or by value, and keeps rows matching every word', () => {
+    expect(arrangeEntries(entries, 'time', '').map((e) => e.id)).toEqual([3, 2, 1]);
+    expect(arrangeEntries(entries, 'value', '').map((e) => e.id)).toEqual([2, 1, 3]);
+    expect(arrangeEntries(entries, 'time', 'USER').map((e) => e.id)).toEqual([3, 1]);
+    expect(arrangeEntries(entries, 'time', 'user set').map((e) => e.id)).toEqual([3]);
+    expect(arrangeEntries(entries, 'time', '19001').map((e) => e.id)).toEqual([2]);
+  });
+  it('applies them in the view', async () => {
+    const { c } = cluster(() => [200, { type: 'slow', proxies: 2, unreachable: [], entries }]);
+    render(<SlowLog c={c} />);
+    await screen.findByTestId('slowlog-table');
+    fireEvent.change(screen.getByTestId('slowlog-sort'), { target: { value: 'value' } });
+    expect(screen.getAllByTestId('slowlog-args').map((e) => e.textContent)).toEqual(['EVAL return 1 0', 'GET user:1', 'SET user:2 x']);
+    fireEvent.change(screen.getByTestId('slowlog-filter'), { target: { value: 'user' } });
+    expect(screen.getAllByTestId('slowlog-entry')).toHaveLength(2);
+    expect(screen.getByTestId('slowlog-shown').textContent).toBe('2 of 3 shown');
   });
 });

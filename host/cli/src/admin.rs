@@ -119,8 +119,12 @@ pub enum AdminCmd {
         #[arg(value_name = "SLOTS")]
         slots: Vec<String>,
     },
-    /// Migration progress: slots in flight, keys moved, keys per second, ETA.
-    Migrations,
+    /// Migration progress: slots in flight, keys moved, keys per second, ETA, and why a step
+    /// was held; `--history`: the last migrations and rebalances as jobs.
+    Migrations {
+        #[arg(long)]
+        history: bool,
+    },
     /// The hottest keys by operations and by bytes, summed over the proxies (docs/hotkeys.md).
     Hotkeys(hotkeys::HotKeysArgs),
     /// Back up every group, with the cluster's documents and a manifest, into a new directory
@@ -174,7 +178,8 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Abort { all, slots } => {
                 migration::abort(&client, all, slot_arg::expand(&slots)?).await
             }
-            AdminCmd::Migrations => migration::status(&client).await,
+            AdminCmd::Migrations { history: false } => migration::status(&client).await,
+            AdminCmd::Migrations { history: true } => migration::history(&client).await,
             AdminCmd::Plugin(cmd) => plugin::run(&client, cmd).await,
             AdminCmd::User(cmd) => user::run(&client, cmd).await,
             AdminCmd::Token(cmd) => token::run(&client, cmd).await,

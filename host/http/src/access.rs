@@ -67,6 +67,7 @@ const RULES: &[Rule] = &[
     rule("/api/users/{name}", VIEWER, ADMIN),
     rule("/api/migrations", VIEWER, OPERATOR),
     rule("/api/migrations/abort", VIEWER, OPERATOR),
+    rule("/api/migrations/history", VIEWER, OPERATOR),
     rule("/api/migrations/throttle", VIEWER, OPERATOR),
     rule("/api/rebalance", VIEWER, OPERATOR),
     // Backup jobs: directory names, sizes, sources; a backup writes under --backup-root only.

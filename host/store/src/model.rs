@@ -59,6 +59,11 @@ impl Paths {
         format!("{}/topology", self.base)
     }
 
+    /// The history of migrations and rebalances (`dashboard::migration_jobs`).
+    pub fn migration_jobs(&self) -> String {
+        format!("{}/migration-jobs", self.base)
+    }
+
     /// An abort asked for and not yet applied by the migration driver
     /// (`dashboard::migration::AbortRequest`).
     pub fn migration_abort(&self) -> String {

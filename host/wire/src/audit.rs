@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 use crate::access::Role;
 
 /// The header naming who makes a call: `console:<user>` from the console, `cli:<user>` from
-/// `tessera admin`. It is taken as given (any token holder can write any name); the entry's
+/// `tessera admin` (`cli` alone when it does not know the user: the dashboard records
+/// `cli:<token name>` then). It is taken as given (any token holder can write any name); the entry's
 /// `token`, the name of the token the call carried, is what the caller cannot choose.
 pub const ACTOR_HEADER: &str = "x-tessera-actor";
 
@@ -45,4 +46,13 @@ pub struct AuditEntry {
     pub detail: String,
     /// The HTTP status the call answered.
     pub status: u16,
+    /// The call as a sentence with who made it ("ops-token moved slots 400-511 to group 2";
+    /// a refusal says so with its reason). Empty in entries from before sentences.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub summary: String,
+    /// A refused call's reason (the API's error message).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub reason: Option<String>,
 }

@@ -132,6 +132,11 @@ pub struct MigrationStatus {
     /// slots to the one that routed them to their target (`None` before the first).
     #[schema(required = true)]
     pub write_pause: Option<PauseStats>,
+    /// The running (or last) migration's held steps, oldest first: when, which slots, and
+    /// why (the job's `holds`, docs/migration.md "Why a step was held").
+    #[serde(default)]
+    #[schema(required = true)]
+    pub holds: Vec<Hold>,
 }
 
 /// A migration as a whole: the slots queued from the moment the driver had none until it
@@ -236,6 +241,137 @@ pub struct PauseStats {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+}
+
+// === history ===
+
+/// `GET /api/migrations/history`: the last migrations and rebalances, newest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct MigrationHistory {
+    pub jobs: Vec<MigrationJob>,
+}
+
+/// One migration or rebalance as a job: a run of the driver, from the moment it had no slot
+/// to move until it has none again (a migration queued while another runs joins it).
+/// Persisted in the cluster's store, so a successor dashboard records its end.
+///
+/// ```text
+/// {"id": "1767225600000-400", "kind": "migrate", "slots": [{"from": 400, "to": 511}],
+///  "from_groups": [1], "to_groups": [2], "started_unix_ms": 1767225600000,
+///  "ended_unix_ms": 1767225607000, "duration_ms": 7000, "slots_moved": 112,
+///  "slots_aborted": 0, "keys_moved": 10000, "bytes_moved": 480000, "peak_pause_ms": 41.2,
+///  "started_by": ["ops-token"], "outcome": "finished", "aborted_by": null, "reason": null,
+///  "holds": []}
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MigrationJob {
+    /// Its start (Unix ms) and first slot: unique within a cluster.
+    pub id: String,
+    pub kind: JobKind,
+    /// Every slot it took, as ranges.
+    pub slots: Vec<SlotSpan>,
+    pub from_groups: Vec<GroupId>,
+    pub to_groups: Vec<GroupId>,
+    pub started_unix_ms: u64,
+    #[schema(required = true)]
+    pub ended_unix_ms: Option<u64>,
+    #[schema(required = true)]
+    pub duration_ms: Option<u64>,
+    /// Slots routed to their target.
+    pub slots_moved: usize,
+    pub slots_aborted: usize,
+    /// Every key it copied (a key written during its copy and copied again counts again),
+    /// and their bytes; across a change of dashboard, what each saved.
+    pub keys_moved: u64,
+    pub bytes_moved: u64,
+    /// The longest write pause of its handoffs.
+    #[schema(required = true)]
+    pub peak_pause_ms: Option<f64>,
+    /// Who asked for it: the token's name, or `console:<user>` through the console; one
+    /// entry per caller whose slots joined it. Empty when its start was not seen (queued
+    /// before this dashboard version).
+    pub started_by: Vec<String>,
+    pub outcome: JobOutcome,
+    /// Who aborted slots of it.
+    #[schema(required = true)]
+    pub aborted_by: Option<String>,
+    /// Why it failed, or a note on how its end was recorded.
+    #[schema(required = true)]
+    pub reason: Option<String>,
+    /// Why its steps were held, oldest first (the last [`MAX_HOLDS`]).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub holds: Vec<Hold>,
+}
+
+/// The most holds a job keeps (its latest).
+pub const MAX_HOLDS: usize = 50;
+
+/// What a job moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    Migrate,
+    Rebalance,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobOutcome {
+    /// Still moving.
+    Running,
+    /// Every slot it kept was routed to its target.
+    Finished,
+    /// Some of its slots were turned back (`aborted_by`).
+    Aborted,
+    /// Slots left it unfinished without an abort (`reason`).
+    Failed,
+}
+
+/// Slots `from..=to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SlotSpan {
+    pub from: u16,
+    pub to: u16,
+}
+
+impl SlotSpan {
+    /// The ranges of `slots` (ascending, no repeats).
+    pub fn ranges(slots: impl IntoIterator<Item = u16>) -> Vec<SlotSpan> {
+        let mut out: Vec<SlotSpan> = Vec::new();
+        for s in slots {
+            match out.last_mut() {
+                Some(r) if r.to.checked_add(1) == Some(s) => r.to = s,
+                _ => out.push(SlotSpan { from: s, to: s }),
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for SlotSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.from == self.to {
+            write!(f, "{}", self.from)
+        } else {
+            write!(f, "{}-{}", self.from, self.to)
+        }
+    }
+}
+
+/// A step of a job held, and why: a proxy that did not acknowledge (named by address), a
+/// copy lost, a slot written faster than it is copied, the store refusing a write…
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Hold {
+    /// When it was first seen, and last (the same hold seen again in a row is counted, not
+    /// listed again).
+    pub time_ms: u64,
+    pub last_ms: u64,
+    pub times: u32,
+    /// The slots it held.
+    pub slots: Vec<SlotSpan>,
+    pub reason: String,
 }
 
 // === rebalances ===

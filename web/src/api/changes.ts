@@ -4,6 +4,7 @@
 // the cluster too. Every change also touches the audit log, which records it.
 
 import { useMutation, useQueryClient, type QueryKey } from '@tanstack/react-query';
+import type { PluginLimits } from '../lib/config';
 import type { ClusterApi } from './cluster';
 import { clusterKey, consoleKeys } from './queries';
 import type { BackupRequest, Move, PrefixRouteChange, ReadPolicy, RebalanceBy, Role, MirrorChange } from './shapes';
@@ -44,6 +45,9 @@ export const useMigrate = (c: ClusterApi) =>
     (v: { from: number; to: number; group: number; maxKeysPerSec?: number }) => c.migrate(v.from, v.to, v.group, v.maxKeysPerSec),
     slotsOf(c),
   );
+/** Changes the running migration's speed cap (keys/s; `undefined` lifts it). */
+export const useThrottle = (c: ClusterApi) =>
+  useChange((maxKeysPerSec: number | undefined) => c.setThrottle(maxKeysPerSec), [clusterKey(c.name, 'migrations')]);
 /** Aborts the migration of `slots`, or every one. */
 export const useAbort = (c: ClusterApi) => useChange((slots?: number[]) => c.abort(slots), slotsOf(c));
 /** A rebalance's plan: a dry run, which changes nothing, so it touches no query. */
@@ -77,7 +81,11 @@ const pluginsOf = (c: ClusterApi) => [clusterKey(c.name, 'plugins')];
 export const useUploadPlugin = (c: ClusterApi) =>
   useChange((v: { name: string; wasm: ArrayBuffer | Blob }) => c.uploadPlugin(v.name, v.wasm), pluginsOf(c));
 export const useConfigurePlugin = (c: ClusterApi) =>
-  useChange((v: { name: string; config: unknown; fail?: 'open' | 'closed' }) => c.configurePlugin(v.name, v.config, v.fail), pluginsOf(c));
+  useChange(
+    (v: { name: string; config: unknown; fail?: 'open' | 'closed'; limits?: PluginLimits }) =>
+      c.configurePlugin(v.name, v.config, v.fail, v.limits),
+    pluginsOf(c),
+  );
 export const useSetPluginEnabled = (c: ClusterApi) =>
   useChange((v: { name: string; enabled: boolean }) => c.setPluginEnabled(v.name, v.enabled), pluginsOf(c));
 export const useOrderPlugins = (c: ClusterApi) => useChange((order: string[]) => c.orderPlugins(order), pluginsOf(c));

@@ -5,6 +5,7 @@
 import { checkAnswer } from './check';
 import { fillPath, relayed, type Answer, type Method, type PathParams, type RequestBody, type Route } from './contract';
 import type { Transport } from './transport';
+import type { PluginLimits } from '../lib/config';
 import type { CommandLogType, Move, ReadPolicy, RebalanceBy, Role } from './shapes';
 
 interface CallArgs<P extends Route, M extends Method> {
@@ -87,6 +88,15 @@ export class ClusterApi {
     const body = maxKeysPerSec == null ? { from, to, group } : { from, to, group, max_keys_per_sec: maxKeysPerSec };
     return this.call('post', '/api/migrations', { body });
   }
+  /** The last migrations and rebalances as jobs, newest first. */
+  migrationHistory(signal?: AbortSignal) {
+    return this.call('get', '/api/migrations/history', { signal });
+  }
+  /** Changes the running migration's speed cap; `undefined` lifts it. 409 with nothing running. */
+  setThrottle(maxKeysPerSec?: number) {
+    const body = maxKeysPerSec == null ? {} : { max_keys_per_sec: maxKeysPerSec };
+    return this.call('put', '/api/migrations/throttle', { body });
+  }
   abort(slots?: number[]) {
     return this.call('post', '/api/migrations/abort', { body: slots ? { slots } : {} });
   }
@@ -114,8 +124,9 @@ export class ClusterApi {
   uploadPlugin(name: string, wasm: ArrayBuffer | Blob) {
     return this.call('put', '/api/plugins/{name}/module', { path: { name }, raw: { data: wasm, contentType: 'application/wasm' } });
   }
-  configurePlugin(name: string, config: unknown, fail?: 'open' | 'closed') {
-    return this.call('put', '/api/plugins/{name}/config', { path: { name }, body: fail ? { config, fail } : { config } });
+  /** Sets a plugin's config, and its fail policy and resource limits when given. */
+  configurePlugin(name: string, config: unknown, fail?: 'open' | 'closed', limits: PluginLimits = {}) {
+    return this.call('put', '/api/plugins/{name}/config', { path: { name }, body: fail ? { config, fail, ...limits } : { config, ...limits } });
   }
   setPluginEnabled(name: string, enabled: boolean) {
     return enabled

@@ -42,6 +42,11 @@ export const reads = {
   proxies: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'proxies'), queryFn: ({ signal }) => c.proxies(signal) }),
   migrations: (c: ClusterApi) =>
     queryOptions({ queryKey: clusterKey(c.name, 'migrations'), queryFn: ({ signal }) => c.migrations(signal) }),
+  migrationHistory: (c: ClusterApi) =>
+    queryOptions({
+      queryKey: clusterKey(c.name, 'migrations', 'history'),
+      queryFn: ({ signal }) => c.migrationHistory(signal),
+    }),
   hotKeys: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'hotkeys'), queryFn: ({ signal }) => c.hotKeys(signal) }),
   plugins: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'plugins'), queryFn: ({ signal }) => c.plugins(signal) }),
   pluginMetrics: (c: ClusterApi, plugin: string) =>

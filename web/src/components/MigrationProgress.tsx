@@ -9,6 +9,8 @@ import { reads } from '../api/queries';
 import type { MigrationStatus } from '../api/shapes';
 import { formatBytes, formatNumber } from '../lib/format';
 import { barPercent, copyRounds, describeThrottle, formatDuration, runState, stateCounts } from '../lib/migration';
+import { HoldTimeline } from './HoldTimeline';
+import { ThrottleControl } from './ThrottleControl';
 import { ErrorBox, useConfirm, useNotices } from './ui';
 
 /** Polls the migration status every second. */
@@ -159,6 +161,10 @@ export function MigrationProgress({
           Held: {status.blocked}
         </div>
       )}
+      {r && (
+        <HoldTimeline holds={status.holds} startMs={r.started_unix_ms} endMs={r.ended_unix_ms} />
+      )}
+      <ThrottleControl c={c} status={status} />
     </div>
   );
 }

@@ -1,25 +1,44 @@
 // The slot heatmap: ops/s or memory per slot (GET /api/slots/stats), in the slot map's layout,
 // on an absolute scale with its legend; every group listed, those without slots too, with its
-// master's memory as the groups view shows it beside the keys' estimated size.
+// master's memory as the groups view shows it beside the keys' estimated size. With the
+// overlay on, each cell also shows its owner (a bar in the group's colour) and a moving slot
+// is outlined, so what moves shows beside what is hot.
 
 import { useQuery } from '@tanstack/react-query';
 import { memo, useMemo, useState } from 'react';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import { formatBytes, formatShort } from '../lib/format';
-import { EMPTY_COLOR, heatBands, heatColor, heatValues, type HeatMeasure } from '../lib/heat';
+import { EMPTY_COLOR, heatBands, heatColor, heatValues, slotOverlay, type HeatMeasure, type SlotOverlay } from '../lib/heat';
+import { groupColor } from '../lib/slots';
 
 const COLS = 32;
 
-const HeatCell = memo(function HeatCell({ slot, value, measure }: { slot: number; value: number; measure: HeatMeasure }) {
+const HeatCell = memo(function HeatCell({
+  slot,
+  value,
+  measure,
+  overlay,
+}: {
+  slot: number;
+  value: number;
+  measure: HeatMeasure;
+  overlay: SlotOverlay | null;
+}) {
   const label = measure === 'ops' ? `${formatShort(value)} ops/s` : formatBytes(Math.round(value));
+  const owner = overlay ? `, group ${overlay.group ?? 'none'}` : '';
+  const moving = overlay?.movingTo != null ? `, moving to group ${overlay.movingTo}` : '';
   return (
     <div
-      className="heat-cell"
-      style={{ background: heatColor(value, measure) }}
+      className={`heat-cell${overlay?.movingTo != null ? ' heat-moving' : ''}`}
+      style={{
+        background: heatColor(value, measure),
+        boxShadow: overlay ? `inset 0 -3px 0 ${groupColor(overlay.group)}` : undefined,
+      }}
       data-testid={`heat-${slot}`}
       data-value={value}
-      title={`slot ${slot}: ${label}`}
+      data-owner={overlay ? (overlay.group ?? 'none') : undefined}
+      title={`slot ${slot}: ${label}${owner}${moving}`}
     />
   );
 });
@@ -27,6 +46,9 @@ const HeatCell = memo(function HeatCell({ slot, value, measure }: { slot: number
 export function SlotHeatmap({ c }: { c: ClusterApi }) {
   const stats = useQuery({ ...reads.slotStats(c), refetchInterval: 2000 });
   const [measure, setMeasure] = useState<HeatMeasure>('ops');
+  const [overlayOn, setOverlayOn] = useState(false);
+  const slots = useQuery({ ...reads.slots(c), refetchInterval: 2000, enabled: overlayOn });
+  const overlay = useMemo(() => (overlayOn ? slotOverlay(slots.data) : null), [overlayOn, slots.data]);
   const values = useMemo(() => heatValues(stats.data, measure), [stats.data, measure]);
   const max = Math.max(0, ...values);
   const total = values.reduce((a, b) => a + b, 0);
@@ -41,6 +63,10 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
         <label>
           <input type="radio" name="heat-measure" checked={measure === 'memory'} onChange={() => setMeasure('memory')} data-testid="heat-memory" /> keys' size
         </label>
+        <label title="Show each slot's group (a bar in its colour) and outline the slots moving">
+          <input type="checkbox" checked={overlayOn} onChange={(e) => setOverlayOn(e.target.checked)} data-testid="heat-overlay" /> slot map
+          overlay
+        </label>
         <span className="muted small" data-testid="heat-summary">
           total {fmt(total)}, busiest slot {fmt(max)}
           {stats.data && measure === 'ops' && ` (over ${stats.data.window_secs.toFixed(0)} s)`}
@@ -48,7 +74,7 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
       </div>
       <div className="slot-grid" style={{ gridTemplateColumns: `repeat(${COLS}, 1fr)` }} data-testid="heat-grid">
         {values.map((v, i) => (
-          <HeatCell key={i} slot={i} value={v} measure={measure} />
+          <HeatCell key={i} slot={i} value={v} measure={measure} overlay={overlay?.[i] ?? null} />
         ))}
       </div>
       <div className="heat-legend small" data-testid="heat-legend" aria-label="colour scale">
@@ -61,6 +87,11 @@ export function SlotHeatmap({ c }: { c: ClusterApi }) {
           </span>
         ))}
         <span className="muted"> per slot</span>
+        {overlay && (
+          <span className="heat-legend-item" data-testid="heat-overlay-legend">
+            · bar: the slot's group ·<span className="heat-swatch heat-moving" /> moving
+          </span>
+        )}
       </div>
       {stats.data && (
         <table className="table compact" data-testid="heat-groups">

@@ -156,3 +156,32 @@ export function validateConfig(text: string): ConfigCheck {
 export function formatConfig(v: unknown): string {
   return JSON.stringify(v === undefined ? null : v, null, 2);
 }
+
+/** A plugin's resource limits as the config form takes them (the CLI's `--cpu-budget-ms`, `--memory-mb`, `--max-input-kb`). */
+export interface PluginLimits {
+  cpu_budget_ms?: number;
+  memory_mb?: number;
+  max_input_kb?: number;
+}
+
+/**
+ * The limits typed in the form: each a whole number of at least 1, an empty field left out
+ * (the plugin keeps what it has: the default, or the last set); the first field that is not
+ * one, with why.
+ */
+export function parseLimits(fields: Record<keyof PluginLimits, string>): PluginLimits | { error: string } {
+  const names: Record<keyof PluginLimits, string> = {
+    cpu_budget_ms: 'the CPU budget (ms per call)',
+    memory_mb: 'the memory limit (MiB)',
+    max_input_kb: 'the input limit (KiB)',
+  };
+  const out: PluginLimits = {};
+  for (const k of Object.keys(names) as (keyof PluginLimits)[]) {
+    const t = fields[k].trim();
+    if (t === '') continue;
+    const n = Number(t);
+    if (!Number.isInteger(n) || n < 1) return { error: `${names[k]} is a whole number of at least 1, or empty to keep it` };
+    out[k] = n;
+  }
+  return out;
+}

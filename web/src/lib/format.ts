@@ -44,3 +44,17 @@ export function formatAge(startUnix: number, nowMs = Date.now()): string {
   if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
   return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
 }
+
+/**
+ * A count over a window as a rate per second: `null` when the window has no length yet (just
+ * after start). The hot keys' counts cover each proxy's sliding window (`window_secs`).
+ */
+export function perSecond(count: number, windowSecs: number): number | null {
+  return windowSecs > 0 && Number.isFinite(windowSecs) ? count / windowSecs : null;
+}
+
+/** A rate as read: one decimal under 10, whole and grouped above; "—" when unknown. */
+export function formatRate(r: number | null): string {
+  if (r == null || !Number.isFinite(r)) return '—';
+  return r < 10 ? r.toFixed(1) : formatNumber(r);
+}

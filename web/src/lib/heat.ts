@@ -44,3 +44,25 @@ export function heatColor(value: number, m: HeatMeasure): string {
   for (const b of bands) if (value >= b.from) c = b.color;
   return c;
 }
+
+/** One slot of the slot map laid over the heat: its owner, and where it moves if it does. */
+export interface SlotOverlay {
+  group: number | null;
+  movingTo: number | null;
+}
+
+/**
+ * The slot map for the heatmap's overlay, one entry per slot id (0-1023); a slot the map
+ * does not list (or lists twice) keeps the last word, and one it lacks has no owner.
+ */
+export function slotOverlay(
+  slots: readonly { id: number; group: number | null; action?: { target: number } | null }[] | undefined,
+  n = 1024,
+): SlotOverlay[] {
+  const out: SlotOverlay[] = Array.from({ length: n }, () => ({ group: null, movingTo: null }));
+  for (const s of slots ?? []) {
+    if (!Number.isInteger(s.id) || s.id < 0 || s.id >= n) continue;
+    out[s.id] = { group: s.group, movingTo: s.action ? s.action.target : null };
+  }
+  return out;
+}

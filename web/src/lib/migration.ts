@@ -2,7 +2,8 @@
 // from the dashboard's run (whose numbers the panel shows as they are), slots in flight as
 // ranges.
 
-import type { MigrationStatus } from '../api/shapes';
+import type { MigrationHold, MigrationJob, MigrationStatus } from '../api/shapes';
+import { rangeLabel } from './slots';
 
 export interface KeySample {
   /** ms */
@@ -133,4 +134,62 @@ export function summarizeFlight(slots: MigrationStatus['slots']): FlightRange[] 
     }
   }
   return out;
+}
+
+/** Slot ranges as the CLI writes them: "400-511, 700". */
+export function spansLabel(spans: readonly { from: number; to: number }[]): string {
+  return spans.map((s) => rangeLabel(s.from, s.to)).join(', ') || '—';
+}
+
+/** How a job ended, in words, and the badge tone to show it with. */
+export function jobOutcome(job: Pick<MigrationJob, 'outcome' | 'aborted_by' | 'slots_aborted' | 'reason'>): {
+  text: string;
+  tone: 'ok' | 'bad' | 'warn' | 'muted';
+} {
+  switch (job.outcome) {
+    case 'running':
+      return { text: 'running', tone: 'warn' };
+    case 'finished':
+      return { text: 'finished', tone: 'ok' };
+    case 'aborted':
+      return {
+        text: `aborted by ${job.aborted_by ?? 'someone unknown'} (${job.slots_aborted} slot${job.slots_aborted === 1 ? '' : 's'})`,
+        tone: 'bad',
+      };
+    case 'failed':
+      return { text: `failed: ${job.reason ?? 'no reason recorded'}`, tone: 'bad' };
+  }
+}
+
+/**
+ * A speed cap as typed: a whole number of keys per second (at least 1), `undefined` for an
+ * empty field (no cap), or the reason it is not one.
+ */
+export function parseCap(text: string): number | undefined | { error: string } {
+  const t = text.trim().replace(/[,_ ]/g, '');
+  if (t === '') return undefined;
+  const n = Number(t);
+  if (!Number.isInteger(n) || n < 1) return { error: 'the speed cap is a whole number of keys per second (at least 1), or empty for none' };
+  return n;
+}
+
+/** A hold placed on a timeline from `startMs` to `endMs`: left and width in percent. */
+export interface PlacedHold {
+  hold: MigrationHold;
+  left: number;
+  width: number;
+}
+
+/**
+ * The holds on the job's timeline: each from its first to its last sighting, at least 0.5 %
+ * wide so a single one shows; clamped to the span (a clock step must not draw outside it).
+ */
+export function placeHolds(holds: readonly MigrationHold[], startMs: number, endMs: number): PlacedHold[] {
+  const span = Math.max(endMs - startMs, 1);
+  const pct = (t: number) => Math.min(100, Math.max(0, ((t - startMs) / span) * 100));
+  return holds.map((hold) => {
+    const left = Math.min(pct(hold.time_ms), 99.5);
+    const right = Math.max(pct(hold.last_ms), left + 0.5);
+    return { hold, left, width: Math.min(right, 100) - left };
+  });
 }

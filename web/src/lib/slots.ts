@@ -67,6 +67,34 @@ export function clickSlot(sel: Selection | null, slot: number, shift: boolean): 
   return shift ? extendTo(sel, slot) : selectOne(slot);
 }
 
+/**
+ * Where a key moves the focus in a grid of `cols` columns over the slots: arrows by a cell or
+ * a row, Home and End to the row's ends, PageUp and PageDown by 8 rows, clamped to the slots.
+ * `null` for any other key.
+ */
+export function moveFocus(focus: number, key: string, cols = 32): number | null {
+  const row = Math.floor(focus / cols) * cols;
+  const to: Record<string, number> = {
+    ArrowLeft: focus - 1,
+    ArrowRight: focus + 1,
+    ArrowUp: focus - cols,
+    ArrowDown: focus + cols,
+    Home: row,
+    End: row + cols - 1,
+    PageUp: focus - cols * 8,
+    PageDown: focus + cols * 8,
+  };
+  return key in to ? clamp(to[key]) : null;
+}
+
+/** A slot as a screen reader reads it: "slot 700, group 2, migrating to group 1". */
+export function slotLabel(slot: Pick<Slot, 'id' | 'group' | 'action'>): string {
+  const owner = slot.group == null ? 'unassigned' : `group ${slot.group}`;
+  const a = slot.action;
+  const move = a ? `, ${a.aborting ? 'aborting its move' : 'migrating'} to group ${a.target}` : '';
+  return `slot ${slot.id}, ${owner}${move}`;
+}
+
 export function selectionSize(sel: Selection | null): number {
   return sel ? sel.to - sel.from + 1 : 0;
 }

@@ -49,7 +49,9 @@ export function Audit() {
   const f = filter.trim().toLowerCase();
   const clusters = [...new Set((data ?? []).map((e) => e.cluster))].sort();
   const rows = (data ?? []).filter(
-    (e) => (!cluster || e.cluster === cluster) && (!f || `${e.cluster} ${auditWho(e)} ${e.token ?? ''} ${auditWhat(e)} ${e.detail}`.toLowerCase().includes(f)),
+    (e) =>
+      (!cluster || e.cluster === cluster) &&
+      (!f || `${e.cluster} ${auditWho(e)} ${e.token ?? ''} ${e.summary} ${auditWhat(e)} ${e.detail}`.toLowerCase().includes(f)),
   );
   const loginRows = (logins.data ?? []).filter((e) => !f || `${e.user} ${e.addr} ${loginWhat(e)} ${e.detail}`.toLowerCase().includes(f));
   return (
@@ -95,7 +97,12 @@ export function Audit() {
                 <td className="nowrap">{formatTime(e.time_ms)}</td>
                 <td>{e.cluster}</td>
                 <td>{auditWho(e)}</td>
-                <td className="mono">{auditWhat(e)}</td>
+                <td>
+                  {e.summary ? <div data-testid="audit-summary">{e.summary}</div> : null}
+                  <div className={e.summary ? 'mono small muted' : 'mono'} data-testid="audit-call">
+                    {auditWhat(e)}
+                  </div>
+                </td>
                 <td className="num">{e.status}</td>
                 <td className="small" data-testid="audit-token">
                   {e.token ? `${e.token}${e.role ? ` (${e.role})` : ''}` : ''}

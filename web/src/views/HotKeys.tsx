@@ -5,7 +5,7 @@ import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { HotCacheFigures, HotKey } from '../api/shapes';
 import { ErrorBox, Stat } from '../components/ui';
-import { formatBytes, formatNumber } from '../lib/format';
+import { formatBytes, formatNumber, formatRate, perSecond } from '../lib/format';
 
 /** Hits over the cache's lookups (hits and misses) since the proxies started. */
 export function hitRate(f: HotCacheFigures): string {
@@ -33,11 +33,11 @@ export function HotKeysView({ c }: { c: ClusterApi }) {
             )}
           </div>
           <div className="columns">
-            <Ranking title="By operations" keys={v.by_ops} testid="hotkeys-ops" />
-            <Ranking title="By bytes" keys={v.by_bytes} testid="hotkeys-bytes" />
+            <Ranking title="By operations" keys={v.by_ops} windowSecs={v.window_secs} testid="hotkeys-ops" />
+            <Ranking title="By bytes" keys={v.by_bytes} windowSecs={v.window_secs} testid="hotkeys-bytes" />
           </div>
           <p className="muted small">
-            Counts are estimates over each proxy's sliding window (never under a key's true count while it stays in a proxy's top list). Long keys are cut; bytes outside printable ASCII show as \xHH.
+            Rates are each key's count over the window ({Math.round(v.window_secs)} s) divided by its length. Counts are estimates over each proxy's sliding window (never under a key's true count while it stays in a proxy's top list). Long keys are cut; bytes outside printable ASCII show as \xHH.
           </p>
         </>
       )}
@@ -45,7 +45,8 @@ export function HotKeysView({ c }: { c: ClusterApi }) {
   );
 }
 
-function Ranking({ title, keys, testid }: { title: string; keys: HotKey[]; testid: string }) {
+function Ranking({ title, keys, windowSecs, testid }: { title: string; keys: HotKey[]; windowSecs: number; testid: string }) {
+  const rate = (n: number) => perSecond(n, windowSecs);
   return (
     <div>
       <h3>{title}</h3>
@@ -53,8 +54,8 @@ function Ranking({ title, keys, testid }: { title: string; keys: HotKey[]; testi
         <thead>
           <tr>
             <th>Key</th>
-            <th className="num">Ops</th>
-            <th className="num">Bytes</th>
+            <th className="num">Ops/s</th>
+            <th className="num">Bytes/s</th>
             <th className="num">Slot</th>
             <th className="num">Group</th>
             <th>Seen by</th>
@@ -67,16 +68,16 @@ function Ranking({ title, keys, testid }: { title: string; keys: HotKey[]; testi
                 {k.key}
                 {k.truncated && <span className="muted small"> … ({formatBytes(k.key_len)})</span>}
               </td>
-              <td className="num" data-testid={`${testid}-ops`}>
-                {formatNumber(k.ops)}
+              <td className="num" data-testid={`${testid}-ops`} title={`${formatNumber(k.ops)} operations in the window`}>
+                {formatRate(rate(k.ops))}
               </td>
-              <td className="num">{formatBytes(k.bytes)}</td>
+              <td className="num">{rate(k.bytes) == null ? '—' : `${formatBytes(Math.round(rate(k.bytes) ?? 0))}/s`}</td>
               <td className="num">{k.slot ?? '—'}</td>
               <td className="num">{k.group ?? '—'}</td>
               <td className="small">
                 {k.seen_by.map((s) => (
                   <div key={s.token}>
-                    {s.addr}: {formatNumber(s.ops)}
+                    {s.addr}: {formatRate(rate(s.ops))} ops/s
                   </div>
                 ))}
               </td>

@@ -7,10 +7,11 @@ import { useAbort, useMigrate, usePlanRebalance, useRebalance } from '../api/cha
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { RebalanceBy, RebalanceResult } from '../api/shapes';
+import { MigrationHistory } from '../components/MigrationHistory';
 import { MigrationProgress, useMigrations } from '../components/MigrationProgress';
 import { ErrorBox, useConfirm, useNotices } from '../components/ui';
 import { formatBytes, formatNumber } from '../lib/format';
-import { summarizeFlight } from '../lib/migration';
+import { parseCap, summarizeFlight } from '../lib/migration';
 import { groupColor, parseRange, planDelta, rangeLabel, summarizeMoves } from '../lib/slots';
 
 export function Migrations({ c }: { c: ClusterApi }) {
@@ -39,10 +40,8 @@ export function Migrations({ c }: { c: ClusterApi }) {
     const r = parseRange(range);
     if (typeof r === 'string') return setRangeErr(r);
     if (target === '') return setRangeErr('choose the group the slots move to');
-    const capText = cap.trim();
-    const maxKeysPerSec = capText === '' ? undefined : Number(capText);
-    if (maxKeysPerSec !== undefined && !(Number.isInteger(maxKeysPerSec) && maxKeysPerSec > 0))
-      return setRangeErr('the speed cap is a whole number of keys per second, or empty for none');
+    const maxKeysPerSec = parseCap(cap);
+    if (typeof maxKeysPerSec === 'object') return setRangeErr(maxKeysPerSec.error);
     setRangeErr(null);
     await run(
       `Migrate slots ${rangeLabel(r.from, r.to)}`,
@@ -308,6 +307,7 @@ export function Migrations({ c }: { c: ClusterApi }) {
           <p className="muted">No slot is moving.</p>
         )}
       </div>
+      <MigrationHistory c={c} />
     </section>
   );
 }

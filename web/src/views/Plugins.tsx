@@ -10,7 +10,7 @@ import { reads } from '../api/queries';
 import type { Plugin } from '../api/shapes';
 import { PluginChart } from '../components/PluginChart';
 import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
-import { formatConfig, validateConfig } from '../lib/config';
+import { formatConfig, parseLimits, validateConfig } from '../lib/config';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
 
 /** The dashboard's rule for plugin names. */
@@ -204,12 +204,19 @@ function ConfigEditor({ c, plugin }: { c: ClusterApi; plugin: Plugin }) {
   // `fail_closed`, and anything not open is closed.
   const [fail, setFail] = useState<'open' | 'closed'>(plugin.fail === 'open' || plugin.fail === 'fail_open' ? 'open' : 'closed');
   const [serverErr, setServerErr] = useState<unknown>(null);
+  const shown = (n: number | null | undefined) => (n == null ? '' : String(n));
+  const [limits, setLimits] = useState({
+    cpu_budget_ms: shown(plugin.cpu_budget_ms),
+    memory_mb: shown(plugin.memory_mb),
+    max_input_kb: shown(plugin.max_input_kb),
+  });
+  const parsedLimits = parseLimits(limits);
   const check = validateConfig(text);
   const save = async () => {
-    if (!check.ok) return;
+    if (!check.ok || 'error' in parsedLimits) return;
     setServerErr(null);
     try {
-      await configure.mutateAsync({ name: plugin.name, config: check.value, fail });
+      await configure.mutateAsync({ name: plugin.name, config: check.value, fail, limits: parsedLimits });
       notify('ok', `${plugin.name}: config saved`);
     } catch (e) {
       setServerErr(e);
@@ -242,7 +249,53 @@ function ConfigEditor({ c, plugin }: { c: ClusterApi; plugin: Plugin }) {
             <option value="closed">closed (refuse commands)</option>
           </select>
         </label>
-        <button className="primary" disabled={!check.ok || configure.isPending} onClick={save} data-testid="plugin-config-save">
+      </div>
+      <div className="toolbar" data-testid="plugin-limits">
+        <label title="CPU time one call may use (default 5 ms)">
+          CPU budget (ms per call){' '}
+          <input
+            size={6}
+            inputMode="numeric"
+            placeholder="5"
+            value={limits.cpu_budget_ms}
+            onChange={(e) => setLimits((l) => ({ ...l, cpu_budget_ms: e.target.value }))}
+            data-testid="plugin-cpu-budget"
+          />
+        </label>
+        <label title="Memory one instance may use (default 64 MiB)">
+          memory (MiB){' '}
+          <input
+            size={6}
+            inputMode="numeric"
+            placeholder="64"
+            value={limits.memory_mb}
+            onChange={(e) => setLimits((l) => ({ ...l, memory_mb: e.target.value }))}
+            data-testid="plugin-memory"
+          />
+        </label>
+        <label title="The largest command or observed reply copied into the plugin (default: a quarter of the memory limit)">
+          input (KiB){' '}
+          <input
+            size={6}
+            inputMode="numeric"
+            value={limits.max_input_kb}
+            onChange={(e) => setLimits((l) => ({ ...l, max_input_kb: e.target.value }))}
+            data-testid="plugin-max-input"
+          />
+        </label>
+      </div>
+      {'error' in parsedLimits && (
+        <div className="error-text small" data-testid="plugin-limits-error">
+          {parsedLimits.error}
+        </div>
+      )}
+      <div className="toolbar">
+        <button
+          className="primary"
+          disabled={!check.ok || 'error' in parsedLimits || configure.isPending}
+          onClick={save}
+          data-testid="plugin-config-save"
+        >
           Save config
         </button>
         <button onClick={() => setText(formatConfig(plugin.config))}>Revert</button>

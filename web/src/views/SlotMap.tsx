@@ -1,5 +1,6 @@
 // The slot map: 1024 cells coloured by owner, migrating ones marked; a range selected by click,
-// shift-click, drag or typing, then assigned, migrated or aborted; the heatmap and the running
+// shift-click, drag, typing or the keyboard (arrows move, Enter or Space select, shift
+// extends, Escape clears), then assigned, migrated or aborted; the heatmap and the running
 // migration's progress below.
 
 import { useQuery } from '@tanstack/react-query';
@@ -15,11 +16,13 @@ import {
   extendTo,
   groupColor,
   inSelection,
+  moveFocus,
   parseRange,
   rangeLabel,
   selectionProblem,
   selectionSize,
   SLOT_COUNT,
+  slotLabel,
   slotsPerGroup,
   summarizeSlots,
   type Selection,
@@ -47,6 +50,10 @@ const Cell = memo(function Cell({ slot, selected, focused }: CellProps) {
     <div
       className={cls.join(' ')}
       style={style}
+      id={`slot-cell-${slot.id}`}
+      role="gridcell"
+      aria-selected={selected}
+      aria-label={slotLabel(slot)}
       data-slot={slot.id}
       data-testid={`slot-${slot.id}`}
       data-group={slot.group ?? ''}
@@ -123,6 +130,26 @@ export function SlotMap({ c }: { c: ClusterApi }) {
     setSel((s) => extendTo(s, id));
   };
 
+  const onKeyDown = (e: React.KeyboardEvent) => {
+    const at = focus ?? sel?.from ?? 0;
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      setSel((s) => clickSlot(s, at, e.shiftKey));
+      setFocus(at);
+      return;
+    }
+    if (e.key === 'Escape') {
+      setSel(() => null);
+      return;
+    }
+    const next = moveFocus(at, e.key, COLS);
+    if (next == null) return;
+    e.preventDefault();
+    // Shift extends the selection from its anchor (or from where the focus was).
+    if (e.shiftKey) setSel((s) => extendTo(s ?? { anchor: at, from: at, to: at }, next));
+    setFocus(next);
+  };
+
   const applyRangeText = () => {
     const r = parseRange(rangeText);
     if (typeof r === 'string') {
@@ -177,12 +204,21 @@ export function SlotMap({ c }: { c: ClusterApi }) {
             style={{ gridTemplateColumns: `repeat(${COLS}, 1fr)` }}
             onMouseDown={onMouseDown}
             onMouseOver={onMouseOver}
+            onKeyDown={onKeyDown}
+            onFocus={() => setFocus((f) => f ?? sel?.from ?? 0)}
+            tabIndex={0}
+            aria-activedescendant={focus == null ? undefined : `slot-cell-${focus}`}
+            aria-multiselectable
             data-testid="slot-grid"
             role="grid"
-            aria-label="slot map: click, shift-click or drag to select a range"
+            aria-label="slot map: arrows move, Enter or Space select, shift extends, Escape clears; or click, shift-click or drag"
           >
-            {list.map((s) => (
-              <Cell key={s.id} slot={s} selected={inSelection(sel, s.id)} focused={focus === s.id} />
+            {Array.from({ length: SLOT_COUNT / COLS }, (_, r) => (
+              <div role="row" key={r} className="slot-row">
+                {list.slice(r * COLS, (r + 1) * COLS).map((s) => (
+                  <Cell key={s.id} slot={s} selected={inSelection(sel, s.id)} focused={focus === s.id} />
+                ))}
+              </div>
             ))}
           </div>
           <div className="legend">

@@ -1,5 +1,6 @@
 // The cluster's command logs (docs/commandlog.md): the slow log and the large-request and
-// large-reply logs of every proxy, merged newest first by the dashboard, one tab per type.
+// large-reply logs of every proxy, merged newest first by the dashboard, one tab per type;
+// filtered by text and sorted by time or by value here.
 
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -8,6 +9,7 @@ import { ApiError } from '../api/error';
 import { reads } from '../api/queries';
 import type { CommandLogEntry, CommandLogType } from '../api/shapes';
 import { ErrorBox } from '../components/ui';
+import { arrangeEntries, type CommandLogSort } from '../lib/commandlog';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
 
 const TYPES: { type: CommandLogType; label: string; value: string }[] = [
@@ -27,6 +29,9 @@ export function SlowLog({ c }: { c: ClusterApi }) {
   const log = useQuery({ ...reads.commandLog(c, type), refetchInterval: 5000 });
   const forbidden = log.error instanceof ApiError && log.error.status === 403;
   const current = TYPES.find((t) => t.type === type) ?? TYPES[0];
+  const [sort, setSort] = useState<CommandLogSort>('time');
+  const [filter, setFilter] = useState('');
+  const rows = log.data ? arrangeEntries(log.data.entries, sort, filter) : [];
   return (
     <section data-testid="slowlog">
       <nav className="tabs" role="tablist">
@@ -58,6 +63,29 @@ export function SlowLog({ c }: { c: ClusterApi }) {
         </p>
       )}
       {log.data && log.data.entries.length > 0 && (
+        <div className="toolbar">
+          <label>
+            filter{' '}
+            <input
+              value={filter}
+              onChange={(e) => setFilter(e.target.value)}
+              placeholder="command, key, client, proxy"
+              data-testid="slowlog-filter"
+            />
+          </label>
+          <label>
+            sort by{' '}
+            <select value={sort} onChange={(e) => setSort(e.target.value as CommandLogSort)} data-testid="slowlog-sort">
+              <option value="time">newest first</option>
+              <option value="value">{type === 'slow' ? 'slowest first' : 'largest first'}</option>
+            </select>
+          </label>
+          <span className="muted small" data-testid="slowlog-shown">
+            {rows.length} of {log.data.entries.length} shown
+          </span>
+        </div>
+      )}
+      {log.data && log.data.entries.length > 0 && (
         <table className="table compact" data-testid="slowlog-table">
           <thead>
             <tr>
@@ -69,7 +97,7 @@ export function SlowLog({ c }: { c: ClusterApi }) {
             </tr>
           </thead>
           <tbody>
-            {log.data.entries.map((e) => (
+            {rows.map((e) => (
               <Row key={`${e.proxy}-${e.id}`} e={e} type={log.data?.type ?? type} />
             ))}
           </tbody>

@@ -16,13 +16,13 @@ use tessera_wire::error::ErrorBody;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Who this is, for the dashboard's audit log: `cli:<unix user>`.
+/// Who this is, for the dashboard's audit log: `cli:<unix user>`, or `cli` alone when no user
+/// is known (a container, a cron job): the dashboard then records the token's name.
 fn cli_actor() -> String {
-    let user = ["USER", "LOGNAME"]
+    ["USER", "LOGNAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
-        .unwrap_or_else(|| "unknown".into());
-    format!("cli:{user}")
+        .map_or_else(|| "cli".to_owned(), |user| format!("cli:{user}"))
 }
 
 /// A dashboard's API at one base URL.

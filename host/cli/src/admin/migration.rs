@@ -7,10 +7,11 @@ use reqwest::Method;
 use super::Reply;
 use super::client::{Client, Send};
 use super::slot_arg::label;
-use super::table::{Table, grouped, grouped_f, human_bytes, human_duration, word};
+use super::table::{Table, grouped, grouped_f, human_bytes, human_duration, uptime, word};
 use tessera_wire::migration::{
-    AbortMigrations, Aborted, MigrateSlots, MigrationPhase, MigrationStatus, Queued, SlotProgress,
-    ThrottleAnswer, ThrottleChange, ThrottleLimits,
+    AbortMigrations, Aborted, Hold, JobOutcome, MigrateSlots, MigrationHistory, MigrationJob,
+    MigrationPhase, MigrationStatus, Queued, SlotProgress, SlotSpan, ThrottleAnswer,
+    ThrottleChange, ThrottleLimits,
 };
 use tessera_wire::topology::GroupId;
 
@@ -93,6 +94,111 @@ pub(super) async fn status(c: &Client) -> anyhow::Result<Reply> {
     Reply::new(&v, render_migrations(&v))
 }
 
+pub(super) async fn history(c: &Client) -> anyhow::Result<Reply> {
+    let v: MigrationHistory = c.get(&["api", "migrations", "history"]).await?;
+    Reply::new(&v, render_history(&v))
+}
+
+/// "400-511, 700".
+fn spans(s: &[SlotSpan]) -> String {
+    s.iter()
+        .map(|r| label(r.from, r.to))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn groups(g: &[GroupId]) -> String {
+    g.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The jobs, newest first, one row each; then, per job that was aborted, failed or held,
+/// why.
+fn render_history(v: &MigrationHistory) -> String {
+    if v.jobs.is_empty() {
+        return "no migration or rebalance in the history yet\n".into();
+    }
+    let mut t = Table::new(&[
+        "STARTED",
+        "KIND",
+        "SLOTS",
+        "GROUPS",
+        "TOOK",
+        "SLOTS MOVED",
+        "KEYS",
+        "BYTES",
+        "PEAK PAUSE",
+        "BY",
+        "OUTCOME",
+    ]);
+    let mut notes = String::new();
+    for j in &v.jobs {
+        t.row(vec![
+            uptime(j.started_unix_ms / 1000) + " ago",
+            word(&j.kind),
+            spans(&j.slots),
+            format!("{} → {}", groups(&j.from_groups), groups(&j.to_groups)),
+            j.duration_ms
+                .map_or("-".into(), |ms| human_duration(ms.div_ceil(1000))),
+            grouped(j.slots_moved as u64),
+            grouped(j.keys_moved),
+            human_bytes(j.bytes_moved),
+            j.peak_pause_ms.map_or("-".into(), |p| format!("{p:.0} ms")),
+            if j.started_by.is_empty() {
+                "-".into()
+            } else {
+                j.started_by.join(", ")
+            },
+            outcome(j),
+        ]);
+        if let Some(r) = &j.reason {
+            notes.push_str(&format!("{} ({}): {r}\n", j.id, spans(&j.slots)));
+        }
+        if !j.holds.is_empty() {
+            notes.push_str(&format!("{} held:\n{}", j.id, render_holds(&j.holds)));
+        }
+    }
+    t.render() + &notes
+}
+
+/// "finished", "aborted by ops (3 slots)", "failed".
+fn outcome(j: &MigrationJob) -> String {
+    match j.outcome {
+        JobOutcome::Aborted => format!(
+            "aborted by {} ({} slots)",
+            j.aborted_by.as_deref().unwrap_or("?"),
+            grouped(j.slots_aborted as u64)
+        ),
+        o => word(&o),
+    }
+}
+
+/// One line per hold: how long ago, how often, which slots, why.
+fn render_holds(holds: &[Hold]) -> String {
+    holds
+        .iter()
+        .map(|h| {
+            let seen = if h.times > 1 {
+                format!(
+                    " ({}x over {})",
+                    grouped(u64::from(h.times)),
+                    human_duration(h.last_ms.saturating_sub(h.time_ms).div_ceil(1000))
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "  {} ago{seen}  slots {}: {}\n",
+                uptime(h.time_ms / 1000),
+                spans(&h.slots),
+                h.reason
+            )
+        })
+        .collect()
+}
+
 /// "5000 keys/s, 2.0 MiB/s", or "none".
 fn render_throttle(t: &ThrottleLimits) -> String {
     let mut parts = Vec::new();
@@ -169,6 +275,10 @@ fn render_migrations(v: &MigrationStatus) -> String {
     ));
     if let Some(b) = &v.blocked {
         out.push_str(&format!("held: {b}\n"));
+    }
+    if !v.holds.is_empty() {
+        out.push_str("why steps were held (oldest first):\n");
+        out.push_str(&render_holds(&v.holds));
     }
     if v.abort_pending {
         out.push_str("abort asked for: the slots turn around at the driver's next step\n");

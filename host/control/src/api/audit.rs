@@ -56,9 +56,22 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
             return ApiError::bad_request(format!("reading the request body: {e}")).into_response();
         }
     };
+    let mut actor = actor(&parts.headers);
+    if let Some(c) = &caller
+        && (actor == "cli" || actor == "cli:unknown")
+    {
+        // The CLI did not know its user: the token's name says who.
+        actor = format!("cli:{}", c.name);
+    }
+    let who = match &caller {
+        Some(c) => named(c, &parts.headers),
+        None => actor.clone(),
+    };
+    let body_json: Option<serde_json::Value> =
+        shown.as_ref().and_then(|b| serde_json::from_slice(b).ok());
     let mut entry = AuditEntry {
         time_ms: now_ms(),
-        actor: actor(&parts.headers),
+        actor,
         token: caller.as_ref().map(|c| c.name.clone()),
         role: caller.map(|c| c.role),
         method: parts.method.to_string(),
@@ -71,9 +84,34 @@ pub(super) async fn record(State(log): State<Arc<AuditLog>>, req: Request, next:
             None => format!("<over {MAX_SHOWN_BODY} bytes>"),
         },
         status: 0,
+        summary: String::new(),
+        reason: None,
     };
     let resp = next.run(Request::from_parts(parts, body)).await;
     entry.status = resp.status().as_u16();
+    let resp = if entry.status >= 400 {
+        let (head, body) = resp.into_parts();
+        // An error answer is a small JSON envelope; anything larger is not read for a reason.
+        match axum::body::to_bytes(body, MAX_SHOWN_BODY).await {
+            Ok(bytes) => {
+                entry.reason = serde_json::from_slice::<ErrorBody>(&bytes)
+                    .ok()
+                    .map(|e| e.error.message.chars().take(DETAIL_CHARS).collect());
+                Response::from_parts(head, axum::body::Body::from(bytes))
+            }
+            Err(_) => Response::from_parts(head, axum::body::Body::empty()),
+        }
+    } else {
+        resp
+    };
+    entry.summary = super::audit_sentence::sentence(
+        &who,
+        &entry.method,
+        &entry.path,
+        body_json.as_ref(),
+        entry.status,
+        entry.reason.as_deref(),
+    );
     if let Err(e) = log.append(&entry).await {
         tracing::warn!(error = %e, path = %entry.path, "could not record the call in the audit log");
     }
@@ -178,13 +216,19 @@ fn refused_entry(p: &Pending, method: &Method, path: &str) -> AuditEntry {
     if p.others > 0 {
         addrs.push(format!("others ×{}", p.others));
     }
+    let path: String = path.chars().take(DETAIL_CHARS).collect();
     AuditEntry {
         time_ms: now_ms(),
         actor: "unauthenticated".into(),
         token: None,
         role: None,
         method: method.to_string(),
-        path: path.chars().take(DETAIL_CHARS).collect(),
+        summary: format!(
+            "{} call(s) refused for a wrong, revoked or missing token (the latest {method} {path})",
+            p.count
+        ),
+        reason: Some("a wrong, revoked or missing token".into()),
+        path,
         detail: format!(
             "{} call(s) refused for a wrong, revoked or missing token since {} (unix ms): {}",
             p.count,
@@ -251,6 +295,18 @@ fn actor(headers: &HeaderMap) -> String {
         DEFAULT_ACTOR.to_owned()
     } else {
         given
+    }
+}
+
+/// Who a change is recorded as having made it, beyond the audit log (a migration's job):
+/// the console's user when the call came through the console (`console:<user>`), else the
+/// name of the token it carried. Never the token itself.
+pub(super) fn named(caller: &Caller, headers: &HeaderMap) -> String {
+    let claimed = actor(headers);
+    if claimed.starts_with("console:") {
+        claimed
+    } else {
+        caller.name.clone()
     }
 }
 

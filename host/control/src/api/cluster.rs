@@ -336,20 +336,8 @@ async fn remove_proxy(
         .into_iter()
         .find(|p| p.token == token);
     let p = d.remove_proxy(&token).await?;
-    Ok(Json(before.unwrap_or(ProxyView {
-        token: p.token,
-        addr: p.addr,
-        admin_addr: p.admin_addr,
-        pid: p.pid,
-        host: p.host,
-        start_unix: p.start_unix,
-        state: tessera_wire::cluster::ProxyState::Offline,
-        up: false,
-        epoch: None,
-        version: p.version,
-        error: None,
-        health: tessera_wire::cluster::ProxyHealthState::Lost,
-        registered: false,
+    Ok(Json(before.unwrap_or_else(|| {
+        crate::dashboard::views::proxy_view(p, crate::dashboard::views::Seen::removed())
     })))
 }
 

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! GET  /api/migrations            progress                     GET /api/slots/stats
+//! GET  /api/migrations/history    the last jobs, newest first
 //! POST /api/migrations            {"from", "to", "group", "max_keys_per_sec"?, "max_mb_per_sec"?}
 //! PUT  /api/migrations/throttle   {"max_keys_per_sec"?, "max_mb_per_sec"?}
 //! POST /api/migrations/abort      {"slots"?}
@@ -12,26 +13,29 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::Body;
-use crate::dashboard::Dashboard;
+use super::audit::named;
+use crate::dashboard::{Caller, Dashboard};
 use crate::migrate::throttle::Limits;
 use tessera_http::error::{ApiError, optional_json};
 use tessera_model::router::GroupId;
 use tessera_wire::error::ErrorBody;
 use tessera_wire::migration::{
-    AbortMigrations, Aborted, MigrateSlots, MigrationStatus, Queued, Rebalance, RebalanceAnswer,
-    RebalanceBy, SlotStatsView, ThrottleAnswer, ThrottleChange,
+    AbortMigrations, Aborted, MigrateSlots, MigrationHistory, MigrationStatus, Queued, Rebalance,
+    RebalanceAnswer, RebalanceBy, SlotStatsView, ThrottleAnswer, ThrottleChange,
 };
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
     OpenApiRouter::new()
         .routes(routes!(migrations, migrate))
+        .routes(routes!(history))
         .routes(routes!(set_throttle))
         .routes(routes!(abort))
         .routes(routes!(rebalance))
@@ -82,6 +86,24 @@ async fn migrations(State(d): State<Arc<Dashboard>>) -> Json<MigrationStatus> {
     Json(d.migration_status())
 }
 
+/// Migration history
+///
+/// The last 200 migrations and rebalances as jobs, newest first: slots (as ranges), from and
+/// to groups, start, end, duration, slots, keys and bytes moved, the longest write pause, who
+/// started it, how it ended (finished, aborted and by whom, failed and why), and why its steps
+/// were held. Kept in the cluster's store: a successor dashboard has it, and records the end
+/// of a job its predecessor left running (docs/migration.md, "History").
+#[utoipa::path(
+    get,
+    path = "/api/migrations/history",
+    tag = "migrations",
+    operation_id = "migrationHistory",
+    responses((status = 200, description = "The jobs, newest first.", body = MigrationHistory))
+)]
+async fn history(State(d): State<Arc<Dashboard>>) -> Json<MigrationHistory> {
+    Json(d.migration_history())
+}
+
 /// Move slots online
 ///
 /// Queues slots `from`..=`to` to move to `group` while clients keep working; they move in the
@@ -102,11 +124,14 @@ async fn migrations(State(d): State<Arc<Dashboard>>) -> Json<MigrationStatus> {
 )]
 async fn migrate(
     State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body<MigrateSlots>,
 ) -> Result<Json<Queued>, ApiError> {
     let Json(b) = body?;
     let throttle = limits(b.max_keys_per_sec, b.max_mb_per_sec)?;
-    let queued = d.migrate_slots(b.from, b.to, GroupId(b.group)).await?;
+    let by = named(&caller, &headers);
+    let queued = d.migrate_slots(b.from, b.to, GroupId(b.group), &by).await?;
     if !throttle.is_none() {
         d.set_migration_throttle(throttle).await?;
     }
@@ -158,10 +183,16 @@ async fn set_throttle(
         (status = 503, description = "The store is unreachable.", body = ErrorBody),
     )
 )]
-async fn abort(State(d): State<Arc<Dashboard>>, body: Bytes) -> Result<Json<Aborted>, ApiError> {
+async fn abort(
+    State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Aborted>, ApiError> {
     let b: AbortMigrations = optional_json(&body)?.unwrap_or_default();
+    let by = named(&caller, &headers);
     let aborted = d
-        .abort_migrations(b.slots.map(|s| s.into_iter().collect()))
+        .abort_migrations(b.slots.map(|s| s.into_iter().collect()), &by)
         .await?;
     Ok(Json(Aborted { aborted }))
 }
@@ -187,16 +218,19 @@ async fn abort(State(d): State<Arc<Dashboard>>, body: Bytes) -> Result<Json<Abor
 )]
 async fn rebalance(
     State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<RebalanceAnswer>, ApiError> {
     let b: Rebalance = optional_json(&body)?.unwrap_or_default();
+    let by_who = named(&caller, &headers);
     if let Some(moves) = b.moves {
         if b.dry_run {
             return Err(ApiError::bad_request(
                 "planned moves are queued, not planned",
             ));
         }
-        d.queue_planned(&moves).await?;
+        d.queue_planned(&moves, &by_who).await?;
         return Ok(Json(RebalanceAnswer {
             dry_run: false,
             by: b.by,
@@ -223,7 +257,7 @@ async fn rebalance(
         .weights
         .map(|w| w.into_iter().map(|(g, w)| (GroupId(g), w)).collect());
     let plan = d
-        .rebalance(by, weights, tolerance / 100.0, b.dry_run)
+        .rebalance(by, weights, tolerance / 100.0, b.dry_run, &by_who)
         .await?;
     Ok(Json(plan.answer(b.dry_run)))
 }

@@ -5,6 +5,7 @@
 //! the control plane's errors to HTTP answers in `error`.
 
 mod audit;
+mod audit_sentence;
 mod backups;
 mod cluster;
 mod commandlog;

@@ -365,6 +365,8 @@ impl Dashboard {
             role: None,
             method: "FAILOVER".into(),
             path: format!("/api/groups/{group}"),
+            summary: format!("automatic failover of group {group}: {detail}"),
+            reason: None,
             detail,
             status,
         };

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
 use super::Dashboard;
+use super::migration_jobs::Jobs;
 use super::migration_run::{RunLedger, RunSlot, is_done};
 use crate::Error;
 use crate::migrate::cleanup::{CleanupConfig, delete_slots};
@@ -28,7 +29,7 @@ use crate::migrate::throttle::{Limits, Throttle};
 use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, ActionState, SlotAction, SlotModel};
 use tessera_wire::migration::{
-    MigrationPhase, MigrationStatus, PauseStats, SlotProgress, SlowestCommand,
+    JobKind, MigrationPhase, MigrationStatus, PauseStats, SlotProgress, SlowestCommand,
 };
 
 /// How often the driver looks at its slots when nothing tells it to.
@@ -68,6 +69,8 @@ pub(crate) struct Migrations {
     pub(crate) throttle: Arc<Throttle>,
     pub(crate) copy: CopyConfig,
     pub(crate) cleanup: CleanupConfig,
+    /// The history of runs as jobs, persisted (`migration_jobs`).
+    pub(crate) jobs: Jobs,
     /// What the driver last published, for the status.
     view: Mutex<View>,
     /// An abort asked for and not yet applied by the driver (also persisted,
@@ -91,6 +94,7 @@ impl Default for Migrations {
             throttle: Arc::default(),
             copy: CopyConfig::default(),
             cleanup: CleanupConfig::default(),
+            jobs: Jobs::default(),
             view: Mutex::default(),
             abort: Mutex::default(),
             samples: Mutex::default(),
@@ -207,7 +211,14 @@ impl Dashboard {
     ///
     /// # Errors
     /// 400 bad range, 404 unknown group, 409 an unassigned slot or one already moving.
-    pub async fn migrate_slots(&self, from: u32, to: u32, group: GroupId) -> Result<usize, Error> {
+    /// `by` names the caller in the migration's job (`migration_jobs`).
+    pub async fn migrate_slots(
+        &self,
+        from: u32,
+        to: u32,
+        group: GroupId,
+        by: &str,
+    ) -> Result<usize, Error> {
         let _ops = self.ops.lock().await;
         if from > to || to as usize >= SLOTS {
             return Err(Error::invalid(format!(
@@ -255,7 +266,7 @@ impl Dashboard {
                 "nothing to move: every slot of {from}-{to} is on group {group} already"
             )));
         }
-        self.queue(&moves).await?;
+        self.queue(&moves, JobKind::Migrate, by).await?;
         info!(from, to, %group, slots = moves.len(), "migration queued");
         Ok(moves.len())
     }
@@ -279,8 +290,8 @@ impl Dashboard {
     }
 
     /// Saves `moves` as pending migrations and wakes the driver; their keys are counted
-    /// first, for the progress (`migration_run`).
-    pub(super) async fn queue(&self, moves: &[Move]) -> Result<(), Error> {
+    /// first, for the progress (`migration_run`). The job that takes them names `by`.
+    pub(super) async fn queue(&self, moves: &[Move], kind: JobKind, by: &str) -> Result<(), Error> {
         let counted = self.count_slot_keys(moves).await;
         self.migrations
             .expected
@@ -302,6 +313,9 @@ impl Dashboard {
             })
             .collect();
         self.save_slots(queued).await?;
+        if !moves.is_empty() {
+            self.migrations.jobs.asked(kind, by.to_owned());
+        }
         let _ = self.migrations.inbox.send(Msg::Wake);
         Ok(())
     }
@@ -357,7 +371,12 @@ impl Dashboard {
     ///
     /// # Errors
     /// The store fails.
-    pub async fn abort_migrations(&self, which: Option<BTreeSet<u16>>) -> Result<usize, Error> {
+    /// `by` names the caller in the job.
+    pub async fn abort_migrations(
+        &self,
+        which: Option<BTreeSet<u16>>,
+        by: &str,
+    ) -> Result<usize, Error> {
         let asked: Vec<AbortedMove> = self
             .slot_models()
             .iter()
@@ -387,6 +406,7 @@ impl Dashboard {
             r.clone()
         };
         model::write(&*self.store, &self.paths.migration_abort(), &request).await?;
+        self.migrations.jobs.abort_asked(by.to_owned());
         let _ = self
             .migrations
             .inbox
@@ -581,6 +601,11 @@ impl Dashboard {
             max_slots_in_flight: self.opts.max_slots_in_flight,
             abort_pending: self.abort_pending(),
             write_pause: pause_stats(&view.pauses),
+            holds: if view.run.is_some() {
+                self.migrations.jobs.last_holds()
+            } else {
+                Vec::new()
+            },
             slots,
         }
     }
@@ -621,6 +646,8 @@ struct Driver {
     retry: BTreeMap<GroupId, (u32, Instant)>,
     /// Slots whose copy waits for its source's `retry` time.
     deferred: BTreeMap<GroupId, BTreeSet<u16>>,
+    /// Slots of the run whose migration went away without an abort or a finish.
+    gone: Vec<u16>,
 }
 
 /// The background driver.
@@ -647,6 +674,7 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         committed: None,
         retry: BTreeMap::new(),
         deferred: BTreeMap::new(),
+        gone: Vec::new(),
     };
     match model::read::<tessera_model::router::Topology>(&*d.store, &d.paths.topology()).await {
         Ok(t) => driver.committed = t.map(|(t, _)| t),
@@ -685,6 +713,7 @@ pub(super) async fn run(d: Arc<Dashboard>) {
             driver.aborts_applied().await;
         }
         driver.publish();
+        d.save_jobs().await;
     }
 }
 
@@ -763,6 +792,7 @@ impl Driver {
         for id in gone {
             if !self.todo.iter().any(|(s, _)| *s == id) {
                 self.slots.remove(&id);
+                self.gone.push(id);
             }
         }
     }
@@ -775,6 +805,12 @@ impl Driver {
         let (next, actions) = d.slot.step(event);
         d.slot = next;
         self.todo.extend(actions.into_iter().map(|a| (slot, a)));
+    }
+
+    /// A step of `slots` is held for `why`: the status says so, and the job lists it.
+    fn hold(&mut self, slots: impl IntoIterator<Item = u16>, why: String) {
+        self.d.migrations.jobs.hold(slots, &why);
+        self.blocked = Some(why);
     }
 
     /// The copy of `slots` stopped: they start over (from the purge), no sooner than their
@@ -791,10 +827,11 @@ impl Driver {
                 .min(COPY_RETRY_MAX);
             *streak += 1;
             *at = Instant::now() + wait;
-            self.blocked = Some(format!(
+            let why = format!(
                 "the copy from group {source} stopped, starting again in {} ms: {why}",
                 wait.as_millis()
-            ));
+            );
+            self.hold(slots.iter().copied(), why);
         }
         for s in slots {
             self.feed(s, Event::CaptureLost);
@@ -832,7 +869,10 @@ impl Driver {
                     }
                     Err(why) => {
                         warn!(slots = slots.len(), reason = %why, "a handoff's final copy did not fit; the slots go on copying");
-                        self.blocked = Some(format!("a handoff was given up: {why}"));
+                        self.hold(
+                            slots.iter().copied(),
+                            format!("a handoff was given up: {why}"),
+                        );
                         Event::FinalFailed
                     }
                 };
@@ -855,7 +895,7 @@ impl Driver {
                 }
                 Err(e) => {
                     warn!(slots = slots.len(), error = %e, "deleting stale keys failed; trying again");
-                    self.blocked = Some(format!("deleting stale keys: {e}"));
+                    self.hold(slots.iter().copied(), format!("deleting stale keys: {e}"));
                     let tx = self.d.migrations.inbox.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(CLEANUP_RETRY).await;
@@ -1128,7 +1168,7 @@ impl Driver {
         }
         if let Err(e) = self.save(&saves).await {
             // Nothing was written: the actions wait for the next step.
-            self.blocked = Some(format!("writing the store: {e}"));
+            self.hold(saves.keys().copied(), format!("writing the store: {e}"));
             for (id, save) in saves {
                 if save.is_none_or(|(_, _, durable)| durable) {
                     self.postponed.insert(id, save);
@@ -1285,7 +1325,7 @@ impl Driver {
             Ok(()) => Event::PushAcked,
             Err(why) => {
                 warn!(reason = %why, "a migration push did not reach every proxy");
-                self.blocked = Some(why.clone());
+                self.hold(waiting.iter().copied(), why.clone());
                 Event::PushFailed
             }
         };
@@ -1318,6 +1358,9 @@ impl Driver {
             v.pauses.remove(0);
         }
         v.pauses.push((ms, slots));
+        if let Some(run) = v.run.as_mut() {
+            run.peak_pause_ms = Some(run.peak_pause_ms.map_or(ms, |p: f64| p.max(ms)));
+        }
         info!(pause_ms = ms as u64, slots, "write pause of a slot handoff");
     }
 
@@ -1431,13 +1474,20 @@ impl Driver {
                 Some(r) => {
                     r.ended_unix_ms = Some(now_unix_ms());
                     r.moved_at_end = Some((p.total.load(Relaxed), p.bytes.load(Relaxed)));
-                    // Slots that left the driver without an abort finished.
-                    for s in r.slots.values_mut() {
-                        s.done |= !s.aborted;
+                    // Slots that left the driver without an abort finished (unless their
+                    // migration went away).
+                    for (id, s) in r.slots.iter_mut() {
+                        s.done |= !s.aborted && !self.gone.contains(id);
                     }
                     true
                 }
-                None => false,
+                None => {
+                    // Nothing ran here: a job a predecessor left running is over.
+                    if v.run.is_none() {
+                        self.d.migrations.jobs.close_orphan();
+                    }
+                    false
+                }
             }
         };
         if had_run && !self.d.migrations.throttle.limits().is_none() {
@@ -1453,7 +1503,7 @@ impl Driver {
     /// Why no handoff starts while the only slots left are still copying: the busiest slot
     /// written faster than its rounds copy (after a few rounds, so a first pass is not
     /// reported). The source keeps serving it meanwhile; nothing is held.
-    fn not_converging(&self) -> Option<String> {
+    fn not_converging(&self) -> Option<(u16, String)> {
         const ROUNDS: u32 = 3;
         let (id, d) = self
             .slots
@@ -1461,11 +1511,14 @@ impl Driver {
             .filter(|(_, d)| matches!(d.slot.phase, Phase::Copying { .. }))
             .filter(|(_, d)| d.round >= ROUNDS && !d.converged)
             .max_by_key(|(_, d)| d.changed)?;
-        Some(format!(
-            "slot {id} is written faster than it is copied: {} keys changed during its last \
-             round, a handoff waits for a round that leaves at most {}; its source keeps \
-             serving it meanwhile",
-            d.changed, self.d.migrations.copy.converge_keys
+        Some((
+            *id,
+            format!(
+                "slot {id} is written faster than it is copied: {} keys changed during its \
+                 last round, a handoff waits for a round that leaves at most {}; its source \
+                 keeps serving it meanwhile",
+                d.changed, self.d.migrations.copy.converge_keys
+            ),
         ))
     }
 
@@ -1476,6 +1529,7 @@ impl Driver {
         let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
         if !self.slots.is_empty() {
             if v.run.as_ref().is_none_or(|r| r.ended_unix_ms.is_some()) {
+                self.gone.clear();
                 v.run = Some(RunLedger {
                     started_unix_ms: now_unix_ms(),
                     moved_at_start: (p.total.load(Relaxed), p.bytes.load(Relaxed)),
@@ -1491,6 +1545,8 @@ impl Driver {
                 .expect("expected lock poisoned");
             for (id, d) in &self.slots {
                 let e = run.slots.entry(*id).or_insert_with(|| RunSlot {
+                    source: d.source,
+                    target: d.target,
                     expected: expected.remove(id),
                     ..RunSlot::default()
                 });
@@ -1509,12 +1565,16 @@ impl Driver {
                 e.aborted |= d.slot.aborted;
                 e.done = is_done(phase) && !e.aborted;
             }
-            // Slots that left the driver: finished, unless aborted.
+            // Slots that left the driver: finished, unless aborted or gone.
             for (id, e) in run.slots.iter_mut() {
                 if !self.slots.contains_key(id) {
-                    e.done = !e.aborted;
+                    e.done = !e.aborted && !self.gone.contains(id);
                 }
             }
+        }
+        if let Some(run) = v.run.as_ref() {
+            let moved = (p.total.load(Relaxed), p.bytes.load(Relaxed));
+            self.d.migrations.jobs.observe(run, moved, &self.gone);
         }
         v.slots = self
             .slots
@@ -1538,7 +1598,17 @@ impl Driver {
             })
             .collect();
         v.blocked = if self.legacy.is_empty() {
-            self.blocked.clone().or_else(|| self.not_converging())
+            self.blocked.clone().or_else(|| {
+                let (id, why) = self.not_converging()?;
+                // Listed once per slot in a row, not per round (the count changes).
+                let hold = format!(
+                    "slot {id} is written faster than it is copied; a handoff waits for a \
+                     round that leaves at most {} keys",
+                    self.d.migrations.copy.converge_keys
+                );
+                self.d.migrations.jobs.hold([id], &hold);
+                Some(why)
+            })
         } else {
             Some(format!(
                 "slots {:?} are half-way through a migration a dashboard before v3 started: \

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::migrate::progress::FirstCopy;
+use tessera_model::router::GroupId;
 use tessera_wire::migration::{MigrationPhase, MigrationRun};
 
 /// The running (or last) migration.
@@ -22,11 +23,15 @@ pub(crate) struct RunLedger {
     pub(crate) moved_at_start: (u64, u64),
     pub(crate) moved_at_end: Option<(u64, u64)>,
     pub(crate) slots: BTreeMap<u16, RunSlot>,
+    /// The longest write pause of its handoffs.
+    pub(crate) peak_pause_ms: Option<f64>,
 }
 
 /// One slot of a run, as last seen.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct RunSlot {
+    pub(crate) source: GroupId,
+    pub(crate) target: GroupId,
     /// Its keys as counted when it was queued; `None` when they could not be counted.
     pub(crate) expected: Option<u64>,
     pub(crate) first: FirstCopy,
@@ -35,6 +40,20 @@ pub(crate) struct RunSlot {
     pub(crate) aborted: bool,
     /// Routed to its target: in cleanup, or finished.
     pub(crate) done: bool,
+}
+
+impl Default for RunSlot {
+    fn default() -> Self {
+        Self {
+            source: GroupId(0),
+            target: GroupId(0),
+            expected: None,
+            first: FirstCopy::default(),
+            recopy: 0,
+            aborted: false,
+            done: false,
+        }
+    }
 }
 
 impl RunSlot {

@@ -15,6 +15,7 @@ mod health;
 mod hotkeys;
 pub mod metrics;
 mod migration;
+mod migration_jobs;
 mod migration_run;
 mod mirror;
 mod ops;
@@ -31,7 +32,7 @@ mod stats;
 mod token_key;
 pub mod tokens;
 pub mod users;
-mod views;
+pub(crate) mod views;
 
 pub use health::{ProxyHealth, ServerHealth};
 pub use push::{ProxyFailed, ProxyFailure, PushError};
@@ -317,6 +318,7 @@ impl Dashboard {
         if let Err(e) = self.load_throttle().await {
             warn!(error = %e, "could not read the migration throttle");
         }
+        self.load_jobs().await;
         self.provision_servers().await;
         tokio::join!(
             health::run(self.clone()),

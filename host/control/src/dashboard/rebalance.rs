@@ -12,7 +12,7 @@ use crate::Error;
 use crate::migrate::measure::rebalance_by_measure;
 use crate::migrate::plan::{self, Move};
 use tessera_model::router::GroupId;
-use tessera_wire::migration::{RebalanceAnswer, RebalanceBy};
+use tessera_wire::migration::{JobKind, RebalanceAnswer, RebalanceBy};
 
 /// A planned (or queued) rebalance and each group's measure before and after it.
 #[derive(Debug, Clone)]
@@ -54,6 +54,7 @@ impl Dashboard {
         weights: Option<BTreeMap<GroupId, u32>>,
         tolerance: f64,
         dry_run: bool,
+        by_who: &str,
     ) -> Result<RebalancePlan, Error> {
         let _ops = self.ops.lock().await;
         let (groups, slots) = {
@@ -124,7 +125,7 @@ impl Dashboard {
             }
         };
         if !dry_run {
-            self.queue(&plan.moves).await?;
+            self.queue(&plan.moves, JobKind::Rebalance, by_who).await?;
             info!(slots = plan.moves.len(), by = ?by, "rebalance queued");
         }
         Ok(plan)
@@ -138,7 +139,7 @@ impl Dashboard {
     /// # Errors
     /// 409 when the cluster changed since the plan, or a migration is in progress; 404 a
     /// target group that does not exist or has no server.
-    pub async fn queue_planned(&self, moves: &[Move]) -> Result<(), Error> {
+    pub async fn queue_planned(&self, moves: &[Move], by: &str) -> Result<(), Error> {
         let _ops = self.ops.lock().await;
         {
             let st = self.state.lock().expect("state lock poisoned");
@@ -163,7 +164,7 @@ impl Dashboard {
                 }
             }
         }
-        self.queue(moves).await?;
+        self.queue(moves, JobKind::Rebalance, by).await?;
         info!(slots = moves.len(), "planned rebalance queued");
         Ok(())
     }

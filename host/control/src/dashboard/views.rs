@@ -12,6 +12,50 @@ use tessera_wire::routes::RouteRef;
 
 use super::{Dashboard, ServerHealth};
 use crate::Error;
+use tessera_store::model::ProxyModel;
+
+/// What the dashboard knows of a proxy beyond its registration.
+pub(crate) struct Seen {
+    pub(crate) state: ProxyState,
+    pub(crate) health: ProxyHealthState,
+    pub(crate) registered: bool,
+    pub(crate) up: bool,
+    pub(crate) epoch: Option<u64>,
+    pub(crate) error: Option<String>,
+}
+
+impl Seen {
+    /// A proxy just removed from the dashboard's list: lost, offline, registered no more.
+    pub(crate) fn removed() -> Self {
+        Self {
+            state: ProxyState::Offline,
+            health: ProxyHealthState::Lost,
+            registered: false,
+            up: false,
+            epoch: None,
+            error: None,
+        }
+    }
+}
+
+/// A proxy as the API shows it: its registration `p` and what the dashboard has `seen`.
+pub(crate) fn proxy_view(p: ProxyModel, seen: Seen) -> ProxyView {
+    ProxyView {
+        token: p.token,
+        addr: p.addr,
+        admin_addr: p.admin_addr,
+        pid: p.pid,
+        host: p.host,
+        start_unix: p.start_unix,
+        version: p.version,
+        state: seen.state,
+        health: seen.health,
+        registered: seen.registered,
+        up: seen.up,
+        epoch: seen.epoch,
+        error: seen.error,
+    }
+}
 
 impl Dashboard {
     /// Every group, its servers and what their last health checks found.
@@ -92,7 +136,7 @@ impl Dashboard {
             .cloned()
             .map(|p| (p, false))
             .collect::<Vec<_>>();
-        let all: Vec<(tessera_store::model::ProxyModel, bool)> = registered
+        let all: Vec<(ProxyModel, bool)> = registered
             .into_iter()
             .map(|p| (p, true))
             .chain(lost)
@@ -120,21 +164,17 @@ impl Dashboard {
                 } else {
                     ProxyState::Online
                 };
-                ProxyView {
-                    state,
-                    health,
-                    registered,
-                    up: h.up && health != ProxyHealthState::Lost,
-                    epoch: h.epoch,
-                    error: h.error,
-                    token: p.token,
-                    addr: p.addr,
-                    admin_addr: p.admin_addr,
-                    pid: p.pid,
-                    host: p.host,
-                    start_unix: p.start_unix,
-                    version: p.version,
-                }
+                proxy_view(
+                    p,
+                    Seen {
+                        state,
+                        health,
+                        registered,
+                        up: h.up && health != ProxyHealthState::Lost,
+                        epoch: h.epoch,
+                        error: h.error,
+                    },
+                )
             })
             .collect())
     }
