@@ -9,6 +9,7 @@ import { ConfirmProvider, NoticesProvider } from './components/ui';
 import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './routing';
 import { Audit } from './views/Audit';
 import { Clusters } from './views/Clusters';
+import { Events } from './views/Events';
 import { Groups } from './views/Groups';
 import { HotKeysView } from './views/HotKeys';
 import { Login } from './views/Login';
@@ -81,6 +82,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   mirror: 'Mirror',
   routes: 'Routes',
   slowlog: 'Slow log',
+  events: 'Events',
   tokens: 'Tokens',
 };
 
@@ -176,6 +178,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'mirror' && <MirrorView key={name} c={c} />}
       {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
       {tab === 'slowlog' && <SlowLog key={name} c={c} />}
+      {tab === 'events' && <Events key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );

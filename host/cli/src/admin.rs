@@ -5,6 +5,7 @@
 
 mod client;
 mod cluster;
+mod events;
 mod failover;
 mod hotkeys;
 mod migration;
@@ -122,6 +123,9 @@ pub enum AdminCmd {
     Migrations,
     /// The hottest keys by operations and by bytes, summed over the proxies (docs/hotkeys.md).
     Hotkeys(hotkeys::HotKeysArgs),
+    /// The cluster's events (proxies lost and back, failovers, migrations, the store, the
+    /// lock): time, severity, what happened; `--follow` waits for new ones.
+    Events(events::EventsArgs),
 }
 
 fn parse_weight(s: &str) -> Result<(u32, u32), String> {
@@ -170,6 +174,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::ReadPolicy(args) => read_policy::run(&client, args).await,
             AdminCmd::Routes { cmd } => routes::run(&client, cmd).await,
             AdminCmd::Hotkeys(a) => hotkeys::run(&client, a).await,
+            AdminCmd::Events(a) => events::run(&client, a, args.json).await,
         }
     })?;
     emit(if args.json { &reply.json } else { &reply.human })

@@ -11,7 +11,8 @@
 //! - [`cluster`] — the dashboard's overview, groups, servers, slots, proxies, stats.
 //! - [`migration`] — migrations, their throttle, aborts, rebalances, per-slot statistics.
 //! - [`failover`], [`read_policy`], [`routes`], [`mirror`], [`users`], [`tokens`],
-//!   [`plugins`], [`telemetry`], [`audit`], [`access`] — one resource each.
+//!   [`plugins`], [`telemetry`], [`audit`], [`access`], [`history`], [`events`] — one
+//!   resource each.
 //! - [`console`] — the federation console's own routes.
 
 pub mod access;
@@ -20,8 +21,10 @@ pub mod cluster;
 pub mod console;
 pub mod credential;
 pub mod error;
+pub mod events;
 pub mod failover;
 pub mod group;
+pub mod history;
 pub mod migration;
 pub mod mirror;
 pub mod plugins;

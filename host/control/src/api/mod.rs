@@ -8,7 +8,9 @@ mod audit;
 mod cluster;
 mod commandlog;
 mod error;
+mod events;
 mod failover;
+mod history;
 mod meta;
 mod migrations;
 mod mirror;
@@ -46,6 +48,8 @@ fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .merge(users::routes())
         .merge(tokens::routes())
         .merge(audit::routes())
+        .merge(history::routes())
+        .merge(events::routes())
 }
 
 /// The dashboard's API: the routes, behind the token and role checks and the audit log.

@@ -1435,6 +1435,9 @@ impl Driver {
                     for s in r.slots.values_mut() {
                         s.done |= !s.aborted;
                     }
+                    let aborted = r.slots.values().filter(|s| s.aborted).count();
+                    let keys = p.total.load(Relaxed).saturating_sub(r.moved_at_start.0);
+                    self.d.migration_ended(r.slots.len(), aborted, keys);
                     true
                 }
                 None => false,
@@ -1546,6 +1549,7 @@ impl Driver {
                 self.legacy
             ))
         };
+        self.d.migration_hold(v.blocked.as_deref());
     }
 }
 
