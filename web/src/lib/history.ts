@@ -37,6 +37,9 @@ export function hasData(h: HistoryLike | null | undefined): boolean {
   return !!h && h.timestamps.length > 0 && h.series.some((s) => s.values.some((v) => v != null));
 }
 
+/** How busy a series is: its last minute's size; -1 without one. */
+const busy = (s: SeriesLike) => (s.recent == null ? -1 : Math.abs(s.recent));
+
 /**
  * The `n` busiest series of `all` in `group` (largest mean over the last minute first; a
  * series with no recent value last), so a picker starts with what moves, not with zeros.
@@ -45,7 +48,7 @@ export function busiest(all: readonly SeriesLike[], group: string, n: number): s
   return all
     .filter((s) => s.group === group)
     .slice()
-    .sort((a, b) => Math.abs(b.recent ?? -1) - Math.abs(a.recent ?? -1) || a.id.localeCompare(b.id))
+    .sort((a, b) => busy(b) - busy(a) || a.id.localeCompare(b.id))
     .slice(0, n)
     .map((s) => s.id);
 }

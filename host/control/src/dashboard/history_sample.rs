@@ -140,6 +140,15 @@ fn sample_key(name: &str, labels: &BTreeMap<String, String>) -> String {
     format!("{name}{{{}}}", l.join(","))
 }
 
+/// A plugin series' id: `plugin:<name>:<key>`, `%` and `,` escaped (`?series=` is
+/// comma-separated).
+fn series_id(plugin: &str, key: &str) -> String {
+    format!(
+        "plugin:{plugin}:{}",
+        key.replace('%', "%25").replace(',', "%2C")
+    )
+}
+
 impl Dashboard {
     /// One second's points.
     async fn sample_history(&self, plugins: &[String]) -> Vec<Point> {
@@ -201,7 +210,8 @@ impl Dashboard {
             for (token, samples) in per_proxy.iter().flatten() {
                 for s in samples {
                     let key = sample_key(&s.name, &s.labels);
-                    let id = format!("plugin:{name}:{key}");
+                    // `?series=` is comma-separated: an id holds no comma.
+                    let id = series_id(name, &key);
                     if is_counter(&s.name) {
                         if let Some(r) = readings.get_mut(token.as_str()) {
                             r.counters.push((id, s.value));
@@ -242,7 +252,8 @@ impl Dashboard {
             } else if let Some(rest) = id.strip_prefix("plugin:") {
                 let (name, key) = rest.split_once(':').unwrap_or((rest, ""));
                 let group = format!("plugin:{name}");
-                points.push(rate_point(id.clone(), key.into(), "/s", &group, r));
+                let label = key.replace("%2C", ",").replace("%25", "%");
+                points.push(rate_point(id.clone(), label, "/s", &group, r));
             }
         }
         for (q, name) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")] {
@@ -378,6 +389,22 @@ mod tests {
             }],
         );
         assert_eq!(r["cmd:get"], 7.0);
+    }
+
+    #[test]
+    fn a_plugin_series_id_holds_no_comma() {
+        let labels: BTreeMap<String, String> = [
+            ("command".into(), "get".into()),
+            ("tenant".into(), "a,b%".into()),
+        ]
+        .into();
+        let key = sample_key("commands_total", &labels);
+        assert_eq!(key, "commands_total{command=get,tenant=a,b%}");
+        assert!(!series_id("m", &key).contains(','));
+        assert_eq!(
+            series_id("m", &key),
+            "plugin:m:commands_total{command=get%2Ctenant=a%2Cb%25}"
+        );
     }
 
     #[test]
