@@ -20,6 +20,16 @@ function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
+/**
+ * The least top of the y axis: a flat zero still gets ticks that read apart (a kibibyte of
+ * lag, a millisecond, one per second) instead of five labels that all round to 0.
+ */
+function floorOf(unit: string): number {
+  if (unit === 'bytes') return 1024;
+  if (unit === 's') return 0.001;
+  return 1;
+}
+
 /** Draws `h` into `el` (a new plot when the series change, new data otherwise). */
 function useUplot(el: React.RefObject<HTMLDivElement | null>, h: HistoryLike | undefined, sync: string, height: number) {
   const plot = useRef<uPlot | null>(null);
@@ -48,11 +58,11 @@ function useUplot(el: React.RefObject<HTMLDivElement | null>, h: HistoryLike | u
           height,
           cursor: { sync: { key: sync }, drag: { x: false, y: false } },
           legend: { show: true, live: true },
-          scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Number.isFinite(max) && max > 0 ? max * 1.1 : 1] } },
+          scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(Number.isFinite(max) ? max * 1.1 : 0, floorOf(unit))] } },
           axes: [
             // Room for each time label, so that they never overlap.
             { ...axis, space: 90 },
-            { ...axis, size: 80, values: (_u, ticks) => ticks.map((t) => formatValue(t, unit)) },
+            { ...axis, size: 96, values: (_u, ticks) => ticks.map((t) => formatValue(t, unit)) },
           ],
           series: [
             { label: 'time', value: (_u, v) => (v == null ? '—' : new Date(v * 1000).toLocaleTimeString()) },

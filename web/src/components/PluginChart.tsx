@@ -14,7 +14,7 @@ export const DEFAULT_LINES = 4;
 export const MAX_LINES = 8;
 
 export function PluginChart({ c, plugin }: { c: ClusterApi; plugin: string }) {
-  const list = useQuery({ ...reads.historySeries(c), refetchInterval: 10000 });
+  const list = useQuery({ ...reads.historySeries(c), refetchInterval: 5000 });
   const [range, setRange] = useState<Range>('5m');
   const [picked, setPicked] = useState<string[] | null>(null);
   const group = `plugin:${plugin}`;
@@ -53,7 +53,7 @@ export function PluginChart({ c, plugin }: { c: ClusterApi; plugin: string }) {
       {units.size > 1 ? (
         <p className="muted small">Rates (/s) and levels are drawn on one axis: pick series of one kind to compare them.</p>
       ) : null}
-      <HistoryChart c={c} ids={list.data ? ids : []} range={range} title={`Metrics of ${plugin}`} sync={`plugin-${plugin}`} testid="plugin-chart" />
+      <HistoryChart c={c} ids={list.data ? ids : []} range={range} title="Over time" sync={`plugin-${plugin}`} testid="plugin-chart" />
     </div>
   );
 }

@@ -21,7 +21,7 @@ export function OverviewView({ c }: { c: ClusterApi }) {
   const stats = useQuery({ ...reads.stats(c), refetchInterval: 1000 });
   const overview = useQuery({ ...reads.overview(c), refetchInterval: 3000 });
   const groups = useQuery({ ...reads.groups(c), refetchInterval: 3000 });
-  const list = useQuery({ ...reads.historySeries(c), refetchInterval: 10000 });
+  const list = useQuery({ ...reads.historySeries(c), refetchInterval: 5000 });
   const events = useQuery({ ...reads.events(c, 5), refetchInterval: 3000 });
   const [range, setRange] = useState<Range>('5m');
 

@@ -178,14 +178,14 @@ impl Dashboard {
                     continue;
                 };
                 sessions += s.sessions as f64;
-                let addr = addr_of
-                    .get(&s.token)
-                    .map_or(s.token.as_str(), |a| a.as_str());
                 let mut c = vec![
                     ("ops".to_owned(), s.ops_total as f64),
                     ("errors".to_owned(), s.errors_total as f64),
-                    (format!("proxy:{addr}"), s.ops_total as f64),
                 ];
+                // Named by its address (once the health round has remembered it), never by token.
+                if let Some(addr) = addr_of.get(&s.token) {
+                    c.push((format!("proxy:{addr}"), s.ops_total as f64));
+                }
                 // Every command is followed (one entering the busiest keeps its rate right);
                 // only the busiest get a series.
                 for cmd in &s.commands {
@@ -321,14 +321,24 @@ impl Dashboard {
     }
 }
 
-/// The sampling loop: a point per second (a slow round delays the next, it is never made up).
+/// How long after each whole second the sample is taken: half a second either way before a
+/// round that starts late or early lands in another second.
+const PHASE_MS: u64 = 500;
+
+/// How long until the next sampling time (`PHASE_MS` past a whole unix second).
+fn until_next(now_ms: u64) -> Duration {
+    let into = (now_ms + 1000 - PHASE_MS) % 1000;
+    Duration::from_millis(1000 - into)
+}
+
+/// The sampling loop: a point per unix second, taken half-way through it (so a round that
+/// starts a little late still lands in its own second; one that takes over a second leaves a
+/// gap, never made up).
 pub(super) async fn run(d: Arc<Dashboard>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut plugins: Vec<String> = Vec::new();
     let mut catalog_read: Option<Instant> = None;
     loop {
-        tick.tick().await;
+        tokio::time::sleep(until_next(now_ms())).await;
         if catalog_read.is_none_or(|t| t.elapsed() >= CATALOG_EVERY) {
             if let Ok(cat) = d.plugins().await {
                 plugins = cat
@@ -340,14 +350,30 @@ pub(super) async fn run(d: Arc<Dashboard>) {
             }
             catalog_read = Some(Instant::now());
         }
+        // The second the round started in (its answers may arrive in the next).
+        let second = now_ms() / 1000;
         let points = d.sample_history(&plugins).await;
-        d.history.record(tessera_store::model::now_unix(), points);
+        d.history.record(second, points);
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_are_taken_half_way_through_each_second() {
+        assert_eq!(until_next(10_000), Duration::from_millis(500));
+        assert_eq!(until_next(10_499), Duration::from_millis(1));
+        assert_eq!(until_next(10_500), Duration::from_millis(1000));
+        assert_eq!(until_next(10_900), Duration::from_millis(600));
+    }
 
     #[test]
     fn a_rate_is_never_negative_and_a_restart_does_not_spike() {
