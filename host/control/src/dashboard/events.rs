@@ -48,6 +48,8 @@ fn key(paths: &Paths) -> String {
 
 /// The cluster's event log.
 pub struct EventLog {
+    /// The cluster's name, for `/metrics`.
+    cluster: String,
     ring: Mutex<(VecDeque<Event>, u64)>,
     /// Wakes long polls.
     added: tokio::sync::watch::Sender<u64>,
@@ -56,7 +58,7 @@ pub struct EventLog {
 
 impl EventLog {
     /// The log as the store holds it (empty when it holds none or an unreadable one).
-    pub(crate) async fn load(store: &dyn Store, paths: &Paths) -> Self {
+    pub(crate) async fn load(store: &dyn Store, paths: &Paths, cluster: &str) -> Self {
         let mut events = match model::read::<Stored>(store, &key(paths)).await {
             Ok(Some((doc, _))) => doc.events,
             Ok(None) => vec![],
@@ -77,7 +79,13 @@ impl EventLog {
             })
             .collect();
         let last = ring.back().map_or(0, |e| e.id);
+        // From 0, so that `increase()` counts the first of each.
+        for s in Severity::ALL {
+            ::metrics::counter!("tessera_events_total", "cluster" => cluster.to_owned(), "severity" => s.as_str())
+                .absolute(0);
+        }
         Self {
+            cluster: cluster.to_owned(),
             ring: Mutex::new((ring, last)),
             added: tokio::sync::watch::channel(last).0,
             dirty: AtomicBool::new(false),
@@ -93,7 +101,8 @@ impl EventLog {
             Severity::Info => info!(?kind, %detail, "event"),
             _ => warn!(?kind, severity = severity.as_str(), %detail, "event"),
         }
-        ::metrics::counter!("tessera_events_total", "severity" => severity.as_str()).increment(1);
+        ::metrics::counter!("tessera_events_total", "cluster" => self.cluster.clone(), "severity" => severity.as_str())
+            .increment(1);
         let id = {
             let mut st = self.ring.lock().expect("events lock poisoned");
             st.1 += 1;
@@ -217,6 +226,7 @@ mod tests {
 
     fn log() -> EventLog {
         EventLog {
+            cluster: "c".into(),
             ring: Mutex::new((VecDeque::new(), 0)),
             added: tokio::sync::watch::channel(0).0,
             dirty: AtomicBool::new(false),

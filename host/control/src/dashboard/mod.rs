@@ -246,7 +246,7 @@ impl Dashboard {
             }
         }
         let known = proxy_health::load_known(&*store, &paths).await?;
-        let events = events::EventLog::load(&*store, &paths).await;
+        let events = events::EventLog::load(&*store, &paths, &opts.cluster).await;
         events.record(
             tessera_wire::events::Severity::Info,
             tessera_wire::events::EventKind::LockAcquired,
