@@ -11,7 +11,9 @@ use tessera_wire::events::{Event, EventKind, EventsPage, Severity};
 use tessera_wire::history::{History, SeriesKind, SeriesList};
 
 use crate::migration::{idle, wait_for};
-use crate::support::{ControlPlane, RawClient, TOKEN, cli_stdout};
+use crate::support::{
+    ControlPlane, Dashboard, DashboardOptions, Etcd, RawClient, TOKEN, cli_stdout,
+};
 
 fn events(cp: &ControlPlane) -> Vec<Event> {
     cp.api()
@@ -248,6 +250,48 @@ fn a_frozen_proxy_gives_lost_then_back_and_events_survive_a_dashboard_restart() 
         after
             .iter()
             .any(|e| e.kind == EventKind::LockAcquired && e.id > newest),
+        "{after:?}"
+    );
+}
+
+#[test]
+fn events_survive_a_dashboard_restart_on_an_etcd_store() {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let etcd = rt.block_on(Etcd::start());
+    let keys = tempfile::tempdir().expect("temp dir");
+    let mut o = DashboardOptions::new(&etcd.url());
+    // An etcd store has no place beside it for the token key.
+    o.token_key_file = Some(keys.path().join("token-key"));
+    let mut first = Dashboard::start(&o);
+    let page = |d: &Dashboard| d.api().get("/api/events").ok_as::<EventsPage>().events;
+    let before = page(&first);
+    assert!(
+        before.iter().any(|e| e.kind == EventKind::LockAcquired),
+        "{before:?}"
+    );
+    // Written to etcd within a second or so of being recorded.
+    let key = format!("/tessera/{}/events", o.cluster);
+    wait_for("the events to reach etcd", Duration::from_secs(10), || {
+        rt.block_on(async {
+            let store = tessera_store::open(&o.store).await.expect("open etcd");
+            store.get(&key).await.expect("etcd get").is_some()
+        })
+    });
+    first.kill();
+    let second = Dashboard::start(&o);
+    let after = page(&second);
+    for e in &before {
+        assert!(
+            after.contains(e),
+            "{e:?} was lost in the restart: {after:?}"
+        );
+    }
+    assert!(
+        after
+            .iter()
+            .filter(|e| e.kind == EventKind::LockAcquired)
+            .count()
+            >= 2,
         "{after:?}"
     );
 }
