@@ -230,6 +230,17 @@ fn a_two_group_cluster_backed_up_under_writes_restores_into_three_groups() {
     );
     let job = last_job(&src);
     assert_eq!(job["state"], "done", "{job}");
+    // The events stream says so too.
+    let events = src.api().get("/api/events?limit=1000").ok();
+    assert!(
+        events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "backup-taken"
+                && e["detail"].as_str().unwrap_or("").contains("nightly/one")),
+        "{events}"
+    );
     for g in job["groups"].as_array().unwrap() {
         assert_eq!(
             g["source_role"], "replica",

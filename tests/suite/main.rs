@@ -19,6 +19,7 @@ mod same_slot;
 mod malformed;
 // Hostile clients (scripts past the policy, memory announced or never read, busy scripts,
 // idle sockets before AUTH, the reserved namespace), each beside a well-behaved client.
+mod history_events;
 mod hostile;
 // A server busy with a script: others get its -BUSY, PING forwarded on request, logins retried.
 mod busy;

@@ -663,22 +663,29 @@ fn overview_and_stats_call_each_proxy_at_most_once_a_second() {
     }
     let elapsed = started.elapsed();
     let calls = fake.stats_calls.load(Ordering::SeqCst) - before;
-    // A fetch starts only once the last one's answer is a second old.
-    let most = elapsed.as_secs() as usize + 1;
+    // A fetch starts only once the last one's answer is a second old. The metrics history
+    // reads the stats once a second too and shares its answer with these routes
+    // (docs/api.md, "Metrics history"): the window may hold one of its reads besides, or
+    // only its read, every request served the answer it fetched.
+    let most = elapsed.as_secs() as usize + 2;
     assert!(
-        (1..=most).contains(&calls),
+        calls <= most,
         "20 requests in {elapsed:?} called the proxy {calls} times (at most {most})"
     );
     for (path, ops) in replies.lock().unwrap().iter() {
         assert_eq!(*ops, 7, "the proxy's stats are in every answer: {path}");
     }
-    std::thread::sleep(Duration::from_millis(1100));
+    // The shared answer is at most a second old: a second later the stats were fetched anew
+    // (by the history's read or by this call), and never more than once per second since.
     let before = fake.stats_calls.load(Ordering::SeqCst);
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(1100));
     api.get("/api/stats").ok();
-    assert_eq!(
-        fake.stats_calls.load(Ordering::SeqCst) - before,
-        1,
-        "a second later the stats are fetched anew"
+    let calls = fake.stats_calls.load(Ordering::SeqCst) - before;
+    let most = started.elapsed().as_secs() as usize + 2;
+    assert!(
+        (1..=most).contains(&calls),
+        "a second later the stats are fetched anew: {calls} calls (at most {most})"
     );
 }
 

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test, type BrowserContext } from '@playwright/test';
 import { historyStep, throttleIdleStep, throttleLiveStep } from './steps/migration-jobs';
+import { eventsStep, historyChartsStep } from './steps/history';
 import { mirrorStep } from './steps/mirror';
 import { pluginChartStep } from './steps/plugin-chart';
 import { pluginsStep } from './steps/plugins';
@@ -155,6 +156,7 @@ test('under redis-benchmark load through a proxy the QPS chart rises above 0', a
   log(`QPS now ${qps}`);
   await sleep(3000); // a few more points on the chart, for the screenshot
   await con.shot('03-overview-under-load');
+  await historyChartsStep(con);
   const done = await Promise.race([bench.exited, sleep(180_000).then(() => null)]);
   expect(done, `redis-benchmark finished within 180 s: ${benchOut.slice(-500)}`).not.toBeNull();
   expect(done?.code, `redis-benchmark's exit: ${benchOut.slice(-500)}`).toBe(0);
@@ -229,6 +231,7 @@ test('groups: a promote asked for and cancelled changes nothing; the read policy
   await page.goto(`${con.base}/#/clusters/${name}/proxies`);
   await until('the woken proxy to be up again', async () => (await text(`proxy-health-${frozen.token}`)) === 'up', 60_000, 500);
   log(`proxy ${frozen.addr} is up again`);
+  await eventsStep(con, frozen.addr);
 });
 
 test('hot keys: a hammered key is listed first, as GET /api/hotkeys has it, with the proxy that saw it', async () => {

@@ -10,6 +10,7 @@ import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './ro
 import { Audit } from './views/Audit';
 import { BackupsView } from './views/Backups';
 import { Clusters } from './views/Clusters';
+import { Events } from './views/Events';
 import { Groups } from './views/Groups';
 import { HotKeysView } from './views/HotKeys';
 import { Login } from './views/Login';
@@ -83,6 +84,7 @@ const TAB_LABELS: Record<ClusterTab, string> = {
   routes: 'Routes',
   backups: 'Backups',
   slowlog: 'Slow log',
+  events: 'Events',
   tokens: 'Tokens',
 };
 
@@ -179,6 +181,7 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
       {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
       {tab === 'backups' && <BackupsView key={name} c={c} />}
       {tab === 'slowlog' && <SlowLog key={name} c={c} />}
+      {tab === 'events' && <Events key={name} c={c} />}
       {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
     </div>
   );

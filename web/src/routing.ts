@@ -9,7 +9,7 @@ export type Route =
   | { page: 'audit' }
   | { page: 'cluster'; name: string; tab: ClusterTab };
 
-export const CLUSTER_TABS = ['overview', 'groups', 'slots', 'hotkeys', 'migrations', 'proxies', 'plugins', 'mirror', 'routes', 'backups', 'slowlog', 'tokens'] as const;
+export const CLUSTER_TABS = ['overview', 'groups', 'slots', 'hotkeys', 'migrations', 'proxies', 'plugins', 'mirror', 'routes', 'backups', 'slowlog', 'events', 'tokens'] as const;
 export type ClusterTab = (typeof CLUSTER_TABS)[number];
 
 export function parseHash(hash: string): Route {

@@ -1,11 +1,9 @@
-// Components on their own: the clusters table and health, the QPS chart, the confirm dialog,
-// the audit and login rows.
+// Components on their own: the clusters table and health, the confirm dialog, the audit and
+// login rows.
 
 import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { QpsChart } from '../src/components/QpsChart';
 import { ConfirmProvider, NoticesProvider, useConfirm } from '../src/components/ui';
-import { QpsSeries } from '../src/lib/ring';
 import { auditWhat, auditWho, loginWhat } from '../src/views/Audit';
 import { clusterHealth, ClustersTable } from '../src/views/Clusters';
 import type { ClusterSummary } from '../src/api/shapes';
@@ -100,20 +98,6 @@ describe('ClustersTable', () => {
       text: '1 proxy(ies) fenced, 1 proxy(ies) draining',
     });
     expect(clusterHealth(c({ proxies: 0, proxies_online: 0 }))).toEqual({ ok: false, text: 'no proxy' });
-  });
-});
-
-describe('QpsChart', () => {
-  it('mounts a uPlot chart in jsdom (matchMedia stubbed) with a series per proxy', () => {
-    const s = new QpsSeries();
-    s.add({ t: 1, total: 10, perProxy: { aaaaaaaa1: 4, bbbbbbbb2: 6 } });
-    s.add({ t: 2, total: 12, perProxy: { aaaaaaaa1: 5, bbbbbbbb2: 7 } });
-    const { container } = render(<QpsChart series={s} version={1} />);
-    expect(container.querySelector('.uplot')).not.toBeNull();
-    const legend = container.textContent ?? '';
-    expect(legend).toContain('total');
-    expect(legend).toContain('proxy aaaaaaaa');
-    expect(legend).toContain('proxy bbbbbbbb');
   });
 });
 

@@ -1,12 +1,10 @@
 // The slow log view against a fake console (each log type with its unit and proxy, a 403
-// explained), and the plugin metrics chart (a point per read, a line per series).
+// explained).
 
 import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/api/client';
-import { PluginChart, seriesKey } from '../src/components/PluginChart';
-import type { PluginMetrics } from '../src/api/shapes';
 import { arrangeEntries } from '../src/lib/commandlog';
 import { SlowLog } from '../src/views/SlowLog';
 
@@ -58,26 +56,6 @@ describe('Slow log view', () => {
     const { c } = cluster(() => [403, { error: { code: 'forbidden', message: 'viewer' } }]);
     render(<SlowLog c={c} />);
     await screen.findByTestId('slowlog-forbidden');
-  });
-});
-
-describe('PluginChart', () => {
-  it('adds a point per read and draws a line per series, buckets left out', () => {
-    const read = (v: number): PluginMetrics => ({
-      proxies: 2,
-      samples: [
-        { name: 'filter_denied_total', labels: { command: 'flushall' }, value: v },
-        { name: 'filter_latency_bucket', labels: { le: '0.1' }, value: 1 },
-      ],
-    });
-    const { container, rerender } = render(<PluginChart data={read(1)} />);
-    const chart = () => container.querySelector('[data-testid="plugin-chart"]') as HTMLElement;
-    expect(chart().dataset.points).toBe('1');
-    expect(chart().dataset.series).toBe(seriesKey(read(1).samples[0]));
-    expect(seriesKey(read(1).samples[0])).toBe('filter_denied_total{command=flushall}');
-    rerender(<PluginChart data={read(5)} />);
-    expect(chart().dataset.points).toBe('2');
-    expect(container.querySelector('.uplot')).not.toBeNull();
   });
 });
 

@@ -6,6 +6,7 @@
 mod backup;
 mod client;
 mod cluster;
+mod events;
 mod failover;
 mod hotkeys;
 mod migration;
@@ -135,6 +136,9 @@ pub enum AdminCmd {
     /// Restore a backup directory into an empty cluster through one of its proxies (checked
     /// whole first; undone if a write fails).
     Restore(crate::import::from_backup::RestoreArgs),
+    /// The cluster's events (proxies lost and back, failovers, migrations, the store, the
+    /// lock): time, severity, what happened; `--follow` waits for new ones.
+    Events(events::EventsArgs),
 }
 
 fn parse_weight(s: &str) -> Result<(u32, u32), String> {
@@ -191,6 +195,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Backup(a) => backup::start(&client, a).await,
             AdminCmd::Backups => backup::list(&client).await,
             AdminCmd::Restore(_) => bail!("a restore runs without the dashboard"),
+            AdminCmd::Events(a) => events::run(&client, a, args.json).await,
         }
     })?;
     emit(if args.json { &reply.json } else { &reply.human })

@@ -60,6 +60,11 @@ const RULES: &[Rule] = &[
     // Who changed what, with the bodies of changes (passwords redacted); no client data.
     rule("/api/audit", VIEWER, ADMIN),
     rule("/api/read-policy", VIEWER, ADMIN),
+    // Metrics sampled each second (rates, latency, memory, lag, plugins' series); no keys.
+    rule("/api/history", VIEWER, ADMIN),
+    rule("/api/history/series", VIEWER, ADMIN),
+    // What happened to the cluster, in sentences naming proxies, groups and servers.
+    rule("/api/events", VIEWER, ADMIN),
     // Routes and their users, never a password.
     rule("/api/routes", VIEWER, ADMIN),
     // Users, their command classes and key prefixes, never a hash.
@@ -152,6 +157,9 @@ mod tests {
             "/api/plugins/filter/metrics",
             "/api/slots/stats",
             "/api/users",
+            "/api/history",
+            "/api/history/series",
+            "/api/events",
         ] {
             assert_eq!(required(&get, path), Some(Role::Viewer), "{path}");
         }

@@ -23,9 +23,7 @@ use tessera_model::command::{CommandId, CommandTable};
 use tessera_wire::telemetry::CommandCount;
 
 /// Latency bucket bounds in µs, matching `BUCKETS`.
-const BUCKET_US: [u64; 12] = [
-    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000,
-];
+use tessera_wire::telemetry::LATENCY_BUCKETS_US as BUCKET_US;
 
 /// Latency buckets in seconds (50 µs … 1 s).
 const BUCKETS: [f64; 12] = [
@@ -169,6 +167,17 @@ impl CommandStats {
             })
             .collect();
         out.sort_by_key(|c| std::cmp::Reverse(c.calls));
+        out
+    }
+
+    /// Commands per latency bucket (`BUCKET_US`, then over the last), all commands together.
+    pub fn latency_counts(&self) -> Vec<u64> {
+        let mut out = vec![0; BUCKET_US.len() + 1];
+        for h in self.latency.iter() {
+            for (o, c) in out.iter_mut().zip(h.iter()) {
+                *o += c.load(Relaxed);
+            }
+        }
         out
     }
 

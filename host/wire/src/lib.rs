@@ -12,7 +12,8 @@
 //! - [`migration`] — migrations, their throttle, aborts, rebalances, per-slot statistics.
 //! - [`backup`] — whole-cluster backups: jobs, their progress, a backup's manifest.
 //! - [`failover`], [`read_policy`], [`routes`], [`mirror`], [`users`], [`tokens`],
-//!   [`plugins`], [`telemetry`], [`audit`], [`access`] — one resource each.
+//!   [`plugins`], [`telemetry`], [`audit`], [`access`], [`history`], [`events`] — one
+//!   resource each.
 //! - [`console`] — the federation console's own routes.
 
 pub mod access;
@@ -22,8 +23,10 @@ pub mod cluster;
 pub mod console;
 pub mod credential;
 pub mod error;
+pub mod events;
 pub mod failover;
 pub mod group;
+pub mod history;
 pub mod migration;
 pub mod mirror;
 pub mod plugins;

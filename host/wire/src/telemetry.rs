@@ -261,7 +261,18 @@ pub struct ProxyStats {
     pub commands: Vec<CommandCount>,
     pub backend: BackendCounters,
     pub uptime_secs: u64,
+    /// Commands answered since start per latency bucket, all commands together: one count
+    /// per bound of [`LATENCY_BUCKETS_US`] (at most that long), then those that took longer.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub latency_buckets: Vec<u64>,
 }
+
+/// Upper bounds, in µs, of the proxy's latency buckets (`latency_buckets`, and the
+/// `tessera_command_duration_seconds` histogram of its `/metrics`).
+pub const LATENCY_BUCKETS_US: [u64; 12] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000,
+];
 
 /// `?limit=` of the hot-key views (proxy and dashboard): 1 to `MAX_HOTKEYS`, default 20.
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -1,6 +1,6 @@
 // The chart of a plugin's own metrics (the metrics plugin `tessera up` loads) on the plugins
-// view: points accumulate, one per poll, and every series it draws is one the dashboard's
-// metrics route reports.
+// view, drawn from the dashboard's metrics history: it holds points, every series it draws is
+// one the dashboard's metrics route reports, and a series picker is offered.
 
 import { expect } from '@playwright/test';
 import { log, type ConsolePage } from '../support/console-page';
@@ -15,7 +15,7 @@ export async function pluginChartStep(con: ConsolePage, capi: string): Promise<v
   const chart = tid('plugin-chart');
   await chart.waitFor({ timeout: 20_000 });
   const drawn = await until(
-    'the metrics plugin chart to hold two points or more',
+    'the metrics plugin chart to hold two points or more of the history',
     async () => {
       const points = Number(await chart.getAttribute('data-points'));
       const series = (await chart.getAttribute('data-series')) ?? '';
@@ -25,6 +25,7 @@ export async function pluginChartStep(con: ConsolePage, capi: string): Promise<v
     500,
   );
   await page.locator('[data-testid="plugin-chart"] canvas').first().waitFor();
+  await tid('plugin-series-picker').waitFor();
   const m = await con.get<Metrics>(`${capi}/plugins/metrics/metrics`);
   const key = (x: Metrics['samples'][number]) => {
     const labels = Object.entries(x.labels ?? {})
@@ -35,4 +36,5 @@ export async function pluginChartStep(con: ConsolePage, capi: string): Promise<v
   const reported = new Set(m.samples.map(key));
   expect(drawn.filter((k) => !reported.has(k)), 'series the chart draws and the API does not report').toEqual([]);
   log(`plugin chart: ${drawn.length} series, e.g. ${drawn[0]}`);
+  await con.shot('12b-plugin-chart');
 }

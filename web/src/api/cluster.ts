@@ -139,6 +139,21 @@ export class ClusterApi {
   deletePlugin(name: string) {
     return this.call('delete', '/api/plugins/{name}', { path: { name } });
   }
+  /** The metrics history of `series` (the cluster's totals when null) over `range`. */
+  history(range: string, series: string[] | null, signal?: AbortSignal) {
+    const q = new URLSearchParams({ range });
+    if (series) q.set('series', series.join(','));
+    return this.call('get', '/api/history', { query: `?${q.toString()}`, signal });
+  }
+  historySeries(signal?: AbortSignal) {
+    return this.call('get', '/api/history/series', { signal });
+  }
+  /** The newest `limit` events, or those after `after`. */
+  events(after: number | null, limit: number, signal?: AbortSignal) {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (after != null) q.set('after', String(after));
+    return this.call('get', '/api/events', { query: `?${q.toString()}`, signal });
+  }
   pluginMetrics(name: string, signal?: AbortSignal) {
     return this.call('get', '/api/plugins/{name}/metrics', { path: { name }, signal });
   }

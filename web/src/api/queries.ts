@@ -55,6 +55,15 @@ export const reads = {
       queryFn: ({ signal }) => c.pluginMetrics(plugin, signal),
     }),
   backups: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'backups'), queryFn: ({ signal }) => c.backups(signal) }),
+  history: (c: ClusterApi, range: string, series: string[] | null) =>
+    queryOptions({
+      queryKey: clusterKey(c.name, 'history', range, series?.join(',') ?? ''),
+      queryFn: ({ signal }) => c.history(range, series, signal),
+    }),
+  historySeries: (c: ClusterApi) =>
+    queryOptions({ queryKey: clusterKey(c.name, 'history', 'series'), queryFn: ({ signal }) => c.historySeries(signal) }),
+  events: (c: ClusterApi, limit: number) =>
+    queryOptions({ queryKey: clusterKey(c.name, 'events', String(limit)), queryFn: ({ signal }) => c.events(null, limit, signal) }),
   mirror: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'mirror'), queryFn: ({ signal }) => c.mirror(signal) }),
   routes: (c: ClusterApi) => queryOptions({ queryKey: clusterKey(c.name, 'routes'), queryFn: ({ signal }) => c.routes(signal) }),
   commandLog: (c: ClusterApi, type: CommandLogType) =>

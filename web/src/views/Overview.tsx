@@ -1,56 +1,44 @@
-// A cluster's overview: live QPS (total and per proxy, the last five minutes), sessions, ops
-// and errors, memory and keys per group, and its dashboard.
+// A cluster's overview: its metrics history (throughput total and per proxy, latency,
+// errors, the busiest commands, memory and replication lag per group) over the range
+// picked, with one crosshair across the charts; sessions, ops and errors now; the recent
+// events; memory and keys per group, and its dashboard.
 
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useSyncExternalStore } from 'react';
+import { useState } from 'react';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
-import type { Stats } from '../api/shapes';
-import { QpsChart } from '../components/QpsChart';
+import { HistoryChart, RangePicker } from '../components/HistoryChart';
 import { ErrorBox, Stat } from '../components/ui';
 import { formatAge, formatBytes, formatNumber } from '../lib/format';
-import { QpsSeries } from '../lib/ring';
+import { busiest, idsOf, type Range } from '../lib/history';
 import { groupColor } from '../lib/slots';
+import { EventList } from './Events';
 
-// One series per cluster for the page's life, so leaving the tab and coming back keeps the
-// last five minutes.
-const seriesByCluster = new Map<string, QpsSeries>();
-export function seriesFor(name: string): QpsSeries {
-  let s = seriesByCluster.get(name);
-  if (!s) {
-    s = new QpsSeries();
-    seriesByCluster.set(name, s);
-  }
-  return s;
-}
-
-/** Adds one /stats reply to a series; returns whether it was kept. */
-export function addStats(series: QpsSeries, st: Stats, tSec: number): boolean {
-  const per: Record<string, number> = {};
-  for (const p of st.proxies) if ('ops_per_sec' in p) per[p.token] = p.ops_per_sec;
-  return series.add({ t: tSec, total: st.ops_per_sec, perProxy: per });
-}
+/** Commands charted: the busiest. */
+const COMMAND_LINES = 6;
 
 export function OverviewView({ c }: { c: ClusterApi }) {
-  const series = seriesFor(c.name);
   const stats = useQuery({ ...reads.stats(c), refetchInterval: 1000 });
   const overview = useQuery({ ...reads.overview(c), refetchInterval: 3000 });
   const groups = useQuery({ ...reads.groups(c), refetchInterval: 3000 });
+  const list = useQuery({ ...reads.historySeries(c), refetchInterval: 5000 });
+  const events = useQuery({ ...reads.events(c, 5), refetchInterval: 3000 });
+  const [range, setRange] = useState<Range>('5m');
 
-  // One sample per answer: the chart follows the series' version.
-  const { data: st, dataUpdatedAt } = stats;
-  useEffect(() => {
-    if (st) addStats(series, st, dataUpdatedAt / 1000);
-  }, [series, st, dataUpdatedAt]);
-  const version = useSyncExternalStore(series.subscribe, series.getVersion);
-
+  const st = stats.data;
   const o = overview.data;
-  const latest = series.latest();
+  const all = list.data?.series ?? [];
+  // Only series the history keeps are asked for (an unknown one is refused).
+  const kept = (ids: string[]) => (list.data ? ids.filter((id) => all.some((s) => s.id === id)) : []);
+  const sync = `overview-${c.name}`;
+  const chart = (title: string, ids: string[], testid: string) => (
+    <HistoryChart c={c} ids={kept(ids)} range={range} title={title} sync={sync} testid={testid} />
+  );
   return (
     <section className="overview">
       <ErrorBox error={overview.error ?? stats.error} />
       <div className="stats-row">
-        <Stat label="QPS (now)" value={latest == null ? '—' : formatNumber(latest)} testid="qps-latest" />
+        <Stat label="QPS (now)" value={st ? formatNumber(st.ops_per_sec) : '—'} testid="qps-latest" />
         <Stat label="Sessions" value={st ? formatNumber(st.sessions) : '—'} testid="sessions" />
         <Stat label="Ops total" value={st ? formatNumber(st.ops_total) : '—'} />
         <Stat label="Errors total" value={st ? formatNumber(st.errors_total) : '—'} testid="errors-total" />
@@ -59,11 +47,26 @@ export function OverviewView({ c }: { c: ClusterApi }) {
         <Stat label="Epoch" value={o ? o.epoch : '—'} />
       </div>
       <div className="panel">
-        <h3>QPS — last 5 minutes</h3>
-        <QpsChart series={series} version={version} />
-        <span hidden data-testid="qps-samples">
-          {series.ring.length}
-        </span>
+        <div className="chart-controls">
+          <h3>Metrics history</h3>
+          <RangePicker range={range} onChange={setRange} />
+        </div>
+        <ErrorBox error={list.error} testid="history-error" />
+        <div className="chart-grid">
+          {chart('Throughput', ['ops', ...idsOf(all, 'proxies')], 'qps-chart')}
+          {chart('Latency', ['latency:p50', 'latency:p99', 'latency:p99.9'], 'latency-chart')}
+          {chart('Busiest commands', busiest(all, 'commands', COMMAND_LINES), 'commands-chart')}
+          {chart('Errors', ['errors'], 'errors-chart')}
+          {chart('Memory per group (master)', idsOf(all, 'memory'), 'memory-chart')}
+          {chart('Replication lag per group', idsOf(all, 'lag'), 'lag-chart')}
+        </div>
+      </div>
+      <div className="panel">
+        <h3>
+          Recent events <a href={`#/clusters/${encodeURIComponent(c.name)}/events`}>all events</a>
+        </h3>
+        <ErrorBox error={events.error} testid="recent-events-error" />
+        {events.data && <EventList events={[...events.data.events].reverse()} testid="recent-events" />}
       </div>
       <div className="columns">
         <div className="panel">

@@ -323,8 +323,10 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
             : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
         </p>
       )}
-      {m.data && m.data.samples.length > 0 && <PluginChart key={name} data={m.data} at={m.dataUpdatedAt} />}
+      {m.data && m.data.samples.length > 0 && <PluginChart key={name} c={c} plugin={name} />}
       {m.data && m.data.samples.length > 0 ? (
+        <details>
+          <summary>Every sample now ({m.data.samples.length}), counters as totals</summary>
         <table className="table compact">
           <thead>
             <tr>
@@ -347,6 +349,7 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
             ))}
           </tbody>
         </table>
+        </details>
       ) : (
         !missing && !m.error && <p className="muted">No sample yet.</p>
       )}

@@ -62,6 +62,15 @@ impl Client {
         self.call(Method::GET, segments, NOTHING).await
     }
 
+    /// `GET`s `segments` with the query `pairs` and reads the answer as `T`.
+    pub(super) async fn get_query<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        pairs: &[(&str, &str)],
+    ) -> anyhow::Result<T> {
+        self.send(Method::GET, segments, pairs, NOTHING).await
+    }
+
     /// Sends one request and reads the body of a 2xx answer as `T` (an empty body as `{}`).
     ///
     /// # Errors
@@ -73,7 +82,21 @@ impl Client {
         segments: &[&str],
         body: Send<'_, B>,
     ) -> anyhow::Result<T> {
-        let url = endpoint(&self.base, segments);
+        self.send(method, segments, &[], body).await
+    }
+
+    /// `call` with a query.
+    async fn send<T: DeserializeOwned, B: Serialize>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        pairs: &[(&str, &str)],
+        body: Send<'_, B>,
+    ) -> anyhow::Result<T> {
+        let mut url = endpoint(&self.base, segments);
+        if !pairs.is_empty() {
+            url.query_pairs_mut().extend_pairs(pairs);
+        }
         let mut req = self
             .http
             .request(method.clone(), url.clone())

@@ -10,7 +10,9 @@ mod backups;
 mod cluster;
 mod commandlog;
 mod error;
+mod events;
 mod failover;
+mod history;
 mod meta;
 mod migrations;
 mod mirror;
@@ -49,6 +51,8 @@ fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .merge(tokens::routes())
         .merge(audit::routes())
         .merge(backups::routes())
+        .merge(history::routes())
+        .merge(events::routes())
 }
 
 /// The dashboard's API: the routes, behind the token and role checks and the audit log.

@@ -18,6 +18,7 @@ use tessera_store::model;
 use tessera_wire::backup::{
     BackupRequest, BackupView, BackupsView, DEFAULT_PAUSE_MS, GroupProgress, GroupState, JobState,
 };
+use tessera_wire::events::{EventKind, Severity};
 
 /// Jobs listed by `GET /api/backups` (older ones are forgotten; their directories stay).
 const KEEP: usize = 20;
@@ -215,9 +216,19 @@ impl Dashboard {
                     warn!(error = %e, "could not record the backup's time in the store");
                 }
                 super::metrics::backup_done(self, now);
+                self.events.record(
+                    Severity::Info,
+                    EventKind::BackupTaken,
+                    format!("backup {name} taken: {total} bytes"),
+                );
             }
             Err(e) => {
                 warn!(dir = %dir.display(), error = %e, "backup failed; its directory is removed");
+                self.events.record(
+                    Severity::Warning,
+                    EventKind::BackupFailed,
+                    format!("backup {name} failed: {e}"),
+                );
                 if let Err(rm) = std::fs::remove_dir_all(dir) {
                     warn!(dir = %dir.display(), error = %rm, "could not remove a failed backup's directory");
                 }

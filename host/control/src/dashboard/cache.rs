@@ -39,6 +39,21 @@ impl<T: Clone> Cached<T> {
         *slot = Some((Instant::now(), v.clone()));
         Ok(v)
     }
+
+    /// `fetch`'s value now, whatever the cache holds, kept for the others (the metrics
+    /// history samples each second: a cached value would count one second twice).
+    ///
+    /// # Errors
+    /// `fetch`'s error; the cache keeps what it had.
+    pub async fn refresh<E, F>(&self, fetch: impl FnOnce() -> F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let mut slot = self.slot.lock().await;
+        let v = fetch().await?;
+        *slot = Some((Instant::now(), v.clone()));
+        Ok(v)
+    }
 }
 
 #[cfg(test)]

@@ -329,6 +329,13 @@ impl Dashboard {
         // the log says them, the audit log keeps what an operator must act on.
         if changed {
             warn!(%group, %master, kind = r.kind, reason = %r.reason, "not failing over");
+            if !r.waiting && r.kind != "off" {
+                self.events.record(
+                    tessera_wire::events::Severity::Critical,
+                    tessera_wire::events::EventKind::FailoverRefused,
+                    format!("group {group}'s master {master} is down and automatic failover refuses: {}", r.reason),
+                );
+            }
             if !matches!(r.kind, "off" | "confirming" | "cooldown")
                 && self.first_audit(group, r.kind)
             {
@@ -555,6 +562,14 @@ async fn finish(
         },
     );
     info!(group = %p.group, old_master = %p.from, new_master = %p.to, failover_ms = ?event.failover_ms, "failed over");
+    d.events.record(
+        tessera_wire::events::Severity::Warning,
+        tessera_wire::events::EventKind::FailoverDone,
+        format!(
+            "group {} failed over: {} promoted in place of master {}; {timing}{push_note}",
+            p.group, p.to, p.from
+        ),
+    );
     d.audit_failover(
         p.group,
         if result.is_ok() { 200 } else { 502 },

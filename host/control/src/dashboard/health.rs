@@ -162,6 +162,21 @@ impl Dashboard {
             .map(|p| p.token.clone())
             .zip(proxy_results)
             .collect();
+        // Every proxy known or registered, as the proxies view shows it, for the events.
+        let mut seen: Vec<(String, String, tessera_wire::cluster::ProxyHealthState)> = proxies
+            .iter()
+            .map(|p| {
+                let h = super::proxy_health::health_of(true, st.proxies.get(&p.token));
+                (p.token.clone(), p.addr.clone(), h)
+            })
+            .collect();
+        for k in st.known.values() {
+            if !proxies.iter().any(|p| p.token == k.token) {
+                let h = super::proxy_health::health_of(false, None);
+                seen.push((k.token.clone(), k.addr.clone(), h));
+            }
+        }
+        self.proxies_observed(seen);
         let down_after = self.opts.down_after;
         let down: HashSet<GroupId> = masters
             .iter()

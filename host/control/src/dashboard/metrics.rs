@@ -158,6 +158,10 @@ fn describe_series() {
         "tessera_dashboard_stale_proxies_removed_total",
         "Proxies whose registration the dashboard removed: stale, and their admin address refused connections (gone without deregistering)"
     );
+    describe_counter!(
+        "tessera_events_total",
+        "Events the dashboard recorded since it started, by severity (GET /api/events)"
+    );
     describe_gauge!(
         "tessera_backup_enabled",
         "1 when this dashboard takes backups (--backup-root given)"

@@ -1479,6 +1479,9 @@ impl Driver {
                     for (id, s) in r.slots.iter_mut() {
                         s.done |= !s.aborted && !self.gone.contains(id);
                     }
+                    let aborted = r.slots.values().filter(|s| s.aborted).count();
+                    let keys = p.total.load(Relaxed).saturating_sub(r.moved_at_start.0);
+                    self.d.migration_ended(r.slots.len(), aborted, keys);
                     true
                 }
                 None => {
@@ -1616,6 +1619,7 @@ impl Driver {
                 self.legacy
             ))
         };
+        self.d.migration_hold(v.blocked.as_deref());
     }
 }
 

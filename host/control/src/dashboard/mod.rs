@@ -9,9 +9,13 @@ mod backup;
 mod backup_job;
 pub mod cache;
 pub mod commandlog;
+pub mod events;
+mod events_watch;
 pub mod failover;
 mod guard;
 mod health;
+pub mod history;
+mod history_sample;
 mod hotkeys;
 pub mod metrics;
 mod migration;
@@ -162,6 +166,12 @@ pub struct Dashboard {
     /// The audit log, one for the API layer and failover alike (its sequence numbers and
     /// trimming assume a single writer per dashboard).
     audit: std::sync::OnceLock<Arc<audit::AuditLog>>,
+    /// The cluster's events (`events`), and what their watchers saw last.
+    pub events: events::EventLog,
+    pub(crate) event_watch: events_watch::Watch,
+    /// The metrics history (`history`), and the per-proxy counters it follows.
+    pub history: history::MetricsHistory,
+    pub(crate) history_counters: history_sample::Counters,
     /// The cluster lock, held for the dashboard's life (in a Mutex only to be `Sync`).
     _lock: Mutex<Ephemeral>,
 }
@@ -216,6 +226,12 @@ impl Dashboard {
         if let Some(old) = &lock.took_over_from {
             warn!(cluster = %opts.cluster, old_pid = old.pid, old_host = %old.host, "took over the lock of a dead dashboard");
         }
+        let took_over = lock.took_over_from.as_ref().map(|o| {
+            format!(
+                ", taking it over from a dead dashboard (pid {} on {})",
+                o.pid, o.host
+            )
+        });
         // From here on every write checks that the lock is still ours.
         let guarded = guard::Guarded::new(store, paths.lock(), holder);
         let lost = guarded.lost();
@@ -238,6 +254,18 @@ impl Dashboard {
             }
         }
         let known = proxy_health::load_known(&*store, &paths).await?;
+        let events = events::EventLog::load(&*store, &paths, &opts.cluster).await;
+        events.record(
+            tessera_wire::events::Severity::Info,
+            tessera_wire::events::EventKind::LockAcquired,
+            format!(
+                "a dashboard at {} (pid {}) took the lock of cluster {}{}",
+                info.admin_addr,
+                std::process::id(),
+                opts.cluster,
+                took_over.unwrap_or_default()
+            ),
+        );
         let state = State {
             groups: groups.into_iter().map(|g| (g.id, g)).collect(),
             slots,
@@ -295,6 +323,10 @@ impl Dashboard {
             prefix_routes: Mutex::new(prefix_routes),
             backups,
             audit: std::sync::OnceLock::new(),
+            events,
+            event_watch: Default::default(),
+            history: Default::default(),
+            history_counters: Default::default(),
             opts,
             _lock: Mutex::new(lock),
         });
@@ -324,6 +356,8 @@ impl Dashboard {
             health::run(self.clone()),
             slot_traffic::run(self.clone()),
             slot_keys::run(self.clone()),
+            history_sample::run(self.clone()),
+            events::run(self.clone()),
             migration::run(self)
         );
     }

@@ -375,27 +375,11 @@ impl Dashboard {
         if !cat.plugins.iter().any(|e| e.name == name) {
             return Err(not_found(name));
         }
-        let proxies = self.registered_proxies().await?;
-        let fetches = proxies.iter().map(|p| {
-            let call = self.proxy_call(
-                reqwest::Method::GET,
-                &p.admin_addr,
-                &format!("/api/proxy/plugins/{name}/metrics"),
-            );
-            async move {
-                let r = call
-                    .timeout(std::time::Duration::from_secs(3))
-                    .send()
-                    .await
-                    .ok()?;
-                r.json::<Vec<Sample>>().await.ok()
-            }
-        });
+        let per_proxy = self.plugin_samples(name).await?;
         let mut sum: std::collections::BTreeMap<(String, Vec<(String, String)>), f64> =
             Default::default();
-        let mut reached = 0;
-        for samples in join_all(fetches).await.into_iter().flatten() {
-            reached += 1;
+        let reached = per_proxy.len();
+        for (_, samples) in per_proxy {
             for s in samples {
                 *sum.entry((s.name, s.labels.into_iter().collect()))
                     .or_default() += s.value;
@@ -413,5 +397,34 @@ impl Dashboard {
             proxies: reached,
             samples,
         })
+    }
+
+    /// A plugin's metric samples of each registered proxy that answered with it loaded, by
+    /// the proxy's token (the metrics history counts each proxy's counters apart, so that
+    /// one restarting never makes a sum go back).
+    ///
+    /// # Errors
+    /// The store cannot list the proxies.
+    pub(crate) async fn plugin_samples(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(String, Vec<Sample>)>, Error> {
+        let proxies = self.registered_proxies().await?;
+        let fetches = proxies.iter().map(|p| {
+            let call = self.proxy_call(
+                reqwest::Method::GET,
+                &p.admin_addr,
+                &format!("/api/proxy/plugins/{name}/metrics"),
+            );
+            async move {
+                let r = call
+                    .timeout(std::time::Duration::from_secs(3))
+                    .send()
+                    .await
+                    .ok()?;
+                Some((p.token.clone(), r.json::<Vec<Sample>>().await.ok()?))
+            }
+        });
+        Ok(join_all(fetches).await.into_iter().flatten().collect())
     }
 }

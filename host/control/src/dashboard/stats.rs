@@ -24,6 +24,14 @@ impl Dashboard {
         self.stats.get_or_fetch(|| self.collect_stats()).await
     }
 
+    /// Stats of every proxy fetched now (and kept for `stats`' callers).
+    ///
+    /// # Errors
+    /// The store cannot list the proxies.
+    pub(crate) async fn fresh_stats(&self) -> Result<Stats, Error> {
+        self.stats.refresh(|| self.collect_stats()).await
+    }
+
     /// Stats of every proxy, fetched now, and their sums.
     async fn collect_stats(&self) -> Result<Stats, Error> {
         let proxies = self.registered_proxies().await?;

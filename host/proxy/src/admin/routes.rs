@@ -251,6 +251,7 @@ async fn stats(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyStats> {
             reconnects: b.connection_losses.load(Relaxed),
         },
         uptime_secs: s.started.elapsed().as_secs(),
+        latency_buckets: s.command_stats.latency_counts(),
     })
 }
 
