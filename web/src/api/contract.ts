@@ -27,14 +27,17 @@ export function relayed<P extends Route>(route: P): Relayed<P> {
 type Operation<K extends ConsoleRoute, M extends Method> = NonNullable<paths[K][M]>;
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
 
-/** The JSON body of a console route's success answer (200, or 201 for a creation). */
+/** The JSON body of a console route's success answer (200, 201 for a creation, or 202 for a
+ * job accepted, such as a backup). */
 export type ConsoleAnswer<K extends ConsoleRoute, M extends Method> =
   Operation<K, M> extends { responses: infer R }
     ? R extends { 200: infer A }
       ? JsonOf<A>
       : R extends { 201: infer A }
         ? JsonOf<A>
-        : never
+        : R extends { 202: infer A }
+          ? JsonOf<A>
+          : never
     : never;
 
 /** The JSON body of a dashboard route's success answer. */

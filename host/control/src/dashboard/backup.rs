@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use tracing::warn;
 
 use super::Dashboard;
-use super::backup_job::{self, Plan, Source};
-use crate::error::Error;
+use super::backup_job::{self, Job, Plan, Source, now_ms};
+use crate::Error;
 use tessera_store::model;
 use tessera_wire::backup::{
     BackupRequest, BackupView, BackupsView, DEFAULT_PAUSE_MS, GroupProgress, GroupState, JobState,
@@ -28,28 +28,6 @@ const KEEP: usize = 20;
 struct LastBackup {
     finished_unix_ms: u64,
     dir: String,
-}
-
-/// One job: its view, and the bytes each group has received (read when the view is shown).
-pub(crate) struct Job {
-    pub(crate) view: Mutex<BackupView>,
-    pub(crate) bytes: Vec<Arc<AtomicU64>>,
-}
-
-impl Job {
-    /// Changes the view.
-    pub(crate) fn update(&self, f: impl FnOnce(&mut BackupView)) {
-        f(&mut self.view.lock().expect("backup view lock poisoned"));
-    }
-
-    /// The view with the byte counts as they are now.
-    fn snapshot(&self) -> BackupView {
-        let mut v = self.view.lock().expect("backup view lock poisoned").clone();
-        for (g, b) in v.groups.iter_mut().zip(&self.bytes) {
-            g.bytes = b.load(Ordering::Relaxed);
-        }
-        v
-    }
 }
 
 /// The dashboard's backups.
@@ -280,13 +258,6 @@ impl Dashboard {
 
 fn last_backup_key(d: &Dashboard) -> String {
     format!("{}backup-last", d.paths.cluster_prefix())
-}
-
-/// Unix time in ms.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Creates `dir` and its missing parents, each 0700.

@@ -10,8 +10,8 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
@@ -19,14 +19,13 @@ use sha2::{Digest, Sha256};
 
 use super::Dashboard;
 use super::admin_user;
-use super::backup::{Job, now_ms};
 use tessera_model::redis_client::{RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
 use tessera_model::router::GroupId;
 use tessera_model::watch::ReadBounds;
 use tessera_wire::backup::{
-    FORMAT_VERSION, GroupState, MANIFEST, Manifest, ManifestFile, ManifestGroup, STORE_FILE,
-    StoreDocs, StoreEntry,
+    BackupView, FORMAT_VERSION, GroupState, MANIFEST, Manifest, ManifestFile, ManifestGroup,
+    STORE_FILE, StoreDocs, StoreEntry,
 };
 
 /// The largest RDB a source may send (a guard on the disk, not on memory: it is streamed).
@@ -455,4 +454,33 @@ fn write_file(path: &Path, data: &[u8]) -> Result<(), String> {
     out.write(data)
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     out.finish(String::new()).map(|_| ())
+}
+
+/// One job: its view, and the bytes each group has received (read when the view is shown).
+pub(crate) struct Job {
+    pub(crate) view: Mutex<BackupView>,
+    pub(crate) bytes: Vec<Arc<AtomicU64>>,
+}
+
+impl Job {
+    /// Changes the view.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut BackupView)) {
+        f(&mut self.view.lock().expect("backup view lock poisoned"));
+    }
+
+    /// The view with the byte counts as they are now.
+    pub(crate) fn snapshot(&self) -> BackupView {
+        let mut v = self.view.lock().expect("backup view lock poisoned").clone();
+        for (g, b) in v.groups.iter_mut().zip(&self.bytes) {
+            g.bytes = b.load(Ordering::Relaxed);
+        }
+        v
+    }
+}
+
+/// Unix time in ms.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -13,6 +13,7 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use tracing::{info, warn};
 
+use super::proxy_health::ProxyHealth;
 use super::{Dashboard, admin_user};
 use tessera_model::redis_client::{Credential, Value, info_fields};
 use tessera_model::router::GroupId;
@@ -37,21 +38,6 @@ pub struct ServerHealth {
     /// When the first of the current run of failed checks ended; `None` while it answers.
     #[serde(skip)]
     pub failing_since: Option<std::time::Instant>,
-}
-
-/// What the last check of a proxy found.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ProxyHealth {
-    pub up: bool,
-    /// It answered, refusing commands: its registration may have lapsed.
-    pub fenced: bool,
-    /// It answered, shutting down.
-    pub draining: bool,
-    pub epoch: Option<u64>,
-    /// Version of the users table in force there.
-    #[serde(skip)]
-    pub users_version: Option<u64>,
-    pub error: Option<String>,
 }
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);

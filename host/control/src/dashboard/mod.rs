@@ -38,7 +38,8 @@ pub mod tokens;
 pub mod users;
 pub(crate) mod views;
 
-pub use health::{ProxyHealth, ServerHealth};
+pub use health::ServerHealth;
+pub use proxy_health::ProxyHealth;
 pub use push::{ProxyFailed, ProxyFailure, PushError};
 pub use rebalance::RebalancePlan;
 pub use slot_stats::Measure;

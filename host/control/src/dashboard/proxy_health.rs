@@ -8,14 +8,29 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use tracing::{info, warn};
 
 use super::Dashboard;
-use super::health::ProxyHealth;
 use crate::Error;
 use tessera_store::Store;
 use tessera_store::model::{self, Paths, ProxyModel};
 use tessera_wire::cluster::ProxyHealthState;
+
+/// What the last check of a proxy found (`health`'s probe).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProxyHealth {
+    pub up: bool,
+    /// It answered, refusing commands: its registration may have lapsed.
+    pub fenced: bool,
+    /// It answered, shutting down.
+    pub draining: bool,
+    pub epoch: Option<u64>,
+    /// Version of the users table in force there.
+    #[serde(skip)]
+    pub users_version: Option<u64>,
+    pub error: Option<String>,
+}
 
 fn key(paths: &Paths, token: &str) -> String {
     paths.proxy_known(token)

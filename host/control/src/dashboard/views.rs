@@ -148,7 +148,7 @@ impl Dashboard {
                 let health = super::proxy_health::health_of(registered, checked);
                 let mut h = checked
                     .cloned()
-                    .unwrap_or_else(|| super::health::ProxyHealth {
+                    .unwrap_or_else(|| super::proxy_health::ProxyHealth {
                         up: registered,
                         ..Default::default()
                     });
