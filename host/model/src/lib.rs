@@ -14,6 +14,7 @@
 //! - [`tls`] — certificates (reloaded without a restart), the backend connector, HTTPS.
 //! - [`secret`] — random tokens, hashes and constant-time comparison.
 
+pub mod clock;
 pub mod command;
 pub mod error;
 pub mod fence;

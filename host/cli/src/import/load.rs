@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::apply;
 use super::rdb::{Parser, RdbError};
 use super::target::{OnError, Target, TargetError};
 use super::value::Item;
+
+pub use tessera_model::clock::now_ms;
 
 /// Why a load stopped.
 #[derive(Debug, thiserror::Error)]
@@ -34,14 +35,6 @@ pub struct LoadCounts {
     pub other_db: AtomicU64,
     /// Function libraries loaded.
     pub functions: AtomicU64,
-}
-
-/// Unix time in ms.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Parses the whole image without writing: the keys it holds.

@@ -5,12 +5,13 @@
 //! at most [`MAX_PER_USER`] sessions; a new login past that ends the user's oldest.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use tessera_model::clock::now_ms;
 use tessera_model::secret::sha256_hex;
 use tessera_store::{Store, StoreError};
 
@@ -44,12 +45,6 @@ pub(crate) struct Sessions {
     ttl: Duration,
     /// Serializes logins, so the per-user bound holds for this console.
     creating: tokio::sync::Mutex<()>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The store key of session `id`.

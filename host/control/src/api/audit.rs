@@ -23,6 +23,7 @@ use utoipa_axum::routes;
 use crate::dashboard::audit::AuditLog;
 use crate::dashboard::{Caller, Dashboard};
 use tessera_http::error::ApiError;
+use tessera_model::clock::now_ms;
 use tessera_wire::LimitQuery;
 use tessera_wire::audit::{ACTOR_HEADER, AuditEntry};
 use tessera_wire::error::ErrorBody;
@@ -363,13 +364,6 @@ fn redacted(text: &str) -> Option<String> {
         cut.push('…');
     }
     Some(cut)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

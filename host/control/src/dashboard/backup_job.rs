@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::Dashboard;
 use super::admin_user;
+pub(crate) use tessera_model::clock::now_ms;
 use tessera_model::redis_client::{RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
 use tessera_model::router::GroupId;
@@ -476,11 +477,4 @@ impl Job {
         }
         v
     }
-}
-
-/// Unix time in ms.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

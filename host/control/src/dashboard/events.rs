@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::Dashboard;
+use tessera_model::clock::now_ms;
 use tessera_store::Store;
 use tessera_store::model::{self, Paths};
 use tessera_wire::events::{Event, EventKind, EventsPage, Severity};
@@ -179,12 +180,6 @@ fn truncate(s: &mut String) {
         s.truncate(end);
         s.push('…');
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The background work: writing recorded events to the store, watching this dashboard's

@@ -19,6 +19,7 @@ use decide::{Refusal, Snapshot, Votes, check_quorum, choose, read_answer};
 
 use super::Dashboard;
 use crate::Error;
+use tessera_model::clock::now_ms;
 use tessera_model::router::GroupId;
 use tessera_store::model::{self, ProxyModel, SCHEMA_VERSION};
 use tessera_store::{Store, StoreError};
@@ -243,12 +244,6 @@ async fn ask_proxies(d: &Dashboard, group: GroupId, master: &str) -> Result<Vote
         down: answers.iter().filter(|a| **a == Some(true)).count(),
         up: answers.iter().filter(|a| **a == Some(false)).count(),
     })
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn elapsed_ms(since: Option<Instant>) -> Option<u64> {

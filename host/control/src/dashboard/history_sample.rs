@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tessera_model::clock::now_ms;
 use tessera_wire::cluster::ProxyStatsEntry;
 use tessera_wire::history::SeriesKind;
 use tessera_wire::telemetry::LATENCY_BUCKETS_US;
@@ -355,12 +356,6 @@ pub(super) async fn run(d: Arc<Dashboard>) {
         let points = d.sample_history(&plugins).await;
         d.history.record(second, points);
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::migrate::machine::{Action, Event, Persisted, Phase, Slot};
 use crate::migrate::plan::Move;
 use crate::migrate::progress::Progress;
 use crate::migrate::throttle::{Limits, Throttle};
+use tessera_model::clock::now_ms;
 use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, ActionState, SlotAction, SlotModel};
 use tessera_wire::migration::{
@@ -1472,7 +1473,7 @@ impl Driver {
             let mut v = self.d.migrations.view.lock().expect("view lock poisoned");
             match v.run.as_mut().filter(|r| r.ended_unix_ms.is_none()) {
                 Some(r) => {
-                    r.ended_unix_ms = Some(now_unix_ms());
+                    r.ended_unix_ms = Some(now_ms());
                     r.moved_at_end = Some((p.total.load(Relaxed), p.bytes.load(Relaxed)));
                     // Slots that left the driver without an abort finished (unless their
                     // migration went away).
@@ -1534,7 +1535,7 @@ impl Driver {
             if v.run.as_ref().is_none_or(|r| r.ended_unix_ms.is_some()) {
                 self.gone.clear();
                 v.run = Some(RunLedger {
-                    started_unix_ms: now_unix_ms(),
+                    started_unix_ms: now_ms(),
                     moved_at_start: (p.total.load(Relaxed), p.bytes.load(Relaxed)),
                     ..RunLedger::default()
                 });
@@ -1621,13 +1622,6 @@ impl Driver {
         };
         self.d.migration_hold(v.blocked.as_deref());
     }
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use tracing::warn;
 
 use super::Dashboard;
 use super::migration_run::RunLedger;
+use tessera_model::clock::now_ms;
 use tessera_store::model;
 use tessera_wire::migration::{
     Hold, JobKind, JobOutcome, MAX_HOLDS, MigrationHistory, MigrationJob, SlotSpan,
@@ -58,12 +59,6 @@ struct State {
     /// Must be saved at the next chance (a start, an end, an abort).
     urgent: bool,
     saved: Option<Instant>,
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl State {

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::super::{Holder, Versioned};
 
+pub(super) use tessera_model::clock::now_ms;
+
 /// The first line of every file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Header {
@@ -81,12 +83,6 @@ pub(crate) fn describe_holder(value: &[u8]) -> String {
             String::from_utf8_lossy(value)
         ),
     }
-}
-
-pub(super) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Unique per process and call; with the pid, unique across the processes sharing a root.
