@@ -588,6 +588,9 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
                 .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
                 .args(["--listen", &plan.dashboard_addr])
                 .args(["--admin-token", &token])
+                // Backups of the cluster go beside its data (docs/backup.md).
+                .arg("--backup-root")
+                .arg(plan.dir.join("backups"))
                 .stdout(log_file(&logs, &plan.log_name("dashboard"))?)
                 .stderr(log_file(&logs, &plan.log_name("dashboard.err"))?),
         )

@@ -433,6 +433,8 @@ fn tessera_up_starts_a_cluster_and_resumes_it() {
     let dashboard = Api::new(loopback(dashboard_port), Some(token.trim()));
     let groups = layout(&dashboard);
     assert_eq!(groups.len(), 2, "two groups: {groups:?}");
+    // Backups go under the cluster's data directory.
+    assert_eq!(dashboard.get("/api/backups").ok()["enabled"], true);
     assert!(
         groups
             .iter()

@@ -14,6 +14,7 @@ import { pluginsStep } from './steps/plugins';
 import { routesStep } from './steps/routes';
 import { slotKeyboardStep } from './steps/slot-keyboard';
 import { slowLogStep } from './steps/slow-log';
+import { backupsStep } from './steps/backups';
 import { tokensStep } from './steps/tokens';
 import { ConsolePage, log } from './support/console-page';
 import { FAILED_MARK } from './support/federation';
@@ -502,6 +503,10 @@ test("mirror: everything mirrored to the other cluster's proxy, a planted diverg
 
 test('routes: a prefix routed to the other cluster, a key written here read there, the route removed', async () => {
   audit.push(...(await routesStep(con, name, proxies[0].addr)));
+});
+
+test('backups: one started in the console is followed to its end, and is an event', async () => {
+  audit.push(...(await backupsStep(con, name)));
 });
 
 test('the other cluster through the cluster switcher: its overview', async () => {
