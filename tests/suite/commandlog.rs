@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use redis::Value as RValue;
-use tessera_wire::telemetry::{ClusterLog, ProxyLog};
+use tessera_wire::telemetry::{ClusterLog, LogSettings, ProxyLog};
 
 use crate::support::{
     Cluster, ClusterProxy, ControlPlane, Frame, RawClient, RedisServer, tessera_bin,
@@ -282,12 +282,17 @@ fn the_dashboard_merges_the_logs_of_two_proxies_naming_each_proxy() {
     let mut cp = ControlPlane::builder().servers(2).start();
     cp.split_over_two_groups();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("proxy.toml");
-    std::fs::write(&config, LOG_ALL).unwrap();
-    let config = config.to_str().unwrap();
+    // The second proxy also logs large requests from 5000 bytes and keeps at most 64.
+    let configs = [
+        LOG_ALL.to_owned(),
+        format!("{LOG_ALL}slowlog_max_len = 64\ncommandlog_request_larger_than = 5000\n"),
+    ];
     let opts = cp.options();
     let (cluster, store) = (opts.cluster.clone(), opts.store.clone());
-    for _ in 0..2 {
+    for (i, text) in configs.iter().enumerate() {
+        let config = dir.path().join(format!("proxy{i}.toml"));
+        std::fs::write(&config, text).unwrap();
+        let config = config.to_str().unwrap();
         let p = ClusterProxy::start_with_args(&cluster, &store, &["--config", config]);
         cp.proxies.push(p);
     }
@@ -306,8 +311,38 @@ fn the_dashboard_merges_the_logs_of_two_proxies_naming_each_proxy() {
         "{own:?}"
     );
 
+    assert_eq!((own.threshold, own.max_len), (Some(0), 128), "{own:?}");
+
     let merged: ClusterLog = cp.api().get("/api/commandlog?type=slow").ok_as();
     assert_eq!(merged.proxies, 2, "{merged:?}");
+    // Each proxy's settings, as its proxy.toml set them: the console shows them above the log.
+    let addrs: Vec<String> = cp.proxies.iter().map(|p| p.info().addr).collect();
+    let settings = |t: Option<u64>, len: usize, on: &[String]| LogSettings {
+        threshold: t,
+        max_len: len,
+        proxies: on.to_vec(),
+    };
+    let mut got = merged.settings.clone();
+    got.sort_by_key(|s| s.max_len);
+    assert_eq!(
+        got,
+        [
+            settings(Some(0), 64, &addrs[1..]),
+            settings(Some(0), 128, &addrs[..1])
+        ],
+        "{merged:?}"
+    );
+    let large: ClusterLog = cp.api().get("/api/commandlog?type=large-request").ok_as();
+    let mut got = large.settings.clone();
+    got.sort_by_key(|s| s.threshold);
+    assert_eq!(
+        got,
+        [
+            settings(Some(5000), 128, &addrs[1..]),
+            settings(Some(1 << 20), 128, &addrs[..1])
+        ],
+        "{large:?}"
+    );
     let entries = &merged.entries;
     for (i, token) in tokens.iter().enumerate() {
         let set = ["SET".to_owned(), format!("via:{i}"), "1".to_owned()];

@@ -106,6 +106,20 @@ fn prefer_replica_sends_reads_to_the_replica_and_writes_to_the_master() {
     assert_eq!(seen.replicas[0].addr, cp.server_addr(1), "{seen:?}");
     assert_eq!(seen.replicas[0].group, GroupId(1), "{seen:?}");
     assert!(seen.replicas[0].proven_ms_ago.is_some(), "{seen:?}");
+    // And the dashboard's view, which asks every proxy: fresh on 1 of 1, proven within the
+    // bound, in ms like the bound (the bytes behind are the health checks' own figure).
+    let mut v: Option<ReadPolicyView> = None;
+    let fresh = wait_until(Duration::from_secs(10), || {
+        let got: ReadPolicyView = cp.api().get("/api/read-policy").ok_as();
+        let ok = got.proxies == 1
+            && got.unreachable.is_empty()
+            && got.replicas.len() == 1
+            && got.replicas[0].fresh_on == 1
+            && got.replicas[0].proven_ms_ago.is_some_and(|ms| ms <= 500);
+        v = Some(got);
+        ok
+    });
+    assert!(fresh, "{v:?}");
     let replica_before = get_calls(&cp.servers[1]);
     for round in 0..20 {
         for k in &keys {
@@ -287,6 +301,21 @@ fn replica_reads_are_never_older_than_the_bound_under_writes_and_a_frozen_replic
             .unwrap_or_else(|| panic!("GET while the replica is frozen answered {reply:?}"));
         late_reads.push((sent, Instant::now(), v));
     }
+    // The dashboard's view says it as the proxy found it: no proxy would read from the frozen
+    // replica, whose proof was revoked when a probe failed (or, if none has failed yet, is
+    // older than the bound).
+    let v: ReadPolicyView = cp.api().get("/api/read-policy").ok_as();
+    let r = v
+        .replicas
+        .iter()
+        .find(|r| r.addr == cp.server_addr(1))
+        .unwrap_or_else(|| panic!("the replica in {v:?}"));
+    assert_eq!((v.proxies, r.fresh_on), (1, 0), "{v:?}");
+    assert!(
+        r.proven_ms_ago
+            .is_none_or(|ms| u128::from(ms) > MAX_LAG.as_millis()),
+        "{v:?}"
+    );
     thread::sleep(Duration::from_millis(500));
     cp.servers[1].signal("-CONT");
     thread::sleep(Duration::from_secs(3));

@@ -5,24 +5,14 @@
 
 import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api/client';
 import { HistoryChart } from '../src/components/HistoryChart';
 import { PluginChart } from '../src/components/PluginChart';
 import { OverviewView } from '../src/views/Overview';
 import { Events } from '../src/views/Events';
+import { fakeCluster as cluster } from './fake';
 import { render } from './render';
 
 afterEach(cleanup);
-
-function cluster(route: (url: string) => [number, unknown]) {
-  const urls: string[] = [];
-  const client = new Client(async (url: string) => {
-    urls.push(url);
-    const [status, body] = route(url);
-    return new Response(JSON.stringify(body), { status });
-  });
-  return { c: client.cluster('local'), urls };
-}
 
 const info = (id: string, recent: number | null, group: string, unit = '/s', kind = 'rate') => ({ id, label: id.split(':').pop() ?? id, unit, kind, group, recent });
 

@@ -10,10 +10,8 @@ import { ReadPolicyPanel } from '../src/views/ReadPolicy';
 
 afterEach(cleanup);
 
-const view = {
-  policy: { mode: 'master', max_lag_ms: 1000 },
-  replicas: [{ group: 1, addr: '127.0.0.1:7002', up: true, link: 'up', lag_bytes: 0 }],
-};
+const replica = { group: 1, addr: '127.0.0.1:7002', up: true, link: 'up', lag_bytes: 0, fresh_on: 0, proven_ms_ago: null };
+const view = { policy: { mode: 'master', max_lag_ms: 1000 }, replicas: [replica], proxies: 2, unreachable: [] };
 
 function setup(put: (body: unknown) => [number, unknown]) {
   const calls: { method: string; url: string; body: unknown }[] = [];
@@ -39,6 +37,8 @@ describe('Read policy panel', () => {
     const calls = setup((body) => [200, { ...view, policy: body }]);
     await waitFor(() => expect(screen.getByTestId('read-policy-mode').textContent).toBe('master'));
     expect(screen.getByTestId('replica-state-127.0.0.1:7002').textContent).toContain('0 B');
+    expect(screen.getByTestId('replica-proven-127.0.0.1:7002').textContent).toBe('not probed');
+    expect(screen.getByTestId('read-policy-unprobed')).toBeTruthy();
     fireEvent.change(screen.getByTestId('read-policy-select'), { target: { value: 'prefer-replica' } });
     fireEvent.change(screen.getByTestId('read-policy-lag'), { target: { value: '500' } });
     await act(async () => fireEvent.click(screen.getByTestId('read-policy-apply')));
@@ -47,6 +47,34 @@ describe('Read policy panel', () => {
       url: '/api/clusters/local/read-policy',
       body: { mode: 'prefer-replica', max_lag_ms: 500 },
     });
+  });
+
+  it('shows how fresh the proxies proved each replica, in ms beside the bound', async () => {
+    const probed = {
+      policy: { mode: 'prefer-replica', max_lag_ms: 500 },
+      replicas: [
+        { ...replica, fresh_on: 1, proven_ms_ago: 180, lag_bytes: 2048 },
+        { ...replica, addr: '127.0.0.1:7004', group: 2, fresh_on: 0, proven_ms_ago: null, lag_bytes: -45 },
+      ],
+      proxies: 1,
+      unreachable: ['127.0.0.1:19001'],
+    };
+    const client = new Client(async () => new Response(JSON.stringify(probed), { status: 200 }));
+    render(
+      <NoticesProvider>
+        <ReadPolicyPanel c={client.cluster('local')} />
+      </NoticesProvider>,
+    );
+    await waitFor(() => expect(screen.getByTestId('read-policy-mode').textContent).toBe('prefer-replica'));
+    expect(screen.getByTestId('read-policy-lag-now').textContent).toContain('500 ms');
+    expect(screen.getByTestId('replica-fresh-127.0.0.1:7002').textContent).toBe('1/1 proxies');
+    expect(screen.getByTestId('replica-proven-127.0.0.1:7002').textContent).toBe('180 ms ago');
+    expect(screen.getByTestId('replica-state-127.0.0.1:7002').textContent).toContain('2.0 KiB');
+    expect(screen.getByTestId('replica-fresh-127.0.0.1:7004').textContent).toBe('0/1 proxies');
+    expect(screen.getByTestId('replica-proven-127.0.0.1:7004').textContent).toBe('not proven');
+    expect(screen.getByTestId('replica-state-127.0.0.1:7004').textContent).toContain('0 B');
+    expect(screen.getByTestId('read-policy-unreachable').textContent).toContain('127.0.0.1:19001');
+    expect(screen.queryByTestId('read-policy-unprobed')).toBeNull();
   });
 
   it('refuses a bound out of range before calling, and shows the API refusal', async () => {

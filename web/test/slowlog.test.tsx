@@ -2,9 +2,9 @@
 // explained).
 
 import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react';
+import { fakeCluster as cluster } from './fake';
 import { render } from './render';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client } from '../src/api/client';
 import { arrangeEntries } from '../src/lib/commandlog';
 import { SlowLog } from '../src/views/SlowLog';
 
@@ -21,22 +21,16 @@ const entry = (proxy: string, id: number, value: number, args: string[]) => ({
   client_name: 'reporter',
 });
 
-function cluster(route: (url: string) => [number, unknown]) {
-  const urls: string[] = [];
-  const client = new Client(async (url: string) => {
-    urls.push(url);
-    const [status, body] = route(url);
-    return new Response(JSON.stringify(body), { status });
-  });
-  return { c: client.cluster('local'), urls };
-}
-
 describe('Slow log view', () => {
   it('shows each type of the merged log with its unit and proxy, and switches type', async () => {
     const { c, urls } = cluster((url) => {
       if (url.endsWith('type=slow'))
-        return [200, { type: 'slow', proxies: 2, unreachable: [], entries: [entry('bbbb', 3, 104_233, ['EVAL', 'return 1', '0']), entry('aaaa', 1, 20, ['GET', 'k'])] }];
-      return [200, { type: 'large-reply', proxies: 2, unreachable: ['cccccccccc'], entries: [entry('aaaa', 0, 2_097_165, ['GET', 'big'])] }];
+        return [200, { type: 'slow', proxies: 2, unreachable: [], settings: [{ threshold: 10_000, max_len: 128, proxies: ['127.0.0.1:19000', '127.0.0.1:19001'] }], entries: [entry('bbbb', 3, 104_233, ['EVAL', 'return 1', '0']), entry('aaaa', 1, 20, ['GET', 'k'])] }];
+      const settings = [
+        { threshold: 1_048_576, max_len: 128, proxies: ['127.0.0.1:19000'] },
+        { threshold: null, max_len: 0, proxies: ['127.0.0.1:19001'] },
+      ];
+      return [200, { type: 'large-reply', proxies: 2, unreachable: ['cccccccccc'], settings, entries: [entry('aaaa', 0, 2_097_165, ['GET', 'big'])] }];
     });
     render(<SlowLog c={c} />);
     const rows = await screen.findAllByTestId('slowlog-entry');
@@ -45,10 +39,14 @@ describe('Slow log view', () => {
     expect(rows[0].textContent).toContain('104.2 ms');
     expect(rows[1].textContent).toContain('20 µs');
     expect(rows[0].textContent).toContain('127.0.0.1:19001');
+    expect(screen.getByTestId('slowlog-threshold').textContent).toBe('Logged: commands slower than 10.0 ms, the last 128 kept, on every proxy.');
     fireEvent.click(screen.getByTestId('slowlog-type-large-reply'));
     await waitFor(() => expect(screen.getByTestId('slowlog-args').textContent).toBe('GET big'));
     expect(screen.getByTestId('slowlog-value').textContent).toBe('2.0 MiB');
     expect(screen.getByTestId('slowlog-summary').textContent).toContain('not answering: cccccccc');
+    expect(screen.getByTestId('slowlog-threshold').textContent).toBe(
+      'Logged: on 127.0.0.1:19000: replies of at least 1.0 MiB, the last 128 kept; on 127.0.0.1:19001: this log is disabled (proxy.toml).',
+    );
     expect(urls).toContain('/api/clusters/local/commandlog?type=large-reply');
   });
 
@@ -73,7 +71,7 @@ describe('Slow log sort and filter', () => {
     expect(arrangeEntries(entries, 'time', '19001').map((e) => e.id)).toEqual([2]);
   });
   it('applies them in the view', async () => {
-    const { c } = cluster(() => [200, { type: 'slow', proxies: 2, unreachable: [], entries }]);
+    const { c } = cluster(() => [200, { type: 'slow', proxies: 2, unreachable: [], settings: [], entries }]);
     render(<SlowLog c={c} />);
     await screen.findByTestId('slowlog-table');
     fireEvent.change(screen.getByTestId('slowlog-sort'), { target: { value: 'value' } });

@@ -99,15 +99,28 @@ pub struct ReadPolicyChange {
     pub max_lag_ms: Option<u64>,
 }
 
-/// The policy, and each replica as the dashboard's health checks last saw it
-/// (`GET /api/read-policy`).
+/// The policy, and each replica as the dashboard's health checks and the proxies' own probes
+/// last saw it (`GET /api/read-policy`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReadPolicyView {
     pub policy: ReadPolicy,
     pub replicas: Vec<ReplicaView>,
+    /// Registered proxies that told what their probes proved (`GET /api/proxy/replicas`).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub proxies: usize,
+    /// The RESP addresses of registered proxies that did not answer.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub unreachable: Vec<String>,
 }
 
-/// One replica as the dashboard's health checks last saw it.
+/// One replica as the dashboard's health checks and the proxies' probes last saw it.
+///
+/// ```text
+/// {"group": 1, "addr": "10.0.0.6:6379", "up": true, "link": "up", "lag_bytes": 120,
+///  "fresh_on": 2, "proven_ms_ago": 180}
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReplicaView {
     pub group: GroupId,
@@ -120,6 +133,18 @@ pub struct ReplicaView {
     /// The master's last known offset minus the replica's.
     #[schema(required = true)]
     pub lag_bytes: Option<i64>,
+    /// Answering proxies that would send a read to it now: their probes proved it within
+    /// the policy's `max_lag_ms` (0 while reads go to masters: nothing is probed).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub fresh_on: usize,
+    /// The oldest of the answering proxies' proofs, in ms: the replica was at least as
+    /// fresh as its master that long ago, in the sense `max_lag_ms` bounds
+    /// (docs/replica-reads.md); `null` when no proxy holds a proof: never proven, or
+    /// revoked (a probe failed, its master changed).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub proven_ms_ago: Option<u64>,
 }
 
 /// What one proxy knows of its replicas now (`GET /api/proxy/replicas`).

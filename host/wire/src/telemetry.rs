@@ -57,7 +57,8 @@ pub struct EntryView {
 /// One proxy's log of one type: the body of `GET /api/proxy/commandlog`.
 ///
 /// ```text
-/// {"type": "slow", "len": 2, "entries": [{"id": 1, …}, {"id": 0, …}]}
+/// {"type": "slow", "len": 2, "threshold": 10000, "max_len": 128,
+///  "entries": [{"id": 1, …}, {"id": 0, …}]}
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(as = ProxyCommandLog)]
@@ -66,6 +67,16 @@ pub struct ProxyLog {
     pub log_type: LogType,
     /// Entries in the proxy's log (`entries` may hold fewer when a count was asked).
     pub len: usize,
+    /// What a command must reach to be logged: µs for `slow`, bytes for the others
+    /// (proxy.toml's `slowlog_log_slower_than`, `commandlog_*`); `null`: the log is disabled.
+    /// Absent from proxies older than the field, read as `null`.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub threshold: Option<u64>,
+    /// The most entries the log keeps (0 from proxies older than the field).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub max_len: usize,
     /// Newest first.
     pub entries: Vec<EntryView>,
 }
@@ -81,6 +92,18 @@ pub struct ClusterEntry {
     pub entry: EntryView,
 }
 
+/// Proxies that log with the same settings (`GET /api/commandlog`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = CommandLogSettings)]
+pub struct LogSettings {
+    /// As [`ProxyLog::threshold`]: µs for `slow`, bytes for the others; `null`: disabled.
+    #[schema(required = true)]
+    pub threshold: Option<u64>,
+    pub max_len: usize,
+    /// The RESP addresses of the proxies that use these settings.
+    pub proxies: Vec<String>,
+}
+
 /// The body of `GET /api/commandlog`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(as = CommandLog)]
@@ -89,6 +112,9 @@ pub struct ClusterLog {
     pub log_type: LogType,
     /// Proxies whose log is included.
     pub proxies: usize,
+    /// The answering proxies' thresholds and lengths, one item per distinct setting (one
+    /// item when every proxy logs alike), most proxies first.
+    pub settings: Vec<LogSettings>,
     /// Tokens of registered proxies that did not answer.
     pub unreachable: Vec<String>,
     /// Newest first (by time, then by each proxy's id).

@@ -64,5 +64,6 @@ export type PrefixRouteChange = RequestBody<'/api/routes', 'put'>['routes'][numb
 export type CommandLog = Answer<'/api/commandlog', 'get'>;
 export type CommandLogType = CommandLog['type'];
 export type CommandLogEntry = CommandLog['entries'][number];
+export type CommandLogSettings = CommandLog['settings'][number];
 export type Token = Answer<'/api/tokens', 'get'>[number];
 export type CreatedToken = Answer<'/api/tokens', 'post'>;

@@ -1,5 +1,6 @@
 // The cluster's read policy (docs/replica-reads.md): where read-only commands go, the lag
-// bound, and each replica's link and lag as the dashboard's health checks see them. Shown
+// bound, and each replica: how fresh the proxies' own probes proved it (ms, like the bound),
+// its link and how many bytes it is behind as the dashboard's health checks see them. Shown
 // at the top of the Groups view; setting it needs an admin token.
 
 import { useQuery } from '@tanstack/react-query';
@@ -9,7 +10,7 @@ import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import type { ReadMode } from '../api/shapes';
 import { Badge, ErrorBox, useNotices } from '../components/ui';
-import { formatNumber } from '../lib/format';
+import { formatBytes, formatNumber } from '../lib/format';
 
 const MODES: { mode: ReadMode; label: string }[] = [
   { mode: 'master', label: 'master: every read to the master' },
@@ -28,6 +29,8 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
   const [err, setErr] = useState<string | null>(null);
   const current = data?.policy;
   const replicas = data?.replicas ?? [];
+  // The proxies probe replicas only while reads may go to them.
+  const probed = current != null && current.mode !== 'master';
   const mode = modeEdit ?? current?.mode ?? 'master';
   const lag = lagEdit ?? (current ? String(current.max_lag_ms) : '');
 
@@ -89,7 +92,15 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
               <th>Replica</th>
               <th>Health</th>
               <th>Master link</th>
-              <th className="num">Lag</th>
+              <th className="num" title="Proxies whose probes proved it within the bound: a read routed now may go there">
+                Fresh on
+              </th>
+              <th className="num" title="The oldest of the proxies' proofs that it had caught up with its master">
+                Proven
+              </th>
+              <th className="num" title="The master's replication offset minus the replica's, at the last health check">
+                Behind master
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -103,13 +114,29 @@ export function ReadPolicyPanel({ c }: { c: ClusterApi }) {
                 <td>
                   <Badge ok={r.link == null ? null : r.link === 'up'}>{r.link ?? '—'}</Badge>
                 </td>
-                <td className="num">{r.lag_bytes == null ? 'unknown' : `${formatNumber(r.lag_bytes)} B`}</td>
+                <td className="num" data-testid={`replica-fresh-${r.addr}`}>
+                  {probed ? `${r.fresh_on}/${data?.proxies ?? 0} proxies` : '—'}
+                </td>
+                <td className="num" data-testid={`replica-proven-${r.addr}`}>
+                  {!probed ? 'not probed' : r.proven_ms_ago == null ? 'not proven' : `${formatNumber(r.proven_ms_ago)} ms ago`}
+                </td>
+                <td className="num">{r.lag_bytes == null ? 'unknown' : formatBytes(Math.max(0, r.lag_bytes))}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
       {current && replicas.length === 0 && <p className="muted">No replica in any group: every read goes to a master.</p>}
+      {current && replicas.length > 0 && !probed && (
+        <p className="muted small" data-testid="read-policy-unprobed">
+          Reads go to the masters, so the proxies do not probe their replicas: freshness shows once a replica mode is set.
+        </p>
+      )}
+      {data && data.unreachable.length > 0 && (
+        <p className="error-text small" data-testid="read-policy-unreachable">
+          Not answering, so not counted: {data.unreachable.join(', ')}
+        </p>
+      )}
     </div>
   );
 }

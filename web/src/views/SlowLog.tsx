@@ -7,7 +7,7 @@ import { useState } from 'react';
 import type { ClusterApi } from '../api/cluster';
 import { ApiError } from '../api/error';
 import { reads } from '../api/queries';
-import type { CommandLogEntry, CommandLogType } from '../api/shapes';
+import type { CommandLogEntry, CommandLogSettings, CommandLogType } from '../api/shapes';
 import { ErrorBox } from '../components/ui';
 import { arrangeEntries, type CommandLogSort } from '../lib/commandlog';
 import { formatBytes, formatNumber, formatTime } from '../lib/format';
@@ -22,6 +22,14 @@ const TYPES: { type: CommandLogType; label: string; value: string }[] = [
 function valueText(type: CommandLogType, v: number): string {
   if (type !== 'slow') return formatBytes(v);
   return v < 1000 ? `${formatNumber(v)} µs` : `${(v / 1000).toFixed(1)} ms`;
+}
+
+/** What a proxy logs with these settings, in words: "commands slower than 10.0 ms, the last 128 kept". */
+export function settingsText(type: CommandLogType, s: CommandLogSettings): string {
+  if (s.threshold == null) return 'this log is disabled (proxy.toml)';
+  const what = { slow: 'commands slower than', 'large-request': 'requests of at least', 'large-reply': 'replies of at least' }[type];
+  const logged = s.threshold === 0 ? 'every command' : `${what} ${valueText(type, s.threshold)}`;
+  return `${logged}, the last ${formatNumber(s.max_len)} kept`;
 }
 
 export function SlowLog({ c }: { c: ClusterApi }) {
@@ -60,6 +68,13 @@ export function SlowLog({ c }: { c: ClusterApi }) {
           {log.data.entries.length} {log.data.entries.length === 1 ? 'entry' : 'entries'} from {log.data.proxies}{' '}
           {log.data.proxies === 1 ? 'proxy' : 'proxies'}
           {log.data.unreachable.length > 0 && `; not answering: ${log.data.unreachable.map((t) => t.slice(0, 8)).join(', ')}`}
+        </p>
+      )}
+      {log.data && log.data.settings.length > 0 && (
+        <p className="muted small" data-testid="slowlog-threshold">
+          {log.data.settings.length === 1
+            ? `Logged: ${settingsText(log.data.type, log.data.settings[0])}, on every proxy.`
+            : `Logged: ${log.data.settings.map((s) => `on ${s.proxies.join(', ')}: ${settingsText(log.data.type, s)}`).join('; ')}.`}
         </p>
       )}
       {log.data && log.data.entries.length > 0 && (

@@ -69,17 +69,22 @@ async fn set_failover(
 
 /// Read policy: where read-only commands go
 ///
-/// The policy, and each replica as the dashboard's health checks last saw it
-/// (docs/replica-reads.md). Which replica is fresh enough is each proxy's own finding.
+/// The policy, and each replica: bytes behind its master as the dashboard's health checks
+/// last saw it, and how fresh the proxies' own probes proved it, in ms like the policy's
+/// bound (docs/replica-reads.md). Every registered proxy is asked; one that does not answer
+/// within 2 s is listed as unreachable.
 #[utoipa::path(
     get,
     path = "/api/read-policy",
     tag = "failover",
     operation_id = "getReadPolicy",
-    responses((status = 200, description = "The read policy and each replica as the health checks last saw it.", body = ReadPolicyView))
+    responses(
+        (status = 200, description = "The read policy and each replica as the health checks and the proxies last saw it.", body = ReadPolicyView),
+        (status = 503, description = "The store is unreachable.", body = ErrorBody),
+    )
 )]
-async fn read_policy(State(d): State<Arc<Dashboard>>) -> Json<ReadPolicyView> {
-    Json(d.read_policy_view())
+async fn read_policy(State(d): State<Arc<Dashboard>>) -> Result<Json<ReadPolicyView>, ApiError> {
+    Ok(Json(d.read_policy_view().await?))
 }
 
 /// Change the read policy
@@ -94,7 +99,7 @@ async fn read_policy(State(d): State<Arc<Dashboard>>) -> Json<ReadPolicyView> {
     operation_id = "setReadPolicy",
     request_body = ReadPolicyChange,
     responses(
-        (status = 200, description = "The read policy and each replica as the health checks last saw it.", body = ReadPolicyView),
+        (status = 200, description = "The read policy and each replica as the health checks and the proxies last saw it.", body = ReadPolicyView),
         (status = 400, description = "An unknown field or mode, or `max_lag_ms` outside 200-3600000.", body = ErrorBody),
         (status = 502, description = "Saved, but some proxies did not acknowledge the new topology.", body = ErrorBody),
         (status = 503, description = "The store is unreachable.", body = ErrorBody),

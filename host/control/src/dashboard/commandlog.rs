@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use futures_util::future::join_all;
-
 use super::Dashboard;
 use crate::Error;
 use tessera_wire::telemetry::LogType;
-use tessera_wire::telemetry::{ClusterEntry, ClusterLog, ProxyLog};
+use tessera_wire::telemetry::{ClusterEntry, ClusterLog, LogSettings, ProxyLog};
 
 /// How long one proxy may take to answer.
 const PROXY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -28,26 +26,23 @@ impl Dashboard {
     ) -> Result<ClusterLog, Error> {
         let proxies = self.registered_proxies().await?;
         let path = format!("/api/proxy/commandlog?type={}", log_type.as_str());
-        let reads = join_all(proxies.iter().map(|p| {
-            let call = self.proxy_call(reqwest::Method::GET, &p.admin_addr, &path);
-            async move {
-                let r = call.timeout(PROXY_TIMEOUT).send().await.ok()?;
-                r.error_for_status().ok()?.json::<ProxyLog>().await.ok()
-            }
-        }))
-        .await;
+        let reads = self
+            .get_from_proxies::<ProxyLog>(&proxies, &path, PROXY_TIMEOUT)
+            .await;
         let mut out = ClusterLog {
             log_type,
             proxies: 0,
+            settings: Vec::new(),
             unreachable: Vec::new(),
             entries: Vec::new(),
         };
         for (p, read) in proxies.iter().zip(reads) {
-            let Some(log) = read else {
+            let Ok(log) = read else {
                 out.unreachable.push(p.token.clone());
                 continue;
             };
             out.proxies += 1;
+            add_settings(&mut out.settings, &log, &p.addr);
             out.entries
                 .extend(log.entries.into_iter().map(|entry| ClusterEntry {
                     proxy: p.token.clone(),
@@ -60,6 +55,21 @@ impl Dashboard {
         if let Some(n) = count {
             out.entries.truncate(n);
         }
+        out.settings
+            .sort_by_key(|s| std::cmp::Reverse(s.proxies.len()));
         Ok(out)
+    }
+}
+
+/// Counts `proxy` under its log's settings, adding them if no proxy had them yet.
+fn add_settings(settings: &mut Vec<LogSettings>, log: &ProxyLog, proxy: &str) {
+    let same = |s: &&mut LogSettings| s.threshold == log.threshold && s.max_len == log.max_len;
+    match settings.iter_mut().find(same) {
+        Some(s) => s.proxies.push(proxy.to_owned()),
+        None => settings.push(LogSettings {
+            threshold: log.threshold,
+            max_len: log.max_len,
+            proxies: vec![proxy.to_owned()],
+        }),
     }
 }

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Dashboard;
-use futures_util::future::join_all;
 use tessera_wire::telemetry::{ClusterHotKey, ClusterHotKeys, HotKey, HotKeysView, SeenBy};
 
 /// How much deeper than the asked-for limit each proxy's list is read.
@@ -77,14 +76,9 @@ impl Dashboard {
             "/api/proxy/hotkeys?limit={}",
             (limit.max(1) * DEPTH).min(MAX_DEPTH)
         );
-        let read = join_all(online.iter().map(|p| {
-            let call = self.proxy_call(reqwest::Method::GET, &p.admin_addr, &path);
-            async move {
-                let r = call.timeout(Duration::from_secs(2)).send().await.ok()?;
-                r.error_for_status().ok()?.json::<HotKeysView>().await.ok()
-            }
-        }))
-        .await;
+        let read = self
+            .get_from_proxies::<HotKeysView>(&online, &path, Duration::from_secs(2))
+            .await;
         let mut out = ClusterHotKeys {
             proxies: 0,
             unanswered: Vec::new(),
@@ -95,7 +89,7 @@ impl Dashboard {
         };
         let mut reads = Vec::new();
         for (p, view) in online.iter().zip(read) {
-            let Some(view) = view else {
+            let Ok(view) = view else {
                 out.unanswered.push(p.token.clone());
                 continue;
             };

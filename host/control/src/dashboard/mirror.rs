@@ -61,23 +61,14 @@ impl Dashboard {
     pub async fn mirror_view(&self) -> Result<MirrorView, Error> {
         let doc = read_doc(&*self.store, &self.paths).await?;
         let proxies = self.registered_proxies().await?;
-        let reads = proxies.iter().map(|p| async move {
-            let call = self.proxy_call(reqwest::Method::GET, &p.admin_addr, "/api/proxy/mirror");
-            let r = call
-                .timeout(PROXY_TIMEOUT)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            if !r.status().is_success() {
-                return Err(format!("HTTP {}", r.status()));
-            }
-            r.json::<ProxyMirror>().await.map_err(|e| e.to_string())
-        });
+        let reads = self
+            .get_from_proxies::<ProxyMirror>(&proxies, "/api/proxy/mirror", PROXY_TIMEOUT)
+            .await;
         let mut total = Figures::default();
         let mut by_command: BTreeMap<String, CommandFigures> = BTreeMap::new();
         let mut samples: Vec<ClusterSample> = Vec::new();
         let mut per_proxy = Vec::new();
-        for (p, r) in proxies.iter().zip(join_all(reads).await) {
+        for (p, r) in proxies.iter().zip(reads) {
             let m = match r {
                 Ok(m) => m,
                 Err(error) => {

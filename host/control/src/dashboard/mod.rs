@@ -429,6 +429,29 @@ impl Dashboard {
             .bearer_auth(&self.proxy_secret)
     }
 
+    /// GETs `path` of each proxy's admin API as JSON, all at once, each within `timeout`: one
+    /// answer per proxy, in their order, `Err` saying why a proxy gave none.
+    pub(crate) async fn get_from_proxies<T: serde::de::DeserializeOwned>(
+        &self,
+        proxies: &[ProxyModel],
+        path: &str,
+        timeout: Duration,
+    ) -> Vec<Result<T, String>> {
+        futures_util::future::join_all(proxies.iter().map(|p| async move {
+            let r = self
+                .proxy_call(reqwest::Method::GET, &p.admin_addr, path)
+                .timeout(timeout)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !r.status().is_success() {
+                return Err(format!("HTTP {}", r.status()));
+            }
+            r.json::<T>().await.map_err(|e| e.to_string())
+        }))
+        .await
+    }
+
     /// PUTs `body` to one proxy's admin API at `path` (a push of settings every proxy must
     /// take), within `timeout` (`None`: the push timeout every proxy call has): `Err` says
     /// why it did not, with the proxy's own error message when it gave one.

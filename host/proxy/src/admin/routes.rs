@@ -594,6 +594,8 @@ async fn command_log(
     Ok(Json(ProxyLog {
         log_type,
         len: log.len(log_type),
+        threshold: log.threshold(log_type),
+        max_len: log.max_len(log_type),
         entries: log.get(log_type, count).iter().map(Into::into).collect(),
     }))
 }

@@ -65,7 +65,7 @@ impl Pool {
         req: Bytes,
         account: Option<&Rc<OutputAccount>>,
     ) -> ReplyRx {
-        self.send_block(addr, proto, login, req, 0, account)
+        self.send_block_on(Lane::Shared, addr, proto, login, req, 0, account)
     }
 
     /// `send` on a chosen lane.
@@ -78,41 +78,15 @@ impl Pool {
         req: Bytes,
         account: Option<&Rc<OutputAccount>>,
     ) -> ReplyRx {
-        self.send_in(lane, addr, proto, login, req, 0, account)
+        self.send_block_on(lane, addr, proto, login, req, 0, account)
     }
 
-    /// `send_block` on a chosen lane.
-    #[allow(clippy::too_many_arguments)]
-    pub fn send_block_on(
-        &self,
-        lane: Lane,
-        addr: &Arc<str>,
-        proto: Proto,
-        login: &Login,
-        req: Bytes,
-        skip: u32,
-        account: Option<&Rc<OutputAccount>>,
-    ) -> ReplyRx {
-        self.send_in(lane, addr, proto, login, req, skip, account)
-    }
-
-    /// Sends several requests written contiguously on one connection (a transaction's
-    /// `MULTI … EXEC`); the last reply is returned, the `skip` before it dropped.
-    pub fn send_block(
-        &self,
-        addr: &Arc<str>,
-        proto: Proto,
-        login: &Login,
-        req: Bytes,
-        skip: u32,
-        account: Option<&Rc<OutputAccount>>,
-    ) -> ReplyRx {
-        self.send_in(Lane::Shared, addr, proto, login, req, skip, account)
-    }
-
+    /// Sends several requests written contiguously on one connection of `lane` (a
+    /// transaction's `MULTI … EXEC`); the last reply is returned, the `skip` before it dropped.
+    /// Every other `send` is this one.
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn send_in(
+    pub fn send_block_on(
         &self,
         lane: Lane,
         addr: &Arc<str>,

@@ -45,9 +45,8 @@ impl Session {
                 Ok(c) => c,
                 Err(e) => {
                     let e = match CommandTable::get().lookup(&req) {
-                        // Redis's answer inside MULTI, whatever the proxy thinks of it.
-                        Ok(cmd) if cmd.no_multi && self.tx.queuing() => DataError::NoMulti,
-                        _ => e,
+                        Ok(cmd) => self.tx.never_queued(cmd).unwrap_or(e),
+                        Err(_) => e,
                     };
                     self.tx.refused();
                     let mut q = Queued::error(None, &e);

@@ -24,7 +24,7 @@ use super::reply::Pending;
 use crate::backend::{Dedicated, Lane};
 use crate::hotcache::Written;
 use crate::stages::classify::Classified;
-use tessera_model::command::{Kind, Local, Tx};
+use tessera_model::command::{Command, Kind, Local, Tx};
 use tessera_model::error::DataError;
 use tessera_model::limits::MemoryPool;
 use tessera_model::router::{SlotId, SlotTable};
@@ -85,6 +85,12 @@ impl Transaction {
     #[inline]
     pub(crate) fn queuing(&self) -> bool {
         self.queue.is_some()
+    }
+
+    /// Redis's refusal of a command it never queues (`SAVE`, `SHUTDOWN`, …) sent inside
+    /// MULTI, whatever the proxy's own policy thinks of the command.
+    pub(crate) fn never_queued(&self, cmd: &Command) -> Option<DataError> {
+        (cmd.no_multi && self.queuing()).then_some(DataError::NoMulti)
     }
 
     /// A command was refused while queuing (the error is the client's reply).
@@ -198,8 +204,8 @@ impl Session {
                 | Kind::Blocking
                 | Kind::Local(Local::Ping | Local::Echo)
         );
-        if c.cmd.no_multi {
-            return Err(DataError::NoMulti);
+        if let Some(e) = self.tx.never_queued(c.cmd) {
+            return Err(e);
         }
         if !queueable {
             return Err(DataError::NotInTransaction(

@@ -189,6 +189,21 @@ impl CommandLog {
             .count()
     }
 
+    /// A log's threshold (µs for `slow`, bytes for the others); `None` when it is disabled.
+    pub fn threshold(&self, t: LogType) -> Option<u64> {
+        let v = match t {
+            LogType::Slow => u64::try_from(self.slow.as_micros()).unwrap_or(u64::MAX),
+            LogType::LargeRequest => self.request,
+            LogType::LargeReply => self.reply,
+        };
+        (v != u64::MAX).then_some(v)
+    }
+
+    /// The most entries a log keeps.
+    pub fn max_len(&self, t: LogType) -> usize {
+        self.max_len[t as usize]
+    }
+
     pub fn len(&self, t: LogType) -> usize {
         self.logs[t as usize]
             .lock()
@@ -389,6 +404,29 @@ mod tests {
         assert_eq!(log.len(LogType::Slow), 0);
         log.record(&m, &raw(&[b"GET", b"k"]), &c.info);
         assert_eq!(log.get(LogType::Slow, Some(5))[0].id, 3);
+    }
+
+    #[test]
+    fn thresholds_are_told_as_configured_and_a_disabled_log_has_none() {
+        let log = CommandLog::new(&settings(2500, 7));
+        assert_eq!(log.threshold(LogType::Slow), Some(2500));
+        assert_eq!(log.threshold(LogType::LargeRequest), Some(100));
+        assert_eq!(
+            log.threshold(LogType::LargeReply),
+            None,
+            "a negative threshold"
+        );
+        assert_eq!(log.max_len(LogType::Slow), 7);
+        let off = CommandLog::new(&settings(2500, 0));
+        assert_eq!(
+            off.threshold(LogType::Slow),
+            None,
+            "a zero length disables it"
+        );
+        assert_eq!(
+            CommandLog::new(&settings(0, 1)).threshold(LogType::Slow),
+            Some(0)
+        );
     }
 
     #[test]
