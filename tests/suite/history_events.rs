@@ -2,8 +2,10 @@
 //! proxy come back as a rate whose sum is their count; a proxy killed and started again never
 //! gives a negative rate; hostile queries are refused with a reason; a proxy frozen by SIGSTOP
 //! gives a "lost" event and SIGCONT a "back" one; a migration gives its event; events survive
-//! a dashboard restart; `tessera admin events` prints them.
+//! a dashboard restart; `tessera admin events` prints them; one token holds at most 8
+//! waiting event requests.
 
+use std::thread;
 use std::time::Duration;
 
 use serde_json::json;
@@ -161,6 +163,56 @@ fn hostile_history_and_events_queries_get_a_400_with_a_reason() {
     v.get("/api/history").ok();
     v.get("/api/history/series").ok();
     v.get("/api/events").ok();
+}
+
+#[test]
+fn one_token_holds_at_most_eight_waiting_event_requests() {
+    let cp = ControlPlane::builder().servers(1).proxies(0).start();
+    let api = cp.api();
+    let token = |name: &str| {
+        let t = api
+            .post("/api/tokens", &json!({"name": name, "role": "viewer"}))
+            .ok();
+        api.with_token(t["token"].as_str().unwrap())
+    };
+    let follower = token("follower");
+    let last = follower.get("/api/events").ok_as::<EventsPage>().last_id;
+    // Nine waits at once: nothing happens in this cluster meanwhile, so eight run their whole
+    // 10 s and the one that came last is refused at once, with the reason.
+    let path = format!("/api/events?after={last}&wait=10");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waits: Vec<_> = (0..9)
+        .map(|_| {
+            let (api, path, tx) = (follower.clone(), path.clone(), tx.clone());
+            thread::spawn(move || tx.send(api.get(&path)).expect("the test is listening"))
+        })
+        .collect();
+    let first = rx
+        .recv_timeout(Duration::from_secs(8))
+        .expect("one of nine waits answered before the others' 10 s");
+    let msg = first.expect_error(429, "too_many_requests");
+    assert!(msg.contains("follower holds 8 waiting"), "{msg}");
+    // Another token, and a read without wait by the same one, are served meanwhile.
+    let other = token("other");
+    assert_eq!(
+        other
+            .get(&format!("/api/events?after={last}&wait=1"))
+            .status,
+        200
+    );
+    follower.get("/api/events").ok();
+    for w in waits {
+        w.join().expect("a waiting request");
+    }
+    let rest: Vec<u16> = rx.try_iter().map(|r| r.status).collect();
+    assert_eq!(rest, [200; 8], "the eight that waited");
+    // Their slots are given back when they answer.
+    assert_eq!(
+        follower
+            .get(&format!("/api/events?after={last}&wait=1"))
+            .status,
+        200
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use tessera_wire::migration::{JobKind, JobOutcome, MigrationHistory, MigrationJo
 use tessera_wire::tokens::CreatedToken;
 
 use crate::migration::{idle, owners, preload, status, wait_for};
-use crate::support::{ControlPlane, RedisServer, TOKEN, slot};
+use crate::support::{ControlPlane, TOKEN};
 
 fn history(cp: &ControlPlane) -> MigrationHistory {
     cp.api().get("/api/migrations/history").ok_as()
@@ -25,31 +25,6 @@ fn newest(cp: &ControlPlane) -> MigrationJob {
         .first()
         .cloned()
         .expect("the history has a job")
-}
-
-/// Keys of slots `from..=to` that `server` holds, by SCAN.
-fn keys_in(server: &RedisServer, from: u16, to: u16) -> u64 {
-    let mut c = server.client();
-    let mut cursor = 0u64;
-    let mut n = 0u64;
-    // Bounded: a few thousand keys take a handful of pages.
-    for _ in 0..10_000 {
-        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(1000)
-            .query(&mut c)
-            .expect("SCAN");
-        n += page
-            .iter()
-            .filter(|k| (u32::from(from)..=u32::from(to)).contains(&slot(k.as_bytes())))
-            .count() as u64;
-        cursor = next;
-        if cursor == 0 {
-            return n;
-        }
-    }
-    panic!("SCAN did not end");
 }
 
 fn cli_ok(cp: &ControlPlane, token: &str, args: &[&str]) -> String {
@@ -89,16 +64,16 @@ fn migrations_are_jobs_with_true_numbers_their_callers_and_an_end_across_restart
 
     // 1. A migration from the CLI, to its end: every key of 400-511 is on the target, and
     //    the job counts exactly those (the target had none of them, nothing was written).
-    let on_source = keys_in(&cp.servers[0], 400, 511);
+    let on_source = cp.servers[0].keys_in_slots(400..=511);
     assert!(on_source > 0);
-    assert_eq!(keys_in(&cp.servers[1], 400, 511), 0);
+    assert_eq!(cp.servers[1].keys_in_slots(400..=511), 0);
     cli_ok(&cp, &ops, &["migrate", "400-511", "2"]);
     wait_for(
         "the CLI's migration to end",
         Duration::from_secs(120),
         || idle(&cp) && newest(&cp).outcome != JobOutcome::Running,
     );
-    let moved = keys_in(&cp.servers[1], 400, 511);
+    let moved = cp.servers[1].keys_in_slots(400..=511);
     assert_eq!(moved, on_source);
     let first = newest(&cp);
     assert_eq!(first.outcome, JobOutcome::Finished, "{first:?}");
@@ -124,8 +99,8 @@ fn migrations_are_jobs_with_true_numbers_their_callers_and_an_end_across_restart
 
     // 2. A slow migration, aborted from the CLI half-way: its slots stay with their
     //    source, and the job says who aborted it.
-    assert_eq!(keys_in(&cp.servers[1], 0, 255), 0);
-    let in_range = keys_in(&cp.servers[0], 0, 255);
+    assert_eq!(cp.servers[1].keys_in_slots(0..=255), 0);
+    let in_range = cp.servers[0].keys_in_slots(0..=255);
     cp.api()
         .post(
             "/api/migrations",
@@ -168,7 +143,7 @@ fn migrations_are_jobs_with_true_numbers_their_callers_and_an_end_across_restart
 
     // 4. A dashboard killed mid-migration: its successor takes the job over and records its
     //    end, with the keys both moved.
-    let todo = keys_in(&cp.servers[0], 600, 1023) + keys_in(&cp.servers[1], 600, 1023);
+    let todo = cp.servers[0].keys_in_slots(600..=1023) + cp.servers[1].keys_in_slots(600..=1023);
     assert!(todo > 0);
     cp.api()
         .post(
@@ -204,7 +179,7 @@ fn migrations_are_jobs_with_true_numbers_their_callers_and_an_end_across_restart
     );
     assert!(taken_over.keys_moved >= saved, "{taken_over:?}");
     assert!(owners(&cp)[600..].iter().all(|g| *g == Some(1)));
-    assert_eq!(keys_in(&cp.servers[0], 600, 1023), todo);
+    assert_eq!(cp.servers[0].keys_in_slots(600..=1023), todo);
     assert_eq!(history(&cp).jobs.len(), 3);
 }
 

@@ -14,7 +14,7 @@ use serde_json::json;
 use tessera_wire::migration::{MigrationRun, MigrationStatus};
 
 use crate::migration::{conn, idle, owners, status, wait_for};
-use crate::support::{ControlPlane, RedisServer, slot};
+use crate::support::{ControlPlane, slot};
 
 /// The drained range: group 1's last slots.
 const FROM: u32 = 400;
@@ -32,31 +32,6 @@ fn keys(n: usize, inside: bool) -> Vec<String> {
         .filter(|k| (FROM..=TO).contains(&slot(k.as_bytes())) == inside)
         .take(n)
         .collect()
-}
-
-/// The keys of FROM..=TO that `server` holds, by SCAN (db 0, where clients' keys live).
-fn moving_keys_on(server: &RedisServer) -> u64 {
-    let mut c = server.client();
-    let mut cursor = 0u64;
-    let mut n = 0u64;
-    // Bounded: a 12 000-key server takes about a dozen pages of 1000.
-    for _ in 0..10_000 {
-        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(1000)
-            .query(&mut c)
-            .expect("SCAN on the target");
-        n += page
-            .iter()
-            .filter(|k| (FROM..=TO).contains(&slot(k.as_bytes())))
-            .count() as u64;
-        cursor = next;
-        if cursor == 0 {
-            return n;
-        }
-    }
-    panic!("SCAN of the target did not end");
 }
 
 /// Overwrites keys of `keys` (one pipelined batch of 10 at a time, a short pause between)
@@ -118,7 +93,7 @@ fn draining_a_group_under_writes_reports_done_keys_left_and_eta_as_the_servers_s
         }
     }
     assert_eq!(cp.servers[0].dbsize() as usize, MOVING_KEYS);
-    assert_eq!(moving_keys_on(&cp.servers[1]), 0);
+    assert_eq!(cp.servers[1].keys_in_slots(FROM..=TO), 0);
 
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2)
@@ -151,7 +126,7 @@ fn draining_a_group_under_writes_reports_done_keys_left_and_eta_as_the_servers_s
         if before.slots.is_empty() {
             break;
         }
-        let truth_copied = moving_keys_on(&cp.servers[1]);
+        let truth_copied = cp.servers[1].keys_in_slots(FROM..=TO);
         let after = status(&cp);
         let at = Instant::now();
         if truth_copied == total && all_copied_at.is_none() {
@@ -181,7 +156,7 @@ fn draining_a_group_under_writes_reports_done_keys_left_and_eta_as_the_servers_s
 
     // The truth at the end: every key of the drained slots is on the target, none left on
     // the source, and the status says so.
-    assert_eq!(moving_keys_on(&cp.servers[1]), total);
+    assert_eq!(cp.servers[1].keys_in_slots(FROM..=TO), total);
     wait_for("the source's cleanup", Duration::from_secs(30), || {
         cp.servers[0].dbsize() == 0
     });

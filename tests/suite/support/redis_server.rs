@@ -79,6 +79,32 @@ impl RedisServer {
             == 1
     }
 
+    /// Keys of db 0 (where clients' keys live) whose slot is in `slots`, counted by SCAN,
+    /// asked directly.
+    pub(crate) fn keys_in_slots(&self, slots: std::ops::RangeInclusive<u32>) -> u64 {
+        let mut c = self.client();
+        let mut cursor = 0u64;
+        let mut n = 0u64;
+        // Bounded: 10 000 pages of 1000 are ten million keys, more than any test holds.
+        for _ in 0..10_000 {
+            let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut c)
+                .expect("SCAN");
+            n += page
+                .iter()
+                .filter(|k| slots.contains(&super::slot(k.as_bytes())))
+                .count() as u64;
+            cursor = next;
+            if cursor == 0 {
+                return n;
+            }
+        }
+        panic!("SCAN of {} did not end", self.addr);
+    }
+
     /// All keys on this server (`KEYS *`, asked directly), sorted.
     pub(crate) fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = redis::cmd("KEYS")

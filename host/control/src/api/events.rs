@@ -7,14 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::dashboard::Dashboard;
-use crate::dashboard::events::{MAX_PAGE, MAX_WAIT};
+use crate::dashboard::events::{MAX_PAGE, MAX_WAIT, MAX_WAITS_PER_CALLER};
+use crate::dashboard::{Caller, Dashboard};
 use tessera_http::error::ApiError;
 use tessera_wire::error::ErrorBody;
 use tessera_wire::events::{EventsPage, EventsQuery};
@@ -27,8 +28,8 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
 ///
 /// Events after `after` (the newest `limit` when absent), oldest first: proxies lost, fenced,
 /// draining and back, a slow store, failovers done or refused, migrations held or finished,
-/// the dashboard's lock. With `wait` and `after`, answers when one comes or the wait ends.
-/// See docs/api.md, "Events".
+/// the dashboard's lock. With `wait` and `after`, answers when one comes or the wait ends;
+/// one token may hold 8 such waits at once. See docs/api.md, "Events".
 #[utoipa::path(
     get,
     path = "/api/events",
@@ -38,10 +39,12 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
     responses(
         (status = 200, description = "The events.", body = EventsPage),
         (status = 400, description = "A limit outside 1-1000, a wait over 30 s, or an unknown parameter.", body = ErrorBody),
+        (status = 429, description = "The caller's token holds 8 waiting requests already.", body = ErrorBody),
     )
 )]
 async fn events(
     State(d): State<Arc<Dashboard>>,
+    Extension(caller): Extension<Caller>,
     q: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Json<EventsPage>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -64,6 +67,17 @@ async fn events(
     if let Some(after) = q.after
         && !wait.is_zero()
     {
+        let Some(_slot) = d.events.enter_wait(&caller.name) else {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests",
+                format!(
+                    "{} holds {MAX_WAITS_PER_CALLER} waiting event requests already: \
+                     wait for one to answer, or ask without wait",
+                    caller.name
+                ),
+            ));
+        };
         d.events.wait_after(after, wait).await;
     }
     Ok(Json(d.events.page(q.after, limit)))

@@ -12,7 +12,7 @@
 //! and goes on numbering after them. What is read back is checked like any input: a document
 //! that does not parse is ignored (logged), entries are capped in number and length.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +34,10 @@ pub const MAX_DETAIL: usize = 1000;
 /// The most one page of `GET /api/events` holds, and the longest a caller may wait.
 pub const MAX_PAGE: usize = 1000;
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Long polls one token may hold open at once: `tessera admin events --follow` holds one, so
+/// 8 lets a few followers share a token while one token cannot take the HTTP server's
+/// connections from every other caller.
+pub const MAX_WAITS_PER_CALLER: usize = 8;
 /// How often recorded events are written to the store (at most).
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
@@ -55,6 +59,27 @@ pub struct EventLog {
     /// Wakes long polls.
     added: tokio::sync::watch::Sender<u64>,
     dirty: AtomicBool,
+    /// Long polls open, by caller (bounded by the tokens there are: an entry is removed when
+    /// its last poll ends).
+    waiting: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One caller's open long poll; ends it when dropped (the poll answered, or its client gone).
+pub struct WaitSlot {
+    caller: String,
+    waiting: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Drop for WaitSlot {
+    fn drop(&mut self) {
+        let mut w = self.waiting.lock().expect("waiting lock poisoned");
+        if let Some(n) = w.get_mut(&self.caller) {
+            *n -= 1;
+            if *n == 0 {
+                w.remove(&self.caller);
+            }
+        }
+    }
 }
 
 impl EventLog {
@@ -90,7 +115,22 @@ impl EventLog {
             ring: Mutex::new((ring, last)),
             added: tokio::sync::watch::channel(last).0,
             dirty: AtomicBool::new(false),
+            waiting: Arc::default(),
         }
+    }
+
+    /// A long poll for `caller`, unless it holds [`MAX_WAITS_PER_CALLER`] already.
+    pub fn enter_wait(&self, caller: &str) -> Option<WaitSlot> {
+        let mut w = self.waiting.lock().expect("waiting lock poisoned");
+        let n = w.entry(caller.to_owned()).or_default();
+        if *n >= MAX_WAITS_PER_CALLER {
+            return None;
+        }
+        *n += 1;
+        Some(WaitSlot {
+            caller: caller.to_owned(),
+            waiting: self.waiting.clone(),
+        })
     }
 
     /// Records an event now; returns its id. Cheap and synchronous: the store write happens
@@ -225,7 +265,22 @@ mod tests {
             ring: Mutex::new((VecDeque::new(), 0)),
             added: tokio::sync::watch::channel(0).0,
             dirty: AtomicBool::new(false),
+            waiting: Arc::default(),
         }
+    }
+
+    #[test]
+    fn a_caller_holds_at_most_its_share_of_waits_and_gets_them_back() {
+        let l = log();
+        let held: Vec<WaitSlot> = (0..MAX_WAITS_PER_CALLER)
+            .map(|_| l.enter_wait("a").expect("under the cap"))
+            .collect();
+        assert!(l.enter_wait("a").is_none(), "past the cap");
+        let other = l.enter_wait("b").expect("another caller has its own share");
+        drop(held);
+        drop(other);
+        assert!(l.waiting.lock().unwrap().is_empty(), "no entry outlives its waits");
+        assert!(l.enter_wait("a").is_some());
     }
 
     #[test]
