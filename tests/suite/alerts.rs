@@ -101,12 +101,18 @@ fn families(text: &str) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() {
-    let names = names_in_rules();
-    assert!(names.len() >= 15, "the rules name metrics: {names:?}");
-    // A cluster that has handed off a slot (the write-pause gauges exist from the first one)
-    // and taken a backup (the last good one's time exists from the first).
+/// A cluster that exports every metric the shipped rules and dashboard name: it has handed
+/// off a slot (the write-pause gauges exist from the first one) and taken a backup (the last
+/// good one's time exists from the first), and a proxy beside it has a plugin loaded (the
+/// plugin series exist only with one). Dropped, it stops them all.
+pub(crate) struct Exporting {
+    pub(crate) cp: ControlPlane,
+    pub(crate) with_plugin: Proxy,
+    _backend: RedisServer,
+    _backups: tempfile::TempDir,
+}
+
+pub(crate) fn a_cluster_exporting_everything() -> Exporting {
     let backups = tempfile::tempdir().unwrap();
     let root = backups.path().display().to_string();
     let cp = ControlPlane::builder()
@@ -138,7 +144,6 @@ fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() 
         "the backup finished: {}",
         cp.api().get("/api/backups").body
     );
-    // A proxy with a plugin (the plugin series exist only with one loaded).
     let backend = RedisServer::start();
     let with_plugin = Proxy::builder(&[&backend])
         .config(&plugin_toml(
@@ -148,7 +153,21 @@ fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() 
         ))
         .admin()
         .start();
+    Exporting {
+        cp,
+        with_plugin,
+        _backend: backend,
+        _backups: backups,
+    }
+}
 
+#[test]
+fn every_metric_the_alert_rules_name_is_exported_by_a_real_dashboard_or_proxy() {
+    let names = names_in_rules();
+    assert!(names.len() >= 15, "the rules name metrics: {names:?}");
+    let Exporting {
+        cp, with_plugin, ..
+    } = &a_cluster_exporting_everything();
     let mut exported = families(&cp.api().get("/metrics").body);
     exported.extend(families(&cp.proxies[0].metrics()));
     exported.extend(families(&with_plugin.metrics()));

@@ -279,7 +279,10 @@ mod tests {
         let other = l.enter_wait("b").expect("another caller has its own share");
         drop(held);
         drop(other);
-        assert!(l.waiting.lock().unwrap().is_empty(), "no entry outlives its waits");
+        assert!(
+            l.waiting.lock().unwrap().is_empty(),
+            "no entry outlives its waits"
+        );
         assert!(l.enter_wait("a").is_some());
     }
 
