@@ -370,3 +370,51 @@ fn lockless_error(name: &str, url: &str, seen: &Seen, fate: &Fate, now_ms: u64) 
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen() -> Seen {
+        Seen {
+            dashboard: DashboardView {
+                admin_addr: "10.0.0.1:18080".into(),
+                pid: 42,
+                host: "db1".into(),
+                version: "0.1.0".into(),
+                start_unix: 0,
+            },
+            at_ms: 1_733_356_800_000,
+        }
+    }
+
+    #[test]
+    fn a_silent_last_holder_is_named_and_no_second_dashboard_is_advised() {
+        let now = 1_733_356_830_000;
+        for url in ["fs:///var/lib/tessera", "etcd://127.0.0.1:2379"] {
+            let e = lockless_error("c1", url, &seen(), &Fate::Silent, now);
+            assert!(
+                e.starts_with(
+                    "the dashboard at 10.0.0.1:18080 (pid 42 on db1), which held the cluster \
+                     lock until 2024-12-05 00:00:00Z (30 s ago), does not answer"
+                ),
+                "{e}"
+            );
+            assert!(!e.contains("tessera dashboard"), "{e}");
+            let e = lockless_error("c1", url, &seen(), &Fate::Answers, now);
+            assert!(e.contains("answers but no longer holds"), "{e}");
+            assert!(!e.contains("tessera dashboard"), "{e}");
+            let e = lockless_error("c1", url, &seen(), &Fate::Exited, now);
+            assert!(
+                e.ends_with(&format!(
+                    "has exited: start `tessera dashboard --cluster c1 --store {url}`"
+                )),
+                "{e}"
+            );
+        }
+        let fs = lockless_error("c1", "fs:///s", &seen(), &Fate::Silent, now);
+        assert!(fs.contains("unless its heartbeat renews"), "{fs}");
+        let etcd = lockless_error("c1", "etcd://h:2379", &seen(), &Fate::Silent, now);
+        assert!(etcd.contains("its lease has expired"), "{etcd}");
+    }
+}
