@@ -81,7 +81,7 @@ function TokensTab({ c, role, down }: { c: ClusterApi; role: Role | null; down: 
   if (down)
     return (
       <p className="muted" data-testid="tokens-unavailable">
-        The tokens cannot be read while the dashboard is not answering (see above), and your role here is unknown until it answers again.
+        The tokens cannot be read while the dashboard is not answering the console (see above), and your role here is unknown until it does.
       </p>
     );
   return <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>;

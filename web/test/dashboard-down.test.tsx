@@ -87,6 +87,9 @@ describe('a cluster page with its dashboard down', () => {
     });
     expect(count('does not answer: it may be frozen')).toBe(1);
     expect(screen.getAllByRole('alert')).toHaveLength(1);
+    // The charts give way to one line rather than six saying there is no series.
+    expect(screen.getByTestId('history-down')).toBeTruthy();
+    expect(screen.queryByTestId('qps-chart-empty')).toBeNull();
   });
 
   it('keeps the Tokens tab, which says the dashboard is not answering', async () => {
