@@ -106,6 +106,10 @@ mod console;
 // attempts against the lockout, a stranger's lockout from another address, sessions across
 // a restart, login events kept out of the audit log.
 mod console_login;
+// A dashboard frozen until its lock lapses: the console names it as the lock's last holder,
+// says it does not answer and does not advise starting another; a console started after its
+// dashboard died says none held the lock since.
+mod console_lockless;
 // The cluster's users table: managed on the dashboard, pushed to and loaded by proxies,
 // hashes only, hostile bodies and a corrupt document.
 mod users;

@@ -15,6 +15,7 @@ import { routesStep } from './steps/routes';
 import { slotKeyboardStep } from './steps/slot-keyboard';
 import { slowLogStep } from './steps/slow-log';
 import { backupsStep } from './steps/backups';
+import { dashboardDownStep } from './steps/dashboard-down';
 import { tokensStep } from './steps/tokens';
 import { ConsolePage, log } from './support/console-page';
 import { FAILED_MARK } from './support/federation';
@@ -556,6 +557,11 @@ test('audit log: every change by the console user on the cluster; the logins in 
   );
   expect(await page.locator('[data-testid="audit-row"]', { hasText: '/auth/login' }).count(), 'logins in the audit log of changes').toBe(0);
   await con.shot('15-audit');
+});
+
+test('a frozen dashboard: its page says once that it does not answer; the Tokens tab stays', async () => {
+  // The other cluster: its dashboard may exit once woken, and nothing after this uses it.
+  await dashboardDownStep(con, clusterNames.find((n) => n !== name) ?? '');
 });
 
 test('log out: back to the login form, the data routes answer 401 again, and the page threw nothing', async () => {

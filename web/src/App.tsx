@@ -2,9 +2,12 @@
 // page the hash route names; a cluster's page with its tabs.
 
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api } from './api/client';
-import { consoleReads } from './api/queries';
+import type { ClusterApi } from './api/cluster';
+import { consoleKeys, consoleReads } from './api/queries';
+import type { Role } from './api/shapes';
+import { DashboardDownBanner, DashboardDownContext, downReason } from './components/DashboardDown';
 import { ConfirmProvider, NoticesProvider } from './components/ui';
 import { CLUSTER_TABS, hrefFor, navigate, useRoute, type ClusterTab } from './routing';
 import { Audit } from './views/Audit';
@@ -72,6 +75,18 @@ export function App() {
   );
 }
 
+/** The Tokens tab: the tokens for an admin; why not otherwise. */
+function TokensTab({ c, role, down }: { c: ClusterApi; role: Role | null; down: boolean }) {
+  if (role === 'admin') return <Tokens c={c} />;
+  if (down)
+    return (
+      <p className="muted" data-testid="tokens-unavailable">
+        The tokens cannot be read while the dashboard is not answering the console (see above), and your role here is unknown until it does.
+      </p>
+    );
+  return <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>;
+}
+
 const TAB_LABELS: Record<ClusterTab, string> = {
   overview: 'Overview',
   groups: 'Groups & servers',
@@ -125,13 +140,24 @@ function Shell({ user, onLogout }: { user: string; onLogout: () => void }) {
   );
 }
 
-function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
+/** A cluster's page: its tabs, and one banner while its dashboard is down (the tabs' reads
+ * that fail for that reason stay quiet under it, `DashboardDown`). */
+export function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
   const c = useMemo(() => api.cluster(name), [name]);
-  const all = useQuery({ ...consoleReads.clusters(api), refetchInterval: 15000 });
+  const queries = useQueryClient();
+  const all = useQuery({ ...consoleReads.clusters(api), refetchInterval: 5000 });
   const names = all.data?.map((x) => x.name) ?? [name];
-  // What this user may do here (its role and the console's token for the cluster, the lower).
-  const role = all.data?.find((x) => x.name === name)?.role ?? null;
-  const tabs = CLUSTER_TABS.filter((t) => t !== 'tokens' || role === 'admin');
+  const summary = all.data?.find((x) => x.name === name);
+  // What this user may do here (its role and the console's token for the cluster, the lower):
+  // unknown (null) while the dashboard does not answer.
+  const role = summary?.role ?? null;
+  const down = downReason(summary);
+  // Tokens are for admins; while the dashboard is down the role is unknown and the tab stays,
+  // saying why it is empty (tabs do not come and go with the dashboard).
+  const tokensTab = role === 'admin' || (role === null && down !== null);
+  const tabs = CLUSTER_TABS.filter((t) => t !== 'tokens' || tokensTab);
+  const sawRelayDown = useCallback(() => void queries.invalidateQueries({ queryKey: consoleKeys.clusters }), [queries]);
+  const downState = useMemo(() => ({ down: down !== null, sawRelayDown }), [down, sawRelayDown]);
   return (
     <div className="cluster-page">
       <div className="cluster-head">
@@ -170,19 +196,22 @@ function ClusterPage({ name, tab }: { name: string; tab: ClusterTab }) {
           ))}
         </nav>
       </div>
-      {tab === 'overview' && <OverviewView key={name} c={c} />}
-      {tab === 'groups' && <Groups key={name} c={c} />}
-      {tab === 'slots' && <SlotMap key={name} c={c} />}
-      {tab === 'hotkeys' && <HotKeysView key={name} c={c} />}
-      {tab === 'migrations' && <Migrations key={name} c={c} />}
-      {tab === 'proxies' && <Proxies key={name} c={c} />}
-      {tab === 'plugins' && <Plugins key={name} c={c} />}
-      {tab === 'mirror' && <MirrorView key={name} c={c} />}
-      {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
-      {tab === 'backups' && <BackupsView key={name} c={c} />}
-      {tab === 'slowlog' && <SlowLog key={name} c={c} />}
-      {tab === 'events' && <Events key={name} c={c} />}
-      {tab === 'tokens' && (role === 'admin' ? <Tokens key={name} c={c} /> : <p className="muted">Tokens are managed by admins (your role here: {role ?? 'unknown'}).</p>)}
+      {down !== null && <DashboardDownBanner reason={down} />}
+      <DashboardDownContext.Provider value={downState}>
+        {tab === 'overview' && <OverviewView key={name} c={c} />}
+        {tab === 'groups' && <Groups key={name} c={c} />}
+        {tab === 'slots' && <SlotMap key={name} c={c} />}
+        {tab === 'hotkeys' && <HotKeysView key={name} c={c} />}
+        {tab === 'migrations' && <Migrations key={name} c={c} />}
+        {tab === 'proxies' && <Proxies key={name} c={c} />}
+        {tab === 'plugins' && <Plugins key={name} c={c} />}
+        {tab === 'mirror' && <MirrorView key={name} c={c} />}
+        {tab === 'routes' && <RoutesView key={name} c={c} role={role} />}
+        {tab === 'backups' && <BackupsView key={name} c={c} />}
+        {tab === 'slowlog' && <SlowLog key={name} c={c} />}
+        {tab === 'events' && <Events key={name} c={c} />}
+        {tab === 'tokens' && <TokensTab key={name} c={c} role={role} down={down !== null} />}
+      </DashboardDownContext.Provider>
     </div>
   );
 }

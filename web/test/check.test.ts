@@ -49,6 +49,7 @@ const cluster = (name: string, o: unknown) => ({
   has_token: true,
   token_role: 'admin',
   role: 'operator',
+  last_dashboard: null,
 });
 
 /** The slot map: 1024 slots, `changed` replacing some. */

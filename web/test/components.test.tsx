@@ -32,8 +32,9 @@ const overview = {
   routes: [],
 };
 
-/** What the console says this user may do on a cluster (not what these tests look at). */
-const grants = { has_token: true, token_role: 'admin', role: 'admin' } as const;
+/** What the console says this user may do on a cluster, and no last lock holder (a dashboard
+ * holds the lock): not what these tests look at. */
+const grants = { has_token: true, token_role: 'admin', role: 'admin', last_dashboard: null } as const;
 
 describe('ClustersTable', () => {
   it('renders every cluster with health, proxies, groups, QPS, memory and keys', () => {

@@ -87,7 +87,7 @@ impl Console {
             .context("building the HTTP client")?;
         Ok(Arc::new(Self {
             auth: auth::Auth::new(&config)?,
-            discovery: discovery::Discovery::new(config.stores.clone()),
+            discovery: discovery::Discovery::new(config.stores.clone(), http.clone()),
             logins: logins::Logins::default(),
             http,
             config,

@@ -68,6 +68,7 @@ async fn view(c: &Console, cl: &Cluster, user_role: Role) -> ClusterView {
         has_token: c.config.token(&cl.name, &cl.store).is_some(),
         token_role: None,
         role: None,
+        last_dashboard: cl.last_dashboard.clone(),
     };
     if !cl.relayable() {
         return v;

@@ -51,6 +51,26 @@ pub struct ClusterView {
     /// token's (null when the token's is unknown).
     #[schema(required = true)]
     pub role: Option<Role>,
+    /// When no dashboard holds the lock: the one the console last saw holding it, and
+    /// whether it still answers (null: one holds it, or none did since the console started).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub last_dashboard: Option<LastDashboard>,
+}
+
+/// The dashboard that last held a cluster's lock, as the console saw it, when none holds it
+/// now (docs/console.md, "When a dashboard is down").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LastDashboard {
+    /// HTTP address of its API.
+    pub admin_addr: String,
+    pub pid: u32,
+    pub host: String,
+    pub version: String,
+    /// When the console last saw it holding the lock (unix milliseconds).
+    pub last_seen_unix_ms: u64,
+    /// Whether its API answered the console's probe (1 s) at the last scan.
+    pub answers: bool,
 }
 
 /// What the last scan of one store found (`GET /api/stores`).

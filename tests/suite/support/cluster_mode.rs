@@ -391,6 +391,22 @@ impl Dashboard {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// `kill <sig>` of the dashboard (`-STOP` freezes it, `-CONT` wakes it).
+    pub(crate) fn signal(&self, sig: &str) {
+        signal(self.child.id(), sig);
+    }
+
+    /// Waits up to `within` for the process to exit by itself (and reaps it); its status, or
+    /// `None`.
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(within, || {
+            status = self.child.try_wait().expect("try_wait");
+            status.is_some()
+        });
+        status
+    }
 }
 
 impl Drop for Dashboard {

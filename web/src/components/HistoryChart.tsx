@@ -10,6 +10,7 @@ import uPlot from 'uplot';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
 import { formatValue, hasData, isRange, RANGE_TEXT, RANGES, REFRESH_MS, toColumns, type HistoryLike, type Range } from '../lib/history';
+import { isRelayDown, useDashboardDown } from './DashboardDown';
 import { errorText } from './ui';
 
 /** Readable on both the light and the dark panel. */
@@ -134,6 +135,7 @@ export function HistoryChart({
   testid: string;
   height?: number;
 }) {
+  const { down } = useDashboardDown();
   const q = useQuery({ ...reads.history(c, range, ids), refetchInterval: REFRESH_MS[range], enabled: ids == null || ids.length > 0 });
   const host = useRef<HTMLDivElement>(null);
   const h = q.data;
@@ -142,7 +144,8 @@ export function HistoryChart({
   const unit = h?.series[0]?.unit;
   let empty: string | null = null;
   if (ids != null && ids.length === 0) empty = 'No series of this kind yet.';
-  else if (q.error && !h) empty = `No history: the dashboard did not answer (${errorText(q.error)}).`;
+  // The page's banner says why when the dashboard is down; the chart does not repeat it.
+  else if (q.error && !h) empty = down && isRelayDown(q.error) ? 'No history.' : `No history: the dashboard did not answer (${errorText(q.error)}).`;
   else if (!h) empty = 'Loading…';
   else if (!drawable) empty = `No data in the ${RANGE_TEXT[range]} yet: the dashboard samples its proxies once a second.`;
   return (

@@ -3,6 +3,7 @@
 
 import { createContext, useCallback, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from '../api/error';
+import { isRelayDown, useDashboardDown } from './DashboardDown';
 
 /** Operator-facing text of an error: the API's code and message. */
 export function errorText(e: unknown): string {
@@ -11,8 +12,15 @@ export function errorText(e: unknown): string {
   return String(e);
 }
 
+/** An error of a read, in a box; quiet when it is the dashboard being down and the page's
+ * banner already says so (`DashboardDown`). */
 export function ErrorBox({ error, testid = 'error' }: { error: unknown; testid?: string }) {
-  if (!error) return null;
+  const { down, sawRelayDown } = useDashboardDown();
+  const relayDown = isRelayDown(error);
+  useEffect(() => {
+    if (relayDown && !down) sawRelayDown();
+  }, [relayDown, down, sawRelayDown]);
+  if (!error || (down && relayDown)) return null;
   return (
     <div className="error-box" role="alert" data-testid={testid}>
       {errorText(error)}

@@ -7,6 +7,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { ClusterApi } from '../api/cluster';
 import { reads } from '../api/queries';
+import { useDashboardDown } from '../components/DashboardDown';
 import { HistoryChart, RangePicker } from '../components/HistoryChart';
 import { ErrorBox, Stat } from '../components/ui';
 import { formatAge, formatBytes, formatNumber } from '../lib/format';
@@ -24,6 +25,7 @@ export function OverviewView({ c }: { c: ClusterApi }) {
   const list = useQuery({ ...reads.historySeries(c), refetchInterval: 5000 });
   const events = useQuery({ ...reads.events(c, 5), refetchInterval: 3000 });
   const [range, setRange] = useState<Range>('5m');
+  const { down } = useDashboardDown();
 
   const st = stats.data;
   const o = overview.data;
@@ -52,14 +54,22 @@ export function OverviewView({ c }: { c: ClusterApi }) {
           <RangePicker range={range} onChange={setRange} />
         </div>
         <ErrorBox error={list.error} testid="history-error" />
-        <div className="chart-grid">
-          {chart('Throughput', ['ops', ...idsOf(all, 'proxies')], 'qps-chart')}
-          {chart('Latency', ['latency:p50', 'latency:p99', 'latency:p99.9'], 'latency-chart')}
-          {chart('Busiest commands', busiest(all, 'commands', COMMAND_LINES), 'commands-chart')}
-          {chart('Errors', ['errors'], 'errors-chart')}
-          {chart('Memory per group (master)', idsOf(all, 'memory'), 'memory-chart')}
-          {chart('Replication lag per group', idsOf(all, 'lag'), 'lag-chart')}
-        </div>
+        {/* Without the list of series the charts would each say there is none; the page's
+            banner says why nothing is read. */}
+        {down && !list.data ? (
+          <p className="muted" data-testid="history-down">
+            No history while the dashboard is down.
+          </p>
+        ) : (
+          <div className="chart-grid">
+            {chart('Throughput', ['ops', ...idsOf(all, 'proxies')], 'qps-chart')}
+            {chart('Latency', ['latency:p50', 'latency:p99', 'latency:p99.9'], 'latency-chart')}
+            {chart('Busiest commands', busiest(all, 'commands', COMMAND_LINES), 'commands-chart')}
+            {chart('Errors', ['errors'], 'errors-chart')}
+            {chart('Memory per group (master)', idsOf(all, 'memory'), 'memory-chart')}
+            {chart('Replication lag per group', idsOf(all, 'lag'), 'lag-chart')}
+          </div>
+        )}
       </div>
       <div className="panel">
         <h3>
