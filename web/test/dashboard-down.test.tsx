@@ -74,7 +74,8 @@ describe('a cluster page with its dashboard down', () => {
     const calls = consoleWith(down);
     const queries = makeQueryClient();
     renderPage('overview', queries);
-    expect((await screen.findByTestId('cluster-down')).textContent).toBe(REASON);
+    expect((await screen.findByTestId('cluster-down')).textContent).toBe(`${REASON}${screen.getByTestId('cluster-down-stale').textContent}`);
+    expect(screen.getByTestId('cluster-down-stale').textContent).toContain('not refreshed until it answers again');
     // The overview's reads (overview, stats, groups, events, history) all failed with it.
     await waitFor(() => {
       for (const path of ['overview', 'stats', 'groups', 'events', 'history/series']) {

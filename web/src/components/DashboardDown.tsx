@@ -33,11 +33,15 @@ export function downReason(summary: ClusterSummary | undefined): string | null {
 }
 
 /** The one place the page says why its dashboard is down (the console's words: who last held
- * the cluster's lock and whether it answers, or how to start one). */
+ * the cluster's lock and whether it answers, or how to start one), and that what the tabs
+ * still show from before is not live. */
 export function DashboardDownBanner({ reason }: { reason: string }) {
   return (
     <div className="error-box" role="alert" data-testid="cluster-down">
       {reason}
+      <div className="small" data-testid="cluster-down-stale">
+        Figures shown below are the last the dashboard gave before it stopped answering; they are not refreshed until it answers again.
+      </div>
     </div>
   );
 }
