@@ -101,6 +101,10 @@ struct ProxyArgs {
     /// RESP listen address [default: 127.0.0.1:19000].
     #[arg(long)]
     listen: Option<String>,
+    /// Bind the RESP listeners with SO_REUSEPORT, so that a new proxy can bind them while
+    /// this one drains (an upgrade in place; docs/operations.md).
+    #[arg(long)]
+    reuse_port: bool,
     /// Static mode: backend addresses, comma-separated; slots are split evenly over them.
     #[arg(long, value_delimiter = ',', conflicts_with = "cluster")]
     backends: Vec<String>,
@@ -334,6 +338,7 @@ fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    config.reuse_port |= args.reuse_port;
     if !args.backends.is_empty() {
         config.backends = args.backends;
     }

@@ -1,9 +1,14 @@
-//! Graceful exit: SIGTERM with an open session makes the proxy exit 0 within a bounded time.
+//! Graceful exit: SIGTERM with an open session makes the proxy exit 0 within a bounded time;
+//! a blocked client is answered first; a proxy replaced on its own address (SO_REUSEPORT)
+//! loses and doubles no write.
 
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
 
-use crate::support::{Cluster, Frame, run_with_timeout};
+use crate::support::{Cluster, Frame, Proxy, RedisServer, run_with_timeout, tessera_bin};
 
 #[test]
 fn sigterm_exits_with_status_zero_while_a_session_is_open() {
@@ -69,5 +74,124 @@ fn sigterm_answers_a_blocked_client_before_closing_it() {
     assert!(
         info.contains("blocked_clients:0"),
         "nothing left blocked: {info}"
+    );
+}
+
+/// One client of the upgrade test: INCRs `counter` until `stop`, reconnecting (and sending the
+/// same INCR again) when its connection closes without a reply, as clients that retry on
+/// connection errors do. Returns (INCRs answered, answered after `old_gone` was set,
+/// reconnections, error replies).
+fn incr_client(
+    url: String,
+    stop: Arc<AtomicBool>,
+    old_gone: Arc<AtomicBool>,
+) -> (u64, u64, u64, Vec<String>) {
+    let (mut ok, mut after, mut reconnects, mut errors) = (0, 0, 0, Vec::new());
+    let mut conn: Option<redis::Connection> = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !stop.load(Ordering::Relaxed) {
+        assert!(
+            Instant::now() < deadline,
+            "the client ran past its deadline"
+        );
+        let c = match &mut conn {
+            Some(c) => c,
+            None => match redis::Client::open(url.as_str()).and_then(|c| c.get_connection()) {
+                Ok(c) => conn.insert(c),
+                Err(_) => {
+                    thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+            },
+        };
+        match redis::cmd("INCR").arg("upgrade:counter").query::<i64>(c) {
+            Ok(_) => {
+                ok += 1;
+                if old_gone.load(Ordering::Relaxed) {
+                    after += 1;
+                }
+            }
+            Err(e)
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() =>
+            {
+                conn = None;
+                reconnects += 1;
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    (ok, after, reconnects, errors)
+}
+
+/// An upgrade in place: a second proxy binds the first one's address with SO_REUSEPORT
+/// (`reuse_port`), the first is stopped with SIGTERM under a load of INCRs, and clients that
+/// reconnect on a closed connection go on through the second. No INCR fails, none is lost
+/// and none counts twice: the counter ends equal to the INCRs answered. Without
+/// `--reuse-port` a second proxy cannot bind the address and says so.
+#[test]
+fn a_proxy_replaced_on_its_own_address_loses_and_doubles_no_write() {
+    let backend = RedisServer::start();
+    let mut old = Proxy::builder(&[&backend])
+        .config("reuse_port = true\n")
+        .start();
+    let refused = run_with_timeout(
+        Command::new(tessera_bin()).args([
+            "proxy",
+            "--listen",
+            &old.addr().to_string(),
+            "--backends",
+            &backend.addr().to_string(),
+        ]),
+        Duration::from_secs(10),
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains(&format!("binding {}", old.addr())),
+        "a proxy without reuse_port on a taken address: {refused:?}"
+    );
+    let new = Proxy::builder(&[&backend]).beside(&old).start();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let old_gone = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, stop, gone) = (old.url(), stop.clone(), old_gone.clone());
+            thread::spawn(move || incr_client(url, stop, gone))
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(1));
+    let pid = old.pid().to_string();
+    let kill = run_with_timeout(
+        Command::new("kill").args(["-TERM", &pid]),
+        Duration::from_secs(5),
+    );
+    assert!(kill.status.success(), "kill -TERM {pid}: {kill:?}");
+    let status = old
+        .wait_exit(Duration::from_secs(15))
+        .unwrap_or_else(|| panic!("the old proxy still runs 15 s after SIGTERM"));
+    assert!(status.success(), "the old proxy exited with {status}");
+    old_gone.store(true, Ordering::Relaxed);
+    thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let (mut ok, mut after, mut reconnects) = (0, 0, 0);
+    for c in clients {
+        let (o, a, r, errors) = c.join().expect("a client");
+        assert!(errors.is_empty(), "error replies: {errors:?}");
+        assert!(
+            a > 0,
+            "a client was served by the new proxy after the old one exited"
+        );
+        (ok, after, reconnects) = (ok + o, after + a, reconnects + r);
+    }
+    let counter: i64 = redis::cmd("GET")
+        .arg("upgrade:counter")
+        .query(&mut new.client())
+        .expect("GET");
+    assert_eq!(
+        counter as u64, ok,
+        "INCRs answered {ok} (after the old proxy exited: {after}; reconnections: {reconnects})"
+    );
+    eprintln!(
+        "upgrade: {ok} INCRs answered, {after} after the old proxy exited, {reconnects} reconnections"
     );
 }

@@ -15,6 +15,11 @@ use tessera_resp::Limits;
 pub struct ProxyConfig {
     /// RESP listen address.
     pub listen: String,
+    /// Bind `listen` and `tls_listen` with SO_REUSEPORT, so that a new proxy process can bind
+    /// the same addresses while this one drains after SIGTERM (an upgrade in place; the
+    /// kernel spreads new connections over the processes bound). Off by default: two proxies
+    /// started on one address by mistake then fail to start rather than share it.
+    pub reuse_port: bool,
     /// Static mode: backend addresses; the 1024 slots are split evenly over them, in order.
     pub backends: Vec<String>,
     /// Worker threads, each with its own sessions and backend connections (0 = one per two CPUs).
@@ -127,6 +132,7 @@ impl Default for ProxyConfig {
         let limits = Limits::default();
         Self {
             listen: "127.0.0.1:19000".into(),
+            reuse_port: false,
             backends: Vec::new(),
             threads: 0,
             max_clients: 10_000,

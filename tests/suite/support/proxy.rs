@@ -34,6 +34,8 @@ pub(crate) struct ProxyBuilder {
     addresses_in_config: bool,
     admin: bool,
     args: Vec<String>,
+    /// A given address rather than a free port ([`ProxyBuilder::beside`]).
+    at: Option<SocketAddr>,
 }
 
 impl ProxyBuilder {
@@ -73,6 +75,14 @@ impl ProxyBuilder {
         self
     }
 
+    /// Binds the address of `other`, a proxy running with `reuse_port`, with `--reuse-port`:
+    /// ready once its log says it listens (PING would be answered by either).
+    pub(crate) fn beside(mut self, other: &Proxy) -> ProxyBuilder {
+        self.at = Some(other.addr);
+        self.args.push("--reuse-port".into());
+        self
+    }
+
     /// Spawns the proxy and waits until it answers PING (`+PONG`, or `-NOAUTH` when a
     /// session password is configured).
     ///
@@ -82,6 +92,23 @@ impl ProxyBuilder {
         let dir = tempfile::tempdir().expect("creating temp dir");
         let bin = tessera_bin();
         let mut last_command_line = String::new();
+        if let Some(addr) = self.at {
+            let mut cmd = self.command(&bin, addr, &dir);
+            let admin = self.admin.then(|| loopback(free_port()));
+            if let Some(a) = admin {
+                cmd.args(["--admin-listen", &a.to_string()]);
+            }
+            let command_line = format!("{cmd:?}");
+            let child = spawn_until_logged(cmd, &dir, "proxy listening")
+                .unwrap_or_else(|log| panic!("{command_line} did not listen:\n{log}"));
+            return Proxy {
+                child,
+                addr,
+                admin,
+                dir,
+                command_line,
+            };
+        }
         for _attempt in 0..3 {
             let addr = loopback(free_port());
             let admin = self.admin.then(|| loopback(free_port()));
@@ -165,6 +192,30 @@ fn spawn_ready(mut cmd: Command, addr: SocketAddr, dir: &TempDir) -> Option<Chil
     let status = child.wait();
     eprintln!("tessera did not come up on {addr} (exit: {status:?})");
     None
+}
+
+/// Spawns `cmd` with its output in the log in `dir`, and waits until the log holds `line`;
+/// the log if it exits or never does.
+fn spawn_until_logged(mut cmd: Command, dir: &TempDir, line: &str) -> Result<Child, String> {
+    let log = File::create(log_path(dir)).expect("log");
+    let mut child = cmd
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("cloning log handle"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let mut exited = false;
+    let logged = wait_until(START_TIMEOUT, || {
+        exited = child.try_wait().expect("try_wait").is_some();
+        exited || std::fs::read_to_string(log_path(dir)).is_ok_and(|l| l.contains(line))
+    });
+    if logged && !exited {
+        return Ok(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(std::fs::read_to_string(log_path(dir)).unwrap_or_default())
 }
 
 impl Proxy {

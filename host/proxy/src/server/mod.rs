@@ -70,17 +70,14 @@ impl Proxy {
             }
             None => None,
         };
-        let listener = std::net::TcpListener::bind(&config.listen)
+        let listener = listen_on(&config.listen, config.reuse_port)
             .with_context(|| format!("binding {}", config.listen))?;
-        listener.set_nonblocking(true)?;
         let listen_addr = listener.local_addr()?;
         let tls_listener = match &config.tls_listen {
-            Some(addr) => {
-                let l = std::net::TcpListener::bind(addr)
-                    .with_context(|| format!("binding tls_listen {addr}"))?;
-                l.set_nonblocking(true)?;
-                Some(l)
-            }
+            Some(addr) => Some(
+                listen_on(addr, config.reuse_port)
+                    .with_context(|| format!("binding tls_listen {addr}"))?,
+            ),
             None => None,
         };
         let mut shared = Shared::new(config, router, listen_addr);
@@ -307,4 +304,27 @@ fn worker_main(
             sessions.abort_all();
         }
     });
+}
+
+/// Pending connections a RESP listener queues before the proxy accepts them.
+const BACKLOG: i32 = 1024;
+
+/// A non-blocking listener on `addr` (its first address), with SO_REUSEADDR as std sets it and,
+/// with `reuse_port`, SO_REUSEPORT: another process that sets it too may then bind the same
+/// address, and the kernel spreads new connections over both (docs/operations.md, "Upgrading
+/// a proxy in place").
+fn listen_on(addr: &str, reuse_port: bool) -> anyhow::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let at = std::net::ToSocketAddrs::to_socket_addrs(addr)?
+        .next()
+        .with_context(|| format!("{addr} resolves to no address"))?;
+    let socket = Socket::new(Domain::for_address(at), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&at.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
 }
