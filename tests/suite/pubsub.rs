@@ -785,3 +785,60 @@ fn the_redis_crate_subscribes_through_one_proxy_to_what_another_publishes() {
         ]
     );
 }
+
+/// Keyspace notifications through the proxy: a pattern subscription gets the events of every
+/// master, as pub/sub patterns do, and never those of Tessera's internal database (db 1),
+/// which another pattern (`*` here) would otherwise match.
+#[test]
+fn keyspace_notifications_come_from_every_master_and_never_from_the_internal_db() {
+    let cluster = Cluster::start();
+    for b in &cluster.backends {
+        b.raw()
+            .cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    }
+    // The internal database's events exist: a direct subscriber on a backend sees them.
+    let mut direct = Raw::connect(cluster.backends[0].addr());
+    direct.cmd(&["PSUBSCRIBE", "__keyspace@1__:*"], 1);
+    let mut sub = Raw::connect(cluster.proxy.addr());
+    sub.cmd(&["PSUBSCRIBE", "*"], 1);
+
+    let k0 = crate::support::keys_on(0, "ks:", 1).remove(0);
+    let k1 = crate::support::keys_on(1, "ks:", 1).remove(0);
+    let mut c = cluster.proxy.raw();
+    c.cmd(&["SET", &k0, "v"]);
+    c.cmd(&["SET", &k1, "v"]);
+    // Tessera's own writes to db 1 (a script body, and one made here as the proxy would).
+    c.cmd(&["SCRIPT", "LOAD", "return 'keyspace'"]);
+    let mut internal = cluster.backends[0].raw();
+    internal.cmd(&["SELECT", "1"]);
+    internal.cmd(&["SET", "tessera:internal", "x"]);
+    assert!(
+        lossy(&direct.frames(1)).contains("__keyspace@1__:"),
+        "db 1's events reach a direct subscriber"
+    );
+    c.cmd(&["SET", "ks:marker", "done"]);
+
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|f: &String| f.contains("__keyevent@0__:set") && f.contains("ks:marker"))
+    {
+        let f = sub
+            .try_frame()
+            .unwrap_or_else(|| panic!("the marker's event never came; got {seen:#?}"));
+        seen.push(lossy(&f));
+        assert!(seen.len() < 1000, "{seen:#?}");
+    }
+    for k in [&k0, &k1] {
+        assert!(
+            seen.iter()
+                .any(|f| f.contains(&format!("__keyspace@0__:{k}"))),
+            "{k}'s event in {seen:#?}"
+        );
+    }
+    let leaked: Vec<&String> = seen.iter().filter(|f| f.contains("@1__:")).collect();
+    assert!(
+        leaked.is_empty(),
+        "internal events reached a client: {leaked:#?}"
+    );
+}

@@ -601,7 +601,8 @@ impl Hub {
     /// what it names.
     fn deliver(&self, push: Bytes) {
         let (space, name) = match wire::classify_push(&push) {
-            wire::Push::Message { space, name } => (space, name),
+            wire::Push::Message { channel, .. } if wire::internal_db_event(channel) => return,
+            wire::Push::Message { space, name, .. } => (space, name),
             wire::Push::Invalidate(parts) => {
                 let deliveries = {
                     let mut s = self.inner.state.borrow_mut();

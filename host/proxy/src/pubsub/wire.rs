@@ -102,8 +102,12 @@ pub fn message_for(proto: Proto, push: &[u8], out: &mut BytesMut) {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Push<'a> {
     /// A message for the subscribers of `name` in `space` (a channel, or for `pmessage` the
-    /// pattern that matched).
-    Message { space: Space, name: &'a [u8] },
+    /// pattern that matched), published on `channel` (`name` itself but for `pmessage`).
+    Message {
+        space: Space,
+        name: &'a [u8],
+        channel: &'a [u8],
+    },
     /// `invalidate [keys]` (or null: everything), from `CLIENT TRACKING ON BCAST`; the parts
     /// after the first (see `tracking::invalidated_keys`).
     Invalidate(Vec<&'a [u8]>),
@@ -129,10 +133,31 @@ pub fn classify_push(push: &[u8]) -> Push<'_> {
         (Some(b"smessage"), 3) => Space::Shard,
         _ => return Push::Other,
     };
-    match bulk_body(parts[1]) {
-        Some(name) => Push::Message { space, name },
-        None => Push::Other,
+    let channel = if space == Space::Pattern {
+        parts[2]
+    } else {
+        parts[1]
+    };
+    match (bulk_body(parts[1]), bulk_body(channel)) {
+        (Some(name), Some(channel)) => Push::Message {
+            space,
+            name,
+            channel,
+        },
+        _ => Push::Other,
     }
+}
+
+/// Whether `channel` carries a keyspace notification of Tessera's internal database
+/// (`__keyspace@1__:…`, `__keyevent@1__:…`): its keys are the proxy's own (a big key's copy,
+/// script bodies), never a client's, and no client is shown them, whatever it subscribed to.
+pub fn internal_db_event(channel: &[u8]) -> bool {
+    // The database's number, as the channel names it.
+    const DB: &[u8] = b"1__:";
+    const _: () = assert!(tessera_model::migration::INTERNAL_DB == 1, "DB names it");
+    [&b"__keyspace@"[..], b"__keyevent@"]
+        .iter()
+        .any(|p| channel.strip_prefix(*p).is_some_and(|r| r.starts_with(DB)))
 }
 
 /// The body of a bulk string (`$n\r\n…\r\n`).
@@ -210,13 +235,24 @@ mod tests {
     }
 
     #[test]
+    fn the_internal_databases_notifications_are_told_apart() {
+        assert!(internal_db_event(b"__keyspace@1__:tessera:x"));
+        assert!(internal_db_event(b"__keyevent@1__:set"));
+        assert!(!internal_db_event(b"__keyspace@0__:user:1"));
+        assert!(!internal_db_event(b"__keyevent@10__:set"));
+        assert!(!internal_db_event(b"__keyspace@1"));
+        assert!(!internal_db_event(b"news"));
+    }
+
+    #[test]
     fn pushes_are_told_apart() {
         let m = b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n";
         assert_eq!(
             classify_push(m),
             Push::Message {
                 space: Space::Channel,
-                name: b"ch"
+                name: b"ch",
+                channel: b"ch"
             }
         );
         let p = b">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$0\r\n\r\n";
@@ -224,7 +260,8 @@ mod tests {
             classify_push(p),
             Push::Message {
                 space: Space::Pattern,
-                name: b"c*"
+                name: b"c*",
+                channel: b"ch"
             }
         );
         let s = b">3\r\n$8\r\nsmessage\r\n$1\r\nx\r\n$1\r\ny\r\n";
@@ -232,7 +269,8 @@ mod tests {
             classify_push(s),
             Push::Message {
                 space: Space::Shard,
-                name: b"x"
+                name: b"x",
+                channel: b"x"
             }
         );
         assert_eq!(
