@@ -170,28 +170,27 @@ impl Prometheus {
     /// The values of `label` on the series `selector` matches (what Grafana's
     /// `label_values(selector, label)` lists), or the error Prometheus gave.
     fn label_values(&self, selector: &str, label: &str) -> Result<Vec<Value>, String> {
-        let mut r = ureq::get(&self.url(&format!("/api/v1/label/{label}/values")))
-            .config()
-            .http_status_as_error(false)
-            .build()
-            .query("match[]", selector)
-            .call()
-            .map_err(|e| e.to_string())?;
-        let text = r.body_mut().read_to_string().map_err(|e| e.to_string())?;
-        let body: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
-        if body["status"] != "success" {
-            return Err(body.to_string());
-        }
-        Ok(body["data"].as_array().cloned().unwrap_or_default())
+        let data = self.get(
+            &format!("/api/v1/label/{label}/values"),
+            "match[]",
+            selector,
+        )?;
+        Ok(data.as_array().cloned().unwrap_or_default())
     }
 
     /// An instant query: its `data.result`, or the error Prometheus gave.
     fn query(&self, expr: &str) -> Result<Vec<Value>, String> {
-        let mut r = ureq::get(&self.url("/api/v1/query"))
+        let data = self.get("/api/v1/query", "query", expr)?;
+        Ok(data["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// `GET path?param=value` of Prometheus's HTTP API: its `data`, or the error it gave.
+    fn get(&self, path: &str, param: &str, value: &str) -> Result<Value, String> {
+        let mut r = ureq::get(&self.url(path))
             .config()
             .http_status_as_error(false)
             .build()
-            .query("query", expr)
+            .query(param, value)
             .call()
             .map_err(|e| e.to_string())?;
         let text = r.body_mut().read_to_string().map_err(|e| e.to_string())?;
@@ -199,10 +198,7 @@ impl Prometheus {
         if body["status"] != "success" {
             return Err(body.to_string());
         }
-        Ok(body["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default())
+        Ok(body["data"].clone())
     }
 }
 

@@ -2,18 +2,16 @@
 //! port, with an optional config file in its own temp dir. Ready once PING answers; killed on
 //! drop, printing its log if the test is failing.
 
-use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 use tempfile::TempDir;
 
+use super::cluster_mode::spawn_logged;
 use super::redis_server::answers_ping;
 use super::{REPLY_TIMEOUT, RawClient, RedisServer, free_port, loopback, wait_until};
-
-const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A running `tessera proxy`; killed (SIGKILL) and reaped on drop.
 pub(crate) struct Proxy {
@@ -99,8 +97,15 @@ impl ProxyBuilder {
                 cmd.args(["--admin-listen", &a.to_string()]);
             }
             let command_line = format!("{cmd:?}");
-            let child = spawn_until_logged(cmd, &dir, "proxy listening")
-                .unwrap_or_else(|log| panic!("{command_line} did not listen:\n{log}"));
+            let listening = || {
+                std::fs::read_to_string(log_path(&dir)).is_ok_and(|l| l.contains("proxy listening"))
+            };
+            let child = spawn_logged(cmd, &dir, listening).unwrap_or_else(|| {
+                panic!(
+                    "{command_line} did not listen:\n{}",
+                    std::fs::read_to_string(log_path(&dir)).unwrap_or_default()
+                )
+            });
             return Proxy {
                 child,
                 addr,
@@ -167,55 +172,8 @@ impl ProxyBuilder {
 
 /// Spawns `cmd` with its output appended to the log in `dir`, and waits for PING on `addr`;
 /// `None` (child reaped) if it exits or never answers, e.g. because the port was taken.
-fn spawn_ready(mut cmd: Command, addr: SocketAddr, dir: &TempDir) -> Option<Child> {
-    let log = File::options()
-        .create(true)
-        .append(true)
-        .open(log_path(dir))
-        .expect("log");
-    let mut child = cmd
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("cloning log handle"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    let mut exited = false;
-    let ready = wait_until(START_TIMEOUT, || {
-        exited = child.try_wait().expect("try_wait").is_some();
-        exited || answers_ping(addr, &[b"+PONG", b"-NOAUTH"])
-    });
-    if ready && !exited {
-        return Some(child);
-    }
-    let _ = child.kill();
-    let status = child.wait();
-    eprintln!("tessera did not come up on {addr} (exit: {status:?})");
-    None
-}
-
-/// Spawns `cmd` with its output in the log in `dir`, and waits until the log holds `line`;
-/// the log if it exits or never does.
-fn spawn_until_logged(mut cmd: Command, dir: &TempDir, line: &str) -> Result<Child, String> {
-    let log = File::create(log_path(dir)).expect("log");
-    let mut child = cmd
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("cloning log handle"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    let mut exited = false;
-    let logged = wait_until(START_TIMEOUT, || {
-        exited = child.try_wait().expect("try_wait").is_some();
-        exited || std::fs::read_to_string(log_path(dir)).is_ok_and(|l| l.contains(line))
-    });
-    if logged && !exited {
-        return Ok(child);
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    Err(std::fs::read_to_string(log_path(dir)).unwrap_or_default())
+fn spawn_ready(cmd: Command, addr: SocketAddr, dir: &TempDir) -> Option<Child> {
+    spawn_logged(cmd, dir, || answers_ping(addr, &[b"+PONG", b"-NOAUTH"]))
 }
 
 impl Proxy {
