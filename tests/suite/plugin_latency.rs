@@ -198,6 +198,11 @@ fn every_hook_call_is_timed_into_a_histogram_on_metrics_the_admin_api_and_the_da
             .iter()
             .map(|h| h.get(hook).map_or(0.0, |h| h.sum_seconds))
             .sum();
-        assert!(m.sum_seconds >= sum_before, "{m:?}");
+        // Sums only grow; each JSON round trip of an f64 may round it by an ulp or so.
+        assert!(
+            m.sum_seconds >= sum_before * (1.0 - 1e-9),
+            "{hook}: merged sum {} < {sum_before}",
+            m.sum_seconds
+        );
     }
 }
