@@ -1,7 +1,8 @@
 //! The latency of plugin hook calls: a real metrics plugin run by two proxies of a cluster,
 //! driven with commands alone and pipelined; each proxy's `/metrics` carries a valid
-//! Prometheus histogram per hook whose counts match the runtime's call counters and its admin
-//! API, and the dashboard merges the proxies' histograms by adding buckets.
+//! Prometheus histogram per hook (promtool agrees) whose counts match the runtime's call
+//! counters and its admin API, and the dashboard merges the proxies' histograms by adding
+//! buckets.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -134,6 +135,13 @@ fn every_hook_call_is_timed_into_a_histogram_on_metrics_the_admin_api_and_the_da
         );
         let text = p.metrics();
         let scraped = histograms(&text, "metrics");
+        let out = crate::dashboard_api::promtool_check(&text);
+        assert!(
+            out.status.success(),
+            "promtool check metrics: {}{}\n--- metrics:\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let counter = |name: &str| {
             metric(&text, &format!("{name}{{plugin=\"metrics\"}}"))
                 .unwrap_or_else(|| panic!("{name} in {text}"))
