@@ -81,6 +81,8 @@ impl Runtime {
         config: RuntimeConfig,
         clients: Option<Arc<dyn ClientLookup>>,
     ) -> anyhow::Result<Arc<Self>> {
+        // The hook latency clock calibrates itself on first use: here, not in a hook call.
+        let _ = quanta::Instant::now();
         let mut pool = PoolingAllocationConfig::new();
         pool.total_core_instances(config.max_instances)
             .total_memories(config.max_instances)
