@@ -99,6 +99,8 @@ mod plugins;
 mod converter;
 // Plugins written in C and AssemblyScript, run by a proxy: the filter and the metrics plugin.
 mod plugin_languages;
+// The latency of plugin hook calls: histograms on /metrics, the admin API, the dashboard.
+mod plugin_latency;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd
 // stores; the audit log; `tessera up --clusters 2`.
 mod console;

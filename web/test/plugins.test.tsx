@@ -123,6 +123,50 @@ describe('Plugins view', () => {
     expect(screen.getByTestId('plugin-metrics').textContent).toContain('command=FLUSHALL');
   });
 
+  it('shows calls and latency percentiles per hook, in µs and ms, and a percentile over the top bucket', async () => {
+    const hook = (name: string, count: number, p50: number | null, p99: number | null) => ({
+      hook: name,
+      count,
+      sum_seconds: count * 2e-6,
+      buckets: [count, ...new Array<number>(16).fill(0)],
+      p50_seconds: p50,
+      p99_seconds: p99,
+    });
+    const { c } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('metrics', 0)]];
+      if (method === 'GET' && url === '/api/clusters/local/plugins/metrics/metrics')
+        return [
+          200,
+          {
+            proxies: 2,
+            samples: [],
+            hooks: [hook('on_command', 1234, 0.0000025, 0.000025), hook('on_commands', 7, 0.0025, null), hook('on_tick', 3, 0.05, 0.1)],
+          },
+        ];
+      return undefined;
+    });
+    renderPlugins(c);
+    fireEvent.click(await screen.findByTestId('plugin-open-metrics'));
+    const table = await screen.findByTestId('plugin-hook-latency');
+    const cells = (hook: string) => Array.from(screen.getByTestId(`hook-${hook}`).querySelectorAll('td')).map((td) => td.textContent);
+    expect(cells('on_command')).toEqual(['on_command', '1,234', '≤ 2.5 µs', '≤ 25 µs']);
+    expect(cells('on_commands')).toEqual(['on_commands', '7', '≤ 2.5 ms', '> 100 ms']);
+    expect(cells('on_tick')).toEqual(['on_tick', '3', '≤ 50 ms', '≤ 100 ms']);
+    expect(table.querySelectorAll('tbody tr')).toHaveLength(3);
+  });
+
+  it('says no hook was called when the proxies report none', async () => {
+    const { c } = server((method, url) => {
+      if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('metrics', 0)]];
+      if (method === 'GET' && url === '/api/clusters/local/plugins/metrics/metrics') return [200, { proxies: 1, samples: [], hooks: [] }];
+      return undefined;
+    });
+    renderPlugins(c);
+    fireEvent.click(await screen.findByTestId('plugin-open-metrics'));
+    await screen.findByText('No hook called yet.');
+    expect(screen.queryByTestId('plugin-hook-latency')).toBeNull();
+  });
+
   it('offers the CPU, memory and input limits the CLI has, checked before they are sent', async () => {
     const { c, calls } = server((method, url) => {
       if (method === 'GET' && url === '/api/clusters/local/plugins') return [200, [plugin('filter', 0, { cpu_budget_ms: 5 })]];

@@ -97,7 +97,7 @@ impl Instance {
         self.count_batch();
         match r {
             Ok(r) => {
-                self.count_calls(n);
+                self.count_batched_calls(n);
                 let (_, count, out_len) = abi::unpack(r);
                 if count == 0 {
                     // The guest could not read the batch: one call per command instead.
@@ -123,7 +123,7 @@ impl Instance {
                 // in `out`, described by the descriptor as it was after each of them).
                 let done = self.batch_progress(n);
                 // The commands done and the one that faulted reached the plugin; the rest not.
-                self.count_calls((done + 1).min(n));
+                self.count_batched_calls((done + 1).min(n));
                 if done == 0 {
                     results.push(Err(e));
                     return 1;

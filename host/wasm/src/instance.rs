@@ -10,6 +10,7 @@ use crate::client::ClientLookup;
 use crate::cputime::thread_cpu_time;
 use crate::fault::{CallError, Fault, Input, InputTooLarge};
 use crate::generation::Generation;
+use crate::hook_latency::Hook;
 use crate::hooks::Hooks;
 use crate::host_state::{CallClock, HostState};
 use crate::plugin::PluginShared;
@@ -245,9 +246,11 @@ impl Instance {
         Ok(())
     }
 
-    /// Runs a guest function under the CPU budget; a failure kills the instance.
+    /// Runs a guest function under the CPU budget; a failure kills the instance. A call of a
+    /// `hook` is timed (wall time, faulted or not) into the plugin's latency histogram.
     fn guarded<R>(
         &mut self,
+        hook: Option<Hook>,
         f: impl FnOnce(&mut Store<HostState>, &Exports) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         if self.dead {
@@ -255,7 +258,14 @@ impl Instance {
         }
         self.store.data_mut().clock.reset();
         self.store.set_epoch_deadline(1);
-        match f(&mut self.store, &self.exports) {
+        // quanta: the TSC where it is invariant, a third of the cost of `std::time::Instant`.
+        let start = hook.map(|_| quanta::Instant::now());
+        let r = f(&mut self.store, &self.exports);
+        if let (Some(hook), Some(start)) = (hook, start) {
+            let took = quanta::Instant::now().duration_since(start);
+            self.store.data().plugin.latency.observe(hook, took);
+        }
+        match r {
             Ok(r) => Ok(r),
             Err(e) => {
                 let st = self.store.data();
@@ -296,7 +306,7 @@ impl Instance {
             let Ok(len32) = i32::try_from(len) else {
                 return Err(self.fail(Fault::bad_output("input larger than 2 GiB")));
             };
-            let rc = self.guarded(|s, e| e.reserve.call(s, (len32, 0)))?;
+            let rc = self.guarded(None, |s, e| e.reserve.call(s, (len32, 0)))?;
             if rc < 0 {
                 return Err(self.fail(Fault::new(
                     Fault::MEMORY,
@@ -355,7 +365,7 @@ impl Instance {
         self.input_buffer(config.len())?.copy_from_slice(config);
         self.store.data_mut().in_init = true;
         let len = config.len() as i32;
-        let r = self.guarded(|s, e| e.init.call(s, len));
+        let r = self.guarded(None, |s, e| e.init.call(s, len));
         self.store.data_mut().in_init = false;
         let (action, _, out_len) = abi::unpack(r?);
         let out = self.out(out_len)?;
@@ -397,7 +407,9 @@ impl Instance {
             )));
         }
         let nargs = args.len() as i32;
-        let r = self.guarded(|s, e| e.on_command.call(s, (conn as i64, cmd as i32, nargs)))?;
+        let r = self.guarded(Some(Hook::OnCommand), |s, e| {
+            e.on_command.call(s, (conn as i64, cmd as i32, nargs))
+        })?;
         self.store.data().plugin.calls.fetch_add(1, Relaxed);
         if r == 0 {
             return Ok(CmdOutcome::Pass);
@@ -428,9 +440,12 @@ impl Instance {
         self.memory.data(&self.store)
     }
 
-    /// Counts commands given to the plugin (`tessera_plugin_calls_total`).
-    pub(crate) fn count_calls(&self, n: usize) {
-        self.store.data().plugin.calls.fetch_add(n as u64, Relaxed);
+    /// Counts commands given to the plugin in one `tp_on_commands` call
+    /// (`tessera_plugin_calls_total` and `tessera_plugin_batched_calls_total`).
+    pub(crate) fn count_batched_calls(&self, n: usize) {
+        let p = &self.store.data().plugin;
+        p.calls.fetch_add(n as u64, Relaxed);
+        p.batched_calls.fetch_add(n as u64, Relaxed);
     }
 
     /// Counts one `tp_on_commands` call (`tessera_plugin_batches_total`).
@@ -452,7 +467,9 @@ impl Instance {
         let clock = &mut self.store.data_mut().clock;
         clock.progress = Some(progress);
         clock.last_progress = 0;
-        let r = self.guarded(|s, _| f.call(s, (conn as i64, n as i32)));
+        let r = self.guarded(Some(Hook::OnCommands), |s, _| {
+            f.call(s, (conn as i64, n as i32))
+        });
         self.store.data_mut().clock.progress = None;
         r
     }
@@ -542,7 +559,9 @@ impl Instance {
 
     /// `tp_on_reply` on the reply table in `in`, and its outcome.
     fn reply_call(&mut self, conn: u64, ctx: u64, n: i32) -> Result<ReplyOutcome, CallError> {
-        let r = self.guarded(|s, e| e.on_reply.call(s, (conn as i64, ctx as i64, n)))?;
+        let r = self.guarded(Some(Hook::OnReply), |s, e| {
+            e.on_reply.call(s, (conn as i64, ctx as i64, n))
+        })?;
         if r == 0 {
             return Ok(ReplyOutcome::Pass);
         }
@@ -557,14 +576,14 @@ impl Instance {
 
     pub fn on_close(&mut self, conn: u64) -> Result<(), CallError> {
         match self.exports.on_close.clone() {
-            Some(f) => self.guarded(|s, _| f.call(s, conn as i64)),
+            Some(f) => self.guarded(Some(Hook::OnClose), |s, _| f.call(s, conn as i64)),
             None => Ok(()),
         }
     }
 
     pub fn on_tick(&mut self) -> Result<(), CallError> {
         match self.exports.on_tick.clone() {
-            Some(f) => self.guarded(|s, _| f.call(s, ())),
+            Some(f) => self.guarded(Some(Hook::OnTick), |s, _| f.call(s, ())),
             None => Ok(()),
         }
     }

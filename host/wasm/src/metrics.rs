@@ -304,7 +304,8 @@ impl PluginMetrics {
     }
 }
 
-fn label_text(names: &[String], values: &[String], le: Option<&str>) -> String {
+/// A series' labels as Prometheus text, values escaped, `le` last when given.
+pub(crate) fn label_text(names: &[String], values: &[String], le: Option<&str>) -> String {
     if names.is_empty() && le.is_none() {
         return String::new();
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use crate::fault::{FAULT_REASONS, Input};
+use crate::hook_latency::HookLatencies;
 use crate::metrics::PluginMetrics;
 use crate::state::SharedState;
 
@@ -19,6 +20,10 @@ pub struct PluginShared {
     pub calls: AtomicU64,
     /// `tp_on_commands` calls: each gave the plugin several commands at once.
     pub batches: AtomicU64,
+    /// Commands given in those `tp_on_commands` calls (part of `calls`).
+    pub batched_calls: AtomicU64,
+    /// The wall time of every guest call, per hook.
+    pub latency: HookLatencies,
     /// Faults by reason (`FAULT_REASONS` order).
     pub faults: [AtomicU64; FAULT_REASONS.len()],
     /// Inputs refused as over the input limit: commands, replies.

@@ -81,6 +81,8 @@ impl Runtime {
         config: RuntimeConfig,
         clients: Option<Arc<dyn ClientLookup>>,
     ) -> anyhow::Result<Arc<Self>> {
+        // The hook latency clock calibrates itself on first use: here, not in a hook call.
+        let _ = quanta::Instant::now();
         let mut pool = PoolingAllocationConfig::new();
         pool.total_core_instances(config.max_instances)
             .total_memories(config.max_instances)
@@ -381,6 +383,27 @@ impl Runtime {
                 s.name,
                 s.batches.load(Ordering::Relaxed)
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_batched_calls_total Commands given to plugins in tp_on_commands calls (part of tessera_plugin_calls_total): divided by tessera_plugin_batches_total, the commands per batch."
+        );
+        let _ = writeln!(out, "# TYPE tessera_plugin_batched_calls_total counter");
+        for s in &shared {
+            let _ = writeln!(
+                out,
+                "tessera_plugin_batched_calls_total{{plugin=\"{}\"}} {}",
+                s.name,
+                s.batched_calls.load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_hook_duration_seconds Wall time of one call into a plugin, by hook; a tp_on_commands call (hook on_commands) is one observation for all its commands."
+        );
+        let _ = writeln!(out, "# TYPE tessera_plugin_hook_duration_seconds histogram");
+        for s in &shared {
+            s.latency.render(&s.name, out);
         }
         let _ = writeln!(
             out,

@@ -1,10 +1,10 @@
 //! The runtime against hostile inputs and hostile plugins, with hand-built modules
 //! (`support/`): an input over the plugin's input limit fails that one command before anything
-//! is copied; a call-time fault costs only that command (fresh instance, no backoff); only
-//! instantiation that keeps failing backs off; a plugin's bad OBSERVE offset or non-RESP reply
-//! is a fault, never a host panic; declarations of commands denied to every client reach
-//! `Generation::denied_to_all`; the compiled-module cache keeps only checked modules, and
-//! a bounded number of them.
+//! is copied; a call-time fault costs only that command (fresh instance, no backoff) and is
+//! timed like any hook call; only instantiation that keeps failing backs off; a plugin's bad
+//! OBSERVE offset or non-RESP reply is a fault, never a host panic; declarations of commands
+//! denied to every client reach `Generation::denied_to_all`; the compiled-module cache keeps
+//! only checked modules, and a bounded number of them.
 
 mod support;
 
@@ -159,6 +159,12 @@ fn a_call_time_fault_costs_that_command_and_the_next_one_gets_a_fresh_instance()
         assert_eq!(created(&g), 1 + round);
     }
     assert_eq!(g.shared.faults[0].load(Relaxed), 5);
+    // Every guest call is timed, the ones that trapped too (only those that returned count
+    // as calls); `init`, in the probe and in each new instance, is not a hook.
+    let hooks = g.shared.latency.snapshot();
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    assert_eq!((hooks[0].hook.as_str(), hooks[0].count), ("on_command", 11));
+    assert_eq!(g.shared.calls.load(Relaxed), 6);
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::plugin_hooks::HookLatency;
+
 /// The largest module the catalog accepts. The plugins shipped are 140–230 KiB; every byte
 /// costs compile time on the dashboard (its check) and on each proxy at every push (about
 /// 0.4 s of one core per MiB: a 28 MB module took 9–13 s), so the cap leaves ample room for
@@ -116,6 +118,9 @@ pub struct PluginMetrics {
     /// Proxies that answered with the plugin loaded (0 for a disabled plugin).
     pub proxies: usize,
     pub samples: Vec<Sample>,
+    /// The latency of its hook calls, histograms of those proxies merged by adding buckets.
+    #[serde(default)]
+    pub hooks: Vec<HookLatency>,
 }
 
 /// A plugin as it is running in one proxy.
@@ -135,6 +140,9 @@ pub struct LoadedPlugin {
     pub calls: u64,
     pub faults: u64,
     pub instances_created: u64,
+    /// The latency of its hook calls in this proxy, per hook called at least once.
+    #[serde(default)]
+    pub hook_latency: Vec<HookLatency>,
 }
 
 /// `GET /api/proxy/plugins`: the plugins in force in one proxy.

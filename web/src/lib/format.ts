@@ -58,3 +58,11 @@ export function formatRate(r: number | null): string {
   if (r == null || !Number.isFinite(r)) return '—';
   return r < 10 ? r.toFixed(1) : formatNumber(r);
 }
+
+/** A duration given in seconds, in µs below 1 ms and in ms from there: `2.5 µs`, `25 ms`. */
+export function formatSeconds(s: number | null | undefined): string {
+  if (s == null || !Number.isFinite(s)) return '—';
+  const us = s * 1e6;
+  if (us < 1000) return `${Number(us.toFixed(us < 10 ? 1 : 0))} µs`;
+  return `${Number((us / 1000).toFixed(us < 10_000 ? 1 : 0))} ms`;
+}

@@ -7,11 +7,11 @@ import { useConfigurePlugin, useDeletePlugin, useOrderPlugins, useSetPluginEnabl
 import type { ClusterApi } from '../api/cluster';
 import { ApiError } from '../api/error';
 import { reads } from '../api/queries';
-import type { Plugin } from '../api/shapes';
+import type { Plugin, PluginMetrics } from '../api/shapes';
 import { PluginChart } from '../components/PluginChart';
 import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
 import { formatConfig, parseLimits, validateConfig } from '../lib/config';
-import { formatBytes, formatNumber, formatTime } from '../lib/format';
+import { formatBytes, formatNumber, formatSeconds, formatTime } from '../lib/format';
 
 /** The dashboard's rule for plugin names. */
 const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -323,6 +323,7 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
             : `Summed over ${m.data.proxies} ${m.data.proxies === 1 ? 'proxy' : 'proxies'} running it.`}
         </p>
       )}
+      {m.data && <HookLatencyTable hooks={m.data.hooks ?? []} />}
       {m.data && m.data.samples.length > 0 && <PluginChart key={name} c={c} plugin={name} />}
       {m.data && m.data.samples.length > 0 ? (
         <details>
@@ -354,5 +355,45 @@ function Metrics({ c, name }: { c: ClusterApi; name: string }) {
         !missing && !m.error && <p className="muted">No sample yet.</p>
       )}
     </div>
+  );
+}
+
+/** The top bound of the hook latency buckets (`tessera_wire::plugin_hooks::BOUNDS_NS`). */
+const TOP_BOUND_SECONDS = 0.1;
+
+/** A percentile read from the buckets: the upper bound of its bucket, or over the top one. */
+function percentile(s: number | null | undefined, count: number): string {
+  if (count === 0) return '—';
+  return s == null ? `> ${formatSeconds(TOP_BOUND_SECONDS)}` : `≤ ${formatSeconds(s)}`;
+}
+
+/** Calls and latency per hook, over the proxies running the plugin (their buckets added). */
+export function HookLatencyTable({ hooks }: { hooks: NonNullable<PluginMetrics['hooks']> }) {
+  if (hooks.length === 0) return <p className="muted small">No hook called yet.</p>;
+  return (
+    <table className="table compact" data-testid="plugin-hook-latency">
+      <thead>
+        <tr>
+          <th>Hook</th>
+          <th className="num">Calls</th>
+          <th className="num" title="Upper bound of the bucket the median call falls in">
+            p50
+          </th>
+          <th className="num" title="Upper bound of the bucket the 99th percentile call falls in">
+            p99
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {hooks.map((h) => (
+          <tr key={h.hook} data-testid={`hook-${h.hook}`}>
+            <td className="mono">{h.hook}</td>
+            <td className="num">{formatNumber(h.count)}</td>
+            <td className="num">{percentile(h.p50_seconds, h.count)}</td>
+            <td className="num">{percentile(h.p99_seconds, h.count)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

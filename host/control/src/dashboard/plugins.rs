@@ -17,7 +17,10 @@ use super::push::{ProxyFailure, PushError};
 use crate::Error;
 use tessera_store::catalog;
 use tessera_store::model::{self, ProxyModel};
-use tessera_wire::plugins::{Catalog, PluginConfigChange, PluginEntry, PluginMetrics, Sample};
+use tessera_wire::plugin_hooks::{self, HookLatency};
+use tessera_wire::plugins::{
+    Catalog, PluginConfigChange, PluginEntry, PluginMetrics, ProxyPlugins, Sample,
+};
 
 /// The dashboard's runtime for probing plugins (created on first use).
 static PROBE: OnceLock<Arc<Runtime>> = OnceLock::new();
@@ -369,13 +372,16 @@ impl Dashboard {
             .await
     }
 
-    /// A plugin's metric samples summed over the online proxies.
+    /// A plugin's metric samples summed over the online proxies, and its hooks' latency
+    /// histograms merged over them (buckets added, percentiles read from the sum).
     pub async fn plugin_metrics(&self, name: &str) -> Result<PluginMetrics, Error> {
         let cat = self.plugins().await?;
         if !cat.plugins.iter().any(|e| e.name == name) {
             return Err(not_found(name));
         }
-        let per_proxy = self.plugin_samples(name).await?;
+        let (per_proxy, hooks) =
+            futures_util::future::join(self.plugin_samples(name), self.plugin_hooks(name)).await;
+        let (per_proxy, hooks) = (per_proxy?, hooks?);
         let mut sum: std::collections::BTreeMap<(String, Vec<(String, String)>), f64> =
             Default::default();
         let reached = per_proxy.len();
@@ -396,7 +402,30 @@ impl Dashboard {
         Ok(PluginMetrics {
             proxies: reached,
             samples,
+            hooks: plugin_hooks::merge(hooks.iter().flatten()),
         })
+    }
+
+    /// A plugin's hook latency in each registered proxy that answered with it loaded.
+    ///
+    /// # Errors
+    /// The store cannot list the proxies.
+    async fn plugin_hooks(&self, name: &str) -> Result<Vec<Vec<HookLatency>>, Error> {
+        let proxies = self.registered_proxies().await?;
+        let fetches = proxies.iter().map(|p| {
+            let call = self.proxy_call(reqwest::Method::GET, &p.admin_addr, "/api/proxy/plugins");
+            async move {
+                let r = call
+                    .timeout(std::time::Duration::from_secs(3))
+                    .send()
+                    .await
+                    .ok()?;
+                let loaded = r.json::<ProxyPlugins>().await.ok()?;
+                let plugin = loaded.plugins.into_iter().find(|l| l.name == name)?;
+                Some(plugin.hook_latency)
+            }
+        });
+        Ok(join_all(fetches).await.into_iter().flatten().collect())
     }
 
     /// A plugin's metric samples of each registered proxy that answered with it loaded, by

@@ -244,5 +244,6 @@ fn describe(g: &Generation) -> LoadedPlugin {
             .map(|f| f.load(Ordering::Relaxed))
             .sum(),
         instances_created: g.shared.instances.load(Ordering::Relaxed),
+        hook_latency: g.shared.latency.snapshot(),
     }
 }
