@@ -2,7 +2,7 @@
 //! driven with commands alone and pipelined; each proxy's `/metrics` carries a valid
 //! Prometheus histogram per hook (promtool agrees) whose counts match the runtime's call
 //! counters and its admin API, and the dashboard merges the proxies' histograms by adding
-//! buckets.
+//! buckets; by default one call in 16 of the hot hooks is timed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -94,15 +94,59 @@ fn count_of(hooks: &BTreeMap<String, HookLatency>, hook: &str) -> u64 {
     hooks.get(hook).map_or(0, |h| h.count)
 }
 
-#[test]
-fn every_hook_call_is_timed_into_a_histogram_on_metrics_the_admin_api_and_the_dashboard() {
-    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+/// A cluster of two groups whose proxies (one per config text) run the metrics plugin.
+fn with_metrics_plugin(configs: &[&str]) -> (ControlPlane, tempfile::TempDir) {
+    let mut cp = ControlPlane::builder().servers(2).proxies(0).start();
     cp.split_over_two_groups();
     let api = cp.api();
     let wasm = std::fs::read(plugin_wasm("metrics")).unwrap();
     api.request("PUT", "/api/plugins/metrics/module", Some(&wasm))
         .ok();
     api.post("/api/plugins/metrics/enable", &json!({})).ok();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = cp.options();
+    let (cluster, store) = (opts.cluster.clone(), opts.store.clone());
+    for (i, text) in configs.iter().enumerate() {
+        let path = dir.path().join(format!("proxy{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let args = ["--config", path.to_str().unwrap()];
+        cp.proxies
+            .push(ClusterProxy::start_with_args(&cluster, &store, &args));
+    }
+    (cp, dir)
+}
+
+/// By default one call in 16 of a hot hook is timed, per instance, its first included: on a
+/// proxy with one worker (one instance), the histogram of `on_command` holds exactly the
+/// calls 1, 17, 33 … of the calls the runtime counted alone.
+#[test]
+fn by_default_one_hot_hook_call_in_16_is_timed() {
+    let (cp, _dir) = with_metrics_plugin(&["threads = 1\n"]);
+    let p = &cp.proxies[0];
+    let mut c = p.raw();
+    for k in 0..200 {
+        assert_eq!(
+            c.cmd(&["SET", &format!("sample:{k}"), "v"]),
+            Frame::Simple("OK".into())
+        );
+    }
+    let text = p.metrics();
+    let counter = |name: &str| {
+        metric(&text, &format!("{name}{{plugin=\"metrics\"}}"))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    let alone =
+        counter("tessera_plugin_calls_total") - counter("tessera_plugin_batched_calls_total");
+    assert!(alone >= 200.0, "{text}");
+    let timed = histograms(&text, "metrics")["on_command"].count;
+    assert_eq!(timed, (alone / 16.0).ceil(), "{alone} calls alone: {text}");
+}
+
+#[test]
+fn every_hook_call_is_timed_into_a_histogram_on_metrics_the_admin_api_and_the_dashboard() {
+    // Every call timed (`plugin_hook_sample = 1`), so the counts can be held to the runtime's.
+    let (cp, _dir) = with_metrics_plugin(&["plugin_hook_sample = 1\n"; 2]);
+    let api = cp.api();
 
     const ALONE: usize = 25;
     const PIPELINED: usize = 60;

@@ -83,6 +83,10 @@ pub struct ProxyConfig {
     pub backend_admin_password: Option<String>,
     /// How long SIGTERM waits for sessions to finish their in-flight commands.
     pub shutdown_grace_ms: u64,
+    /// One call in this many of each plugin's `on_command`, `on_commands` and `on_reply` is
+    /// timed into `tessera_plugin_hook_duration_seconds` (1: every call, at ~50 ns each;
+    /// docs/plugins.md). 1 to 65536.
+    pub plugin_hook_sample: u32,
     /// Static mode: WebAssembly plugins, in chain order (`[[plugins]]` tables).
     pub plugins: Vec<PluginFile>,
     /// Static mode: the users clients may AUTH as (`[[users]]` tables; docs/users.md).
@@ -158,6 +162,7 @@ impl Default for ProxyConfig {
             backend_admin_user: None,
             backend_admin_password: None,
             shutdown_grace_ms: 10_000,
+            plugin_hook_sample: tessera_wasm::DEFAULT_HOOK_SAMPLE,
             plugins: Vec::new(),
             users: Vec::new(),
             tls_listen: None,
@@ -254,6 +259,12 @@ impl ProxyConfig {
                 "output_buffer_soft must not exceed output_buffer_hard, and output_buffer_total must be > 0"
                     .into(),
             ));
+        }
+        if !(1..=65_536).contains(&self.plugin_hook_sample) {
+            return Err(ConfigError::Invalid(format!(
+                "plugin_hook_sample must be 1 (time every plugin call) to 65536, not {}",
+                self.plugin_hook_sample
+            )));
         }
         let cap = crate::telemetry::COMMANDLOG_MAX_LEN;
         if [

@@ -84,7 +84,7 @@ pub struct Shared {
 impl Shared {
     pub fn new(config: ProxyConfig, router: Arc<Router>, listen_addr: SocketAddr) -> Self {
         let clients = Arc::new(ClientRegistry::default());
-        let plugins = PluginHost::new(clients.clone(), config.threads());
+        let plugins = PluginHost::new(clients.clone(), config.threads(), config.plugin_hook_sample);
         let requests = Arc::new(MemoryPool::new(config.query_buffer_total));
         let replies = Arc::new(MemoryPool::new(config.output_buffer_total));
         let backend_admin = RwLock::new(config.backend_admin());

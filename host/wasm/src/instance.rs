@@ -10,7 +10,7 @@ use crate::client::ClientLookup;
 use crate::cputime::thread_cpu_time;
 use crate::fault::{CallError, Fault, Input, InputTooLarge};
 use crate::generation::Generation;
-use crate::hook_latency::Hook;
+use crate::hook_latency::{Hook, SampleTicks};
 use crate::hooks::Hooks;
 use crate::host_state::{CallClock, HostState};
 use crate::plugin::PluginShared;
@@ -64,6 +64,8 @@ pub struct Instance {
     /// The most bytes one call may copy into `in` (`PluginSpec::input_limit`).
     input_limit: usize,
     pub generation: u64,
+    /// Which of this instance's hook calls are timed (`hook_latency`).
+    ticks: SampleTicks,
 }
 
 fn trap_fault(e: wasmtime::Error, clock: &CallClock, memory_limit: usize) -> Fault {
@@ -208,6 +210,7 @@ impl Instance {
             dead: false,
             input_limit: spec.input_limit(),
             generation,
+            ticks: SampleTicks::default(),
         };
         me.read_arena().map_err(|f| f.reason)?;
         Ok(me)
@@ -247,7 +250,8 @@ impl Instance {
     }
 
     /// Runs a guest function under the CPU budget; a failure kills the instance. A call of a
-    /// `hook` is timed (wall time, faulted or not) into the plugin's latency histogram.
+    /// `hook` that the sample picks is timed (wall time, faulted or not) into the plugin's
+    /// latency histogram.
     fn guarded<R>(
         &mut self,
         hook: Option<Hook>,
@@ -258,10 +262,13 @@ impl Instance {
         }
         self.store.data_mut().clock.reset();
         self.store.set_epoch_deadline(1);
-        // quanta: the TSC where it is invariant, a third of the cost of `std::time::Instant`.
-        let start = hook.map(|_| quanta::Instant::now());
+        // A sample of the calls (`hook_latency`); quanta: the TSC where it is invariant, a
+        // third of the cost of `std::time::Instant`.
+        let sample = self.store.data().plugin.latency.sample();
+        let timed = hook.filter(|&h| self.ticks.take(h, sample));
+        let start = timed.map(|_| quanta::Instant::now());
         let r = f(&mut self.store, &self.exports);
-        if let (Some(hook), Some(start)) = (hook, start) {
+        if let (Some(hook), Some(start)) = (timed, start) {
             let took = quanta::Instant::now().duration_since(start);
             self.store.data().plugin.latency.observe(hook, took);
         }

@@ -40,6 +40,7 @@ pub use chain::{Chain, ChainStep, InstanceRef, WorkerChain};
 pub use client::{ClientFacts, ClientLookup};
 pub use fault::{CallError, FAULT_REASONS, FailPolicy, Fault, Input, InputTooLarge, Verdict};
 pub use generation::Generation;
+pub use hook_latency::DEFAULT_SAMPLE as DEFAULT_HOOK_SAMPLE;
 pub use hook_latency::{Hook, HookLatencies};
 pub use hooks::{DeniedToAll, Hooks};
 pub use instance::{CmdOutcome, Instance, ReplyOutcome};

@@ -22,7 +22,7 @@ pub struct PluginShared {
     pub batches: AtomicU64,
     /// Commands given in those `tp_on_commands` calls (part of `calls`).
     pub batched_calls: AtomicU64,
-    /// The wall time of every guest call, per hook.
+    /// The wall time of guest calls, per hook (a sample of the hot hooks' calls).
     pub latency: HookLatencies,
     /// Faults by reason (`FAULT_REASONS` order).
     pub faults: [AtomicU64; FAULT_REASONS.len()],
@@ -34,9 +34,10 @@ pub struct PluginShared {
 }
 
 impl PluginShared {
-    pub(crate) fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str, hook_sample: u32) -> Self {
         Self {
             name: name.to_owned(),
+            latency: HookLatencies::new(hook_sample),
             ..Self::default()
         }
     }

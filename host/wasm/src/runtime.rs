@@ -32,6 +32,9 @@ pub struct RuntimeConfig {
     pub max_instances: u32,
     /// The largest memory any one instance may have (per-plugin limits are at most this).
     pub max_memory: usize,
+    /// One call in this many of the hot hooks (`on_command`, `on_commands`, `on_reply`) is
+    /// timed into the hook latency histograms, per instance; 1 times every call.
+    pub hook_sample: u32,
 }
 
 impl Default for RuntimeConfig {
@@ -39,6 +42,7 @@ impl Default for RuntimeConfig {
         Self {
             max_instances: 128,
             max_memory: PluginSpec::DEFAULT_MEMORY_LIMIT,
+            hook_sample: crate::hook_latency::DEFAULT_SAMPLE,
         }
     }
 }
@@ -136,7 +140,7 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(name.to_owned())
-            .or_insert_with(|| Arc::new(PluginShared::new(name)))
+            .or_insert_with(|| Arc::new(PluginShared::new(name, self.config.hook_sample)))
             .clone()
     }
 

@@ -134,7 +134,15 @@ fn the_input_limit_is_configurable_and_checked_at_load() {
 
 #[test]
 fn a_call_time_fault_costs_that_command_and_the_next_one_gets_a_fresh_instance() {
-    let rt = runtime();
+    // Every hook call timed (not one in 16), so the count below is every guest call.
+    let rt = Runtime::new(
+        RuntimeConfig {
+            hook_sample: 1,
+            ..RuntimeConfig::default()
+        },
+        None,
+    )
+    .expect("runtime");
     let g = load(
         &rt,
         module(&hook_all(), OnCommand::TrapOnB, OnReply::Pass),

@@ -63,6 +63,7 @@ fn probe_runtime() -> Result<Arc<Runtime>, Error> {
         RuntimeConfig {
             max_instances: 16,
             max_memory: tessera_wasm::PluginSpec::MAX_MEMORY_LIMIT,
+            ..RuntimeConfig::default()
         },
         None,
     )

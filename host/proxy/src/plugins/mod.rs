@@ -67,11 +67,13 @@ pub struct PluginHost {
     /// The catalog version last applied (cluster mode), 0 before any.
     pub catalog_version: AtomicU64,
     max_instances: u32,
+    /// One hot hook call in this many is timed (`plugin_hook_sample`).
+    hook_sample: u32,
     last_error: Mutex<Option<String>>,
 }
 
 impl PluginHost {
-    pub fn new(clients: Arc<ClientRegistry>, threads: usize) -> Self {
+    pub fn new(clients: Arc<ClientRegistry>, threads: usize, hook_sample: u32) -> Self {
         Self {
             runtime: OnceLock::new(),
             chain: ArcSwap::from_pointee(Chain::default()),
@@ -80,6 +82,7 @@ impl PluginHost {
             reload: tokio::sync::Mutex::new(()),
             catalog_version: AtomicU64::new(0),
             max_instances: instance_pool(threads),
+            hook_sample,
             last_error: Mutex::new(None),
         }
     }
@@ -105,6 +108,7 @@ impl PluginHost {
             RuntimeConfig {
                 max_instances: self.max_instances,
                 max_memory: PluginSpec::MAX_MEMORY_LIMIT,
+                hook_sample: self.hook_sample,
             },
             Some(Arc::new(Clients(self.clients.clone()))),
         )?;
