@@ -91,6 +91,8 @@ mod proxy_health;
 mod fleet;
 // The shipped Prometheus alert rules: promtool's unit tests, and every metric they name exported.
 mod alerts;
+// The proxies presented as a Redis Cluster to cluster clients (redis-py, ioredis).
+mod cluster_clients;
 // The shipped Grafana dashboard: every panel's query has data from a real Prometheus.
 mod grafana;
 // WebAssembly plugins: filter, containment of faulty plugins, the catalog, hot reload.

@@ -26,6 +26,7 @@ pub mod clients;
 pub mod config;
 pub mod hotcache;
 pub mod mirror;
+pub mod peers;
 pub mod plugins;
 pub mod pubsub;
 pub mod server;

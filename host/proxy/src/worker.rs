@@ -51,6 +51,8 @@ pub struct Shared {
     /// Shutting down: the listener is closed, in-flight commands finish (`/api/proxy/info`).
     pub draining: std::sync::atomic::AtomicBool,
     pub listen_addr: SocketAddr,
+    /// The proxy fleet as Redis Cluster clients see it (`CLUSTER SLOTS` …).
+    pub peers: crate::peers::Peers,
     /// The TLS listener's address and certificate, when it has one.
     pub tls: Option<(SocketAddr, Arc<tessera_model::tls::ServerTls>)>,
     /// Memory held for unfinished requests, all clients together.
@@ -122,6 +124,13 @@ impl Shared {
             started: Instant::now(),
             draining: std::sync::atomic::AtomicBool::new(false),
             listen_addr,
+            peers: crate::peers::Peers::new(
+                crate::peers::Peer::new(
+                    &format!("static:{listen_addr}:{}", std::process::id()),
+                    &listen_addr.to_string(),
+                )
+                .expect("a socket address is host:port"),
+            ),
             tls: None,
             active: AtomicUsize::new(0),
             inflight: Default::default(),

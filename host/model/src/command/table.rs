@@ -89,6 +89,9 @@ pub enum Local {
     Reset,
     /// SLOWLOG and COMMANDLOG: the proxy's own command log (`telemetry::CommandLog`).
     CommandLog,
+    /// CLUSTER SLOTS, SHARDS, NODES, MYID, INFO, and READONLY / READWRITE: the proxies
+    /// presented as a Redis Cluster (`proxy::peers`).
+    Cluster,
 }
 
 /// The pub/sub commands: subscriptions are the session's (through its worker's hub), the rest
@@ -634,10 +637,10 @@ fn classify(raw: &RawCommand) -> Kind {
         "PUBSUB|CHANNELS" | "PUBSUB|SHARDCHANNELS" => Kind::PubSub(PubSub::Channels),
         "PUBSUB|NUMSUB" | "PUBSUB|SHARDNUMSUB" => Kind::PubSub(PubSub::NumSub),
         "PUBSUB|NUMPAT" => Kind::PubSub(PubSub::NumPat),
+        "CLUSTER|SLOTS" | "CLUSTER|SHARDS" | "CLUSTER|NODES" | "CLUSTER|MYID" | "CLUSTER|INFO"
+        | "READONLY" | "READWRITE" => Kind::Local(Local::Cluster),
         // The mover's own tools, and commands meaningless with one logical database.
-        "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" | "READONLY" | "READWRITE" => {
-            Kind::Refused
-        }
+        "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" => Kind::Refused,
         n if n.starts_with("CLUSTER") => Kind::Refused,
         _ if raw.flags & F_PUBSUB != 0 || raw.acl & A_PUBSUB != 0 => Kind::Unsupported,
         "XREAD" | "XREADGROUP" => Kind::Keyed,

@@ -31,6 +31,8 @@ pub const PROXY_NODE_TTL: Duration = Duration::from_secs(10);
 const FENCE_STEP: Duration = Duration::from_millis(100);
 /// How often a fenced proxy tries to register again and reload its table.
 const RETRY: Duration = Duration::from_secs(1);
+/// How often the peers shown to cluster clients are read from the store.
+const PEERS_EVERY: Duration = Duration::from_secs(2);
 /// How long a starting proxy looks for its prefix routes' targets before it serves.
 const ROUTES_AT_START: Duration = Duration::from_secs(2);
 
@@ -110,6 +112,10 @@ pub async fn run(
         state: ProxyState::Online,
         version: env!("CARGO_PKG_VERSION").into(),
     };
+    proxy
+        .shared()
+        .peers
+        .set_me(crate::peers::Peer::new(&token, &model.addr).context("the proxy's own address")?);
     let holder = Holder {
         pid: model.pid,
         host: model.host.clone(),
@@ -174,6 +180,12 @@ pub async fn run(
         registration_stopped,
     ));
 
+    let peers = tokio::spawn(follow_peers(
+        admin.shared.clone(),
+        store.clone(),
+        paths.clone(),
+    ));
+
     let result = proxy.run(shutdown).await;
     if let Err(e) = &result {
         warn!(error = %e, "proxy stopped with an error");
@@ -192,6 +204,7 @@ pub async fn run(
     leave_the_list(&*store, &paths, &token).await;
     probes.abort();
     route_keeper.abort();
+    peers.abort();
     let _ = stop_admin.send(());
     // Answers in progress finish (a push's drain is bounded too), within a bound of its own.
     let _ = tokio::time::timeout(ADMIN_CLOSE_WITHIN, admin_server).await;
@@ -279,6 +292,27 @@ async fn stored_topology(
         &slots,
         &Default::default(),
     ))
+}
+
+/// Keeps the peers cluster clients are shown (`peers`) in step with the proxies registered
+/// in the store, every `PEERS_EVERY`; a store that does not answer leaves them as they were.
+async fn follow_peers(
+    shared: Arc<crate::worker::Shared>,
+    store: Arc<dyn tessera_store::Store>,
+    paths: model::Paths,
+) {
+    loop {
+        let read = tokio::time::timeout(PEERS_EVERY, model::registered_proxies(&*store, &paths));
+        if let Ok(Ok(proxies)) = read.await {
+            shared.peers.set(
+                proxies
+                    .iter()
+                    .filter(|p| p.state == ProxyState::Online)
+                    .filter_map(|p| crate::peers::Peer::new(&p.token, &p.addr)),
+            );
+        }
+        tokio::time::sleep(PEERS_EVERY).await;
+    }
 }
 
 /// Lets the proxy serve up to `FENCE_MARGIN` before the registration could expire. Returns

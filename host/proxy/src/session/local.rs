@@ -76,6 +76,7 @@ impl Session {
             }
             Local::Info => return self.info(req),
             Local::CommandLog => self.command_log(c.cmd.name, req),
+            Local::Cluster => Ok(self.cluster(c.cmd.name)),
             Local::Command | Local::Time => {
                 let table = self.worker.shared.router.load();
                 return match plan::to_any(&table, req.as_bytes(), Channel::Control) {
@@ -94,6 +95,22 @@ impl Session {
         match r {
             Ok(f) => Pending::Ready(f.to_bytes(self.proto)),
             Err(e) => Pending::error(&e),
+        }
+    }
+
+    /// The proxies as a Redis Cluster (`peers`); READONLY and READWRITE are accepted and
+    /// change nothing (reads from replicas are the read policy's, behind the proxies).
+    fn cluster(&self, name: &str) -> Frame {
+        let peers = &self.worker.shared.peers;
+        let epoch = self.worker.shared.router.load().epoch;
+        let text = |s: String| Frame::Bulk(Bytes::from(s));
+        match name {
+            "CLUSTER|SLOTS" => peers.slots(),
+            "CLUSTER|SHARDS" => peers.shards(),
+            "CLUSTER|NODES" => text(peers.nodes(epoch)),
+            "CLUSTER|MYID" => text(peers.my_id()),
+            "CLUSTER|INFO" => text(peers.info(epoch)),
+            _ => Frame::ok(),
         }
     }
 

@@ -30,6 +30,10 @@ impl InfoRequest {
 
 type Sections = Vec<(String, Vec<(String, String)>)>;
 
+/// The keyspace line of Tessera's internal database, left out of every reply.
+const INTERNAL_DB_FIELD: &str = "db1";
+const _: () = assert!(tessera_model::migration::INTERNAL_DB == 1, "INTERNAL_DB_FIELD names it");
+
 fn parse(text: &str) -> Sections {
     let mut out: Sections = Vec::new();
     for line in text.lines() {
@@ -102,6 +106,7 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
             if req.confined
                 || lname == "server"
                 || lname == "clients"
+                || lname == "cluster"
                 || SKIPPED.contains(&lname.as_str())
             {
                 continue;
@@ -115,6 +120,10 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
                 }
             };
             for (k, v) in fields {
+                // Tessera's own database (script bodies, big keys' copies) is no client's.
+                if keyspace && k == INTERNAL_DB_FIELD {
+                    continue;
+                }
                 match slot.iter_mut().find(|(sk, _)| *sk == k) {
                     Some((_, sv)) => {
                         *sv = if keyspace {
@@ -129,6 +138,17 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
                 }
             }
         }
+    }
+    // The proxy's own: it answers CLUSTER SLOTS and the like for cluster clients (which check
+    // this field first), whatever the backends are (`proxy::peers`). Before Keyspace, as
+    // Redis orders its sections.
+    if req.wants("cluster") {
+        let at = merged
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case("keyspace"))
+            .unwrap_or(merged.len());
+        let fields = vec![("cluster_enabled".to_owned(), "1".to_owned())];
+        merged.insert(at, ("Cluster".to_owned(), fields));
     }
     let mut out = String::new();
     let mut section = |name: &str, fields: &[(String, String)]| {
@@ -189,7 +209,12 @@ mod tests {
         // Scripts are loaded on every master: the largest count, not the sum.
         assert!(text.contains("number_of_cached_scripts:4\r\n"), "{text}");
         assert!(text.contains("db0:keys=7,expires=1,avg_ttl=9\r\n"));
-        assert!(text.contains("db1:keys=1,expires=0,avg_ttl=0\r\n"));
+        assert!(!text.contains("db1:"), "the internal database is no client's: {text}");
+        // The proxies answer CLUSTER SLOTS: cluster clients read this first.
+        assert!(
+            text.contains("# Cluster\r\ncluster_enabled:1\r\n\r\n# Keyspace"),
+            "{text}"
+        );
         assert!(
             text.contains("# Server\r\nredis_version:7.0.15\r\ntessera_version:1\r\n"),
             "{text}"
