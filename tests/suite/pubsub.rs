@@ -842,3 +842,90 @@ fn keyspace_notifications_come_from_every_master_and_never_from_the_internal_db(
         "internal events reached a client: {leaked:#?}"
     );
 }
+
+/// A slot move writes every moved key on its target (the copy) and deletes it from its source
+/// (the cleanup); servers report both as keyspace notifications, though no client changed
+/// the key. Through the proxy a subscriber sees neither, and sees the writes clients make
+/// before and after the move, from whichever group owns the key then.
+#[test]
+fn a_slot_move_shows_no_keyspace_notification_and_clients_writes_still_do() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.split_over_two_groups();
+    for s in &cp.servers {
+        s.raw()
+            .cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    }
+    let keys: Vec<String> = (0..2000)
+        .map(|i| format!("mv:{i}"))
+        .filter(|k| crate::support::slot(k.as_bytes()) < 64)
+        .take(100)
+        .collect();
+    let mut c = cp.proxies[0].raw();
+    for k in &keys {
+        c.cmd(&["SET", k, "v"]);
+    }
+    // What the servers themselves send: the target's copies and the source's deletes.
+    let mut target = Raw::connect(cp.servers[1].addr());
+    target.cmd(&["PSUBSCRIBE", "__keyevent@0__:*"], 1);
+    let mut source = Raw::connect(cp.servers[0].addr());
+    source.cmd(&["PSUBSCRIBE", "__keyevent@0__:*"], 1);
+    // Read until quiet once the move is done: everything they got has arrived by then.
+    for s in [&target, &source] {
+        s.s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+    }
+    let mut sub = Raw::connect(cp.proxies[0].addr());
+    sub.cmd(
+        &["PSUBSCRIBE", "__keyspace@0__:mv:*", "__keyevent@0__:*"],
+        2,
+    );
+
+    c.cmd(&["SET", &keys[0], "before"]);
+    cp.api()
+        .post("/api/migrations", &json!({"from": 0, "to": 63, "group": 2}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || owners(&cp)[0] == Some(2)
+            && idle(&cp)),
+        "slots 0-63 moved: {}",
+        cp.api().get("/api/migrations").body
+    );
+    // The source's cleanup may trail the handoff: wait until it holds none of the keys.
+    assert!(
+        wait_until(Duration::from_secs(30), || keys
+            .iter()
+            .all(|k| !cp.servers[0].has(k))),
+        "the source was cleaned up"
+    );
+    c.cmd(&["SET", &keys[1], "after"]);
+    c.cmd(&["SET", "mv:marker", "done"]);
+
+    let mut seen = Vec::new();
+    while !seen.iter().any(|f: &String| f.contains("mv:marker")) {
+        let f = sub
+            .try_frame()
+            .unwrap_or_else(|| panic!("the marker's event never came; got {seen:#?}"));
+        seen.push(lossy(&f));
+        assert!(seen.len() < 10_000, "{seen:#?}");
+    }
+    let copies = (0..).map_while(|_| target.try_frame()).count();
+    let deletes = (0..).map_while(|_| source.try_frame()).count();
+    assert!(
+        copies >= keys.len() && deletes >= keys.len(),
+        "the servers notified the move: {copies} on the target, {deletes} on the source"
+    );
+    // Only the clients' writes: two SETs of keys[0] and keys[1] (keyspace and keyevent
+    // each) and the marker's.
+    let about = |k: &str| {
+        seen.iter()
+            .filter(|f| f.contains(&format!("{k}\r\n")))
+            .count()
+    };
+    assert_eq!(about(&keys[0]), 2, "{seen:#?}");
+    assert_eq!(about(&keys[1]), 2, "{seen:#?}");
+    let moved: Vec<&String> = seen
+        .iter()
+        .filter(|f| !f.contains("\r\nset\r\n") && !f.contains(":set\r\n"))
+        .collect();
+    assert!(moved.is_empty(), "the move reached a client: {moved:#?}");
+}

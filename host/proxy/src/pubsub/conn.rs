@@ -207,7 +207,7 @@ async fn serve(
                 while let Some(n) = scanner.next_len(&rbuf).map_err(|e| e.to_string())? {
                     let frame = rbuf.split_to(n).freeze();
                     match frame.first() {
-                        Some(b'>') => hub.deliver(frame),
+                        Some(b'>') => hub.deliver(addr, frame),
                         Some(b'$') => {
                             if let Some(n) = sync_mark(&frame) {
                                 while syncs.front().is_some_and(|(k, _, _)| *k <= n) {

@@ -597,11 +597,16 @@ impl Hub {
         out
     }
 
-    /// A push from a subscriber connection: a message goes to every session subscribed to
-    /// what it names.
-    fn deliver(&self, push: Bytes) {
+    /// A push from the subscriber connection to `from`: a message goes to every session
+    /// subscribed to what it names. Keyspace notifications are delivered only from the
+    /// master that owns their key's slot now (`from_owner`) and never of the internal
+    /// database.
+    fn deliver(&self, from: &str, push: Bytes) {
         let (space, name) = match wire::classify_push(&push) {
             wire::Push::Message { channel, .. } if wire::internal_db_event(channel) => return,
+            wire::Push::Message { channel, .. } if !self.from_owner(from, channel, &push) => {
+                return;
+            }
             wire::Push::Message { space, name, .. } => (space, name),
             wire::Push::Invalidate(parts) => {
                 let deliveries = {
@@ -635,6 +640,21 @@ impl Hub {
                     inbox.push(push.clone());
                 }
             }
+        }
+    }
+
+    /// Whether a message from `from` may go to clients: anything but a keyspace notification
+    /// of a key whose slot another master owns now. Those come from a slot move (its copy's
+    /// writes on the target before the handoff, its cleanup's deletes on the source after):
+    /// the key did not change for clients.
+    fn from_owner(&self, from: &str, channel: &[u8], push: &[u8]) -> bool {
+        let Some(key) = wire::notified_key(channel, push) else {
+            return true;
+        };
+        let table = self.inner.router.load();
+        match table.slot(table.slot_of(key)).master {
+            Some(owner) => &**table.backend_addr(owner) == from,
+            None => true,
         }
     }
 

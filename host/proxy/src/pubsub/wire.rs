@@ -160,6 +160,20 @@ pub fn internal_db_event(channel: &[u8]) -> bool {
         .any(|p| channel.strip_prefix(*p).is_some_and(|r| r.starts_with(DB)))
 }
 
+/// The key a keyspace notification of the clients' database is about: the rest of a
+/// `__keyspace@0__:<key>` channel, or a `__keyevent@0__:<event>` message's payload; `None`
+/// for any other message.
+pub fn notified_key<'a>(channel: &'a [u8], push: &'a [u8]) -> Option<&'a [u8]> {
+    if let Some(key) = channel.strip_prefix(b"__keyspace@0__:") {
+        return Some(key);
+    }
+    if !channel.starts_with(b"__keyevent@0__:") {
+        return None;
+    }
+    let parts = split_aggregate(push)?;
+    bulk_body(parts.last()?)
+}
+
 /// The body of a bulk string (`$n\r\n…\r\n`).
 fn bulk_body(b: &[u8]) -> Option<&[u8]> {
     if b.first() != Some(&b'$') {
@@ -242,6 +256,16 @@ mod tests {
         assert!(!internal_db_event(b"__keyevent@10__:set"));
         assert!(!internal_db_event(b"__keyspace@1"));
         assert!(!internal_db_event(b"news"));
+    }
+
+    #[test]
+    fn keyspace_notifications_name_their_key() {
+        let space = b">4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$17\r\n__keyspace@0__:k1\r\n$3\r\nset\r\n";
+        assert_eq!(notified_key(b"__keyspace@0__:k1", space), Some(&b"k1"[..]));
+        let event = b">3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@0__:del\r\n$2\r\nk2\r\n";
+        assert_eq!(notified_key(b"__keyevent@0__:del", event), Some(&b"k2"[..]));
+        assert_eq!(notified_key(b"news", event), None);
+        assert_eq!(notified_key(b"__keyevent@0__:del", b">1\r\n:1\r\n"), None);
     }
 
     #[test]

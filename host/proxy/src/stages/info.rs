@@ -32,7 +32,10 @@ type Sections = Vec<(String, Vec<(String, String)>)>;
 
 /// The keyspace line of Tessera's internal database, left out of every reply.
 const INTERNAL_DB_FIELD: &str = "db1";
-const _: () = assert!(tessera_model::migration::INTERNAL_DB == 1, "INTERNAL_DB_FIELD names it");
+const _: () = assert!(
+    tessera_model::migration::INTERNAL_DB == 1,
+    "INTERNAL_DB_FIELD names it"
+);
 
 fn parse(text: &str) -> Sections {
     let mut out: Sections = Vec::new();
@@ -209,7 +212,10 @@ mod tests {
         // Scripts are loaded on every master: the largest count, not the sum.
         assert!(text.contains("number_of_cached_scripts:4\r\n"), "{text}");
         assert!(text.contains("db0:keys=7,expires=1,avg_ttl=9\r\n"));
-        assert!(!text.contains("db1:"), "the internal database is no client's: {text}");
+        assert!(
+            !text.contains("db1:"),
+            "the internal database is no client's: {text}"
+        );
         // The proxies answer CLUSTER SLOTS: cluster clients read this first.
         assert!(
             text.contains("# Cluster\r\ncluster_enabled:1\r\n\r\n# Keyspace"),
