@@ -8,7 +8,7 @@ use reqwest::Method;
 
 use super::Reply;
 use super::client::{Client, NOTHING, Send};
-use super::table::yes_no;
+use super::table::{Table, grouped, yes_no};
 use tessera_wire::Empty;
 use tessera_wire::plugins::{
     Catalog, ListedPlugin, PluginConfigChange, PluginEntry, PluginMetrics, PluginOrder,
@@ -149,7 +149,33 @@ fn render_metrics(v: &PluginMetrics) -> String {
         let value = serde_json::to_string(&s.value).unwrap_or_else(|_| s.value.to_string());
         human.push_str(&format!("{}{{{}}} {value}\n", s.name, labels.join(",")));
     }
+    if !v.hooks.is_empty() {
+        // The hook latency histograms, merged over the proxies (docs/plugins.md: a sample of
+        // the hot hooks' calls); a percentile is its bucket's upper bound.
+        let mut t = Table::new(&["HOOK", "TIMED CALLS", "P50", "P99"]);
+        let bound = |s: Option<f64>| s.map_or("> 100 ms".to_owned(), duration_text);
+        for h in &v.hooks {
+            t.row(vec![
+                h.hook.clone(),
+                grouped(h.count),
+                format!("≤ {}", bound(h.p50_seconds)),
+                format!("≤ {}", bound(h.p99_seconds)),
+            ]);
+        }
+        human.push('\n');
+        human.push_str(&t.render());
+    }
     human
+}
+
+/// Seconds as µs below 1 ms, ms above.
+fn duration_text(s: f64) -> String {
+    let ns = (s * 1e9).round();
+    if ns < 1e6 {
+        format!("{} µs", ns / 1e3)
+    } else {
+        format!("{} ms", ns / 1e6)
+    }
 }
 
 /// The plugins, one line each; `ok` when there are none (a removal).
@@ -200,5 +226,14 @@ mod tests {
             {"name": "calls", "labels": {"command": "get", "tenant": "a"}, "value": 3.0}]}))
         .unwrap();
         assert_eq!(render_metrics(&m), "calls{command=get,tenant=a} 3.0\n");
+        let h =
+            tessera_wire::plugin_hooks::HookLatency::from_buckets("on_command", &[0, 3, 1], 2e-6);
+        let m = PluginMetrics {
+            hooks: vec![h],
+            ..m
+        };
+        let out = render_metrics(&m);
+        let row = out.lines().find(|l| l.starts_with("on_command")).unwrap();
+        assert!(row.contains("≤ 0.5 µs") && row.contains("≤ 1 µs"), "{out}");
     }
 }
