@@ -367,7 +367,8 @@ function percentile(s: number | null | undefined, count: number): string {
   return s == null ? `> ${formatSeconds(TOP_BOUND_SECONDS)}` : `≤ ${formatSeconds(s)}`;
 }
 
-/** Calls and latency per hook, over the proxies running the plugin (their buckets added). */
+/** Timed calls and latency per hook, over the proxies running the plugin (their buckets
+ * added). The hot hooks are a sample: one call in `plugin_hook_sample` (16) is timed. */
 export function HookLatencyTable({ hooks }: { hooks: NonNullable<PluginMetrics['hooks']> }) {
   if (hooks.length === 0) return <p className="muted small">No hook called yet.</p>;
   return (
@@ -375,7 +376,9 @@ export function HookLatencyTable({ hooks }: { hooks: NonNullable<PluginMetrics['
       <thead>
         <tr>
           <th>Hook</th>
-          <th className="num">Calls</th>
+          <th className="num" title="Calls timed: on_close and on_tick every one; on_command, on_commands and on_reply one in 16 (proxy.toml's plugin_hook_sample)">
+            Timed calls
+          </th>
           <th className="num" title="Upper bound of the bucket the median call falls in">
             p50
           </th>
