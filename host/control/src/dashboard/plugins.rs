@@ -22,6 +22,9 @@ use tessera_wire::plugins::{
     Catalog, PluginConfigChange, PluginEntry, PluginMetrics, ProxyPlugins, Sample,
 };
 
+/// How long one proxy may take to answer a read of its plugins.
+const PROXY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The dashboard's runtime for probing plugins (created on first use).
 static PROBE: OnceLock<Arc<Runtime>> = OnceLock::new();
 /// A module upload in progress: its bytes are held and compiled one upload at a time.
@@ -413,20 +416,14 @@ impl Dashboard {
     /// The store cannot list the proxies.
     async fn plugin_hooks(&self, name: &str) -> Result<Vec<Vec<HookLatency>>, Error> {
         let proxies = self.registered_proxies().await?;
-        let fetches = proxies.iter().map(|p| {
-            let call = self.proxy_call(reqwest::Method::GET, &p.admin_addr, "/api/proxy/plugins");
-            async move {
-                let r = call
-                    .timeout(std::time::Duration::from_secs(3))
-                    .send()
-                    .await
-                    .ok()?;
-                let loaded = r.json::<ProxyPlugins>().await.ok()?;
-                let plugin = loaded.plugins.into_iter().find(|l| l.name == name)?;
-                Some(plugin.hook_latency)
-            }
-        });
-        Ok(join_all(fetches).await.into_iter().flatten().collect())
+        let loaded = self
+            .get_from_proxies::<ProxyPlugins>(&proxies, "/api/proxy/plugins", PROXY_TIMEOUT)
+            .await;
+        Ok(loaded
+            .into_iter()
+            .filter_map(|l| l.ok()?.plugins.into_iter().find(|l| l.name == name))
+            .map(|p| p.hook_latency)
+            .collect())
     }
 
     /// A plugin's metric samples of each registered proxy that answered with it loaded, by
@@ -440,21 +437,14 @@ impl Dashboard {
         name: &str,
     ) -> Result<Vec<(String, Vec<Sample>)>, Error> {
         let proxies = self.registered_proxies().await?;
-        let fetches = proxies.iter().map(|p| {
-            let call = self.proxy_call(
-                reqwest::Method::GET,
-                &p.admin_addr,
-                &format!("/api/proxy/plugins/{name}/metrics"),
-            );
-            async move {
-                let r = call
-                    .timeout(std::time::Duration::from_secs(3))
-                    .send()
-                    .await
-                    .ok()?;
-                Some((p.token.clone(), r.json::<Vec<Sample>>().await.ok()?))
-            }
-        });
-        Ok(join_all(fetches).await.into_iter().flatten().collect())
+        let path = format!("/api/proxy/plugins/{name}/metrics");
+        let samples = self
+            .get_from_proxies::<Vec<Sample>>(&proxies, &path, PROXY_TIMEOUT)
+            .await;
+        Ok(proxies
+            .iter()
+            .zip(samples)
+            .filter_map(|(p, s)| Some((p.token.clone(), s.ok()?)))
+            .collect())
     }
 }
