@@ -362,48 +362,33 @@ impl Runtime {
         if shared.is_empty() {
             return;
         }
-        let _ = writeln!(
-            out,
-            "# HELP tessera_plugin_calls_total Commands given to plugins (on_command, alone or in a batch)."
-        );
-        let _ = writeln!(out, "# TYPE tessera_plugin_calls_total counter");
-        for s in &shared {
-            let _ = writeln!(
-                out,
-                "tessera_plugin_calls_total{{plugin=\"{}\"}} {}",
-                s.name,
-                s.calls.load(Ordering::Relaxed)
-            );
+        let counters: [(&str, &str, fn(&PluginShared) -> u64); 3] = [
+            (
+                "tessera_plugin_calls_total",
+                "Commands given to plugins (on_command, alone or in a batch).",
+                |s| s.calls.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_plugin_batches_total",
+                "Calls into plugins that gave them several commands of one pipeline at once (tp_on_commands).",
+                |s| s.batches.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_plugin_batched_calls_total",
+                "Commands given to plugins in tp_on_commands calls (part of tessera_plugin_calls_total): divided by tessera_plugin_batches_total, the commands per batch.",
+                |s| s.batched_calls.load(Ordering::Relaxed),
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            for s in &shared {
+                let _ = writeln!(out, "{name}{{plugin=\"{}\"}} {}", s.name, value(s));
+            }
         }
         let _ = writeln!(
             out,
-            "# HELP tessera_plugin_batches_total Calls into plugins that gave them several commands of one pipeline at once (tp_on_commands)."
-        );
-        let _ = writeln!(out, "# TYPE tessera_plugin_batches_total counter");
-        for s in &shared {
-            let _ = writeln!(
-                out,
-                "tessera_plugin_batches_total{{plugin=\"{}\"}} {}",
-                s.name,
-                s.batches.load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP tessera_plugin_batched_calls_total Commands given to plugins in tp_on_commands calls (part of tessera_plugin_calls_total): divided by tessera_plugin_batches_total, the commands per batch."
-        );
-        let _ = writeln!(out, "# TYPE tessera_plugin_batched_calls_total counter");
-        for s in &shared {
-            let _ = writeln!(
-                out,
-                "tessera_plugin_batched_calls_total{{plugin=\"{}\"}} {}",
-                s.name,
-                s.batched_calls.load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP tessera_plugin_hook_duration_seconds Wall time of one call into a plugin, by hook; a tp_on_commands call (hook on_commands) is one observation for all its commands."
+            "# HELP tessera_plugin_hook_duration_seconds Wall time of one call into a plugin, by hook; a tp_on_commands call (hook on_commands) is one observation for all its commands; on_command, on_commands and on_reply are sampled (one call in plugin_hook_sample)."
         );
         let _ = writeln!(out, "# TYPE tessera_plugin_hook_duration_seconds histogram");
         for s in &shared {
