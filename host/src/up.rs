@@ -129,6 +129,23 @@ impl ChildGuard {
         })
     }
 
+    /// SIGTERM, then up to `within` for it to exit (a proxy drains its clients first); past
+    /// that, dropping it kills it.
+    fn stop(mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Fails if the child has exited (it could not bind its port, or crashed).
     fn alive(&mut self, logs: &Path) -> anyhow::Result<()> {
         match self.child.try_wait() {
@@ -531,6 +548,11 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let stop = Stop::install(&rt)?;
+    // Installed before any child starts: a SIGHUP's default is to end the process.
+    let mut hangup = {
+        let _guard = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?
+    };
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
     let data_dir = opts.data_dir.canonicalize()?;
@@ -629,20 +651,21 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", proxy_config.display()))?;
     }
     let mut proxies = Vec::new();
-    for plan in &plans {
+    let mut running: Vec<RunningProxy> = Vec::new();
+    for (c, plan) in plans.iter().enumerate() {
         for (i, (listen, admin)) in plan.proxies.iter().enumerate() {
-            let child = ChildGuard::spawn(
-                format!("the proxy on {listen}"),
-                tied(&opts.exe, &opts.exe)
-                    .args(["proxy", "--cluster", &plan.name, "--store", &store_url])
-                    .arg("--config")
-                    .arg(&proxy_config)
-                    .args(["--listen", listen, "--admin-listen", admin])
-                    .stdout(log_file(&logs, &plan.log_name(&format!("proxy-{i}")))?)
-                    .stderr(log_file(&logs, &plan.log_name(&format!("proxy-{i}.err")))?),
-            )
-            .context("starting a proxy")?;
-            proxies.push((child, listen));
+            let p = RunningProxy {
+                cluster: c,
+                index: i,
+                listen: listen.clone(),
+                admin: admin.clone(),
+                at: 0,
+            };
+            proxies.push((
+                p.spawn(&opts, plan, &store_url, &proxy_config, &logs)?,
+                listen,
+            ));
+            running.push(p);
         }
     }
     for (mut child, listen) in proxies {
@@ -655,6 +678,9 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
             Some((&mut child, &logs)),
             || answers_ping(listen),
         );
+        if let Some(p) = running.iter_mut().find(|p| &p.listen == listen) {
+            p.at = children.0.len();
+        }
         children.0.push(child);
         answered?;
     }
@@ -728,12 +754,152 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
         ),
     }
     println!("logs:        {}", logs.display());
-    println!("Ctrl-C stops everything; run again to resume the same clusters.");
+    println!(
+        "Ctrl-C stops everything; run again to resume the same clusters. SIGHUP (kill -HUP {}) \
+         restarts the proxies one at a time from {}, clients reconnecting to the new ones.",
+        std::process::id(),
+        opts.exe.display()
+    );
 
-    rt.block_on(stop.wait());
+    loop {
+        let upgrade = rt.block_on(async {
+            tokio::select! {
+                () = stop.wait() => false,
+                _ = hangup.recv() => true,
+            }
+        });
+        if !upgrade {
+            break;
+        }
+        let upgraded = upgrade_proxies(
+            &stop,
+            &mut children,
+            &mut running,
+            &mut ports,
+            (&opts, &plans, &store_url, &proxy_config, &logs),
+        );
+        match upgraded {
+            Ok(()) => println!("proxies restarted: {}", running.len()),
+            Err(e) if stop.requested() => {
+                eprintln!("tessera up: {e:#}");
+                break;
+            }
+            Err(e) => eprintln!("tessera up: restarting the proxies stopped: {e:#}"),
+        }
+    }
     println!("stopping…");
     drop(children);
     Ok(())
+}
+
+/// One of the proxies `tessera up` runs: where it listens, and its place in `Children`.
+struct RunningProxy {
+    /// Its cluster's index in the plans, and its own among the cluster's proxies.
+    cluster: usize,
+    index: usize,
+    listen: String,
+    /// Its admin API now: a restarted proxy gets a new port (the old one still holds its own
+    /// while it drains).
+    admin: String,
+    /// Its `ChildGuard`'s index in `Children`.
+    at: usize,
+}
+
+/// What a proxy is started with.
+type ProxySetting<'a> = (&'a UpOptions, &'a [Plan], &'a str, &'a Path, &'a Path);
+
+impl RunningProxy {
+    /// Starts it, with `SO_REUSEPORT` so that a restart can bind its address beside it.
+    fn spawn(
+        &self,
+        opts: &UpOptions,
+        plan: &Plan,
+        store_url: &str,
+        proxy_config: &Path,
+        logs: &Path,
+    ) -> anyhow::Result<ChildGuard> {
+        let log = |suffix: &str| {
+            let name = plan.log_name(&format!("proxy-{}{suffix}", self.index));
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(logs.join(format!("{name}.log")))
+                .with_context(|| format!("opening the log of {name}"))
+        };
+        ChildGuard::spawn(
+            format!("the proxy on {}", self.listen),
+            tied(&opts.exe, &opts.exe)
+                .args(["proxy", "--cluster", &plan.name, "--store", store_url])
+                .arg("--config")
+                .arg(proxy_config)
+                .args(["--listen", &self.listen, "--admin-listen", &self.admin])
+                .arg("--reuse-port")
+                .stdout(log("")?)
+                .stderr(log(".err")?),
+        )
+        .context("starting a proxy")
+    }
+}
+
+/// Restarts every proxy, one at a time, from the binary on disk: the new one binds the old
+/// one's address beside it (`--reuse-port`) with a new admin port, and once it has loaded the
+/// cluster's table the old one gets SIGTERM and drains (docs/operations.md, "Upgrading a proxy
+/// in place").
+fn upgrade_proxies(
+    stop: &Stop,
+    children: &mut Children,
+    running: &mut [RunningProxy],
+    ports: &mut Ports,
+    (opts, plans, store_url, proxy_config, logs): ProxySetting<'_>,
+) -> anyhow::Result<()> {
+    for p in running.iter_mut() {
+        stop.check()?;
+        let admin = format!("127.0.0.1:{}", ports.pick()?);
+        let old_admin = std::mem::replace(&mut p.admin, admin);
+        let plan = &plans[p.cluster];
+        let mut new = p.spawn(opts, plan, store_url, proxy_config, logs)?;
+        let ready = wait_until(
+            &format!("the new proxy on {} (admin {})", p.listen, p.admin),
+            Duration::from_secs(90),
+            stop,
+            Some((&mut new, logs)),
+            || table_loaded(&p.admin),
+        );
+        if let Err(e) = ready {
+            p.admin = old_admin;
+            return Err(e);
+        }
+        let old = std::mem::replace(&mut children.0[p.at], new);
+        let pid = old.child.id();
+        match old.stop(Duration::from_secs(30)) {
+            Some(status) => println!(
+                "proxy on {}: pid {pid} drained ({status}); the new one's admin is http://{}",
+                p.listen, p.admin
+            ),
+            None => eprintln!(
+                "tessera up: the old proxy on {} (pid {pid}) did not stop within 30 s; killed",
+                p.listen
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Whether the proxy whose admin API is at `addr` has loaded a topology (its
+/// `tessera_slot_table_epoch` on `/metrics` is above 0): it is about to accept clients.
+fn table_loaded(addr: &str) -> bool {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut text = String::new();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").is_ok()
+        && s.read_to_string(&mut text).is_ok()
+        && text
+            .lines()
+            .filter_map(|l| l.strip_prefix("tessera_slot_table_epoch "))
+            .any(|v| v.trim().parse::<u64>().is_ok_and(|e| e > 0))
 }
 
 /// Makes sure `console.toml` has the user `admin` (role admin) and the clusters' tokens.

@@ -81,7 +81,7 @@ fn sigterm_answers_a_blocked_client_before_closing_it() {
 /// same INCR again) when its connection closes without a reply, as clients that retry on
 /// connection errors do. Returns (INCRs answered, answered after `old_gone` was set,
 /// reconnections, error replies).
-fn incr_client(
+pub(crate) fn incr_client(
     url: String,
     stop: Arc<AtomicBool>,
     old_gone: Arc<AtomicBool>,

@@ -1,7 +1,8 @@
 //! `tessera up` itself: a SIGINT or SIGTERM at any step of its set-up (servers starting, the
 //! dashboard being set up, proxies loading plugins, the console) stops every child it started
 //! and exits; a SIGKILL of it stops them too (the kernel's parent-death signal); and a server port it remembered, now held by another process, is named in a
-//! clear error rather than taken for its own server.
+//! clear error rather than taken for its own server; SIGHUP restarts its proxies under load
+//! without a failed or lost write.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -158,4 +159,71 @@ fn a_remembered_server_port_held_by_another_process_is_named() {
     let survivors: Vec<_> = seen.iter().filter(|(p, _)| still_runs(**p)).collect();
     assert!(survivors.is_empty(), "{survivors:?}\n{out}");
     drop(squatter);
+}
+
+/// SIGHUP restarts `tessera up`'s proxies one at a time (a new one on the same address with
+/// `--reuse-port`, then SIGTERM to the old) under a load of INCRs through both proxies:
+/// every proxy process is replaced, no INCR fails, none is lost or counted twice, and the
+/// clients go on through the new processes.
+#[test]
+fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let data = tempfile::tempdir().expect("temp dir");
+    let args = up_args();
+    let port: u16 = args[1].parse().expect("--port");
+    let up = Up::start_with(data.path(), &args);
+    let proxy_pids = |up: &Up| -> Vec<u32> {
+        let mut pids: Vec<u32> = up
+            .children()
+            .into_iter()
+            .filter(|(_, cmd)| cmd.contains(" proxy "))
+            .map(|(pid, _)| pid)
+            .collect();
+        pids.sort_unstable();
+        pids
+    };
+    let before = proxy_pids(&up);
+    assert_eq!(before.len(), 2, "{}", up.output());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let restarted = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..6)
+        .map(|i| {
+            let url = format!("redis://127.0.0.1:{}/", port + (i % 2));
+            let (stop, restarted) = (stop.clone(), restarted.clone());
+            std::thread::spawn(move || crate::shutdown::incr_client(url, stop, restarted))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    up.signal("-HUP");
+    let done = up.line(Duration::from_secs(120), |l| {
+        l.starts_with("proxies restarted")
+    });
+    assert!(done.is_some(), "{}", up.output());
+    restarted.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let mut answered = 0;
+    for c in clients {
+        let (ok, after, _, errors) = c.join().expect("a client");
+        assert!(errors.is_empty(), "error replies: {errors:?}");
+        assert!(after > 0, "a client was served by the new proxies");
+        answered += ok;
+    }
+    let after = proxy_pids(&up);
+    assert_eq!(after.len(), 2, "{}", up.output());
+    assert!(
+        after.iter().all(|p| !before.contains(p)),
+        "every proxy process was replaced: {before:?} then {after:?}"
+    );
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the new proxy");
+    let counter: u64 = redis::cmd("GET")
+        .arg("upgrade:counter")
+        .query(&mut c)
+        .expect("GET");
+    assert_eq!(counter, answered, "INCRs answered");
 }

@@ -860,6 +860,11 @@ impl Up {
         out
     }
 
+    /// Sends `sig` (`-HUP` …) to `tessera up` alone (not its group).
+    pub(crate) fn signal(&self, sig: &str) {
+        signal(self.child.id(), sig);
+    }
+
     /// Sends `sig` (`-INT`, `-TERM`) to `tessera up` alone (not its group) and waits up to
     /// `within` for it to exit.
     pub(crate) fn signal_and_wait(&mut self, sig: &str, within: Duration) -> Option<ExitStatus> {
