@@ -131,7 +131,7 @@ impl ChildGuard {
 
     /// SIGTERM, then up to `within` for it to exit (a proxy drains its clients first); past
     /// that, dropping it kills it.
-    fn stop(mut self, within: Duration) -> Option<std::process::ExitStatus> {
+    fn stop(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -600,23 +600,13 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
         .or_else(|| default_plugins_dir(&opts.exe));
     let mut plugin_lines = Vec::new();
     let mut tokens = std::collections::BTreeMap::new();
+    // Each cluster's dashboard: its `ChildGuard`'s index in `Children`, and its admin token.
+    let mut dashboards: Vec<(usize, String)> = Vec::new();
     for (plan, pairs) in plans.iter().zip(&servers) {
         let token = remembered(&plan.dir.join("admin-token"), || {
             Ok(tessera_model::secret::random_token())
         })?;
-        let mut dashboard = ChildGuard::spawn(
-            format!("the dashboard of {}", plan.name),
-            tied(&opts.exe, &opts.exe)
-                .args(["dashboard", "--cluster", &plan.name, "--store", &store_url])
-                .args(["--listen", &plan.dashboard_addr])
-                .args(["--admin-token", &token])
-                // Backups of the cluster go beside its data (docs/backup.md).
-                .arg("--backup-root")
-                .arg(plan.dir.join("backups"))
-                .stdout(log_file(&logs, &plan.log_name("dashboard"))?)
-                .stderr(log_file(&logs, &plan.log_name("dashboard.err"))?),
-        )
-        .context("starting the dashboard")?;
+        let mut dashboard = spawn_dashboard(&opts, plan, &store_url, &token, &logs)?;
         wait_until(
             &format!("the dashboard on {}", plan.dashboard_addr),
             Duration::from_secs(20),
@@ -624,6 +614,7 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
             Some((&mut dashboard, &logs)),
             || answers_http(&plan.dashboard_addr),
         )?;
+        dashboards.push((children.0.len(), token.clone()));
         children.0.push(dashboard);
         let first = stop
             .run(
@@ -777,9 +768,21 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
             &mut running,
             &mut ports,
             (&opts, &plans, &store_url, &proxy_config, &logs),
-        );
+        )
+        .and_then(|()| {
+            println!("proxies restarted: {}", running.len());
+            restart_dashboards(
+                &stop,
+                &mut children,
+                &dashboards,
+                &opts,
+                &plans,
+                &store_url,
+                &logs,
+            )
+        });
         match upgraded {
-            Ok(()) => println!("proxies restarted: {}", running.len()),
+            Ok(()) => println!("dashboards restarted: {}", dashboards.len()),
             Err(e) if stop.requested() => {
                 eprintln!("tessera up: {e:#}");
                 break;
@@ -869,7 +872,7 @@ fn upgrade_proxies(
             p.admin = old_admin;
             return Err(e);
         }
-        let old = std::mem::replace(&mut children.0[p.at], new);
+        let mut old = std::mem::replace(&mut children.0[p.at], new);
         let pid = old.child.id();
         match old.stop(Duration::from_secs(30)) {
             Some(status) => println!(
@@ -881,6 +884,76 @@ fn upgrade_proxies(
                 p.listen
             ),
         }
+    }
+    Ok(())
+}
+
+/// Starts the dashboard of `plan`.
+fn spawn_dashboard(
+    opts: &UpOptions,
+    plan: &Plan,
+    store_url: &str,
+    token: &str,
+    logs: &Path,
+) -> anyhow::Result<ChildGuard> {
+    let log = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logs.join(format!("{}.log", plan.log_name(name))))
+            .with_context(|| format!("opening the log of the {name}"))
+    };
+    ChildGuard::spawn(
+        format!("the dashboard of {}", plan.name),
+        tied(&opts.exe, &opts.exe)
+            .args(["dashboard", "--cluster", &plan.name, "--store", store_url])
+            .args(["--listen", &plan.dashboard_addr])
+            .args(["--admin-token", token])
+            // Backups of the cluster go beside its data (docs/backup.md).
+            .arg("--backup-root")
+            .arg(plan.dir.join("backups"))
+            .stdout(log("dashboard")?)
+            .stderr(log("dashboard.err")?),
+    )
+    .context("starting the dashboard")
+}
+
+/// Restarts each cluster's dashboard from the binary on disk: SIGTERM (it lets go of the
+/// cluster's lock), then a new one on the same port, which takes the lock and resumes any
+/// migration in flight. Clients see nothing: the proxies route on their own meanwhile.
+fn restart_dashboards(
+    stop: &Stop,
+    children: &mut Children,
+    dashboards: &[(usize, String)],
+    opts: &UpOptions,
+    plans: &[Plan],
+    store_url: &str,
+    logs: &Path,
+) -> anyhow::Result<()> {
+    for ((at, token), plan) in dashboards.iter().zip(plans) {
+        stop.check()?;
+        let pid = children.0[*at].child.id();
+        if children.0[*at].stop(Duration::from_secs(30)).is_none() {
+            bail!(
+                "the dashboard of {} (pid {pid}) did not stop within 30 s",
+                plan.name
+            );
+        }
+        let mut new = spawn_dashboard(opts, plan, store_url, token, logs)?;
+        wait_until(
+            &format!("the new dashboard on {}", plan.dashboard_addr),
+            Duration::from_secs(30),
+            stop,
+            Some((&mut new, logs)),
+            || answers_http(&plan.dashboard_addr),
+        )?;
+        println!(
+            "dashboard of {}: pid {pid} stopped, pid {} serves http://{}",
+            plan.name,
+            new.child.id(),
+            plan.dashboard_addr
+        );
+        children.0[*at] = new;
     }
     Ok(())
 }

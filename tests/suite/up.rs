@@ -162,9 +162,9 @@ fn a_remembered_server_port_held_by_another_process_is_named() {
 }
 
 /// SIGHUP restarts `tessera up`'s proxies one at a time (a new one on the same address with
-/// `--reuse-port`, then SIGTERM to the old) under a load of INCRs through both proxies:
-/// every proxy process is replaced, no INCR fails, none is lost or counted twice, and the
-/// clients go on through the new processes.
+/// `--reuse-port`, then SIGTERM to the old), then its dashboard, under a load of INCRs
+/// through both proxies: every proxy process and the dashboard are replaced, no INCR fails,
+/// none is lost or counted twice, and the clients go on through the new processes.
 #[test]
 fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
     use std::sync::Arc;
@@ -174,18 +174,20 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
     let args = up_args();
     let port: u16 = args[1].parse().expect("--port");
     let up = Up::start_with(data.path(), &args);
-    let proxy_pids = |up: &Up| -> Vec<u32> {
+    let pids_of = |up: &Up, what: &str| -> Vec<u32> {
         let mut pids: Vec<u32> = up
             .children()
             .into_iter()
-            .filter(|(_, cmd)| cmd.contains(" proxy "))
+            .filter(|(_, cmd)| cmd.contains(what))
             .map(|(pid, _)| pid)
             .collect();
         pids.sort_unstable();
         pids
     };
-    let before = proxy_pids(&up);
+    let before = pids_of(&up, " proxy ");
     assert_eq!(before.len(), 2, "{}", up.output());
+    let dashboard_before = pids_of(&up, " dashboard ");
+    assert_eq!(dashboard_before.len(), 1, "{}", up.output());
 
     let stop = Arc::new(AtomicBool::new(false));
     let restarted = Arc::new(AtomicBool::new(false));
@@ -196,6 +198,25 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
             std::thread::spawn(move || crate::shutdown::incr_client(url, stop, restarted))
         })
         .collect();
+    // redis-py and ioredis with their usual reconnect settings, one on each proxy.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/clients");
+    let stop_file = data.path().join("stop-clients");
+    let apps: Vec<_> = [
+        ("/usr/bin/python3", "redis_py_incr.py", "up:py", port),
+        ("node", "ioredis_incr.js", "up:io", port + 1),
+    ]
+    .into_iter()
+    .map(|(program, script, key, on)| {
+        let child = std::process::Command::new(program)
+            .current_dir(dir)
+            .args([script, &format!("127.0.0.1:{on}"), key])
+            .arg(&stop_file)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} {script}: {e}"));
+        (script, key, child)
+    })
+    .collect();
     std::thread::sleep(Duration::from_secs(1));
     up.signal("-HUP");
     let done = up.line(Duration::from_secs(120), |l| {
@@ -205,6 +226,7 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
     restarted.store(true, Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::Relaxed);
+    std::fs::write(&stop_file, b"").expect("the stop file");
     let mut answered = 0;
     for c in clients {
         let (ok, after, _, errors) = c.join().expect("a client");
@@ -212,8 +234,13 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
         assert!(after > 0, "a client was served by the new proxies");
         answered += ok;
     }
-    let after = proxy_pids(&up);
+    let after = pids_of(&up, " proxy ");
     assert_eq!(after.len(), 2, "{}", up.output());
+    let dashboard_after = pids_of(&up, " dashboard ");
+    assert!(
+        dashboard_after.len() == 1 && dashboard_after != dashboard_before,
+        "the dashboard was replaced: {dashboard_before:?} then {dashboard_after:?}"
+    );
     assert!(
         after.iter().all(|p| !before.contains(p)),
         "every proxy process was replaced: {before:?} then {after:?}"
@@ -226,4 +253,22 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
         .query(&mut c)
         .expect("GET");
     assert_eq!(counter, answered, "INCRs answered");
+    for (script, key, child) in apps {
+        let out = crate::support::wait_output(child, Duration::from_secs(60), script);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let counts: Vec<u64> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("answered "))
+            .unwrap_or_else(|| panic!("{script}: {text}"))
+            .split(" failed ")
+            .map(|n| n.trim().parse().expect("a count"))
+            .collect();
+        assert_eq!(counts[1], 0, "{script} saw failures: {text}");
+        assert!(counts[0] > 0, "{script}: {text}");
+        let held: u64 = redis::cmd("GET").arg(key).query(&mut c).expect("GET");
+        assert_eq!(
+            held, counts[0],
+            "{script}: its INCRs answered, each counted once"
+        );
+    }
 }

@@ -130,18 +130,24 @@ pub(crate) fn bin_from_env(var: &str, default: &str) -> String {
 
 /// Runs `cmd` to completion with piped output, killing it and panicking after `within`.
 pub(crate) fn run_with_timeout(cmd: &mut Command, within: Duration) -> Output {
-    let mut child = cmd
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    wait_output(child, within, &format!("{cmd:?}"))
+}
+
+/// Waits up to `within` for `child` (its output piped; `what` names it) to exit, and
+/// collects its output; kills it and panics past that.
+pub(crate) fn wait_output(mut child: std::process::Child, within: Duration, what: &str) -> Output {
     let exited = wait_until(within, || child.try_wait().expect("try_wait").is_some());
     if !exited {
         let _ = child.kill();
         let out = child.wait_with_output().expect("collecting output");
         panic!(
-            "{cmd:?} did not finish within {within:?}; stdout: {:?}, stderr: {:?}",
+            "{what} did not finish within {within:?}; stdout: {:?}, stderr: {:?}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
