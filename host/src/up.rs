@@ -318,6 +318,16 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
         .with_context(|| format!("creating the log of {name}"))
 }
 
+/// The log `name` in `dir`, appended to: a process restarted in place (SIGHUP) goes on with
+/// its predecessor's log.
+fn log_appended(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{name}.log")))
+        .with_context(|| format!("opening the log of {name}"))
+}
+
 /// How many times a server is started on a newly picked port when another process turns out
 /// to hold the one picked.
 const PORT_TRIES: usize = 5;
@@ -822,12 +832,10 @@ impl RunningProxy {
         logs: &Path,
     ) -> anyhow::Result<ChildGuard> {
         let log = |suffix: &str| {
-            let name = plan.log_name(&format!("proxy-{}{suffix}", self.index));
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(logs.join(format!("{name}.log")))
-                .with_context(|| format!("opening the log of {name}"))
+            log_appended(
+                logs,
+                &plan.log_name(&format!("proxy-{}{suffix}", self.index)),
+            )
         };
         ChildGuard::spawn(
             format!("the proxy on {}", self.listen),
@@ -896,13 +904,7 @@ fn spawn_dashboard(
     token: &str,
     logs: &Path,
 ) -> anyhow::Result<ChildGuard> {
-    let log = |name: &str| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(logs.join(format!("{}.log", plan.log_name(name))))
-            .with_context(|| format!("opening the log of the {name}"))
-    };
+    let log = |name: &str| log_appended(logs, &plan.log_name(name));
     ChildGuard::spawn(
         format!("the dashboard of {}", plan.name),
         tied(&opts.exe, &opts.exe)

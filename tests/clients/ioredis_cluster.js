@@ -5,14 +5,7 @@
 // Prints one line per check, then the nodes it knows; exits non-zero on the first failure.
 'use strict';
 const Redis = require('ioredis');
-
-function check(what, ok, detail = '') {
-  if (!ok) {
-    console.log(`FAIL ${what} ${detail}`);
-    process.exit(1);
-  }
-  console.log(`ok   ${what}`);
-}
+const { check } = require('./check');
 
 async function main() {
   const [host, port] = process.argv[2].split(':');

@@ -5,19 +5,13 @@
 // Prints one line per check; exits non-zero on the first failure.
 'use strict';
 const Redis = require('ioredis');
+const { check } = require('./check');
 
 function client(addr) {
   const [host, port] = addr.split(':');
   return new Redis({ host, port: Number(port), maxRetriesPerRequest: 1, lazyConnect: false });
 }
 
-function check(what, ok, detail = '') {
-  if (!ok) {
-    console.log(`FAIL ${what} ${detail}`);
-    process.exit(1);
-  }
-  console.log(`ok   ${what}`);
-}
 
 async function main() {
   const a = client(process.argv[2]);

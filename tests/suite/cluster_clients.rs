@@ -38,7 +38,7 @@ fn proxies_listed(cp: &ControlPlane, i: usize) -> usize {
 
 #[test]
 fn every_proxy_presents_the_same_cluster_of_proxies() {
-    let mut cp = ControlPlane::builder().servers(2).proxies(3).start();
+    let cp = ControlPlane::builder().servers(2).proxies(3).start();
     cp.split_over_two_groups();
     assert!(
         wait_until(Duration::from_secs(20), || (0..3)

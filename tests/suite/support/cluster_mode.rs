@@ -400,12 +400,7 @@ impl Dashboard {
     /// Waits up to `within` for the process to exit by itself (and reaps it); its status, or
     /// `None`.
     pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let mut status = None;
-        wait_until(within, || {
-            status = self.child.try_wait().expect("try_wait");
-            status.is_some()
-        });
-        status
+        super::wait_exit(&mut self.child, within)
     }
 }
 
@@ -533,12 +528,7 @@ impl ClusterProxy {
 
     /// Waits up to `within` for the process to exit by itself; its status, or `None`.
     pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let mut status = None;
-        wait_until(within, || {
-            status = self.child.try_wait().expect("try_wait");
-            status.is_some()
-        });
-        status
+        super::wait_exit(&mut self.child, within)
     }
 }
 
@@ -874,12 +864,7 @@ impl Up {
 
     /// Waits up to `within` for `tessera up` to exit.
     pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let mut status = None;
-        wait_until(within, || {
-            status = self.child.try_wait().expect("try_wait");
-            status.is_some()
-        });
-        status
+        super::wait_exit(&mut self.child, within)
     }
 
     /// Waits up to `within` for a line of its stdout matching `pred` (seen before or after

@@ -139,6 +139,19 @@ pub(crate) fn run_with_timeout(cmd: &mut Command, within: Duration) -> Output {
     wait_output(child, within, &format!("{cmd:?}"))
 }
 
+/// Waits up to `within` for `child` to exit by itself (and reaps it); its status, or `None`.
+pub(crate) fn wait_exit(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    wait_until(within, || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    status
+}
+
 /// Waits up to `within` for `child` (its output piped; `what` names it) to exit, and
 /// collects its output; kills it and panics past that.
 pub(crate) fn wait_output(mut child: std::process::Child, within: Duration, what: &str) -> Output {

@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use super::cluster_mode::spawn_logged;
 use super::redis_server::answers_ping;
-use super::{REPLY_TIMEOUT, RawClient, RedisServer, free_port, loopback, wait_until};
+use super::{REPLY_TIMEOUT, RawClient, RedisServer, free_port, loopback};
 
 /// A running `tessera proxy`; killed (SIGKILL) and reaped on drop.
 pub(crate) struct Proxy {
@@ -249,12 +249,7 @@ impl Proxy {
 
     /// Waits up to `within` for the process to exit on its own.
     pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let mut status = None;
-        wait_until(within, || {
-            status = self.child.try_wait().expect("try_wait");
-            status.is_some()
-        });
-        status
+        super::wait_exit(&mut self.child, within)
     }
 }
 
