@@ -313,13 +313,8 @@ fn restrict(file: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("making {} readable by its owner only", file.display()))
 }
 
-fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
-    std::fs::File::create(dir.join(format!("{name}.log")))
-        .with_context(|| format!("creating the log of {name}"))
-}
-
-/// The log `name` in `dir`, appended to: a process restarted in place (SIGHUP) goes on with
-/// its predecessor's log.
+/// The log `name` in `dir`, appended to: a process restarted in place (SIGHUP), or in a later
+/// run of `tessera up`, goes on with its predecessor's log.
 fn log_appended(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
@@ -689,17 +684,20 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
     let console_config = data_dir.join("console.toml");
     let password = console_user(&console_config, &tokens, &store_url, opts.reset_password)?;
     let console_addr = format!("127.0.0.1:{}", opts.console_port);
-    let mut console = ChildGuard::spawn(
-        "the console",
-        tied(&opts.exe, &opts.exe)
-            .arg("console")
-            .arg("--config")
-            .arg(&console_config)
-            .args(["--store", &store_url, "--listen", &console_addr])
-            .stdout(log_file(&logs, "console")?)
-            .stderr(log_file(&logs, "console.err")?),
-    )
-    .context("starting the console")?;
+    let spawn_console = || {
+        ChildGuard::spawn(
+            "the console",
+            tied(&opts.exe, &opts.exe)
+                .arg("console")
+                .arg("--config")
+                .arg(&console_config)
+                .args(["--store", &store_url, "--listen", &console_addr])
+                .stdout(log_appended(&logs, "console")?)
+                .stderr(log_appended(&logs, "console.err")?),
+        )
+        .context("starting the console")
+    };
+    let mut console = spawn_console()?;
     let answered = wait_until(
         &format!("the console on {console_addr}"),
         Duration::from_secs(15),
@@ -707,6 +705,7 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
         Some((&mut console, &logs)),
         || answers_http(&console_addr),
     );
+    let console_at = children.0.len();
     children.0.push(console);
     answered?;
 
@@ -790,9 +789,21 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
                 &store_url,
                 &logs,
             )
+        })
+        .and_then(|()| {
+            println!("dashboards restarted: {}", dashboards.len());
+            // Its users log in again: their sessions lived in the old process.
+            let restarted = restart(
+                &stop,
+                &mut children.0[console_at],
+                spawn_console,
+                &console_addr,
+                &logs,
+            );
+            restarted.map(|pid| println!("console restarted: pid {pid}"))
         });
         match upgraded {
-            Ok(()) => println!("dashboards restarted: {}", dashboards.len()),
+            Ok(()) => println!("restart done"),
             Err(e) if stop.requested() => {
                 eprintln!("tessera up: {e:#}");
                 break;
@@ -933,31 +944,50 @@ fn restart_dashboards(
     logs: &Path,
 ) -> anyhow::Result<()> {
     for ((at, token), plan) in dashboards.iter().zip(plans) {
-        stop.check()?;
-        let pid = children.0[*at].child.id();
-        if children.0[*at].stop(Duration::from_secs(30)).is_none() {
-            bail!(
-                "the dashboard of {} (pid {pid}) did not stop within 30 s",
-                plan.name
-            );
-        }
-        let mut new = spawn_dashboard(opts, plan, store_url, token, logs)?;
-        wait_until(
-            &format!("the new dashboard on {}", plan.dashboard_addr),
-            Duration::from_secs(30),
+        let old = children.0[*at].child.id();
+        let pid = restart(
             stop,
-            Some((&mut new, logs)),
-            || answers_http(&plan.dashboard_addr),
+            &mut children.0[*at],
+            || spawn_dashboard(opts, plan, store_url, token, logs),
+            &plan.dashboard_addr,
+            logs,
         )?;
         println!(
-            "dashboard of {}: pid {pid} stopped, pid {} serves http://{}",
-            plan.name,
-            new.child.id(),
-            plan.dashboard_addr
+            "dashboard of {}: pid {old} stopped, pid {pid} serves http://{}",
+            plan.name, plan.dashboard_addr
         );
-        children.0[*at] = new;
     }
     Ok(())
+}
+
+/// Stops `child` (SIGTERM, 30 s at most) and puts `spawn`'s process in its place, waited for
+/// until `GET /health` on `addr` answers: the new pid.
+fn restart(
+    stop: &Stop,
+    child: &mut ChildGuard,
+    spawn: impl FnOnce() -> anyhow::Result<ChildGuard>,
+    addr: &str,
+    logs: &Path,
+) -> anyhow::Result<u32> {
+    stop.check()?;
+    if child.stop(Duration::from_secs(30)).is_none() {
+        bail!(
+            "{} (pid {}) did not stop within 30 s",
+            child.name,
+            child.child.id()
+        );
+    }
+    let mut new = spawn()?;
+    wait_until(
+        &format!("the new {} on {addr}", new.name),
+        Duration::from_secs(30),
+        stop,
+        Some((&mut new, logs)),
+        || answers_http(addr),
+    )?;
+    let pid = new.child.id();
+    *child = new;
+    Ok(pid)
 }
 
 /// Whether the proxy whose admin API is at `addr` has loaded a topology (its

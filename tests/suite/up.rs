@@ -162,8 +162,8 @@ fn a_remembered_server_port_held_by_another_process_is_named() {
 }
 
 /// SIGHUP restarts `tessera up`'s proxies one at a time (a new one on the same address with
-/// `--reuse-port`, then SIGTERM to the old), then its dashboard, under a load of INCRs
-/// through both proxies: every proxy process and the dashboard are replaced, no INCR fails,
+/// `--reuse-port`, then SIGTERM to the old), then its dashboard and its console, under a load
+/// of INCRs through both proxies: every one of those processes is replaced, no INCR fails,
 /// none is lost or counted twice, and the clients go on through the new processes.
 #[test]
 fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
@@ -188,6 +188,8 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
     assert_eq!(before.len(), 2, "{}", up.output());
     let dashboard_before = pids_of(&up, " dashboard ");
     assert_eq!(dashboard_before.len(), 1, "{}", up.output());
+    let console_before = pids_of(&up, " console ");
+    assert_eq!(console_before.len(), 1, "{}", up.output());
 
     let stop = Arc::new(AtomicBool::new(false));
     let restarted = Arc::new(AtomicBool::new(false));
@@ -240,6 +242,11 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
     assert!(
         dashboard_after.len() == 1 && dashboard_after != dashboard_before,
         "the dashboard was replaced: {dashboard_before:?} then {dashboard_after:?}"
+    );
+    let console_after = pids_of(&up, " console ");
+    assert!(
+        console_after.len() == 1 && console_after != console_before,
+        "the console was replaced: {console_before:?} then {console_after:?}"
     );
     assert!(
         after.iter().all(|p| !before.contains(p)),
