@@ -65,6 +65,18 @@ fn a_frozen_proxy_shows_as_lost_stays_listed_and_comes_back_and_a_gone_one_is_re
             Duration::from_secs(20),
             || proxy(&cp, &t0).is_some_and(|p| p.health == ProxyHealthState::Lost && !p.up),
         );
+        // Why, in an operator's words, while it is still registered: a frozen process does
+        // not answer (the kernel takes the connection, no reply comes).
+        let mut seen = None;
+        let said = crate::support::wait_until(Duration::from_secs(10), || {
+            seen = proxy(&cp, &t0);
+            seen.as_ref().is_some_and(|p| {
+                p.error.as_deref().is_some_and(|why| {
+                    why.contains("did not answer within 1 s") && why.contains("frozen")
+                })
+            })
+        });
+        assert!(said, "{seen:?}");
         let o = overview(&cp);
         assert_eq!(
             (o.proxies, o.proxies_online, o.proxies_lost),

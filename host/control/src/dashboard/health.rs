@@ -201,10 +201,27 @@ impl Dashboard {
                 ..ProxyHealth::default()
             },
             Err(e) => ProxyHealth {
-                error: Some(e.to_string()),
+                error: Some(unanswered(admin_addr, &e)),
                 ..ProxyHealth::default()
             },
         }
+    }
+}
+
+/// Why a proxy's admin API gave no answer, for an operator: refused (the process is gone or
+/// not listening), silent (frozen, or too busy), or unreachable with the transport's words.
+fn unanswered(admin_addr: &str, e: &reqwest::Error) -> String {
+    if super::push::connection_refused(e) {
+        format!(
+            "its admin API at {admin_addr} refused the connection: the process is gone or not listening"
+        )
+    } else if e.is_timeout() {
+        format!(
+            "its admin API at {admin_addr} did not answer within {} s: the process may be frozen or overloaded",
+            CHECK_TIMEOUT.as_secs()
+        )
+    } else {
+        format!("its admin API at {admin_addr} could not be reached: {e}")
     }
 }
 

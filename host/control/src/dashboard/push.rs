@@ -422,7 +422,7 @@ pub(crate) fn unreachable(e: &reqwest::Error) -> ProxyFailure {
 /// Whether the connection was refused (`ECONNREFUSED`: a TCP reset, or an ICMP
 /// port-unreachable, in answer to the connection's SYN). Not a timeout, and not a host or
 /// network that cannot be reached: those say nothing about whether the proxy still runs.
-fn connection_refused(e: &reqwest::Error) -> bool {
+pub(crate) fn connection_refused(e: &reqwest::Error) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cause {
         if err
