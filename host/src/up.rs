@@ -756,7 +756,8 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
     println!("logs:        {}", logs.display());
     println!(
         "Ctrl-C stops everything; run again to resume the same clusters. SIGHUP (kill -HUP {}) \
-         restarts the proxies one at a time from {}, clients reconnecting to the new ones.",
+         restarts the proxies one at a time, then the dashboards and the console, from {}: \
+         clients reconnect to the new proxies.",
         std::process::id(),
         opts.exe.display()
     );
