@@ -2,7 +2,7 @@
 //! per-command bitmap, so an unhooked command never enters the plugin.
 
 use tessera_plugin_abi::{
-    HOOK_VALUES, MF_ALL, MF_CLASS_VALUES, MF_OBSERVE_HEADS, MF_WANT_CLOSE, ManifestBuilder,
+    Gate, HOOK_VALUES, MF_ALL, MF_CLASS_VALUES, MF_OBSERVE_HEADS, MF_WANT_CLOSE, ManifestBuilder,
 };
 
 /// The hook declaration. A command is hooked when it is listed ([`Manifest::hook`]), when it
@@ -125,6 +125,48 @@ impl Manifest {
     pub fn deny_classes_to_all(mut self, bits: u32) -> Self {
         self.inner.denied_classes |= bits;
         self
+    }
+
+    /// Gates the commands hooked only through these `class::*` bits (not listed by id, not
+    /// through [`Manifest::hook_all`] or another hooked class): the host calls the plugin for
+    /// one of them only when a key starts with a [`Manifest::gate_prefix`], or a value is
+    /// longer than [`Manifest::gate_max_value`]. For rules the host can check without the
+    /// plugin: a write filter that protects keys under some prefixes and refuses large values
+    /// is then entered only for the writes it may refuse, not for every write. Without a
+    /// prefix or a bound, a gated command never reaches the plugin.
+    ///
+    /// ```
+    /// use tessera_plugin_sdk::{class, Manifest};
+    /// let m = Manifest::new()
+    ///     .hook_class(class::WRITE)
+    ///     .gate_classes(class::WRITE)
+    ///     .gate_prefix("frozen:")
+    ///     .gate_max_value(1 << 20);
+    /// # let _ = m;
+    /// ```
+    pub fn gate_classes(mut self, bits: u32) -> Self {
+        self.gate().classes |= bits;
+        self
+    }
+
+    /// Opens the gate for a command with a key starting with `prefix`.
+    pub fn gate_prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.gate().prefixes.push(prefix.as_ref().to_vec());
+        self
+    }
+
+    /// Opens the gate for a command with a value longer than `bytes`.
+    pub fn gate_max_value(mut self, bytes: u32) -> Self {
+        self.gate().max_value = bytes;
+        self
+    }
+
+    fn gate(&mut self) -> &mut Gate {
+        self.inner.gate.get_or_insert_with(|| Gate {
+            classes: 0,
+            max_value: u32::MAX,
+            prefixes: Vec::new(),
+        })
     }
 
     /// Whether the manifest hooks no command at all.

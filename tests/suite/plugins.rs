@@ -76,6 +76,51 @@ fn filter_denies_by_name_read_only_keys_and_value_size_and_hooks_nothing_else() 
         before, after,
         "GET entered the plugin although no rule needs it"
     );
+
+    // Writes no rule touches are kept from the plugin by its gate (a key under no read-only
+    // prefix, every value within the bound), alone and in a pipeline; the ones a rule touches
+    // still reach it and are refused.
+    for i in 0..100 {
+        assert_eq!(
+            c.cmd(&["SET", &format!("k{i}"), "small"]),
+            Frame::Simple("OK".into())
+        );
+    }
+    let mut pipeline = Vec::new();
+    for i in 0..100 {
+        pipeline.extend(crate::support::encode(&[
+            "SET",
+            &format!("p{i}"),
+            &"v".repeat(100),
+        ]));
+    }
+    c.send(&pipeline);
+    for _ in 0..100 {
+        assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
+    }
+    let gated = metric(
+        &proxy.metrics(),
+        "tessera_plugin_calls_total{plugin=\"filter\"}",
+    )
+    .unwrap();
+    assert_eq!(after, gated, "a write no rule touches entered the plugin");
+    let mut pipeline = crate::support::encode(&["SET", "ok", "v"]);
+    pipeline.extend(crate::support::encode(&["SET", "frozen:2", "v"]));
+    pipeline.extend(crate::support::encode(&["SET", "k", &big]));
+    c.send(&pipeline);
+    assert_eq!(c.read_frame(), Frame::Simple("OK".into()));
+    assert!(error_of(&c.read_frame()).contains("frozen:2"));
+    assert!(error_of(&c.read_frame()).contains("100"));
+    let opened = metric(
+        &proxy.metrics(),
+        "tessera_plugin_calls_total{plugin=\"filter\"}",
+    )
+    .unwrap();
+    assert!(
+        opened > gated,
+        "the refused writes did not reach the plugin"
+    );
+    assert!(!a.has("frozen:2") && !b.has("frozen:2"));
 }
 
 #[test]
@@ -218,9 +263,9 @@ fn a_fail_open_plugin_that_traps_fails_that_command_and_stays_on_for_the_others(
     assert!(faults >= 3.0, "faults not counted:\n{m}");
 }
 
-/// A key of `mb` MiB.
-fn huge_key(mb: usize) -> String {
-    format!("big:{}", "k".repeat(mb << 20))
+/// A key of `mb` MiB under `prefix`.
+fn huge_key(prefix: &str, mb: usize) -> String {
+    format!("{prefix}{}", "k".repeat(mb << 20))
 }
 
 // Issue 10: a 70 MB key copied into the filter's arena used to exceed its memory cap; the
@@ -241,7 +286,9 @@ fn issue_10_an_oversized_key_fails_only_that_command_even_past_a_fail_open_filte
         .start();
     let mut hostile = proxy.raw();
     let mut bystander = proxy.raw();
-    let key = huge_key(70);
+    // Under the read-only prefix, so the filter's gate lets it in: a key the filter would
+    // refuse must not walk past it by being too large to show it.
+    let key = huge_key("frozen:", 70);
     let e = error_of(&hostile.cmd(&["SET", &key, "x"]));
     assert!(
         e.starts_with("ERR plugin filter cannot take this command")
@@ -278,8 +325,9 @@ fn issue_10_an_oversized_key_fails_only_that_command_even_past_a_fail_open_filte
 #[test]
 fn the_input_limit_is_set_per_plugin_in_the_config() {
     let server = RedisServer::start();
-    // A size rule: every write is hooked (a prefix-only config would not see these keys).
-    let config = json!({ "max_value_bytes": 1000 });
+    // A pattern that is not a prefix: every write is hooked (a prefix or a size rule alone
+    // gates writes, and would not see these keys).
+    let config = json!({ "read_only_keys": ["*:frozen"] });
     let proxy = Proxy::builder(&[&server])
         .config(&plugin_toml("filter", &config, "max_input_kb = 64"))
         .start();
@@ -1333,7 +1381,8 @@ fn the_cpu_budget_of_a_batch_is_per_command() {
 #[test]
 fn commands_over_the_input_limit_in_a_pipeline_fail_alone_and_large_ones_split_the_batch() {
     let server = RedisServer::start();
-    let config = json!({ "max_value_bytes": 1000, "read_only_keys": ["frozen:*"] });
+    // `*:frozen` is not a prefix: every write is hooked, whatever its key.
+    let config = json!({ "max_value_bytes": 1000, "read_only_keys": ["frozen:*", "*:frozen"] });
     let proxy = Proxy::builder(&[&server])
         .config(&plugin_toml("filter", &config, "max_input_kb = 64"))
         .admin()

@@ -31,6 +31,9 @@ pub struct Hooks {
     pub tick_ms: u32,
     /// What the plugin declared it denies to every client.
     pub denied: DeniedToAll,
+    /// The gate it declared: which class-hooked commands it is called for
+    /// ([`abi::Gate`]).
+    pub gate: Option<abi::Gate>,
 }
 
 /// Commands a plugin refuses to every client, whoever they are and whatever the keys (the
@@ -127,8 +130,17 @@ impl Hooks {
             observe_heads: m.flags & abi::MF_OBSERVE_HEADS != 0,
             tick_ms: m.tick_ms,
             denied: DeniedToAll::from_manifest(m)?,
+            gate: abi::Gate::from_manifest(m),
             ..Hooks::default()
         };
+        if let Some(g) = &h.gate
+            && g.classes & !KNOWN_CLASSES != 0
+        {
+            return Err(format!(
+                "manifest gates unknown class bits {:#x}",
+                g.classes & !KNOWN_CLASSES
+            ));
+        }
         for (id, flags) in m.commands() {
             if id == 0 || id as usize >= abi::COMMAND_NAMES.len() {
                 return Err(format!("manifest hooks unknown command id {id}"));
@@ -161,6 +173,22 @@ impl Hooks {
         self.prefixes.is_empty() || keys.any(|k| self.prefixes.iter().any(|p| k.starts_with(p)))
     }
 
+    /// Whether the plugin's gate keeps this command from it: hooked only through gated
+    /// classes, with no key under the gate's prefixes and no value over its bound.
+    #[inline]
+    pub fn gated_out<'a>(
+        &self,
+        id: u16,
+        class: u32,
+        keys: impl Iterator<Item = &'a [u8]>,
+        value_lens: impl Iterator<Item = usize>,
+    ) -> bool {
+        self.gate.as_ref().is_some_and(|g| {
+            g.applies(bit(&self.commands, id), self.all, self.classes, class)
+                && !g.opens(keys, value_lens)
+        })
+    }
+
     /// Hooked command names, for the admin API.
     pub fn command_names(&self) -> Vec<&'static str> {
         (1..abi::COMMAND_NAMES.len() as u16)
@@ -189,6 +217,50 @@ mod tests {
         let mut out = Vec::new();
         m.encode(&mut out);
         Hooks::from_manifest(&ManifestView::parse(&out).expect("well-formed"))
+    }
+
+    #[test]
+    fn a_gate_keeps_class_hooked_commands_no_rule_touches_from_the_plugin() {
+        let gate = abi::Gate {
+            classes: class::WRITE,
+            max_value: 4,
+            prefixes: vec![b"ro:".to_vec()],
+        };
+        let m = ManifestBuilder {
+            commands: vec![(cmd::DEL, 0)],
+            classes: class::WRITE | class::ADMIN,
+            gate: Some(gate.clone()),
+            ..ManifestBuilder::default()
+        };
+        let h = hooks(&m).unwrap();
+        let no_keys = || std::iter::empty::<&[u8]>();
+        let k = |k: &'static [u8]| std::iter::once(k);
+        // SET k small: hooked through WRITE alone, no rule touches it.
+        assert!(h.gated_out(cmd::SET, class::WRITE, k(b"k"), [4].into_iter()));
+        assert!(!h.gated_out(cmd::SET, class::WRITE, k(b"ro:k"), [4].into_iter()));
+        assert!(!h.gated_out(cmd::SET, class::WRITE, k(b"k"), [5].into_iter()));
+        // Listed by id, or also of an ungated hooked class: always called.
+        assert!(!h.gated_out(cmd::DEL, class::WRITE, k(b"k"), [].into_iter()));
+        assert!(!h.gated_out(
+            cmd::FLUSHALL,
+            class::WRITE | class::ADMIN,
+            no_keys(),
+            [].into_iter()
+        ));
+        // Unknown class bits in a gate refuse the manifest (plugin output).
+        let bad = ManifestBuilder {
+            gate: Some(abi::Gate {
+                classes: 1 << 31,
+                ..gate
+            }),
+            ..ManifestBuilder::default()
+        };
+        assert!(
+            hooks(&bad)
+                .unwrap_err()
+                .contains("gates unknown class bits")
+        );
+        assert!(hooks(&ManifestBuilder::default()).unwrap().gate.is_none());
     }
 
     #[test]

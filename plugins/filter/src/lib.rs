@@ -43,6 +43,7 @@ fn manifest(rules: &Rules) -> Manifest {
     m = m.hook_class(rules.deny_classes);
     if !rules.read_only.is_empty() || rules.max_value.is_some() {
         m = m.hook_class(class::WRITE);
+        m = gate_writes(rules, m);
     }
     if rules.per_client() {
         m = m.hook_all().want_close();
@@ -53,17 +54,28 @@ fn manifest(rules: &Rules) -> Manifest {
         m = m.deny_to_all(name);
     }
     m = m.deny_classes_to_all(classes);
-    // Read-only `prefix*` patterns alone: let the host pick the keys natively.
-    let only_read_only = rules.read_only.iter().all(|g| g.as_prefix().is_some())
-        && !rules.per_client()
-        && rules.max_value.is_none()
-        && rules.deny_classes == 0
-        && rules.deny_subs.is_empty()
-        && !rules.deny_ids.contains(&true);
-    if only_read_only {
-        for g in &rules.read_only {
-            m = m.prefix(g.as_prefix().unwrap_or_default());
-        }
+    m
+}
+
+/// Read-only `prefix*` patterns and a value bound are checked by the host: the filter is
+/// entered for a write only when a key is under one of the prefixes or a value is over the
+/// bound, not for every write. A pattern that is not a prefix, or per-client rules (which
+/// hook every command), keep every write coming.
+fn gate_writes(rules: &Rules, mut m: Manifest) -> Manifest {
+    let prefixes: Option<Vec<&[u8]>> = rules.read_only.iter().map(|g| g.as_prefix()).collect();
+    let Some(prefixes) = prefixes else {
+        return m;
+    };
+    if rules.per_client() || rules.deny_classes & class::WRITE != 0 {
+        return m;
+    }
+    m = m.gate_classes(class::WRITE);
+    for p in prefixes {
+        m = m.gate_prefix(p);
+    }
+    if let Some(max) = rules.max_value {
+        // A bound past u32 is no bound: no value of a Redis command is that large.
+        m = m.gate_max_value(u32::try_from(max).unwrap_or(u32::MAX));
     }
     m
 }

@@ -105,12 +105,12 @@ fn writes_to_read_only_keys_are_refused_and_reads_pass() {
 }
 
 #[test]
-fn prefix_only_read_only_patterns_become_manifest_prefixes() {
+fn prefix_only_read_only_patterns_and_the_value_bound_become_the_gate() {
     let mut h = filter(r#"{"read_only_keys": ["config:*", "ro:*"]}"#);
-    assert_eq!(
-        h.manifest().prefixes,
-        vec![b"config:".to_vec(), b"ro:".to_vec()]
-    );
+    let gate = h.manifest().gate.clone().expect("a gate");
+    assert_eq!(gate.classes, class::WRITE);
+    assert_eq!(gate.prefixes, vec![b"config:".to_vec(), b"ro:".to_vec()]);
+    assert_eq!(gate.max_value, u32::MAX);
     assert_eq!(
         h.on_command(1, &command(&["SET", "x", "1"])),
         Outcome::NotHooked
@@ -119,6 +119,52 @@ fn prefix_only_read_only_patterns_become_manifest_prefixes() {
         h.on_command(1, &command(&["SET", "ro:x", "1"])),
         Outcome::Deny(_)
     ));
+
+    // The usual config: denied commands, read-only keys and a value bound. A write that no
+    // rule touches never enters the plugin; every rule still refuses what it must.
+    let mut h = filter(
+        r#"{"deny_commands": ["FLUSHALL", "KEYS"], "read_only_keys": ["frozen:*"], "max_value_bytes": 10}"#,
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "k", "0123456789"])),
+        Outcome::NotHooked
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["MSET", "a", "1", "b", "2"])),
+        Outcome::NotHooked
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "frozen:k", "1"])),
+        deny("ERR key 'frozen:k' is read-only")
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["MSET", "a", "1", "frozen:b", "2"])),
+        deny("ERR key 'frozen:b' is read-only")
+    );
+    assert_eq!(
+        h.on_command(1, &command(&["SET", "k", "0123456789X"])),
+        deny("ERR value is larger than 10 bytes")
+    );
+    assert!(matches!(
+        h.on_command(1, &command(&["FLUSHALL"])),
+        Outcome::Deny(_)
+    ));
+
+    // Per-client rules hook every command, a pattern that is not a prefix needs the plugin,
+    // and a denied write class must reach it: no gate then.
+    for config in [
+        r#"{"max_value_bytes": 10, "rate_limit": {"per_second": 1000, "burst": 1000}}"#,
+        r#"{"read_only_keys": ["*:frozen"], "max_value_bytes": 10}"#,
+        r#"{"deny_classes": ["write"], "max_value_bytes": 10}"#,
+    ] {
+        let mut h = filter(config);
+        assert!(h.manifest().gate.is_none(), "{config}");
+        assert_ne!(
+            h.on_command(1, &command(&["SET", "k", "1"])),
+            Outcome::NotHooked,
+            "{config}"
+        );
+    }
 }
 
 #[test]
@@ -133,9 +179,10 @@ fn value_size_is_checked_on_lengths_without_copying_values() {
         h.on_command(1, &big),
         deny("ERR value is larger than 10 bytes")
     );
+    // At the bound, the gate keeps the write from the plugin (the host checks lengths).
     assert_eq!(
         h.on_command(1, &command(&["SET", "k", "0123456789"])),
-        Outcome::Pass
+        Outcome::NotHooked
     );
     assert!(matches!(
         h.on_command(1, &command(&["HSET", "h", "f", "v", "g", "0123456789X"])),
@@ -144,7 +191,7 @@ fn value_size_is_checked_on_lengths_without_copying_values() {
     // Keys are not values.
     assert_eq!(
         h.on_command(1, &command(&["DEL", "a-key-longer-than-ten"])),
-        Outcome::Pass
+        Outcome::NotHooked
     );
 }
 

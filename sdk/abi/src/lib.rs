@@ -778,6 +778,9 @@ impl<'a> Iterator for RewriteArgs<'a> {
 // `u32 denied_classes, u32 nnames, nnames × {u32 len, bytes}` (names: `FLUSHALL`, `CONFIG|SET`).
 // Hosts before the section ignore bytes after the prefixes, so it is backward compatible both
 // ways: an old plugin declares nothing, an old host reads a new plugin's hooks as before.
+// Then, only with flag MF_GATE (after the denies section when there is one), the gate:
+// `u32 gated_classes, u32 max_value, u32 nprefixes, nprefixes × {u32 len, bytes}` (see
+// [`Gate`]; `max_value` u32::MAX: no bound on values).
 
 pub const MANIFEST_HEADER: usize = 24;
 /// Manifest flag: call `tp_on_close` when a client connection closes.
@@ -791,12 +794,18 @@ pub const MF_DENIES: u32 = 1 << 3;
 /// Manifest flag: an observed reply reaches `on_reply` as its head and size only (a reply table
 /// with [`REPLIES_HEADS`]), not copied whole. A rewrite's merge still gets whole replies.
 pub const MF_OBSERVE_HEADS: u32 = 1 << 4;
+/// Manifest flag: the gate section follows ([`Gate`]).
+pub const MF_GATE: u32 = 1 << 5;
 /// Hook flag: copy the values of this command's arguments (otherwise only lengths).
 pub const HOOK_VALUES: u16 = 1 << 0;
 /// Most names a "denied to every client" section may list.
 pub const MAX_DENIED_NAMES: usize = 512;
 /// Longest name in that section (`CONTAINER|SUBCOMMAND`).
 pub const MAX_DENIED_NAME_LEN: usize = 64;
+/// Most key prefixes a gate may list.
+pub const MAX_GATE_PREFIXES: usize = 256;
+/// Longest key prefix in a gate.
+pub const MAX_GATE_PREFIX_LEN: usize = 1024;
 
 /// The manifest as the host reads it.
 #[derive(Debug, Clone, Copy)]
@@ -813,6 +822,13 @@ pub struct ManifestView<'a> {
     ndenied: u32,
     /// Where the denied names start (after the prefixes and the section header).
     denied_at: usize,
+    /// Classes whose hooks the gate applies to (flag [`MF_GATE`]; 0 without it).
+    pub gated_classes: u32,
+    /// The gate's bound on values (u32::MAX without one).
+    pub gate_max_value: u32,
+    ngate: u32,
+    /// Where the gate's prefixes start.
+    gate_at: usize,
     buf: &'a [u8],
 }
 
@@ -828,57 +844,56 @@ impl<'a> ManifestView<'a> {
             denied_classes: 0,
             ndenied: 0,
             denied_at: 0,
+            gated_classes: 0,
+            gate_max_value: u32::MAX,
+            ngate: 0,
+            gate_at: 0,
             buf,
         };
         let mut at = MANIFEST_HEADER.checked_add((v.ncommands as usize).checked_mul(4)?)?;
         if at > buf.len() {
             return None;
         }
-        for _ in 0..v.nprefixes {
-            let len = get_u32(buf, at)? as usize;
-            at = at.checked_add(4)?.checked_add(len)?;
-            if at > buf.len() {
+        at = skip_strings(buf, at, v.nprefixes, usize::MAX)?;
+        let mut v = v;
+        if v.flags & MF_DENIES != 0 {
+            v = Self {
+                denied_classes: get_u32(buf, at)?,
+                ndenied: get_u32(buf, at.checked_add(4)?)?,
+                denied_at: at.checked_add(8)?,
+                ..v
+            };
+            if v.ndenied as usize > MAX_DENIED_NAMES {
                 return None;
             }
+            at = skip_strings(buf, v.denied_at, v.ndenied, MAX_DENIED_NAME_LEN)?;
         }
-        if v.flags & MF_DENIES == 0 {
-            return Some(v);
-        }
-        let v = Self {
-            denied_classes: get_u32(buf, at)?,
-            ndenied: get_u32(buf, at + 4)?,
-            denied_at: at + 8,
-            ..v
-        };
-        if v.ndenied as usize > MAX_DENIED_NAMES {
-            return None;
-        }
-        at = v.denied_at;
-        for _ in 0..v.ndenied {
-            let len = get_u32(buf, at)? as usize;
-            if len > MAX_DENIED_NAME_LEN {
+        if v.flags & MF_GATE != 0 {
+            v = Self {
+                gated_classes: get_u32(buf, at)?,
+                gate_max_value: get_u32(buf, at.checked_add(4)?)?,
+                ngate: get_u32(buf, at.checked_add(8)?)?,
+                gate_at: at.checked_add(12)?,
+                ..v
+            };
+            if v.ngate as usize > MAX_GATE_PREFIXES {
                 return None;
             }
-            at = at.checked_add(4)?.checked_add(len)?;
-            if at > buf.len() {
-                return None;
-            }
+            skip_strings(buf, v.gate_at, v.ngate, MAX_GATE_PREFIX_LEN)?;
         }
         Some(v)
+    }
+
+    /// The gate's key prefixes (flag [`MF_GATE`]).
+    pub fn gate_prefixes(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        strings(self.buf, self.gate_at, self.ngate)
     }
 
     /// Command names the plugin denies to every client, unconditionally (flag
     /// [`MF_DENIES`]): `FLUSHALL`, or `CONFIG|SET` for one subcommand. Raw bytes as the
     /// plugin wrote them; the host checks and normalizes them.
     pub fn denied_names(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let buf = self.buf;
-        let mut at = self.denied_at;
-        (0..self.ndenied).filter_map(move |_| {
-            let len = get_u32(buf, at)? as usize;
-            let p = buf.get(at + 4..at + 4 + len)?;
-            at += 4 + len;
-            Some(p)
-        })
+        strings(self.buf, self.denied_at, self.ndenied)
     }
 
     /// `(command id, hook flags)` pairs.
@@ -894,14 +909,38 @@ impl<'a> ManifestView<'a> {
     /// starts with one of them.
     pub fn prefixes(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
         let buf = self.buf;
-        let mut at = MANIFEST_HEADER + self.ncommands as usize * 4;
-        (0..self.nprefixes).filter_map(move |_| {
-            let len = get_u32(buf, at)? as usize;
-            let p = buf.get(at + 4..at + 4 + len)?;
-            at += 4 + len;
-            Some(p)
-        })
+        strings(
+            buf,
+            MANIFEST_HEADER + self.ncommands as usize * 4,
+            self.nprefixes,
+        )
     }
+}
+
+/// `n` length-prefixed strings (`{u32 len, bytes}`) from `at`: where they end, or `None` when
+/// one is longer than `max` or runs past the end.
+fn skip_strings(buf: &[u8], mut at: usize, n: u32, max: usize) -> Option<usize> {
+    for _ in 0..n {
+        let len = get_u32(buf, at)? as usize;
+        if len > max {
+            return None;
+        }
+        at = at.checked_add(4)?.checked_add(len)?;
+        if at > buf.len() {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+/// The `n` length-prefixed strings from `at` (checked by [`ManifestView::parse`]).
+fn strings(buf: &[u8], mut at: usize, n: u32) -> impl Iterator<Item = &[u8]> {
+    (0..n).filter_map(move |_| {
+        let len = get_u32(buf, at)? as usize;
+        let p = buf.get(at + 4..at + 4 + len)?;
+        at += 4 + len;
+        Some(p)
+    })
 }
 
 #[cfg(feature = "alloc")]
@@ -911,6 +950,10 @@ pub use reply::{
     ReplyError, ReplyScanner, is_error_reply, is_nil, is_one_reply, parse_integer, split_aggregate,
 };
 
+#[cfg(feature = "alloc")]
+mod gate;
+#[cfg(feature = "alloc")]
+pub use gate::Gate;
 #[cfg(feature = "alloc")]
 mod write;
 #[cfg(feature = "alloc")]

@@ -238,3 +238,81 @@ fn reply_heads_carry_the_first_line_and_the_full_size() {
     assert!(!w.heads());
     assert_eq!(w.size(1), Some(big.len()));
 }
+
+#[test]
+fn the_gate_section_follows_the_denies_and_decides_which_commands_reach_the_plugin() {
+    let gate = Gate {
+        classes: class::WRITE,
+        max_value: 10,
+        prefixes: std::vec![b"frozen:".to_vec()],
+    };
+    for denied in [std::vec![], std::vec![b"FLUSHALL".to_vec()]] {
+        let m = ManifestBuilder {
+            classes: class::WRITE | class::ADMIN,
+            commands: std::vec![(cmd::KEYS, 0)],
+            denied: denied.clone(),
+            gate: Some(gate.clone()),
+            ..ManifestBuilder::default()
+        };
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        let v = ManifestView::parse(&out).unwrap();
+        assert_eq!(v.flags & MF_GATE, MF_GATE);
+        assert_eq!(v.denied_names().count(), denied.len());
+        assert_eq!(Gate::from_manifest(&v).as_ref(), Some(&gate));
+        // A flag without (all of) its section is malformed, never read past the end.
+        for cut in 1..=20 {
+            assert!(
+                ManifestView::parse(&out[..out.len() - cut]).is_none(),
+                "cut {cut}"
+            );
+        }
+    }
+    // Without the flag there is no gate, and the bytes are those of before.
+    let mut plain = Vec::new();
+    ManifestBuilder::default().encode(&mut plain);
+    assert!(Gate::from_manifest(&ManifestView::parse(&plain).unwrap()).is_none());
+    // Too many or too long prefixes are refused.
+    let mut out = Vec::new();
+    ManifestBuilder {
+        gate: Some(Gate {
+            prefixes: std::vec![std::vec![b'p'; MAX_GATE_PREFIX_LEN + 1]],
+            ..gate.clone()
+        }),
+        ..ManifestBuilder::default()
+    }
+    .encode(&mut out);
+    assert!(ManifestView::parse(&out).is_none());
+    let mut out = Vec::new();
+    ManifestBuilder {
+        gate: Some(Gate {
+            prefixes: std::vec![b"p".to_vec(); MAX_GATE_PREFIXES + 1],
+            ..gate.clone()
+        }),
+        ..ManifestBuilder::default()
+    }
+    .encode(&mut out);
+    assert!(ManifestView::parse(&out).is_none());
+
+    // Which commands it applies to: hooked only through the gated classes.
+    let hooked = class::WRITE | class::ADMIN;
+    assert!(gate.applies(false, false, hooked, class::WRITE));
+    assert!(!gate.applies(true, false, hooked, class::WRITE), "listed");
+    assert!(!gate.applies(false, true, hooked, class::WRITE), "all");
+    assert!(
+        !gate.applies(false, false, hooked, class::WRITE | class::ADMIN),
+        "an ungated class"
+    );
+    // What opens it: a key under a prefix, or a value over the bound.
+    let keys = |ks: &'static [&'static [u8]]| ks.iter().copied();
+    assert!(!gate.opens(keys(&[b"a"]), [10].into_iter()));
+    assert!(gate.opens(keys(&[b"frozen:a"]), [1].into_iter()));
+    assert!(gate.opens(keys(&[b"a", b"frozen:b"]), core::iter::empty()));
+    assert!(gate.opens(keys(&[b"a"]), [3, 11].into_iter()));
+    let unbounded = Gate {
+        max_value: u32::MAX,
+        prefixes: std::vec![],
+        ..gate
+    };
+    assert!(!unbounded.opens(keys(&[b"frozen:a"]), [usize::MAX].into_iter()));
+}

@@ -16,17 +16,21 @@ pub struct ManifestBuilder {
     pub denied_classes: u32,
     /// Command names denied to every client (`FLUSHALL`, `CONFIG|SET`).
     pub denied: Vec<Vec<u8>>,
+    /// The gate (the [`crate::MF_GATE`] section), if the plugin declares one.
+    pub gate: Option<crate::Gate>,
 }
 
 impl ManifestBuilder {
     /// Appends the encoded manifest to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let denies = self.denied_classes != 0 || !self.denied.is_empty();
-        let flags = if denies {
-            self.flags | crate::MF_DENIES
-        } else {
-            self.flags & !crate::MF_DENIES
-        };
+        let mut flags = self.flags & !(crate::MF_DENIES | crate::MF_GATE);
+        if denies {
+            flags |= crate::MF_DENIES;
+        }
+        if self.gate.is_some() {
+            flags |= crate::MF_GATE;
+        }
         out.extend_from_slice(&crate::ABI_VERSION.to_le_bytes());
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.classes.to_le_bytes());
@@ -46,6 +50,12 @@ impl ManifestBuilder {
             out.extend_from_slice(&self.denied_classes.to_le_bytes());
             out.extend_from_slice(&(self.denied.len() as u32).to_le_bytes());
             encode_string_list(self.denied.iter().map(Vec::as_slice), out);
+        }
+        if let Some(g) = &self.gate {
+            out.extend_from_slice(&g.classes.to_le_bytes());
+            out.extend_from_slice(&g.max_value.to_le_bytes());
+            out.extend_from_slice(&(g.prefixes.len() as u32).to_le_bytes());
+            encode_string_list(g.prefixes.iter().map(Vec::as_slice), out);
         }
     }
 }

@@ -83,6 +83,13 @@ impl TestCommand {
             .map(|(a, _)| a.as_slice())
     }
 
+    /// The lengths of its values: the arguments after the name that are not keys.
+    pub fn value_lens(&self) -> impl Iterator<Item = usize> + '_ {
+        (1..self.args.len())
+            .filter(|&i| !self.is_key(i))
+            .map(|i| self.args[i].len())
+    }
+
     /// Whether argument `i` is a key.
     pub fn is_key(&self, i: usize) -> bool {
         self.keys.get(i).copied().unwrap_or(false)

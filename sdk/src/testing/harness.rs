@@ -2,9 +2,10 @@
 //! the host does, with the ABI encoders and decoders of `tessera-plugin-abi`.
 
 use tessera_plugin_abi::{
-    ArgIn, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_OBSERVE_HEADS,
-    MF_WANT_CLOSE, ManifestView, RewriteArg, RewriteView, action, command_size, encode_command,
-    encode_replies, encode_reply_heads, replies_size, reply_action, reply_heads_size, unpack,
+    ArgIn, Gate, HOOK_VALUES, INIT_OK, MF_ALL, MF_CLASS_VALUES, MF_DENIES, MF_GATE,
+    MF_OBSERVE_HEADS, MF_WANT_CLOSE, ManifestView, RewriteArg, RewriteView, action, command_size,
+    encode_command, encode_replies, encode_reply_heads, replies_size, reply_action,
+    reply_heads_size, unpack,
 };
 
 use super::command::TestCommand;
@@ -34,6 +35,8 @@ pub struct ManifestInfo {
     pub denied: Vec<String>,
     /// Classes declared denied to every client.
     pub denied_classes: u32,
+    /// The gate ([`crate::Manifest::gate_classes`]), if declared.
+    pub gate: Option<Gate>,
 }
 
 impl ManifestInfo {
@@ -44,17 +47,23 @@ impl ManifestInfo {
             .map(|&(_, f)| f)
     }
 
-    /// Whether the host would call the plugin for `cmd` (hook bitmap, then key prefixes).
+    /// Whether the host would call the plugin for `cmd` (hook bitmap, key prefixes, then
+    /// the gate).
     pub fn hooks(&self, cmd: &TestCommand) -> bool {
         let by_id = self.listed(cmd.id).is_some();
-        let by_class = self.flags & MF_ALL != 0 || self.classes & cmd.class != 0;
+        let all = self.flags & MF_ALL != 0;
+        let by_class = all || self.classes & cmd.class != 0;
         if !(by_id || by_class) {
             return false;
         }
-        self.prefixes.is_empty()
+        let prefixed = self.prefixes.is_empty()
             || cmd
                 .keys()
-                .any(|k| self.prefixes.iter().any(|p| k.starts_with(p)))
+                .any(|k| self.prefixes.iter().any(|p| k.starts_with(p)));
+        let gated_out = self.gate.as_ref().is_some_and(|g| {
+            g.applies(by_id, all, self.classes, cmd.class) && !g.opens(cmd.keys(), cmd.value_lens())
+        });
+        prefixed && !gated_out
     }
 
     /// Whether the host would copy the values of `cmd` (otherwise only names and keys).
@@ -193,13 +202,14 @@ impl<P: Plugin> Harness<P> {
         let view = ManifestView::parse(out).expect("the SDK wrote a malformed manifest");
         assert_eq!(view.version, 1);
         let manifest = ManifestInfo {
-            flags: view.flags & !MF_DENIES,
+            flags: view.flags & !(MF_DENIES | MF_GATE),
             classes: view.classes,
             tick_ms: view.tick_ms,
             commands: view.commands().collect(),
             prefixes: view.prefixes().map(|p| p.to_vec()).collect(),
             denied: view.denied_names().map(text).collect(),
             denied_classes: view.denied_classes,
+            gate: Gate::from_manifest(&view),
         };
         Ok(Self { rt, manifest })
     }

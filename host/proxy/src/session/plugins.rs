@@ -140,7 +140,9 @@ impl Session {
             let Some(values) = g.hooks.wants(id, class) else {
                 continue;
             };
-            if !g.hooks.keys_match(c.key_args()) {
+            if !g.hooks.keys_match(c.key_args())
+                || g.hooks.gated_out(id, class, c.key_args(), value_lens(c))
+            {
                 continue;
             }
             let inst = match wc.step(i) {
@@ -257,7 +259,9 @@ impl PluginRun<'_> {
             let Some(values) = g.hooks.wants(id, class) else {
                 continue;
             };
-            if !g.hooks.keys_match(c.key_args()) {
+            if !g.hooks.keys_match(c.key_args())
+                || g.hooks.gated_out(id, class, c.key_args(), value_lens(c))
+            {
                 continue;
             }
             let start = args.len();
@@ -329,6 +333,13 @@ fn args_iter<'r, 'c>(
             elide: !values && a != 0 && !key,
         }
     })
+}
+
+/// The lengths of a command's values: its arguments after the name that are not keys.
+fn value_lens<'c>(c: &'c Classified<'_>) -> impl Iterator<Item = usize> + 'c {
+    (1..c.req.argc())
+        .filter(|&a| !c.keys.contains(&(a as u32)))
+        .map(|a| c.req.arg(a).len())
 }
 
 /// What plugin `i`'s answer does to a command: `None` goes on to the next plugin (PASS,
