@@ -114,19 +114,26 @@ class Filter extends Plugin {
     this.tooLarge = m3;
 
     // Hook only what the rules need, and declare what every client is refused.
-    let onlyPrefixes = raw.length > 0 && this.maxValue == 0 && this.denyClasses == 0 && this.subs.length == 0;
     for (let id = 1; id < this.denyIds.length; id++) {
       if (!this.denyIds[id]) continue;
-      onlyPrefixes = false;
       m.hook(<u16>id).denyToAll(COMMAND_NAMES[id]);
     }
     for (let i = 0; i < this.subs.length; i++) {
       m.hookValues(this.subs[i].id).denyToAll(COMMAND_NAMES[this.subs[i].id] + "|" + this.subs[i].name);
     }
     m.hookClass(this.denyClasses).denyClassesToAll(this.denyClasses);
-    if (raw.length > 0 || this.maxValue > 0) m.hookClass(klass.WRITE);
-    for (let i = 0; i < raw.length; i++) if (!globPrefix(raw[i])) onlyPrefixes = false;
-    if (onlyPrefixes) for (let i = 0; i < raw.length; i++) m.prefix(raw[i].substring(0, raw[i].length - 1));
+    if (raw.length > 0 || this.maxValue > 0) {
+      // Read-only `prefix*` patterns and the value bound are checked by the host (the gate):
+      // a write no rule touches never enters the plugin.
+      m.hookClass(klass.WRITE);
+      let gate = (this.denyClasses & klass.WRITE) == 0;
+      for (let i = 0; i < raw.length; i++) if (!globPrefix(raw[i])) gate = false;
+      if (gate) {
+        m.gateClass(klass.WRITE);
+        for (let i = 0; i < raw.length; i++) m.gatePrefix(raw[i].substring(0, raw[i].length - 1));
+        if (this.maxValue > 0) m.gateMaxValueBytes(this.maxValue >= 0xffffffff ? 0xffffffff : <u32>this.maxValue);
+      }
+    }
     return null;
   }
 

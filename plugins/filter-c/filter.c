@@ -161,10 +161,8 @@ int tp_plugin_init(const uint8_t *config, uint32_t len, tp_manifest *m, tp_out *
         return tp_write_str(e, "filter: messages must be strings"), 1;
 
     /* Hook only what the rules need, and declare what every client is refused. */
-    int only_prefixes = nglobs > 0 && !max_value && !deny_classes && !nsubs;
     for (uint32_t id = 1; id < TP_CMD_COUNT; id++) {
         if (!deny_ids[id]) continue;
-        only_prefixes = 0;
         tp_hook(m, (uint16_t)id);
         tp_deny_to_all(m, TP_COMMAND_NAMES[id], length(TP_COMMAND_NAMES[id]));
     }
@@ -179,10 +177,18 @@ int tp_plugin_init(const uint8_t *config, uint32_t len, tp_manifest *m, tp_out *
     }
     tp_hook_class(m, deny_classes);
     tp_deny_classes_to_all(m, deny_classes);
-    if (nglobs || max_value) tp_hook_class(m, TP_CLASS_WRITE);
-    for (uint32_t i = 0; i < nglobs; i++) only_prefixes &= glob_prefix(globs[i]);
-    if (only_prefixes)
-        for (uint32_t i = 0; i < nglobs; i++) tp_prefix(m, globs[i].ptr, globs[i].len - 1);
+    if (nglobs || max_value) {
+        /* Read-only `prefix*` patterns and the value bound are checked by the host (the
+         * gate): a write no rule touches never enters the plugin. */
+        int gate = !(deny_classes & TP_CLASS_WRITE);
+        tp_hook_class(m, TP_CLASS_WRITE);
+        for (uint32_t i = 0; i < nglobs; i++) gate &= glob_prefix(globs[i]);
+        if (gate) {
+            tp_gate_classes(m, TP_CLASS_WRITE);
+            for (uint32_t i = 0; i < nglobs; i++) tp_gate_prefix(m, globs[i].ptr, globs[i].len - 1);
+            if (max_value) tp_gate_max_value(m, max_value >= 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)max_value);
+        }
+    }
     return 0;
 }
 

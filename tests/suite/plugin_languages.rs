@@ -1,7 +1,8 @@
 //! Plugins written in C and AssemblyScript (`sdk/c`, `sdk/assemblyscript`), as a proxy runs
 //! them: the built `.wasm` modules (`sdk/build-languages.sh`, run by tools/test.sh) loaded by a
 //! real `tessera proxy` over real redis-servers. The filter denies what its config says and
-//! nothing reaches Redis, in a pipeline too (the SDKs' `tp_on_commands`); the metrics plugin's
+//! nothing reaches Redis, in a pipeline too (the SDKs' `tp_on_commands`), and a write no rule
+//! touches never enters it (the SDKs' gate); the metrics plugin's
 //! counters and histograms appear on /metrics under the plugin's name.
 
 use serde_json::json;
@@ -86,6 +87,16 @@ fn the_filter_in_c_and_assemblyscript_denies_through_a_proxy_and_nothing_reaches
         assert!(
             batches.is_some_and(|n| n >= 1.0),
             "{name}: no batch call\n{m}"
+        );
+        // Its gate (read-only prefixes, the value bound) kept every write no rule touches
+        // from it: FLUSHALL, the two refused SETs and the pipeline's 8 frozen keys only.
+        assert_eq!(
+            metric(
+                &m,
+                &format!("tessera_plugin_calls_total{{plugin=\"{name}\"}}"),
+            ),
+            Some(11.0),
+            "{name}\n{m}"
         );
         let faults: f64 = ["trap", "cpu_budget", "memory", "bad_output"]
             .iter()

@@ -81,6 +81,7 @@ export namespace mf {
   export const CLASS_VALUES: u32 = 4;
   export const DENIES: u32 = 8;
   export const OBSERVE_HEADS: u32 = 16;
+  export const GATE: u32 = 32;
 }
 
 export namespace hook {
@@ -90,6 +91,11 @@ export namespace hook {
 export namespace denied {
   export const MAX_NAMES: u32 = 512;
   export const MAX_NAME_LEN: u32 = 64;
+}
+
+export namespace gate {
+  export const MAX_PREFIXES: i32 = 256;
+  export const MAX_PREFIX_LEN: i32 = 1024;
 }
 
 export namespace client_info {

@@ -1,6 +1,6 @@
 // The manifest a plugin fills in init, and its encoding for the host (sdk/ABI.md,
-// "Manifest"): hooked commands, classes, flags, key prefixes, and the optional section of
-// what the plugin denies to every client.
+// "Manifest"): hooked commands, classes, flags, key prefixes, and the optional sections of
+// what the plugin denies to every client and of its gate.
 import { abi, mf, hook, COMMAND_NAMES } from "./abi";
 import { Out } from "./out";
 
@@ -12,6 +12,9 @@ export class Manifest {
   prefixes: Array<string> = [];
   denied: Array<string> = [];
   deniedClasses: u32 = 0;
+  gateClasses: u32 = 0;
+  gateMaxValue: u32 = 0xffffffff;
+  gatePrefixes: Array<string> = [];
 
   /** Hook one command (names and keys only). */
   hook(id: u16): Manifest {
@@ -66,6 +69,24 @@ export class Manifest {
     return this;
   }
 
+  /** The gate (sdk/ABI.md, "Manifest"): a command hooked only through these classes reaches
+   * the plugin only when a key is under a gate prefix or a value is longer than the bound. */
+  gateClass(bits: u32): Manifest {
+    this.gateClasses |= bits;
+    this.flags |= mf.GATE;
+    return this;
+  }
+  gatePrefix(p: string): Manifest {
+    this.gatePrefixes.push(p);
+    this.flags |= mf.GATE;
+    return this;
+  }
+  gateMaxValueBytes(bytes: u32): Manifest {
+    this.gateMaxValue = bytes;
+    this.flags |= mf.GATE;
+    return this;
+  }
+
   /** Writes the encoding into `o`. */
   encode(o: Out): void {
     let n: u32 = 0;
@@ -90,6 +111,15 @@ export class Manifest {
       for (let i = 0; i < this.denied.length; i++) {
         o.writeU32LE(<u32>String.UTF8.byteLength(this.denied[i]));
         o.writeString(this.denied[i]);
+      }
+    }
+    if (this.flags & mf.GATE) {
+      o.writeU32LE(this.gateClasses);
+      o.writeU32LE(this.gateMaxValue);
+      o.writeU32LE(<u32>this.gatePrefixes.length);
+      for (let i = 0; i < this.gatePrefixes.length; i++) {
+        o.writeU32LE(<u32>String.UTF8.byteLength(this.gatePrefixes[i]));
+        o.writeString(this.gatePrefixes[i]);
       }
     }
   }

@@ -133,6 +133,11 @@ void tp_tick_ms(tp_manifest *m, uint32_t ms);
  * only unconditional rules (sdk/ABI.md, "Manifest"). */
 void tp_deny_to_all(tp_manifest *m, const char *name, uint32_t len);
 void tp_deny_classes_to_all(tp_manifest *m, uint32_t bits);
+/* The gate (sdk/ABI.md, "Manifest"): a command hooked only through these classes reaches the
+ * plugin only when a key is under a gate prefix or a value is longer than the bound. */
+void tp_gate_classes(tp_manifest *m, uint32_t bits);
+void tp_gate_prefix(tp_manifest *m, const void *prefix, uint32_t len);
+void tp_gate_max_value(tp_manifest *m, uint32_t bytes);
 
 /* ===== Hooks the plugin defines ========================================================== */
 

@@ -66,11 +66,15 @@
 #define TP_MF_CLASS_VALUES (4)
 #define TP_MF_DENIES (8)
 #define TP_MF_OBSERVE_HEADS (16)
+#define TP_MF_GATE (32)
 
 #define TP_HOOK_VALUES (1)
 
 #define TP_DENIED_MAX_NAMES (512)
 #define TP_DENIED_MAX_NAME_LEN (64)
+
+#define TP_GATE_MAX_PREFIXES (256)
+#define TP_GATE_MAX_PREFIX_LEN (1024)
 
 #define TP_CLIENT_INFO_HAS_USER (1)
 #define TP_CLIENT_INFO_HAS_NAME (2)

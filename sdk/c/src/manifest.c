@@ -1,6 +1,6 @@
 /* The manifest a plugin fills in init, and its encoding for the host (sdk/ABI.md,
- * "Manifest"): hooked commands, classes, flags, key prefixes, and the optional section of
- * what the plugin denies to every client. */
+ * "Manifest"): hooked commands, classes, flags, key prefixes, and the optional sections of
+ * what the plugin denies to every client and of its gate. */
 #include "internal.h"
 
 #define MAX_PREFIXES 64
@@ -13,6 +13,9 @@ struct tp_manifest {
     tp_bytes denied[TP_DENIED_MAX_NAMES];
     uint32_t ndenied;
     uint32_t denied_classes;
+    uint32_t gate_classes, gate_max_value;
+    tp_bytes gate_prefixes[MAX_PREFIXES];
+    uint32_t ngate;
 };
 
 #define HOOKED 0x8000u
@@ -20,6 +23,7 @@ struct tp_manifest {
 tp_manifest *tp_manifest_new(void) {
     tp_manifest *m = tp_alloc(sizeof *m);
     if (!m) __builtin_trap();
+    m->gate_max_value = 0xFFFFFFFFu;
     return m;
 }
 
@@ -60,6 +64,21 @@ void tp_deny_classes_to_all(tp_manifest *m, uint32_t bits) {
     if (bits) m->flags |= TP_MF_DENIES;
 }
 
+void tp_gate_classes(tp_manifest *m, uint32_t bits) {
+    m->gate_classes |= bits;
+    m->flags |= TP_MF_GATE;
+}
+
+void tp_gate_prefix(tp_manifest *m, const void *prefix, uint32_t len) {
+    if (m->ngate < MAX_PREFIXES && len <= TP_GATE_MAX_PREFIX_LEN) m->gate_prefixes[m->ngate++] = copy(prefix, len);
+    m->flags |= TP_MF_GATE;
+}
+
+void tp_gate_max_value(tp_manifest *m, uint32_t bytes) {
+    m->gate_max_value = bytes;
+    m->flags |= TP_MF_GATE;
+}
+
 static void put32(tp_out *o, uint32_t v) {
     uint8_t b[4];
     tp_store32(b, v);
@@ -91,6 +110,15 @@ uint32_t tp_manifest_encode(tp_manifest *m) {
         for (uint32_t i = 0; i < m->ndenied; i++) {
             put32(&o, m->denied[i].len);
             tp_write(&o, m->denied[i].ptr, m->denied[i].len);
+        }
+    }
+    if (m->flags & TP_MF_GATE) {
+        put32(&o, m->gate_classes);
+        put32(&o, m->gate_max_value);
+        put32(&o, m->ngate);
+        for (uint32_t i = 0; i < m->ngate; i++) {
+            put32(&o, m->gate_prefixes[i].len);
+            tp_write(&o, m->gate_prefixes[i].ptr, m->gate_prefixes[i].len);
         }
     }
     return o.len;

@@ -83,9 +83,12 @@ fn scalars() -> Vec<Const> {
         c("MF", "CLASS_VALUES", u(abi::MF_CLASS_VALUES)),
         c("MF", "DENIES", u(abi::MF_DENIES)),
         c("MF", "OBSERVE_HEADS", u(abi::MF_OBSERVE_HEADS)),
+        c("MF", "GATE", u(abi::MF_GATE)),
         c("HOOK", "VALUES", abi::HOOK_VALUES.into()),
         c("DENIED", "MAX_NAMES", abi::MAX_DENIED_NAMES as i64),
         c("DENIED", "MAX_NAME_LEN", abi::MAX_DENIED_NAME_LEN as i64),
+        c("GATE", "MAX_PREFIXES", abi::MAX_GATE_PREFIXES as i64),
+        c("GATE", "MAX_PREFIX_LEN", abi::MAX_GATE_PREFIX_LEN as i64),
         c("CLIENT_INFO", "HAS_USER", u(abi::client_info::HAS_USER)),
         c("CLIENT_INFO", "HAS_NAME", u(abi::client_info::HAS_NAME)),
     ]
