@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Cluster, Frame, Proxy, RedisServer, run_with_timeout, tessera_bin};
+use crate::support::{
+    Cluster, Frame, Proxy, RawClient, RedisServer, run_with_timeout, tessera_bin,
+};
 
 #[test]
 fn sigterm_exits_with_status_zero_while_a_session_is_open() {
@@ -194,4 +196,134 @@ fn a_proxy_replaced_on_its_own_address_loses_and_doubles_no_write() {
     eprintln!(
         "upgrade: {ok} INCRs answered, {after} after the old proxy exited, {reconnects} reconnections"
     );
+}
+
+/// Maintenance notifications (`CLIENT MAINT_NOTIFICATIONS`, Redis 8): as the proxy starts to
+/// drain, a RESP3 client that asked gets a `MOVING` push naming the address it connected to
+/// (or none, if it asked for none), and is served on until it leaves, within the grace; a new
+/// connection to the address meanwhile lands on the successor. A client that did not ask is
+/// closed at once, as before; RESP2 cannot ask (pushes are RESP3).
+#[test]
+fn a_client_that_asked_for_maintenance_notifications_is_told_moving_and_served_until_it_leaves() {
+    let backend = RedisServer::start();
+    let mut old = Proxy::builder(&[&backend])
+        .config("reuse_port = true\n")
+        .admin()
+        .start();
+    let resp3 = |c: &mut crate::support::RawClient| {
+        assert!(matches!(c.cmd(&["HELLO", "3"]), Frame::Map(_)));
+    };
+    let mut told = old.raw();
+    resp3(&mut told);
+    assert_eq!(
+        told.cmd(&[
+            "CLIENT",
+            "MAINT_NOTIFICATIONS",
+            "ON",
+            "moving-endpoint-type",
+            "internal-ip"
+        ]),
+        Frame::Simple("OK".into())
+    );
+    let mut told_none = old.raw();
+    resp3(&mut told_none);
+    assert_eq!(
+        told_none.cmd(&[
+            "client",
+            "maint_notifications",
+            "on",
+            "MOVING-ENDPOINT-TYPE",
+            "none"
+        ]),
+        Frame::Simple("OK".into())
+    );
+    let mut plain = old.raw();
+    let e = plain.cmd(&["CLIENT", "MAINT_NOTIFICATIONS", "ON"]);
+    assert!(
+        e.error().is_some_and(|e| e.contains("HELLO 3")),
+        "RESP2 cannot ask: {e:?}"
+    );
+    let bad = told.cmd(&[
+        "CLIENT",
+        "MAINT_NOTIFICATIONS",
+        "ON",
+        "moving-endpoint-type",
+        "far",
+    ]);
+    assert!(bad.error().is_some(), "{bad:?}");
+    assert_eq!(told.cmd(&["INCR", "n"]), Frame::Integer(1));
+    let new = Proxy::builder(&[&backend]).beside(&old).start();
+
+    let pid = old.pid().to_string();
+    let kill = run_with_timeout(
+        Command::new("kill").args(["-TERM", &pid]),
+        Duration::from_secs(5),
+    );
+    assert!(kill.status.success(), "kill -TERM {pid}: {kill:?}");
+    let moving = |f: Frame| match f {
+        Frame::Push(items) => items,
+        other => panic!("expected a MOVING push, got {other:?}"),
+    };
+    let push = moving(told.read_frame());
+    assert_eq!(push[0], Frame::bulk("MOVING"), "{push:?}");
+    assert!(matches!(push[1], Frame::Integer(n) if n > 0), "{push:?}");
+    assert_eq!(push[2], Frame::Integer(5), "{push:?}");
+    assert_eq!(push[3], Frame::bulk(&old.addr().to_string()), "{push:?}");
+    let push = moving(told_none.read_frame());
+    assert_eq!(push[3], Frame::Null, "{push:?}");
+    // The client that did not ask is closed at its command boundary, as before.
+    plain.expect_closed(Duration::from_secs(5));
+    // Those told are still served by the draining proxy…
+    assert_eq!(told.cmd(&["INCR", "n"]), Frame::Integer(2));
+    assert_eq!(told_none.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    // … while a new connection to the address reaches the successor.
+    let mut moved = RawClient::connect(old.addr());
+    assert_eq!(moved.cmd(&["INCR", "n"]), Frame::Integer(3));
+    let metrics = old.metrics();
+    assert_eq!(
+        crate::support::metric(&metrics, "tessera_maint_moving_sent_total"),
+        Some(2.0),
+        "{metrics}"
+    );
+    // Once they leave, the old proxy exits, well before the grace would have closed them.
+    drop(told);
+    drop(told_none);
+    let status = old
+        .wait_exit(Duration::from_secs(8))
+        .unwrap_or_else(|| panic!("the old proxy still runs after its told clients left"));
+    assert!(status.success(), "the old proxy exited with {status}");
+    assert_eq!(moved.cmd(&["INCR", "n"]), Frame::Integer(4));
+    drop(new);
+}
+
+/// A told client that does not move is closed when the grace (10 s) ends, at a command
+/// boundary, and the proxy exits.
+#[test]
+fn a_told_client_that_stays_is_closed_when_the_grace_ends() {
+    let backend = RedisServer::start();
+    let mut old = Proxy::builder(&[&backend]).start();
+    let mut told = old.raw();
+    assert!(matches!(told.cmd(&["HELLO", "3"]), Frame::Map(_)));
+    assert_eq!(
+        told.cmd(&["CLIENT", "MAINT_NOTIFICATIONS", "ON"]),
+        Frame::Simple("OK".into())
+    );
+    let pid = old.pid().to_string();
+    let sent = Instant::now();
+    let kill = run_with_timeout(
+        Command::new("kill").args(["-TERM", &pid]),
+        Duration::from_secs(5),
+    );
+    assert!(kill.status.success(), "kill -TERM {pid}: {kill:?}");
+    assert!(matches!(told.read_frame(), Frame::Push(_)));
+    told.expect_closed(Duration::from_secs(20));
+    let after = sent.elapsed();
+    assert!(
+        after >= Duration::from_secs(9),
+        "closed {after:?} after SIGTERM, before the grace ended"
+    );
+    let status = old
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the proxy still runs after the grace"));
+    assert!(status.success(), "exited with {status}");
 }

@@ -257,6 +257,8 @@ pub struct Stats {
     /// Sockets on the TLS listener closed without a finished handshake: refused, not TLS,
     /// or timed out (INFO's `proxy_tls_handshake_failures`).
     pub tls_handshake_failures: AtomicU64,
+    /// Clients sent a `MOVING` push as the proxy drained (`session::maintenance`).
+    pub moving_sent: AtomicU64,
 }
 
 /// Counts one client in a gauge of `Stats` while it lives.

@@ -6,6 +6,7 @@
 
 mod commandlog;
 mod generated;
+mod newer;
 mod spec;
 mod table;
 

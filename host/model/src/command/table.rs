@@ -213,6 +213,9 @@ impl CommandTable {
                 commands.push(Command::new(sub, commands.len()));
             }
         }
+        for sub in super::newer::SUBCOMMANDS {
+            commands.push(Command::new(sub, commands.len()));
+        }
         let by_name = commands
             .iter()
             .map(|c| (c.name.as_bytes(), c.id.0))
@@ -594,6 +597,7 @@ fn classify(raw: &RawCommand) -> Kind {
         | "CLIENT|NO-EVICT"
         | "CLIENT|NO-TOUCH"
         | "CLIENT|REPLY"
+        | "CLIENT|MAINT_NOTIFICATIONS"
         | "CLIENT|TRACKING"
         | "CLIENT|CACHING"
         | "CLIENT|GETREDIR"

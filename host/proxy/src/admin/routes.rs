@@ -153,7 +153,7 @@ async fn metrics(State(a): State<Arc<ProxyAdmin>>) -> String {
 fn render_limits(s: &crate::worker::Shared, out: &mut String) {
     use std::fmt::Write;
     let fenced = !s.router.fence.serving();
-    let series: [(&str, &str, &str, u64); 7] = [
+    let series: [(&str, &str, &str, u64); 8] = [
         (
             "tessera_max_clients",
             "gauge",
@@ -165,6 +165,12 @@ fn render_limits(s: &crate::worker::Shared, out: &mut String) {
             "counter",
             "Connections closed at once because max_clients were open",
             s.stats.rejected_connections.load(Relaxed),
+        ),
+        (
+            "tessera_maint_moving_sent_total",
+            "counter",
+            "Clients that asked for maintenance notifications told MOVING as the proxy drained",
+            s.stats.moving_sent.load(Relaxed),
         ),
         (
             "tessera_request_buffer_bytes",

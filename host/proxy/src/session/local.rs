@@ -337,6 +337,7 @@ impl Session {
                 };
                 Ok(Frame::ok())
             }
+            "CLIENT|MAINT_NOTIFICATIONS" => self.maint_notifications(req),
             // Eviction and LRU hints: the proxy's shared backend connections are never
             // evicted as clients, and a touch through them is the server's own business.
             "CLIENT|NO-EVICT" | "CLIENT|NO-TOUCH" => {

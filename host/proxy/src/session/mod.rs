@@ -20,6 +20,7 @@ mod hold;
 mod hot_cache;
 mod local;
 mod lookahead;
+mod maintenance;
 mod plugins;
 mod pubsub;
 mod queued;
@@ -108,6 +109,8 @@ pub struct Session {
     /// chain's `Arc`: holding that would count every batch of every worker on one shared
     /// reference count.
     plugins_on: bool,
+    /// CLIENT MAINT_NOTIFICATIONS: asked for, and whether `MOVING` was sent.
+    maint: maintenance::Maint,
 }
 
 // Every idle client holds one (inside its task's future): what it grows by is paid per
@@ -189,6 +192,7 @@ impl Session {
             tracking: None,
             lookahead: lookahead::Lookahead::default(),
             plugins_on: false,
+            maint: maintenance::Maint::Off,
         }
     }
 
@@ -318,10 +322,12 @@ impl Session {
                 .map(|t| (connected + t, End::AuthTimeout)),
             Some(_) => None,
         };
-        let deadline = match (idle, auth) {
-            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-            (a, b) => a.or(b),
-        };
+        // Told MOVING: served until the client goes, within the grace.
+        let moving = self.maint.moving_until().map(|t| (t, End::Shutdown));
+        let deadline = [idle, auth, moving]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(at, _)| *at);
         let buffers = &self.worker.buffers;
         let read = async {
             let read = read_into(&mut self.stream, rbuf, buffers);
@@ -330,9 +336,10 @@ impl Session {
                 None => Some(read.await),
             }
         };
-        tokio::select! {
+        let draining = self.maint.moving_until().is_some();
+        let r = tokio::select! {
             biased;
-            _ = self.stop.changed() => Err(End::Shutdown),
+            _ = self.stop.changed(), if !draining => Err(End::Shutdown),
             r = read => match r {
                 None => Err(deadline.map_or(End::Idle, |(_, end)| end)),
                 Some(Ok(0)) => Err(End::ClientClosed),
@@ -340,6 +347,13 @@ impl Session {
                 Some(Err(e)) => Err(End::Io(e)),
             },
             _ = self.subs.ready() => Ok(()),
+        };
+        match r {
+            // The proxy started to drain (not the grace's end: that comes as the deadline).
+            Err(End::Shutdown) if !draining && self.maint != maintenance::Maint::Off => {
+                self.stopping().await
+            }
+            r => r,
         }
     }
 
