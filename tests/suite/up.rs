@@ -200,12 +200,15 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
             std::thread::spawn(move || crate::shutdown::incr_client(url, stop, restarted))
         })
         .collect();
-    // redis-py and ioredis with their usual reconnect settings, one on each proxy.
+    // redis-py and ioredis with their usual reconnect settings, one on each proxy, and
+    // node-redis in RESP3 with maintenance notifications and no reconnect at all.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/clients");
     let stop_file = data.path().join("stop-clients");
     let apps: Vec<_> = [
         ("/usr/bin/python3", "redis_py_incr.py", "up:py", port),
         ("node", "ioredis_incr.js", "up:io", port + 1),
+        // RESP3 with maintenance notifications and no reconnect: moved by MOVING pushes.
+        ("node", "node_redis_incr.js", "up:nr", port),
     ]
     .into_iter()
     .map(|(program, script, key, on)| {
@@ -271,6 +274,14 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
             .map(|n| n.trim().parse().expect("a count"))
             .collect();
         assert_eq!(counts[1], 0, "{script} saw failures: {text}");
+        if script == "node_redis_incr.js" {
+            let moved: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("moved "))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{script}: {text}"));
+            assert!(moved >= 1, "{script} was never told MOVING: {text}");
+        }
         assert!(counts[0] > 0, "{script}: {text}");
         let held: u64 = redis::cmd("GET").arg(key).query(&mut c).expect("GET");
         assert_eq!(
