@@ -22,6 +22,7 @@ mod local;
 mod lookahead;
 mod plugins;
 mod pubsub;
+mod pubsub_counts;
 mod queued;
 mod reply;
 mod respond;
