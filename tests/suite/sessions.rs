@@ -771,6 +771,107 @@ fn resp3(addr: std::net::SocketAddr) -> RawClient {
     c
 }
 
+/// The `flags` of a `CLIENT TRACKINGINFO` reply (a RESP3 map or a RESP2 array of pairs).
+fn tracking_flags(info: &crate::support::Frame) -> Vec<String> {
+    use crate::support::Frame;
+    let pairs: Vec<(&Frame, &Frame)> = match info {
+        Frame::Map(m) => m.iter().map(|(k, v)| (k, v)).collect(),
+        Frame::Array(a) => a.chunks(2).map(|p| (&p[0], &p[1])).collect(),
+        other => panic!("CLIENT TRACKINGINFO: {other:?}"),
+    };
+    match pairs
+        .iter()
+        .find(|(k, _)| k.text().as_deref() == Some("flags"))
+    {
+        Some((_, Frame::Array(flags))) => flags.iter().filter_map(Frame::text).collect(),
+        _ => panic!("no flags in {info:?}"),
+    }
+}
+
+/// `NOLOOP` cannot be exact through the proxy (docs/sessions.md): it is refused with its
+/// reason in every mode where direct Redis takes it, and a client's tracking stays as it was.
+#[test]
+fn noloop_is_refused_with_its_reason_and_tracking_stays_as_it_was() {
+    use crate::support::Frame;
+    let c = Cluster::start();
+    let direct = crate::support::RedisServer::start();
+    let mut target = RawClient::connect(c.proxy.addr());
+    let id = match target.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let mut direct_target = RawClient::connect(direct.addr());
+    let direct_id = match direct_target.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let cases: [(bool, Vec<&str>); 4] = [
+        (true, vec!["NOLOOP"]),
+        (true, vec!["BCAST", "NOLOOP"]),
+        (false, vec!["REDIRECT", "ID", "NOLOOP"]),
+        (
+            false,
+            vec!["BCAST", "PREFIX", "user:", "REDIRECT", "ID", "noloop"],
+        ),
+    ];
+    for (is_resp3, opts) in cases {
+        let connect = |addr| {
+            if is_resp3 {
+                resp3(addr)
+            } else {
+                RawClient::connect(addr)
+            }
+        };
+        let args = |id: &str| -> Vec<String> {
+            ["CLIENT", "TRACKING", "ON"]
+                .iter()
+                .chain(&opts)
+                .map(|a| {
+                    if *a == "ID" {
+                        id.to_string()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect()
+        };
+        let mut d = connect(direct.addr());
+        let d_args = args(&direct_id);
+        let d_args: Vec<&str> = d_args.iter().map(String::as_str).collect();
+        assert_eq!(
+            d.cmd(&d_args).text().as_deref(),
+            Some("OK"),
+            "direct Redis takes {d_args:?}"
+        );
+        let mut p = connect(c.proxy.addr());
+        let p_args = args(&id);
+        let p_args: Vec<&str> = p_args.iter().map(String::as_str).collect();
+        let r = p.cmd(&p_args);
+        let e = r.error().unwrap_or_else(|| panic!("{p_args:?}: {r:?}"));
+        assert!(
+            e.starts_with("ERR NOLOOP is not supported by tessera")
+                && e.contains("cannot tell which client a write came from"),
+            "{p_args:?}: {e}"
+        );
+        let info = p.cmd(&["CLIENT", "TRACKINGINFO"]);
+        assert_eq!(tracking_flags(&info), ["off"], "{info:?}");
+        assert_eq!(p.cmd(&["PING"]).text().as_deref(), Some("PONG"));
+    }
+    // A client tracking already keeps its tracking: its read is still invalidated.
+    let mut reader = resp3(c.proxy.addr());
+    assert_eq!(
+        reader.cmd(&["CLIENT", "TRACKING", "ON"]).text().as_deref(),
+        Some("OK")
+    );
+    reader.cmd(&["GET", "noloop:k"]);
+    let r = reader.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+    assert!(r.error().is_some_and(|e| e.contains("NOLOOP")), "{r:?}");
+    let mut writer = RawClient::connect(c.proxy.addr());
+    writer.cmd(&["SET", "noloop:k", "v"]);
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(reader.read_frame(), invalidate(&["noloop:k"]));
+}
+
 #[test]
 fn tracking_invalidates_what_clients_of_every_proxy_cached() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
