@@ -401,6 +401,70 @@ fn a_blocked_command_sent_to_the_new_owner_keeps_only_what_is_left_of_its_timeou
     assert_eq!(got, Some((key.to_string(), "e".to_string())));
 }
 
+/// A blocking command that arrives while its slot is held for a move's handoff waits in the
+/// proxy for the next table; that wait counts against its timeout too, as it would on a
+/// server, so the new owner is sent only what is left.
+#[test]
+fn a_blocking_command_held_for_a_handoff_keeps_only_what_is_left_of_its_timeout() {
+    use tessera_wire::topology::{GroupId, Topology};
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    let epoch = cp.assign(0, 1023, 1);
+    let proxy = &cp.proxies[0];
+    assert!(wait_until(Duration::from_secs(10), || proxy.epoch() >= epoch));
+    let key = "held:timeout";
+    let s = slot(key.as_bytes()) as usize;
+    let admin = proxy.admin();
+    let push = |t: &Topology| {
+        let body = serde_json::to_vec(t).expect("a topology serializes");
+        admin
+            .request("PUT", "/api/proxy/topology", Some(&body))
+            .ok();
+    };
+    let at_rest: Topology = admin.get("/api/proxy/topology").ok_as();
+    assert_eq!(at_rest.slots[s].group, Some(GroupId(1)));
+    // The first phase of a move's barrier, as a dashboard pushes it: the slot is held.
+    let mut held = at_rest.clone();
+    held.epoch += 1;
+    held.slots[s].blocked = true;
+    push(&held);
+    let mut monitor = cp.servers[1].raw();
+    assert_eq!(monitor.cmd(&["MONITOR"]).text().as_deref(), Some("OK"));
+    let addr = proxy.addr();
+    let waiter = thread::spawn(move || {
+        let mut c = conn(addr);
+        let r: Option<(String, String)> = c.blpop(key, 6.0).unwrap();
+        r
+    });
+    // Held in the proxy for 2 s or more: neither server has it.
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(blocked_clients(&cp.servers[0]), 0);
+    assert_eq!(blocked_clients(&cp.servers[1]), 0);
+    // The handoff: the slot is group 2's.
+    let mut moved = at_rest.clone();
+    moved.epoch += 2;
+    moved.slots[s].group = Some(GroupId(2));
+    push(&moved);
+    let mut timeout = None;
+    for _ in 0..1000 {
+        let line = monitor.read_frame().text().unwrap_or_default();
+        if let Some(rest) = line.split(r#""BLPOP" "held:timeout" ""#).nth(1) {
+            timeout = rest.trim_end_matches('"').parse::<f64>().ok();
+            break;
+        }
+    }
+    let timeout = timeout.expect("the new owner was sent the BLPOP");
+    assert!(
+        timeout > 0.0 && timeout <= 4.0,
+        "sent with {timeout} s of its 6 s left after being held 2 s or more"
+    );
+    let mut p = conn(addr);
+    let _: () = p.rpush(key, "e").unwrap();
+    let got = waiter.join().expect("the waiter panicked");
+    assert_eq!(got, Some((key.to_string(), "e".to_string())));
+}
+
 #[test]
 fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
