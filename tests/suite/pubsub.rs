@@ -619,7 +619,11 @@ fn a_thousand_idle_subscribers_cost_little_memory() {
     // They all still work.
     let mut p = Raw::connect(c.proxy.addr());
     let r = p.cmd(&["PUBLISH", "lobby", "hi"], 1);
-    assert_eq!(r, b":1\r\n", "one hub receives it");
+    assert_eq!(
+        lossy(&r),
+        ":1000\r\n",
+        "every subscribed client counts (docs/pubsub.md)"
+    );
     for s in subs.iter_mut().step_by(97) {
         assert!(lossy(&s.frames(1)).ends_with("$5\r\nlobby\r\n$2\r\nhi\r\n"));
     }
@@ -928,4 +932,115 @@ fn a_slot_move_shows_no_keyspace_notification_and_clients_writes_still_do() {
         .filter(|f| !f.contains("\r\nset\r\n") && !f.contains(":set\r\n"))
         .collect();
     assert!(moved.is_empty(), "the move reached a client: {moved:#?}");
+}
+
+/// Redis's own counts, given the same subscribers as the proxies' clients: PUBLISH answers the
+/// clients a message reaches (channel subscribers plus matching pattern subscriptions) and
+/// NUMSUB the clients subscribed, not the proxies' hub connections.
+#[test]
+fn publish_and_numsub_count_clients_through_two_proxies_as_direct_redis_does() {
+    let cp = two_proxies();
+    let direct = RedisServer::start();
+    let (a, b, d) = (cp.proxies[0].addr(), cp.proxies[1].addr(), direct.addr());
+    // The same subscriptions through proxy A, through proxy B, and on direct Redis.
+    let subs: &[(usize, &[&str])] = &[
+        (0, &["SUBSCRIBE", "news"]),
+        (0, &["SUBSCRIBE", "news"]),
+        (0, &["PSUBSCRIBE", "n*"]),
+        (0, &["SSUBSCRIBE", "{s}x"]),
+        (1, &["SUBSCRIBE", "news"]),
+        (1, &["SUBSCRIBE", "news", "sport"]),
+        (1, &["SSUBSCRIBE", "{s}x"]),
+        (1, &["SSUBSCRIBE", "{s}x"]),
+    ];
+    let mut held = Vec::new();
+    for (proxy, args) in subs {
+        let mut through = Raw::connect([a, b][*proxy]);
+        let mut straight = Raw::connect(d);
+        through.cmd(args, args.len() - 1);
+        straight.cmd(args, args.len() - 1);
+        held.push((through, straight));
+    }
+    // A client of proxy B subscribed both ways counts twice for PUBLISH, as in Redis.
+    let mut both = Raw::connect(b);
+    both.cmd(&["SUBSCRIBE", "news"], 1);
+    both.cmd(&["PSUBSCRIBE", "ne*"], 1);
+    let mut both_direct = Raw::connect(d);
+    both_direct.cmd(&["SUBSCRIBE", "news"], 1);
+    both_direct.cmd(&["PSUBSCRIBE", "ne*"], 1);
+    // A client of the backend itself, beside the proxies' hubs, counts as it is.
+    let owner = crate::support::backend_of("news", 2);
+    let mut on_backend = Raw::connect(cp.servers[owner].addr());
+    on_backend.cmd(&["SUBSCRIBE", "news"], 1);
+    let mut on_backend_direct = Raw::connect(d);
+    on_backend_direct.cmd(&["SUBSCRIBE", "news"], 1);
+
+    let cli = |port: u16, args: &[&str]| -> String {
+        let out = crate::support::run_with_timeout(
+            std::process::Command::new(crate::support::bin_from_env("REDIS_CLI_BIN", "redis-cli"))
+                .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+                .args(args),
+            Duration::from_secs(10),
+        );
+        assert!(out.status.success(), "redis-cli {args:?}: {out:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let want = cli(direct.port(), &["PUBLISH", "news", "m"]);
+    assert_eq!(
+        want, "8\n",
+        "direct Redis: 6 subscribers of news, and n* and ne*"
+    );
+    // Each proxy learns the other from the store within a few seconds.
+    let mut got = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            got = cp
+                .proxies
+                .iter()
+                .map(|p| cli(p.addr().port(), &["PUBLISH", "news", "m"]))
+                .collect();
+            got.iter().all(|g| *g == want)
+        }),
+        "PUBLISH through either proxy counts the clients, as direct Redis does ({want}): {got:?}"
+    );
+    for args in [
+        &["PUBLISH", "nx", "m"][..],
+        &["PUBLISH", "sport", "m"],
+        &["PUBLISH", "nobody", "m"],
+        &["SPUBLISH", "{s}x", "m"],
+        &["PUBSUB", "NUMSUB", "news", "sport", "n*", "nobody"],
+        &["PUBSUB", "SHARDNUMSUB", "{s}x", "news"],
+        &["PUBSUB", "NUMPAT"],
+    ] {
+        let want = cli(direct.port(), args);
+        for p in &cp.proxies {
+            assert_eq!(
+                cli(p.addr().port(), args),
+                want,
+                "{args:?} through {} vs direct Redis",
+                p.addr()
+            );
+        }
+    }
+    // Clients that leave are no longer counted.
+    drop(held.remove(0));
+    drop(both);
+    drop(both_direct);
+    let want = cli(direct.port(), &["PUBSUB", "NUMSUB", "news"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            cp.proxies
+                .iter()
+                .all(|p| cli(p.addr().port(), &["PUBSUB", "NUMSUB", "news"]) == want)
+        }),
+        "NUMSUB after two clients left: {want}"
+    );
+    // What one proxy asks another is checked like any input.
+    let admin = cp.proxies[0].admin();
+    admin
+        .post("/api/proxy/pubsub/counts", &json!({"names_hex": ["zz"]}))
+        .expect_error(400, "bad_request");
+    admin
+        .post("/api/proxy/pubsub/counts", &json!({"names_hex": []}))
+        .expect_error(400, "bad_request");
 }

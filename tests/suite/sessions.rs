@@ -401,6 +401,70 @@ fn a_blocked_command_sent_to_the_new_owner_keeps_only_what_is_left_of_its_timeou
     assert_eq!(got, Some((key.to_string(), "e".to_string())));
 }
 
+/// A blocking command that arrives while its slot is held for a move's handoff waits in the
+/// proxy for the next table; that wait counts against its timeout too, as it would on a
+/// server, so the new owner is sent only what is left.
+#[test]
+fn a_blocking_command_held_for_a_handoff_keeps_only_what_is_left_of_its_timeout() {
+    use tessera_wire::topology::{GroupId, Topology};
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    let epoch = cp.assign(0, 1023, 1);
+    let proxy = &cp.proxies[0];
+    assert!(wait_until(Duration::from_secs(10), || proxy.epoch() >= epoch));
+    let key = "held:timeout";
+    let s = slot(key.as_bytes()) as usize;
+    let admin = proxy.admin();
+    let push = |t: &Topology| {
+        let body = serde_json::to_vec(t).expect("a topology serializes");
+        admin
+            .request("PUT", "/api/proxy/topology", Some(&body))
+            .ok();
+    };
+    let at_rest: Topology = admin.get("/api/proxy/topology").ok_as();
+    assert_eq!(at_rest.slots[s].group, Some(GroupId(1)));
+    // The first phase of a move's barrier, as a dashboard pushes it: the slot is held.
+    let mut held = at_rest.clone();
+    held.epoch += 1;
+    held.slots[s].blocked = true;
+    push(&held);
+    let mut monitor = cp.servers[1].raw();
+    assert_eq!(monitor.cmd(&["MONITOR"]).text().as_deref(), Some("OK"));
+    let addr = proxy.addr();
+    let waiter = thread::spawn(move || {
+        let mut c = conn(addr);
+        let r: Option<(String, String)> = c.blpop(key, 6.0).unwrap();
+        r
+    });
+    // Held in the proxy for 2 s or more: neither server has it.
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(blocked_clients(&cp.servers[0]), 0);
+    assert_eq!(blocked_clients(&cp.servers[1]), 0);
+    // The handoff: the slot is group 2's.
+    let mut moved = at_rest.clone();
+    moved.epoch += 2;
+    moved.slots[s].group = Some(GroupId(2));
+    push(&moved);
+    let mut timeout = None;
+    for _ in 0..1000 {
+        let line = monitor.read_frame().text().unwrap_or_default();
+        if let Some(rest) = line.split(r#""BLPOP" "held:timeout" ""#).nth(1) {
+            timeout = rest.trim_end_matches('"').parse::<f64>().ok();
+            break;
+        }
+    }
+    let timeout = timeout.expect("the new owner was sent the BLPOP");
+    assert!(
+        timeout > 0.0 && timeout <= 4.0,
+        "sent with {timeout} s of its 6 s left after being held 2 s or more"
+    );
+    let mut p = conn(addr);
+    let _: () = p.rpush(key, "e").unwrap();
+    let got = waiter.join().expect("the waiter panicked");
+    assert_eq!(got, Some((key.to_string(), "e".to_string())));
+}
+
 #[test]
 fn an_open_watch_on_a_slot_that_moves_fails_its_exec_whole() {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
@@ -769,6 +833,107 @@ fn resp3(addr: std::net::SocketAddr) -> RawClient {
     let hello = c.cmd(&["HELLO", "3"]);
     assert!(matches!(hello, crate::support::Frame::Map(_)), "{hello:?}");
     c
+}
+
+/// The `flags` of a `CLIENT TRACKINGINFO` reply (a RESP3 map or a RESP2 array of pairs).
+fn tracking_flags(info: &crate::support::Frame) -> Vec<String> {
+    use crate::support::Frame;
+    let pairs: Vec<(&Frame, &Frame)> = match info {
+        Frame::Map(m) => m.iter().map(|(k, v)| (k, v)).collect(),
+        Frame::Array(a) => a.chunks(2).map(|p| (&p[0], &p[1])).collect(),
+        other => panic!("CLIENT TRACKINGINFO: {other:?}"),
+    };
+    match pairs
+        .iter()
+        .find(|(k, _)| k.text().as_deref() == Some("flags"))
+    {
+        Some((_, Frame::Array(flags))) => flags.iter().filter_map(Frame::text).collect(),
+        _ => panic!("no flags in {info:?}"),
+    }
+}
+
+/// `NOLOOP` cannot be exact through the proxy (docs/sessions.md): it is refused with its
+/// reason in every mode where direct Redis takes it, and a client's tracking stays as it was.
+#[test]
+fn noloop_is_refused_with_its_reason_and_tracking_stays_as_it_was() {
+    use crate::support::Frame;
+    let c = Cluster::start();
+    let direct = crate::support::RedisServer::start();
+    let mut target = RawClient::connect(c.proxy.addr());
+    let id = match target.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let mut direct_target = RawClient::connect(direct.addr());
+    let direct_id = match direct_target.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    let cases: [(bool, Vec<&str>); 4] = [
+        (true, vec!["NOLOOP"]),
+        (true, vec!["BCAST", "NOLOOP"]),
+        (false, vec!["REDIRECT", "ID", "NOLOOP"]),
+        (
+            false,
+            vec!["BCAST", "PREFIX", "user:", "REDIRECT", "ID", "noloop"],
+        ),
+    ];
+    for (is_resp3, opts) in cases {
+        let connect = |addr| {
+            if is_resp3 {
+                resp3(addr)
+            } else {
+                RawClient::connect(addr)
+            }
+        };
+        let args = |id: &str| -> Vec<String> {
+            ["CLIENT", "TRACKING", "ON"]
+                .iter()
+                .chain(&opts)
+                .map(|a| {
+                    if *a == "ID" {
+                        id.to_string()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect()
+        };
+        let mut d = connect(direct.addr());
+        let d_args = args(&direct_id);
+        let d_args: Vec<&str> = d_args.iter().map(String::as_str).collect();
+        assert_eq!(
+            d.cmd(&d_args).text().as_deref(),
+            Some("OK"),
+            "direct Redis takes {d_args:?}"
+        );
+        let mut p = connect(c.proxy.addr());
+        let p_args = args(&id);
+        let p_args: Vec<&str> = p_args.iter().map(String::as_str).collect();
+        let r = p.cmd(&p_args);
+        let e = r.error().unwrap_or_else(|| panic!("{p_args:?}: {r:?}"));
+        assert!(
+            e.starts_with("ERR NOLOOP is not supported by tessera")
+                && e.contains("cannot tell which client a write came from"),
+            "{p_args:?}: {e}"
+        );
+        let info = p.cmd(&["CLIENT", "TRACKINGINFO"]);
+        assert_eq!(tracking_flags(&info), ["off"], "{info:?}");
+        assert_eq!(p.cmd(&["PING"]).text().as_deref(), Some("PONG"));
+    }
+    // A client tracking already keeps its tracking: its read is still invalidated.
+    let mut reader = resp3(c.proxy.addr());
+    assert_eq!(
+        reader.cmd(&["CLIENT", "TRACKING", "ON"]).text().as_deref(),
+        Some("OK")
+    );
+    reader.cmd(&["GET", "noloop:k"]);
+    let r = reader.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+    assert!(r.error().is_some_and(|e| e.contains("NOLOOP")), "{r:?}");
+    let mut writer = RawClient::connect(c.proxy.addr());
+    writer.cmd(&["SET", "noloop:k", "v"]);
+    reader.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(reader.read_frame(), invalidate(&["noloop:k"]));
 }
 
 #[test]

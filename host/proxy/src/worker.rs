@@ -63,6 +63,10 @@ pub struct Shared {
     pub dedicated: Arc<DedicatedLimit>,
     /// Clients that receive other clients' invalidations (CLIENT TRACKING … REDIRECT).
     pub redirects: Arc<crate::pubsub::Redirects>,
+    /// This proxy's subscribers per channel, pattern and shard channel, every worker's.
+    pub sub_counts: Arc<crate::pubsub::counts::Counts>,
+    /// The cluster's other proxies, asked for theirs (`PUBLISH`, `PUBSUB NUMSUB`).
+    pub fleet: crate::pubsub::fleet::Fleet,
     /// Where each client blocked in a command is blocked: its proxy client id → the backend
     /// and that backend's id of the dedicated connection (for CLIENT UNBLOCK).
     pub blocked_on: std::sync::Mutex<FxHashMap<u64, (Arc<str>, i64)>>,
@@ -107,6 +111,8 @@ impl Shared {
             replies,
             dedicated,
             redirects: Arc::default(),
+            sub_counts: Arc::default(),
+            fleet: Default::default(),
             blocked_on: std::sync::Mutex::default(),
             backend_admin,
             logins_version: AtomicU64::new(1),
@@ -322,7 +328,11 @@ impl Worker {
             shared.config.hot_cache.clone(),
             shared.hot_cache.clone(),
         ));
-        let pubsub = Hub::new(shared.router.clone(), shared.redirects.clone());
+        let pubsub = Hub::new(
+            shared.router.clone(),
+            shared.redirects.clone(),
+            shared.sub_counts.clone(),
+        );
         if hot_cache.on() {
             pubsub.set_cache(hot_cache.clone());
         }

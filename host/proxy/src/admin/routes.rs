@@ -19,6 +19,7 @@
 //! GET  /api/proxy/users     the users table in force    PUT: apply a newer one
 //! GET  /api/proxy/mirror    mirror settings, counters, samples   PUT: the dashboard's push
 //! GET  /api/proxy/routes    where each key prefix routed to another cluster goes now
+//! POST /api/proxy/pubsub/counts  this proxy's subscribers of some channels (another proxy asks)
 //! ```
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ use tessera_wire::VersionAck;
 use tessera_wire::error::ErrorBody;
 use tessera_wire::mirror::{MirrorDoc, ProxyMirror};
 use tessera_wire::plugins::{Catalog, CatalogApplied, ProxyPlugins, Sample};
+use tessera_wire::pubsub::{MAX_COUNTED_NAMES, SubCounts, SubCountsQuery};
 use tessera_wire::read_policy::ReplicasSeen;
 use tessera_wire::routes::RouteStatus;
 use tessera_wire::telemetry::{
@@ -73,6 +75,7 @@ pub(super) fn secret() -> OpenApiRouter<Arc<ProxyAdmin>> {
         .routes(routes!(mirror_view, mirror_apply))
         .routes(routes!(command_log))
         .routes(routes!(routes_seen))
+        .routes(routes!(pubsub_counts))
 }
 
 /// Every `/api/proxy/…` call of a cluster-mode proxy must carry the proxy secret.
@@ -547,6 +550,49 @@ async fn users_list(State(a): State<Arc<ProxyAdmin>>) -> Json<ProxyUsers> {
         users: users.views().to_vec(),
         last_error: a.users_error.lock().expect("users lock poisoned").clone(),
     })
+}
+
+/// This proxy's subscribers of some channels
+///
+/// For each name, the subscriptions this proxy's hubs hold on the servers and its clients'
+/// (with `patterns`, those of the patterns each channel matches added): what another proxy
+/// of the cluster needs to turn a server's `PUBLISH` or `PUBSUB NUMSUB` count into a count of
+/// clients (docs/pubsub.md).
+#[utoipa::path(
+    post,
+    path = "/api/proxy/pubsub/counts",
+    tag = "proxy",
+    operation_id = "proxyPubSubCounts",
+    request_body = SubCountsQuery,
+    responses(
+        (status = 200, description = "The counts, in the order of the names.", body = SubCounts),
+        (status = 400, description = "No names, more than 1024, or a name that is not hex.", body = ErrorBody),
+    )
+)]
+async fn pubsub_counts(
+    State(a): State<Arc<ProxyAdmin>>,
+    body: Body<SubCountsQuery>,
+) -> Result<Json<SubCounts>, ApiError> {
+    let Json(q) = body?;
+    if q.names_hex.is_empty() || q.names_hex.len() > MAX_COUNTED_NAMES {
+        return Err(ApiError::bad_request(format!(
+            "names_hex must hold 1 to {MAX_COUNTED_NAMES} names, got {}",
+            q.names_hex.len()
+        )));
+    }
+    let names = q
+        .names_hex
+        .iter()
+        .map(|h| hex::decode(h).map(bytes::Bytes::from))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::bad_request(format!("a name is not hex: {e}")))?;
+    let space = if q.shard {
+        crate::pubsub::Space::Shard
+    } else {
+        crate::pubsub::Space::Channel
+    };
+    let counts = a.shared.sub_counts.of(space, &names, q.patterns);
+    Ok(Json(SubCounts { counts }))
 }
 
 /// Apply a users table

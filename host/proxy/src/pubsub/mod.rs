@@ -11,6 +11,9 @@
 //! longer is. The session side (commands, confirmations, writing messages) is `session::pubsub`.
 
 mod conn;
+pub mod counts;
+pub mod fleet;
+mod glob;
 mod sinks;
 pub mod tracking;
 pub mod wire;
@@ -109,6 +112,8 @@ struct State {
 struct HubInner {
     router: Arc<Router>,
     redirects: Arc<Redirects>,
+    /// The proxy's subscription counts, kept by every worker's hub (`counts`).
+    counts: Arc<counts::Counts>,
     state: RefCell<State>,
 }
 
@@ -151,11 +156,16 @@ pub async fn join(rxs: Vec<oneshot::Receiver<()>>) {
 const NAMES_PER_REQUEST: usize = 256;
 
 impl Hub {
-    pub fn new(router: Arc<Router>, redirects: Arc<Redirects>) -> Self {
+    pub fn new(
+        router: Arc<Router>,
+        redirects: Arc<Redirects>,
+        counts: Arc<counts::Counts>,
+    ) -> Self {
         Self {
             inner: Rc::new(HubInner {
                 router,
                 redirects,
+                counts,
                 state: RefCell::default(),
             }),
         }
@@ -400,7 +410,9 @@ impl Hub {
             let mut s = self.inner.state.borrow_mut();
             let subs = &mut s.subs[space.index()];
             for name in names {
+                let mut new_hub = false;
                 let entry = subs.entry(name.clone()).or_insert_with(|| {
+                    new_hub = true;
                     let on = owners(&table, space, name);
                     for addr in &on {
                         batch.add(addr, space, true, name);
@@ -410,7 +422,9 @@ impl Hub {
                         on,
                     }
                 });
-                entry.sinks.insert(sink);
+                if entry.sinks.insert(sink) {
+                    self.inner.counts.subscribed(space, name, new_hub);
+                }
                 // Another session's subscription may still be on its way: wait for it too.
                 for a in &entry.on {
                     if !concerned.contains(a) {
@@ -468,8 +482,12 @@ impl Hub {
                 let Some(entry) = subs.get_mut(name) else {
                     continue;
                 };
-                entry.sinks.remove(sink);
-                if entry.sinks.is_empty() {
+                let removed = entry.sinks.remove(sink);
+                let gone = entry.sinks.is_empty();
+                if removed {
+                    self.inner.counts.unsubscribed(space, name, gone);
+                }
+                if gone {
                     for addr in &entry.on {
                         batch.add(addr, space, false, name);
                     }

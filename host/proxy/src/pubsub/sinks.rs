@@ -43,16 +43,17 @@ impl Sinks {
         }
     }
 
-    pub(crate) fn remove(&mut self, sink: SinkId) {
+    /// Removes `sink`; whether it was there.
+    pub(crate) fn remove(&mut self, sink: SinkId) -> bool {
         match self {
-            Sinks::Few(v) => {
-                if let Some(i) = v.iter().position(|s| *s == sink) {
+            Sinks::Few(v) => match v.iter().position(|s| *s == sink) {
+                Some(i) => {
                     v.swap_remove(i);
+                    true
                 }
-            }
-            Sinks::Many(set) => {
-                set.remove(&sink);
-            }
+                None => false,
+            },
+            Sinks::Many(set) => set.remove(&sink),
         }
     }
 

@@ -80,6 +80,7 @@ pub async fn run(
         .with_context(|| format!("binding the admin API on {}", opts.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?.to_string();
     let token = random_token();
+    proxy.shared().fleet.set_secret(meta.proxy_secret.clone());
     let admin = ProxyAdmin::new(
         proxy.shared().clone(),
         token.clone(),
@@ -184,6 +185,7 @@ pub async fn run(
         admin.shared.clone(),
         store.clone(),
         paths.clone(),
+        token.clone(),
     ));
 
     let result = proxy.run(shutdown).await;
@@ -294,16 +296,27 @@ async fn stored_topology(
     ))
 }
 
-/// Keeps the peers cluster clients are shown (`peers`) in step with the proxies registered
-/// in the store, every `PEERS_EVERY`; a store that does not answer leaves them as they were.
+/// Keeps the peers cluster clients are shown (`peers`), and those asked for pub/sub counts
+/// (`fleet`), in step with the proxies registered in the store, every `PEERS_EVERY`; a store
+/// that does not answer leaves them as they were. `token`: this proxy's.
 async fn follow_peers(
     shared: Arc<crate::worker::Shared>,
     store: Arc<dyn tessera_store::Store>,
     paths: model::Paths,
+    token: String,
 ) {
     loop {
         let read = tokio::time::timeout(PEERS_EVERY, model::registered_proxies(&*store, &paths));
         if let Ok(Ok(proxies)) = read.await {
+            // Subscribers of a proxy that is stopping still count: ask every one registered.
+            shared.fleet.set_others(
+                proxies
+                    .iter()
+                    .filter(|p| p.token != token)
+                    .map(|p| p.admin_addr.clone())
+                    .take(crate::peers::MAX_PEERS)
+                    .collect(),
+            );
             shared.peers.set(
                 proxies
                     .iter()

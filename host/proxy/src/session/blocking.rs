@@ -7,7 +7,8 @@
 //! `CLIENT UNBLOCK` by the proxy's control user. If the old owner answered with an element
 //! first, that is the reply; if it answered the timeout reply, nothing was taken there, and
 //! the command is sent again under the new table, with what is left of its timeout (as Redis
-//! counts it: from when the command started waiting). An element is popped from exactly one
+//! counts it: from when the command started waiting). A command whose slot is held for a
+//! handoff when it starts waits in the proxy for the next table, and that wait counts too. An element is popped from exactly one
 //! server. A client that goes away while blocked drops the dedicated connection, which
 //! closes it at once. When the proxy stops, a blocked command is unblocked the same way and
 //! its client gets what the server answered (an element, or the timeout reply): an element
@@ -77,8 +78,10 @@ impl Blocking {
                 Ok(addr) => addr,
                 Err(DataError::SlotBlocked(_)) => {
                     drop(batch);
-                    // The slot is being handed over: wait for the next table.
+                    // The slot is being handed over: wait for the next table. The wait is
+                    // part of the command's timeout, as a server would count it.
                     let _ = tokio::time::timeout(Duration::from_millis(50), swaps.changed()).await;
+                    req = with_time_left(&self.req, started.elapsed());
                     continue;
                 }
                 Err(e) => return Err(e),

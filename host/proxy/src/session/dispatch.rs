@@ -16,6 +16,7 @@ use super::hold;
 use super::hot_cache;
 use super::lookahead::Decoded;
 use super::plugins::{self, Decision, RewriteMerge};
+use super::pubsub_counts;
 use super::queued::{Extra, KeyAt, NO_SLOT, Queued, QueuedReply};
 use super::reply::{Gather, Pending};
 use super::scripts;
@@ -268,6 +269,10 @@ impl Session {
                 Pending::Blocked(Box::pin(wait))
             }
             Own::Subscription(p) => self.subscription(p, c),
+            Own::Counted(p) => {
+                let table = self.worker.shared.router.load();
+                pubsub_counts::counted(&self.sender(&table), p, c)
+            }
             Own::Blocking(slot) => {
                 let b = blocking::Blocking {
                     worker: self.worker.clone(),

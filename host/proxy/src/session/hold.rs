@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Batch;
+use super::pubsub_counts;
 use super::scripts;
 use super::send::Sender;
 use crate::backend::ReplyResult;
 use crate::stages::classify::classify;
-use crate::stages::plan::{Plan, plan};
+use crate::stages::plan::{Own, Plan, plan};
 use crate::worker::Worker;
 use tessera_model::command::Options;
 use tessera_model::error::DataError;
@@ -58,6 +59,15 @@ impl Held {
             let table = worker.shared.router.load_full();
             let policy = worker.shared.policy();
             let c = classify(&self.req, &policy, self.rights.as_deref())?;
+            let sender = Sender {
+                worker: &worker,
+                table: &table,
+                proto: self.proto,
+                login: &self.login,
+                account: &self.account,
+                // Sent once the batch's earlier replies are in: no order to keep.
+                lanes: &Default::default(),
+            };
             let pending = match plan(&c, &table) {
                 Err(e @ DataError::SlotBlocked(_)) => {
                     drop(batch);
@@ -70,27 +80,15 @@ impl Held {
                     continue;
                 }
                 Err(e) => return Err(e),
+                // A PUBLISH on the slot, counted as through any session.
+                Ok(Plan::Session(Own::Counted(p))) => pubsub_counts::counted(&sender, p, &c),
                 // Proxy-answered commands are never planned against a slot.
                 Ok(Plan::Local(_) | Plan::Session(_)) => {
                     return Err(DataError::SlotBlocked(self.slot));
                 }
-                Ok(p) => {
-                    let sender = Sender {
-                        worker: &worker,
-                        table: &table,
-                        proto: self.proto,
-                        login: &self.login,
-                        account: &self.account,
-                        // Sent once the batch's earlier replies are in: no order to keep.
-                        lanes: &Default::default(),
-                    };
-                    // A script call keeps its recovery of a script missing on the new owner.
-                    if c.cmd.options == Options::ScriptCall {
-                        scripts::send_call(&sender, &c, p)
-                    } else {
-                        sender.send(p, self.proto)
-                    }
-                }
+                // A script call keeps its recovery of a script missing on the new owner.
+                Ok(p) if c.cmd.options == Options::ScriptCall => scripts::send_call(&sender, &c, p),
+                Ok(p) => sender.send(p, self.proto),
             };
             let reply = pending.resolve(&self.account).await;
             drop(batch);

@@ -23,6 +23,7 @@ mod lookahead;
 mod maintenance;
 mod plugins;
 mod pubsub;
+mod pubsub_counts;
 mod queued;
 mod reply;
 mod respond;

@@ -6,7 +6,10 @@
 //! like pub/sub messages: RESP3 `invalidate` pushes, or with `REDIRECT id` `message
 //! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
 //!
-//! `NOLOOP` is refused: the proxy cannot tell which connection a backend's write came from.
+//! `NOLOOP` is refused: the servers' reports of writes (on the hub's shared connection) do not
+//! say whose write they are, one report may stand for several writes and a write that changed
+//! nothing gives none, so the proxy cannot leave out exactly a client's own
+//! (docs/sessions.md).
 //!
 //! A user confined to a key prefix hears only of keys under it: its BCAST tracking is under
 //! its prefix (the prefix itself when it names none; a PREFIX outside it is refused with

@@ -60,6 +60,9 @@ pub enum Own {
     /// A command that may hold its connection until answered, on a dedicated connection to
     /// the master of its slot, routed when it starts.
     Blocking(SlotId),
+    /// PUBLISH, SPUBLISH, PUBSUB NUMSUB / SHARDNUMSUB: sent as [`counted`] plans them, the
+    /// servers' counts then made counts of clients (`session::pubsub_counts`).
+    Counted(PubSub),
 }
 
 /// Plans `c` against `table`.
@@ -187,20 +190,18 @@ fn split(c: &Classified<'_>, kind: Split, table: &SlotTable) -> Result<Plan, Dat
 
 /// PUBLISH and SPUBLISH go to the master of the channel's slot, PUBSUB's introspection to
 /// every backend, all on the proxy's own connections (data users have no channel rights; the
-/// policy stage has checked the client's). Subscriptions are the session's own.
+/// policy stage has checked the client's). Subscriptions are the session's own, and so are
+/// the counts of PUBLISH and NUMSUB (their requests are planned by [`counted`]).
 fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, DataError> {
     let bytes = c.req.as_bytes();
     match p {
         PubSub::Publish | PubSub::SPublish => {
-            let to = table.route(SlotId::of_key(c.req.arg(1)))?;
-            Ok(Plan::One(Send {
-                to,
-                channel: Channel::Control,
-                bytes: bytes.clone(),
-            }))
+            // A slot held for a handoff holds the command (`SlotBlocked`), as for a key.
+            table.route(SlotId::of_key(c.req.arg(1)))?;
+            Ok(Plan::Session(Own::Counted(p)))
         }
+        PubSub::NumSub => Ok(Plan::Session(Own::Counted(p))),
         PubSub::Channels => to_all(table, bytes, Channel::Control, Merge::Union),
-        PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
         PubSub::NumPat => to_all(table, bytes, Channel::Control, Merge::Max),
         PubSub::Subscribe
         | PubSub::Unsubscribe
@@ -208,6 +209,23 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
         | PubSub::PUnsubscribe
         | PubSub::SSubscribe
         | PubSub::SUnsubscribe => Ok(Plan::Session(Own::Subscription(p))),
+    }
+}
+
+/// The servers' part of an [`Own::Counted`] command: PUBLISH and SPUBLISH to the master of
+/// the channel's slot, NUMSUB to every backend, its counts summed.
+///
+/// # Errors
+/// The channel's slot has no master, or is held for a handoff.
+pub fn counted(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, DataError> {
+    let bytes = c.req.as_bytes();
+    match p {
+        PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
+        _ => Ok(Plan::One(Send {
+            to: table.route(SlotId::of_key(c.req.arg(1)))?,
+            channel: Channel::Control,
+            bytes: bytes.clone(),
+        })),
     }
 }
 
