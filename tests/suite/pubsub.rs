@@ -14,7 +14,7 @@ use tessera_wire::migration::Aborted;
 
 use crate::migration::{idle, owners, status};
 
-use crate::support::{Cluster, ControlPlane, RedisServer, encode, wait_until};
+use crate::support::{Cluster, ControlPlane, Frame, RedisServer, encode, wait_until};
 
 /// A raw connection that reads whole replies as bytes.
 struct Raw {
@@ -276,7 +276,16 @@ fn pubsub_introspection_merges_every_backend() {
 
 /// Two groups of one server each, slots split between them, two proxies.
 fn two_proxies() -> ControlPlane {
-    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    two_proxies_with(&[])
+}
+
+/// [`two_proxies`], each proxy started with `args` too.
+fn two_proxies_with(args: &[&str]) -> ControlPlane {
+    let cp = ControlPlane::builder()
+        .servers(2)
+        .proxies(2)
+        .proxy_args(args)
+        .start();
     cp.split_over_two_groups();
     let epoch = cp.proxies[0].epoch();
     assert!(wait_until(Duration::from_secs(10), || {
@@ -939,7 +948,10 @@ fn a_slot_move_shows_no_keyspace_notification_and_clients_writes_still_do() {
 /// NUMSUB the clients subscribed, not the proxies' hub connections.
 #[test]
 fn publish_and_numsub_count_clients_through_two_proxies_as_direct_redis_does() {
-    let cp = two_proxies();
+    let config = tempfile::tempdir().expect("a temp dir");
+    let path = config.path().join("proxy.toml");
+    std::fs::write(&path, "pubsub_cluster_counts = true\n").expect("proxy.toml");
+    let cp = two_proxies_with(&["--config", &path.display().to_string()]);
     let direct = RedisServer::start();
     let (a, b, d) = (cp.proxies[0].addr(), cp.proxies[1].addr(), direct.addr());
     // The same subscriptions through proxy A, through proxy B, and on direct Redis.
@@ -1043,4 +1055,30 @@ fn publish_and_numsub_count_clients_through_two_proxies_as_direct_redis_does() {
     admin
         .post("/api/proxy/pubsub/counts", &json!({"names_hex": []}))
         .expect_error(400, "bad_request");
+}
+
+/// By default a proxy counts its own clients exactly and another proxy's as one subscriber
+/// (its hub): no `PUBLISH` waits on the other proxies (`pubsub_cluster_counts` asks them).
+#[test]
+fn by_default_publish_counts_this_proxys_clients_and_another_proxy_as_one() {
+    let cp = two_proxies();
+    let mut held = Vec::new();
+    for (proxy, n) in [(0, 2), (1, 3)] {
+        for _ in 0..n {
+            let mut c = Raw::connect(cp.proxies[proxy].addr());
+            c.cmd(&["SUBSCRIBE", "news"], 1);
+            held.push(c);
+        }
+    }
+    // Each proxy's hub subscribes on the channel's master: 2 + 1 through the first, 3 + 1
+    // through the second.
+    for (proxy, want) in [(0, 3), (1, 4)] {
+        let mut c = cp.proxies[proxy].raw();
+        assert!(
+            wait_until(Duration::from_secs(10), || c.cmd(&["PUBLISH", "news", "m"])
+                == Frame::Integer(want)),
+            "PUBLISH through proxy {proxy}: {:?}, not {want}",
+            c.cmd(&["PUBLISH", "news", "m"])
+        );
+    }
 }

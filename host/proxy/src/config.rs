@@ -71,6 +71,12 @@ pub struct ProxyConfig {
     /// when each does, so a server busy with a script answers `-BUSY` as it would directly.
     /// `false` (the default): the proxy answers it, as a check of the proxy alone.
     pub forward_ping: bool,
+    /// `PUBLISH`'s and `PUBSUB NUMSUB`'s counts include the other proxies' clients: when a
+    /// channel has subscribers through another proxy, each such command asks every other
+    /// proxy of the cluster (one admin-API round trip, at most 500 ms). `false` (the default):
+    /// this proxy's clients are counted exactly and another proxy's as one subscriber, and no
+    /// `PUBLISH` waits on the network (docs/pubsub.md).
+    pub pubsub_cluster_counts: bool,
     /// Clients' commands run on the backends as a Redis ACL user confined to the proxy's
     /// policy (set up by the proxy at connect), so scripts cannot do what their callers may
     /// not. `false`: connections act as the backend admin user, and scripts and functions are
@@ -158,6 +164,7 @@ impl Default for ProxyConfig {
             session_password: None,
             admin_commands: false,
             forward_ping: false,
+            pubsub_cluster_counts: false,
             backend_acl: true,
             backend_admin_user: None,
             backend_admin_password: None,

@@ -564,6 +564,7 @@ pub(crate) struct ControlPlaneBuilder {
     cluster: Option<String>,
     store: Option<String>,
     dashboard_args: Vec<String>,
+    proxy_args: Vec<String>,
 }
 
 impl ControlPlaneBuilder {
@@ -582,6 +583,12 @@ impl ControlPlaneBuilder {
     /// More command-line arguments of the dashboard (e.g. `--slot-sample-secs 0.5`).
     pub(crate) fn dashboard_args(mut self, args: &[&str]) -> Self {
         self.dashboard_args = args.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// More command-line arguments of every proxy (e.g. `--config FILE`).
+    pub(crate) fn proxy_args(mut self, args: &[&str]) -> Self {
+        self.proxy_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -615,8 +622,9 @@ impl ControlPlaneBuilder {
             options.token_key_file = Some(dir.path().join("token-key"));
         }
         let dashboard = Dashboard::start(&options);
+        let args: Vec<&str> = self.proxy_args.iter().map(String::as_str).collect();
         let proxies = (0..self.proxies)
-            .map(|_| ClusterProxy::start(&options.cluster, &options.store))
+            .map(|_| ClusterProxy::start_with_args(&options.cluster, &options.store, &args))
             .collect();
         ControlPlane {
             proxies,

@@ -114,8 +114,9 @@ async fn numsub(
     Some(out.freeze())
 }
 
-/// The other proxies' counts, asked only when a server counted more than this proxy's hubs
-/// (someone else subscribed); `None` when nobody was asked.
+/// The other proxies' counts, asked only with `pubsub_cluster_counts` and when a server
+/// counted more than this proxy's hubs (someone else subscribed); `None` when nobody was
+/// asked.
 async fn others(
     worker: &Rc<Worker>,
     space: Space,
@@ -131,7 +132,7 @@ async fn others(
         .zip(ours)
         .zip(per_hub)
         .any(|((n, o), h)| u64::try_from(*n).unwrap_or(0) > o.hubs.saturating_mul(*h));
-    if !more || !fleet.has_others() {
+    if !more || !fleet.has_others() || !worker.shared.config.pubsub_cluster_counts {
         return None;
     }
     let answers = fleet.ask(space == Space::Shard, names, patterns).await;
