@@ -362,7 +362,7 @@ impl Runtime {
         if shared.is_empty() {
             return;
         }
-        let counters: [(&str, &str, fn(&PluginShared) -> u64); 3] = [
+        let counters: [(&str, &str, fn(&PluginShared) -> u64); 4] = [
             (
                 "tessera_plugin_calls_total",
                 "Commands given to plugins (on_command, alone or in a batch).",
@@ -377,6 +377,11 @@ impl Runtime {
                 "tessera_plugin_batched_calls_total",
                 "Commands given to plugins in tp_on_commands calls (part of tessera_plugin_calls_total): divided by tessera_plugin_batches_total, the commands per batch.",
                 |s| s.batched_calls.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_plugin_denies_total",
+                "Commands plugins denied (answered with the plugin's error, not sent to Redis).",
+                |s| s.denies.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, value) in counters {

@@ -87,8 +87,10 @@ pub struct TrackMetrics {
     pub sha256: String,
     /// Client addresses of the proxies that answered running this track.
     pub proxies: Vec<String>,
-    /// Commands given to the plugin, and its faults, summed over those proxies.
+    /// Commands given to the plugin, those it denied, and its faults, summed over those
+    /// proxies (each proxy's counts since it started).
     pub calls: u64,
+    pub denies: u64,
     pub faults: u64,
     /// The plugin's own metrics (denies, errors, …), summed per series over those proxies.
     pub samples: Vec<Sample>,

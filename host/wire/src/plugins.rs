@@ -149,6 +149,9 @@ pub struct LoadedPlugin {
     pub hooks_all: bool,
     pub key_prefixes: Vec<String>,
     pub calls: u64,
+    /// Commands it denied.
+    #[serde(default)]
+    pub denies: u64,
     pub faults: u64,
     pub instances_created: u64,
     /// The latency of its hook calls in this proxy, per hook called at least once.

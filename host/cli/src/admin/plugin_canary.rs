@@ -226,9 +226,9 @@ mod tests {
     #[test]
     fn status_shows_stable_and_canary_side_by_side() {
         let tracks: Vec<TrackMetrics> = serde_json::from_value(json!([
-            {"track": "stable", "sha256": "aaaaaaaaaaaaaaaa", "proxies": ["p:1", "p:2"], "calls": 10, "faults": 0,
+            {"track": "stable", "sha256": "aaaaaaaaaaaaaaaa", "proxies": ["p:1", "p:2"], "calls": 10, "denies": 0, "faults": 0,
              "samples": [{"name": "denied_total", "labels": {"command": "keys"}, "value": 0.0}], "hooks": []},
-            {"track": "canary", "sha256": "bbbbbbbbbbbbbbbb", "proxies": ["p:3"], "calls": 4, "faults": 1,
+            {"track": "canary", "sha256": "bbbbbbbbbbbbbbbb", "proxies": ["p:3"], "calls": 4, "denies": 3, "faults": 1,
              "samples": [{"name": "denied_total", "labels": {"command": "keys"}, "value": 3.0}], "hooks": []}
         ]))
         .unwrap();
@@ -243,6 +243,7 @@ mod tests {
         };
         assert_eq!(row("proxies"), ["proxies", "2", "1"]);
         assert_eq!(row("module"), ["module", "aaaaaaaaaaaa", "bbbbbbbbbbbb"]);
+        assert_eq!(row("denies"), ["denies", "0", "3"]);
         assert_eq!(row("faults"), ["faults", "0", "1"]);
         assert_eq!(
             row("denied_total"),

@@ -430,6 +430,7 @@ impl Dashboard {
                             sha256: plugin.sha256.clone(),
                             proxies: Vec::new(),
                             calls: 0,
+                            denies: 0,
                             faults: 0,
                             samples: Vec::new(),
                             hooks: Vec::new(),
@@ -443,6 +444,7 @@ impl Dashboard {
             let (t, s, h) = &mut tracks[i];
             t.proxies.push(p.addr.clone());
             t.calls = t.calls.saturating_add(plugin.calls);
+            t.denies = t.denies.saturating_add(plugin.denies);
             t.faults = t.faults.saturating_add(plugin.faults);
             s.extend(samples);
             h.push(plugin.hook_latency);

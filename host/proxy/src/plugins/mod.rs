@@ -296,6 +296,7 @@ fn describe(g: &Generation, track: &str) -> LoadedPlugin {
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect(),
         calls: g.shared.calls.load(Ordering::Relaxed),
+        denies: g.shared.denies.load(Ordering::Relaxed),
         faults: g
             .shared
             .faults
