@@ -164,6 +164,11 @@ fn side_by_side(tracks: &[TrackMetrics]) -> String {
         cell(canary, &|t| grouped(t.calls)),
     ]);
     t.row(vec![
+        "denies".into(),
+        cell(stable, &|t| grouped(t.denies)),
+        cell(canary, &|t| grouped(t.denies)),
+    ]);
+    t.row(vec![
         "faults".into(),
         cell(stable, &|t| grouped(t.faults)),
         cell(canary, &|t| grouped(t.faults)),
