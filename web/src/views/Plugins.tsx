@@ -109,7 +109,9 @@ export function Plugins({ c }: { c: ClusterApi }) {
                   {p.canary && (
                     <>
                       {' '}
-                      <Badge ok={null}>canary {p.canary.percent} %</Badge>
+                      <Badge ok={null} testid={`plugin-canary-badge-${p.name}`}>
+                        canary {p.canary.percent} %{(p.canary.proxies ?? []).length > 0 ? ` + ${(p.canary.proxies ?? []).length}` : ''}
+                      </Badge>
                     </>
                   )}
                 </td>
