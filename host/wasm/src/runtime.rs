@@ -52,6 +52,9 @@ impl Default for RuntimeConfig {
 #[error("{0}")]
 pub struct LoadError(pub String);
 
+/// A per-plugin counter on `/metrics`: its name, help text, and how to read it.
+type Counter = (&'static str, &'static str, fn(&PluginShared) -> u64);
+
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
@@ -362,7 +365,7 @@ impl Runtime {
         if shared.is_empty() {
             return;
         }
-        let counters: [(&str, &str, fn(&PluginShared) -> u64); 4] = [
+        let counters: [Counter; 4] = [
             (
                 "tessera_plugin_calls_total",
                 "Commands given to plugins (on_command, alone or in a batch).",

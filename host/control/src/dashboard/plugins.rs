@@ -410,7 +410,7 @@ impl Dashboard {
         .await;
         let mut all_samples = Vec::new();
         let mut all_hooks = Vec::new();
-        let mut tracks: Vec<(TrackMetrics, Vec<Vec<Sample>>, Vec<Vec<HookLatency>>)> = Vec::new();
+        let mut tracks: Vec<TrackParts> = Vec::new();
         for ((p, loaded), samples) in proxies.iter().zip(loaded).zip(samples) {
             let plugin = loaded
                 .ok()
@@ -488,6 +488,9 @@ impl Dashboard {
             .collect())
     }
 }
+
+/// One track being summed: its figures, and the samples and hook histograms of its proxies.
+type TrackParts = (TrackMetrics, Vec<Vec<Sample>>, Vec<Vec<HookLatency>>);
 
 /// Samples of several proxies summed per series (name and labels).
 fn sum_samples(per_proxy: Vec<Vec<Sample>>) -> Vec<Sample> {
