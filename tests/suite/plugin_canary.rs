@@ -2,7 +2,8 @@
 //! share selects (by address, or by percentage through the hash every proxy computes), told
 //! apart in `/api/proxy/plugins`, on `/metrics` and in the dashboard's metrics by track;
 //! promoted (every proxy runs it) or rolled back (none does), by the API and the admin CLI;
-//! bad canary bodies refused with the reason and nothing changed.
+//! bad canary bodies refused with the reason and nothing changed; a forged push of a canary a
+//! proxy cannot run refused by the proxy, which keeps its plugins.
 
 use serde_json::{Value, json};
 use tessera_wire::plugin_canary::{CANARY, STABLE, bucket_of};
@@ -243,6 +244,39 @@ fn a_canary_runs_on_its_share_of_proxies_then_is_rolled_back_or_promoted() {
     }
     api.post("/api/plugins/gate/canary/rollback", &json!({}))
         .expect_error(409, "conflict");
+
+    // A hostile push to a proxy (a forged or corrupt catalog): a canary whose module is not in
+    // the store, or whose share is not a percentage, is refused; the plugins in force stay.
+    let p = &cp.proxies[0];
+    let state: ProxyPlugins = p.admin().get("/api/proxy/plugins").ok_as();
+    let mut forged: Value = cp.api().get("/api/plugins").ok_as();
+    for e in forged.as_array_mut().unwrap() {
+        e.as_object_mut().unwrap().remove("order");
+        e["canary"] = json!({"sha256": "00".repeat(32), "size": 1, "config": {}, "fail": "closed",
+            "percent": 100, "proxies": [], "started_unix": 0});
+    }
+    let mut push = json!({"version": state.catalog_version + 1, "plugins": forged});
+    let msg = p
+        .admin()
+        .request(
+            "PUT",
+            "/api/proxy/plugins",
+            Some(push.to_string().as_bytes()),
+        )
+        .expect_error(503, "unavailable");
+    assert!(msg.contains("not in the store"), "{msg}");
+    push["plugins"][0]["canary"]["percent"] = json!(300);
+    let r = p.admin().request(
+        "PUT",
+        "/api/proxy/plugins",
+        Some(push.to_string().as_bytes()),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let after: ProxyPlugins = p.admin().get("/api/proxy/plugins").ok_as();
+    assert_eq!(after.catalog_version, state.catalog_version);
+    assert_eq!(after.plugins[0].track, STABLE);
+    assert_eq!(after.plugins[0].sha256, metrics_sha);
+    assert!(!incr_denied(&cp, 0));
 
     // Through the admin CLI: start on proxy 1, see it side by side, promote.
     let cli = |args: &[&str]| {
