@@ -101,6 +101,8 @@ mod plugins;
 mod converter;
 // Plugins written in C and AssemblyScript, run by a proxy: the filter and the metrics plugin.
 mod plugin_languages;
+// A plugin's canary: a candidate version on a share of the proxies, promoted or rolled back.
+mod plugin_canary;
 // The latency of plugin hook calls: histograms on /metrics, the admin API, the dashboard.
 mod plugin_latency;
 // The web console: login, sessions, CSRF, lockout; relaying to dashboards in fs and etcd

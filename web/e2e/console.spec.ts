@@ -9,6 +9,7 @@ import { expect, test, type BrowserContext } from '@playwright/test';
 import { historyStep, throttleIdleStep, throttleLiveStep } from './steps/migration-jobs';
 import { eventsStep, historyChartsStep } from './steps/history';
 import { mirrorStep } from './steps/mirror';
+import { pluginCanaryStep } from './steps/plugin-canary';
 import { pluginChartStep } from './steps/plugin-chart';
 import { pluginsStep } from './steps/plugins';
 import { routesStep } from './steps/routes';
@@ -484,6 +485,10 @@ test('migrations: a larger move is started and aborted; a rebalance is previewed
 
 test('plugins: the filter through the view, checked through a proxy', async () => {
   audit.push(...(await pluginsStep(con, capi, proxies[0].addr)));
+});
+
+test('plugin canary: a candidate config on one proxy, side by side with the stable one, promoted', async () => {
+  audit.push(...(await pluginCanaryStep(con, capi, proxies)));
 });
 
 test("plugin chart: the metrics plugin's series, as the API reports them", async () => {

@@ -12,6 +12,7 @@ mod hotkeys;
 mod migration;
 mod mirror;
 mod plugin;
+mod plugin_canary;
 mod read_policy;
 mod rebalance;
 mod routes;

@@ -87,6 +87,10 @@ const RULES: &[Rule] = &[
     rule("/api/plugins/{name}/enable", VIEWER, OPERATOR),
     rule("/api/plugins/{name}/disable", VIEWER, OPERATOR),
     rule("/api/plugins/{name}/metrics", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/canary", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/canary/module", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/canary/promote", VIEWER, OPERATOR),
+    rule("/api/plugins/{name}/canary/rollback", VIEWER, OPERATOR),
     // Clients' data: the slow and command logs hold commands with their keys and values; hot
     // keys are key names; the mirror's samples hold commands and both sides' replies.
     rule("/api/commandlog", OPERATOR, ADMIN),
@@ -182,6 +186,10 @@ mod tests {
             (&post, "/api/plugins/filter/enable"),
             (&del, "/api/plugins/filter"),
             (&put, "/api/plugins/order"),
+            (&post, "/api/plugins/filter/canary"),
+            (&put, "/api/plugins/filter/canary/module"),
+            (&post, "/api/plugins/filter/canary/promote"),
+            (&post, "/api/plugins/filter/canary/rollback"),
         ] {
             assert_eq!(required(m, path), Some(Role::Operator), "{m} {path}");
         }

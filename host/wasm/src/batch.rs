@@ -167,6 +167,9 @@ impl Instance {
                     };
                     match o {
                         Ok(o) => {
+                            if let CmdOutcome::Deny(_) = &o {
+                                self.count_deny();
+                            }
                             results.push(Ok(o));
                             None
                         }

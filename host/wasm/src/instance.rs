@@ -427,7 +427,11 @@ impl Instance {
             abi::action::OBSERVE => self.observe_ctx(out_len).map(CmdOutcome::Observe),
             _ => {
                 let out = self.out(out_len)?;
-                outcome_of(r, &out, args.len()).map_err(|f| self.fail(f))
+                let o = outcome_of(r, &out, args.len()).map_err(|f| self.fail(f));
+                if let Ok(CmdOutcome::Deny(_)) = &o {
+                    self.count_deny();
+                }
+                o
             }
         }
     }
@@ -443,6 +447,11 @@ impl Instance {
     }
 
     /// The guest's memory, to read output in place.
+    /// Counts a command the plugin denied.
+    pub(crate) fn count_deny(&self) {
+        self.store.data().plugin.denies.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn memory_bytes(&self) -> &[u8] {
         self.memory.data(&self.store)
     }

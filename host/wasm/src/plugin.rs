@@ -22,6 +22,8 @@ pub struct PluginShared {
     pub batches: AtomicU64,
     /// Commands given in those `tp_on_commands` calls (part of `calls`).
     pub batched_calls: AtomicU64,
+    /// Commands the plugin denied (answered with its error, not sent on).
+    pub denies: AtomicU64,
     /// The wall time of guest calls, per hook (a sample of the hot hooks' calls).
     pub latency: HookLatencies,
     /// Faults by reason (`FAULT_REASONS` order).

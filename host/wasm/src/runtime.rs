@@ -52,6 +52,9 @@ impl Default for RuntimeConfig {
 #[error("{0}")]
 pub struct LoadError(pub String);
 
+/// A per-plugin counter on `/metrics`: its name, help text, and how to read it.
+type Counter = (&'static str, &'static str, fn(&PluginShared) -> u64);
+
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
@@ -362,7 +365,7 @@ impl Runtime {
         if shared.is_empty() {
             return;
         }
-        let counters: [(&str, &str, fn(&PluginShared) -> u64); 3] = [
+        let counters: [Counter; 4] = [
             (
                 "tessera_plugin_calls_total",
                 "Commands given to plugins (on_command, alone or in a batch).",
@@ -377,6 +380,11 @@ impl Runtime {
                 "tessera_plugin_batched_calls_total",
                 "Commands given to plugins in tp_on_commands calls (part of tessera_plugin_calls_total): divided by tessera_plugin_batches_total, the commands per batch.",
                 |s| s.batched_calls.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_plugin_denies_total",
+                "Commands plugins denied (answered with the plugin's error, not sent to Redis).",
+                |s| s.denies.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, value) in counters {

@@ -12,7 +12,7 @@
 //! - [`migration`] — migrations, their throttle, aborts, rebalances, per-slot statistics.
 //! - [`backup`] — whole-cluster backups: jobs, their progress, a backup's manifest.
 //! - [`failover`], [`read_policy`], [`routes`], [`mirror`], [`users`], [`tokens`],
-//!   [`plugins`] (with [`plugin_hooks`], its hooks' latency), [`pubsub`], [`telemetry`], [`audit`], [`access`], [`history`], [`events`] — one
+//!   [`plugins`] (with [`plugin_hooks`], its hooks' latency, and [`plugin_canary`], a version tried on some proxies first), [`pubsub`], [`telemetry`], [`audit`], [`access`], [`history`], [`events`] — one
 //!   resource each.
 //! - [`console`] — the federation console's own routes.
 
@@ -29,6 +29,7 @@ pub mod group;
 pub mod history;
 pub mod migration;
 pub mod mirror;
+pub mod plugin_canary;
 pub mod plugin_hooks;
 pub mod plugins;
 pub mod pubsub;

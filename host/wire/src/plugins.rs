@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::plugin_canary::{PluginCanary, TrackMetrics};
 use crate::plugin_hooks::HookLatency;
 
 /// The largest module the catalog accepts. The plugins shipped are 140–230 KiB; every byte
@@ -53,6 +54,9 @@ pub struct PluginEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_input_kb: Option<usize>,
     pub updated_unix: u64,
+    /// A candidate version that a share of the proxies runs instead (`plugin_canary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<PluginCanary>,
 }
 
 /// The catalog document: plugins in chain order (also the body of a push to a proxy,
@@ -121,6 +125,10 @@ pub struct PluginMetrics {
     /// The latency of its hook calls, histograms of those proxies merged by adding buckets.
     #[serde(default)]
     pub hooks: Vec<HookLatency>,
+    /// The same by track: the stable version's proxies, then the canary's (while one
+    /// runs), so that the two show side by side.
+    #[serde(default)]
+    pub tracks: Vec<TrackMetrics>,
 }
 
 /// A plugin as it is running in one proxy.
@@ -128,6 +136,9 @@ pub struct PluginMetrics {
 pub struct LoadedPlugin {
     pub name: String,
     pub sha256: String,
+    /// `stable`, or `canary` when this proxy runs the plugin's canary version.
+    #[serde(default = "stable_track")]
+    pub track: String,
     /// Bumped each time the plugin is loaded again (a new module or config).
     pub generation: u64,
     pub fail: String,
@@ -138,6 +149,9 @@ pub struct LoadedPlugin {
     pub hooks_all: bool,
     pub key_prefixes: Vec<String>,
     pub calls: u64,
+    /// Commands it denied.
+    #[serde(default)]
+    pub denies: u64,
     pub faults: u64,
     pub instances_created: u64,
     /// The latency of its hook calls in this proxy, per hook called at least once.
@@ -164,4 +178,8 @@ pub struct ProxyPlugins {
 pub struct CatalogApplied {
     pub catalog_version: u64,
     pub plugins: Vec<LoadedPlugin>,
+}
+
+fn stable_track() -> String {
+    crate::plugin_canary::STABLE.into()
 }

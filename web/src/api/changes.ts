@@ -7,7 +7,7 @@ import { useMutation, useQueryClient, type QueryKey } from '@tanstack/react-quer
 import type { PluginLimits } from '../lib/config';
 import type { ClusterApi } from './cluster';
 import { clusterKey, consoleKeys } from './queries';
-import type { BackupRequest, Move, PrefixRouteChange, ReadPolicy, RebalanceBy, Role, MirrorChange } from './shapes';
+import type { BackupRequest, CanaryStart, Move, PrefixRouteChange, ReadPolicy, RebalanceBy, Role, MirrorChange } from './shapes';
 
 /** A mutation running `run`, after which `touches` (and the audit log) are read again. */
 function useChange<V, R>(run: (v: V) => Promise<R>, touches: QueryKey[]) {
@@ -89,6 +89,12 @@ export const useConfigurePlugin = (c: ClusterApi) =>
 export const useSetPluginEnabled = (c: ClusterApi) =>
   useChange((v: { name: string; enabled: boolean }) => c.setPluginEnabled(v.name, v.enabled), pluginsOf(c));
 export const useOrderPlugins = (c: ClusterApi) => useChange((order: string[]) => c.orderPlugins(order), pluginsOf(c));
+export const useUploadCanaryModule = (c: ClusterApi) =>
+  useChange((v: { name: string; wasm: ArrayBuffer | Blob }) => c.uploadCanaryModule(v.name, v.wasm), pluginsOf(c));
+export const useStartCanary = (c: ClusterApi) =>
+  useChange((v: { name: string; body: CanaryStart }) => c.startCanary(v.name, v.body), pluginsOf(c));
+export const usePromoteCanary = (c: ClusterApi) => useChange((name: string) => c.promoteCanary(name), pluginsOf(c));
+export const useRollbackCanary = (c: ClusterApi) => useChange((name: string) => c.rollbackCanary(name), pluginsOf(c));
 export const useDeletePlugin = (c: ClusterApi) => useChange((name: string) => c.deletePlugin(name), pluginsOf(c));
 
 // === mirror, routes, tokens, backups ===

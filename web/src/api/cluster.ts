@@ -6,7 +6,7 @@ import { checkAnswer } from './check';
 import { fillPath, relayed, type Answer, type Method, type PathParams, type RequestBody, type Route } from './contract';
 import type { Transport } from './transport';
 import type { PluginLimits } from '../lib/config';
-import type { CommandLogType, Move, ReadPolicy, RebalanceBy, Role } from './shapes';
+import type { CanaryStart, CommandLogType, Move, ReadPolicy, RebalanceBy, Role } from './shapes';
 
 interface CallArgs<P extends Route, M extends Method> {
   path?: PathParams<P, M>;
@@ -135,6 +135,20 @@ export class ClusterApi {
   }
   orderPlugins(order: string[]) {
     return this.call('put', '/api/plugins/order', { body: { order } });
+  }
+  /** Stores a candidate module for the plugin's canary (the stable version is unchanged). */
+  uploadCanaryModule(name: string, wasm: ArrayBuffer | Blob) {
+    return this.call('put', '/api/plugins/{name}/canary/module', { path: { name }, raw: { data: wasm, contentType: 'application/wasm' } });
+  }
+  /** Starts the plugin's canary, or changes its candidate config or share. */
+  startCanary(name: string, body: CanaryStart) {
+    return this.call('post', '/api/plugins/{name}/canary', { path: { name }, body });
+  }
+  promoteCanary(name: string) {
+    return this.call('post', '/api/plugins/{name}/canary/promote', { path: { name } });
+  }
+  rollbackCanary(name: string) {
+    return this.call('post', '/api/plugins/{name}/canary/rollback', { path: { name } });
   }
   deletePlugin(name: string) {
     return this.call('delete', '/api/plugins/{name}', { path: { name } });

@@ -1,5 +1,6 @@
 // A cluster's plugin catalog (docs/plugins.md): the chain in order, upload, reorder, enable,
-// disable and delete; a plugin's JSON config checked as it is typed, and its own metrics.
+// disable and delete; a plugin's JSON config checked as it is typed, its own metrics, and its
+// canary (./PluginCanary.tsx).
 
 import { useQuery } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
@@ -12,6 +13,7 @@ import { PluginChart } from '../components/PluginChart';
 import { Badge, ErrorBox, errorText, useConfirm, useNotices } from '../components/ui';
 import { formatConfig, parseLimits, validateConfig } from '../lib/config';
 import { formatBytes, formatNumber, formatSeconds, formatTime } from '../lib/format';
+import { PluginCanary } from './PluginCanary';
 
 /** The dashboard's rule for plugin names. */
 const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -104,6 +106,14 @@ export function Plugins({ c }: { c: ClusterApi }) {
                 </td>
                 <td>
                   <Badge ok={p.enabled ? true : null}>{p.enabled ? 'enabled' : 'disabled'}</Badge>
+                  {p.canary && (
+                    <>
+                      {' '}
+                      <Badge ok={null} testid={`plugin-canary-badge-${p.name}`}>
+                        canary {p.canary.percent} %{(p.canary.proxies ?? []).length > 0 ? ` + ${(p.canary.proxies ?? []).length}` : ''}
+                      </Badge>
+                    </>
+                  )}
                 </td>
                 <td>fail {p.fail}</td>
                 <td className="num">{formatBytes(p.size)}</td>
@@ -143,6 +153,7 @@ export function Plugins({ c }: { c: ClusterApi }) {
           <Metrics c={c} name={sel.name} />
         </div>
       )}
+      {sel && <PluginCanary key={`canary-${sel.name}-${sel.updated_unix}-${sel.canary?.started_unix ?? 0}`} c={c} plugin={sel} />}
     </section>
   );
 }

@@ -61,6 +61,9 @@ pub enum PluginCmd {
     Remove { name: String },
     /// The plugin's own metrics, summed over the proxies.
     Metrics { name: String },
+    /// A candidate version run by a share of the proxies first: start, status, promote, roll back.
+    #[command(subcommand)]
+    Canary(super::plugin_canary::CanaryCmd),
 }
 
 pub(super) async fn run(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
@@ -86,18 +89,7 @@ pub(super) async fn run(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
             memory_mb,
             max_input_kb,
         } => {
-            let config: Option<serde_json::Value> = match (file, inline) {
-                (Some(f), _) => {
-                    let text =
-                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
-                    Some(
-                        serde_json::from_slice(&text)
-                            .with_context(|| format!("{} is not JSON", f.display()))?,
-                    )
-                }
-                (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
-                (None, None) => None,
-            };
+            let config = read_config(file, inline)?;
             let body = PluginConfigChange {
                 config,
                 fail,
@@ -137,7 +129,26 @@ pub(super) async fn run(c: &Client, cmd: PluginCmd) -> anyhow::Result<Reply> {
             let v: PluginMetrics = c.get(&["api", "plugins", &name, "metrics"]).await?;
             Reply::new(&v, render_metrics(&v))
         }
+        PluginCmd::Canary(cmd) => super::plugin_canary::run(c, cmd).await,
     }
+}
+
+/// A plugin config from `--file` or `--inline` (neither: none).
+pub(super) fn read_config(
+    file: Option<std::path::PathBuf>,
+    inline: Option<String>,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    Ok(match (file, inline) {
+        (Some(f), _) => {
+            let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+            Some(
+                serde_json::from_slice(&text)
+                    .with_context(|| format!("{} is not JSON", f.display()))?,
+            )
+        }
+        (None, Some(j)) => Some(serde_json::from_str(&j).context("--inline is not JSON")?),
+        (None, None) => None,
+    })
 }
 
 /// One line per sample, as Prometheus writes it: `name{label=value,…} value`.
@@ -169,7 +180,7 @@ fn render_metrics(v: &PluginMetrics) -> String {
 }
 
 /// Seconds as µs below 1 ms, ms above.
-fn duration_text(s: f64) -> String {
+pub(super) fn duration_text(s: f64) -> String {
     let ns = (s * 1e9).round();
     if ns < 1e6 {
         format!("{} µs", ns / 1e3)
@@ -179,7 +190,7 @@ fn duration_text(s: f64) -> String {
 }
 
 /// The plugins, one line each; `ok` when there are none (a removal).
-fn render(list: &[&PluginEntry]) -> String {
+pub(super) fn render(list: &[&PluginEntry]) -> String {
     if list.is_empty() {
         return "ok\n".into();
     }

@@ -98,6 +98,19 @@ pub(super) fn sentence(
         ("POST", ["plugins", name, "enable"]) => Some(format!("enable plugin {name}")),
         ("POST", ["plugins", name, "disable"]) => Some(format!("disable plugin {name}")),
         ("DELETE", ["plugins", name]) => Some(format!("remove plugin {name}")),
+        ("POST", ["plugins", name, "canary"]) => Some(format!(
+            "start a canary of plugin {name}{}",
+            num("percent").map_or(String::new(), |p| format!(" on {p} % of proxies"))
+        )),
+        ("PUT", ["plugins", name, "canary", "module"]) => {
+            Some(format!("upload a canary module of plugin {name}"))
+        }
+        ("POST", ["plugins", name, "canary", "promote"]) => {
+            Some(format!("promote plugin {name}'s canary"))
+        }
+        ("POST", ["plugins", name, "canary", "rollback"]) => {
+            Some(format!("roll back plugin {name}'s canary"))
+        }
         _ => None,
     };
     let done = status < 400;
@@ -168,6 +181,39 @@ mod tests {
         assert_eq!(
             sentence("t", "POST", "/api/proxies/p1/offline", None, 200, None),
             "t took proxy p1 offline"
+        );
+        assert_eq!(
+            sentence(
+                "t",
+                "POST",
+                "/api/plugins/f/canary",
+                Some(&json!({"percent": 30})),
+                200,
+                None
+            ),
+            "t started a canary of plugin f on 30 % of proxies"
+        );
+        assert_eq!(
+            sentence(
+                "t",
+                "POST",
+                "/api/plugins/f/canary/rollback",
+                None,
+                200,
+                None
+            ),
+            "t rolled back plugin f's canary"
+        );
+        assert_eq!(
+            sentence(
+                "t",
+                "POST",
+                "/api/plugins/f/canary/promote",
+                None,
+                409,
+                Some("no canary")
+            ),
+            "t tried to promote plugin f's canary: refused (409), no canary"
         );
         let dry = json!({"dry_run": true});
         assert_eq!(

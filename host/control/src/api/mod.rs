@@ -17,6 +17,7 @@ mod meta;
 mod migrations;
 mod mirror;
 pub mod openapi;
+mod plugin_canary;
 mod plugins;
 mod routes;
 mod tokens;
@@ -47,6 +48,7 @@ fn routes() -> OpenApiRouter<Arc<Dashboard>> {
         .merge(migrations::routes())
         .merge(commandlog::routes())
         .merge(plugins::routes())
+        .merge(plugin_canary::routes())
         .merge(users::routes())
         .merge(tokens::routes())
         .merge(audit::routes())

@@ -23,6 +23,7 @@ mod migration_jobs;
 mod migration_run;
 mod mirror;
 mod ops;
+pub mod plugin_canary;
 pub mod plugins;
 mod proxy_health;
 mod push;

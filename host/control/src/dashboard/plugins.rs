@@ -17,6 +17,7 @@ use super::push::{ProxyFailure, PushError};
 use crate::Error;
 use tessera_store::catalog;
 use tessera_store::model::{self, ProxyModel};
+use tessera_wire::plugin_canary::TrackMetrics;
 use tessera_wire::plugin_hooks::{self, HookLatency};
 use tessera_wire::plugins::{
     Catalog, PluginConfigChange, PluginEntry, PluginMetrics, ProxyPlugins, Sample,
@@ -48,7 +49,9 @@ pub fn upload_slot() -> Result<SemaphorePermit<'static>, Error> {
 }
 
 /// Runs `f` (compiling or probing a module) on a blocking thread, one at a time.
-async fn compiling<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+pub(super) async fn compiling<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
     let _turn = COMPILING
         .acquire()
         .await
@@ -58,7 +61,7 @@ async fn compiling<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
         .map_err(|e| Error::Internal(e.to_string()))
 }
 
-fn probe_runtime() -> Result<Arc<Runtime>, Error> {
+pub(super) fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     if let Some(r) = PROBE.get() {
         return Ok(r.clone());
     }
@@ -74,7 +77,7 @@ fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     Ok(PROBE.get_or_init(|| r).clone())
 }
 
-fn check_name(name: &str) -> Result<(), Error> {
+pub(super) fn check_name(name: &str) -> Result<(), Error> {
     if valid_plugin_name(name) {
         Ok(())
     } else {
@@ -84,7 +87,7 @@ fn check_name(name: &str) -> Result<(), Error> {
     }
 }
 
-fn not_found(name: &str) -> Error {
+pub(super) fn not_found(name: &str) -> Error {
     Error::not_found(format!("no plugin named {name} in this cluster"))
 }
 
@@ -115,7 +118,10 @@ fn check_size(cat: &Catalog) -> Result<(), Error> {
     )))
 }
 
-fn entry_mut<'a>(cat: &'a mut Catalog, name: &str) -> Result<&'a mut PluginEntry, Error> {
+pub(super) fn entry_mut<'a>(
+    cat: &'a mut Catalog,
+    name: &str,
+) -> Result<&'a mut PluginEntry, Error> {
     cat.plugins
         .iter_mut()
         .find(|e| e.name == name)
@@ -134,7 +140,7 @@ impl Dashboard {
     }
 
     /// Runs the entry's `init` with its config in a probe instance.
-    async fn probe(&self, e: &PluginEntry, wasm: Arc<Vec<u8>>) -> Result<(), Error> {
+    pub(super) async fn probe(&self, e: &PluginEntry, wasm: Arc<Vec<u8>>) -> Result<(), Error> {
         let spec = tessera_wasm::PluginSpec::from_entry(e, wasm)
             .map_err(|err| Error::PluginRefused(err.to_string()))?;
         let rt = probe_runtime()?;
@@ -144,7 +150,7 @@ impl Dashboard {
     }
 
     /// Probes an entry whose module is already in the store.
-    async fn probe_stored(&self, e: &PluginEntry) -> Result<(), Error> {
+    pub(super) async fn probe_stored(&self, e: &PluginEntry) -> Result<(), Error> {
         let wasm = catalog::get_blob(&*self.store, &self.paths, &e.sha256)
             .await
             .map(Arc::new)
@@ -157,7 +163,7 @@ impl Dashboard {
     /// # Errors
     /// 409 for a catalog enabling more plugins than a proxy runs (checked here, before
     /// anything is stored, so that no call can push one: a proxy would refuse it).
-    async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, Error> {
+    pub(super) async fn save_catalog(&self, mut cat: Catalog) -> Result<Catalog, Error> {
         check_enabled(&cat)?;
         check_size(&cat)?;
         cat.version += 1;
@@ -220,6 +226,7 @@ impl Dashboard {
                     memory_mb: None,
                     max_input_kb: None,
                     updated_unix: now,
+                    canary: None,
                 };
                 cat.plugins.push(e.clone());
                 e
@@ -346,13 +353,23 @@ impl Dashboard {
             .ok_or_else(|| not_found(name))?;
         let gone = cat.plugins.remove(i);
         let cat = self.save_catalog(cat).await?;
-        if !cat.plugins.iter().any(|e| e.sha256 == gone.sha256)
-            && let Err(e) = catalog::delete_blob(&*self.store, &self.paths, &gone.sha256).await
-        {
-            warn!(plugin = name, error = %e, "could not delete the module blob");
+        self.drop_unused_blob(&cat, &gone.sha256).await;
+        if let Some(c) = &gone.canary {
+            self.drop_unused_blob(&cat, &c.sha256).await;
         }
         info!(plugin = name, "plugin removed");
         Ok(())
+    }
+
+    /// Deletes the module `sha` from the store unless an entry or a canary of `cat` uses it.
+    pub(super) async fn drop_unused_blob(&self, cat: &Catalog, sha: &str) {
+        let used = cat
+            .plugins
+            .iter()
+            .any(|e| e.sha256 == sha || e.canary.as_ref().is_some_and(|c| c.sha256 == sha));
+        if !used && let Err(e) = catalog::delete_blob(&*self.store, &self.paths, sha).await {
+            warn!(sha256 = sha, error = %e, "could not delete the module blob");
+        }
     }
 
     /// Pushes the catalog to every online proxy; all must load it.
@@ -376,54 +393,77 @@ impl Dashboard {
             .await
     }
 
-    /// A plugin's metric samples summed over the online proxies, and its hooks' latency
-    /// histograms merged over them (buckets added, percentiles read from the sum).
+    /// A plugin's metric samples summed over the registered proxies, and its hooks' latency
+    /// histograms merged over them (buckets added, percentiles read from the sum); and the
+    /// same by track, for the proxies that answered with the plugin loaded.
     pub async fn plugin_metrics(&self, name: &str) -> Result<PluginMetrics, Error> {
         let cat = self.plugins().await?;
         if !cat.plugins.iter().any(|e| e.name == name) {
             return Err(not_found(name));
         }
-        let (per_proxy, hooks) =
-            futures_util::future::join(self.plugin_samples(name), self.plugin_hooks(name)).await;
-        let (per_proxy, hooks) = (per_proxy?, hooks?);
-        let mut sum: std::collections::BTreeMap<(String, Vec<(String, String)>), f64> =
-            Default::default();
-        let reached = per_proxy.len();
-        for (_, samples) in per_proxy {
-            for s in samples {
-                *sum.entry((s.name, s.labels.into_iter().collect()))
-                    .or_default() += s.value;
-            }
-        }
-        let samples: Vec<Sample> = sum
-            .into_iter()
-            .map(|((name, labels), value)| Sample {
-                name,
-                labels: labels.into_iter().collect(),
-                value,
-            })
-            .collect();
-        Ok(PluginMetrics {
-            proxies: reached,
-            samples,
-            hooks: plugin_hooks::merge(hooks.iter().flatten()),
-        })
-    }
-
-    /// A plugin's hook latency in each registered proxy that answered with it loaded.
-    ///
-    /// # Errors
-    /// The store cannot list the proxies.
-    async fn plugin_hooks(&self, name: &str) -> Result<Vec<Vec<HookLatency>>, Error> {
         let proxies = self.registered_proxies().await?;
-        let loaded = self
-            .get_from_proxies::<ProxyPlugins>(&proxies, "/api/proxy/plugins", PROXY_TIMEOUT)
-            .await;
-        Ok(loaded
-            .into_iter()
-            .filter_map(|l| l.ok()?.plugins.into_iter().find(|l| l.name == name))
-            .map(|p| p.hook_latency)
-            .collect())
+        let path = format!("/api/proxy/plugins/{name}/metrics");
+        let (loaded, samples) = futures_util::future::join(
+            self.get_from_proxies::<ProxyPlugins>(&proxies, "/api/proxy/plugins", PROXY_TIMEOUT),
+            self.get_from_proxies::<Vec<Sample>>(&proxies, &path, PROXY_TIMEOUT),
+        )
+        .await;
+        let mut all_samples = Vec::new();
+        let mut all_hooks = Vec::new();
+        let mut tracks: Vec<TrackParts> = Vec::new();
+        for ((p, loaded), samples) in proxies.iter().zip(loaded).zip(samples) {
+            let plugin = loaded
+                .ok()
+                .and_then(|l| l.plugins.into_iter().find(|l| l.name == name));
+            let samples = samples.ok();
+            if let Some(s) = &samples {
+                all_samples.push(s.clone());
+            }
+            let Some(plugin) = plugin else { continue };
+            all_hooks.push(plugin.hook_latency.clone());
+            let i = match tracks.iter().position(|(t, ..)| t.track == plugin.track) {
+                Some(i) => i,
+                None => {
+                    tracks.push((
+                        TrackMetrics {
+                            track: plugin.track.clone(),
+                            sha256: plugin.sha256.clone(),
+                            proxies: Vec::new(),
+                            calls: 0,
+                            denies: 0,
+                            faults: 0,
+                            samples: Vec::new(),
+                            hooks: Vec::new(),
+                        },
+                        Vec::new(),
+                        Vec::new(),
+                    ));
+                    tracks.len() - 1
+                }
+            };
+            let (t, s, h) = &mut tracks[i];
+            t.proxies.push(p.addr.clone());
+            t.calls = t.calls.saturating_add(plugin.calls);
+            t.denies = t.denies.saturating_add(plugin.denies);
+            t.faults = t.faults.saturating_add(plugin.faults);
+            s.extend(samples);
+            h.push(plugin.hook_latency);
+        }
+        // Stable first, then the canary.
+        tracks.sort_by_key(|(t, ..)| t.track != tessera_wire::plugin_canary::STABLE);
+        Ok(PluginMetrics {
+            proxies: all_samples.len(),
+            samples: sum_samples(all_samples),
+            hooks: plugin_hooks::merge(all_hooks.iter().flatten()),
+            tracks: tracks
+                .into_iter()
+                .map(|(mut t, s, h)| {
+                    t.samples = sum_samples(s);
+                    t.hooks = plugin_hooks::merge(h.iter().flatten());
+                    t
+                })
+                .collect(),
+        })
     }
 
     /// A plugin's metric samples of each registered proxy that answered with it loaded, by
@@ -447,4 +487,24 @@ impl Dashboard {
             .filter_map(|(p, s)| Some((p.token.clone(), s.ok()?)))
             .collect())
     }
+}
+
+/// One track being summed: its figures, and the samples and hook histograms of its proxies.
+type TrackParts = (TrackMetrics, Vec<Vec<Sample>>, Vec<Vec<HookLatency>>);
+
+/// Samples of several proxies summed per series (name and labels).
+fn sum_samples(per_proxy: Vec<Vec<Sample>>) -> Vec<Sample> {
+    let mut sum: std::collections::BTreeMap<(String, Vec<(String, String)>), f64> =
+        Default::default();
+    for s in per_proxy.into_iter().flatten() {
+        *sum.entry((s.name, s.labels.into_iter().collect()))
+            .or_default() += s.value;
+    }
+    sum.into_iter()
+        .map(|((name, labels), value)| Sample {
+            name,
+            labels: labels.into_iter().collect(),
+            value,
+        })
+        .collect()
 }

@@ -50,6 +50,9 @@ pub struct ProxyAdmin {
     pub catalog_source:
         std::sync::OnceLock<(Arc<dyn tessera_store::Store>, tessera_store::model::Paths)>,
     pub blobs: crate::plugins::catalog::BlobCache,
+    /// Cluster mode: the client address this proxy registered, which a plugin canary selects
+    /// proxies by.
+    pub client_addr: std::sync::OnceLock<String>,
     /// Serializes users table applies (a version check, then a swap).
     users_applying: Mutex<()>,
     /// Why the last users table offered (pushed or read at start) was not applied.
@@ -78,6 +81,7 @@ impl ProxyAdmin {
             ops_per_sec: Default::default(),
             catalog_source: std::sync::OnceLock::new(),
             blobs: Default::default(),
+            client_addr: std::sync::OnceLock::new(),
             users_applying: Mutex::new(()),
             users_error: Mutex::new(None),
             auth_throttle: tessera_http::auth_throttle::AuthThrottle::new("proxy secret"),
@@ -338,12 +342,16 @@ pub async fn apply_catalog(a: &ProxyAdmin, cat: &Catalog) -> Result<(), ApiError
             "this proxy has no store to read plugin modules from",
         ));
     };
-    let specs = a
+    let addr = a.client_addr.get().map_or("", String::as_str);
+    let (specs, canaries) = a
         .blobs
-        .specs(&**store, paths, cat)
+        .specs(&**store, paths, cat, addr)
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    plugins.apply(specs).await.map_err(ApiError::bad_request)?;
+    plugins
+        .apply_tracked(specs, canaries)
+        .await
+        .map_err(ApiError::bad_request)?;
     plugins
         .catalog_version
         .fetch_max(cat.version, Ordering::Relaxed);

@@ -1,5 +1,6 @@
-//! A proxy's side of the plugin catalog: the enabled plugins as runtime specs, with a cache of
-//! modules by hash so that a config change does not fetch the module again. The catalog's
+//! A proxy's side of the plugin catalog: the enabled plugins as runtime specs (each plugin's
+//! canary version where its canary selects this proxy), with a cache of modules by hash so
+//! that a config change does not fetch the module again. The catalog's
 //! shape is `tessera_wire::plugins`; reading and writing it, `tessera_store::catalog`.
 
 use std::sync::Arc;
@@ -17,16 +18,16 @@ use tessera_wire::plugins::Catalog;
 pub struct BlobCache(std::sync::Mutex<rustc_hash::FxHashMap<String, Arc<Vec<u8>>>>);
 
 impl BlobCache {
-    /// Keeps only the modules `catalog` enables.
+    /// Keeps only the modules `catalog` enables (stable or canary versions).
     pub fn keep(&self, catalog: &Catalog) {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|sha, _| {
-                catalog
-                    .plugins
-                    .iter()
-                    .any(|e| e.enabled && e.sha256 == *sha)
+                catalog.plugins.iter().any(|e| {
+                    e.enabled
+                        && (e.sha256 == *sha || e.canary.as_ref().is_some_and(|c| c.sha256 == *sha))
+                })
             });
     }
 
@@ -40,7 +41,8 @@ impl BlobCache {
         self.len() == 0
     }
 
-    /// The enabled plugins of `catalog`, in order, as runtime specs.
+    /// The enabled plugins of `catalog`, in order, as runtime specs, each in the version the
+    /// proxy whose client address is `addr` runs; and the names of those it runs as canary.
     ///
     /// # Errors
     /// A module cannot be read from the store.
@@ -49,9 +51,16 @@ impl BlobCache {
         store: &dyn Store,
         paths: &Paths,
         catalog: &Catalog,
-    ) -> anyhow::Result<Vec<PluginSpec>> {
+        addr: &str,
+    ) -> anyhow::Result<(Vec<PluginSpec>, Vec<String>)> {
         let mut specs = Vec::new();
+        let mut canaries = Vec::new();
         for e in catalog.plugins.iter().filter(|e| e.enabled) {
+            let (e, track) = e.for_proxy(addr);
+            if track == tessera_wire::plugin_canary::CANARY {
+                canaries.push(e.name.clone());
+            }
+            let e = &e;
             let cached = self
                 .0
                 .lock()
@@ -71,6 +80,6 @@ impl BlobCache {
             };
             specs.push(PluginSpec::from_entry(e, wasm)?);
         }
-        Ok(specs)
+        Ok((specs, canaries))
     }
 }

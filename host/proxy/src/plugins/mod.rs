@@ -70,6 +70,8 @@ pub struct PluginHost {
     /// One hot hook call in this many is timed (`plugin_hook_sample`).
     hook_sample: u32,
     last_error: Mutex<Option<String>>,
+    /// Plugins of the chain in force that run their canary version in this proxy.
+    canaries: Mutex<Vec<String>>,
 }
 
 impl PluginHost {
@@ -84,6 +86,7 @@ impl PluginHost {
             max_instances: instance_pool(threads),
             hook_sample,
             last_error: Mutex::new(None),
+            canaries: Mutex::new(Vec::new()),
         }
     }
 
@@ -124,6 +127,19 @@ impl PluginHost {
     /// # Errors
     /// The first plugin that cannot load, with the reason.
     pub async fn apply(&self, specs: Vec<PluginSpec>) -> Result<Vec<LoadedPlugin>, String> {
+        self.apply_tracked(specs, Vec::new()).await
+    }
+
+    /// [`PluginHost::apply`], where the plugins named in `canaries` are their canary
+    /// version (reported as track `canary` in [`PluginHost::loaded`] and on `/metrics`).
+    ///
+    /// # Errors
+    /// The first plugin that cannot load, with the reason.
+    pub async fn apply_tracked(
+        &self,
+        specs: Vec<PluginSpec>,
+        canaries: Vec<String>,
+    ) -> Result<Vec<LoadedPlugin>, String> {
         let _guard = self.reload.lock().await;
         if specs.len() > tessera_wire::plugins::MAX_ENABLED {
             // Loading them would succeed (one probe at a time) and every worker would then
@@ -179,7 +195,8 @@ impl PluginHost {
         };
         let version = self.version.fetch_add(1, Ordering::Relaxed) + 1;
         let names: Vec<&str> = gens.iter().map(|g| g.name()).collect();
-        tracing::info!(version, plugins = ?names, "plugin chain in force");
+        tracing::info!(version, plugins = ?names, canaries = ?canaries, "plugin chain in force");
+        *self.canaries.lock().unwrap_or_else(|p| p.into_inner()) = canaries;
         self.chain.store(Arc::new(Chain::new(version, gens)));
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(self.loaded())
@@ -187,11 +204,12 @@ impl PluginHost {
 
     /// The plugins in force.
     pub fn loaded(&self) -> Vec<LoadedPlugin> {
+        let canaries = self.canaries.lock().unwrap_or_else(|p| p.into_inner());
         self.chain
             .load()
             .plugins
             .iter()
-            .map(|g| describe(g))
+            .map(|g| describe(g, track_of(&canaries, g.name())))
             .collect()
     }
 
@@ -207,6 +225,34 @@ impl PluginHost {
         if let Some(r) = self.runtime.get() {
             r.render_metrics(out);
         }
+        self.render_tracks(out);
+    }
+
+    /// `tessera_plugin_track`: one series per plugin in force naming the version this proxy
+    /// runs (`track` stable or canary, and the module's `sha256`). A proxy runs one version of
+    /// a plugin, so every plugin series of this proxy belongs to that track: joined on
+    /// `instance` and `plugin`, it splits any of them by track without renaming one.
+    fn render_tracks(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let chain = self.chain.load();
+        if chain.plugins.is_empty() {
+            return;
+        }
+        let canaries = self.canaries.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(
+            out,
+            "# HELP tessera_plugin_track The version of each plugin this proxy runs: its track (stable, or canary while a canary selects this proxy) and module."
+        );
+        let _ = writeln!(out, "# TYPE tessera_plugin_track gauge");
+        for g in &chain.plugins {
+            let _ = writeln!(
+                out,
+                "tessera_plugin_track{{plugin=\"{}\",track=\"{}\",sha256=\"{}\"}} 1",
+                g.name(),
+                track_of(&canaries, g.name()),
+                g.sha256
+            );
+        }
     }
 
     /// A plugin's metric samples, for the admin API.
@@ -215,7 +261,15 @@ impl PluginHost {
     }
 }
 
-fn describe(g: &Generation) -> LoadedPlugin {
+fn track_of(canaries: &[String], name: &str) -> &'static str {
+    if canaries.iter().any(|c| c == name) {
+        tessera_wire::plugin_canary::CANARY
+    } else {
+        tessera_wire::plugin_canary::STABLE
+    }
+}
+
+fn describe(g: &Generation, track: &str) -> LoadedPlugin {
     let classes = tessera_plugin_abi::class::NAMES
         .iter()
         .filter(|(_, bit)| g.hooks.classes & bit != 0)
@@ -224,6 +278,7 @@ fn describe(g: &Generation) -> LoadedPlugin {
     LoadedPlugin {
         name: g.spec.name.clone(),
         sha256: g.sha256.clone(),
+        track: track.into(),
         generation: g.id,
         fail: g.spec.fail.as_str().into(),
         hooks: g
@@ -241,6 +296,7 @@ fn describe(g: &Generation) -> LoadedPlugin {
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect(),
         calls: g.shared.calls.load(Ordering::Relaxed),
+        denies: g.shared.denies.load(Ordering::Relaxed),
         faults: g
             .shared
             .faults

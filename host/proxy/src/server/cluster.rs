@@ -128,6 +128,7 @@ pub async fn run(
         .context("registering the proxy")?;
     let topo = stored_topology(&*store, &paths).await?;
     let _ = admin.catalog_source.set((store.clone(), paths.clone()));
+    let _ = admin.client_addr.set(model.addr.clone());
     let (catalog, _) = tessera_store::catalog::read(&*store, &paths)
         .await
         .context("reading the plugin catalog")?;
