@@ -19,10 +19,10 @@ use utoipa_axum::routes;
 
 use crate::dashboard::Dashboard;
 use crate::dashboard::plugins::upload_slot;
-use tessera_http::error::{ApiError, body_within, optional_json};
+use tessera_http::error::{ApiError, optional_json};
 use tessera_wire::error::ErrorBody;
 use tessera_wire::plugin_canary::{CanaryStart, MAX_CANARY_BODY};
-use tessera_wire::plugins::{MAX_MODULE, PluginEntry};
+use tessera_wire::plugins::PluginEntry;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
     OpenApiRouter::new()
@@ -62,14 +62,8 @@ async fn upload_module(
     body: axum::body::Body,
 ) -> Result<Json<PluginEntry>, ApiError> {
     let _slot = upload_slot()?;
-    let what = format!("a plugin module ({} MiB)", MAX_MODULE >> 20);
-    let body = body_within(body, MAX_MODULE, &what).await?;
-    if body.is_empty() {
-        return Err(ApiError::bad_request(
-            "empty body: send the candidate .wasm file as the request body",
-        ));
-    }
-    Ok(Json(d.upload_canary_module(&name, body.to_vec()).await?))
+    let module = super::plugins::module_body(body, "the candidate .wasm file").await?;
+    Ok(Json(d.upload_canary_module(&name, module).await?))
 }
 
 /// Start or change a canary

@@ -93,17 +93,23 @@ async fn upload(
     Path(name): Path<String>,
     body: axum::body::Body,
 ) -> Result<Json<PluginEntry>, ApiError> {
-    // One upload at a time, so at most one module's bytes are held and compiled; the body is
-    // read only once the slot is taken, and at most MAX_MODULE of it.
     let _slot = upload_slot()?;
+    let module = module_body(body, "the .wasm file").await?;
+    Ok(Json(d.upload_plugin(&name, module).await?))
+}
+
+/// A module upload's body: at most `MAX_MODULE` of it, not empty. Read only once the caller
+/// holds the upload slot (`upload_slot`: one upload at a time, so at most one module's bytes
+/// are held and compiled).
+pub(super) async fn module_body(body: axum::body::Body, send: &str) -> Result<Vec<u8>, ApiError> {
     let what = format!("a plugin module ({} MiB)", MAX_MODULE >> 20);
     let body = body_within(body, MAX_MODULE, &what).await?;
     if body.is_empty() {
-        return Err(ApiError::bad_request(
-            "empty body: send the .wasm file as the request body",
-        ));
+        return Err(ApiError::bad_request(format!(
+            "empty body: send {send} as the request body"
+        )));
     }
-    Ok(Json(d.upload_plugin(&name, body.to_vec()).await?))
+    Ok(body.to_vec())
 }
 
 /// Configure a plugin
