@@ -13,6 +13,7 @@ mod migration;
 mod mirror;
 mod plugin;
 mod plugin_canary;
+mod plugin_view;
 mod read_policy;
 mod rebalance;
 mod routes;

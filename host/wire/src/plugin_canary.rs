@@ -1,6 +1,6 @@
 //! A plugin's canary: a candidate version (module and/or config, fail policy, limits) that a
-//! chosen share of the proxies runs instead of the plugin's stable version, the body that
-//! starts or changes one, and the plugin's metrics by track (stable beside canary).
+//! chosen share of the proxies runs instead of the plugin's stable version, and the body that
+//! starts or changes one. The entry a proxy runs and the metrics by track are `plugins`'.
 //!
 //! Which proxies run the candidate is decided from the catalog alone: a proxy is in the
 //! canary when its client address is listed, or when a stable hash of that address, mod 100,
@@ -9,9 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-
-use crate::plugin_hooks::HookLatency;
-use crate::plugins::{PluginEntry, Sample};
 
 /// The most proxy addresses a canary may list.
 pub const MAX_CANARY_PROXIES: usize = 256;
@@ -78,25 +75,6 @@ pub struct CanaryStart {
     pub proxies: Option<Vec<String>>,
 }
 
-/// One track of a plugin (its stable or its canary version) as the proxies run it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct TrackMetrics {
-    /// `stable` or `canary`.
-    pub track: String,
-    /// The module the proxies of this track report.
-    pub sha256: String,
-    /// Client addresses of the proxies that answered running this track.
-    pub proxies: Vec<String>,
-    /// Commands given to the plugin, those it denied, and its faults, summed over those
-    /// proxies (each proxy's counts since it started).
-    pub calls: u64,
-    pub denies: u64,
-    pub faults: u64,
-    /// The plugin's own metrics (denies, errors, …), summed per series over those proxies.
-    pub samples: Vec<Sample>,
-    pub hooks: Vec<HookLatency>,
-}
-
 /// FNV-1a of the address, mod 100: the proxy's place in a percentage (stable across
 /// restarts and versions, the same in every process).
 pub fn bucket_of(addr: &str) -> u8 {
@@ -113,22 +91,6 @@ impl PluginCanary {
     pub fn selects(&self, addr: &str) -> bool {
         !addr.is_empty()
             && (self.proxies.iter().any(|p| p == addr) || bucket_of(addr) < self.percent)
-    }
-
-    /// The plugin's entry as the candidate defines it (name, enabled and order are the
-    /// stable entry's; the canary itself is not carried).
-    pub fn candidate(&self, stable: &PluginEntry) -> PluginEntry {
-        PluginEntry {
-            sha256: self.sha256.clone(),
-            size: self.size,
-            config: self.config.clone(),
-            fail: self.fail.clone(),
-            cpu_budget_ms: self.cpu_budget_ms,
-            memory_mb: self.memory_mb,
-            max_input_kb: self.max_input_kb,
-            canary: None,
-            ..stable.clone()
-        }
     }
 
     /// Checks the share: percent 0–100, at most [`MAX_CANARY_PROXIES`] addresses of at most
@@ -155,17 +117,6 @@ impl PluginCanary {
             ));
         }
         Ok(())
-    }
-}
-
-impl PluginEntry {
-    /// The version the proxy at `addr` runs: the canary's candidate when it selects the
-    /// proxy, else this entry; with the track's name.
-    pub fn for_proxy(&self, addr: &str) -> (PluginEntry, &'static str) {
-        match &self.canary {
-            Some(c) if c.selects(addr) => (c.candidate(self), CANARY),
-            _ => (self.clone(), STABLE),
-        }
     }
 }
 
@@ -212,33 +163,6 @@ mod tests {
             !canary(100, &[]).selects(""),
             "a proxy without an address runs stable"
         );
-    }
-
-    #[test]
-    fn a_selected_proxy_runs_the_candidate_with_the_stable_name_and_order() {
-        let stable = PluginEntry {
-            name: "f".into(),
-            sha256: "a".into(),
-            size: 1,
-            config: serde_json::json!({"v": 1}),
-            enabled: true,
-            fail: "closed".into(),
-            cpu_budget_ms: Some(3),
-            memory_mb: None,
-            max_input_kb: None,
-            updated_unix: 7,
-            canary: Some(canary(0, &["p:1"])),
-        };
-        let (e, track) = stable.for_proxy("p:1");
-        assert_eq!(track, CANARY);
-        assert_eq!(
-            (e.name.as_str(), e.sha256.as_str(), e.fail.as_str()),
-            ("f", "b", "open")
-        );
-        assert_eq!(e.config, serde_json::json!({"v": 2}));
-        assert!(e.enabled && e.canary.is_none() && e.cpu_budget_ms.is_none());
-        let (e, track) = stable.for_proxy("p:2");
-        assert_eq!((track, e.sha256.as_str()), (STABLE, "a"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::plugin_canary::{PluginCanary, TrackMetrics};
+use crate::plugin_canary::{CANARY, PluginCanary, STABLE};
 use crate::plugin_hooks::HookLatency;
 
 /// The largest module the catalog accepts. The plugins shipped are 140–230 KiB; every byte
@@ -131,6 +131,25 @@ pub struct PluginMetrics {
     pub tracks: Vec<TrackMetrics>,
 }
 
+/// One track of a plugin (its stable or its canary version) as the proxies run it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TrackMetrics {
+    /// `stable` or `canary`.
+    pub track: String,
+    /// The module the proxies of this track report.
+    pub sha256: String,
+    /// Client addresses of the proxies that answered running this track.
+    pub proxies: Vec<String>,
+    /// Commands given to the plugin, those it denied, and its faults, summed over those
+    /// proxies (each proxy's counts since it started).
+    pub calls: u64,
+    pub denies: u64,
+    pub faults: u64,
+    /// The plugin's own metrics (denies, errors, …), summed per series over those proxies.
+    pub samples: Vec<Sample>,
+    pub hooks: Vec<HookLatency>,
+}
+
 /// A plugin as it is running in one proxy.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LoadedPlugin {
@@ -181,5 +200,79 @@ pub struct CatalogApplied {
 }
 
 fn stable_track() -> String {
-    crate::plugin_canary::STABLE.into()
+    STABLE.into()
+}
+
+impl PluginEntry {
+    /// The plugin's entry as canary `c` defines it (name, enabled and order are this entry's;
+    /// the canary itself is not carried).
+    pub fn as_candidate(&self, c: &PluginCanary) -> PluginEntry {
+        PluginEntry {
+            sha256: c.sha256.clone(),
+            size: c.size,
+            config: c.config.clone(),
+            fail: c.fail.clone(),
+            cpu_budget_ms: c.cpu_budget_ms,
+            memory_mb: c.memory_mb,
+            max_input_kb: c.max_input_kb,
+            canary: None,
+            ..self.clone()
+        }
+    }
+
+    /// The version the proxy at `addr` runs: the canary's candidate when it selects the
+    /// proxy, else this entry; with the track's name.
+    pub fn for_proxy(&self, addr: &str) -> (PluginEntry, &'static str) {
+        match &self.canary {
+            Some(c) if c.selects(addr) => (self.as_candidate(c), CANARY),
+            _ => (self.clone(), STABLE),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canary(percent: u8, proxies: &[&str]) -> PluginCanary {
+        PluginCanary {
+            sha256: "b".into(),
+            size: 2,
+            config: serde_json::json!({"v": 2}),
+            fail: "open".into(),
+            cpu_budget_ms: None,
+            memory_mb: None,
+            max_input_kb: None,
+            percent,
+            proxies: proxies.iter().map(|s| (*s).to_owned()).collect(),
+            started_unix: 0,
+        }
+    }
+
+    #[test]
+    fn a_selected_proxy_runs_the_candidate_with_the_stable_name_and_order() {
+        let stable = PluginEntry {
+            name: "f".into(),
+            sha256: "a".into(),
+            size: 1,
+            config: serde_json::json!({"v": 1}),
+            enabled: true,
+            fail: "closed".into(),
+            cpu_budget_ms: Some(3),
+            memory_mb: None,
+            max_input_kb: None,
+            updated_unix: 7,
+            canary: Some(canary(0, &["p:1"])),
+        };
+        let (e, track) = stable.for_proxy("p:1");
+        assert_eq!(track, CANARY);
+        assert_eq!(
+            (e.name.as_str(), e.sha256.as_str(), e.fail.as_str()),
+            ("f", "b", "open")
+        );
+        assert_eq!(e.config, serde_json::json!({"v": 2}));
+        assert!(e.enabled && e.canary.is_none() && e.cpu_budget_ms.is_none());
+        let (e, track) = stable.for_proxy("p:2");
+        assert_eq!((track, e.sha256.as_str()), (STABLE, "a"));
+    }
 }

@@ -7,9 +7,10 @@ use reqwest::Method;
 
 use super::Reply;
 use super::client::{Client, NOTHING, Send};
-use super::plugin::{duration_text, read_config, render};
+use super::plugin_view::{duration_text, read_config, render};
 use super::table::{Table, grouped};
-use tessera_wire::plugin_canary::{CANARY, CanaryStart, STABLE, TrackMetrics};
+use tessera_wire::plugin_canary::{CANARY, CanaryStart, STABLE};
+use tessera_wire::plugins::TrackMetrics;
 use tessera_wire::plugins::{ListedPlugin, PluginEntry, PluginMetrics};
 
 /// `tessera admin plugin canary ...`

@@ -67,7 +67,7 @@ impl Dashboard {
         canary.sha256 = sha256_hex(wasm.as_slice());
         canary.size = wasm.len() as u64;
         // Probed before the module is stored: a refused upload leaves nothing behind.
-        self.probe(&canary.candidate(e), wasm.clone()).await?;
+        self.probe(&e.as_candidate(&canary), wasm.clone()).await?;
         catalog::put_blob(&*self.store, &self.paths, &wasm)
             .await
             .map_err(Error::CatalogUnavailable)?;
@@ -115,7 +115,7 @@ impl Dashboard {
         PluginCanary::check_share(percent, &proxies).map_err(Error::invalid)?;
         canary.percent = u8::try_from(percent).unwrap_or(100);
         canary.proxies = proxies;
-        self.probe_stored(&canary.candidate(e)).await?;
+        self.probe_stored(&e.as_candidate(&canary)).await?;
         e.canary = Some(canary);
         let out = e.clone();
         self.save_catalog(cat).await?;
@@ -139,7 +139,7 @@ impl Dashboard {
         let e = entry_mut(&mut cat, name)?;
         let canary = e.canary.take().ok_or_else(|| no_canary(name))?;
         let old = e.sha256.clone();
-        let mut next = canary.candidate(e);
+        let mut next = e.as_candidate(&canary);
         next.updated_unix = model::now_unix();
         if next.enabled {
             self.probe_stored(&next).await?;

@@ -17,8 +17,8 @@ use super::push::{ProxyFailure, PushError};
 use crate::Error;
 use tessera_store::catalog;
 use tessera_store::model::{self, ProxyModel};
-use tessera_wire::plugin_canary::TrackMetrics;
 use tessera_wire::plugin_hooks::{self, HookLatency};
+use tessera_wire::plugins::TrackMetrics;
 use tessera_wire::plugins::{
     Catalog, PluginConfigChange, PluginEntry, PluginMetrics, ProxyPlugins, Sample,
 };
