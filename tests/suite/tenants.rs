@@ -397,3 +397,64 @@ fn issue_25_a_confined_user_unblocks_only_its_own_clients() {
     victim.set_read_timeout(std::time::Duration::from_secs(10));
     assert_eq!(victim.read_frame(), Frame::NullArray);
 }
+
+/// A user confined to a prefix follows the keyspace notifications of its own keys, and of no
+/// other: patterns and channels of `__keyspace@0__:` under its prefix and of `__keyevent@0__:`
+/// (whose messages are filtered by key) are allowed, anything wider is `NOPERM`.
+#[test]
+fn a_confined_user_follows_keyspace_notifications_of_its_own_keys_only() {
+    let cluster = cluster();
+    for s in &cluster.backends {
+        assert_eq!(
+            s.raw()
+                .cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+            Frame::Simple("OK".into())
+        );
+    }
+    let mut t = tenant(&cluster);
+    assert_noperm(
+        &t.cmd(&["PSUBSCRIBE", "__keyspace@0__:*"]),
+        "every key's notifications",
+    );
+    assert_noperm(&t.cmd(&["SUBSCRIBE", "t1:news"]), "a plain channel");
+    t.send(&crate::support::encode(&[
+        "PSUBSCRIBE",
+        "__keyspace@0__:t1:*",
+        "__keyevent@0__:*",
+    ]));
+    for _ in 0..2 {
+        let confirmation = t.read_frame();
+        assert!(
+            matches!(&confirmation, Frame::Array(parts) if parts[0] == Frame::bulk("psubscribe")),
+            "{confirmation:?}"
+        );
+    }
+    let mut admin = cluster.proxy.raw();
+    // Keys on both servers, the tenant's and another's, written in turn.
+    for k in ["t1:a", "t2:a", "t1:b", "t2:b", "t1:c", "t2:c"] {
+        assert_eq!(admin.cmd(&["SET", k, "v"]), Frame::Simple("OK".into()));
+    }
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        match t.read_frame() {
+            Frame::Array(parts) if parts.len() == 4 => {
+                let text = |f: &Frame| f.text().unwrap_or_default();
+                seen.push((text(&parts[2]), text(&parts[3])));
+            }
+            other => panic!("expected a pmessage, got {other:?}"),
+        }
+    }
+    seen.sort();
+    let want = [
+        ("__keyevent@0__:set", "t1:a"),
+        ("__keyevent@0__:set", "t1:b"),
+        ("__keyevent@0__:set", "t1:c"),
+        ("__keyspace@0__:t1:a", "set"),
+        ("__keyspace@0__:t1:b", "set"),
+        ("__keyspace@0__:t1:c", "set"),
+    ]
+    .map(|(c, m)| (c.to_owned(), m.to_owned()));
+    assert_eq!(seen, want);
+    // The other tenant's events (sent by the servers in between) never came, nor come now.
+    t.expect_no_reply(std::time::Duration::from_millis(500));
+}

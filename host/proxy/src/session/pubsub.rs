@@ -316,7 +316,8 @@ impl Session {
     fn queued_messages(&self) -> BytesMut {
         let mut out = BytesMut::new();
         if let Some((_, inbox)) = &self.subs.sink {
-            let held = write_messages(self.proto, inbox, &mut out);
+            let confined = self.rights.as_deref().and_then(|u| u.key_prefix.as_deref());
+            let held = write_messages(self.proto, inbox, confined, &mut out);
             inbox.account().release(held);
         }
         out
@@ -339,7 +340,8 @@ impl Session {
             return Ok(());
         }
         let mut out = BytesMut::new();
-        let held = write_messages(self.proto, inbox, &mut out);
+        let confined = self.rights.as_deref().and_then(|u| u.key_prefix.as_deref());
+        let held = write_messages(self.proto, inbox, confined, &mut out);
         let write = self.stream.send_all(&out);
         tokio::select! {
             biased;
@@ -352,15 +354,40 @@ impl Session {
     }
 }
 
-/// Appends every queued message in `proto`; returns the bytes they held.
-fn write_messages(proto: Proto, inbox: &Inbox, out: &mut BytesMut) -> usize {
+/// Appends every queued message in `proto`; returns the bytes they held. For a user confined
+/// to a key prefix, of the pub/sub messages only keyspace notifications of keys under it (its
+/// subscriptions are limited to those, `classify::own_keyspace_events`; a key event names
+/// any key).
+fn write_messages(
+    proto: Proto,
+    inbox: &Inbox,
+    confined: Option<&[u8]>,
+    out: &mut BytesMut,
+) -> usize {
     let msgs = inbox.take();
     let held = msgs.iter().map(Bytes::len).sum();
     out.reserve(held);
     for m in &msgs {
+        if let Some(prefix) = confined
+            && !own_key_event(m, prefix)
+        {
+            continue;
+        }
         wire::message_for(proto, m, out);
     }
     held
+}
+
+/// Whether a user confined to `prefix` may be shown `push`: a message only when it is a
+/// keyspace notification of a key under the prefix; anything else in the inbox (tracking's
+/// invalidations, kept under the prefix by `tracking`) as it is.
+fn own_key_event(push: &[u8], prefix: &[u8]) -> bool {
+    match wire::classify_push(push) {
+        wire::Push::Message { channel, .. } => {
+            wire::notified_key(channel, push).is_some_and(|k| k.starts_with(prefix))
+        }
+        _ => true,
+    }
 }
 
 /// The command's channels or patterns, copied: a slice of the request would keep the whole

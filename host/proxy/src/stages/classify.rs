@@ -185,10 +185,13 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
     if !user.allows(classes) {
         return Err(no_perm());
     }
-    if user.key_prefix.is_some() {
+    if let Some(prefix) = &user.key_prefix {
         // Channels are not keys: a confined user's prefix says nothing about them, and the
-        // proxy's hub connections are shared (see docs/pubsub.md).
-        if classes & (KEYSPACE | class::SCRIPTING | class::PUBSUB) != 0 {
+        // proxy's hub connections are shared (see docs/pubsub.md). What it may follow is the
+        // keyspace notifications of its own keys.
+        if classes & (KEYSPACE | class::SCRIPTING) != 0
+            || (classes & class::PUBSUB != 0 && !own_keyspace_events(c, prefix))
+        {
             return Err(no_perm());
         }
         if let Some(k) = c.key_args().find(|k| !user.may_touch(k)) {
@@ -199,6 +202,32 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
         }
     }
     Ok(())
+}
+
+/// The pub/sub a user confined to `prefix` may do: follow the keyspace notifications of its
+/// own keys. `SUBSCRIBE` to `__keyspace@0__:<a key under the prefix>` or to a
+/// `__keyevent@0__:<event>` channel, `PSUBSCRIBE` to a pattern whose literal start (before any
+/// wildcard) is one of those, and any unsubscribe; a key event's message (its key) is
+/// delivered only when the key is under the prefix (`session::pubsub`).
+fn own_keyspace_events(c: &Classified<'_>, prefix: &[u8]) -> bool {
+    let mut names = (1..c.req.argc()).map(|i| c.req.arg(i));
+    let ours = |head: &[u8]| {
+        head.strip_prefix(b"__keyspace@0__:")
+            .is_some_and(|key| key.starts_with(prefix))
+            || head.starts_with(b"__keyevent@0__:")
+    };
+    match c.cmd.name {
+        "UNSUBSCRIBE" | "PUNSUBSCRIBE" => true,
+        "SUBSCRIBE" => names.all(ours),
+        "PSUBSCRIBE" => names.all(|p| {
+            let literal = p
+                .iter()
+                .position(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
+                .unwrap_or(p.len());
+            ours(&p[..literal])
+        }),
+        _ => false,
+    }
 }
 
 /// SORT's BY (other than `BY nosort`-style constants without `*`) or GET options, which read
@@ -376,11 +405,29 @@ mod tests {
             run(&["DBSIZE"], &OPEN, Some(&tenant)),
             Err(DataError::NoPermCommand { .. })
         ));
-        // Channels are not keys: pub/sub is refused to a user confined to a prefix.
+        // Channels are not keys: pub/sub is refused to a user confined to a prefix, but for
+        // the keyspace notifications of its own keys.
+        for cmd in [
+            &["SUBSCRIBE", "__keyspace@0__:t1:k", "__keyevent@0__:set"][..],
+            &["PSUBSCRIBE", "__keyspace@0__:t1:*", "__keyevent@0__:*"],
+            &["UNSUBSCRIBE"],
+            &["PUNSUBSCRIBE", "anything"],
+        ] {
+            assert!(run(cmd, &OPEN, Some(&tenant)).is_ok(), "{cmd:?}");
+        }
         for cmd in [
             &["SUBSCRIBE", "t1:c"][..],
+            &["SUBSCRIBE", "__keyspace@0__:t1:k", "__keyspace@0__:t2:k"],
+            &["SUBSCRIBE", "__keyspace@1__:t1:k"],
+            &["PSUBSCRIBE", "__keyspace@0__:*"],
+            &["PSUBSCRIBE", "__keyspace@0__:t*"],
+            &["PSUBSCRIBE", "__keyspace@0__:t1?x"],
+            &["PSUBSCRIBE", "__keyevent@0__*"],
+            &["PSUBSCRIBE", "*"],
+            &["PUBLISH", "__keyspace@0__:t1:k", "m"],
             &["PUBLISH", "t1:c", "m"],
             &["SSUBSCRIBE", "t1:c"],
+            &["PUBSUB", "CHANNELS"],
         ] {
             assert!(
                 matches!(
