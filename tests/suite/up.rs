@@ -222,7 +222,25 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
         (script, key, child)
     })
     .collect();
-    std::thread::sleep(Duration::from_secs(1));
+    // Every client is connected to the old proxies and writing before the restart starts:
+    // one that connected later could land on a successor (the kernel spreads connections over
+    // both) and never see a restart at all.
+    let mut probe = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the proxy");
+    let writing = crate::support::wait_until(Duration::from_secs(30), || {
+        apps.iter().all(|(_, key, _)| {
+            redis::cmd("GET")
+                .arg(*key)
+                .query::<Option<u64>>(&mut probe)
+                .ok()
+                .flatten()
+                .is_some_and(|n| n > 0)
+        })
+    });
+    assert!(writing, "the Python and Node clients never started writing");
+    drop(probe);
+    std::thread::sleep(Duration::from_millis(500));
     up.signal("-HUP");
     let done = up.line(Duration::from_secs(120), |l| {
         l.starts_with("proxies restarted")
