@@ -29,8 +29,7 @@ export async function pluginCanaryStep(con: ConsolePage, capi: string, proxies: 
   await tid('tab-plugins').click();
   await tid('plugin-filter').waitFor({ timeout: 20_000 });
   if (!(await tid('plugin-filter').textContent())?.includes('enabled')) {
-    await tid('plugin-toggle-filter').click();
-    await tid('notice-ok').filter({ hasText: 'filter enabled' }).first().waitFor({ timeout: 60_000 });
+    await con.clickForNotice('plugin-toggle-filter', 'filter enabled');
     audit.push(['POST', '/api/plugins/filter/enable']);
   }
   await tid('plugin-open-filter').click();
@@ -86,8 +85,7 @@ export async function pluginCanaryStep(con: ConsolePage, capi: string, proxies: 
   await until('the view to show no canary', async () => /No canary/.test(await text('plugin-canary-state')), 15_000);
   log('canary promoted: both proxies refuse INCR');
 
-  await tid('plugin-toggle-filter').click();
-  await tid('notice-ok').filter({ hasText: 'filter disabled' }).first().waitFor({ timeout: 60_000 });
+  await con.clickForNotice('plugin-toggle-filter', 'filter disabled');
   audit.push(['POST', '/api/plugins/filter/disable']);
   expect(await incrRefused(stableProxy), 'INCR with the filter disabled').toBe(false);
   return audit;

@@ -87,8 +87,7 @@ export async function pluginsStep(con: ConsolePage, capi: string, proxy: string)
   audit.push(['PUT', '/api/plugins/filter/config']);
 
   // Enable: KEYS is refused by the filter through the proxy, GET is still served.
-  await tid('plugin-toggle-filter').click();
-  await tid('notice-ok').filter({ hasText: 'filter enabled' }).first().waitFor({ timeout: 60_000 });
+  await con.clickForNotice('plugin-toggle-filter', 'filter enabled');
   await until('the filter to show as enabled', async () => (await tid('plugin-filter').textContent())?.includes('enabled'), 15_000);
   audit.push(['POST', '/api/plugins/filter/enable']);
   const denied = await keys();
@@ -104,8 +103,7 @@ export async function pluginsStep(con: ConsolePage, capi: string, proxy: string)
   await con.shot('12-plugins-enabled');
 
   // Disable: the proxy answers KEYS again.
-  await tid('plugin-toggle-filter').click();
-  await tid('notice-ok').filter({ hasText: 'filter disabled' }).first().waitFor({ timeout: 60_000 });
+  await con.clickForNotice('plugin-toggle-filter', 'filter disabled');
   audit.push(['POST', '/api/plugins/filter/disable']);
   if (own) {
     const after = await keys();

@@ -30,6 +30,22 @@ export class ConsolePage {
   /** The trimmed text of the element with test id `id`. */
   readonly text = async (id: string): Promise<string> => (await this.tid(id).textContent())?.trim() ?? '';
 
+  /**
+   * Clicks the element with test id `id` and waits for a new "ok" notice containing `notice`.
+   * Notices stay five seconds, so one of the same text left by an earlier step is dismissed
+   * first: it cannot stand in for this click's answer.
+   */
+  async clickForNotice(id: string, notice: string, timeout = 60_000): Promise<void> {
+    const same = this.tid('notice-ok').filter({ hasText: notice });
+    for (let i = 0; i < 10 && (await same.count()) > 0; i++) {
+      // It may leave by itself meanwhile: a click that finds nothing is not an error.
+      await same.first().getByRole('button', { name: 'dismiss' }).click({ timeout: 1_000 }).catch(() => {});
+    }
+    expect(await same.count(), `old "${notice}" notices dismissed`).toBe(0);
+    await this.tid(id).click();
+    await same.first().waitFor({ timeout });
+  }
+
   /** Where the console relays cluster `name`'s dashboard API. */
   clusterApi(name: string): string {
     return `${this.base}/api/clusters/${encodeURIComponent(name)}`;
