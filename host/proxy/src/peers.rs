@@ -10,6 +10,7 @@
 //! (`server::cluster`); static mode presents itself alone.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -53,6 +54,8 @@ impl Peer {
 pub struct Peers {
     me: ArcSwap<Peer>,
     all: ArcSwap<Vec<Peer>>,
+    /// Draining: this proxy leaves the map it presents, where others remain to take its share.
+    leaving: AtomicBool,
 }
 
 impl Peers {
@@ -61,6 +64,7 @@ impl Peers {
         Self {
             all: ArcSwap::from_pointee(vec![me.clone()]),
             me: ArcSwap::from_pointee(me),
+            leaving: AtomicBool::new(false),
         }
     }
 
@@ -73,7 +77,8 @@ impl Peers {
 
     /// The fleet: `others` as the store lists them (this proxy among them or not), sorted by
     /// address, one per address (this proxy first when another shares its address, as
-    /// during an upgrade in place), at most [`MAX_PEERS`] with this proxy always among them.
+    /// during an upgrade in place), at most [`MAX_PEERS`] with this proxy always among them,
+    /// unless it is leaving and others remain.
     pub fn set(&self, others: impl IntoIterator<Item = Peer>) {
         let me = self.me.load_full();
         let key = |p: &Peer| (p.host.clone(), p.port, p.id != me.id, p.id.clone());
@@ -85,10 +90,22 @@ impl Peers {
         all.sort_by_key(key);
         all.dedup_by(|a, b| a.host == b.host && a.port == b.port);
         all.truncate(MAX_PEERS - 1);
-        all.push((*me).clone());
+        if all.is_empty() || !self.leaving.load(Ordering::Acquire) {
+            all.push((*me).clone());
+        }
         all.sort_by_key(key);
         all.dedup_by(|a, b| a.host == b.host && a.port == b.port);
         self.all.store(Arc::new(all));
+    }
+
+    /// This proxy drains: from now on it presents the others alone (itself only if no other
+    /// is known), so that a cluster client refreshing its map here moves away, as it does
+    /// from a node removed from a Redis Cluster. Its peers leave it out once they read its
+    /// draining mark from the store.
+    pub fn leave(&self) {
+        self.leaving.store(true, Ordering::Release);
+        let now = self.all.load_full();
+        self.set(now.iter().cloned());
     }
 
     /// This proxy's node id (`CLUSTER MYID`).
@@ -249,5 +266,28 @@ mod tests {
         // The same address twice is one peer.
         p.set([peer("x", "10.0.0.9:1"), peer("y", "10.0.0.9:1")]);
         assert_eq!(p.ranges().len(), 2);
+    }
+
+    #[test]
+    fn a_leaving_proxy_presents_the_others_and_a_successor_at_its_address() {
+        let (me, other) = (peer("me", "10.0.0.1:1"), peer("o", "10.0.0.2:1"));
+        let successor = peer("next", "10.0.0.1:1");
+        let p = Peers::new(me.clone());
+        p.set([other.clone(), me.clone()]);
+        p.leave();
+        let listed = |p: &Peers| p.ranges().into_iter().map(|r| r.2).collect::<Vec<_>>();
+        assert_eq!(listed(&p), vec![other.clone()], "left out at once");
+        p.set([other.clone(), me.clone(), successor.clone()]);
+        assert_eq!(
+            listed(&p),
+            vec![successor, other],
+            "the successor takes its place"
+        );
+        // Alone, it still presents itself: every slot must be some node's.
+        let alone = Peers::new(me.clone());
+        alone.leave();
+        assert_eq!(listed(&alone), vec![me.clone()]);
+        alone.set([me.clone()]);
+        assert_eq!(listed(&alone), vec![me]);
     }
 }

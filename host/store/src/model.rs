@@ -114,6 +114,20 @@ impl Paths {
         format!("{}/proxy/{token}", self.base)
     }
 
+    /// Proxies that are draining (`proxy_draining`), by token.
+    pub fn proxies_draining_prefix(&self) -> String {
+        format!("{}/proxy-draining/", self.base)
+    }
+
+    /// Written by a proxy when it starts to drain, deleted when it leaves the store: its
+    /// peers then leave it out of the cluster they present, while it still finishes its
+    /// sessions and acknowledges pushes. A proxy gone mid-drain leaves it behind, naming a
+    /// token no process has again (tokens are drawn per process); removing the lost proxy
+    /// deletes it.
+    pub fn proxy_draining(&self, token: &str) -> String {
+        format!("{}/proxy-draining/{token}", self.base)
+    }
+
     /// A proxy the dashboard remembers from its first registration, until it stops cleanly
     /// (it deletes this itself), comes back at its address, or an operator removes it.
     pub fn proxy_known(&self, token: &str) -> String {
@@ -321,6 +335,36 @@ pub async fn registered_proxies(
         }
     }
     Ok(out)
+}
+
+/// The tokens of the proxies that marked themselves draining (`Paths::proxy_draining`).
+///
+/// # Errors
+/// The store fails.
+pub async fn draining_tokens(
+    store: &dyn super::Store,
+    paths: &Paths,
+) -> Result<std::collections::HashSet<String>, super::StoreError> {
+    Ok(store
+        .children(&paths.proxies_draining_prefix())
+        .await?
+        .into_iter()
+        .collect())
+}
+
+/// The proxies registered in a cluster that are not draining: those clients should be sent
+/// to.
+///
+/// # Errors
+/// The store fails.
+pub async fn serving_proxies(
+    store: &dyn super::Store,
+    paths: &Paths,
+) -> Result<Vec<ProxyModel>, super::StoreError> {
+    let draining = draining_tokens(store, paths).await?;
+    let mut proxies = registered_proxies(store, paths).await?;
+    proxies.retain(|p| !draining.contains(&p.token));
+    Ok(proxies)
 }
 
 /// Reads a JSON document.

@@ -136,6 +136,8 @@ impl Dashboard {
                 self.paths.cluster_prefix()
             ))
             .await?;
+        // Left behind by a proxy gone in the middle of draining.
+        self.store.delete(&self.paths.proxy_draining(token)).await?;
         let mut st = self.state.lock().expect("state lock poisoned");
         st.known.remove(token);
         st.offline.remove(token);

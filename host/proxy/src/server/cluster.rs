@@ -189,6 +189,18 @@ pub async fn run(
         token.clone(),
     ));
 
+    // Draining starts when `shutdown` completes: this proxy leaves the cluster it presents at
+    // once, and marks itself draining in the store so that its peers leave it out too.
+    let (marking_tx, marking) = tokio::sync::oneshot::channel();
+    let shutdown = {
+        let (shared, store) = (admin.shared.clone(), store.clone());
+        let key = paths.proxy_draining(&token);
+        async move {
+            shutdown.await;
+            shared.peers.leave();
+            let _ = marking_tx.send(tokio::spawn(mark_draining(store, key)));
+        }
+    };
     let result = proxy.run(shutdown).await;
     if let Err(e) = &result {
         warn!(error = %e, "proxy stopped with an error");
@@ -204,6 +216,10 @@ pub async fn run(
         .stopped
         .store(true, std::sync::atomic::Ordering::Release);
     deregister(node).await;
+    // The mark is written before it is deleted with the rest, or it would outlive the proxy.
+    if let Ok(marked) = marking.await {
+        let _ = marked.await;
+    }
     leave_the_list(&*store, &paths, &token).await;
     probes.abort();
     route_keeper.abort();
@@ -249,15 +265,26 @@ async fn deregister(node: Option<tessera_store::Ephemeral>) {
     }
 }
 
-/// Deletes the dashboard's memory of this proxy (`Paths::proxy_known`): a proxy that stopped
-/// cleanly is gone, not lost. Bounded like the deregistration; if it fails, the proxy stays
-/// listed as lost until an operator removes it.
+/// Marks this proxy draining in the store (`Paths::proxy_draining`), bounded like the
+/// deregistration; if the mark fails, peers list this proxy until it leaves the store.
+async fn mark_draining(store: Arc<dyn tessera_store::Store>, key: String) {
+    let since = serde_json::json!({ "since_unix": model::now_unix() }).to_string();
+    match tokio::time::timeout(DEREGISTER_WITHIN, store.put(&key, since.into())).await {
+        Ok(Ok(_)) => info!(%key, "marked draining: peers leave this proxy out of their cluster"),
+        Ok(Err(e)) => warn!(%key, error = %e, "could not mark this proxy draining"),
+        Err(_) => warn!(%key, "the store did not confirm the draining mark in time"),
+    }
+}
+
+/// Deletes the dashboard's memory of this proxy (`Paths::proxy_known`), and its draining mark:
+/// a proxy that stopped cleanly is gone, not lost. Bounded like the deregistration; if it
+/// fails, the proxy stays listed as lost until an operator removes it.
 async fn leave_the_list(store: &dyn tessera_store::Store, paths: &model::Paths, token: &str) {
-    match tokio::time::timeout(DEREGISTER_WITHIN, store.delete(&paths.proxy_known(token))).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => warn!(error = %e, "could not leave the dashboard's list of proxies"),
-        Err(_) => {
-            warn!("the store did not confirm leaving the dashboard's list of proxies in time")
+    for key in [paths.proxy_known(token), paths.proxy_draining(token)] {
+        match tokio::time::timeout(DEREGISTER_WITHIN, store.delete(&key)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => warn!(%key, error = %e, "could not leave the store's lists of proxies"),
+            Err(_) => warn!(%key, "the store did not confirm leaving its lists of proxies in time"),
         }
     }
 }
@@ -307,8 +334,14 @@ async fn follow_peers(
     token: String,
 ) {
     loop {
-        let read = tokio::time::timeout(PEERS_EVERY, model::registered_proxies(&*store, &paths));
-        if let Ok(Ok(proxies)) = read.await {
+        let read = tokio::time::timeout(PEERS_EVERY, async {
+            let proxies = model::registered_proxies(&*store, &paths).await?;
+            Ok::<_, tessera_store::StoreError>((
+                proxies,
+                model::draining_tokens(&*store, &paths).await?,
+            ))
+        });
+        if let Ok(Ok((proxies, draining))) = read.await {
             // Subscribers of a proxy that is stopping still count: ask every one registered.
             shared.fleet.set_others(
                 proxies
@@ -321,7 +354,7 @@ async fn follow_peers(
             shared.peers.set(
                 proxies
                     .iter()
-                    .filter(|p| p.state == ProxyState::Online)
+                    .filter(|p| p.state == ProxyState::Online && !draining.contains(&p.token))
                     .filter_map(|p| crate::peers::Peer::new(&p.token, &p.addr)),
             );
         }

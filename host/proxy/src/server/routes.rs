@@ -106,12 +106,12 @@ async fn check(admin: &ProxyAdmin, store: &dyn Store, probes: &Probes) {
     }
 }
 
-/// The proxies registered in `cluster`, or why they cannot be read.
+/// The proxies registered in `cluster` and not draining, or why they cannot be read.
 async fn proxies_of(store: &dyn Store, cluster: &str) -> Result<Vec<ProxyModel>, String> {
     if !model::valid_cluster_name(cluster) {
         return Err(format!("{cluster:?} is not a valid cluster name"));
     }
-    model::registered_proxies(store, &Paths::new(cluster))
+    model::serving_proxies(store, &Paths::new(cluster))
         .await
         .map_err(|e| format!("reading cluster {cluster}'s proxies: {e}"))
 }
