@@ -10,6 +10,7 @@ mod protocol;
 // redis-cli against the proxy; inline commands.
 mod cli;
 // A long mixed pipeline, compared reply by reply with one direct redis-server.
+mod differential;
 mod pipeline;
 // Routing by slot; MGET/MSET/DEL/EXISTS/UNLINK/TOUCH split across backends.
 mod multikey;

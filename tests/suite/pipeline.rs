@@ -20,13 +20,14 @@ impl Lcg {
     }
 }
 
-/// `n` commands over 4 key families (strings, counters, lists, hashes) of 50 keys each.
+/// `n` commands over 5 key families (strings, counters, lists, hashes, sorted sets) of 50 keys
+/// each.
 fn mixed_commands(n: usize) -> Vec<Vec<String>> {
     let mut rng = Lcg(0x7e55e7a);
     (0..n)
         .map(|i| {
             let k = rng.below(50);
-            let cmd: Vec<String> = match rng.below(8) {
+            let cmd: Vec<String> = match rng.below(10) {
                 0 => vec!["SET".into(), format!("str:{k}"), format!("v{i}")],
                 1 => vec!["GET".into(), format!("str:{k}")],
                 2 => vec!["INCR".into(), format!("ctr:{k}")],
@@ -44,9 +45,18 @@ fn mixed_commands(n: usize) -> Vec<Vec<String>> {
                     format!("v{i}"),
                 ],
                 6 => {
-                    let family = ["str", "ctr", "list", "hash"][rng.below(4) as usize];
+                    let family = ["str", "ctr", "list", "hash", "zset"][rng.below(5) as usize];
                     vec!["DEL".into(), format!("{family}:{k}")]
                 }
+                // A map in RESP3, a flat array in RESP2.
+                7 => vec!["HGETALL".into(), format!("hash:{k}")],
+                // A double in RESP3, a bulk string in RESP2.
+                8 => vec![
+                    "ZINCRBY".into(),
+                    format!("zset:{k}"),
+                    "1.5".into(),
+                    format!("m{}", rng.below(3)),
+                ],
                 _ => vec!["GET".into(), format!("ctr:{k}")],
             };
             cmd
@@ -77,7 +87,13 @@ fn run_pipeline(addr: SocketAddr, commands: &[Vec<String>]) -> Vec<Frame> {
 
 #[test]
 fn mixed_pipeline_of_1000_commands_matches_direct_redis() {
-    assert_matches_direct_redis(&Cluster::start_with(|b| b.threads(2)));
+    assert_matches_direct_redis(&Cluster::start_with(|b| b.threads(2)), 2);
+}
+
+/// The same pipeline after `HELLO 3`: maps, doubles and nulls as Redis sends them in RESP3.
+#[test]
+fn mixed_pipeline_of_1000_commands_matches_direct_redis_in_resp3() {
+    assert_matches_direct_redis(&Cluster::start_with(|b| b.threads(2)), 3);
 }
 
 /// Issue 25, a sibling of item 2 (a client reads its own writes): with `backend_connections`
@@ -87,19 +103,35 @@ fn mixed_pipeline_of_1000_commands_matches_direct_redis() {
 /// one connection of the set.
 #[test]
 fn issue_25_a_pipeline_keeps_its_order_over_several_backend_connections() {
-    assert_matches_direct_redis(&Cluster::start_with(|b| {
-        b.threads(2).config("backend_connections = 4\n")
-    }));
+    assert_matches_direct_redis(
+        &Cluster::start_with(|b| b.threads(2).config("backend_connections = 4\n")),
+        2,
+    );
 }
 
 /// The mixed pipeline through `cluster`'s proxy gives, reply for reply, what a direct
-/// redis-server gives, and leaves each key on its owner only.
-fn assert_matches_direct_redis(cluster: &Cluster) {
+/// redis-server gives in RESP `proto`, and leaves each key on its owner only.
+fn assert_matches_direct_redis(cluster: &Cluster, proto: u8) {
     let direct = RedisServer::start();
-    let commands = mixed_commands(1000);
+    let mut commands = mixed_commands(1000);
+    if proto == 3 {
+        commands.insert(0, vec!["HELLO".into(), "3".into()]);
+    }
 
-    let through_proxy = run_pipeline(cluster.proxy.addr(), &commands);
-    let from_direct = run_pipeline(direct.addr(), &commands);
+    let mut through_proxy = run_pipeline(cluster.proxy.addr(), &commands);
+    let mut from_direct = run_pipeline(direct.addr(), &commands);
+    if proto == 3 {
+        // HELLO's own reply names the server: not compared.
+        for hello in [through_proxy.remove(0), from_direct.remove(0)] {
+            assert!(matches!(hello, Frame::Map(_)), "HELLO 3: {hello:?}");
+        }
+        commands.remove(0);
+        assert!(
+            from_direct.iter().any(|f| matches!(f, Frame::Double(_)))
+                && from_direct.iter().any(|f| matches!(f, Frame::Map(_))),
+            "the pipeline has RESP3's own types to compare"
+        );
+    }
 
     for (i, (got, want)) in through_proxy.iter().zip(&from_direct).enumerate() {
         assert_eq!(got, want, "reply {i} differs, for {:?}", commands[i]);

@@ -58,9 +58,12 @@ impl Session {
             },
         };
         let client_reply = c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY";
+        // RESET ends OFF before it answers, as Redis does; a SKIP still takes its reply.
+        let reset_ends_off =
+            c.cmd.kind == Kind::Local(Local::Reset) && self.replies == Replies::Off;
         // Taken before the command runs (a SKIP is used up by it), so that a reply carrying
         // pub/sub messages can leave out only its own part (`subscribed_ping`).
-        self.silent = !client_reply && self.silenced();
+        self.silent = !client_reply && !reset_ends_off && self.silenced();
         let mut q = self.through_plugins(&c, decision);
         q.done.silent = if client_reply {
             // Its own reply, under the mode it just set: only ON answers.
