@@ -21,7 +21,11 @@ use crate::import::settings::Settings;
 /// # Errors
 /// A bad backup, a non-empty target, a conflicting setting (nothing changed), a setting or a
 /// write that failed (the message says what was applied; no key is left).
-pub(super) fn run(dashboard: &str, token: Option<String>, args: RestoreArgs) -> anyhow::Result<String> {
+pub(super) fn run(
+    dashboard: &str,
+    token: Option<String>,
+    args: RestoreArgs,
+) -> anyhow::Result<String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -55,8 +59,9 @@ async fn restore(client: Option<Client>, args: RestoreArgs) -> anyhow::Result<St
         return from_backup::write(&args, &checked, started).await;
     };
     let target = restore_settings::read_target(&c, &args.to).await?;
-    let conflicts = restore_settings::conflicts(&s, &target)
-        .context("the backup's settings cannot be applied to the target; nothing was applied or written")?;
+    let conflicts = restore_settings::conflicts(&s, &target).context(
+        "the backup's settings cannot be applied to the target; nothing was applied or written",
+    )?;
     if !conflicts.is_empty() && !args.replace_settings {
         bail!(
             "the target already has settings the backup would replace: {}; nothing was applied \

@@ -383,17 +383,19 @@ async fn set_plugin(
         memory_mb: e.memory_mb,
         max_input_kb: e.max_input_kb,
     };
-    let _: PluginEntry = c
+    let configured: anyhow::Result<PluginEntry> = c
         .call(
             Method::PUT,
             &["api", "plugins", name, "config"],
             Send::Json(&body),
         )
-        .await?;
+        .await;
+    configured.context("its module is uploaded (disabled); setting its config failed")?;
     if e.enabled {
-        let _: PluginEntry = c
+        let enabled: anyhow::Result<PluginEntry> = c
             .call(Method::POST, &["api", "plugins", name, "enable"], NOTHING)
-            .await?;
+            .await;
+        enabled.context("its module and config are set (disabled); enabling it failed")?;
     }
     Ok(vec![
         ("plugin", name.to_owned()),

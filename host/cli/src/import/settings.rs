@@ -315,9 +315,10 @@ fn failover(v: &Value) -> anyhow::Result<FailoverSettings> {
         v,
         &["schema", "settings", "pending", "rejoin", "events"],
     )?;
-    let settings = v.get("settings").cloned().unwrap_or(Value::Object(
-        serde_json::Map::default(),
-    ));
+    let settings = v
+        .get("settings")
+        .cloned()
+        .unwrap_or(Value::Object(serde_json::Map::default()));
     only_fields(
         "failover's settings",
         &settings,
@@ -397,7 +398,10 @@ mod tests {
         assert_eq!(s.users[0].key_prefix.as_deref(), Some("t:"));
         assert_eq!(s.plugins.len(), 1);
         assert_eq!(s.plugins[0].module, module);
-        assert_eq!(s.plugins[0].entry.config, json!({"deny_commands": ["KEYS"]}));
+        assert_eq!(
+            s.plugins[0].entry.config,
+            json!({"deny_commands": ["KEYS"]})
+        );
         assert_eq!(s.routes[0].prefix, "ext:");
         assert_eq!(s.read_policy.unwrap().max_lag_ms, 500);
         assert_eq!(s.failover.unwrap().max_lag_bytes, 4096);

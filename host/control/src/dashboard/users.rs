@@ -290,7 +290,10 @@ mod tests {
         ] {
             let msg = bad(&format!(r#"{{"password_hash":"{h}"}}"#));
             assert!(msg.contains("password_hash"), "{h}: {msg}");
-            assert!(h.len() < 8 || !msg.contains(&h), "the hash is not echoed: {msg}");
+            assert!(
+                h.len() < 8 || !msg.contains(&h),
+                "the hash is not echoed: {msg}"
+            );
         }
         let both = format!(r#"{{"password":"pw","password_hash":"sha256$00${digest}"}}"#);
         assert!(bad(&both).contains("not both"));
@@ -302,7 +305,9 @@ mod tests {
         let mut e = alice();
         apply(
             &mut e,
-            change(&format!(r#"{{"password_hash":"{hash}","commands":["read"]}}"#)),
+            change(&format!(
+                r#"{{"password_hash":"{hash}","commands":["read"]}}"#
+            )),
         )
         .unwrap();
         assert_eq!(e.password.as_deref(), Some(hash.as_str()));
