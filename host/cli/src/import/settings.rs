@@ -381,7 +381,7 @@ mod tests {
         }
     }
 
-    fn doc(v: &mut Value, key: &str) -> &mut Value {
+    fn doc<'a>(v: &'a mut Value, key: &str) -> &'a mut Value {
         v["entries"]
             .as_array_mut()
             .unwrap()
@@ -404,7 +404,7 @@ mod tests {
         );
         assert_eq!(s.routes[0].prefix, "ext:");
         assert_eq!(s.read_policy.unwrap().max_lag_ms, 500);
-        assert_eq!(s.failover.unwrap().max_lag_bytes, 4096);
+        assert_eq!(s.failover.as_ref().unwrap().max_lag_bytes, 4096);
         assert!(s.canaries_skipped.is_empty());
         assert!(!s.is_empty());
     }
