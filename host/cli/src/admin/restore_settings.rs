@@ -43,10 +43,14 @@ pub(super) async fn read_target(c: &Client, proxy: &str) -> anyhow::Result<Targe
     let wanted = resolve(proxy).await?;
     let mut known = Vec::new();
     for p in &proxies {
-        if resolve(&p.addr)
-            .await
-            .is_ok_and(|a| a.iter().any(|x| wanted.contains(x)))
-        {
+        // A proxy listening on every address registers 0.0.0.0:PORT (or [::]:PORT): its port
+        // tells.
+        let same = |x: &SocketAddr| {
+            wanted
+                .iter()
+                .any(|w| w == x || (x.ip().is_unspecified() && w.port() == x.port()))
+        };
+        if resolve(&p.addr).await.is_ok_and(|a| a.iter().any(same)) {
             known.push(p);
         }
     }
