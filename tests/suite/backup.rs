@@ -644,6 +644,10 @@ fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its
         let _: () = q(&mut c, &["SET", &format!("t:{i}"), &format!("v{i}")]);
         let _: () = q(&mut c, &["SET", &format!("k:{i}"), &format!("w{i}")]);
     }
+    // From now on every client of the source must log in: the restore writes as the target's
+    // default user, and applies this entry only after its keys.
+    api.put("/api/users/default", &json!({"password": "default-pw"}))
+        .ok();
     let out = backup(&src, "settings", &[]);
     assert!(out.status.success(), "backup: {}", text(&out));
     let dir = root.path().join("settings");
@@ -712,7 +716,9 @@ fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its
     assert_eq!(dbsize(&dst), 0, "no key written: {t}");
     let now = settings_of(&dst);
     assert_eq!(now["read_policy"], want["read_policy"]);
-    assert_eq!(now["users"], want["users"]);
+    // alice is set; default's entry, applied only after the keys, is not.
+    assert_eq!(now["users"], json!([want["users"][0]]), "{now}");
+    assert_eq!(want["users"][1]["name"], "default");
     assert_eq!(now["plugins"][0]["enabled"], false, "{now}");
 
     // A user of the same name in the target: refused, naming it; nothing applied or written.
@@ -738,12 +744,26 @@ fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its
         t.contains("restore settings: user=alice") && t.contains("restore settings: plugin=filter"),
         "{t}"
     );
+    let (keys_done, default_set) = (
+        t.find("restore group: group=2").unwrap(),
+        t.find("restore settings: user=default")
+            .expect("default applied"),
+    );
+    assert!(
+        keys_done < default_set,
+        "default's entry after the keys: {t}"
+    );
     assert_eq!(
         settings_of(&dst),
         want,
         "the target's settings are the source's"
     );
-    assert_eq!(dbsize(&dst), 600);
+    let e = refusal(&mut client(&dst), &["GET", "t:1"]).expect("default needs its password");
+    assert!(e.contains("NOAUTH"), "{e}");
+    let (r, mut c) = login(&dst, "default", "default-pw");
+    assert_eq!(r, Ok(()));
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 600);
 
     // The user logs in with its own password, and keeps its rules.
     let (r, mut alice) = login(&dst, "alice", "alice-pw");
@@ -759,10 +779,41 @@ fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its
     assert!(r.unwrap_err().contains("WRONGPASS"));
 
     // The filter runs in the target's proxy with its config.
-    let mut c = client(&dst);
     let e = refusal(&mut c, &["GETDEL", "t:1"]).expect("GETDEL is denied");
     assert!(e.contains("is not allowed"), "{e}");
     let e = refusal(&mut c, &["SET", "ro:1", "x"]).expect("ro:* is read-only");
     assert!(e.contains("is read-only"), "{e}");
-    assert_eq!(dbsize(&dst), 601, "only alice's t:new was added");
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 601, "only alice's t:new was added");
+
+    // The restore's user changes are audited like any, the hash never shown; a bad hash is a
+    // 400 that does not echo it.
+    let audit = dst.api().get("/api/audit?limit=1000").ok();
+    let set: Vec<&Value> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["method"] == "PUT" && e["path"] == "/api/users/alice")
+        .collect();
+    assert!(!set.is_empty(), "{audit}");
+    for e in &set {
+        let d = e["detail"].as_str().unwrap();
+        assert!(!d.contains("sha256$"), "{e}");
+    }
+    assert!(
+        set.iter().any(|e| e["detail"]
+            .as_str()
+            .unwrap()
+            .contains(r#""password_hash":"<redacted>""#)),
+        "{audit}"
+    );
+    let bad = format!("sha256$00${}", "zz".repeat(32));
+    let msg = dst
+        .api()
+        .put("/api/users/bob", &json!({ "password_hash": bad }))
+        .expect_error(400, "bad_request");
+    assert!(
+        msg.contains("password_hash") && !msg.contains(&bad),
+        "{msg}"
+    );
 }
