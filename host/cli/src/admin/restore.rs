@@ -79,10 +79,13 @@ async fn restore(client: Option<Client>, args: RestoreArgs) -> anyhow::Result<St
         );
     }
     let mut applied = Applied::default();
+    let applying = Instant::now();
     restore_settings::apply(&c, &s, &target, &mut applied).await?;
+    let mut settings_secs = applying.elapsed().as_secs_f64();
     let summary = from_backup::write(&args, &checked, started)
         .await
         .with_context(|| format!("the settings applied stay: {}", applied.list()))?;
+    let applying = Instant::now();
     if let Err(e) = restore_settings::apply_default(&c, &s, &target, &mut applied).await {
         let undo = from_backup::undo(&args, &checked).await;
         return Err(e.context(format!(
@@ -91,6 +94,7 @@ async fn restore(client: Option<Client>, args: RestoreArgs) -> anyhow::Result<St
             applied.list()
         )));
     }
+    settings_secs += applying.elapsed().as_secs_f64();
     println!(
         "{}",
         line(
@@ -101,6 +105,7 @@ async fn restore(client: Option<Client>, args: RestoreArgs) -> anyhow::Result<St
                 ("routes", s.routes.len().to_string()),
                 ("read_policy", s.read_policy.is_some().to_string()),
                 ("failover", s.failover.is_some().to_string()),
+                ("seconds", format!("{settings_secs:.2}")),
             ]
         )
     );
