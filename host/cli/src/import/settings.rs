@@ -108,15 +108,6 @@ impl Settings {
         }
         Ok(s)
     }
-
-    /// Whether there is nothing to apply.
-    pub fn is_empty(&self) -> bool {
-        self.users.is_empty()
-            && self.plugins.is_empty()
-            && self.routes.is_empty()
-            && self.read_policy.is_none()
-            && self.failover.is_none()
-    }
 }
 
 /// The keys a backup writes (`dashboard::backup_job`'s list): the documents applied, the
@@ -406,7 +397,6 @@ mod tests {
         assert_eq!(s.read_policy.unwrap().max_lag_ms, 500);
         assert_eq!(s.failover.as_ref().unwrap().max_lag_bytes, 4096);
         assert!(s.canaries_skipped.is_empty());
-        assert!(!s.is_empty());
     }
 
     #[test]
