@@ -696,6 +696,28 @@ fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its
     assert_eq!(settings_of(&dst), untouched, "nothing applied: {t}");
     assert_eq!(dbsize(&dst), 0);
 
+    // Another cluster's dashboard (here the source's) is refused before anything is read
+    // from it or changed.
+    let out = run_with_timeout(
+        Command::new(tessera_bin())
+            .args(["admin", "--dashboard", &src.dashboard.addr().to_string()])
+            .args(["--token", TOKEN, "restore", "--from"])
+            .arg(&dir)
+            .args(["--to", &dst.proxies[0].addr().to_string()])
+            .env("RUST_BACKTRACE", "0"),
+        Duration::from_secs(180),
+    );
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("is not one of this dashboard's proxies")
+            && t.contains("nothing was applied or written"),
+        "{t}"
+    );
+    assert_eq!(settings_of(&src), want, "the source is untouched");
+    assert_eq!(settings_of(&dst), untouched);
+    assert_eq!(dbsize(&dst), 0);
+
     // A plugin config its own init refuses (the CLI cannot run a plugin): the settings before
     // it are applied, then the restore stops, says what was applied and what not, and writes
     // no key.

@@ -41,7 +41,7 @@ pub(super) struct Target {
 pub(super) async fn read_target(c: &Client, proxy: &str) -> anyhow::Result<Target> {
     let proxies: Vec<ProxyView> = c.get(&["api", "proxies"]).await?;
     let wanted = resolve(proxy).await?;
-    let mut known = Vec::new();
+    let mut known = false;
     for p in &proxies {
         // A proxy listening on every address registers 0.0.0.0:PORT (or [::]:PORT): its port
         // tells.
@@ -51,10 +51,11 @@ pub(super) async fn read_target(c: &Client, proxy: &str) -> anyhow::Result<Targe
                 .any(|w| w == x || (x.ip().is_unspecified() && w.port() == x.port()))
         };
         if resolve(&p.addr).await.is_ok_and(|a| a.iter().any(same)) {
-            known.push(p);
+            known = true;
+            break;
         }
     }
-    if known.is_empty() {
+    if !known {
         let addrs: Vec<&str> = proxies.iter().map(|p| p.addr.as_str()).collect();
         bail!(
             "the proxy {proxy} is not one of this dashboard's proxies ({}): point --dashboard \
