@@ -426,3 +426,100 @@ pub(super) async fn apply_default(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tessera_wire::read_policy::ReadMode;
+    use tessera_wire::routes::PrefixRoute;
+
+    fn target(read_policy: ReadPolicy) -> Target {
+        let entry = json!({"name": "filter", "sha256": "ab", "size": 1, "config": {},
+                           "enabled": true, "fail": "closed", "updated_unix": 0, "order": 0});
+        Target {
+            users: serde_json::from_value(
+                json!([{"name": "alice", "enabled": true, "password_set": true}]),
+            )
+            .unwrap(),
+            plugins: serde_json::from_value(json!([entry])).unwrap(),
+            routes: serde_json::from_value(json!({
+                "routes": [{"prefix": "ext:", "cluster": "b", "user": null}],
+                "clusters": ["b"], "proxies": []}))
+            .unwrap(),
+            read_policy,
+            failover: FailoverSettings::default(),
+        }
+    }
+
+    fn backup(user: &str, plugin: &str, prefix: &str) -> Settings {
+        let entry = serde_json::from_value(json!({"name": plugin, "sha256": "cd", "size": 1,
+            "config": {}, "enabled": true, "fail": "closed", "updated_unix": 0}))
+        .unwrap();
+        Settings {
+            users: vec![UserEntry {
+                name: user.into(),
+                password: None,
+                commands: None,
+                key_prefix: None,
+                enabled: true,
+            }],
+            plugins: vec![PluginToRestore {
+                entry,
+                module: Vec::new(),
+            }],
+            routes: vec![PrefixRoute::new(prefix, "b")],
+            read_policy: Some(ReadPolicy {
+                mode: ReadMode::PreferReplica,
+                max_lag_ms: 500,
+            }),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn names_taken_and_settings_changed_in_the_target_are_conflicts() {
+        let changed = ReadPolicy {
+            mode: ReadMode::ReplicaOnly,
+            max_lag_ms: 900,
+        };
+        let found = conflicts(&backup("alice", "filter", "ext:"), &target(changed)).unwrap();
+        assert_eq!(
+            found,
+            [
+                "user alice exists",
+                "plugin filter exists",
+                "prefix route \"ext:\" exists",
+                "the read policy is replica-only (max lag 900 ms), the backup's prefer-replica \
+                 (500 ms)",
+            ]
+        );
+        // Other names, and a read policy the target left at its default: nothing to replace.
+        let none = conflicts(
+            &backup("bob", "metrics", "other:"),
+            &target(ReadPolicy::default()),
+        )
+        .unwrap();
+        assert!(none.is_empty(), "{none:?}");
+    }
+
+    #[test]
+    fn a_route_to_a_cluster_the_target_lacks_or_too_many_plugins_cannot_be_replaced() {
+        let mut s = backup("bob", "metrics", "other:");
+        s.routes = vec![PrefixRoute::new("other:", "elsewhere")];
+        let e = conflicts(&s, &target(ReadPolicy::default())).unwrap_err();
+        assert!(e.to_string().contains("cluster elsewhere"), "{e}");
+        let mut s = backup("bob", "metrics", "other:");
+        let one = s.plugins.pop().unwrap();
+        for i in 0..MAX_ENABLED {
+            let mut entry = one.entry.clone();
+            entry.name = format!("p{i}");
+            s.plugins.push(PluginToRestore {
+                entry,
+                module: Vec::new(),
+            });
+        }
+        let e = conflicts(&s, &target(ReadPolicy::default())).unwrap_err();
+        assert!(e.to_string().contains("would enable 17 plugins"), "{e}");
+    }
+}
