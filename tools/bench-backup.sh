@@ -81,6 +81,6 @@ for mode in plain instant; do
   echo "backup $mode: $(secs $t0 $t1) s, $bytes bytes, pause_ms=$pause"
 done
 t0=$(now)
-"$BIN" admin restore --from "$DIR/backups/plain" --to 127.0.0.1:$TP | tail -1
+"$BIN" admin --dashboard 127.0.0.1:$TD --token $TOKEN restore --from "$DIR/backups/plain" --to 127.0.0.1:$TP | tail -1
 t1=$(now)
 echo "restore: $(secs $t0 $t1) s wall, target holds $(redis-cli -p $TP dbsize) keys in 3 groups"

@@ -5,7 +5,9 @@
 //! whose restore is one instant (a client's sequential writes come back as a prefix); damaged
 //! backups (a flipped byte, a missing file, a truncated file, a manifest that disagrees, no
 //! manifest) refused with the reason and nothing written; a restore refused midway undone; the
-//! API's checks of the directory.
+//! API's checks of the directory; the backup's settings (a confined user, the filter plugin, a
+//! prefix route, the read policy, failover's settings) applied to the new cluster before its
+//! keys, a conflicting user or a bad store.json refused before anything is applied.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::import::{fill_every_type, q, snapshot};
-use crate::support::{ControlPlane, TOKEN, run_with_timeout, tessera_bin, wait_until};
+use crate::support::{ControlPlane, TOKEN, plugin_wasm, run_with_timeout, tessera_bin, wait_until};
 
 /// A two-group cluster, each group a master and a replica, backups under `root`.
 fn source(root: &Path) -> ControlPlane {
@@ -66,15 +68,23 @@ fn backup(cp: &ControlPlane, dir: &str, extra: &[&str]) -> Output {
     cp.admin_cli(TOKEN, &args)
 }
 
-/// `tessera admin restore --from <dir> --to <cp's proxy>`.
+/// `tessera admin restore --from <dir> --to <cp's proxy>`, with cp's dashboard (for the
+/// backup's settings).
 fn restore(from: &Path, cp: &ControlPlane) -> Output {
+    restore_with(from, cp, &[])
+}
+
+/// [`restore`] with more arguments.
+fn restore_with(from: &Path, cp: &ControlPlane, extra: &[&str]) -> Output {
     run_with_timeout(
         Command::new(tessera_bin())
-            .args(["admin", "restore", "--from"])
+            .args(["admin", "--dashboard", &cp.dashboard.addr().to_string()])
+            .args(["--token", TOKEN, "restore", "--from"])
             .arg(from)
             .args(["--to", &cp.proxies[0].addr().to_string()])
+            .args(extra)
             .env("RUST_BACKTRACE", "0"),
-        Duration::from_secs(120),
+        Duration::from_secs(180),
     )
 }
 
@@ -447,9 +457,21 @@ fn damaged_backups_are_refused_with_the_reason_and_nothing_is_written() {
         );
         assert_eq!(dbsize(&dst), 0, "{}: the target stays empty", dir.display());
     }
-    // The good one restores.
-    let out = restore(&good, &dst);
+    // The good one restores; its keys alone need no dashboard.
+    let out = run_with_timeout(
+        Command::new(tessera_bin())
+            .args(["admin", "restore", "--no-settings", "--from"])
+            .arg(&good)
+            .args(["--to", &dst.proxies[0].addr().to_string()])
+            .env("RUST_BACKTRACE", "0"),
+        Duration::from_secs(180),
+    );
     assert!(out.status.success(), "restore: {}", text(&out));
+    assert!(
+        text(&out).contains("restore settings: skipped=--no-settings"),
+        "{}",
+        text(&out)
+    );
     assert!(dbsize(&dst) >= 3000);
 }
 
@@ -541,4 +563,291 @@ fn a_restore_that_fails_midway_deletes_what_it_wrote() {
     );
     let left: i64 = dst.servers.iter().map(|s| s.dbsize()).sum();
     assert_eq!(left, 0, "the target is as empty as it was");
+}
+
+/// What the settings test's source sets, and the target must show after the restore.
+const FILTER: &str = r#"{"deny_commands":["GETDEL"],"read_only_keys":["ro:*"]}"#;
+
+/// A client of `cp`'s proxy that logs in as `user`: the answer to AUTH, and the connection.
+fn login(cp: &ControlPlane, user: &str, password: &str) -> (Result<(), String>, redis::Connection) {
+    let mut c = client(cp);
+    let r = redis::cmd("AUTH")
+        .arg(user)
+        .arg(password)
+        .query::<()>(&mut c)
+        .map_err(|e| e.to_string());
+    (r, c)
+}
+
+/// `cmd` through `c`: its error, if it failed.
+fn refusal(c: &mut redis::Connection, cmd: &[&str]) -> Option<String> {
+    let mut r = redis::cmd(cmd[0]);
+    for a in &cmd[1..] {
+        r.arg(*a);
+    }
+    r.query::<redis::Value>(c).err().map(|e| e.to_string())
+}
+
+/// The settings a restore compares, as the dashboard shows them: users, plugins (name,
+/// module, config, enabled), routes, read policy, failover's settings.
+fn settings_of(cp: &ControlPlane) -> Value {
+    let api = cp.api();
+    let plugins: Vec<Value> = api
+        .get("/api/plugins")
+        .ok()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            json!({"name": p["name"], "sha256": p["sha256"], "config": p["config"],
+                   "enabled": p["enabled"], "fail": p["fail"]})
+        })
+        .collect();
+    json!({
+        "users": api.get("/api/users").ok(),
+        "plugins": plugins,
+        "routes": api.get("/api/routes").ok()["routes"],
+        "read_policy": api.get("/api/read-policy").ok()["policy"],
+        "failover": api.get("/api/failover").ok()["settings"],
+    })
+}
+
+#[test]
+fn a_restore_applies_the_backups_users_plugins_routes_and_read_policy_before_its_keys() {
+    let root = tempfile::tempdir().unwrap();
+    let src = source(root.path());
+    let store = src.options().store.clone();
+    // The cluster the route leads to, and the cluster restored into, in the source's store.
+    let _routed = ControlPlane::builder()
+        .cluster("routedb")
+        .store(&store)
+        .start();
+    let api = src.api();
+    api.put(
+        "/api/users/alice",
+        &json!({"password": "alice-pw", "commands": ["read", "write"], "key_prefix": "t:"}),
+    )
+    .ok();
+    let wasm = std::fs::read(plugin_wasm("filter")).unwrap();
+    api.request("PUT", "/api/plugins/filter/module", Some(&wasm))
+        .ok();
+    let config: Value = serde_json::from_str(FILTER).unwrap();
+    api.put("/api/plugins/filter/config", &json!({ "config": config }))
+        .ok();
+    api.post("/api/plugins/filter/enable", &json!({})).ok();
+    api.put(
+        "/api/routes",
+        &json!({"routes": [{"prefix": "ext:", "cluster": "routedb", "user": "front",
+                             "password": "front-pw"}]}),
+    )
+    .ok();
+    api.put(
+        "/api/read-policy",
+        &json!({"mode": "prefer-replica", "max_lag_ms": 500}),
+    )
+    .ok();
+    api.put(
+        "/api/failover",
+        &json!({"max_lag_bytes": 4096, "cooldown_secs": 120}),
+    )
+    .ok();
+    let mut c = client(&src);
+    for i in 0..300 {
+        let _: () = q(&mut c, &["SET", &format!("t:{i}"), &format!("v{i}")]);
+        let _: () = q(&mut c, &["SET", &format!("k:{i}"), &format!("w{i}")]);
+    }
+    // From now on every client of the source must log in: the restore writes as the target's
+    // default user, and applies this entry only after its keys.
+    api.put("/api/users/default", &json!({"password": "default-pw"}))
+        .ok();
+    let out = backup(&src, "settings", &[]);
+    assert!(out.status.success(), "backup: {}", text(&out));
+    let dir = root.path().join("settings");
+    let want = settings_of(&src);
+
+    let dst = ControlPlane::builder()
+        .cluster("restored")
+        .store(&store)
+        .servers(2)
+        .proxies(1)
+        .start();
+    dst.split_over_two_groups();
+    let untouched = settings_of(&dst);
+
+    // A store.json with a field no backup writes: refused before anything is applied.
+    let work = tempfile::tempdir().unwrap();
+    let bad = copy_dir(&dir, work.path(), "bad");
+    let mut docs: Value =
+        serde_json::from_slice(&std::fs::read(bad.join("store.json")).unwrap()).unwrap();
+    for e in docs["entries"].as_array_mut().unwrap() {
+        if e["key"] == "users" {
+            e["json"]["users"][0]["superuser"] = json!(true);
+        }
+    }
+    std::fs::write(bad.join("store.json"), serde_json::to_vec(&docs).unwrap()).unwrap();
+    reseal(&bad, "store.json");
+    let out = restore(&bad, &dst);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("store.json") && t.contains("superuser") && t.contains("nothing was written"),
+        "{t}"
+    );
+    assert_eq!(settings_of(&dst), untouched, "nothing applied: {t}");
+    assert_eq!(dbsize(&dst), 0);
+
+    // Another cluster's dashboard (here the source's) is refused before anything is read
+    // from it or changed.
+    let out = run_with_timeout(
+        Command::new(tessera_bin())
+            .args(["admin", "--dashboard", &src.dashboard.addr().to_string()])
+            .args(["--token", TOKEN, "restore", "--from"])
+            .arg(&dir)
+            .args(["--to", &dst.proxies[0].addr().to_string()])
+            .env("RUST_BACKTRACE", "0"),
+        Duration::from_secs(180),
+    );
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("is not one of this dashboard's proxies")
+            && t.contains("nothing was applied or written"),
+        "{t}"
+    );
+    assert_eq!(settings_of(&src), want, "the source is untouched");
+    assert_eq!(settings_of(&dst), untouched);
+    assert_eq!(dbsize(&dst), 0);
+
+    // A plugin config its own init refuses (the CLI cannot run a plugin): the settings before
+    // it are applied, then the restore stops, says what was applied and what not, and writes
+    // no key.
+    let refused = copy_dir(&dir, work.path(), "refused");
+    let mut docs: Value =
+        serde_json::from_slice(&std::fs::read(refused.join("store.json")).unwrap()).unwrap();
+    for e in docs["entries"].as_array_mut().unwrap() {
+        if e["key"] == "plugin/catalog" {
+            e["json"]["plugins"][0]["config"] = json!({"deny_classes": ["admn"]});
+        }
+    }
+    std::fs::write(
+        refused.join("store.json"),
+        serde_json::to_vec(&docs).unwrap(),
+    )
+    .unwrap();
+    reseal(&refused, "store.json");
+    let out = restore(&refused, &dst);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains(
+            "applying plugin filter to the target failed; applied: the read policy, failover's \
+             settings, the prefix routes, user alice; not applied: plugin filter; no key was \
+             written"
+        ) && t.contains("setting its config failed")
+            && t.contains("admn"),
+        "{t}"
+    );
+    assert_eq!(dbsize(&dst), 0, "no key written: {t}");
+    let now = settings_of(&dst);
+    assert_eq!(now["read_policy"], want["read_policy"]);
+    // alice is set; default's entry, applied only after the keys, is not.
+    assert_eq!(now["users"], json!([want["users"][0]]), "{now}");
+    assert_eq!(want["users"][1]["name"], "default");
+    assert_eq!(now["plugins"][0]["enabled"], false, "{now}");
+
+    // A user of the same name in the target: refused, naming it; nothing applied or written.
+    dst.api()
+        .put("/api/users/alice", &json!({"password": "other"}))
+        .ok();
+    let before = settings_of(&dst);
+    let out = restore(&dir, &dst);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("user alice exists") && t.contains("nothing was applied or written"),
+        "{t}"
+    );
+    assert_eq!(settings_of(&dst), before, "nothing applied: {t}");
+    assert_eq!(dbsize(&dst), 0);
+
+    // Told to replace it, the restore gives alice the backup's password and rules.
+    let out = restore_with(&dir, &dst, &["--replace-settings"]);
+    let t = text(&out);
+    assert!(out.status.success(), "restore: {t}");
+    assert!(
+        t.contains("restore settings: user=alice") && t.contains("restore settings: plugin=filter"),
+        "{t}"
+    );
+    let (keys_done, default_set) = (
+        t.find("restore group: group=2").unwrap(),
+        t.find("restore settings: user=default")
+            .expect("default applied"),
+    );
+    assert!(
+        keys_done < default_set,
+        "default's entry after the keys: {t}"
+    );
+    assert_eq!(
+        settings_of(&dst),
+        want,
+        "the target's settings are the source's"
+    );
+    let e = refusal(&mut client(&dst), &["GET", "t:1"]).expect("default needs its password");
+    assert!(e.contains("NOAUTH"), "{e}");
+    let (r, mut c) = login(&dst, "default", "default-pw");
+    assert_eq!(r, Ok(()));
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 600);
+
+    // The user logs in with its own password, and keeps its rules.
+    let (r, mut alice) = login(&dst, "alice", "alice-pw");
+    assert_eq!(r, Ok(()));
+    let v: String = q(&mut alice, &["GET", "t:7"]);
+    assert_eq!(v, "v7");
+    let _: () = q(&mut alice, &["SET", "t:new", "x"]);
+    let e = refusal(&mut alice, &["GET", "k:7"]).expect("outside its prefix");
+    assert!(e.contains("NOPERM") || e.contains("no permissions"), "{e}");
+    let e = refusal(&mut alice, &["EVAL", "return 1", "0"]).expect("scripting is not its class");
+    assert!(e.contains("NOPERM") || e.contains("no permissions"), "{e}");
+    let (r, _) = login(&dst, "alice", "wrong");
+    assert!(r.unwrap_err().contains("WRONGPASS"));
+
+    // The filter runs in the target's proxy with its config.
+    let e = refusal(&mut c, &["GETDEL", "t:1"]).expect("GETDEL is denied");
+    assert!(e.contains("is not allowed"), "{e}");
+    let e = refusal(&mut c, &["SET", "ro:1", "x"]).expect("ro:* is read-only");
+    assert!(e.contains("is read-only"), "{e}");
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 601, "only alice's t:new was added");
+
+    // The restore's user changes are audited like any, the hash never shown; a bad hash is a
+    // 400 that does not echo it.
+    let audit = dst.api().get("/api/audit?limit=1000").ok();
+    let set: Vec<&Value> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["method"] == "PUT" && e["path"] == "/api/users/alice")
+        .collect();
+    assert!(!set.is_empty(), "{audit}");
+    for e in &set {
+        let d = e["detail"].as_str().unwrap();
+        assert!(!d.contains("sha256$"), "{e}");
+    }
+    assert!(
+        set.iter().any(|e| e["detail"]
+            .as_str()
+            .unwrap()
+            .contains(r#""password_hash":"<redacted>""#)),
+        "{audit}"
+    );
+    let bad = format!("sha256$00${}", "zz".repeat(32));
+    let msg = dst
+        .api()
+        .put("/api/users/bob", &json!({ "password_hash": bad }))
+        .expect_error(400, "bad_request");
+    assert!(
+        msg.contains("password_hash") && !msg.contains(&bad),
+        "{msg}"
+    );
 }

@@ -16,6 +16,8 @@ mod plugin_canary;
 mod plugin_view;
 mod read_policy;
 mod rebalance;
+mod restore;
+mod restore_settings;
 mod routes;
 mod slot_arg;
 mod table;
@@ -135,8 +137,9 @@ pub enum AdminCmd {
     Backup(backup::BackupArgs),
     /// The recent backups of the dashboard.
     Backups,
-    /// Restore a backup directory into an empty cluster through one of its proxies (checked
-    /// whole first; undone if a write fails).
+    /// Restore a backup directory into an empty cluster: its settings (users, plugins, routes,
+    /// read policy, failover) through the dashboard, then its keys through one of its proxies
+    /// (checked whole first; undone if a write fails).
     Restore(crate::import::from_backup::RestoreArgs),
     /// The cluster's events (proxies lost and back, failovers, migrations, the store, the
     /// lock): time, severity, what happened; `--follow` waits for new ones.
@@ -157,9 +160,10 @@ fn parse_weight(s: &str) -> Result<(u32, u32), String> {
 /// The dashboard is unreachable, or it answered with an error: the message is the API's
 /// (`<message> (<code>, HTTP <status>)`).
 pub fn run(args: AdminArgs) -> anyhow::Result<()> {
-    // A restore talks to a proxy, not to the dashboard, on a runtime of its own.
+    // A restore writes through a proxy (and configures through the dashboard), on a runtime
+    // of its own.
     if let AdminCmd::Restore(a) = args.command {
-        return emit(&crate::import::from_backup::run(a)?);
+        return emit(&restore::run(&args.dashboard, args.token, a)?);
     }
     let client = Client::new(&args.dashboard, args.token)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -196,7 +200,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             AdminCmd::Hotkeys(a) => hotkeys::run(&client, a).await,
             AdminCmd::Backup(a) => backup::start(&client, a).await,
             AdminCmd::Backups => backup::list(&client).await,
-            AdminCmd::Restore(_) => bail!("a restore runs without the dashboard"),
+            AdminCmd::Restore(_) => bail!("a restore runs on a runtime of its own"),
             AdminCmd::Events(a) => events::run(&client, a, args.json).await,
         }
     })?;

@@ -102,14 +102,7 @@ impl PluginSpec {
     }
 }
 
-/// Plugin names: what `/metrics` and error replies carry.
-pub fn valid_plugin_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
+pub use tessera_wire::plugins::valid_plugin_name;
 
 impl PluginSpec {
     /// The runtime spec of a catalog entry with its module bytes.

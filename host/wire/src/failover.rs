@@ -60,6 +60,40 @@ impl Default for FailoverSettings {
     }
 }
 
+impl FailoverSettings {
+    /// The ranges [`FailoverChange`] documents.
+    ///
+    /// # Errors
+    /// The first field out of its range, worded for the operator.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=100).contains(&self.down_after_checks) {
+            return Err(format!(
+                "down_after_checks must be 1-100, not {}",
+                self.down_after_checks
+            ));
+        }
+        if self.quorum > 1000 {
+            return Err(format!(
+                "quorum must be 0 (a majority of the online proxies) to 1000, not {}",
+                self.quorum
+            ));
+        }
+        if self.cooldown_secs > 86_400 {
+            return Err(format!(
+                "cooldown_secs must be at most 86400 (a day), not {}",
+                self.cooldown_secs
+            ));
+        }
+        if self.max_lag_bytes > 1 << 40 {
+            return Err(format!(
+                "max_lag_bytes must be at most 2^40, not {}",
+                self.max_lag_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A change of the settings (`PUT /api/failover`): the fields given are set. Ranges:
 /// `down_after_checks` 1-100, `quorum` 0-1000, `cooldown_secs` at most 86400,
 /// `max_lag_bytes` at most 2^40.

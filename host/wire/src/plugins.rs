@@ -28,6 +28,16 @@ pub const MAX_PLUGINS: usize = 64;
 /// dashboard saves is one every store keeps and every proxy takes.
 pub const MAX_CATALOG_BYTES: usize = 1 << 20;
 
+/// Plugin names: what `/metrics` and error replies carry (letters, digits, `-` and `_`, at
+/// most 64).
+pub fn valid_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// One plugin in a cluster's catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PluginEntry {

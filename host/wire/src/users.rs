@@ -93,10 +93,12 @@ pub struct UsersDoc {
 
 /// A change to one user (`PUT /api/users/{name}`); fields left out keep their value.
 /// `commands: null` lifts the class restriction, `key_prefix: null` (or `""`) the prefix.
-/// A new user needs a password (except `default`). No `Debug`: it holds a clear password.
+/// A new user needs a password or a password hash (except `default`). No `Debug`: it holds a
+/// clear password or a hash.
 ///
 /// ```text
 /// {"password": "…", "commands": ["read"], "key_prefix": "tenant1:", "enabled": true}
+/// {"password_hash": "sha256$<salt hex>$<digest hex>"}      (as a backup's store.json holds it)
 /// ```
 #[derive(Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -104,6 +106,12 @@ pub struct UserChange {
     /// Clear text, hashed by the dashboard before it is stored (1 to 1024 bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// The password as the users document holds it, already hashed
+    /// (`sha256$<salt hex>$<digest hex>`: a salt of 1 to 64 bytes, a SHA-256 digest), e.g.
+    /// from a backup's `store.json`: the user keeps the password it had, which the dashboard
+    /// never sees in clear. Not with `password`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
     /// Class names; `null`: every command.
     #[serde(
         default,

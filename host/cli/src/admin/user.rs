@@ -53,6 +53,7 @@ fn user_change(
 ) -> UserChange {
     UserChange {
         password,
+        password_hash: None,
         // `all`: every command, sent as null.
         commands: commands.map(|c| {
             let c: Vec<String> = c.into_iter().filter(|c| !c.trim().is_empty()).collect();

@@ -1,6 +1,8 @@
-//! `tessera admin restore --from DIR --to PROXY`: loads a whole-cluster backup (docs/backup.md)
-//! into a cluster through one of its proxies, so every key lands on the group that owns its
-//! slot in the new cluster (any number of groups) and passes its plugins.
+//! `tessera admin restore --from DIR --to PROXY`: loads a whole-cluster backup's keys
+//! (docs/backup.md) into a cluster through one of its proxies, so every key lands on the group
+//! that owns its slot in the new cluster (any number of groups) and passes its plugins. The
+//! restore's steps are run, with the backup's settings applied between them, by
+//! `admin::restore`; the settings are read by `settings`.
 //!
 //! Nothing in the directory is trusted. Before anything is written: the manifest is read
 //! (capped, its format version checked, every file name a plain name), every file it lists is
@@ -54,39 +56,32 @@ pub struct RestoreArgs {
     /// checked and loaded.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub max_file_mb: u64,
+    /// Write the keys only: leave the backup's users, plugins, prefix routes, read policy and
+    /// failover settings out (no dashboard is needed then).
+    #[arg(long, conflicts_with = "replace_settings")]
+    pub no_settings: bool,
+    /// Replace the target's users, plugins and routes of the same names as the backup's, and
+    /// its read policy and failover settings, instead of refusing the restore.
+    #[arg(long)]
+    pub replace_settings: bool,
 }
 
 /// A backup checked whole.
-struct Checked {
-    manifest: Manifest,
+pub struct Checked {
+    pub manifest: Manifest,
     /// Per group of the manifest: its RDB, its tail's commands, keys in the RDB.
     groups: Vec<(Vec<u8>, Vec<Request>, u64)>,
-    store: StoreDocs,
+    pub store: StoreDocs,
     bytes: u64,
 }
 
-/// Runs a restore to the end: its summary line.
+/// Reads and checks the whole backup (nothing is written), and prints what it holds.
 ///
 /// # Errors
-/// A bad backup or a non-empty target (nothing written), or a write that failed (what was
-/// written is deleted again; the message says whether that worked).
-pub fn run(args: RestoreArgs) -> anyhow::Result<String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(restore(args))
-}
-
-async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
-    let started = Instant::now();
+/// Why the directory is not a backup that can be restored.
+pub fn check_backup(args: &RestoreArgs) -> anyhow::Result<Checked> {
     let max = args.max_file_mb << 20;
-    let checked = check(&args.from, max).with_context(|| {
-        format!(
-            "{} is not a backup that can be restored; nothing was written",
-            args.from.display()
-        )
-    })?;
+    let checked = check(&args.from, max).with_context(|| not_a_backup(args))?;
     let keys_in_backup: u64 = checked.groups.iter().map(|g| g.2).sum();
     println!(
         "{}",
@@ -102,6 +97,23 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
             ]
         )
     );
+    Ok(checked)
+}
+
+/// The context of every refusal of the backup itself.
+pub fn not_a_backup(args: &RestoreArgs) -> String {
+    format!(
+        "{} is not a backup that can be restored; nothing was written",
+        args.from.display()
+    )
+}
+
+/// Refuses a target that holds a key: a restore writes only into an empty cluster, so that a
+/// failure can be undone.
+///
+/// # Errors
+/// The proxy is unreachable, refuses `DBSIZE`, or the cluster holds keys.
+pub async fn ensure_empty(args: &RestoreArgs) -> anyhow::Result<()> {
     let held = target_keys(&args.to, args.to_password.as_deref()).await?;
     if held > 0 {
         bail!(
@@ -110,6 +122,20 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
             args.to
         );
     }
+    Ok(())
+}
+
+/// Writes every group's RDB and tail through the proxy, a line per group: the summary line.
+/// `started` is when the restore began (for its rate).
+///
+/// # Errors
+/// A write that failed: every key the backup names is deleted again first, and the message
+/// says whether that worked.
+pub async fn write(
+    args: &RestoreArgs,
+    checked: &Checked,
+    started: Instant,
+) -> anyhow::Result<String> {
     let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
     let counts = Arc::new(LoadCounts::default());
     let mut tail_commands = 0u64;
@@ -134,7 +160,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<String> {
         .await;
         if let Err(e) = written {
             reporter.abort();
-            let undo = undo(&args, &checked).await;
+            let undo = undo(args, checked).await;
             return Err(e.context(format!(
                 "restoring group {} of the backup failed; {undo}",
                 g.group
@@ -315,7 +341,7 @@ async fn target_keys(addr: &str, password: Option<&str>) -> anyhow::Result<i64> 
 
 /// Deletes every key the backup names (its RDBs' and its tails' keys) after a failed write:
 /// what to tell the user about it.
-async fn undo(args: &RestoreArgs, checked: &Checked) -> String {
+pub async fn undo(args: &RestoreArgs, checked: &Checked) -> String {
     let mut keys: BTreeSet<Vec<u8>> = BTreeSet::new();
     for (rdb, tail, _) in &checked.groups {
         if let Ok(mut p) = Parser::new(rdb) {

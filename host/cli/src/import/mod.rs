@@ -19,6 +19,7 @@ pub mod lzf;
 pub mod progress;
 pub mod rdb;
 pub mod restore;
+pub mod settings;
 pub mod state;
 pub mod stream;
 pub mod sync;

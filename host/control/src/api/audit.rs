@@ -251,7 +251,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Dashboard>> {
 /// and role, newest first. Calls refused for a missing, wrong or revoked token (401) are
 /// recorded at most once per 10 s: one entry (actor `unauthenticated`, status 401) counts the
 /// refusals since the previous one by address. The newest 1000 are kept in the store. `detail`
-/// is the request body, cut to 500 characters, every `password` as `<redacted>`, a binary
+/// is the request body, cut to 500 characters, every `password` (and `password_hash`) as `<redacted>`, a binary
 /// body as `<N bytes>`, a body over 64 KiB as `<over 65536 bytes>`.
 #[utoipa::path(
     get,
@@ -338,14 +338,16 @@ fn detail(headers: &HeaderMap, body: &[u8]) -> String {
     }
 }
 
-/// A JSON body with the value of every `password` field replaced, cut like any detail;
+/// A JSON body with the value of every `password…` field (`password`, `password_hash`) replaced, cut like any detail;
 /// `None` when it is not JSON (then nothing of it is shown).
 fn redacted(text: &str) -> Option<String> {
     fn scrub(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::Object(map) => {
                 for (k, v) in map.iter_mut() {
-                    if k.eq_ignore_ascii_case("password") {
+                    // `password` in clear, and `password_hash` (a fast hash: leaked, it
+                    // is attacked offline).
+                    if k.to_ascii_lowercase().starts_with("password") {
                         *v = serde_json::Value::String("<redacted>".into());
                     } else {
                         scrub(v);
@@ -394,6 +396,8 @@ mod tests {
         assert_eq!(d, "<23 bytes, not JSON>");
         let d = detail(&h, br#"{"a":[{"Password":"hunter2"}]}"#);
         assert!(!d.contains("hunter2"), "{d}");
+        let d = detail(&h, br#"{"password_hash":"sha256$00$ab","enabled":true}"#);
+        assert_eq!(d, r#"{"enabled":true,"password_hash":"<redacted>"}"#);
     }
 
     #[test]

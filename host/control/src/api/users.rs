@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! GET    /api/users            [User], sorted by name
-//! PUT    /api/users/{name}     {"password"?, "commands"?, "key_prefix"?, "enabled"?} → User
+//! PUT    /api/users/{name}     {"password"? | "password_hash"?, "commands"?, "key_prefix"?, "enabled"?} → User
 //! DELETE /api/users/{name}     {}
 //! ```
 
@@ -54,7 +54,10 @@ async fn list_users(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<UserView
 ///
 /// Fields left out keep their value; a new user needs a password (except `default`). The
 /// password is hashed by the dashboard (`sha256$<salt hex>$<digest hex>`) and never stored or
-/// shown in clear; the audit log records it as `<redacted>`. `commands` are class names
+/// shown in clear; the audit log records it as `<redacted>`. Instead of `password`,
+/// `password_hash` gives the hash itself, as the users document (and a backup's
+/// `store.json`) holds it: the user keeps the password it had elsewhere (a restore, docs/backup.md);
+/// it is checked as a hash, never shown, and recorded as `<redacted>` too. `commands` are class names
 /// (`read`, `write`, `admin`, `pubsub`, `scripting`, `transaction`, `blocking`, `dangerous`,
 /// `keyspace`; `null`: every command); `key_prefix: null` or `""` lifts the prefix. The table
 /// is persisted with the next version, then pushed to every online proxy with a barrier.
@@ -67,7 +70,7 @@ async fn list_users(State(d): State<Arc<Dashboard>>) -> Result<Json<Vec<UserView
     request_body = UserChange,
     responses(
         (status = 200, description = "The user after the change.", body = UserView),
-        (status = 400, description = "A bad name, an empty or overlong password (at most 1024 bytes), an unknown class, a bad prefix, an unknown field, a body over 16 KiB, a new user without a password, or a full table (1000 users).", body = ErrorBody),
+        (status = 400, description = "A bad name, an empty or overlong password (at most 1024 bytes), a password_hash that is not `sha256$<salt hex, 1 to 64 bytes>$<digest hex, 32 bytes>`, both a password and a password_hash, an unknown class, a bad prefix, an unknown field, a body over 16 KiB, a new user without a password, or a full table (1000 users).", body = ErrorBody),
         (status = 502, description = "Saved, but some proxies did not load the table.", body = ErrorBody),
         (status = 503, description = "The store is unreachable, or its users document is unusable.", body = ErrorBody),
     )
@@ -86,7 +89,7 @@ async fn set_user(
     }
     let change: UserChange = optional_json(&body)?.ok_or_else(|| {
         ApiError::bad_request(
-            "body must be {\"password\"?, \"commands\"?: [classes], \"key_prefix\"?, \"enabled\"?}",
+            "body must be {\"password\"? or \"password_hash\"?, \"commands\"?: [classes], \"key_prefix\"?, \"enabled\"?}",
         )
     })?;
     Ok(Json(d.set_user(&name, change).await?))

@@ -178,31 +178,7 @@ impl Dashboard {
 }
 
 fn validate(s: &FailoverSettings) -> Result<(), Error> {
-    if !(1..=100).contains(&s.down_after_checks) {
-        return Err(Error::invalid(format!(
-            "down_after_checks must be 1-100, not {}",
-            s.down_after_checks
-        )));
-    }
-    if s.quorum > 1000 {
-        return Err(Error::invalid(format!(
-            "quorum must be 0 (a majority of the online proxies) to 1000, not {}",
-            s.quorum
-        )));
-    }
-    if s.cooldown_secs > 86_400 {
-        return Err(Error::invalid(format!(
-            "cooldown_secs must be at most 86400 (a day), not {}",
-            s.cooldown_secs
-        )));
-    }
-    if s.max_lag_bytes > 1 << 40 {
-        return Err(Error::invalid(format!(
-            "max_lag_bytes must be at most 2^40, not {}",
-            s.max_lag_bytes
-        )));
-    }
-    Ok(())
+    s.validate().map_err(Error::Invalid)
 }
 
 // === asking the proxies (the rules are in `decide`) ===

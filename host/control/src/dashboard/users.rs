@@ -15,9 +15,27 @@ use tessera_store::model::{self, ProxyModel, SCHEMA_VERSION};
 pub use tessera_wire::users::UserChange;
 
 fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), Error> {
-    if let Some(p) = change.password {
-        users::check_password(&p).map_err(Error::User)?;
-        e.password = Some(users::hash_password(&p));
+    match (change.password, change.password_hash) {
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid(
+                "give password or password_hash, not both".to_owned(),
+            ));
+        }
+        (Some(p), None) => {
+            users::check_password(&p).map_err(Error::User)?;
+            e.password = Some(users::hash_password(&p));
+        }
+        (None, Some(h)) => {
+            // Never echoed: a hash leaked is a password attacked offline.
+            if !users::is_password_hash(&h) {
+                return Err(Error::invalid(format!(
+                    "user {}: password_hash must be sha256$<salt hex, 1 to 64 bytes>$<SHA-256                      hex, 32 bytes>, as the users document holds it",
+                    e.name
+                )));
+            }
+            e.password = Some(h);
+        }
+        (None, None) => {}
     }
     match change.commands {
         Some(Some(names)) => {
@@ -77,11 +95,11 @@ impl Dashboard {
         Ok(views)
     }
 
-    /// Creates or changes a user. A new user needs a password (except `default`, whose
-    /// password may stay the proxies' `session_password`, or none).
+    /// Creates or changes a user. A new user needs a password or a password hash (except
+    /// `default`, whose password may stay the proxies' `session_password`, or none).
     ///
     /// # Errors
-    /// 400 a bad name, password, class or prefix, a new user without a password, a full
+    /// 400 a bad name, password, hash, class or prefix, both a password and a hash, a new user without a password, a full
     /// table; 503 an unusable document; 502 proxies that did not load the new table.
     pub async fn set_user(&self, name: &str, change: UserChange) -> Result<UserView, Error> {
         users::check_name(name).map_err(Error::User)?;
@@ -90,9 +108,12 @@ impl Dashboard {
         let i = match doc.users.iter().position(|u| u.name == name) {
             Some(i) => i,
             None => {
-                if change.password.is_none() && name != DEFAULT_USER {
+                if change.password.is_none()
+                    && change.password_hash.is_none()
+                    && name != DEFAULT_USER
+                {
                     return Err(Error::invalid(format!(
-                        "user {name} is new: give it a password"
+                        "user {name} is new: give it a password (or a password_hash)"
                     )));
                 }
                 if doc.users.len() >= MAX_USERS {
@@ -257,5 +278,46 @@ mod tests {
         );
         assert!(bad(&long).contains("password"));
         assert!(serde_json::from_str::<UserChange>(r#"{"pasword":"x"}"#).is_err());
+        let digest = "ab".repeat(32);
+        for h in [
+            String::new(),
+            "sha256$$".to_owned(),
+            format!("sha256$zz${digest}"),
+            format!("sha256$00${}", "ab".repeat(31)),
+            format!("md5$00${digest}"),
+            format!("sha256${}${digest}", "00".repeat(65)),
+            format!("sha256$00${digest}$x"),
+        ] {
+            let msg = bad(&format!(r#"{{"password_hash":"{h}"}}"#));
+            assert!(msg.contains("password_hash"), "{h}: {msg}");
+            assert!(
+                h.len() < 8 || !msg.contains(&h),
+                "the hash is not echoed: {msg}"
+            );
+        }
+        let both = format!(r#"{{"password":"pw","password_hash":"sha256$00${digest}"}}"#);
+        assert!(bad(&both).contains("not both"));
+    }
+
+    #[test]
+    fn a_hash_given_is_kept_as_is_and_verifies_the_password_it_was_made_from() {
+        let hash = users::hash_password("restored-pw");
+        let mut e = alice();
+        apply(
+            &mut e,
+            change(&format!(
+                r#"{{"password_hash":"{hash}","commands":["read"]}}"#
+            )),
+        )
+        .unwrap();
+        assert_eq!(e.password.as_deref(), Some(hash.as_str()));
+        let doc = UsersDoc {
+            schema: 1,
+            version: 1,
+            users: vec![e],
+        };
+        let table = Users::from_document(&doc, None).unwrap();
+        assert!(table.authenticate(b"alice", b"restored-pw").is_some());
+        assert!(table.authenticate(b"alice", b"other").is_none());
     }
 }
