@@ -23,6 +23,9 @@ import tempfile
 import time
 import urllib.request
 
+# The import below must not leave bytecode in tools/.
+sys.dont_write_bytecode = True
+
 # The process handling and HTTP helpers of the push benchmark.
 _spec = importlib.util.spec_from_file_location(
     "bench_push", os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-push.py"))
