@@ -762,15 +762,34 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
         opts.exe.display()
     );
 
+    let mut revivals = Revivals::default();
     loop {
-        let upgrade = rt.block_on(async {
+        let event = rt.block_on(async {
             tokio::select! {
-                () = stop.wait() => false,
-                _ = hangup.recv() => true,
+                () = stop.wait() => Event::Stop,
+                _ = hangup.recv() => Event::Upgrade,
+                () = tokio::time::sleep(WATCH_EVERY) => Event::Watch,
             }
         });
-        if !upgrade {
-            break;
+        match event {
+            Event::Stop => break,
+            Event::Watch => {
+                // A dashboard, proxy or console that exited by itself is started again.
+                for ((at, token), plan) in dashboards.iter().zip(&plans) {
+                    revivals.revive(&mut children.0[*at], || {
+                        spawn_dashboard(&opts, plan, &store_url, token, &logs)
+                    });
+                }
+                for p in &running {
+                    let plan = &plans[p.cluster];
+                    revivals.revive(&mut children.0[p.at], || {
+                        p.spawn(&opts, plan, &store_url, &proxy_config, &logs)
+                    });
+                }
+                revivals.revive(&mut children.0[console_at], spawn_console);
+                continue;
+            }
+            Event::Upgrade => {}
         }
         let upgraded = upgrade_proxies(
             &stop,
@@ -815,6 +834,71 @@ pub(crate) fn run(opts: UpOptions) -> anyhow::Result<()> {
     println!("stopping…");
     drop(children);
     Ok(())
+}
+
+/// What `tessera up` waits for once everything runs.
+enum Event {
+    Stop,
+    Upgrade,
+    Watch,
+}
+
+/// How often `tessera up` looks for children that exited by themselves.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// A child that exits again within this of being started again waits twice as long as the
+/// last time before its next start (from 1 s, at most [`REVIVE_AT_MOST_EVERY`]): a child that
+/// cannot start does not spin.
+const REVIVE_STABLE_AFTER: Duration = Duration::from_secs(30);
+const REVIVE_AT_MOST_EVERY: Duration = Duration::from_secs(60);
+
+/// The children started again after they exited by themselves, by name: when, and how long
+/// the next start must wait.
+#[derive(Default)]
+struct Revivals(std::collections::HashMap<String, (Instant, Duration)>);
+
+impl Revivals {
+    /// Starts `child` again with `spawn` if it exited, unless its back-off has not passed;
+    /// says so. A dashboard whose lock lapsed in a store outage stops, and a proxy
+    /// may crash: `tessera up` is their supervisor (docs/operations.md).
+    fn revive(
+        &mut self,
+        child: &mut ChildGuard,
+        spawn: impl FnOnce() -> anyhow::Result<ChildGuard>,
+    ) {
+        let Ok(Some(status)) = child.child.try_wait() else {
+            return;
+        };
+        let now = Instant::now();
+        let (last, waited) = self
+            .0
+            .get(&child.name)
+            .copied()
+            .unwrap_or((now - REVIVE_STABLE_AFTER, Duration::ZERO));
+        let wait = if now.duration_since(last) < REVIVE_STABLE_AFTER {
+            (waited * 2).clamp(Duration::from_secs(1), REVIVE_AT_MOST_EVERY)
+        } else {
+            Duration::ZERO
+        };
+        if now < last + wait {
+            return;
+        }
+        match spawn() {
+            Ok(new) => {
+                println!(
+                    "{} (pid {}) exited ({status}); started again: pid {}",
+                    child.name,
+                    child.child.id(),
+                    new.child.id()
+                );
+                *child = new;
+            }
+            Err(e) => eprintln!(
+                "tessera up: {} exited ({status}); starting it again failed: {e:#}",
+                child.name
+            ),
+        }
+        self.0.insert(child.name.clone(), (now, wait));
+    }
 }
 
 /// One of the proxies `tessera up` runs: where it listens, and its place in `Children`.
@@ -1264,4 +1348,61 @@ async fn plugins(dashboard: &str, token: &str, dir: Option<&Path>, first: bool) 
         ));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child that exits at once.
+    fn short_lived() -> anyhow::Result<ChildGuard> {
+        Ok(ChildGuard::spawn(
+            "the test child",
+            &mut Command::new("true"),
+        )?)
+    }
+
+    fn exited(child: &mut ChildGuard) {
+        let _ = child.child.wait();
+    }
+
+    #[test]
+    fn a_child_that_keeps_exiting_is_started_again_ever_less_often() {
+        let mut revivals = Revivals::default();
+        let mut child = short_lived().unwrap();
+        let mut starts = 0;
+        let mut revive = |revivals: &mut Revivals, child: &mut ChildGuard| {
+            exited(child);
+            revivals.revive(child, || {
+                starts += 1;
+                short_lived()
+            });
+            starts
+        };
+        let shift = |revivals: &mut Revivals, by: Duration| {
+            revivals.0.get_mut("the test child").unwrap().0 -= by;
+        };
+        assert_eq!(
+            revive(&mut revivals, &mut child),
+            1,
+            "the first exit: at once"
+        );
+        assert_eq!(revivals.0["the test child"].1, Duration::ZERO);
+        assert_eq!(
+            revive(&mut revivals, &mut child),
+            1,
+            "exited again at once: waits 1 s"
+        );
+        shift(&mut revivals, Duration::from_secs(1));
+        assert_eq!(revive(&mut revivals, &mut child), 2);
+        assert_eq!(revivals.0["the test child"].1, Duration::from_secs(1));
+        assert_eq!(revive(&mut revivals, &mut child), 2, "then 2 s");
+        shift(&mut revivals, Duration::from_secs(2));
+        assert_eq!(revive(&mut revivals, &mut child), 3);
+        assert_eq!(revivals.0["the test child"].1, Duration::from_secs(2));
+        // Once it ran long enough, its next exit is answered at once again.
+        shift(&mut revivals, REVIVE_STABLE_AFTER);
+        assert_eq!(revive(&mut revivals, &mut child), 4);
+        assert_eq!(revivals.0["the test child"].1, Duration::ZERO);
+    }
 }

@@ -2,12 +2,12 @@
 //! dashboard being set up, proxies loading plugins, the console) stops every child it started
 //! and exits; a SIGKILL of it stops them too (the kernel's parent-death signal); and a server port it remembered, now held by another process, is named in a
 //! clear error rather than taken for its own server; SIGHUP restarts its proxies under load
-//! without a failed or lost write.
+//! without a failed or lost write; a dashboard, proxy or console that dies is started again.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::support::{Up, consecutive_free_ports, free_port};
+use crate::support::{Api, Up, consecutive_free_ports, free_port};
 
 /// Arguments for a `tessera up` on free ports.
 fn up_args() -> Vec<String> {
@@ -307,4 +307,82 @@ fn sighup_restarts_the_proxies_under_load_without_a_failed_or_lost_write() {
             "{script}: its INCRs answered, each counted once"
         );
     }
+}
+
+/// `tessera up` supervises what it started: a dashboard, a proxy and the console killed with
+/// SIGKILL are each started again on their ports (a dashboard whose lock lapsed in a store
+/// outage stops the same way), and the cluster serves and takes changes after.
+#[test]
+fn a_dashboard_proxy_or_console_that_dies_is_started_again() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let args = up_args();
+    let port: u16 = args[1].parse().expect("--port");
+    let dashboard_port: u16 = args[3].parse().expect("--dashboard-port");
+    let console_port: u16 = args[7].parse().expect("--console-port");
+    let up = Up::start_with(data.path(), &args);
+    let pid_of = |what: &str, also: &str| -> Option<u32> {
+        up.children()
+            .into_iter()
+            .find(|(_, cmd)| cmd.contains(what) && cmd.contains(also))
+            .map(|(pid, _)| pid)
+    };
+    let http_ok = |port: u16| {
+        move || Api::new(std::net::SocketAddr::from(([127, 0, 0, 1], port)), None).healthy()
+    };
+    for (what, also, answers) in [
+        (
+            " dashboard ",
+            "",
+            Box::new(http_ok(dashboard_port)) as Box<dyn Fn() -> bool>,
+        ),
+        (
+            " proxy ",
+            &format!("127.0.0.1:{port}"),
+            Box::new(move || crate::support::answers_on(port)),
+        ),
+        (" console ", "", Box::new(http_ok(console_port))),
+    ] {
+        let pid = pid_of(what, also).unwrap_or_else(|| panic!("no{what}child: {}", up.output()));
+        let kill = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(kill.success());
+        let line = up
+            .line(Duration::from_secs(30), |l| {
+                l.contains(&format!("(pid {pid}) exited")) && l.contains("started again")
+            })
+            .unwrap_or_else(|| panic!("up did not start{what}again: {}", up.output()));
+        // Between fork and exec a child still shows `tessera up`'s command line.
+        assert!(
+            crate::support::wait_until(Duration::from_secs(10), || {
+                pid_of(what, also).is_some_and(|n| n != pid)
+            }),
+            "{line}: {:?}",
+            up.children()
+        );
+        assert!(
+            crate::support::wait_until(Duration::from_secs(60), &*answers),
+            "{what}answers again after: {line}\n{}",
+            up.output()
+        );
+    }
+    // The restarted dashboard holds the cluster's lock and answers with it; the proxy serves.
+    let token = std::fs::read_to_string(data.path().join("admin-token"))
+        .unwrap_or_else(|e| panic!("the first cluster's admin-token: {e}"));
+    let api = Api::new(
+        std::net::SocketAddr::from(([127, 0, 0, 1], dashboard_port)),
+        Some(token.trim()),
+    );
+    assert_eq!(api.get("/api/overview").status, 200);
+    let mut c =
+        crate::support::RawClient::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    assert_eq!(
+        c.cmd(&["SET", "revived", "yes"]),
+        crate::support::Frame::Simple("OK".into())
+    );
+    assert_eq!(
+        c.cmd(&["GET", "revived"]),
+        crate::support::Frame::bulk("yes")
+    );
 }
