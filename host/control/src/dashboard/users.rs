@@ -29,7 +29,7 @@ fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), Error> {
             // Never echoed: a hash leaked is a password attacked offline.
             if !users::is_password_hash(&h) {
                 return Err(Error::invalid(format!(
-                    "user {}: password_hash must be sha256$<salt hex, 1 to 64 bytes>$<SHA-256                      hex, 32 bytes>, as the users document holds it",
+                    "user {}: password_hash must be sha256$<salt hex, 1 to 64 bytes>$<SHA-256 hex, 32 bytes>, as the users document holds it",
                     e.name
                 )));
             }
