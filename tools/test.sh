@@ -5,7 +5,7 @@
 # (tools/apt-install.sh).
 # Order: the web console's front end is linted and built first (the Rust tests serve its
 # files) and the Node clients the session tests drive (tests/clients) installed, then one
-# cargo build and test of everything, then the front end's unit tests and its end-to-end
+# cargo build, clippy and test of everything, then the front end's unit tests and its end-to-end
 # tests in headless Chromium, which drive the target/debug/tessera that cargo test built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +63,8 @@ sdk/build-languages.sh
 # test mode), then every test. `cargo test` alone does not build a package's binary unless that
 # package has integration tests, and the suite runs the binary.
 cargo build --workspace --locked
+# Lints, warnings as errors, with the pinned toolchain's clippy (rust-toolchain.toml).
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --all-targets --locked
 
 if [ -n "$web" ]; then

@@ -218,7 +218,7 @@ fn load(proxy: std::net::SocketAddr, stop: Arc<AtomicBool>) -> thread::JoinHandl
             let k = format!("g:{}", i % 500);
             c.cmd(&["SET", &k, "v"]);
             c.cmd(&["GET", &k]);
-            if i % 100 == 0 {
+            if i.is_multiple_of(100) {
                 c.cmd(&["NO-SUCH-COMMAND"]);
             }
             i += 1;

@@ -117,7 +117,7 @@ fn migrations_are_jobs_with_true_numbers_their_callers_and_an_end_across_restart
     let aborted = newest(&cp);
     assert_eq!(aborted.outcome, JobOutcome::Aborted, "{aborted:?}");
     assert_eq!(aborted.aborted_by.as_deref(), Some("ops-token"));
-    assert_eq!(aborted.started_by, [admin_name.clone()]);
+    assert_eq!(aborted.started_by, std::slice::from_ref(&admin_name));
     assert!(aborted.slots_aborted > 0, "{aborted:?}");
     assert!(
         aborted.keys_moved > 0 && aborted.keys_moved <= in_range,

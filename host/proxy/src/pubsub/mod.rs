@@ -617,12 +617,12 @@ impl Hub {
 
     /// A push from the subscriber connection to `from`: a message goes to every session
     /// subscribed to what it names. Keyspace notifications are delivered only from the
-    /// master that owns their key's slot now (`from_owner`) and never of the internal
+    /// master that owns their key's slot now (`sent_by_owner`) and never of the internal
     /// database.
     fn deliver(&self, from: &str, push: Bytes) {
         let (space, name) = match wire::classify_push(&push) {
             wire::Push::Message { channel, .. } if wire::internal_db_event(channel) => return,
-            wire::Push::Message { channel, .. } if !self.from_owner(from, channel, &push) => {
+            wire::Push::Message { channel, .. } if !self.sent_by_owner(from, channel, &push) => {
                 return;
             }
             wire::Push::Message { space, name, .. } => (space, name),
@@ -665,7 +665,7 @@ impl Hub {
     /// of a key whose slot another master owns now. Those come from a slot move (its copy's
     /// writes on the target before the handoff, its cleanup's deletes on the source after):
     /// the key did not change for clients.
-    fn from_owner(&self, from: &str, channel: &[u8], push: &[u8]) -> bool {
+    fn sent_by_owner(&self, from: &str, channel: &[u8], push: &[u8]) -> bool {
         let Some(key) = wire::notified_key(channel, push) else {
             return true;
         };
