@@ -121,10 +121,11 @@ impl PluginCanary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn canary(percent: u8, proxies: &[&str]) -> PluginCanary {
+    /// A canary of a module `b` with config `{"v": 2}` (also the catalog's tests').
+    pub(crate) fn canary(percent: u8, proxies: &[&str]) -> PluginCanary {
         PluginCanary {
             sha256: "b".into(),
             size: 2,

@@ -243,21 +243,7 @@ impl PluginEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn canary(percent: u8, proxies: &[&str]) -> PluginCanary {
-        PluginCanary {
-            sha256: "b".into(),
-            size: 2,
-            config: serde_json::json!({"v": 2}),
-            fail: "open".into(),
-            cpu_budget_ms: None,
-            memory_mb: None,
-            max_input_kb: None,
-            percent,
-            proxies: proxies.iter().map(|s| (*s).to_owned()).collect(),
-            started_unix: 0,
-        }
-    }
+    use crate::plugin_canary::tests::canary;
 
     #[test]
     fn a_selected_proxy_runs_the_candidate_with_the_stable_name_and_order() {

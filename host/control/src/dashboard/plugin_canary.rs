@@ -5,12 +5,10 @@
 //! pushed to every online proxy with the barrier; each proxy picks its version from the
 //! catalog (`tessera_wire::plugin_canary`).
 
-use std::sync::Arc;
-
 use tracing::info;
 
 use super::Dashboard;
-use super::plugins::{check_name, compiling, entry_mut, probe_runtime};
+use super::plugins::{check_name, checked_module, entry_mut};
 use crate::Error;
 use tessera_model::secret::sha256_hex;
 use tessera_store::catalog;
@@ -53,12 +51,7 @@ impl Dashboard {
         wasm: Vec<u8>,
     ) -> Result<PluginEntry, Error> {
         check_name(name)?;
-        let rt = probe_runtime()?;
-        let wasm = Arc::new(wasm);
-        let w = wasm.clone();
-        compiling(move || rt.check_module(&w))
-            .await?
-            .map_err(|e| Error::PluginRefused(e.0))?;
+        let wasm = checked_module(wasm).await?;
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         let e = entry_mut(&mut cat, name)?;

@@ -77,6 +77,28 @@ pub(super) fn probe_runtime() -> Result<Arc<Runtime>, Error> {
     Ok(PROBE.get_or_init(|| r).clone())
 }
 
+/// An uploaded module, checked before anything is stored: within the size limit, and one the
+/// plugin runtime compiles and whose ABI it accepts (a stable version or a canary alike).
+///
+/// # Errors
+/// 400 too large; 422 refused by the runtime.
+pub(super) async fn checked_module(wasm: Vec<u8>) -> Result<Arc<Vec<u8>>, Error> {
+    if wasm.len() > tessera_wire::plugins::MAX_MODULE {
+        return Err(Error::invalid(format!(
+            "module of {} bytes is over the {} MiB limit",
+            wasm.len(),
+            tessera_wire::plugins::MAX_MODULE >> 20
+        )));
+    }
+    let rt = probe_runtime()?;
+    let wasm = Arc::new(wasm);
+    let w = wasm.clone();
+    compiling(move || rt.check_module(&w))
+        .await?
+        .map_err(|e| Error::PluginRefused(e.0))?;
+    Ok(wasm)
+}
+
 pub(super) fn check_name(name: &str) -> Result<(), Error> {
     if valid_plugin_name(name) {
         Ok(())
@@ -179,19 +201,7 @@ impl Dashboard {
     /// 400 for a module that is not a Tessera plugin (or whose init refuses the config).
     pub async fn upload_plugin(&self, name: &str, wasm: Vec<u8>) -> Result<PluginEntry, Error> {
         check_name(name)?;
-        if wasm.len() > tessera_wire::plugins::MAX_MODULE {
-            return Err(Error::invalid(format!(
-                "module of {} bytes is over the {} MiB limit",
-                wasm.len(),
-                tessera_wire::plugins::MAX_MODULE >> 20
-            )));
-        }
-        let rt = probe_runtime()?;
-        let wasm = Arc::new(wasm);
-        let w = wasm.clone();
-        compiling(move || rt.check_module(&w))
-            .await?
-            .map_err(|e| Error::PluginRefused(e.0))?;
+        let wasm = checked_module(wasm).await?;
         let _ops = self.ops.lock().await;
         let mut cat = self.plugins().await?;
         // Before the module is stored: a refused upload leaves nothing behind.
