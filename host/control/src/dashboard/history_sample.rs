@@ -306,7 +306,7 @@ impl Dashboard {
                 .iter()
                 .filter(|s| s.addr != master)
                 .filter_map(|s| st.servers.get(&s.addr)?.repl_offset)
-                .filter_map(|o| Some(mh.repl_offset?.saturating_sub(o).max(0)))
+                .filter_map(|o| Some(super::views::lag_of((mh.repl_offset?, o))))
                 .max();
             if let Some(lag) = lag {
                 out.push(gauge(

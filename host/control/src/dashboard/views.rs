@@ -256,9 +256,9 @@ impl Dashboard {
 
 /// A replica's lag behind its master's offset, never negative: the two offsets are read by
 /// separate checks, and a replica read after its master can be ahead of the offset read (it
-/// showed as "-45 B"); that is no lag.
+/// showed as "-45 B"); that is no lag. Saturating: the offsets are what servers report.
 pub(crate) fn lag_of((master, replica): (i64, i64)) -> i64 {
-    (master - replica).max(0)
+    master.saturating_sub(replica).max(0)
 }
 
 /// A server as the API shows it: its place in the group and its last health check.
