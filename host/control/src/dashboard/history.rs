@@ -23,6 +23,10 @@ pub const COMMAND_SERIES_CAP: usize = 32;
 pub const MAX_QUERY_SERIES: usize = 32;
 pub const MAX_QUERY_LEN: usize = 4096;
 
+/// The longest run of seconds without a round that a round's rates fill in (a longer stall
+/// of the dashboard leaves the rest unknown).
+const MAX_FILLED_GAP: u64 = 60;
+
 /// The series an answer holds when the query names none.
 const DEFAULT_SERIES: [&str; 5] = ["ops", "errors", "latency:p50", "latency:p99", "sessions"];
 
@@ -171,27 +175,18 @@ impl MetricsHistory {
         if st.last.is_some_and(|l| now <= l) {
             return;
         }
-        // The minutes that ended since the last sample get their points.
-        if let Some(last) = st.last {
-            let (from, to) = (last / 60, now / 60);
-            for m in from..to.min(from + MINUTES as u64) {
-                let Inner {
-                    series,
-                    sec_times,
-                    min_times,
-                    ..
-                } = &mut *st;
-                min_times[m as usize % MINUTES] = m;
-                for s in series.values_mut() {
-                    s.mins[m as usize % MINUTES] = s.minute(sec_times, m * 60);
-                }
-            }
-        }
+        let prev = st.last;
+        // Seconds no round sampled (a round took over a second): a rate read now is each
+        // proxy's mean over them as well (its increase since its last answer, over that
+        // time), so they get its value too and a rate's sum over time stays the count.
+        // Levels stay unknown there.
+        let gap = prev.map_or(now, |l| (l + 1).max(now.saturating_sub(MAX_FILLED_GAP)));
         st.last = Some(now);
-        st.sec_times[now as usize % SECONDS] = now;
-        let slot = now as usize % SECONDS;
-        for s in st.series.values_mut() {
-            s.secs[slot] = f32::NAN;
+        for t in gap..=now {
+            st.sec_times[t as usize % SECONDS] = t;
+            for s in st.series.values_mut() {
+                s.secs[t as usize % SECONDS] = f32::NAN;
+            }
         }
         // Series not sampled for a day go; plugins' beyond their cap, the least busy first.
         st.series
@@ -207,8 +202,28 @@ impl MetricsHistory {
                 .series
                 .entry(p.id.clone())
                 .or_insert_with(|| Series::new(&p));
-            s.secs[slot] = p.value as f32;
+            let from = if p.kind == SeriesKind::Rate { gap } else { now };
+            for t in from..=now {
+                s.secs[t as usize % SECONDS] = p.value as f32;
+            }
             s.seen = now;
+        }
+        // The minutes that ended since the last sample get their points (the seconds just
+        // filled in included).
+        if let Some(last) = prev {
+            let (from, to) = (last / 60, now / 60);
+            for m in from..to.min(from + MINUTES as u64) {
+                let Inner {
+                    series,
+                    sec_times,
+                    min_times,
+                    ..
+                } = &mut *st;
+                min_times[m as usize % MINUTES] = m;
+                for s in series.values_mut() {
+                    s.mins[m as usize % MINUTES] = s.minute(sec_times, m * 60);
+                }
+            }
         }
     }
 
@@ -448,6 +463,40 @@ mod tests {
         let r = h.query(Some("5m"), Some("ops")).unwrap();
         assert_eq!(r.timestamps.len(), 120);
         assert_eq!(r.series[0].values[119], Some(119.0));
+    }
+
+    #[test]
+    fn seconds_a_late_round_skipped_get_its_rates_and_no_levels() {
+        let h = MetricsHistory::default();
+        let start = 1_000_020 * 60 + 10;
+        let sessions = |v: f64| Point {
+            kind: SeriesKind::Gauge,
+            ..point("sessions", v, Agg::Mean)
+        };
+        h.record(start, vec![point("ops", 10.0, Agg::Mean), sessions(5.0)]);
+        // The next round came 3 s later: its rate is the mean over the 3 s.
+        h.record(
+            start + 3,
+            vec![point("ops", 30.0, Agg::Mean), sessions(7.0)],
+        );
+        let r = h.query(Some("5m"), Some("ops,sessions")).unwrap();
+        let at = |i: usize, t: u64| {
+            let k = r.timestamps.iter().position(|&x| x == t).unwrap();
+            r.series[i].values[k]
+        };
+        assert_eq!(at(0, start), Some(10.0));
+        for t in start + 1..=start + 3 {
+            assert_eq!(at(0, t), Some(30.0), "ops at {t}");
+        }
+        let sum: f64 = r.series[0].values.iter().flatten().sum();
+        assert_eq!(sum, 100.0);
+        assert_eq!(at(1, start + 1), None);
+        assert_eq!(at(1, start + 3), Some(7.0));
+        // A stall longer than the fill leaves the seconds before it unknown.
+        h.record(start + 200, vec![point("ops", 1.0, Agg::Mean)]);
+        let r = h.query(Some("5m"), Some("ops")).unwrap();
+        let filled = r.series[0].values.iter().rev().take_while(|v| v.is_some());
+        assert_eq!(filled.count() as u64, MAX_FILLED_GAP + 1);
     }
 
     #[test]

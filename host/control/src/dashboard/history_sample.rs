@@ -333,8 +333,9 @@ fn until_next(now_ms: u64) -> Duration {
 }
 
 /// The sampling loop: a point per unix second, taken half-way through it (so a round that
-/// starts a little late still lands in its own second; one that takes over a second leaves a
-/// gap, never made up).
+/// starts a little late still lands in its own second; after one that takes over a second,
+/// the next round's rates, means over the time since, fill the seconds it skipped:
+/// `MetricsHistory::record`).
 pub(super) async fn run(d: Arc<Dashboard>) {
     let mut plugins: Vec<String> = Vec::new();
     let mut catalog_read: Option<Instant> = None;
