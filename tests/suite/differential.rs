@@ -2,14 +2,16 @@
 //! and in RESP3: `CLIENT REPLY`, pub/sub (confirmations, messages, the counts `PUBLISH` and
 //! `PUBSUB` answer), keyspace notifications, client-side caching's invalidations, blocking
 //! commands that time out or are served, and transactions (`WATCH`, `DISCARD`, a command
-//! refused while queued), Lua scripts' and functions' replies, and `RESET`. Each script runs on several connections of one client; every frame
-//! each connection reads is compared, and afterwards no connection may have more to read.
+//! refused while queued), Lua scripts' and functions' replies, `RESET`, and numbered databases
+//! (`SELECT`, `MOVE`, `COPY … DB`, `SWAPDB`, `FLUSHDB`, and every other path in a database
+//! other than 0). Each script runs on several connections of one client; every frame each
+//! connection reads is compared, and afterwards no connection may have more to read.
 //! The data path's own differential test is `pipeline::mixed_pipeline_…`.
 
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use crate::support::{Cluster, Frame, RawClient, RedisServer, encode};
+use crate::support::{Cluster, Frame, RawClient, RedisServer, encode, tag_on};
 
 /// One step of a script: a command written on a connection (its reply read by a later
 /// `Read`), or `n` frames read from a connection.
@@ -304,10 +306,164 @@ const SCRIPTS: [Script; 8] = [
     RESET,
 ];
 
+/// Numbered databases: what each database holds, the database arguments (checked as Redis
+/// checks them), and transactions, blocking commands, scripts and `RESET` in a database other
+/// than 0. Run with `admin_commands` (`FLUSHDB`, `SWAPDB`, `KEYS`).
+const DATABASES: Script = Script {
+    name: "numbered databases",
+    conns: 2,
+    resp3_only: false,
+    steps: &[
+        Send(0, &["SET", "{%t}k", "zero"]),
+        Send(0, &["SELECT", "3"]),
+        Send(0, &["GET", "{%t}k"]),
+        Send(0, &["SET", "{%t}k", "three"]),
+        Send(0, &["SET", "{%t}other", "x"]),
+        Send(0, &["KEYS", "{%t}o*"]),
+        Send(0, &["EXISTS", "{%t}k", "{%t}other"]),
+        Read(0, 7),
+        Send(0, &["SELECT", "16"]),
+        Send(0, &["SELECT", "-1"]),
+        Send(0, &["SELECT", "x"]),
+        Send(0, &["SELECT", "15"]),
+        Send(0, &["GET", "{%t}k"]),
+        Send(0, &["SELECT", "0"]),
+        Send(0, &["GET", "{%t}k"]),
+        Read(0, 7),
+        // MOVE to another database, and the arguments Redis refuses.
+        Send(0, &["MOVE", "{%t}k", "5"]),
+        Send(0, &["MOVE", "{%t}k", "5"]),
+        Send(0, &["MOVE", "{%t}other", "0"]),
+        Send(0, &["MOVE", "{%t}k", "16"]),
+        Send(0, &["MOVE", "{%t}k", "x"]),
+        Send(0, &["SELECT", "5"]),
+        Send(0, &["GET", "{%t}k"]),
+        Read(0, 7),
+        // COPY into another database, then SWAPDB: 5 becomes 6.
+        Send(0, &["COPY", "{%t}k", "{%t}k", "DB", "7"]),
+        Send(0, &["COPY", "{%t}k", "{%t}k2", "DB", "16"]),
+        Send(0, &["COPY", "{%t}k", "{%t}k", "DB", "7"]),
+        Send(0, &["SWAPDB", "5", "6"]),
+        Send(0, &["SWAPDB", "5", "99"]),
+        Send(0, &["GET", "{%t}k"]),
+        Send(0, &["SELECT", "6"]),
+        Send(0, &["GET", "{%t}k"]),
+        Send(0, &["SELECT", "7"]),
+        Send(0, &["GET", "{%t}k"]),
+        Read(0, 10),
+        // A transaction runs in its database.
+        Send(0, &["MULTI"]),
+        Send(0, &["INCR", "{%t}n"]),
+        Send(0, &["INCR", "{%t}n"]),
+        Send(0, &["EXEC"]),
+        Send(0, &["WATCH", "{%t}n"]),
+        Send(0, &["MULTI"]),
+        Send(0, &["GET", "{%t}n"]),
+        Send(0, &["EXEC"]),
+        Read(0, 8),
+        // A script reads its database's keys.
+        Send(
+            0,
+            &["EVAL", "return redis.call('GET', KEYS[1])", "1", "{%t}n"],
+        ),
+        Read(0, 1),
+        // A blocked pop is woken by a push in its database, not by one in another.
+        Send(1, &["SELECT", "7"]),
+        Read(1, 1),
+        Send(1, &["BLPOP", "{%t}list", "2"]),
+        Send(0, &["SELECT", "8"]),
+        Send(0, &["RPUSH", "{%t}list", "elsewhere"]),
+        Send(0, &["SELECT", "7"]),
+        Send(0, &["RPUSH", "{%t}list", "here"]),
+        Read(0, 4),
+        Read(1, 1),
+        // FLUSHDB empties its database only; RESET goes back to database 0.
+        Send(0, &["FLUSHDB"]),
+        Send(0, &["EXISTS", "{%t}k"]),
+        Send(0, &["SELECT", "8"]),
+        Send(0, &["LLEN", "{%t}list"]),
+        Send(0, &["RESET"]),
+        Send(0, &["GET", "{%t}k"]),
+        Read(0, 6),
+    ],
+};
+
+/// Keyspace notifications of a numbered database, of keys on either backend: a key event's
+/// channel and a key's pattern in database 3, none from database 0's writes.
+const KEYSPACE_DATABASES: Script = Script {
+    name: "keyspace notifications of numbered databases",
+    conns: 2,
+    resp3_only: false,
+    steps: &[
+        Send(1, &["SUBSCRIBE", "__keyevent@3__:del"]),
+        Read(1, 1),
+        Send(1, &["PSUBSCRIBE", "__keyspace@3__:%ks*"]),
+        Read(1, 1),
+        // One at a time: the keys are on both backends, whose notifications reach the
+        // proxy on two connections.
+        Send(0, &["SET", "%ks{§0}1", "zero"]),
+        Read(0, 1),
+        Send(0, &["SELECT", "3"]),
+        Read(0, 1),
+        Send(0, &["SET", "%ks{§0}1", "v"]),
+        Read(0, 1),
+        Read(1, 1),
+        Send(0, &["SET", "%ks{§1}2", "v"]),
+        Read(0, 1),
+        Read(1, 1),
+        Send(0, &["SET", "%ks{§0}3", "v"]),
+        Read(0, 1),
+        Read(1, 1),
+        // Each del on both channels.
+        Send(0, &["DEL", "%ks{§0}1"]),
+        Read(0, 1),
+        Read(1, 2),
+        Send(0, &["DEL", "%ks{§1}2"]),
+        Read(0, 1),
+        Read(1, 2),
+        Send(0, &["DEL", "%ks{§0}3"]),
+        Read(0, 1),
+        Read(1, 2),
+    ],
+};
+
+#[test]
+fn numbered_databases_answer_as_direct_redis_does_in_resp2_and_resp3() {
+    let direct = RedisServer::start();
+    // Client database n ≥ 1 is the backends' n + 1: they need 17 for Redis's 16.
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| {
+        b.config("admin_commands = true\n")
+    });
+    for server in [&direct, &cluster.backends[0], &cluster.backends[1]] {
+        let on = server
+            .raw()
+            .cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+        assert_eq!(on, Frame::Simple("OK".into()));
+    }
+    let mut compared = 0;
+    for script in [&DATABASES, &KEYSPACE_DATABASES] {
+        for proto in [2u8, 3] {
+            let want = run(direct.addr(), proto, script);
+            let got = run(cluster.proxy.addr(), proto, script);
+            for (w, g) in want.iter().zip(&got) {
+                assert_eq!(
+                    g, w,
+                    "{} in RESP{proto}, step {}: the proxy answered {:?} where Redis answered {:?}",
+                    script.name, w.0, g.1, w.1
+                );
+            }
+            assert_eq!(got.len(), want.len(), "{} in RESP{proto}", script.name);
+            compared += want.len();
+        }
+    }
+    assert!(compared > 130, "{compared} frames compared");
+}
+
 /// Runs `script` against `addr` in RESP `proto`, its keys and channels (`%`) prefixed so that
 /// runs do not meet; every frame read, with the step that read it.
 fn run(addr: std::net::SocketAddr, proto: u8, script: &Script) -> Vec<(usize, Frame)> {
     let prefix = format!("d{proto}:");
+    let tags = [tag_on(0), tag_on(1)];
     let mut conns: Vec<RawClient> = (0..script.conns)
         .map(|_| {
             let mut c = RawClient::connect(addr);
@@ -322,7 +478,15 @@ fn run(addr: std::net::SocketAddr, proto: u8, script: &Script) -> Vec<(usize, Fr
     for (i, step) in script.steps.iter().enumerate() {
         match step {
             Send(c, args) => {
-                let args: Vec<String> = args.iter().map(|a| a.replace('%', &prefix)).collect();
+                // `§0`, `§1`: a hash tag of a key on backend 0 or 1 (of two).
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| {
+                        a.replace('%', &prefix)
+                            .replace("§0", &tags[0])
+                            .replace("§1", &tags[1])
+                    })
+                    .collect();
                 conns[*c].send(&encode(&args));
             }
             Read(c, n) => {

@@ -28,6 +28,8 @@ mod busy;
 mod decoder_vs_redis;
 // Error replies that keep the session; commands the proxy answers itself.
 mod local_commands;
+// Numbered databases: SELECT, the internal database out of reach, cluster mode's database 0.
+mod databases;
 // Cluster-wide admin commands: refused by default, fanned out when enabled.
 mod admin;
 // A killed backend fails only its own slots, and recovers when it comes back.

@@ -53,8 +53,17 @@ pub enum DataError {
     NoProto,
     #[error("ERR invalid cursor")]
     InvalidCursor,
-    #[error("ERR DB index is out of range: tessera serves database 0 only")]
+    #[error("ERR DB index is out of range")]
     DbOutOfRange,
+    /// `SELECT n` (n ≥ 1) on a proxy whose cluster moves slots: its migrations move database
+    /// 0's keys only, so no other database is served there (docs/commands.md).
+    #[error(
+        "ERR DB index is out of range: a cluster's proxies serve database 0 only (migrations move database 0's keys); static proxies serve numbered databases"
+    )]
+    DbsNotServed,
+    /// SELECT while keys are watched: the watch's connection stays in its database.
+    #[error("ERR SELECT while keys are watched is not supported through tessera: UNWATCH first")]
+    SelectWhileWatching,
     #[error("EXECABORT Transaction discarded because of previous errors.")]
     ExecAbort,
     #[error("ERR command '{0}' cannot be queued in a transaction through tessera")]
@@ -203,6 +212,8 @@ impl DataError {
             | NoProto
             | InvalidCursor
             | DbOutOfRange
+            | DbsNotServed
+            | SelectWhileWatching
             | ExecAbort
             | NotInTransaction(_)
             | NoMulti => Side::Client,

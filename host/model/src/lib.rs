@@ -16,6 +16,7 @@
 
 pub mod clock;
 pub mod command;
+pub mod databases;
 pub mod error;
 pub mod fence;
 pub mod limits;

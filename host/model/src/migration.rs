@@ -11,10 +11,11 @@
 //! client waits on a copy.
 //!
 //! Temp keys live in [`INTERNAL_DB`], not in the database clients use: KEYS, SCAN, RANDOMKEY
-//! and DBSIZE never see them, and no client can reach them (the proxy serves database 0 only,
-//! and its backend user may neither SELECT nor name a key under [`INTERNAL_PREFIX`]).
+//! and DBSIZE never see them, and no client can reach them (client databases are mapped
+//! around it, `crate::databases`, and the proxies' backend user may neither SELECT nor name a
+//! key under [`INTERNAL_PREFIX`]).
 
-/// The database of Tessera's internal keys on every backend (clients use database 0).
+/// The database of Tessera's internal keys on every backend (no client's: `crate::databases`).
 pub const INTERNAL_DB: u32 = 1;
 
 /// A collection with more elements than this is copied in chunks, never by one RESTORE.

@@ -168,6 +168,7 @@ pub fn control_login(control: Option<&Credential>) -> Login {
 }
 
 /// A data connection's login: as the control user, set the data user up, then become it.
+/// A database is selected before the data user (which may not) is logged in as.
 pub fn data_login(user: &DataUser, control: Option<&Credential>) -> Login {
     let mut steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
     let mut args: Vec<&[u8]> = vec![b"ACL", b"SETUSER", user.name.as_bytes(), b"reset", b"on"];
@@ -178,11 +179,15 @@ pub fn data_login(user: &DataUser, control: Option<&Credential>) -> Login {
         request: request(&args),
         what: "setting up the confined backend user (ACL SETUSER)",
         accept: is_ok,
+        confines: false,
     });
-    steps.push(auth_step(&Credential {
-        user: user.name.clone(),
-        password: user.password.clone(),
-    }));
+    steps.push(LoginStep {
+        confines: true,
+        ..auth_step(&Credential {
+            user: user.name.clone(),
+            password: user.password.clone(),
+        })
+    });
     login(steps)
 }
 
@@ -191,6 +196,7 @@ fn auth_step(c: &Credential) -> LoginStep {
         request: request(&[b"AUTH", c.user.as_bytes(), c.password.as_bytes()]),
         what: "AUTH",
         accept: is_ok,
+        confines: false,
     }
 }
 

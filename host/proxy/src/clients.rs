@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -26,6 +26,8 @@ pub struct ClientInfo {
     /// Milliseconds since `created` at the last command batch.
     last_active_ms: AtomicU64,
     proto: AtomicU8,
+    /// The client database it selected.
+    db: AtomicU32,
     names: Mutex<Names>,
 }
 
@@ -65,6 +67,7 @@ impl ClientRegistry {
             created: Instant::now(),
             last_active_ms: AtomicU64::new(0),
             proto: AtomicU8::new(2),
+            db: AtomicU32::new(0),
             names: Mutex::default(),
         });
         self.clients
@@ -146,6 +149,15 @@ impl ClientInfo {
         self.proto.store(v, Ordering::Relaxed);
     }
 
+    /// The client database the session selected.
+    pub fn db(&self) -> u32 {
+        self.db.load(Ordering::Relaxed)
+    }
+
+    pub fn set_db(&self, db: u32) {
+        self.db.store(db, Ordering::Relaxed);
+    }
+
     pub fn name(&self) -> Bytes {
         self.names.lock().expect("names lock poisoned").name.clone()
     }
@@ -176,7 +188,7 @@ impl ClientInfo {
             addr: self.addr.to_string(),
             user: text(&n.user),
             name: text(&n.name),
-            db: 0,
+            db: self.db.load(Ordering::Relaxed),
         }
     }
 
@@ -201,13 +213,14 @@ impl ClientInfo {
         let idle_ms =
             (age.as_millis() as u64).saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
         format!(
-            "id={} addr={} laddr={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 user={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 user={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
             String::from_utf8_lossy(&n.name),
             age.as_secs(),
             idle_ms / 1000,
+            self.db.load(Ordering::Relaxed),
             if n.user.is_empty() {
                 "default".into()
             } else {

@@ -71,6 +71,14 @@ pub struct ProxyConfig {
     /// when each does, so a server busy with a script answers `-BUSY` as it would directly.
     /// `false` (the default): the proxy answers it, as a check of the proxy alone.
     pub forward_ping: bool,
+    /// How many databases clients may `SELECT` (0 … n-1; default 16, as Redis). Client
+    /// database n ≥ 1 is the backends' n + 1 (`tessera_model::databases`), so backends need
+    /// `databases` ≥ n + 1. A cluster-mode proxy serves database 0 only (1, and refuses more).
+    pub databases: Option<u32>,
+    /// Set by `tessera proxy --cluster` (never read from a file): the topology comes from a
+    /// dashboard, and slots move.
+    #[serde(skip)]
+    pub cluster_mode: bool,
     /// `PUBLISH`'s and `PUBSUB NUMSUB`'s counts include the other proxies' clients: when a
     /// channel has subscribers through another proxy, each such command asks every other
     /// proxy of the cluster (one admin-API round trip, at most 500 ms). `false` (the default):
@@ -164,6 +172,8 @@ impl Default for ProxyConfig {
             session_password: None,
             admin_commands: false,
             forward_ping: false,
+            databases: None,
+            cluster_mode: false,
             pubsub_cluster_counts: false,
             backend_acl: true,
             backend_admin_user: None,
@@ -213,6 +223,12 @@ pub enum ConfigError {
 }
 
 impl ProxyConfig {
+    /// The databases clients may use (`databases`, or Redis's 16).
+    pub fn databases(&self) -> u32 {
+        self.databases
+            .unwrap_or(tessera_model::databases::DEFAULT_DATABASES)
+    }
+
     /// Reads and validates a config file.
     ///
     /// # Errors
@@ -242,6 +258,14 @@ impl ProxyConfig {
             return Err(ConfigError::Invalid(
                 "hot_cache needs hot-key counting: [hotkeys] enabled = true".into(),
             ));
+        }
+        if let Some(n) = self.databases
+            && !(1..=tessera_model::databases::MAX_DATABASES).contains(&n)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "databases = {n}: from 1 to {}",
+                tessera_model::databases::MAX_DATABASES
+            )));
         }
         if self.backends.is_empty() {
             return Err(ConfigError::Invalid(

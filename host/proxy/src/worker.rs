@@ -168,6 +168,8 @@ impl Shared {
         Policy {
             admin_commands: self.config.admin_commands,
             scripts_confined: self.config.backend_acl,
+            databases: self.config.databases(),
+            cluster_mode: self.config.cluster_mode,
         }
     }
 

@@ -21,7 +21,19 @@ impl Cluster {
 
     /// Two backends behind a proxy built with extra options.
     pub(crate) fn start_with(options: impl FnOnce(ProxyBuilder) -> ProxyBuilder) -> Cluster {
-        let backends = [RedisServer::start(), RedisServer::start()];
+        Cluster::start_on(&[], options)
+    }
+
+    /// Two backends started with `redis_args` besides the usual ones (`--databases 17`),
+    /// behind a proxy built with extra options.
+    pub(crate) fn start_on(
+        redis_args: &[&str],
+        options: impl FnOnce(ProxyBuilder) -> ProxyBuilder,
+    ) -> Cluster {
+        let backends = [
+            RedisServer::start_with(redis_args),
+            RedisServer::start_with(redis_args),
+        ];
         let proxy = options(Proxy::builder(&[&backends[0], &backends[1]])).start();
         Cluster { backends, proxy }
     }

@@ -20,6 +20,8 @@ pub(crate) struct RedisServer {
     child: Child,
     addr: SocketAddr,
     dir: TempDir,
+    /// Arguments given besides the usual ones (kept for a restart).
+    extra: Vec<String>,
 }
 
 impl RedisServer {
@@ -28,11 +30,25 @@ impl RedisServer {
     /// # Panics
     /// If redis-server is missing or never becomes ready (after a few port retries).
     pub(crate) fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts redis-server with `extra` arguments besides the usual ones (`--databases 17`).
+    ///
+    /// # Panics
+    /// As `start`.
+    pub(crate) fn start_with(extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().expect("creating temp dir");
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
         for _attempt in 0..3 {
             let addr = loopback(free_port());
-            if let Some(child) = spawn_ready(&dir, addr) {
-                return RedisServer { child, addr, dir };
+            if let Some(child) = spawn_ready(&dir, addr, &extra) {
+                return RedisServer {
+                    child,
+                    addr,
+                    dir,
+                    extra,
+                };
             }
         }
         panic!("redis-server did not start; log:\n{}", read_log(&dir));
@@ -140,7 +156,7 @@ impl RedisServer {
         // The old process is reaped, but the port may take a moment to be bindable again.
         let mut child = None;
         let ok = wait_until(START_TIMEOUT, || {
-            child = spawn_ready(&self.dir, self.addr);
+            child = spawn_ready(&self.dir, self.addr, &self.extra);
             child.is_some()
         });
         assert!(
@@ -170,7 +186,7 @@ fn read_log(dir: &TempDir) -> String {
 
 /// Spawns redis-server on `addr` and waits for PING; `None` (child reaped) if it exits or
 /// never answers, e.g. because the port was taken meanwhile.
-fn spawn_ready(dir: &TempDir, addr: SocketAddr) -> Option<Child> {
+fn spawn_ready(dir: &TempDir, addr: SocketAddr, extra: &[String]) -> Option<Child> {
     let log = File::options()
         .create(true)
         .append(true)
@@ -179,6 +195,7 @@ fn spawn_ready(dir: &TempDir, addr: SocketAddr) -> Option<Child> {
     let mut child = Command::new(bin_from_env("REDIS_SERVER_BIN", "redis-server"))
         .args(["--bind", "127.0.0.1", "--port", &addr.port().to_string()])
         .args(["--save", "", "--appendonly", "no"])
+        .args(extra)
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("cloning log handle"))

@@ -182,6 +182,9 @@ pub enum Options {
     Sort,
     /// COPY: `DB` names another database.
     Copy,
+    /// MOVE, SWAPDB: arguments that are database numbers (checked against the databases
+    /// clients may use, and mapped to the backends' own).
+    Db,
     /// EVALSHA, EVALSHA_RO, FCALL, FCALL_RO: a script or function missing on the server
     /// that answers is recovered (see `session::scripts`).
     ScriptCall,
@@ -304,6 +307,7 @@ impl Command {
             "XREAD" | "XREADGROUP" => Options::Block,
             "SORT" | "SORT_RO" => Options::Sort,
             "COPY" => Options::Copy,
+            "MOVE" | "SWAPDB" => Options::Db,
             "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => Options::ScriptCall,
             "SCRIPT|LOAD" => Options::ScriptLoad,
             _ => Options::Plain,
@@ -643,8 +647,10 @@ fn classify(raw: &RawCommand) -> Kind {
         "PUBSUB|NUMPAT" => Kind::PubSub(PubSub::NumPat),
         "CLUSTER|SLOTS" | "CLUSTER|SHARDS" | "CLUSTER|NODES" | "CLUSTER|MYID" | "CLUSTER|INFO"
         | "READONLY" | "READWRITE" => Kind::Local(Local::Cluster),
-        // The mover's own tools, and commands meaningless with one logical database.
-        "MIGRATE" | "MOVE" | "SWAPDB" | "RESTORE-ASKING" | "ASKING" => Kind::Refused,
+        // On every master, with the admin commands (Redis marks it @dangerous).
+        "SWAPDB" => Kind::Admin(Admin::AllOk),
+        // The mover's own tools.
+        "MIGRATE" | "RESTORE-ASKING" | "ASKING" => Kind::Refused,
         n if n.starts_with("CLUSTER") => Kind::Refused,
         _ if raw.flags & F_PUBSUB != 0 || raw.acl & A_PUBSUB != 0 => Kind::Unsupported,
         "XREAD" | "XREADGROUP" => Kind::Keyed,

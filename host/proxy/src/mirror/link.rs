@@ -218,6 +218,7 @@ fn login(c: &MirrorConfig, generation: u64) -> Login {
                 request: encode_request(2, [&b"AUTH"[..], p.as_bytes()], p.len() + 4),
                 what: "AUTH to the mirror's shadow",
                 accept: is_ok,
+                confines: false,
             }]),
         },
     }

@@ -651,8 +651,12 @@ impl Hub {
         if let Some(entry) = s.subs[space.index()].get(name) {
             // Copied once (shared by every sink): a slice would keep the connection's whole
             // read buffer alive while a slow subscriber holds the message, charged for far
-            // less than it pins.
-            let push = Bytes::copy_from_slice(&push);
+            // less than it pins. A keyspace notification of a numbered database is named as
+            // clients number it (sessions subscribe the backends' names: `backend_name`).
+            let push = match client_numbered(&push, space) {
+                Some(renamed) => renamed,
+                None => Bytes::copy_from_slice(&push),
+            };
             for id in entry.sinks.iter() {
                 if let Some(inbox) = s.sinks.get(&id) {
                     inbox.push(push.clone());
@@ -698,6 +702,29 @@ impl Hub {
     }
 }
 
+/// A keyspace notification's push from a backend database other than 0, renamed with the
+/// client database's number (`tessera_model::databases`); `None` for any other push.
+fn client_numbered(push: &[u8], space: Space) -> Option<Bytes> {
+    let wire::Push::Message { channel, .. } = wire::classify_push(push) else {
+        return None;
+    };
+    let db = tessera_model::databases::keyspace_db(channel).filter(|&db| db != 0)?;
+    wire::renumbered_push(push, space, tessera_model::databases::client_db(db)?)
+}
+
+/// The name the backends know a client's channel or pattern by: a keyspace notification's
+/// of client database n names the backends' (`tessera_model::databases`); any other as it
+/// is.
+pub fn backend_name(name: &Bytes) -> Bytes {
+    match tessera_model::databases::keyspace_db(name) {
+        Some(db) if db != 0 => tessera_model::databases::with_keyspace_db(
+            name,
+            tessera_model::databases::backend_db(db),
+        ),
+        _ => name.clone(),
+    }
+}
+
 /// A prefix route target's address and login, with something for it.
 type ForTarget<T> = (Arc<str>, Login, T);
 
@@ -737,11 +764,16 @@ fn routed_tracking(table: &SlotTable) -> Vec<ForTarget<Bytes>> {
 }
 
 /// The backends a name of `space` is subscribed on under `table`: every master for a
-/// pattern; for a channel, the master of its slot; while the slot is held for a handoff,
-/// every master, so the target is subscribed before anyone publishes there.
+/// pattern and for a keyspace notification's channel (each master tells of its own keys:
+/// the channel's name does not hash to where they are); for another channel, the master of
+/// its slot; while the slot is held for a handoff, every master, so the target is subscribed
+/// before anyone publishes there.
 pub fn owners(table: &SlotTable, space: Space, name: &[u8]) -> SmallVec<[Arc<str>; 2]> {
     let slot = table.slot(SlotId::of_key(name));
-    if space == Space::Pattern || slot.blocked {
+    if space == Space::Pattern
+        || slot.blocked
+        || (space == Space::Channel && tessera_model::databases::keyspace_db(name).is_some())
+    {
         return table.backends().iter().cloned().collect();
     }
     slot.master
@@ -782,6 +814,9 @@ mod tests {
         );
         let t = SlotTable::split_evenly(&["a:1".into(), "b:2".into()]);
         assert_eq!(owners(&t, Space::Channel, b"news").len(), 1);
+        for keyspace in [&b"__keyspace@0__:k"[..], b"__keyevent@3__:del"] {
+            assert_eq!(owners(&t, Space::Channel, keyspace).len(), 2);
+        }
         let mut b = SlotTableBuilder::default();
         b.assign(slot, GroupId(1), "a:1");
         b.assign(SlotId((slot.0 + 1) % 1024), GroupId(2), "b:2");

@@ -5,6 +5,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use tessera_model::databases::{keyspace_db, keyspace_parts, with_keyspace_db};
 use tessera_resp::{Proto, split_aggregate};
 
 /// The three namespaces a client subscribes in.
@@ -149,26 +150,43 @@ pub fn classify_push(push: &[u8]) -> Push<'_> {
 }
 
 /// Whether `channel` carries a keyspace notification of Tessera's internal database
-/// (`__keyspace@1__:…`, `__keyevent@1__:…`): its keys are the proxy's own (a big key's copy,
-/// script bodies), never a client's, and no client is shown them, whatever it subscribed to.
+/// (`__keyspace@1__:…`, `__keyevent@1__:…` on a backend): its keys are the proxy's own (a big
+/// key's copy), never a client's, and no client is shown them, whatever it subscribed to.
 pub fn internal_db_event(channel: &[u8]) -> bool {
-    // The database's number, as the channel names it.
-    const DB: &[u8] = b"1__:";
-    const _: () = assert!(tessera_model::migration::INTERNAL_DB == 1, "DB names it");
-    [&b"__keyspace@"[..], b"__keyevent@"]
-        .iter()
-        .any(|p| channel.strip_prefix(*p).is_some_and(|r| r.starts_with(DB)))
+    keyspace_parts(channel).is_some_and(|(_, db, rest)| {
+        db == tessera_model::migration::INTERNAL_DB && rest.starts_with(b"__:")
+    })
 }
 
-/// The key a keyspace notification of the clients' database is about: the rest of a
-/// `__keyspace@0__:<key>` channel, or a `__keyevent@0__:<event>` message's payload; `None`
-/// for any other message.
-pub fn notified_key<'a>(channel: &'a [u8], push: &'a [u8]) -> Option<&'a [u8]> {
-    if let Some(key) = channel.strip_prefix(b"__keyspace@0__:") {
-        return Some(key);
+/// A message push from a backend (RESP3) whose channel, and pattern for `pmessage`, name
+/// backend database `db` of a keyspace notification, renamed for clients, who number that
+/// database `client` (`tessera_model::databases`); the payload as it is.
+pub fn renumbered_push(push: &[u8], space: Space, client: u32) -> Option<Bytes> {
+    let parts = split_aggregate(push)?;
+    let named = |i: usize| i == 1 || (space == Space::Pattern && i == 2);
+    let mut out = BytesMut::with_capacity(push.len() + 8);
+    header(&mut out, b'>', parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        match bulk_body(part) {
+            Some(body) if named(i) && keyspace_db(body).is_some() => {
+                bulk(
+                    &mut out,
+                    &with_keyspace_db(&Bytes::copy_from_slice(body), client),
+                );
+            }
+            _ => out.put_slice(part),
+        }
     }
-    if !channel.starts_with(b"__keyevent@0__:") {
-        return None;
+    Some(out.freeze())
+}
+
+/// The key a keyspace notification is about: the rest of a `__keyspace@<db>__:<key>` channel,
+/// or a `__keyevent@<db>__:<event>` message's payload; `None` for any other message.
+pub fn notified_key<'a>(channel: &'a [u8], push: &'a [u8]) -> Option<&'a [u8]> {
+    let (head, _, rest) = keyspace_parts(channel)?;
+    let rest = rest.strip_prefix(b"__:")?;
+    if head == b"__keyspace@" {
+        return Some(rest);
     }
     let parts = split_aggregate(push)?;
     bulk_body(parts.last()?)
@@ -246,6 +264,42 @@ mod tests {
             &r[..],
             b"*3\r\n$12\r\nsunsubscribe\r\n$1\r\na\r\n$4\r\n{b}c\r\n"
         );
+    }
+
+    #[test]
+    fn keyspace_names_are_renumbered_and_other_names_left_alone() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        assert_eq!(keyspace_db(b"__keyspace@12__:k"), Some(12));
+        assert_eq!(keyspace_db(b"__keyevent@0__:set"), Some(0));
+        assert_eq!(keyspace_db(b"__keyspace@*__:k"), None);
+        assert_eq!(keyspace_db(b"__keyspace@1"), None);
+        assert_eq!(keyspace_db(b"news"), None);
+        assert_eq!(
+            with_keyspace_db(&b("__keyspace@2__:*"), 3),
+            b("__keyspace@3__:*")
+        );
+        assert_eq!(
+            with_keyspace_db(&b("__keyevent@15__:del"), 16),
+            b("__keyevent@16__:del")
+        );
+        assert_eq!(with_keyspace_db(&b("news"), 3), b("news"));
+        // A pmessage of backend database 3: pattern and channel become client database 2's.
+        let push = b">4\r\n$8\r\npmessage\r\n$16\r\n__keyspace@3__:*\r\n$17\r\n__keyspace@3__:k1\r\n$3\r\nset\r\n";
+        let got = renumbered_push(push, Space::Pattern, 2).unwrap();
+        assert_eq!(
+            &got[..],
+            &b">4\r\n$8\r\npmessage\r\n$16\r\n__keyspace@2__:*\r\n$17\r\n__keyspace@2__:k1\r\n$3\r\nset\r\n"[..]
+        );
+        // A pattern that wildcards the number keeps it; the channel is renamed.
+        let push = b">4\r\n$8\r\npmessage\r\n$11\r\n__key*@*__*\r\n$19\r\n__keyevent@11__:set\r\n$1\r\nk\r\n";
+        let got = renumbered_push(push, Space::Pattern, 10).unwrap();
+        assert_eq!(
+            &got[..],
+            &b">4\r\n$8\r\npmessage\r\n$11\r\n__key*@*__*\r\n$19\r\n__keyevent@10__:set\r\n$1\r\nk\r\n"[..]
+        );
+        let event = b">3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@5__:del\r\n$2\r\nk2\r\n";
+        assert_eq!(notified_key(b"__keyevent@5__:del", event), Some(&b"k2"[..]));
+        assert_eq!(notified_key(b"__keyspace@7__:k9", event), Some(&b"k9"[..]));
     }
 
     #[test]

@@ -87,8 +87,10 @@ impl Session {
         } else {
             self.silent
         };
-        // Forwarded to the backends, not answered or refused by the proxy or a plugin.
+        // Forwarded to the backends, not answered or refused by the proxy or a plugin; the
+        // shadow mirrors database 0 (docs/mirroring.md).
         if self.worker.shared.mirror.on()
+            && self.db() == 0
             && !matches!(
                 q.reply,
                 QueuedReply::One(Pending::Ready(_) | Pending::After(..))

@@ -40,6 +40,9 @@ impl Session {
             || self.fenced
             || self.tx.queuing()
             || self.tx.watching()
+            // The cache holds database 0's keys (a write in another database to a key of the
+            // same name still invalidates it: tracking goes by name).
+            || self.db() != 0
         {
             return Cached::Pass;
         }

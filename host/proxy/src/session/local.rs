@@ -53,10 +53,7 @@ impl Session {
             }
             Local::Hello => return self.hello(req),
             Local::Auth => return self.auth(req),
-            Local::Select => match req.arg(1) {
-                b"0" => Ok(Frame::ok()),
-                _ => Err(DataError::DbOutOfRange),
-            },
+            Local::Select => return self.select(req),
             Local::Client
                 if matches!(
                     c.cmd.name,
@@ -166,6 +163,7 @@ impl Session {
         self.proto = Proto::Resp2;
         self.reg.info.set_proto(2);
         self.reg.info.set_name(Bytes::new());
+        self.reg.info.set_db(0);
         match self.worker.shared.users.load().connect_as() {
             Some(user) => self.authenticated(user),
             None => {
@@ -177,10 +175,27 @@ impl Session {
         }
     }
 
+    /// `SELECT db`: the session's commands go to that database from the next (on
+    /// connections of their own, which `SELECT`ed it at connect).
+    fn select(&mut self, req: &Request) -> Pending {
+        let db = match self.worker.shared.policy().client_db(req.arg(1)) {
+            Ok(db) => db,
+            Err(e) => return Pending::error(&e),
+        };
+        if self.tx.watching() && self.db() != db {
+            return Pending::error(&DataError::SelectWhileWatching);
+        }
+        self.reg.info.set_db(db);
+        if let Some(user) = self.rights.clone() {
+            self.login = self.data_login(&user);
+        }
+        Pending::Ready(Frame::ok().to_bytes(self.proto))
+    }
+
     /// Becomes `user`: AUTH or HELLO AUTH succeeded.
     fn authenticated(&mut self, user: Arc<User>) {
         self.reg.info.set_user(Bytes::from(user.name.clone()));
-        self.login = self.worker.data_login(&user);
+        self.login = self.data_login(&user);
         self.rights = Some(user);
         self.decoder.set_pre_auth_limits(None);
     }

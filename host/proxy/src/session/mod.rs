@@ -71,7 +71,8 @@ pub struct Session {
     proto: Proto,
     /// Whose rights the session has; `None` until it authenticates (when AUTH is required).
     rights: Option<std::sync::Arc<User>>,
-    /// The backend login for its commands, and the logins version it was made for.
+    /// The backend login for its commands (in its database), and the logins version it was
+    /// made for.
     login: Login,
     login_version: u64,
     /// The users table version `rights` was read from: a new table applies to the session
@@ -415,7 +416,7 @@ impl Session {
         match users.current(&rights.name) {
             Some(now) if now == *rights => true,
             Some(now) => {
-                self.login = self.worker.data_login(&now);
+                self.login = self.data_login(&now);
                 self.rights = Some(now);
                 true
             }
@@ -429,9 +430,22 @@ impl Session {
         if v != self.login_version {
             self.login_version = v;
             if let Some(r) = &self.rights {
-                self.login = self.worker.data_login(r);
+                self.login = self.data_login(r);
             }
         }
+    }
+
+    /// The client database it selected (`SELECT`), kept in its registration (which `CLIENT
+    /// LIST` reads): no field of its own, so an idle session stays as small.
+    fn db(&self) -> u32 {
+        self.reg.info.db()
+    }
+
+    /// The backend login of `user` in the session's database (its backends' number for it:
+    /// `tessera_model::databases`).
+    fn data_login(&self, user: &User) -> Login {
+        let db = tessera_model::databases::backend_db(self.db());
+        self.worker.data_login(user).in_db(db)
     }
 }
 

@@ -112,7 +112,10 @@ impl Drop for Subscriptions {
     fn drop(&mut self) {
         if let Some((id, _)) = self.sink.take() {
             for space in Space::ALL {
-                let names: Vec<Bytes> = self.sets[space.index()].drain().collect();
+                let names: Vec<Bytes> = self.sets[space.index()]
+                    .drain()
+                    .map(|n| crate::pubsub::backend_name(&n))
+                    .collect();
                 self.hub.unsubscribe(id, space, &names);
             }
             self.hub.release(id);
@@ -264,6 +267,7 @@ impl Session {
             self.redirect_target();
         }
         let login = self.worker.control_login();
+        let fresh: Vec<Bytes> = fresh.iter().map(crate::pubsub::backend_name).collect();
         let synced = self.subs.hub.subscribe(id, space, &fresh, &login);
         let out = out.freeze();
         if synced.is_empty() {
@@ -303,6 +307,7 @@ impl Session {
             wire::confirmation(self.proto, kind, Some(n), count, &mut out);
         }
         if let Some((id, _)) = &self.subs.sink {
+            let gone: Vec<Bytes> = gone.iter().map(crate::pubsub::backend_name).collect();
             self.subs.hub.unsubscribe(*id, space, &gone);
         }
         if space == Space::Channel {

@@ -224,7 +224,7 @@ impl Session {
                 _ => q.slot = Some(slot),
             }
         }
-        let bytes = c.req.as_bytes();
+        let bytes = &crate::stages::plan::backend_request(c);
         if q.bytes.len() + bytes.len() > limit {
             return Err(DataError::QueryBufferLimit { limit });
         }

@@ -23,6 +23,29 @@ pub struct Policy {
     /// Backend connections run as a confined ACL user, so a script can do no more than its
     /// caller may (see `acl`). Without that, scripts and functions are refused.
     pub scripts_confined: bool,
+    /// The databases clients may use (`SELECT`, `MOVE`, `COPY … DB`, `SWAPDB`).
+    pub databases: u32,
+    /// A cluster-mode proxy: a database other than 0 is refused as not served there.
+    pub cluster_mode: bool,
+}
+
+impl Policy {
+    /// A client's database argument, checked.
+    ///
+    /// # Errors
+    /// Redis's texts for one that is not an integer or out of range; on a cluster-mode proxy,
+    /// why only database 0 is served.
+    pub fn client_db(&self, arg: &[u8]) -> Result<u32, DataError> {
+        use tessera_model::databases::{DbArgError, parse_client_db};
+        match parse_client_db(arg, self.databases) {
+            Ok(db) => Ok(db),
+            Err(DbArgError::NotAnInteger) => Err(DataError::Invalid(
+                "value is not an integer or out of range".into(),
+            )),
+            Err(DbArgError::OutOfRange) if self.cluster_mode => Err(DataError::DbsNotServed),
+            Err(DbArgError::OutOfRange) => Err(DataError::DbOutOfRange),
+        }
+    }
 }
 
 /// A command that may run: its table entry, the request (borrowed: it stays where the decoder
@@ -157,12 +180,12 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
         Options::Sort if !policy.admin_commands && sort_reads_patterns(req) => {
             return Err(DataError::DangerousDisabled(format!("{} BY/GET", name())));
         }
-        Options::Copy if copy_names_another_db(req) => return Err(DataError::DbOutOfRange),
-        Options::Block
-        | Options::Sort
-        | Options::Copy
-        | Options::ScriptCall
-        | Options::ScriptLoad => {}
+        Options::Copy | Options::Db => {
+            for i in db_args(cmd.options, req) {
+                policy.client_db(req.arg(i))?;
+            }
+        }
+        Options::Block | Options::Sort | Options::ScriptCall | Options::ScriptLoad => {}
     }
     if !policy.scripts_confined && cmd.abi_class() & class::SCRIPTING != 0 {
         return Err(DataError::ScriptsUnconfined(name()));
@@ -205,16 +228,17 @@ fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
 }
 
 /// The pub/sub a user confined to `prefix` may do: follow the keyspace notifications of its
-/// own keys. `SUBSCRIBE` to `__keyspace@0__:<a key under the prefix>` or to a
-/// `__keyevent@0__:<event>` channel, `PSUBSCRIBE` to a pattern whose literal start (before any
-/// wildcard) is one of those, and any unsubscribe; a key event's message (its key) is
-/// delivered only when the key is under the prefix (`session::pubsub`).
+/// own keys, in any database. `SUBSCRIBE` to `__keyspace@<db>__:<a key under the prefix>` or
+/// to a `__keyevent@<db>__:<event>` channel, `PSUBSCRIBE` to a pattern whose literal start
+/// (before any wildcard) is one of those, and any unsubscribe; a key event's message (its
+/// key) is delivered only when the key is under the prefix (`session::pubsub`).
 fn own_keyspace_events(c: &Classified<'_>, prefix: &[u8]) -> bool {
     let mut names = (1..c.req.argc()).map(|i| c.req.arg(i));
-    let ours = |head: &[u8]| {
-        head.strip_prefix(b"__keyspace@0__:")
-            .is_some_and(|key| key.starts_with(prefix))
-            || head.starts_with(b"__keyevent@0__:")
+    let ours = |head: &[u8]| match tessera_model::databases::keyspace_parts(head) {
+        Some((kind, _, rest)) => rest
+            .strip_prefix(b"__:")
+            .is_some_and(|after| kind == b"__keyevent@" || after.starts_with(prefix)),
+        None => false,
     };
     match c.cmd.name {
         "UNSUBSCRIBE" | "PUNSUBSCRIBE" => true,
@@ -255,10 +279,23 @@ fn sort_reads_patterns(req: &Request) -> bool {
 }
 
 /// `COPY src dst DB n` with `n` other than 0: clients only ever see database 0.
-fn copy_names_another_db(req: &Request) -> bool {
-    (3..req.argc()).any(|i| {
-        req.arg(i).eq_ignore_ascii_case(b"DB") && req.get(i + 1).is_some_and(|db| db != b"0")
-    })
+/// The arguments of a command that name a client database: `MOVE key db`, `SWAPDB a b`,
+/// `COPY src dst DB db` (checked by the policy, mapped to the backends' numbers by the plan).
+pub fn db_args(options: Options, req: &Request) -> smallvec::SmallVec<[usize; 2]> {
+    let mut out = smallvec::SmallVec::new();
+    match options {
+        Options::Db if req.arg(0).eq_ignore_ascii_case(b"SWAPDB") => out.extend([1, 2]),
+        Options::Db => out.push(2),
+        Options::Copy => {
+            if let Some(i) = (3..req.argc()).find(|&i| req.arg(i).eq_ignore_ascii_case(b"DB"))
+                && i + 1 < req.argc()
+            {
+                out.push(i + 1);
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -272,6 +309,8 @@ mod tests {
     const OPEN: Policy = Policy {
         admin_commands: false,
         scripts_confined: true,
+        databases: 16,
+        cluster_mode: false,
     };
 
     fn run(args: &[&str], policy: &Policy, user: Option<&User>) -> Result<&'static str, DataError> {
@@ -334,13 +373,40 @@ mod tests {
             run(&["MIGRATE", "h", "1", "k", "0", "1"], &OPEN, Some(&r)),
             Err(DataError::Refused(_))
         ));
+        // SWAPDB is an admin command; database arguments are checked as Redis checks them.
         assert!(matches!(
             run(&["SWAPDB", "0", "1"], &OPEN, Some(&r)),
-            Err(DataError::Refused(_))
+            Err(DataError::AdminDisabled(_))
         ));
         assert_eq!(
             run(&["COPY", "a", "b", "DB", "1"], &OPEN, Some(&r)),
+            Ok("COPY")
+        );
+        assert_eq!(
+            run(&["COPY", "a", "b", "DB", "16"], &OPEN, Some(&r)),
             Err(DataError::DbOutOfRange)
+        );
+        assert_eq!(run(&["MOVE", "a", "15"], &OPEN, Some(&r)), Ok("MOVE"));
+        assert_eq!(
+            run(&["MOVE", "a", "-1"], &OPEN, Some(&r)),
+            Err(DataError::DbOutOfRange)
+        );
+        assert!(matches!(
+            run(&["MOVE", "a", "x"], &OPEN, Some(&r)),
+            Err(DataError::Invalid(_))
+        ));
+        let cluster = Policy {
+            databases: 1,
+            cluster_mode: true,
+            ..OPEN
+        };
+        assert_eq!(
+            run(&["MOVE", "a", "1"], &cluster, Some(&r)),
+            Err(DataError::DbsNotServed)
+        );
+        assert_eq!(
+            run(&["COPY", "a", "b", "DB", "0"], &cluster, Some(&r)),
+            Ok("COPY")
         );
         assert_eq!(
             run(&["COPY", "a", "b", "DB", "0"], &OPEN, Some(&r)),
@@ -410,6 +476,8 @@ mod tests {
         for cmd in [
             &["SUBSCRIBE", "__keyspace@0__:t1:k", "__keyevent@0__:set"][..],
             &["PSUBSCRIBE", "__keyspace@0__:t1:*", "__keyevent@0__:*"],
+            // Client databases: client 1 is the backends' 2, never the internal database.
+            &["SUBSCRIBE", "__keyspace@1__:t1:k", "__keyevent@15__:del"],
             &["UNSUBSCRIBE"],
             &["PUNSUBSCRIBE", "anything"],
         ] {
@@ -418,7 +486,8 @@ mod tests {
         for cmd in [
             &["SUBSCRIBE", "t1:c"][..],
             &["SUBSCRIBE", "__keyspace@0__:t1:k", "__keyspace@0__:t2:k"],
-            &["SUBSCRIBE", "__keyspace@1__:t1:k"],
+            &["SUBSCRIBE", "__keyspace@1__:t2:k"],
+            &["PSUBSCRIBE", "__keyspace@*__:t1:*"],
             &["PSUBSCRIBE", "__keyspace@0__:*"],
             &["PSUBSCRIBE", "__keyspace@0__:t*"],
             &["PSUBSCRIBE", "__keyspace@0__:t1?x"],

@@ -30,12 +30,14 @@ impl InfoRequest {
 
 type Sections = Vec<(String, Vec<(String, String)>)>;
 
-/// The keyspace line of Tessera's internal database, left out of every reply.
-const INTERNAL_DB_FIELD: &str = "db1";
-const _: () = assert!(
-    tessera_model::migration::INTERNAL_DB == 1,
-    "INTERNAL_DB_FIELD names it"
-);
+/// A backend's keyspace line (`dbN`) as clients number it (`tessera_model::databases`);
+/// `None` for Tessera's internal database, left out of every reply.
+fn client_keyspace_field(k: &str) -> Option<String> {
+    match k.strip_prefix("db").and_then(|n| n.parse::<u32>().ok()) {
+        Some(db) => tessera_model::databases::client_db(db).map(|c| format!("db{c}")),
+        None => Some(k.to_owned()),
+    }
+}
 
 fn parse(text: &str) -> Sections {
     let mut out: Sections = Vec::new();
@@ -123,10 +125,16 @@ pub(crate) fn merge(req: &InfoRequest, backends: &[String]) -> String {
                 }
             };
             for (k, v) in fields {
-                // Tessera's own database (script bodies, big keys' copies) is no client's.
-                if keyspace && k == INTERNAL_DB_FIELD {
-                    continue;
-                }
+                // Tessera's own database (big keys' copies) is no client's; the others are
+                // named by their client numbers.
+                let k = if keyspace {
+                    match client_keyspace_field(&k) {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                } else {
+                    k
+                };
                 match slot.iter_mut().find(|(sk, _)| *sk == k) {
                     Some((_, sv)) => {
                         *sv = if keyspace {
@@ -198,7 +206,7 @@ mod tests {
     #[test]
     fn numeric_fields_and_keyspace_are_summed() {
         let a = "# Server\r\nredis_version:7.0.15\r\n\r\n# Memory\r\nnumber_of_cached_scripts:4\r\n\r\n# Stats\r\ntotal_commands_processed:10\r\nmem_fragmentation_ratio:1.50\r\nrole_name:x\r\n\r\n# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=5\r\n";
-        let b = "# Memory\r\nnumber_of_cached_scripts:3\r\n\r\n# Stats\r\ntotal_commands_processed:5\r\nmem_fragmentation_ratio:1.00\r\nrole_name:y\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=9\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n";
+        let b = "# Memory\r\nnumber_of_cached_scripts:3\r\n\r\n# Stats\r\ntotal_commands_processed:5\r\nmem_fragmentation_ratio:1.00\r\nrole_name:y\r\n\r\n# Keyspace\r\ndb0:keys=4,expires=0,avg_ttl=9\r\ndb1:keys=1,expires=0,avg_ttl=0\r\ndb3:keys=2,expires=0,avg_ttl=0\r\n";
         let req = InfoRequest {
             sections: vec![],
             server: vec![("tessera_version".into(), "1".into())],
@@ -212,10 +220,13 @@ mod tests {
         // Scripts are loaded on every master: the largest count, not the sum.
         assert!(text.contains("number_of_cached_scripts:4\r\n"), "{text}");
         assert!(text.contains("db0:keys=7,expires=1,avg_ttl=9\r\n"));
+        // The internal database (backend 1) is no client's; backend 3 is client 2's.
         assert!(
-            !text.contains("db1:"),
+            text.contains("db0:keys=7,expires=1,avg_ttl=9\r\ndb2:keys=2,expires=0,avg_ttl=0\r\n"),
             "the internal database is no client's: {text}"
         );
+        assert!(!text.contains("db1:"), "{text}");
+        assert!(!text.contains("db3:"), "{text}");
         // The proxies answer CLUSTER SLOTS: cluster clients read this first.
         assert!(
             text.contains("# Cluster\r\ncluster_enabled:1\r\n\r\n# Keyspace"),

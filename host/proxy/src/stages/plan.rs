@@ -9,9 +9,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::classify::Classified;
+use super::classify::{Classified, db_args};
 use super::merge::{Merge, Owners};
-use tessera_model::command::{Admin, Kind, Local, PubSub, Split, Tx};
+use tessera_model::command::{Admin, Kind, Local, Options, PubSub, Split, Tx};
+use tessera_model::databases::backend_db;
 use tessera_model::error::DataError;
 use tessera_model::router::{BackendIdx, SlotId, SlotTable};
 use tessera_resp::{Request, encode_request};
@@ -77,7 +78,7 @@ pub fn plan(c: &Classified<'_>, table: &Arc<SlotTable>) -> Result<Plan, DataErro
         Kind::Keyed | Kind::AdminKeyed | Kind::Blocking => forward(c, table).map(Plan::One),
         Kind::Split(s) => split(c, s, table),
         Kind::Local(l) => Ok(Plan::Local(l)),
-        Kind::Admin(a) | Kind::Library(a) => admin(a, c.req, table),
+        Kind::Admin(a) | Kind::Library(a) => admin(a, c, table),
         Kind::ScriptKill => to_all(table, c.req.as_bytes(), Channel::Control, Merge::AnyOk),
         Kind::PubSub(p) => pubsub(p, c, table),
         Kind::Transaction(t) => Ok(Plan::Session(Own::Transaction(t))),
@@ -99,8 +100,38 @@ fn forward(c: &Classified<'_>, table: &SlotTable) -> Result<Send, DataError> {
     Ok(Send {
         to,
         channel: Channel::Data,
-        bytes: c.req.as_bytes().clone(),
+        bytes: backend_request(c),
     })
+}
+
+/// The request as the backends get it: a command that names databases (`MOVE`, `COPY … DB`,
+/// `SWAPDB`) names the backends' numbers for them (`tessera_model::databases`); any other is
+/// sent as it came.
+pub fn backend_request(c: &Classified<'_>) -> Bytes {
+    if !matches!(c.cmd.options, Options::Copy | Options::Db) {
+        return c.req.as_bytes().clone();
+    }
+    let at = db_args(c.cmd.options, c.req);
+    if at.is_empty() {
+        return c.req.as_bytes().clone();
+    }
+    // Checked by classify's policy stage: a client database number.
+    let mapped: Vec<Vec<u8>> = c
+        .req
+        .args()
+        .enumerate()
+        .map(|(i, a)| {
+            match std::str::from_utf8(a)
+                .ok()
+                .and_then(|s| s.parse::<u32>().ok())
+            {
+                Some(db) if at.contains(&i) => backend_db(db).to_string().into_bytes(),
+                _ => a.to_vec(),
+            }
+        })
+        .collect();
+    let size = mapped.iter().map(Vec::len).sum();
+    encode_request(mapped.len(), mapped.iter().map(Vec::as_slice), size)
 }
 
 /// MGET MSET DEL UNLINK EXISTS TOUCH: one sub-command per backend, merged in key order.
@@ -231,8 +262,10 @@ pub fn counted(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan,
 
 /// Commands for every backend. Those that list keys (KEYS, SCAN, RANDOMKEY) keep, of each
 /// backend's reply, the keys of the slots it owns under `table` (`Owners`).
-fn admin(a: Admin, req: &Request, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
-    let all = |merge| to_all(table, req.as_bytes(), Channel::Data, merge);
+fn admin(a: Admin, c: &Classified<'_>, table: &Arc<SlotTable>) -> Result<Plan, DataError> {
+    let req = c.req;
+    let bytes = backend_request(c);
+    let all = |merge| to_all(table, &bytes, Channel::Data, merge);
     let owners = || Owners::new(table.clone());
     match a {
         Admin::AllOk => all(Merge::AllOk),
@@ -331,6 +364,8 @@ mod tests {
         let policy = Policy {
             admin_commands: true,
             scripts_confined: true,
+            databases: 16,
+            cluster_mode: false,
         };
         // Leaked: a test's handful of requests, so plans can borrow them for 'static.
         let req: &'static Request = Box::leak(Box::new(Request::from_args(args)));

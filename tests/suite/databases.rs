@@ -1,0 +1,190 @@
+//! Numbered databases (`SELECT n`) through a static proxy: Tessera's internal database (the
+//! backends' 1) is never reached nor seen from any client database, each client database is
+//! its backends' n + 1, what cannot follow a database is refused with the reason (`SELECT`
+//! inside `MULTI` or while keys are watched), sessions show their database, and a
+//! cluster-mode proxy serves database 0 only. The replies themselves are compared with
+//! direct Redis in `differential::numbered_databases_…`.
+
+use crate::support::{Cluster, ControlPlane, Frame, RawClient};
+
+fn ok(f: Frame) {
+    assert_eq!(f, Frame::Simple("OK".into()));
+}
+
+fn int(f: Frame) -> i64 {
+    match f {
+        Frame::Integer(n) => n,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+/// Both backends of `cluster` in backend database `db`: what they hold in all.
+fn backend_dbsize(cluster: &Cluster, db: u32) -> i64 {
+    cluster
+        .backends
+        .iter()
+        .map(|b| {
+            let mut c = b.raw();
+            ok(c.cmd(&["SELECT", &db.to_string()]));
+            int(c.cmd(&["DBSIZE"]))
+        })
+        .sum()
+}
+
+#[test]
+fn the_internal_database_is_never_reached_nor_seen_from_any_client_database() {
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| {
+        b.config("admin_commands = true\n")
+    });
+    // Tessera's own keys in the internal database of both backends.
+    for b in &cluster.backends {
+        let mut c = b.raw();
+        ok(c.cmd(&["SELECT", "1"]));
+        ok(c.cmd(&["SET", "internal", "secret"]));
+        ok(c.cmd(&["SET", "__tessera:temp:{x}k", "copy"]));
+    }
+    let mut c = cluster.proxy.raw();
+    for db in 0..16 {
+        ok(c.cmd(&["SELECT", &db.to_string()]));
+        ok(c.cmd(&["SET", &format!("mine:{db}"), "v"]));
+        // Only its own key: none of the internal database's.
+        assert_eq!(int(c.cmd(&["DBSIZE"])), 1, "database {db}");
+        assert_eq!(
+            c.cmd(&["GET", "internal"]),
+            Frame::NullBulk,
+            "database {db}"
+        );
+        assert_eq!(
+            c.cmd(&["KEYS", "*"]),
+            Frame::Array(vec![Frame::bulk(&format!("mine:{db}"))]),
+            "database {db}"
+        );
+        assert_eq!(c.cmd(&["RANDOMKEY"]), Frame::bulk(&format!("mine:{db}")));
+        // Not by a script either: the backend user may not SELECT.
+        let escape = c.cmd(&[
+            "EVAL",
+            "redis.call('SELECT', 1) return redis.call('GET', 'internal')",
+            "0",
+        ]);
+        assert!(
+            escape
+                .error()
+                .is_some_and(|e| e.contains("can't run this command")),
+            "database {db}: {escape:?}"
+        );
+    }
+    // Client database n is the backends' n + 1; their 1 is untouched.
+    for db in 0..16u32 {
+        let backend = if db == 0 { 0 } else { db + 1 };
+        assert_eq!(backend_dbsize(&cluster, backend), 1, "client database {db}");
+    }
+    assert_eq!(backend_dbsize(&cluster, 1), 4);
+    // MOVE, COPY … DB and SWAPDB name client databases, never the internal one.
+    ok(c.cmd(&["SELECT", "0"]));
+    assert_eq!(int(c.cmd(&["MOVE", "mine:0", "1"])), 1);
+    ok(c.cmd(&["SET", "{m}a", "v"]));
+    assert_eq!(int(c.cmd(&["COPY", "{m}a", "{m}a", "DB", "1"])), 1);
+    assert_eq!(int(c.cmd(&["DEL", "{m}a"])), 1);
+    ok(c.cmd(&["SWAPDB", "0", "1"]));
+    ok(c.cmd(&["SWAPDB", "1", "2"]));
+    assert_eq!(backend_dbsize(&cluster, 1), 4, "the internal database");
+    // INFO's keyspace names client databases and leaves the internal one out.
+    let info = c.cmd(&["INFO", "keyspace"]).text().expect("INFO is text");
+    let dbs: Vec<&str> = info
+        .lines()
+        .filter(|l| l.starts_with("db"))
+        .map(|l| l.split(':').next().unwrap_or(""))
+        .collect();
+    assert_eq!(dbs.len(), 15, "{info}");
+    assert!(
+        !info.contains("keys=4"),
+        "the internal database's keys: {info}"
+    );
+    // The internal database's keys are where they were.
+    let mut direct = cluster.backends[0].raw();
+    ok(direct.cmd(&["SELECT", "1"]));
+    assert_eq!(direct.cmd(&["GET", "internal"]), Frame::bulk("secret"));
+}
+
+#[test]
+fn backends_without_the_databases_a_client_selects_give_a_clear_error() {
+    // Redis's default of 16: client database 15 would be the backends' 16.
+    let cluster = Cluster::start();
+    let mut c = cluster.proxy.raw();
+    ok(c.cmd(&["SELECT", "14"]));
+    ok(c.cmd(&["SET", "k", "v"]));
+    ok(c.cmd(&["SELECT", "15"]));
+    let e = c.cmd(&["GET", "k"]);
+    let text = e.error().unwrap_or_else(|| panic!("{e:?}")).to_owned();
+    assert!(
+        text.contains("SELECT") && text.contains("out of range"),
+        "{text}"
+    );
+    // The session goes on in another database.
+    ok(c.cmd(&["SELECT", "14"]));
+    assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("v"));
+}
+
+#[test]
+fn select_is_refused_with_the_reason_where_it_cannot_follow_and_sessions_show_their_database() {
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| b);
+    let mut c = cluster.proxy.raw();
+    ok(c.cmd(&["SELECT", "4"]));
+    ok(c.cmd(&["CLIENT", "SETNAME", "four"]));
+    let mut other = cluster.proxy.raw();
+    let list = other.cmd(&["CLIENT", "LIST"]).text().expect("text");
+    let line = list.lines().find(|l| l.contains("name=four")).expect(&list);
+    assert!(line.contains(" db=4 "), "{line}");
+    // Inside MULTI: refused, and the transaction with it, as for any command not queued.
+    ok(c.cmd(&["MULTI"]));
+    let e = c.cmd(&["SELECT", "2"]);
+    assert!(e.error().is_some(), "{e:?}");
+    let e = c.cmd(&["EXEC"]);
+    assert!(
+        e.error().is_some_and(|e| e.starts_with("EXECABORT")),
+        "{e:?}"
+    );
+    // While keys are watched: the watch's connection stays in its database.
+    ok(c.cmd(&["WATCH", "k"]));
+    let e = c.cmd(&["SELECT", "2"]);
+    assert!(
+        e.error().is_some_and(|e| e.contains("UNWATCH first")),
+        "{e:?}"
+    );
+    ok(c.cmd(&["SELECT", "4"]));
+    ok(c.cmd(&["UNWATCH"]));
+    ok(c.cmd(&["SELECT", "2"]));
+    ok(c.cmd(&["SET", "k", "two"]));
+    // Client database 2 is the backends' 3.
+    let mut direct = cluster.owner_of("k").raw();
+    ok(direct.cmd(&["SELECT", "3"]));
+    assert_eq!(direct.cmd(&["GET", "k"]), Frame::bulk("two"));
+    // RESET goes back to database 0.
+    assert_eq!(c.cmd(&["RESET"]), Frame::Simple("RESET".into()));
+    assert_eq!(c.cmd(&["GET", "k"]), Frame::NullBulk);
+}
+
+#[test]
+fn a_cluster_mode_proxy_serves_database_0_only_and_says_why() {
+    let cp = ControlPlane::builder().servers(1).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.assign(0, 1023, 1);
+    let mut c = RawClient::connect(cp.proxies[0].addr());
+    ok(c.cmd(&["SELECT", "0"]));
+    for db in ["1", "15"] {
+        let e = c.cmd(&["SELECT", db]);
+        assert!(
+            e.error()
+                .is_some_and(|e| e.contains("serve database 0 only")),
+            "{e:?}"
+        );
+    }
+    let e = c.cmd(&["MOVE", "k", "1"]);
+    assert!(
+        e.error()
+            .is_some_and(|e| e.contains("serve database 0 only")),
+        "{e:?}"
+    );
+    ok(c.cmd(&["SET", "k", "v"]));
+    assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("v"));
+}
