@@ -1,7 +1,7 @@
 //! `tessera import` with real processes: a source redis-server holding every type, its RDB
 //! restored through the proxy of a two-group cluster and compared key by key (type-aware,
 //! TTLs within a second); a live sync under writes, stopped and resumed with PSYNC continue;
-//! a damaged RDB refused with nothing written.
+//! a damaged RDB refused with nothing written; every database imported into the same one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -745,4 +745,110 @@ fn issue_25_a_streamed_command_over_its_limit_stops_the_sync_before_it_is_read_w
         "the source sent its frame"
     );
     assert_eq!(dbsize(&cluster), 0, "the refused command was written");
+}
+
+/// `GET key` in database `db` through `proxy` (a connection of its own).
+fn get_in(cluster: &Cluster, db: u32, key: &str) -> Option<String> {
+    let mut c = cluster.proxy.client();
+    let _: () = q(&mut c, &["SELECT", &db.to_string()]);
+    q(&mut c, &["GET", key])
+}
+
+#[test]
+fn restore_and_sync_import_every_database_into_the_same_one_and_a_target_without_it_gets_nothing() {
+    let source = RedisServer::start();
+    let mut c = source.client();
+    for (db, key) in [(0, "zero"), (3, "three"), (15, "fifteen")] {
+        let _: () = q(&mut c, &["SELECT", &db.to_string()]);
+        let _: () = q(&mut c, &["SET", key, &db.to_string(), "EX", "600"]);
+        let _: () = q(&mut c, &["HSET", &format!("{key}:h"), "f", "v"]);
+    }
+    let rdb = save(&source);
+    // Backends with room for the 16 client databases (and Tessera's own).
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| b);
+    let out = restore(&rdb, &cluster);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (db, key) in [(0, "zero"), (3, "three"), (15, "fifteen")] {
+        assert_eq!(get_in(&cluster, db, key), Some(db.to_string()), "{key}");
+        let mut p = cluster.proxy.client();
+        let _: () = q(&mut p, &["SELECT", &db.to_string()]);
+        let ttl: i64 = q(&mut p, &["PTTL", key]);
+        assert!(ttl > 500_000, "{key}'s TTL: {ttl}");
+        let size: i64 = q(&mut p, &["DBSIZE"]);
+        assert_eq!(size, 2, "database {db}");
+    }
+    // Client database 3 is the backends' 4; their 1, Tessera's own, holds nothing.
+    let on_backends = |db: &str| -> i64 {
+        cluster
+            .backends
+            .iter()
+            .map(|b| {
+                let mut d = b.client();
+                let _: () = q(&mut d, &["SELECT", db]);
+                q::<i64>(&mut d, &["DBSIZE"])
+            })
+            .sum()
+    };
+    assert_eq!(on_backends("4"), 2);
+    assert_eq!(on_backends("1"), 0);
+
+    // A target that does not serve database 15: refused before anything is written.
+    let small = Cluster::start_on(&["--databases", "17"], |b| b.config("databases = 4\n"));
+    let out = restore(&rdb, &small);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted: {stderr}");
+    assert!(
+        stderr.contains("database(s) 3, 15") && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert_eq!(dbsize(&small), 0);
+
+    // A sync follows writes into their databases, also across a restart.
+    let synced = Cluster::start_on(&["--databases", "17"], |b| b);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("sync.state");
+    let mut sync = Sync::start(&source, &synced, &state, dir.path().join("s1.log"));
+    assert!(
+        wait_until(Duration::from_secs(30), || get_in(&synced, 15, "fifteen")
+            .is_some()),
+        "the full sync never loaded database 15: {}",
+        sync.output()
+    );
+    let _: () = q(&mut c, &["SELECT", "7"]);
+    let _: () = q(&mut c, &["SET", "live", "7"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    let _: () = q(&mut c, &["SET", "live", "0"]);
+    assert!(
+        wait_until(Duration::from_secs(20), || get_in(&synced, 0, "live")
+            .as_deref()
+            == Some("0")),
+        "{}",
+        sync.output()
+    );
+    assert_eq!(get_in(&synced, 7, "live").as_deref(), Some("7"));
+    sync.stop();
+    // Written while it is down, in database 9 and then 0; it resumes in the right ones.
+    let _: () = q(&mut c, &["SELECT", "9"]);
+    let _: () = q(&mut c, &["SET", "after", "9"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    let _: () = q(&mut c, &["SET", "after", "0"]);
+    let sync2 = Sync::start(&source, &synced, &state, dir.path().join("s2.log"));
+    assert!(
+        wait_until(Duration::from_secs(20), || get_in(&synced, 0, "after")
+            .as_deref()
+            == Some("0")),
+        "{}",
+        sync2.output()
+    );
+    assert!(
+        sync2.output().contains("psync=continue"),
+        "{}",
+        sync2.output()
+    );
+    assert_eq!(get_in(&synced, 9, "after").as_deref(), Some("9"));
 }

@@ -143,7 +143,8 @@ pub async fn write(
     for (i, (rdb, tail, _)) in checked.groups.iter().enumerate() {
         let g = &checked.manifest.groups[i];
         let written = async {
-            load::load(rdb, &mut target, &counts).await?;
+            // A cluster's data is its database 0; its servers' database 1 is Tessera's own.
+            load::load(rdb, &mut target, &counts, load::Databases::Zero).await?;
             let mut db = 0;
             for req in tail {
                 if let StreamCommand::Write = classify(req, &mut db)? {

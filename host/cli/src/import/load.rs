@@ -1,8 +1,12 @@
 //! Loads one RDB image through the proxy, for `restore` and for a full resync: the whole
 //! image is parsed and checked first (checksum, every value, no module types), and only then
-//! walked again and written, so a bad file writes nothing. Keys of databases other than 0
-//! are skipped and counted (a proxy serves db 0 only); expired keys are skipped.
+//! walked again and written, so a bad file writes nothing. Every database's keys are written
+//! into the same database through the proxy (a static proxy serves numbered databases; a
+//! cluster's serve database 0 only, which the load finds out before it writes anything), or
+//! database 0's alone, the others skipped and counted (a Tessera backup: its servers' other
+//! databases are Tessera's own). Expired keys are skipped.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,6 +24,19 @@ pub enum LoadError {
     Rdb(#[from] RdbError),
     #[error(transparent)]
     Target(#[from] TargetError),
+    #[error(
+        "the source has keys in database(s) {dbs} besides 0, which the target does not serve (a cluster's proxies serve database 0 only; a static proxy serves numbered databases, its backends need `databases` above the highest); nothing was written: {reason}"
+    )]
+    Databases { dbs: String, reason: TargetError },
+}
+
+/// Which databases of the image a load writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Databases {
+    /// Each into the same database of the proxy.
+    Every,
+    /// Database 0 only; the others' keys are skipped and counted.
+    Zero,
 }
 
 /// What a load did, counted as it goes (progress reads it meanwhile).
@@ -31,7 +48,7 @@ pub struct LoadCounts {
     pub keys: AtomicU64,
     /// Keys already expired, not written.
     pub expired: AtomicU64,
-    /// Keys of databases other than 0, not written.
+    /// Keys of databases other than 0, not written (with [`Databases::Zero`]).
     pub other_db: AtomicU64,
     /// Function libraries loaded.
     pub functions: AtomicU64,
@@ -42,29 +59,56 @@ pub struct LoadCounts {
 /// # Errors
 /// The first problem in the image.
 pub fn validate(data: &[u8]) -> Result<u64, RdbError> {
-    let mut parser = Parser::new(data)?;
-    let mut keys = 0;
-    while let Some(item) = parser.next_item()? {
-        if let Item::Entry(_) = item {
-            keys += 1;
-        }
-    }
-    Ok(keys)
+    Ok(survey(data)?.0)
 }
 
-/// Validates `data`, then writes every live key of db 0 and every function library through
-/// `target`, and waits for every reply.
+/// Parses the whole image without writing: the keys it holds, and the databases other than
+/// 0 that hold some.
+fn survey(data: &[u8]) -> Result<(u64, BTreeSet<u64>), RdbError> {
+    let mut parser = Parser::new(data)?;
+    let (mut keys, mut dbs) = (0, BTreeSet::new());
+    while let Some(item) = parser.next_item()? {
+        if let Item::Entry(e) = item {
+            keys += 1;
+            if e.db != 0 {
+                dbs.insert(e.db);
+            }
+        }
+    }
+    Ok((keys, dbs))
+}
+
+/// Validates `data`, then writes every live key of `databases` and every function library
+/// through `target`, and waits for every reply. With [`Databases::Every`], the target is
+/// asked for the image's databases before anything is written.
 ///
 /// # Errors
-/// [`LoadError::Rdb`] before anything is written; [`LoadError::Target`] on a refused command
-/// or a lost connection.
+/// [`LoadError::Rdb`] or [`LoadError::Databases`] before anything is written;
+/// [`LoadError::Target`] on a refused command or a lost connection.
 pub async fn load(
     data: &[u8],
     target: &mut Target,
     counts: &Arc<LoadCounts>,
+    databases: Databases,
 ) -> Result<(), LoadError> {
-    let total = validate(data)?;
+    let (total, dbs) = survey(data)?;
     counts.keys_total.store(total, Ordering::Relaxed);
+    if databases == Databases::Every
+        && let Some(&highest) = dbs.last()
+    {
+        let probe = async {
+            target.use_db(highest).await?;
+            target.use_db(0).await?;
+            target.flush().await
+        };
+        if let Err(reason) = probe.await {
+            let dbs: Vec<String> = dbs.iter().map(u64::to_string).collect();
+            return Err(LoadError::Databases {
+                dbs: dbs.join(", "),
+                reason,
+            });
+        }
+    }
     let mut parser = Parser::new(data)?;
     while let Some(item) = parser.next_item()? {
         match item {
@@ -81,16 +125,14 @@ pub async fn load(
                     .await?;
                 counts.functions.fetch_add(1, Ordering::Relaxed);
             }
-            Item::Entry(e) if e.db != 0 => {
+            Item::Entry(e) if e.db != 0 && databases == Databases::Zero => {
                 let n = counts.other_db.fetch_add(1, Ordering::Relaxed);
                 if n == 0 {
-                    tracing::warn!(
-                        db = e.db,
-                        "keys of databases other than 0 are skipped (a proxy serves db 0)"
-                    );
+                    tracing::warn!(db = e.db, "keys of databases other than 0 are skipped");
                 }
             }
             Item::Entry(e) => {
+                target.use_db(e.db).await?;
                 let Some(cmds) = apply::commands(&e, now_ms()) else {
                     counts.expired.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -103,6 +145,7 @@ pub async fn load(
             }
         }
     }
+    target.use_db(0).await?;
     target.flush().await?;
     Ok(())
 }

@@ -54,7 +54,7 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<()> {
     let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
     let counts = Arc::new(LoadCounts::default());
     let reporter = tokio::spawn(report(counts.clone(), target.stats()));
-    let result = load::load(&data, &mut target, &counts).await;
+    let result = load::load(&data, &mut target, &counts, load::Databases::Every).await;
     reporter.abort();
     result?;
     let secs = started.elapsed().as_secs_f64();
@@ -68,10 +68,6 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<()> {
                 (
                     "expired_skipped",
                     counts.expired.load(Ordering::Relaxed).to_string()
-                ),
-                (
-                    "other_db_skipped",
-                    counts.other_db.load(Ordering::Relaxed).to_string()
                 ),
                 (
                     "functions",

@@ -1,8 +1,8 @@
 //! `tessera import sync`: follows a Redis server as its replica and writes everything through a
 //! proxy. A full resync loads the RDB (checked whole first, see `load`); then the command
-//! stream is applied: writes of db 0 are forwarded as they came, SELECT is tracked, other
-//! databases, PING, REPLCONF and MULTI/EXEC are skipped and counted, and commands the proxy
-//! refuses are counted and logged. Once a second: `REPLCONF ACK`, the state file (replid and
+//! stream is applied: writes are forwarded as they came, each into its database (a SELECT of
+//! the proxy's connection when it changes), PING, REPLCONF and MULTI/EXEC are skipped and
+//! counted, and commands the proxy refuses are counted and logged. Once a second: `REPLCONF ACK`, the state file (replid and
 //! the offset whose commands all have their replies), and a progress line. Ctrl-C or SIGTERM
 //! stops it after the commands sent have their replies, so a restart resumes exactly; after a
 //! crash it resumes from the last saved offset (at most a second of commands applied twice).
@@ -66,7 +66,6 @@ pub struct SyncArgs {
 struct StreamCounts {
     /// Commands forwarded.
     commands: u64,
-    other_db: u64,
     /// PING, REPLCONF, MULTI, EXEC.
     control: u64,
 }
@@ -78,7 +77,48 @@ struct Position {
     loaded: u64,
     /// Bytes of the stream read (the source's offset of the last byte read).
     read: u64,
+    /// The database in force at `read`.
     db: u64,
+    /// The database in force at the applied offset (what a restart resumes in), and the
+    /// SELECTs read since, each with the offset after it: one per write in flight at most
+    /// (SELECTs with no write between them are one).
+    db_applied: u64,
+    selects: std::collections::VecDeque<(u64, u64)>,
+    /// The offset after the last write forwarded.
+    last_write: u64,
+}
+
+impl Position {
+    fn new(replid: Option<String>, loaded: u64, read: u64, db: u64) -> Self {
+        Self {
+            replid,
+            loaded,
+            read,
+            db,
+            db_applied: db,
+            selects: Default::default(),
+            last_write: read,
+        }
+    }
+
+    /// The stream switched to `db` (a SELECT read up to `read`).
+    fn selected(&mut self) {
+        match self.selects.back_mut() {
+            Some(last) if last.0 > self.last_write => *last = (self.read, self.db),
+            _ => self.selects.push_back((self.read, self.db)),
+        }
+    }
+
+    /// The database in force at `applied`.
+    fn db_at(&mut self, applied: u64) -> u64 {
+        while let Some(&(at, db)) = self.selects.front()
+            && at <= applied
+        {
+            self.db_applied = db;
+            self.selects.pop_front();
+        }
+        self.db_applied
+    }
 }
 
 /// Runs until Ctrl-C or SIGTERM, or until the source or the proxy fails.
@@ -114,12 +154,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
                     ]
                 )
             );
-            Position {
-                replid: Some(replid),
-                loaded: 0,
-                read: s.offset,
-                db: s.db,
-            }
+            Position::new(Some(replid), 0, s.offset, s.db)
         }
         (Start::Continue { .. }, None) => {
             anyhow::bail!("the source continued a stream this sync never asked for")
@@ -138,12 +173,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<()> {
             );
             let (t, loaded) = full_load(&mut replica, target, offset, max_rdb_bytes(&args)).await?;
             target = t;
-            Position {
-                replid,
-                loaded,
-                read: offset,
-                db: 0,
-            }
+            Position::new(replid, loaded, offset, 0)
         }
     };
     follow(args, replica, target, pos).await
@@ -176,7 +206,7 @@ async fn full_load(
     let stats = target.stats();
     let task_counts = counts.clone();
     let mut loading = tokio::spawn(async move {
-        let r = load::load(&rdb, &mut target, &task_counts).await;
+        let r = load::load(&rdb, &mut target, &task_counts, load::Databases::Every).await;
         (target, r)
     });
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -191,7 +221,6 @@ async fn full_load(
                 println!("{}", line("sync loaded", &[
                     ("keys", keys.to_string()),
                     ("expired_skipped", counts.expired.load(Ordering::Relaxed).to_string()),
-                    ("other_db_skipped", counts.other_db.load(Ordering::Relaxed).to_string()),
                     ("functions", counts.functions.load(Ordering::Relaxed).to_string()),
                     ("seconds", format!("{:.2}", started.elapsed().as_secs_f64())),
                 ]));
@@ -239,7 +268,7 @@ async fn follow(
             _ = tick.tick() => {
                 let applied = applied(&stats, &pos);
                 replica.ack(applied).await?;
-                save(&args, &pos, applied)?;
+                save(&args, &mut pos, applied)?;
                 let source = monitor.offset().await;
                 println!("{}", monitor.report(&stats, &counts, &pos, applied, source));
             }
@@ -248,7 +277,7 @@ async fn follow(
     }
     target.flush().await?;
     let applied = applied(&stats, &pos);
-    save(&args, &pos, applied)?;
+    save(&args, &mut pos, applied)?;
     println!(
         "{}",
         line(
@@ -271,16 +300,17 @@ fn applied(stats: &TargetStats, pos: &Position) -> u64 {
     }
 }
 
-fn save(args: &SyncArgs, pos: &Position, applied: u64) -> anyhow::Result<()> {
+fn save(args: &SyncArgs, pos: &mut Position, applied: u64) -> anyhow::Result<()> {
+    // The database in force at `applied`, where a restart resumes: commands after it may be
+    // in flight, and a SELECT read among them must not move the resume point's database.
+    let db = pos.db_at(applied);
     let (Some(path), Some(replid)) = (&args.state, &pos.replid) else {
         return Ok(());
     };
-    // The db saved is the one in force at `read`; it differs from the one at `applied` only
-    // while a SELECT is in flight, and SELECT is never in flight (it is not forwarded).
     let state = SyncState {
         replid: replid.clone(),
         offset: applied,
-        db: pos.db,
+        db,
     };
     state
         .save(path)
@@ -294,7 +324,8 @@ pub(crate) enum StreamCommand {
     Control { getack: bool },
     /// SELECT: the database changed.
     Select,
-    /// A write to a database other than 0 (a proxy serves db 0): skipped.
+    /// A write to a database other than 0 (`sync` forwards it into that database; a
+    /// backup's tail skips it: a cluster's data is its database 0).
     OtherDb,
     /// A write of db 0: forwarded as it came.
     Write,
@@ -338,18 +369,12 @@ async fn apply_command(
             counts.control += 1;
             return Ok(getack);
         }
-        StreamCommand::Select => {}
-        StreamCommand::OtherDb => {
-            counts.other_db += 1;
-            if counts.other_db == 1 || counts.other_db.is_power_of_two() {
-                tracing::warn!(
-                    db = pos.db,
-                    skipped_total = counts.other_db,
-                    "writes to databases other than 0 are skipped (a proxy serves db 0)"
-                );
-            }
-        }
-        StreamCommand::Write => {
+        StreamCommand::Select => pos.selected(),
+        // Every database's writes, in the same database of the proxy (a SELECT the target
+        // refuses stops the sync with its reason).
+        StreamCommand::OtherDb | StreamCommand::Write => {
+            target.use_db(pos.db).await?;
+            pos.last_write = pos.read;
             counts.commands += 1;
             let name = req.arg(0).to_ascii_uppercase();
             target
@@ -448,7 +473,6 @@ impl Monitor {
                     format!("{:.1}", self.caught_up_at.elapsed().as_secs_f64()),
                 ),
                 ("refused", stats.refused.load(Ordering::Relaxed).to_string()),
-                ("other_db_skipped", counts.other_db.to_string()),
             ],
         )
     }

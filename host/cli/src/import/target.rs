@@ -72,6 +72,8 @@ pub struct Target {
     stats: Arc<TargetStats>,
     reader: JoinHandle<Result<(), TargetError>>,
     writer: JoinHandle<Result<(), TargetError>>,
+    /// The database the connection has selected (the commands queued after it run there).
+    db: u64,
 }
 
 impl Target {
@@ -136,7 +138,30 @@ impl Target {
             stats,
             reader,
             writer,
+            db: 0,
         })
+    }
+
+    /// Makes what is sent next run in database `db` of the proxy (a `SELECT` when it
+    /// changes, refused as any failed command is).
+    ///
+    /// # Errors
+    /// As [`Target::send`].
+    pub async fn use_db(&mut self, db: u64) -> Result<(), TargetError> {
+        if db == self.db {
+            return Ok(());
+        }
+        let n = db.to_string();
+        let what = format!("SELECT {db} (the source's keys of database {db})");
+        self.send(
+            super::apply::encode(&[b"SELECT", n.as_bytes()]),
+            OnError::Fail,
+            what.as_bytes(),
+            None,
+        )
+        .await?;
+        self.db = db;
+        Ok(())
     }
 
     /// Counters shared with the reader.
