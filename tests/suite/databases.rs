@@ -188,3 +188,42 @@ fn a_cluster_mode_proxy_serves_database_0_only_and_says_why() {
     ok(c.cmd(&["SET", "k", "v"]));
     assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("v"));
 }
+
+#[test]
+fn a_user_limited_to_some_databases_is_refused_the_others_whatever_names_them() {
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| {
+        b.config(&format!(
+            "admin_commands = true\n[[users]]\nname = \"app\"\npassword = \"{}\"\ndatabases = [2, 5]\n",
+            crate::auth::hash("pw")
+        ))
+    });
+    let mut c = cluster.proxy.raw();
+    ok(c.cmd(&["AUTH", "app", "pw"]));
+    let refused = |f: Frame, db: &str| {
+        let e = f.error().unwrap_or_else(|| panic!("{f:?}")).to_owned();
+        assert!(
+            e.starts_with("NOPERM") && e.ends_with(&format!("database {db}")),
+            "{e}"
+        );
+    };
+    // It connected in database 0, which it may not use: refused there but for what the
+    // proxy answers itself.
+    refused(c.cmd(&["SET", "k", "v"]), "0");
+    refused(c.cmd(&["DBSIZE"]), "0");
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    refused(c.cmd(&["SELECT", "3"]), "3");
+    ok(c.cmd(&["SELECT", "2"]));
+    ok(c.cmd(&["SET", "k", "two"]));
+    assert_eq!(int(c.cmd(&["DBSIZE"])), 1);
+    // Commands that name a database: each named one must be the user's.
+    refused(c.cmd(&["MOVE", "k", "0"]), "0");
+    refused(c.cmd(&["COPY", "k", "k", "DB", "7"]), "7");
+    refused(c.cmd(&["SWAPDB", "2", "0"]), "0");
+    assert_eq!(int(c.cmd(&["COPY", "k", "k", "DB", "5"])), 1);
+    assert_eq!(int(c.cmd(&["MOVE", "k", "5"])), 0);
+    ok(c.cmd(&["SWAPDB", "2", "5"]));
+    ok(c.cmd(&["SELECT", "5"]));
+    assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("two"));
+    // Nothing reached database 0 (the backends' 0).
+    assert_eq!(cluster.backends.iter().map(|b| b.dbsize()).sum::<i64>(), 0);
+}

@@ -101,6 +101,9 @@ pub enum DataError {
     NoPermCommand { user: Box<str>, command: Box<str> },
     #[error("NOPERM User {user} has no permissions to access the '{key}' key")]
     NoPermKey { user: Box<str>, key: Box<str> },
+    /// A database outside the user's `databases` (as Valkey 9.1's `db=` rule).
+    #[error("NOPERM User {user} has no permissions to access database {db}")]
+    NoPermDb { user: Box<str>, db: u32 },
     /// A confined user asked to hear of keys outside its prefix (CLIENT TRACKING … PREFIX).
     #[error(
         "NOPERM User {user} may only track keys starting with '{allowed}': the prefix '{prefix}' is outside it"
@@ -227,6 +230,7 @@ impl DataError {
             | Unsupported(_)
             | NoPermCommand { .. }
             | NoPermKey { .. }
+            | NoPermDb { .. }
             | NoPermPrefix { .. }
             | ReservedKey(_)
             | ScriptsUnconfined(_) => Side::Policy,

@@ -96,6 +96,11 @@ pub enum UsersError {
     TwoDefaultPasswords,
     #[error("a password must be 1 to {MAX_PASSWORD_LEN} bytes")]
     BadPassword,
+    #[error(
+        "user {user}: databases must list 1 to {max} client database numbers below {max} (leave it out for every database)",
+        max = crate::databases::MAX_DATABASES
+    )]
+    BadDatabases { user: String },
 }
 
 fn class_names() -> String {
@@ -110,7 +115,8 @@ mod entry;
 mod password;
 
 pub use entry::{
-    UserEntry, UserView, UsersDoc, check_key_prefix, check_name, check_password, parse_classes,
+    UserEntry, UserView, UsersDoc, check_databases, check_key_prefix, check_name, check_password,
+    parse_classes,
 };
 use password::{DUMMY, PasswordHash};
 pub use password::{hash_password, is_password_hash};
@@ -125,6 +131,8 @@ pub struct User {
     pub allowed_classes: Option<u32>,
     /// Every key the user names must start with this; `None`: any key.
     pub key_prefix: Option<Bytes>,
+    /// The client databases it may use, sorted; `None`: every one.
+    pub databases: Option<Box<[u32]>>,
 }
 
 impl User {
@@ -138,6 +146,13 @@ impl User {
     /// Whether the user may name `key`.
     pub fn may_touch(&self, key: &[u8]) -> bool {
         self.key_prefix.as_ref().is_none_or(|p| key.starts_with(p))
+    }
+
+    /// Whether the user may use client database `db`.
+    pub fn may_use_db(&self, db: u32) -> bool {
+        self.databases
+            .as_ref()
+            .is_none_or(|d| d.binary_search(&db).is_ok())
     }
 }
 
@@ -222,7 +237,7 @@ impl Users {
         accounts.insert(
             DEFAULT_USER.as_bytes().into(),
             Account {
-                user: Arc::new(user_of(DEFAULT_USER, None, None)),
+                user: Arc::new(user_of(DEFAULT_USER, None, None, None)),
                 password: Password::Locked,
                 enabled: false,
             },
@@ -323,15 +338,22 @@ fn implicit_default() -> UserEntry {
         password: None,
         commands: None,
         key_prefix: None,
+        databases: None,
         enabled: true,
     }
 }
 
-fn user_of(name: &str, allowed: Option<u32>, prefix: Option<&str>) -> User {
+fn user_of(
+    name: &str,
+    allowed: Option<u32>,
+    prefix: Option<&str>,
+    databases: Option<Vec<u32>>,
+) -> User {
     User {
         name: name.into(),
         allowed_classes: allowed,
         key_prefix: prefix.map(|p| Bytes::copy_from_slice(p.as_bytes())),
+        databases: databases.map(Vec::into_boxed_slice),
     }
 }
 
@@ -348,6 +370,10 @@ fn compile(
     if let Some(p) = &e.key_prefix {
         check_key_prefix(&e.name, p)?;
     }
+    let databases = match &e.databases {
+        Some(d) => Some(check_databases(&e.name, d)?),
+        None => None,
+    };
     let is_default = e.name == DEFAULT_USER;
     let password = match (&e.password, is_default, session_password) {
         (Some(h), _, _) => {
@@ -360,7 +386,12 @@ fn compile(
         (None, false, _) => return Err(UsersError::NoPassword(e.name.clone())),
     };
     let account = Account {
-        user: Arc::new(user_of(&e.name, allowed, e.key_prefix.as_deref())),
+        user: Arc::new(user_of(
+            &e.name,
+            allowed,
+            e.key_prefix.as_deref(),
+            databases,
+        )),
         password,
         enabled: e.enabled,
     };

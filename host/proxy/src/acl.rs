@@ -315,6 +315,7 @@ mod tests {
             name: "t".into(),
             allowed_classes: None,
             key_prefix: Some(Bytes::from_static(b"t1*:")),
+            databases: None,
         };
         let u = data_user(
             &PolicyInputs {

@@ -504,6 +504,7 @@ mod tests {
                 password: Some(hash_password(password)),
                 commands: None,
                 key_prefix: None,
+                databases: None,
                 enabled: true,
             }
         }
@@ -569,6 +570,7 @@ mod tests {
                 password: None,
                 commands: None,
                 key_prefix: None,
+                databases: None,
                 enabled: false,
             };
             let users = config(None, vec![d.clone(), entry("alice", "pw")])

@@ -28,6 +28,10 @@ pub struct UserEntry {
     /// Every key the user names must start with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_prefix: Option<String>,
+    /// The client databases it may use (`SELECT`, `MOVE`, `COPY … DB`, `SWAPDB`), as Valkey
+    /// 9.1's `db=` rule; absent: every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub databases: Option<Vec<u32>>,
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
 }
@@ -44,6 +48,7 @@ impl std::fmt::Debug for UserEntry {
             .field("password", &self.password.as_ref().map(|_| "<hash>"))
             .field("commands", &self.commands)
             .field("key_prefix", &self.key_prefix)
+            .field("databases", &self.databases)
             .field("enabled", &self.enabled)
             .finish()
     }
@@ -56,6 +61,7 @@ impl UserEntry {
             name: self.name.clone(),
             commands: self.commands.clone(),
             key_prefix: self.key_prefix.clone(),
+            databases: self.databases.clone(),
             enabled: self.enabled,
             password_set: self.password.is_some(),
         }
@@ -71,6 +77,9 @@ pub struct UserView {
     pub commands: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_prefix: Option<String>,
+    /// The client databases it may use; absent: every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub databases: Option<Vec<u32>>,
     pub enabled: bool,
     /// Whether the entry carries a password hash.
     pub password_set: bool,
@@ -128,6 +137,14 @@ pub struct UserChange {
     )]
     #[schema(value_type = Option<String>)]
     pub key_prefix: Option<Option<String>>,
+    /// Client database numbers; `null`: every database.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<Vec<u32>>)]
+    pub databases: Option<Option<Vec<u32>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
 }

@@ -349,6 +349,7 @@ async fn set_user(c: &Client, t: &Target, u: &UserEntry) -> anyhow::Result<()> {
         password_hash: u.password.clone(),
         commands: Some(u.commands.clone()),
         key_prefix: Some(u.key_prefix.clone()),
+        databases: Some(u.databases.clone()),
         enabled: Some(u.enabled),
     };
     let _: UserView = c.call(Method::PUT, &path, Send::Json(&body)).await?;
@@ -462,6 +463,7 @@ mod tests {
                 password: None,
                 commands: None,
                 key_prefix: None,
+                databases: None,
                 enabled: true,
             }],
             plugins: vec![PluginToRestore {

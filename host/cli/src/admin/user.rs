@@ -33,6 +33,10 @@ pub enum UserCmd {
         /// Every key the user names must start with this; "" for any key.
         #[arg(long)]
         key_prefix: Option<String>,
+        /// The client databases the user may use, comma-separated numbers; `all` for every
+        /// one (as Valkey 9.1's `db=`).
+        #[arg(long, value_delimiter = ',')]
+        databases: Option<Vec<String>>,
         /// Refuse the user's AUTH (the entry stays).
         #[arg(long, conflicts_with = "enable")]
         disable: bool,
@@ -49,9 +53,25 @@ fn user_change(
     password: Option<String>,
     commands: Option<Vec<String>>,
     key_prefix: Option<String>,
+    databases: Option<Vec<String>>,
     enabled: Option<bool>,
-) -> UserChange {
-    UserChange {
+) -> anyhow::Result<UserChange> {
+    // `all`: every database, sent as null.
+    let databases = match databases {
+        Some(d) if d.len() == 1 && d[0].trim().eq_ignore_ascii_case("all") => Some(None),
+        Some(d) => Some(Some(
+            d.iter()
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| {
+                    s.trim()
+                        .parse::<u32>()
+                        .map_err(|_| anyhow::anyhow!("--databases: {s:?} is not a database number"))
+                })
+                .collect::<anyhow::Result<Vec<u32>>>()?,
+        )),
+        None => None,
+    };
+    Ok(UserChange {
         password,
         password_hash: None,
         // `all`: every command, sent as null.
@@ -61,8 +81,9 @@ fn user_change(
         }),
         // "": no prefix, sent as null.
         key_prefix: key_prefix.map(|k| (!k.is_empty()).then_some(k)),
+        databases,
         enabled,
-    }
+    })
 }
 
 pub(super) async fn run(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
@@ -77,12 +98,13 @@ pub(super) async fn run(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
             password_stdin,
             commands,
             key_prefix,
+            databases,
             disable,
             enable,
         } => {
             let password = password_arg(password, password_stdin)?;
             let enabled = (disable || enable).then_some(enable);
-            let body = user_change(password, commands, key_prefix, enabled);
+            let body = user_change(password, commands, key_prefix, databases, enabled)?;
             let v: UserView = c
                 .call(Method::PUT, &["api", "users", &name], Send::Json(&body))
                 .await?;
@@ -102,7 +124,14 @@ pub(super) async fn run(c: &Client, cmd: UserCmd) -> anyhow::Result<Reply> {
 }
 
 fn render_users(users: &[UserView]) -> String {
-    let mut t = Table::new(&["NAME", "ENABLED", "PASSWORD", "COMMANDS", "KEY PREFIX"]);
+    let mut t = Table::new(&[
+        "NAME",
+        "ENABLED",
+        "PASSWORD",
+        "COMMANDS",
+        "KEY PREFIX",
+        "DATABASES",
+    ]);
     for u in users {
         let commands = match &u.commands {
             Some(c) if c.is_empty() => "(none)".to_owned(),
@@ -115,6 +144,10 @@ fn render_users(users: &[UserView]) -> String {
             if u.password_set { "set" } else { "-" }.to_owned(),
             commands,
             opt(u.key_prefix.as_ref()),
+            match &u.databases {
+                Some(d) => d.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+                None => "all".to_owned(),
+            },
         ]);
     }
     t.render()
@@ -131,30 +164,39 @@ mod tests {
 
     #[test]
     fn user_set_sends_only_what_was_given() {
-        let body = |c: UserChange| serde_json::to_value(c).unwrap();
-        assert_eq!(body(user_change(None, None, None, None)), json!({}));
+        let body = |c: anyhow::Result<UserChange>| serde_json::to_value(c.unwrap()).unwrap();
+        assert_eq!(body(user_change(None, None, None, None, None)), json!({}));
         assert_eq!(
             body(user_change(
                 Some("pw".into()),
                 Some(vec!["read".into(), "write".into()]),
                 Some("t:".into()),
+                Some(vec!["2".into(), "0".into()]),
                 Some(false)
             )),
-            json!({"password": "pw", "commands": ["read", "write"], "key_prefix": "t:", "enabled": false})
+            json!({"password": "pw", "commands": ["read", "write"], "key_prefix": "t:", "databases": [2, 0], "enabled": false})
         );
         assert_eq!(
             body(user_change(
                 None,
                 Some(vec!["all".into()]),
                 Some(String::new()),
+                Some(vec!["all".into()]),
                 None
             )),
-            json!({"commands": null, "key_prefix": null})
+            json!({"commands": null, "key_prefix": null, "databases": null})
         );
         assert_eq!(
-            body(user_change(None, Some(vec![String::new()]), None, None)),
+            body(user_change(
+                None,
+                Some(vec![String::new()]),
+                None,
+                None,
+                None
+            )),
             json!({"commands": []})
         );
+        assert!(user_change(None, None, None, Some(vec!["x".into()]), None).is_err());
         let cli = Cli::try_parse_from([
             "admin",
             "user",
@@ -177,7 +219,7 @@ mod tests {
     #[test]
     fn users_render_without_passwords() {
         let users: Vec<UserView> = serde_json::from_value(json!([
-            {"name": "alice", "enabled": true, "password_set": true, "commands": ["read"], "key_prefix": "t:"},
+            {"name": "alice", "enabled": true, "password_set": true, "commands": ["read"], "key_prefix": "t:", "databases": [0, 2]},
             {"name": "default", "enabled": false, "password_set": false},
         ]))
         .unwrap();
@@ -185,15 +227,23 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0].split_whitespace().collect::<Vec<_>>(),
-            ["NAME", "ENABLED", "PASSWORD", "COMMANDS", "KEY", "PREFIX"]
+            [
+                "NAME",
+                "ENABLED",
+                "PASSWORD",
+                "COMMANDS",
+                "KEY",
+                "PREFIX",
+                "DATABASES"
+            ]
         );
         assert_eq!(
             lines[1].split_whitespace().collect::<Vec<_>>(),
-            ["alice", "yes", "set", "read", "t:"]
+            ["alice", "yes", "set", "read", "t:", "0,2"]
         );
         assert_eq!(
             lines[2].split_whitespace().collect::<Vec<_>>(),
-            ["default", "no", "-", "all", "-"]
+            ["default", "no", "-", "all", "-", "all"]
         );
     }
 }

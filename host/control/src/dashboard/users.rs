@@ -53,6 +53,13 @@ fn apply(e: &mut UserEntry, change: UserChange) -> Result<(), Error> {
         Some(_) => e.key_prefix = None,
         None => {}
     }
+    match change.databases {
+        Some(Some(dbs)) => {
+            e.databases = Some(users::check_databases(&e.name, &dbs).map_err(Error::User)?);
+        }
+        Some(None) => e.databases = None,
+        None => {}
+    }
     if let Some(on) = change.enabled {
         e.enabled = on;
     }
@@ -126,6 +133,7 @@ impl Dashboard {
                     password: None,
                     commands: None,
                     key_prefix: None,
+                    databases: None,
                     enabled: true,
                 });
                 doc.users.len() - 1
@@ -239,6 +247,7 @@ mod tests {
             password: None,
             commands: None,
             key_prefix: None,
+            databases: None,
             enabled: true,
         }
     }

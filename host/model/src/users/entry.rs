@@ -67,6 +67,22 @@ pub fn check_key_prefix(user: &str, prefix: &str) -> Result<(), UsersError> {
     Ok(())
 }
 
+/// Checks a user's databases: 1 to `MAX_DATABASES` numbers below it; sorted, without
+/// repeats.
+///
+/// # Errors
+/// [`UsersError::BadDatabases`].
+pub fn check_databases(user: &str, dbs: &[u32]) -> Result<Vec<u32>, UsersError> {
+    let max = crate::databases::MAX_DATABASES;
+    if dbs.is_empty() || dbs.len() > max as usize || dbs.iter().any(|&d| d >= max) {
+        return Err(UsersError::BadDatabases { user: user.into() });
+    }
+    let mut d = dbs.to_vec();
+    d.sort_unstable();
+    d.dedup();
+    Ok(d)
+}
+
 /// Checks a clear password before it is hashed.
 ///
 /// # Errors

@@ -8,6 +8,7 @@ fn entry(name: &str, password: &str) -> UserEntry {
         password: Some(hash_password(password)),
         commands: None,
         key_prefix: None,
+        databases: None,
         enabled: true,
     }
 }
@@ -164,6 +165,7 @@ fn a_command_needs_every_governed_class_it_has() {
         name: "r".into(),
         allowed_classes: Some(class::READ),
         key_prefix: None,
+        databases: None,
     };
     assert!(reader.allows(class::READ | class::FAST));
     assert!(!reader.allows(class::WRITE));
@@ -213,4 +215,22 @@ fn views_and_debug_never_show_a_hash() {
         serde_json::to_string(users.views()).unwrap()
     );
     assert!(!shown.contains("sha256$"), "{shown}");
+}
+
+#[test]
+fn a_users_databases_are_checked_sorted_and_enforced() {
+    let mut e = entry("app", "pw");
+    e.databases = Some(vec![5, 2, 5]);
+    let users = Users::new(&[e.clone()], None, 1, Source::Config).unwrap();
+    let app = users.authenticate(b"app", b"pw").unwrap();
+    assert_eq!(app.databases.as_deref(), Some(&[2, 5][..]));
+    assert!(app.may_use_db(2) && app.may_use_db(5));
+    assert!(!app.may_use_db(0) && !app.may_use_db(3));
+    for bad in [vec![], vec![crate::databases::MAX_DATABASES]] {
+        e.databases = Some(bad);
+        assert!(matches!(
+            Users::new(&[e.clone()], None, 1, Source::Config),
+            Err(UsersError::BadDatabases { .. })
+        ));
+    }
 }

@@ -57,6 +57,12 @@ impl Session {
                 }
             },
         };
+        if let Some(e) = self.db_refused(&c) {
+            self.tx.refused();
+            let mut q = Queued::error(None, &e);
+            q.done.silent = self.silenced();
+            return q;
+        }
         let client_reply = c.cmd.kind == Kind::Local(Local::Client) && c.cmd.name == "CLIENT|REPLY";
         // RESET ends OFF before it answers, as Redis does; a SKIP still takes its reply.
         let reset_ends_off =
@@ -120,6 +126,20 @@ impl Session {
         q.done.timed = !c.blocks() && c.cmd.kind != Kind::Wait;
         q.done.req = req.into_bytes();
         q
+    }
+
+    /// A user whose `databases` leave out the session's (it connected in database 0, or its
+    /// rights changed since its SELECT): its commands there are refused, but for those the
+    /// proxy answers itself (SELECT, AUTH, PING …) and `DBSIZE`'s excepted.
+    fn db_refused(&self, c: &Classified<'_>) -> Option<DataError> {
+        let user = self.rights.as_deref()?;
+        user.databases.as_ref()?;
+        let db = self.db();
+        let local = matches!(c.cmd.kind, Kind::Local(l) if l != Local::Dbsize);
+        (!local && !user.may_use_db(db)).then(|| DataError::NoPermDb {
+            user: user.name.as_str().into(),
+            db,
+        })
     }
 
     /// Whether the reply of the command being dispatched is left out (`CLIENT REPLY`): every

@@ -182,6 +182,14 @@ impl Session {
             Ok(db) => db,
             Err(e) => return Pending::error(&e),
         };
+        if let Some(user) = self.rights.as_deref()
+            && !user.may_use_db(db)
+        {
+            return Pending::error(&DataError::NoPermDb {
+                user: user.name.as_str().into(),
+                db,
+            });
+        }
         if self.tx.watching() && self.db() != db {
             return Pending::error(&DataError::SelectWhileWatching);
         }

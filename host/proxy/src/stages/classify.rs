@@ -197,8 +197,22 @@ fn check_policy(cmd: &Command, req: &Request, policy: &Policy) -> Result<(), Dat
 /// command that reaches keys the proxy cannot check (the whole keyspace, or a script's
 /// undeclared keys) for a user confined to a prefix.
 fn check_rights(c: &Classified<'_>, user: &User) -> Result<(), DataError> {
-    if user.allowed_classes.is_none() && user.key_prefix.is_none() {
+    if user.allowed_classes.is_none() && user.key_prefix.is_none() && user.databases.is_none() {
         return Ok(());
+    }
+    // The databases a command names (the session's own is the session's to check).
+    if user.databases.is_some() && matches!(c.cmd.options, Options::Copy | Options::Db) {
+        for i in db_args(c.cmd.options, c.req) {
+            let db = std::str::from_utf8(c.req.arg(i))
+                .ok()
+                .and_then(|s| s.parse::<u32>().ok());
+            if let Some(db) = db.filter(|&db| !user.may_use_db(db)) {
+                return Err(DataError::NoPermDb {
+                    user: user.name.as_str().into(),
+                    db,
+                });
+            }
+        }
     }
     let no_perm = || DataError::NoPermCommand {
         user: user.name.as_str().into(),
@@ -322,6 +336,7 @@ mod tests {
             name: name.into(),
             allowed_classes,
             key_prefix: key_prefix.map(bytes::Bytes::from_static),
+            databases: None,
         }
     }
 

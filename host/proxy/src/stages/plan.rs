@@ -376,6 +376,7 @@ mod tests {
                 name: "default".into(),
                 allowed_classes: None,
                 key_prefix: None,
+                databases: None,
             }),
         )
         .unwrap()
