@@ -60,6 +60,22 @@ fn the_internal_database_is_never_reached_nor_seen_from_any_client_database() {
             "database {db}"
         );
         assert_eq!(c.cmd(&["RANDOMKEY"]), Frame::bulk(&format!("mine:{db}")));
+        // SCAN over both backends, to its end: this database's key only.
+        let mut cursor = "0".to_owned();
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            let Frame::Array(page) = c.cmd(&["SCAN", &cursor, "COUNT", "100"]) else {
+                panic!("SCAN")
+            };
+            cursor = page[0].text().expect("cursor");
+            if let Frame::Array(keys) = &page[1] {
+                seen.extend(keys.iter().filter_map(Frame::text));
+            }
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert_eq!((cursor.as_str(), seen), ("0", vec![format!("mine:{db}")]));
         // Not by a script either: the backend user may not SELECT.
         let escape = c.cmd(&[
             "EVAL",

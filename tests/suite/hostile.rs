@@ -470,7 +470,7 @@ fn dangerous_keyed_commands_need_admin_commands() {
     );
     let e = error_of(&c.cmd(&["PFDEBUG", "GETREG", "l"]));
     assert!(e.contains("dangerous"), "{e}");
-    let e = error_of(&c.cmd(&["COPY", "l", "l2", "DB", "1"]));
+    let e = error_of(&c.cmd(&["COPY", "l", "l", "DB", "16"]));
     assert!(e.contains("DB index"), "{e}");
 }
 

@@ -56,10 +56,13 @@ fn ping_echo_and_select_are_answered_by_the_proxy() {
     );
     assert_eq!(raw.cmd(&["ECHO", "tessera"]), Frame::bulk("tessera"));
     assert_eq!(raw.cmd(&["SELECT", "0"]), ok());
-    let reply = raw.cmd(&["SELECT", "1"]);
-    assert!(
-        reply.error().is_some(),
-        "SELECT 1 must be an error, got {reply:?}"
+    assert_eq!(raw.cmd(&["SELECT", "1"]), ok());
+    // Redis's default of 16 databases (`databases`): 0 to 15.
+    let reply = raw.cmd(&["SELECT", "16"]);
+    assert_eq!(
+        reply.error(),
+        Some("ERR DB index is out of range"),
+        "SELECT 16 must be an error, got {reply:?}"
     );
     assert_eq!(raw.cmd(&["PING"]), pong());
 }
