@@ -620,12 +620,16 @@ impl Hub {
     /// master that owns their key's slot now (`sent_by_owner`) and never of the internal
     /// database.
     fn deliver(&self, from: &str, push: Bytes) {
-        let (space, name) = match wire::classify_push(&push) {
+        let (space, name, channel) = match wire::classify_push(&push) {
             wire::Push::Message { channel, .. } if wire::internal_db_event(channel) => return,
             wire::Push::Message { channel, .. } if !self.sent_by_owner(from, channel, &push) => {
                 return;
             }
-            wire::Push::Message { space, name, .. } => (space, name),
+            wire::Push::Message {
+                space,
+                name,
+                channel,
+            } => (space, name, channel),
             wire::Push::Invalidate(parts) => {
                 let deliveries = {
                     let mut s = self.inner.state.borrow_mut();
@@ -653,7 +657,7 @@ impl Hub {
             // read buffer alive while a slow subscriber holds the message, charged for far
             // less than it pins. A keyspace notification of a numbered database is named as
             // clients number it (sessions subscribe the backends' names: `backend_name`).
-            let push = match client_numbered(&push, space) {
+            let push = match client_numbered(&push, space, channel) {
                 Some(renamed) => renamed,
                 None => Bytes::copy_from_slice(&push),
             };
@@ -704,10 +708,7 @@ impl Hub {
 
 /// A keyspace notification's push from a backend database other than 0, renamed with the
 /// client database's number (`tessera_model::databases`); `None` for any other push.
-fn client_numbered(push: &[u8], space: Space) -> Option<Bytes> {
-    let wire::Push::Message { channel, .. } = wire::classify_push(push) else {
-        return None;
-    };
+fn client_numbered(push: &[u8], space: Space, channel: &[u8]) -> Option<Bytes> {
     let db = tessera_model::databases::keyspace_db(channel).filter(|&db| db != 0)?;
     wire::renumbered_push(push, space, tessera_model::databases::client_db(db)?)
 }
