@@ -544,6 +544,72 @@ async fn fs_store_compare_and_swap_is_atomic_across_instances_sharing_a_director
     assert_eq!(store.get("/t/counter").await.unwrap().unwrap().value, "40");
 }
 
+/// A process stopped while it holds the store's write lock (SIGSTOP, a paused VM) stalls every
+/// writer, but must not stall heartbeats: an ephemeral node outlives its TTL meanwhile, and
+/// is gone within its TTL after its holder stops beating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fs_store_heartbeats_go_on_while_another_process_holds_the_write_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().display().to_string();
+    let store = FsStore::open(&path).unwrap();
+    // Written once, so the lock file exists for `flock` to hold.
+    store.put("/t/plain", b("x")).await.unwrap();
+    let far = Holder {
+        pid: 1,
+        host: "elsewhere".into(),
+        payload: json!(null),
+    };
+    let node = store
+        .create_ephemeral("/t/beating", &far, Duration::from_secs(1))
+        .await
+        .unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .arg(dir.path().join(".lock"))
+        .args(["sleep", "4"])
+        .spawn()
+        .expect("running flock(1)");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let blocked = tokio::time::timeout(Duration::from_millis(500), store.put("/t/plain", b("y")));
+    assert!(
+        blocked.await.is_err(),
+        "a write waits while another process holds the lock"
+    );
+    // Three TTLs under the held lock.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let silence = store.ephemeral_silence("/t/beating").await.unwrap();
+    assert!(
+        silence.is_some_and(|s| s < Duration::from_secs(1)),
+        "the node kept beating while the lock was held: silent for {silence:?}"
+    );
+    assert!(
+        store.get("/t/beating").await.unwrap().is_some(),
+        "the node is alive"
+    );
+    let _ = holder.wait();
+
+    // A node taken over is not kept alive by its old holder's beats, and a release removes
+    // the beat file with the node.
+    drop(node);
+    let node = store
+        .create_ephemeral("/t/beating", &far, Duration::from_secs(1))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(node);
+    assert!(store.get("/t/beating").await.unwrap().is_none(), "released");
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("t"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        left,
+        vec!["plain".to_owned()],
+        "no beat file is left behind"
+    );
+}
+
 #[tokio::test]
 async fn etcd_store_fails_fast_while_etcd_is_down_and_recovers_after_restart() {
     let mut etcd = Etcd::start().await;

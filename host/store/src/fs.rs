@@ -3,7 +3,10 @@
 //! one-line JSON header (version; heartbeat for ephemeral nodes) followed by the raw value.
 //! Several processes may share the directory: every write runs under an `flock` on
 //! `<root>/.lock`, and reads need no lock because files are replaced by atomic rename.
-//! Watches poll. Names starting with `.` (lock, counter, temp files) are never keys.
+//! Heartbeats take no lock either: a holder renews its node by touching a beat file of its
+//! own beside it, so a holder stopped mid-heartbeat (SIGSTOP, a paused VM) never holds up
+//! another process's writes. Watches poll. Names starting with `.` (lock, counter, temp and
+//! beat files) are never keys.
 
 mod entry;
 mod tasks;
@@ -131,6 +134,7 @@ impl Store for FsStore {
             let Some(current) = root.read(&path, &key)? else {
                 return Ok(false);
             };
+            forget_beat(&path, &current);
             root.remove(&path, &key)?;
             Ok(!current.is_gone(&root.host))
         })
@@ -250,17 +254,26 @@ impl Root {
     }
 
     /// Reads a file, including ephemeral nodes whose holder is gone. Missing → `None`.
+    /// An ephemeral node's heartbeat is the later of its header's and its beat file's.
     fn read(&self, path: &Path, key: &str) -> Result<Option<Entry>, StoreError> {
-        match fs::read(path) {
-            Ok(bytes) => Entry::decode(bytes)
-                .map(Some)
-                .ok_or_else(|| StoreError::Io {
-                    key: key.to_owned(),
-                    reason: "not a store file (bad header)".into(),
-                }),
-            Err(e) if is_absent(&e) => Ok(None),
-            Err(e) => Err(io_err(key, e)),
+        let mut entry = match fs::read(path) {
+            Ok(bytes) => Entry::decode(bytes).ok_or_else(|| StoreError::Io {
+                key: key.to_owned(),
+                reason: "not a store file (bad header)".into(),
+            })?,
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) => return Err(io_err(key, e)),
+        };
+        if let Some(beat) = entry.header.ephemeral.as_mut() {
+            let touched = fs::metadata(beat_path(path, &beat.nonce))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            if let Some(touched) = touched {
+                beat.heartbeat_ms = beat.heartbeat_ms.max(touched.as_millis() as u64);
+            }
         }
+        Ok(Some(entry))
     }
 
     /// Like [`Root::read`], but an ephemeral node whose holder is gone counts as absent.
@@ -328,9 +341,8 @@ impl Root {
     /// Writes several plain values. The store lock is held to give them versions and write
     /// their temp files, and again to rename them, but not while they are synced (by a few
     /// threads at once: the journal then commits them together rather than one commit a
-    /// file): under I/O load syncing hundreds of files took seconds, and every other writer,
-    /// the ephemeral nodes' heartbeats included, waited for the lock meanwhile (a proxy's
-    /// heartbeat that waits long enough fences it, `fence::Fence`). A key written by someone
+    /// file): under I/O load syncing hundreds of files took seconds, and every other writer
+    /// waited for the lock meanwhile. A key written by someone
     /// else while the lock was released is staged again under it, with a newer version.
     /// Each directory is synced once, at the end. Returns the versions written, in order.
     fn write_many(&self, entries: Vec<(String, Bytes)>) -> Result<Vec<u64>, StoreError> {
@@ -478,6 +490,12 @@ impl Root {
             Err(e) if is_absent(&e) => return Ok(()),
             Err(e) => return Err(io_err(key, e)),
         }
+        self.prune(path);
+        Ok(())
+    }
+
+    /// Removes the directories above `path` that are left empty (never the root).
+    fn prune(&self, path: &Path) {
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| *d != self.dir) {
             // Fails (harmlessly) as soon as a directory is not empty.
@@ -486,7 +504,6 @@ impl Root {
             }
             dir = d.parent();
         }
-        Ok(())
     }
 
     /// Every live key starting with `prefix`, sorted.
@@ -591,6 +608,7 @@ impl Root {
                 });
             }
             took_over_from = serde_json::from_slice::<Holder>(&current.value).ok();
+            forget_beat(&path, current);
         }
         let version = self.next_version(current.map(|e| e.header.version))?;
         let entry = Entry {
@@ -604,19 +622,30 @@ impl Root {
         Ok((path, took_over_from))
     }
 
-    /// Renews our node's heartbeat. `false`: the node is no longer ours (deleted, replaced).
+    /// Renews our node's heartbeat, without the store lock: the node is read (files are
+    /// replaced whole) and, if it is still ours, our own beat file is touched. A node taken
+    /// over between the two has another holder's nonce, so our touch is not read as its
+    /// heartbeat. `false`: the node is no longer ours (deleted, replaced).
     fn refresh(&self, path: &Path, key: &str, nonce: &str) -> Result<bool, StoreError> {
-        let _lock = self.lock()?;
-        let Some(mut entry) = self.read(path, key)? else {
+        let ours = self
+            .read(path, key)?
+            .and_then(|e| e.header.ephemeral)
+            .is_some_and(|b| b.nonce == nonce);
+        let beat = beat_path(path, nonce);
+        if !ours {
+            let _ = fs::remove_file(&beat);
+            self.prune(&beat);
             return Ok(false);
-        };
-        let Some(beat) = entry.header.ephemeral.as_mut().filter(|b| b.nonce == nonce) else {
-            return Ok(false);
-        };
-        beat.heartbeat_ms = now_ms();
-        // Same version: a heartbeat is not a change watchers should see. Not synced either:
-        // losing one to a crash only makes the node look older, which a crash does anyway.
-        self.write(path, key, &entry, false)?;
+        }
+        // Not synced: losing one to a crash only makes the node look older, which a crash
+        // does anyway.
+        fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .open(&beat)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+            .map_err(|e| io_err(key, e))?;
         Ok(true)
     }
 
@@ -627,11 +656,29 @@ impl Root {
             .read(path, key)?
             .and_then(|e| e.header.ephemeral)
             .is_some_and(|b| b.nonce == nonce);
+        let _ = fs::remove_file(beat_path(path, nonce));
         if ours { self.remove(path, key) } else { Ok(()) }
     }
 }
 
 // === helpers ===
+
+/// The beat file of the holder `nonce` of the ephemeral node at `path`: a dot-file beside it
+/// whose modification time is that holder's latest heartbeat.
+fn beat_path(path: &Path, nonce: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{nonce}.beat"))
+}
+
+/// Removes the beat file of `entry`'s holder, if it is an ephemeral node (best effort).
+fn forget_beat(path: &Path, entry: &Entry) {
+    if let Some(beat) = &entry.header.ephemeral {
+        let _ = fs::remove_file(beat_path(path, &beat.nonce));
+    }
+}
 
 /// One value of a batch, written to its temp file and not yet renamed into place.
 struct Staged {

@@ -36,7 +36,7 @@ pub(super) fn spawn_heartbeat(
             let renewed = tokio::task::spawn_blocking(move || r.refresh(&p, &k, &n)).await;
             let took = sent_at.elapsed();
             if took > period {
-                tracing::warn!(key = %key, took_ms = took.as_millis() as u64, "ephemeral heartbeat was slow (the store's lock was held or its disk stalled)");
+                tracing::warn!(key = %key, took_ms = took.as_millis() as u64, "ephemeral heartbeat was slow (the store's disk stalled or this process was starved)");
             }
             match renewed {
                 Ok(Ok(true)) => clock.renewed(sent_at, ttl),
