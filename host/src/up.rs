@@ -363,6 +363,9 @@ fn start_redis(
                     "yes",
                     "--save",
                     "",
+                    // Redis's 16 client databases and Tessera's own (docs/commands.md).
+                    "--databases",
+                    "17",
                 ])
                 .arg("--dir")
                 .arg(&dir)

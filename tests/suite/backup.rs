@@ -21,12 +21,14 @@ use serde_json::{Value, json};
 use crate::import::{fill_every_type, q, snapshot};
 use crate::support::{ControlPlane, TOKEN, plugin_wasm, run_with_timeout, tessera_bin, wait_until};
 
-/// A two-group cluster, each group a master and a replica, backups under `root`.
+/// A two-group cluster, each group a master and a replica, backups under `root`; its
+/// servers have the databases of every client database (`docs/commands.md`).
 fn source(root: &Path) -> ControlPlane {
     let root = root.display().to_string();
     let cp = ControlPlane::builder()
         .servers(4)
         .proxies(1)
+        .server_args(&["--databases", "17"])
         .dashboard_args(&["--backup-root", &root])
         .start();
     cp.group(1, &[0, 1]);
@@ -38,7 +40,11 @@ fn source(root: &Path) -> ControlPlane {
 
 /// A three-group cluster (one server each), no backup root.
 fn target() -> ControlPlane {
-    let cp = ControlPlane::builder().servers(3).proxies(1).start();
+    let cp = ControlPlane::builder()
+        .servers(3)
+        .proxies(1)
+        .server_args(&["--databases", "17"])
+        .start();
     for g in 1..=3 {
         cp.group(g, &[g as usize - 1]);
     }
@@ -223,6 +229,19 @@ fn a_two_group_cluster_backed_up_under_writes_restores_into_three_groups() {
     let src = source(root.path());
     replicas_in_sync(&src);
     load(&src);
+    // Numbered databases: the same names as database 0's in 15, others in 2.
+    let mut c = client(&src);
+    let _: () = q(&mut c, &["SELECT", "15"]);
+    for i in 0..100 {
+        let _: () = q(
+            &mut c,
+            &["SET", &format!("pre:{i}"), &format!("fifteen-{i}")],
+        );
+    }
+    let _: () = q(&mut c, &["SELECT", "2"]);
+    let _: () = q(&mut c, &["HSET", "two:h", "f", "v"]);
+    let _: () = q(&mut c, &["SET", "two:s", "v", "EX", "3600"]);
+    drop(c);
     let writer = Writer::start(&src, "during");
     writer.wait_for_more(100);
     // Answered before the backup was asked for: each must be restored.
@@ -283,6 +302,25 @@ fn a_two_group_cluster_backed_up_under_writes_restores_into_three_groups() {
     assert!(out.status.success(), "restore: {}", text(&out));
     let n = compare(&src, &dst, "during:");
     assert!(n >= 3000 + 15, "compared {n} keys");
+    // Each numbered database into the same one, none into another.
+    let mut c = client(&dst);
+    let _: () = q(&mut c, &["SELECT", "15"]);
+    for i in 0..100 {
+        let v: String = q(&mut c, &["GET", &format!("pre:{i}")]);
+        assert_eq!(v, format!("fifteen-{i}"));
+    }
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 100, "database 15 holds its own keys only");
+    let _: () = q(&mut c, &["SELECT", "2"]);
+    let f: String = q(&mut c, &["HGET", "two:h", "f"]);
+    assert_eq!(f, "v");
+    let ttl: i64 = q(&mut c, &["TTL", "two:s"]);
+    assert!((3000..=3600).contains(&ttl), "{ttl}");
+    for db in ["1", "3"] {
+        let _: () = q(&mut c, &["SELECT", db]);
+        let n: i64 = q(&mut c, &["DBSIZE"]);
+        assert_eq!(n, 0, "database {db} is empty");
+    }
     // Written before the backup: all there (the replicas' snapshots are completed up to
     // their masters' offsets when it started); during it: any may be there, each whole.
     let held = restored_of(&dst, "during", written);

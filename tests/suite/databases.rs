@@ -1,11 +1,11 @@
-//! Numbered databases (`SELECT n`) through a static proxy: Tessera's internal database (the
+//! Numbered databases (`SELECT n`) through the proxies: Tessera's internal database (the
 //! backends' 1) is never reached nor seen from any client database, each client database is
 //! its backends' n + 1, what cannot follow a database is refused with the reason (`SELECT`
 //! inside `MULTI` or while keys are watched), sessions show their database, and a
-//! cluster-mode proxy serves database 0 only. The replies themselves are compared with
+//! cluster's migration moves every database's keys. The replies themselves are compared with
 //! direct Redis in `differential::numbered_databases_…`.
 
-use crate::support::{Cluster, ControlPlane, Frame, RawClient};
+use crate::support::{Cluster, ControlPlane, Frame};
 
 fn ok(f: Frame) {
     assert_eq!(f, Frame::Simple("OK".into()));
@@ -180,29 +180,133 @@ fn select_is_refused_with_the_reason_where_it_cannot_follow_and_sessions_show_th
     assert_eq!(c.cmd(&["GET", "k"]), Frame::NullBulk);
 }
 
+/// A cluster's proxies serve every database, and a migration moves every database's keys:
+/// the same name in several databases, a big key (copied in chunks) and a key with a TTL in
+/// others, while a client writes to yet another one throughout. No write is lost, nothing
+/// is left on the source or in the internal database, and each client database is its
+/// backends' n + 1 on the target too.
 #[test]
-fn a_cluster_mode_proxy_serves_database_0_only_and_says_why() {
-    let cp = ControlPlane::builder().servers(1).proxies(1).start();
-    cp.group(1, &[0]);
-    cp.assign(0, 1023, 1);
-    let mut c = RawClient::connect(cp.proxies[0].addr());
-    ok(c.cmd(&["SELECT", "0"]));
-    for db in ["1", "15"] {
-        let e = c.cmd(&["SELECT", db]);
-        assert!(
-            e.error()
-                .is_some_and(|e| e.contains("serve database 0 only")),
-            "{e:?}"
-        );
+fn a_cluster_moves_every_databases_keys_and_loses_no_write_in_any() {
+    use crate::migration::{conn, idle, owners, wait_for};
+    use redis::Commands;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    const KEYS: usize = 300;
+    let cp = ControlPlane::builder()
+        .servers(2)
+        .proxies(1)
+        .server_args(&["--databases", "17"])
+        .start();
+    cp.split_over_two_groups();
+    let proxy = cp.proxies[0].addr();
+    let in_db = |db: u32| {
+        let mut c = conn(proxy);
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).expect("SELECT");
+        c
+    };
+    for db in [0u32, 2, 15] {
+        let mut c = in_db(db);
+        let pairs: Vec<(String, String)> = (0..KEYS)
+            .map(|i| (format!("same:{i}"), format!("db{db}:{i}")))
+            .collect();
+        let _: () = c.mset(&pairs).expect("MSET");
     }
-    let e = c.cmd(&["MOVE", "k", "1"]);
-    assert!(
-        e.error()
-            .is_some_and(|e| e.contains("serve database 0 only")),
-        "{e:?}"
+    let mut c3 = in_db(3);
+    let fields: Vec<(String, i64)> = (0..6000).map(|i| (format!("f{i}"), i)).collect();
+    let _: () = c3.hset_multiple("big", &fields).expect("HSET");
+    let mut c2 = in_db(2);
+    let _: () = c2.set_ex("ttl", "v", 3600).expect("SET EX");
+
+    // A writer in database 5 throughout the move.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, mut c) = (stop.clone(), in_db(5));
+        std::thread::spawn(move || {
+            let mut acked = 0u64;
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) && i < 1_000_000 {
+                let r: redis::RedisResult<i64> = c.incr(format!("w:{}", i % 50), 1);
+                r.unwrap_or_else(|e| panic!("INCR {i} in database 5 failed: {e}"));
+                acked += 1;
+                i += 1;
+            }
+            acked
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    cp.api()
+        .post(
+            "/api/migrations",
+            &serde_json::json!({"from": 0, "to": 511, "group": 2}),
+        )
+        .ok();
+    wait_for("the move to finish", Duration::from_secs(120), || {
+        idle(&cp) && owners(&cp).iter().all(|g| *g == Some(2))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer.join().expect("the writer");
+    assert!(acked > 0);
+
+    // Every database's keys, through the proxy.
+    for db in [0u32, 2, 15] {
+        let mut c = in_db(db);
+        let names: Vec<String> = (0..KEYS).map(|i| format!("same:{i}")).collect();
+        let values: Vec<Option<String>> = c.mget(&names).expect("MGET");
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(
+                v.as_deref(),
+                Some(&*format!("db{db}:{i}")),
+                "same:{i} in {db}"
+            );
+        }
+    }
+    let mut c3 = in_db(3);
+    assert_eq!(c3.hlen::<_, i64>("big").expect("HLEN"), 6000);
+    let mut c2 = in_db(2);
+    let ttl: i64 = c2.ttl("ttl").expect("TTL");
+    assert!((3000..=3600).contains(&ttl), "the TTL moved: {ttl}");
+    let mut c5 = in_db(5);
+    let total: i64 = (0..50)
+        .map(|k| {
+            c5.get::<_, Option<i64>>(format!("w:{k}"))
+                .expect("GET")
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(
+        total as u64, acked,
+        "every acknowledged INCR in database 5 is there"
     );
-    ok(c.cmd(&["SET", "k", "v"]));
-    assert_eq!(c.cmd(&["GET", "k"]), Frame::bulk("v"));
+
+    // On the servers: the target (now every slot's) holds each client database n ≥ 1 as its
+    // n + 1; the source and both internal databases end empty.
+    let dbsize = |addr, db: u32| -> i64 {
+        let mut c = conn(addr);
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).expect("SELECT");
+        redis::cmd("DBSIZE").query(&mut c).expect("DBSIZE")
+    };
+    let (source, target) = (cp.servers[0].addr(), cp.servers[1].addr());
+    assert_eq!(
+        dbsize(target, 16),
+        KEYS as i64,
+        "client 15 is the target's 16"
+    );
+    assert_eq!(
+        dbsize(target, 4),
+        1,
+        "client 3 (the big key) is the target's 4"
+    );
+    wait_for("the source to be cleaned", Duration::from_secs(60), || {
+        (0..17).all(|db| dbsize(source, db) == 0)
+    });
+    assert_eq!(
+        dbsize(target, 1),
+        0,
+        "nothing left in the internal database"
+    );
 }
 
 #[test]

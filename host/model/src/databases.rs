@@ -86,6 +86,22 @@ pub fn with_keyspace_db(name: &Bytes, db: u32) -> Bytes {
     }
 }
 
+/// The databases an `INFO keyspace` text lists (`db3:keys=5,expires=0,avg_ttl=0`), with
+/// their key counts, in order. Lines of any other shape are left out.
+pub fn info_keyspace(text: &str) -> Vec<(u32, u64)> {
+    let mut dbs: Vec<(u32, u64)> = text
+        .lines()
+        .filter_map(|line| {
+            let (name, fields) = line.trim_end().split_once(':')?;
+            let db = name.strip_prefix("db")?.parse().ok()?;
+            let keys = fields.split(',').find_map(|f| f.strip_prefix("keys="))?;
+            Some((db, keys.parse().ok()?))
+        })
+        .collect();
+    dbs.sort_unstable();
+    dbs
+}
+
 /// Why a database argument is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DbArgError {
@@ -95,6 +111,13 @@ pub enum DbArgError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn info_keyspace_lists_each_database_and_its_keys() {
+        let text = "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\ndb12:keys=40,expires=0,avg_ttl=0\r\ndbx:keys=1\r\n";
+        assert_eq!(info_keyspace(text), vec![(0, 3), (12, 40)]);
+        assert!(info_keyspace("").is_empty());
+    }
     use super::*;
 
     #[test]

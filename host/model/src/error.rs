@@ -55,12 +55,6 @@ pub enum DataError {
     InvalidCursor,
     #[error("ERR DB index is out of range")]
     DbOutOfRange,
-    /// `SELECT n` (n ≥ 1) on a proxy whose cluster moves slots: its migrations move database
-    /// 0's keys only, so no other database is served there (docs/commands.md).
-    #[error(
-        "ERR DB index is out of range: a cluster's proxies serve database 0 only (migrations move database 0's keys); static proxies serve numbered databases"
-    )]
-    DbsNotServed,
     /// SELECT while keys are watched: the watch's connection stays in its database.
     #[error("ERR SELECT while keys are watched is not supported through tessera: UNWATCH first")]
     SelectWhileWatching,
@@ -215,7 +209,6 @@ impl DataError {
             | NoProto
             | InvalidCursor
             | DbOutOfRange
-            | DbsNotServed
             | SelectWhileWatching
             | ExecAbort
             | NotInTransaction(_)

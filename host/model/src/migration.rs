@@ -84,28 +84,54 @@ pub fn copy_request<K: AsRef<[u8]>>(keys: &[K]) -> bytes::Bytes {
 }
 
 /// Puts a big key assembled in the internal database on the target into place, atomically:
-/// KEYS[1] the temp key (internal database), KEYS[2] the key; ARGV[1] the internal database.
-/// Returns 1, or 0 when the copy is not there (it expired while it was copied).
+/// KEYS[1] the temp key (internal database), KEYS[2] the key; ARGV[1] the internal database,
+/// ARGV[2] the key's database. Returns 1, or 0 when the copy is not there (it expired while
+/// it was copied).
 pub const PUBLISH_BIG_KEY_SCRIPT: &str = "\
 redis.call('SELECT', ARGV[1]) \
-if redis.call('MOVE', KEYS[1], 0) == 0 then \
+if redis.call('MOVE', KEYS[1], ARGV[2]) == 0 then \
   if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end \
   return redis.error_reply('ERR the copy of ' .. KEYS[2] .. ' could not leave the internal database') \
 end \
-redis.call('SELECT', 0) \
+redis.call('SELECT', ARGV[2]) \
 redis.call('RENAME', KEYS[1], KEYS[2]) \
 return 1";
 
 /// Every internal key starts with this; scans skip them.
 pub const INTERNAL_PREFIX: &[u8] = b"__tessera:";
 
-/// Where a big key is assembled on the target before it is moved into place.
-pub fn temp_key(key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(INTERNAL_PREFIX.len() + 5 + key.len());
+/// The temp keys of database 0's big keys: `__tessera:temp:<key>`.
+const TEMP: &[u8] = b"temp:";
+/// The temp keys of other databases' big keys: `__tessera:tempdb:<db>:<key>`.
+const TEMP_DB: &[u8] = b"tempdb:";
+
+/// Where a big key of backend database `db` is assembled on the target before it is moved
+/// into place.
+pub fn temp_key(db: u32, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(INTERNAL_PREFIX.len() + 20 + key.len());
     k.extend_from_slice(INTERNAL_PREFIX);
-    k.extend_from_slice(b"temp:");
+    if db == 0 {
+        k.extend_from_slice(TEMP);
+    } else {
+        k.extend_from_slice(TEMP_DB);
+        k.extend_from_slice(db.to_string().as_bytes());
+        k.push(b':');
+    }
     k.extend_from_slice(key);
     k
+}
+
+/// The key a temp key is assembled for (the inverse of [`temp_key`]), without its database:
+/// its slot is the slot the temp key belongs to. `None` for any other key.
+pub fn temp_key_of(temp: &[u8]) -> Option<&[u8]> {
+    let rest = temp.strip_prefix(INTERNAL_PREFIX)?;
+    if let Some(key) = rest.strip_prefix(TEMP) {
+        return Some(key);
+    }
+    let rest = rest.strip_prefix(TEMP_DB)?;
+    let colon = rest.iter().position(|&b| b == b':')?;
+    let digits = &rest[..colon];
+    (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit)).then(|| &rest[colon + 1..])
 }
 
 #[cfg(test)]
@@ -121,6 +147,17 @@ mod tests {
         assert!(
             text.ends_with("$1\r\n2\r\n$1\r\na\r\n$2\r\nbb\r\n$4\r\n5000\r\n$7\r\n4194304\r\n")
         );
-        assert_eq!(temp_key(b"k"), b"__tessera:temp:k");
+        assert_eq!(temp_key(0, b"k"), b"__tessera:temp:k");
+    }
+
+    #[test]
+    fn a_temp_key_names_its_database_and_gives_back_its_key() {
+        assert_eq!(temp_key(5, b"k:1"), b"__tessera:tempdb:5:k:1");
+        for (db, key) in [(0, &b"{a}b"[..]), (0, b"7:x"), (12, b"{a}:b"), (3, b"")] {
+            assert_eq!(temp_key_of(&temp_key(db, key)), Some(key), "db {db}");
+        }
+        assert_eq!(temp_key_of(b"__tessera:tempdb:x:k"), None);
+        assert_eq!(temp_key_of(b"__tessera:script:k"), None);
+        assert_eq!(temp_key_of(b"k"), None);
     }
 }

@@ -73,7 +73,7 @@ pub struct ProxyConfig {
     pub forward_ping: bool,
     /// How many databases clients may `SELECT` (0 … n-1; default 16, as Redis). Client
     /// database n ≥ 1 is the backends' n + 1 (`tessera_model::databases`), so backends need
-    /// `databases` ≥ n + 1. A cluster-mode proxy serves database 0 only (1, and refuses more).
+    /// `databases` ≥ n + 1, in static and cluster mode.
     pub databases: Option<u32>,
     /// Set by `tessera proxy --cluster` (never read from a file): the topology comes from a
     /// dashboard, and slots move.

@@ -169,7 +169,6 @@ impl Shared {
             admin_commands: self.config.admin_commands,
             scripts_confined: self.config.backend_acl,
             databases: self.config.databases(),
-            cluster_mode: self.config.cluster_mode,
         }
     }
 

@@ -642,6 +642,7 @@ impl Root {
         fs::OpenOptions::new()
             .write(true)
             .create(true)
+            .truncate(false)
             .mode(0o600)
             .open(&beat)
             .and_then(|f| f.set_modified(std::time::SystemTime::now()))

@@ -565,12 +565,19 @@ pub(crate) struct ControlPlaneBuilder {
     store: Option<String>,
     dashboard_args: Vec<String>,
     proxy_args: Vec<String>,
+    server_args: Vec<String>,
 }
 
 impl ControlPlaneBuilder {
     /// Starts `n` redis-servers (`ControlPlane::servers`), in no group yet.
     pub(crate) fn servers(mut self, n: usize) -> Self {
         self.servers = n;
+        self
+    }
+
+    /// More command-line arguments of every redis-server (e.g. `--databases 17`).
+    pub(crate) fn server_args(mut self, args: &[&str]) -> Self {
+        self.server_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -611,7 +618,10 @@ impl ControlPlaneBuilder {
         let store = self
             .store
             .unwrap_or_else(|| format!("fs://{}", dir.path().join("store").display()));
-        let servers = (0..self.servers).map(|_| RedisServer::start()).collect();
+        let server_args: Vec<&str> = self.server_args.iter().map(String::as_str).collect();
+        let servers = (0..self.servers)
+            .map(|_| RedisServer::start_with(&server_args))
+            .collect();
         let mut options = DashboardOptions::new(&store);
         options.extra_args = self.dashboard_args;
         if let Some(name) = self.cluster {

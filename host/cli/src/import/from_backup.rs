@@ -143,11 +143,16 @@ pub async fn write(
     for (i, (rdb, tail, _)) in checked.groups.iter().enumerate() {
         let g = &checked.manifest.groups[i];
         let written = async {
-            // A cluster's data is its database 0; its servers' database 1 is Tessera's own.
-            load::load(rdb, &mut target, &counts, load::Databases::Zero).await?;
+            // The servers' databases: each client database n is their n + 1 (but 0), and
+            // their database 1 is Tessera's own.
+            load::load(rdb, &mut target, &counts, load::Databases::Backend).await?;
             let mut db = 0;
             for req in tail {
-                if let StreamCommand::Write = classify(req, &mut db)? {
+                if let StreamCommand::Write | StreamCommand::OtherDb = classify(req, &mut db)? {
+                    let Some(client) = load::Databases::Backend.client(db) else {
+                        continue;
+                    };
+                    target.use_db(client).await?;
                     let name = req.arg(0).to_ascii_uppercase();
                     target
                         .send(req.as_bytes().clone(), OnError::Fail, &name, None)
@@ -155,6 +160,7 @@ pub async fn write(
                     tail_commands += 1;
                 }
             }
+            target.use_db(0).await?;
             target.flush().await?;
             anyhow::Ok(())
         }
@@ -331,35 +337,55 @@ async fn target_keys(addr: &str, password: Option<&str>) -> anyhow::Result<i64> 
     {
         bail!("the proxy at {addr} refused AUTH: {e}");
     }
-    match c.cmd(&[&b"DBSIZE"[..]]).await? {
-        Value::Int(n) => Ok(n),
+    let in_db0 = match c.cmd(&[&b"DBSIZE"[..]]).await? {
+        Value::Int(n) => n,
         other => bail!(
             "cannot check that the cluster behind {addr} is empty (DBSIZE answered {other:?}; \
              the restore needs a user that may run it); nothing was written"
         ),
-    }
+    };
+    // The other databases' keys, as `INFO keyspace` counts them (`db3:keys=5,…`).
+    let info = c.cmd(&[&b"INFO"[..], b"keyspace"]).await?;
+    let Some(text) = info.as_text() else {
+        bail!(
+            "cannot check that the cluster behind {addr} is empty (INFO keyspace answered \
+             {info:?}); nothing was written"
+        );
+    };
+    let others: u64 = tessera_model::databases::info_keyspace(&text)
+        .into_iter()
+        .filter(|&(db, _)| db != 0)
+        .map(|(_, keys)| keys)
+        .sum();
+    Ok(in_db0.saturating_add(i64::try_from(others).unwrap_or(i64::MAX)))
 }
 
 /// Deletes every key the backup names (its RDBs' and its tails' keys) after a failed write:
 /// what to tell the user about it.
 pub async fn undo(args: &RestoreArgs, checked: &Checked) -> String {
-    let mut keys: BTreeSet<Vec<u8>> = BTreeSet::new();
+    // (client database, key)
+    let mut keys: BTreeSet<(u64, Vec<u8>)> = BTreeSet::new();
+    let client = |db| load::Databases::Backend.client(db);
     for (rdb, tail, _) in &checked.groups {
         if let Ok(mut p) = Parser::new(rdb) {
             while let Ok(Some(item)) = p.next_item() {
                 if let Item::Entry(e) = item
-                    && e.db == 0
+                    && let Some(db) = client(e.db)
                 {
-                    keys.insert(e.key);
+                    keys.insert((db, e.key));
                 }
             }
         }
         let table = CommandTable::get();
+        let mut db = 0;
         for req in tail {
-            if let Ok(cmd) = table.lookup(req) {
+            let Ok(StreamCommand::Write | StreamCommand::OtherDb) = classify(req, &mut db) else {
+                continue;
+            };
+            if let (Ok(cmd), Some(db)) = (table.lookup(req), client(db)) {
                 for i in cmd.key_indices(req) {
                     if let Some(k) = req.get(i as usize) {
-                        keys.insert(k.to_vec());
+                        keys.insert((db, k.to_vec()));
                     }
                 }
             }
@@ -367,7 +393,8 @@ pub async fn undo(args: &RestoreArgs, checked: &Checked) -> String {
     }
     let deleted = async {
         let mut target = Target::connect(&args.to, args.to_password.as_deref()).await?;
-        for k in &keys {
+        for (db, k) in &keys {
+            target.use_db(*db).await?;
             let cmd = apply::encode(&[b"DEL", k]);
             // A key the proxy refuses to delete (outside the user's rights) was refused when
             // written too: counted, not fatal.

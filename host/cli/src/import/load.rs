@@ -1,10 +1,10 @@
 //! Loads one RDB image through the proxy, for `restore` and for a full resync: the whole
 //! image is parsed and checked first (checksum, every value, no module types), and only then
 //! walked again and written, so a bad file writes nothing. Every database's keys are written
-//! into the same database through the proxy (a static proxy serves numbered databases; a
-//! cluster's serve database 0 only, which the load finds out before it writes anything), or
-//! database 0's alone, the others skipped and counted (a Tessera backup: its servers' other
-//! databases are Tessera's own). Expired keys are skipped.
+//! into the same database through the proxy (a proxy that does not serve the highest is
+//! found out before anything is written), or, for a Tessera backup, into the client database
+//! each of its servers' databases holds, their internal one skipped and counted. Expired keys
+//! are skipped.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,18 +25,32 @@ pub enum LoadError {
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(
-        "the source has keys in database(s) {dbs} besides 0, which the target does not serve (a cluster's proxies serve database 0 only; a static proxy serves numbered databases, its backends need `databases` above the highest); nothing was written: {reason}"
+        "the source has keys in database(s) {dbs} besides 0, which the target does not serve (a proxy serves `databases`, 16 by default, and its backends need one more than the highest); nothing was written: {reason}"
     )]
     Databases { dbs: String, reason: TargetError },
 }
 
-/// Which databases of the image a load writes.
+/// Which databases of the image a load writes, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Databases {
     /// Each into the same database of the proxy.
     Every,
-    /// Database 0 only; the others' keys are skipped and counted.
-    Zero,
+    /// The image is a Tessera backend's (a backup's): its database `n` is the client database
+    /// `tessera_model::databases::client_db(n)`, and Tessera's internal one is skipped
+    /// (counted).
+    Backend,
+}
+
+impl Databases {
+    /// The proxy's database the image's database `db` is written into; `None`: skipped.
+    pub fn client(self, db: u64) -> Option<u64> {
+        match self {
+            Databases::Every => Some(db),
+            Databases::Backend => {
+                tessera_model::databases::client_db(u32::try_from(db).ok()?).map(u64::from)
+            }
+        }
+    }
 }
 
 /// What a load did, counted as it goes (progress reads it meanwhile).
@@ -48,7 +62,7 @@ pub struct LoadCounts {
     pub keys: AtomicU64,
     /// Keys already expired, not written.
     pub expired: AtomicU64,
-    /// Keys of databases other than 0, not written (with [`Databases::Zero`]).
+    /// Keys of Tessera's internal database, not written (with [`Databases::Backend`]).
     pub other_db: AtomicU64,
     /// Function libraries loaded.
     pub functions: AtomicU64,
@@ -79,8 +93,8 @@ fn survey(data: &[u8]) -> Result<(u64, BTreeSet<u64>), RdbError> {
 }
 
 /// Validates `data`, then writes every live key of `databases` and every function library
-/// through `target`, and waits for every reply. With [`Databases::Every`], the target is
-/// asked for the image's databases before anything is written.
+/// through `target`, and waits for every reply. The target is asked for the image's
+/// highest database before anything is written.
 ///
 /// # Errors
 /// [`LoadError::Rdb`] or [`LoadError::Databases`] before anything is written;
@@ -93,8 +107,8 @@ pub async fn load(
 ) -> Result<(), LoadError> {
     let (total, dbs) = survey(data)?;
     counts.keys_total.store(total, Ordering::Relaxed);
-    if databases == Databases::Every
-        && let Some(&highest) = dbs.last()
+    if let Some(highest) = dbs.iter().filter_map(|&d| databases.client(d)).max()
+        && highest > 0
     {
         let probe = async {
             target.use_db(highest).await?;
@@ -102,7 +116,11 @@ pub async fn load(
             target.flush().await
         };
         if let Err(reason) = probe.await {
-            let dbs: Vec<String> = dbs.iter().map(u64::to_string).collect();
+            let dbs: Vec<String> = dbs
+                .iter()
+                .filter_map(|&d| databases.client(d))
+                .map(|d| d.to_string())
+                .collect();
             return Err(LoadError::Databases {
                 dbs: dbs.join(", "),
                 reason,
@@ -125,14 +143,18 @@ pub async fn load(
                     .await?;
                 counts.functions.fetch_add(1, Ordering::Relaxed);
             }
-            Item::Entry(e) if e.db != 0 && databases == Databases::Zero => {
-                let n = counts.other_db.fetch_add(1, Ordering::Relaxed);
-                if n == 0 {
-                    tracing::warn!(db = e.db, "keys of databases other than 0 are skipped");
-                }
-            }
             Item::Entry(e) => {
-                target.use_db(e.db).await?;
+                let Some(db) = databases.client(e.db) else {
+                    let n = counts.other_db.fetch_add(1, Ordering::Relaxed);
+                    if n == 0 {
+                        tracing::warn!(
+                            db = e.db,
+                            "keys of Tessera's internal database are skipped"
+                        );
+                    }
+                    continue;
+                };
+                target.use_db(db).await?;
                 let Some(cmds) = apply::commands(&e, now_ms()) else {
                     counts.expired.fetch_add(1, Ordering::Relaxed);
                     continue;

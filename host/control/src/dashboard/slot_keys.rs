@@ -1,11 +1,12 @@
 //! Keys and memory per slot, estimated per group with bounded work. Stock redis-server (not
 //! in cluster mode) counts neither per slot, so every `slot_keys` interval the dashboard
-//! SCANs each group's master (`COUNT 1000` a call, at most `KEY_BUDGET` keys a round) and
+//! SCANs each group's master, every client database in turn (`COUNT 1000` a call, at most
+//! `KEY_BUDGET` keys a round in all), and
 //! asks `MEMORY USAGE` of at most `MEMORY_SAMPLES` of the keys it saw (every n-th).
 //!
 //! A scan that completes counts every key: the counts are exact as of the scan. One cut at
 //! the budget is a sample (SCAN walks the hash table, whose order is unrelated to the slot
-//! hash): per-slot counts are scaled by `DBSIZE / scanned`. Memory per slot is its estimated
+//! hash): per-slot counts are scaled by the client databases' keys / scanned. Memory per slot is its estimated
 //! keys times the mean `MEMORY USAGE` of its sampled keys (the group's mean where a slot has
 //! no sampled key). `docs/migration.md` gives the error bounds.
 
@@ -16,6 +17,8 @@ use tracing::debug;
 
 use super::{Dashboard, admin_user, ops};
 use crate::Error;
+use tessera_model::databases::info_keyspace;
+use tessera_model::migration::INTERNAL_DB;
 use tessera_model::redis_client::{Credential, Value};
 use tessera_model::router::{GroupId, SLOTS, SlotId};
 
@@ -74,69 +77,108 @@ pub(super) async fn scan_group(addr: &str, cred: &Credential) -> Result<GroupKey
     let mut c = admin_user::connect(addr, cred, ops::REDIS_TIMEOUT)
         .await
         .map_err(|e| Error::server(addr, e))?;
-    let dbsize = c
-        .cmd(&["DBSIZE"])
-        .await
-        .map_err(lost)?
-        .as_int()
-        .unwrap_or(0)
-        .max(0) as u64;
+    // Every client database (Tessera's internal one holds no client key), one after another
+    // within the budget.
+    let info = c.cmd(&["INFO", "keyspace"]).await.map_err(lost)?;
+    let dbs: Vec<(u32, u64)> = info_keyspace(&info.as_text().unwrap_or_default())
+        .into_iter()
+        .filter(|&(db, _)| db != INTERNAL_DB)
+        .collect();
+    let dbsize: u64 = dbs.iter().map(|&(_, keys)| keys).sum();
     let stride = (dbsize.min(KEY_BUDGET) / MEMORY_SAMPLES).max(1);
     let mut t = Tally {
         keys: vec![0; SLOTS],
         mem_sum: vec![0; SLOTS],
         mem_n: vec![0; SLOTS],
     };
-    let (mut cursor, mut scanned) = (b"0".to_vec(), 0u64);
-    let mut sampled: Vec<(u16, bytes::Bytes)> = Vec::new();
-    loop {
-        let reply = c
-            .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", b"1000"])
-            .await
-            .map_err(lost)?;
-        let odd = |reply: String| Error::ServerRefused {
-            addr: addr.into(),
-            command: "SCAN".into(),
-            reply,
-        };
-        let Value::Array(mut parts) = reply else {
-            return Err(odd(format!("{reply:?}")));
-        };
-        let (Some(Value::Array(keys)), Some(next)) = (parts.pop(), parts.pop()) else {
-            return Err(odd("an answer of an unexpected shape".into()));
-        };
-        for k in keys {
-            let Value::Bulk(k) = k else { continue };
-            scanned += 1;
-            if k.starts_with(INTERNAL_PREFIX) {
-                continue;
-            }
-            let slot = SlotId::of_key(&k).0;
-            t.keys[slot as usize] += 1;
-            if scanned % stride == 0 && (sampled.len() as u64) < MEMORY_SAMPLES {
-                sampled.push((slot, k));
-            }
-        }
-        cursor = next.as_bytes().unwrap_or(b"0").to_vec();
-        if cursor == b"0" || scanned >= KEY_BUDGET {
+    let mut scanned = 0u64;
+    let mut exact = true;
+    // (database, slot, key)
+    let mut sampled: Vec<(u32, u16, bytes::Bytes)> = Vec::new();
+    for &(db, _) in &dbs {
+        if scanned >= KEY_BUDGET {
+            exact = false;
             break;
         }
+        select(&mut c, addr, db).await?;
+        let mut cursor = b"0".to_vec();
+        loop {
+            let reply = c
+                .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", b"1000"])
+                .await
+                .map_err(lost)?;
+            let odd = |reply: String| Error::ServerRefused {
+                addr: addr.into(),
+                command: "SCAN".into(),
+                reply,
+            };
+            let Value::Array(mut parts) = reply else {
+                return Err(odd(format!("{reply:?}")));
+            };
+            let (Some(Value::Array(keys)), Some(next)) = (parts.pop(), parts.pop()) else {
+                return Err(odd("an answer of an unexpected shape".into()));
+            };
+            for k in keys {
+                let Value::Bulk(k) = k else { continue };
+                scanned += 1;
+                if k.starts_with(INTERNAL_PREFIX) {
+                    continue;
+                }
+                let slot = SlotId::of_key(&k).0;
+                t.keys[slot as usize] += 1;
+                if scanned.is_multiple_of(stride) && (sampled.len() as u64) < MEMORY_SAMPLES {
+                    sampled.push((db, slot, k));
+                }
+            }
+            cursor = next.as_bytes().unwrap_or(b"0").to_vec();
+            if cursor == b"0" {
+                break;
+            }
+            if scanned >= KEY_BUDGET {
+                exact = false;
+                break;
+            }
+        }
     }
-    let exact = cursor == b"0";
-    for chunk in sampled.chunks(200) {
-        let cmds: Vec<Vec<&[u8]>> = chunk
-            .iter()
-            .map(|(_, k)| vec![&b"MEMORY"[..], b"USAGE", k])
-            .collect();
-        let replies = c.pipeline(&cmds).await.map_err(lost)?;
-        for ((slot, _), r) in chunk.iter().zip(replies) {
-            if let Some(bytes) = r.as_int() {
-                t.mem_sum[*slot as usize] += bytes.max(0) as u64;
-                t.mem_n[*slot as usize] += 1;
+    // Sampled in database order: each database's keys asked in it.
+    for db_chunk in sampled.chunk_by(|a, b| a.0 == b.0) {
+        select(&mut c, addr, db_chunk[0].0).await?;
+        for chunk in db_chunk.chunks(200) {
+            let cmds: Vec<Vec<&[u8]>> = chunk
+                .iter()
+                .map(|(_, _, k)| vec![&b"MEMORY"[..], b"USAGE", k])
+                .collect();
+            let replies = c.pipeline(&cmds).await.map_err(lost)?;
+            for ((_, slot, _), r) in chunk.iter().zip(replies) {
+                if let Some(bytes) = r.as_int() {
+                    t.mem_sum[*slot as usize] += bytes.max(0) as u64;
+                    t.mem_n[*slot as usize] += 1;
+                }
             }
         }
     }
     Ok(estimate(&t, exact, scanned, dbsize))
+}
+
+/// `SELECT db` on the scan's connection.
+async fn select(
+    c: &mut tessera_model::redis_client::RedisClient,
+    addr: &str,
+    db: u32,
+) -> Result<(), Error> {
+    let text = db.to_string();
+    match c.cmd(&["SELECT", &text]).await {
+        Ok(Value::Error(reply)) => Err(Error::ServerRefused {
+            addr: addr.into(),
+            command: "SELECT".into(),
+            reply,
+        }),
+        Ok(_) => Ok(()),
+        Err(source) => Err(Error::ServerUnreachable {
+            addr: addr.into(),
+            source,
+        }),
+    }
 }
 
 /// Scales a scan's tallies into per-slot estimates.

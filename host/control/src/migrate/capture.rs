@@ -10,6 +10,14 @@
 //! the next round sets just them (a hash written all the time converges instead of being
 //! copied whole round after round). Any other write to it changes the whole key.
 //!
+//! Every client database is followed: a key is kept with its backend database (`DbKey`,
+//! from the stream's `SELECT`s). Tessera's internal database is not: nothing there is a
+//! client's key. A stream joined mid-way (`PSYNC` from the source's offset) does not say
+//! which database it is in until its next `SELECT`, which a source sends only when the
+//! database of what it propagates changes: the copier writes a marker key in the internal
+//! database right after it joins (`set_marker`), which makes the next client write come with
+//! its `SELECT`; a write seen before either is recorded in every client database.
+//!
 //! Pure: it is fed decoded commands (`observe`) by the copier's replica connection.
 //! Bounded: the changed keys it keeps are counted in bytes; past the bound, the slot with the
 //! most is given up (`lost`), and its copy starts over rather than the capture growing.
@@ -19,33 +27,75 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tessera_model::command::CommandTable;
+use tessera_model::migration::INTERNAL_DB;
 use tessera_model::router::{SLOTS, SlotId};
 use tessera_resp::Request;
 
 /// What one kept key costs beyond its bytes (the set's entry and the `Bytes`).
 const ENTRY_OVERHEAD: usize = 64;
 
+/// A key of one backend database: what the copy reads, writes and keeps track of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DbKey {
+    pub db: u32,
+    pub name: Bytes,
+}
+
+impl DbKey {
+    pub fn new(db: u32, name: &[u8]) -> Self {
+        Self {
+            db,
+            name: Bytes::copy_from_slice(name),
+        }
+    }
+
+    pub fn slot(&self) -> u16 {
+        SlotId::of_key(&self.name).0
+    }
+
+    /// What a key costs the capture's bound.
+    fn size(&self) -> usize {
+        self.name.len() + ENTRY_OVERHEAD
+    }
+}
+
+impl std::fmt::Display for DbKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = String::from_utf8_lossy(&self.name);
+        if self.db == 0 {
+            write!(f, "{name}")
+        } else {
+            write!(f, "{name} (backend database {})", self.db)
+        }
+    }
+}
+
 /// Changed keys of the moving slots, since the last [`Capture::take`].
 pub struct Capture {
     /// The moving slots (a bit per slot).
     moving: Box<[bool; SLOTS]>,
-    changed: FxHashMap<u16, FxHashSet<Bytes>>,
+    changed: FxHashMap<u16, FxHashSet<DbKey>>,
     /// Bytes the changed keys hold, and the most they may.
     held: usize,
     limit: usize,
     /// Slots whose changes can no longer be told (the bound was reached, or the source was
     /// flushed): their copy starts over.
     lost: BTreeSet<u16>,
-    /// The database the stream's commands apply to (`SELECT`); clients use database 0.
-    db: u64,
+    /// The database the stream's commands apply to (`SELECT`); `None` until the stream has
+    /// said.
+    db: Option<u32>,
+    /// The source's databases (`databases`): a write in an unknown database may be in any.
+    databases: u32,
+    /// The key whose write says the stream is in the internal database (`set_marker`).
+    marker: Option<Bytes>,
     /// The replication offset of the last byte observed.
     offset: u64,
     /// Commands seen that changed a moving slot, for the status.
     writes: u64,
     /// Keys copied in chunks: followed element by element.
-    big: FxHashSet<Bytes>,
+    big: FxHashSet<DbKey>,
     /// Per slot, the elements of big keys written since the last take.
-    elements: FxHashMap<u16, FxHashMap<Bytes, Elements>>,
+    elements: FxHashMap<u16, FxHashMap<DbKey, Elements>>,
 }
 
 /// The written elements of a big key.
@@ -73,7 +123,9 @@ impl Capture {
             held: 0,
             limit,
             lost: BTreeSet::new(),
-            db: 0,
+            db: None,
+            databases: 1,
+            marker: None,
             offset,
             writes: 0,
             big: FxHashSet::default(),
@@ -81,9 +133,16 @@ impl Capture {
         }
     }
 
+    /// The source has `databases` databases, and writes `marker` in the internal database:
+    /// seeing it tells the capture which database the stream is in.
+    pub fn set_marker(&mut self, databases: u32, marker: &[u8]) {
+        self.databases = databases.max(1);
+        self.marker = Some(Bytes::copy_from_slice(marker));
+    }
+
     /// `key` is copied in chunks: its later writes are recorded element by element.
-    pub fn mark_big(&mut self, key: &[u8]) {
-        self.big.insert(Bytes::copy_from_slice(key));
+    pub fn mark_big(&mut self, key: &DbKey) {
+        self.big.insert(key.clone());
     }
 
     /// The replication offset of the last byte observed.
@@ -120,7 +179,7 @@ impl Capture {
                 .get(1)
                 .and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
             {
-                Some(db) => self.db = db,
+                Some(db) => self.db = Some(db),
                 None => self.lose_all(),
             }
             return;
@@ -129,12 +188,15 @@ impl Capture {
             self.lose_all();
             return;
         }
-        if self.db != 0 {
-            // MOVE and COPY … DB write into another database: into the clients' one, from
-            // here, the key they name there is changed.
-            if let Some(key) = into_db0(req) {
-                self.changed_key(key);
-            }
+        // MOVE and COPY … DB write into another database: the key they name there changed.
+        if let Some((db, key)) = into_other_db(req) {
+            self.changed_key(db, key);
+        }
+        if self.marker.is_some() && req.get(1) == self.marker.as_deref() {
+            self.db = Some(INTERNAL_DB);
+            return;
+        }
+        if self.db == Some(INTERNAL_DB) {
             return;
         }
         if name.eq_ignore_ascii_case(b"FLUSHDB") {
@@ -149,21 +211,29 @@ impl Capture {
             return;
         };
         let keys = cmd.key_indices(req);
+        let Some(db) = self.db else {
+            for db in (0..self.databases).filter(|&d| d != INTERNAL_DB) {
+                for &i in &keys {
+                    self.changed_key(db, req.arg(i as usize));
+                }
+            }
+            return;
+        };
         if !self.big.is_empty()
             && let Some(first) = keys.first()
-            && self.big.contains(req.arg(*first as usize))
-            && self.changed_elements(req, cmd.name, *first as usize)
+            && self.big.contains(&DbKey::new(db, req.arg(*first as usize)))
+            && self.changed_elements(req, db, cmd.name, *first as usize)
         {
             return;
         }
         for i in keys {
-            self.changed_key(req.arg(i as usize));
+            self.changed_key(db, req.arg(i as usize));
         }
     }
 
     /// Records the elements a write names of the big key at `at`; false when the write is not
     /// one that names elements (the whole key is changed then).
-    fn changed_elements(&mut self, req: &Request, name: &str, at: usize) -> bool {
+    fn changed_elements(&mut self, req: &Request, db: u32, name: &str, at: usize) -> bool {
         let argc = req.argc();
         let names: Vec<usize> = match name {
             "HSET" | "HMSET" => (at + 1..argc).step_by(2).collect(),
@@ -185,13 +255,13 @@ impl Capture {
             "PEXPIREAT" | "PERSIST" => Vec::new(),
             _ => return false,
         };
-        let key = req.arg(at);
-        let slot = SlotId::of_key(key).0;
+        let key = DbKey::new(db, req.arg(at));
+        let slot = key.slot();
         if !self.moving[slot as usize] || self.lost.contains(&slot) {
             return true;
         }
         // A key changed whole meanwhile is copied whole: its elements add nothing.
-        if self.changed.get(&slot).is_some_and(|c| c.contains(key)) {
+        if self.changed.get(&slot).is_some_and(|c| c.contains(&key)) {
             return true;
         }
         self.writes += 1;
@@ -199,7 +269,7 @@ impl Capture {
             .elements
             .entry(slot)
             .or_default()
-            .entry(Bytes::copy_from_slice(key))
+            .entry(key)
             .or_default();
         if names.is_empty() {
             e.ttl = true;
@@ -215,21 +285,25 @@ impl Capture {
         true
     }
 
-    fn changed_key(&mut self, key: &[u8]) {
-        let slot = SlotId::of_key(key).0;
+    fn changed_key(&mut self, db: u32, key: &[u8]) {
+        if db == INTERNAL_DB {
+            return;
+        }
+        let key = DbKey::new(db, key);
+        let slot = key.slot();
         if !self.moving[slot as usize] || self.lost.contains(&slot) {
             return;
         }
         self.writes += 1;
-        let set = self.changed.entry(slot).or_default();
-        if set.insert(Bytes::copy_from_slice(key)) {
-            self.held += key.len() + ENTRY_OVERHEAD;
-        }
         // Copied whole: what was recorded of its elements is covered.
         if let Some(by_key) = self.elements.get_mut(&slot)
-            && let Some(e) = by_key.remove(key)
+            && let Some(e) = by_key.remove(&key)
         {
             self.held -= elements_size(&e);
+        }
+        let size = key.size();
+        if self.changed.entry(slot).or_default().insert(key) {
+            self.held += size;
         }
         self.enforce_limit();
     }
@@ -262,7 +336,7 @@ impl Capture {
         let mut elements = BTreeMap::new();
         for &slot in slots {
             if let Some(set) = self.changed.remove(&slot) {
-                self.held -= set.iter().map(|k| k.len() + ENTRY_OVERHEAD).sum::<usize>();
+                self.held -= set.iter().map(DbKey::size).sum::<usize>();
                 keys.insert(slot, set.into_iter().collect());
             }
             if let Some(by_key) = self.elements.remove(&slot)
@@ -292,7 +366,7 @@ impl Capture {
 
     fn drop_slot(&mut self, slot: u16) {
         if let Some(set) = self.changed.remove(&slot) {
-            self.held -= set.iter().map(|k| k.len() + ENTRY_OVERHEAD).sum::<usize>();
+            self.held -= set.iter().map(DbKey::size).sum::<usize>();
         }
         if let Some(by_key) = self.elements.remove(&slot) {
             self.held -= by_key.values().map(elements_size).sum::<usize>();
@@ -309,19 +383,16 @@ impl Capture {
     }
 }
 
-/// The key `MOVE key 0` or `COPY src dst … DB 0` writes into database 0, run from another.
-fn into_db0(req: &Request) -> Option<&[u8]> {
+/// The database and key `MOVE key db` or `COPY src dst … DB db` writes into.
+fn into_other_db(req: &Request) -> Option<(u32, &[u8])> {
     let name = req.arg(0);
-    if name.eq_ignore_ascii_case(b"MOVE") && req.get(2) == Some(b"0") {
-        return req.get(1);
+    let db = |d: &[u8]| std::str::from_utf8(d).ok()?.parse::<u32>().ok();
+    if name.eq_ignore_ascii_case(b"MOVE") {
+        return Some((db(req.get(2)?)?, req.get(1)?));
     }
     if name.eq_ignore_ascii_case(b"COPY") {
-        let db = (3..req.argc())
-            .find(|&i| req.arg(i).eq_ignore_ascii_case(b"DB"))
-            .and_then(|i| req.get(i + 1));
-        if db == Some(b"0") {
-            return req.get(2);
-        }
+        let at = (3..req.argc()).find(|&i| req.arg(i).eq_ignore_ascii_case(b"DB"))?;
+        return Some((db(req.get(at + 1)?)?, req.get(2)?));
     }
     None
 }
@@ -335,9 +406,9 @@ fn elements_size(e: &Elements) -> usize {
 #[derive(Debug, Default)]
 pub struct Taken {
     /// Changed keys per slot.
-    pub keys: BTreeMap<u16, Vec<Bytes>>,
+    pub keys: BTreeMap<u16, Vec<DbKey>>,
     /// Per slot, big keys whose written elements (only) are to be copied.
-    pub elements: BTreeMap<u16, Vec<(Bytes, Elements)>>,
+    pub elements: BTreeMap<u16, Vec<(DbKey, Elements)>>,
     /// Slots whose changes could not be kept: their copy starts over.
     pub lost: BTreeSet<u16>,
 }
@@ -377,7 +448,7 @@ mod tests {
         observe(&mut c, &["HSET", "{a}h", "f", "v"]);
         observe(&mut c, &["EXEC"]);
         let t = c.take(&all());
-        let keys: BTreeSet<&[u8]> = t.keys[&slot(a)].iter().map(|k| &k[..]).collect();
+        let keys: BTreeSet<&[u8]> = t.keys[&slot(a)].iter().map(|k| &k.name[..]).collect();
         assert_eq!(keys, BTreeSet::from([&b"{a}x"[..], b"{a}h"]));
         assert!(!t.keys.contains_key(&slot(b)), "not a moving slot");
         assert!(c.take(&all()).keys.is_empty(), "taken once");
@@ -385,18 +456,42 @@ mod tests {
     }
 
     #[test]
-    fn other_databases_are_not_the_clients_and_a_flush_loses_every_slot() {
+    fn every_client_database_is_followed_and_the_internal_one_is_not() {
         let a = "{a}x";
         let mut c = Capture::new([slot(a)], 0, 1 << 20);
         observe(&mut c, &["SELECT", "1"]);
         observe(&mut c, &["SET", a, "1"]);
         observe(&mut c, &["FLUSHDB"]);
         assert!(c.take(&all()).keys.is_empty() && c.take(&all()).lost.is_empty());
-        // … but a key moved or copied from there into database 0 is a change there.
+        // … but a key moved or copied from there into a client database is a change there.
         observe(&mut c, &["MOVE", a, "0"]);
-        observe(&mut c, &["COPY", "src", "{a}dst", "DB", "0"]);
-        assert_eq!(c.take(&all()).keys[&slot(a)].len(), 2);
+        observe(&mut c, &["COPY", "src", "{a}dst", "DB", "3"]);
+        let keys: BTreeSet<DbKey> = c.take(&all()).keys[&slot(a)].iter().cloned().collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from([DbKey::new(0, a.as_bytes()), DbKey::new(3, b"{a}dst")])
+        );
+        // The same name in two databases is two keys; MOVE changes it in both.
+        observe(&mut c, &["SELECT", "4"]);
+        observe(&mut c, &["SET", a, "1"]);
         observe(&mut c, &["SELECT", "0"]);
+        observe(&mut c, &["SET", a, "1"]);
+        observe(&mut c, &["MOVE", "{a}m", "5"]);
+        let keys: BTreeSet<DbKey> = c.take(&all()).keys[&slot(a)].iter().cloned().collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from([
+                DbKey::new(0, a.as_bytes()),
+                DbKey::new(4, a.as_bytes()),
+                DbKey::new(0, b"{a}m"),
+                DbKey::new(5, b"{a}m"),
+            ])
+        );
+        // A client database flushed, or every one, loses every slot.
+        observe(&mut c, &["SELECT", "4"]);
+        observe(&mut c, &["FLUSHDB"]);
+        assert_eq!(c.take(&all()).lost, BTreeSet::from([slot(a)]));
+        c.follow(slot(a));
         observe(&mut c, &["SET", a, "1"]);
         observe(&mut c, &["FLUSHALL"]);
         let t = c.take(&all());
@@ -405,6 +500,26 @@ mod tests {
         c.follow(slot(a));
         observe(&mut c, &["SET", a, "2"]);
         assert_eq!(c.take(&all()).keys[&slot(a)].len(), 1);
+    }
+
+    #[test]
+    fn a_stream_joined_mid_way_is_in_every_database_until_it_says_which() {
+        let a = "{a}x";
+        let mut c = Capture::new([slot(a)], 0, 1 << 20);
+        c.set_marker(4, b"__tessera:capture:1");
+        observe(&mut c, &["SET", a, "1"]);
+        let keys: BTreeSet<u32> = c.take(&all()).keys[&slot(a)].iter().map(|k| k.db).collect();
+        assert_eq!(keys, BTreeSet::from([0, 2, 3]), "every client database");
+        // The marker's write: the stream is in the internal database from there.
+        observe(&mut c, &["SET", "__tessera:capture:1", "1", "PXAT", "1"]);
+        observe(&mut c, &["SET", a, "1"]);
+        assert!(c.take(&all()).keys.is_empty());
+        observe(&mut c, &["SELECT", "3"]);
+        observe(&mut c, &["SET", a, "1"]);
+        assert_eq!(
+            c.take(&all()).keys[&slot(a)],
+            vec![DbKey::new(3, a.as_bytes())]
+        );
     }
 
     #[test]
@@ -435,7 +550,8 @@ mod tests {
     fn a_big_keys_writes_are_kept_element_by_element_until_it_changes_whole() {
         let k = "{b}hash";
         let mut c = Capture::new([slot(k)], 0, 1 << 20);
-        c.mark_big(k.as_bytes());
+        observe(&mut c, &["SELECT", "0"]);
+        c.mark_big(&DbKey::new(0, k.as_bytes()));
         observe(&mut c, &["HSET", k, "f1", "v", "f2", "v"]);
         observe(&mut c, &["HDEL", k, "f3"]);
         observe(&mut c, &["HINCRBY", k, "f1", "1"]);
@@ -443,14 +559,14 @@ mod tests {
         let t = c.take(&all());
         assert!(t.keys.is_empty(), "not copied whole: {:?}", t.keys);
         let (key, e) = &t.elements[&slot(k)][0];
-        assert_eq!(&key[..], k.as_bytes());
+        assert_eq!(key, &DbKey::new(0, k.as_bytes()));
         let mut names: Vec<&[u8]> = e.names.iter().map(|n| &n[..]).collect();
         names.sort();
         assert_eq!(names, [&b"f1"[..], b"f2", b"f3"]);
         assert!(e.ttl);
         // ZADD's options are not members.
         let z = "{b}zset";
-        c.mark_big(z.as_bytes());
+        c.mark_big(&DbKey::new(0, z.as_bytes()));
         observe(&mut c, &["ZADD", z, "XX", "CH", "1", "m1", "2", "m2"]);
         let t = c.take(&all());
         let mut names: Vec<&[u8]> = t.elements[&slot(z)][0]

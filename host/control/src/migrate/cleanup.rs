@@ -5,19 +5,20 @@
 //! for long: each UNLINK is one call of at most `batch` keys (their memory is freed on the
 //! server's background thread), and the rate cap spaces the calls out.
 //!
-//! Half-copied big keys wait in the target's internal database under their temp names
+//! Every client database is cleaned (each that holds keys, `INFO keyspace`). Half-copied big
+//! keys wait in the target's internal database under their temp names
 //! (`tessera_model::migration::temp_key`); those of the slots are deleted too.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tessera_model::migration::{INTERNAL_DB, INTERNAL_PREFIX};
+use tessera_model::migration::{INTERNAL_DB, INTERNAL_PREFIX, temp_key_of};
 use tessera_model::redis_client::{Credential, RedisClient, Value};
 use tessera_model::router::SlotId;
 use tracing::debug;
 
-use super::reply::{MoverError, expect_ok, scan_page};
+use super::reply::{MoverError, databases_with_keys, expect_ok, scan_page};
 
 /// How a cleanup goes.
 #[derive(Debug, Clone)]
@@ -42,8 +43,8 @@ impl Default for CleanupConfig {
     }
 }
 
-/// Deletes every key of `slots` on `server`, in database 0 and half-copied ones in the
-/// internal database. Returns how many it deleted.
+/// Deletes every key of `slots` on `server`, in every client database, and half-copied ones
+/// in the internal database. Returns how many it deleted.
 ///
 /// # Errors
 /// The server is unreachable or refuses a command; what was deleted stays deleted, and a
@@ -58,7 +59,7 @@ pub async fn delete_slots(
     let started = Instant::now();
     let mut deleted = 0;
     let mut pace = Pace::new(config.max_keys_per_sec);
-    for db in [0, INTERNAL_DB] {
+    for db in databases_with_keys(&mut c, server).await? {
         let db_text = db.to_string();
         expect_ok(&mut c, server, &[b"SELECT", db_text.as_bytes()]).await?;
         let mut cursor = b"0".to_vec();
@@ -100,19 +101,13 @@ pub async fn delete_slots(
     Ok(deleted)
 }
 
-/// Whether `key` (found in database `db`) belongs to one of `slots`: in database 0 a key of
-/// those slots (never Tessera's own), in the internal database a temp key of one.
+/// Whether `key` (found in database `db`) belongs to one of `slots`: in a client database a
+/// key of those slots (never Tessera's own), in the internal database a temp key of one.
 fn of_slots(key: &[u8], db: u32, slots: &BTreeSet<u16>) -> bool {
-    if db == 0 {
+    if db != INTERNAL_DB {
         return !key.starts_with(INTERNAL_PREFIX) && slots.contains(&SlotId::of_key(key).0);
     }
-    let Some(of) = key
-        .strip_prefix(INTERNAL_PREFIX)
-        .and_then(|k| k.strip_prefix(&b"temp:"[..]))
-    else {
-        return false;
-    };
-    slots.contains(&SlotId::of_key(of).0)
+    temp_key_of(key).is_some_and(|of| slots.contains(&SlotId::of_key(of).0))
 }
 
 /// A simple rate cap: after each step, sleeps as long as the step's keys are ahead of
@@ -159,5 +154,8 @@ mod tests {
         assert!(!of_slots(b"__tessera:temp:{b}big", INTERNAL_DB, &slots));
         assert!(!of_slots(b"__tessera:script:{a}", INTERNAL_DB, &slots));
         assert!(!of_slots(b"{a}k", INTERNAL_DB, &slots));
+        assert!(of_slots(b"{a}k", 5, &slots));
+        assert!(of_slots(b"__tessera:tempdb:5:{a}big", INTERNAL_DB, &slots));
+        assert!(!of_slots(b"__tessera:tempdb:5:{b}big", INTERNAL_DB, &slots));
     }
 }

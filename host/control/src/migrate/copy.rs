@@ -18,6 +18,11 @@
 //!   what is left is copied within `final_budget`, else the handoff is given up (the slot
 //!   goes on copying).
 //!
+//! Every client database's keys of the slots are copied (Tessera's internal database is
+//! not a client's): round 0 scans each database that holds keys, the capture names each
+//! written key with its database (`capture::DbKey`), and each request is sent in its key's
+//! database (a connection's `SELECT` is tracked, `Conn`).
+//!
 //! A key is copied whole: `DUMP` on the source (one read-only script call per batch,
 //! `COPY_SCRIPT`, which also reads the key's absolute expire time), `RESTORE … REPLACE ABSTTL`
 //! on the target; a key gone from the source is deleted from the target. A big key is copied
@@ -35,15 +40,14 @@ use bytes::{Bytes, BytesMut};
 use tessera_model::migration::{INTERNAL_DB, PUBLISH_BIG_KEY_SCRIPT, copy_request, temp_key};
 use tessera_model::redis_client::{Credential, RedisClient, Value, info_fields};
 use tessera_model::replica::{Replica, Start};
-use tessera_model::router::SlotId;
 use tessera_model::watch::ReadBounds;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use super::capture::{Capture, Elements};
+use super::capture::{Capture, DbKey, Elements};
 use super::chunks::Chunks;
 use super::progress::Progress;
-use super::reply::{MoverError, expect_ok, refused, scan_page};
+use super::reply::{MoverError, databases_with_keys, expect_ok, refused, scan_page};
 use super::throttle::Throttle;
 
 /// How a copy goes.
@@ -168,12 +172,12 @@ struct SlotCopy {
     /// Round 0 (the SCAN) is over.
     scanned: bool,
     /// Keys of this round still to copy.
-    pending: BTreeSet<Bytes>,
+    pending: BTreeSet<DbKey>,
     /// Keys found too big for one RESTORE (copied in chunks), with their type: a round that
     /// leaves one of them to copy whole is not converged.
-    big: rustc_hash::FxHashMap<Bytes, Bytes>,
+    big: rustc_hash::FxHashMap<DbKey, Bytes>,
     /// Big keys of this round whose written elements (only) are to be copied.
-    pending_elements: BTreeMap<Bytes, Elements>,
+    pending_elements: BTreeMap<DbKey, Elements>,
     /// Its big keys being copied now, on their own tasks: its round cannot end before.
     big_copying: usize,
     /// Those tasks, stopped if the slot is forgotten.
@@ -198,10 +202,31 @@ impl Drop for BigTask {
     }
 }
 
-/// Round 0's SCAN, one page a step.
+/// Round 0's SCAN, one page a step: of each client database that holds keys, in turn.
 struct Scan {
     cursor: Vec<u8>,
     slots: BTreeSet<u16>,
+    /// The databases to scan, read from the source at the first page (after the capture
+    /// started, so a database that gets its first key later is in the capture).
+    dbs: Option<Vec<u32>>,
+    /// The database being scanned: `dbs[at]`.
+    at: usize,
+}
+
+impl Scan {
+    fn new(slots: BTreeSet<u16>) -> Self {
+        Self {
+            cursor: b"0".to_vec(),
+            slots,
+            dbs: None,
+            at: 0,
+        }
+    }
+
+    /// Its first page is read: slots joining now need a SCAN of their own.
+    fn started(&self) -> bool {
+        self.at > 0 || self.cursor != b"0"
+    }
 }
 
 /// The capture of the source's stream, fed by its own task.
@@ -240,14 +265,14 @@ struct Copy {
     scan: Option<Scan>,
     capture: Option<Following>,
     /// Connections to the targets' masters, by address.
-    targets: BTreeMap<String, RedisClient>,
+    targets: BTreeMap<String, Conn>,
     /// RESTOREs sent to a target whose replies are not read yet, by address: the target
     /// restores one batch while the source reads the next (`copy_keys`), instead of the two
     /// taking turns. Read (`settle`) before a round ends, before a final copy is done, and
     /// before the connection is used for anything else.
     unsettled: BTreeMap<String, Unsettled>,
     /// The command connection to the source.
-    src: Option<RedisClient>,
+    src: Option<Conn>,
     /// No batch before then (the speed cap): the loop waits for it, or for a command.
     paced_until: Option<Instant>,
     /// Big keys' chunked copies report here when done (each runs on its own task, so that a
@@ -258,10 +283,34 @@ struct Copy {
     ),
 }
 
+/// A connection and the database it has selected.
+struct Conn {
+    client: RedisClient,
+    db: u32,
+}
+
+impl Conn {
+    fn new(client: RedisClient) -> Self {
+        Self { client, db: 0 }
+    }
+
+    /// The connection, in database `db` (selected if it is not yet).
+    async fn select(&mut self, server: &str, db: u32) -> Result<&mut RedisClient, MoverError> {
+        if self.db != db {
+            let text = db.to_string();
+            expect_ok(&mut self.client, server, &[b"SELECT", text.as_bytes()]).await?;
+            self.db = db;
+        }
+        Ok(&mut self.client)
+    }
+}
+
 /// A batch of RESTOREs sent to a target, not yet answered.
 #[derive(Default)]
 struct Unsettled {
     requests: usize,
+    /// The `SELECT`s among them.
+    selects: usize,
     bytes: u64,
     slots: Vec<u16>,
     /// The slots of the keys restored by round 0, one entry per key (`Progress::first`).
@@ -271,7 +320,7 @@ struct Unsettled {
 /// A big key's chunked copy, done or failed.
 struct BigCopied {
     slot: u16,
-    key: Bytes,
+    key: DbKey,
     kind: Bytes,
     result: Result<u64, MoverError>,
 }
@@ -473,12 +522,9 @@ impl Copy {
             c.follow(slot);
         }
         drop(c);
-        let scan = self.scan.get_or_insert_with(|| Scan {
-            cursor: b"0".to_vec(),
-            slots: BTreeSet::new(),
-        });
+        let scan = self.scan.get_or_insert_with(|| Scan::new(BTreeSet::new()));
         // Slots that join a SCAN under way get one of their own afterwards (`step`).
-        if scan.cursor == b"0" {
+        if !scan.started() {
             scan.slots.extend(slots.keys());
         }
         Ok(())
@@ -537,11 +583,14 @@ impl Copy {
             .map_err(|e| io_error(&self.source, e))?;
         let live_at = self.repl_offset().await?;
         debug!(source = %self.source, offset = from, live_at, "capture following the source");
-        let capture = Arc::new(Mutex::new(Capture::new(
-            [],
-            from,
-            self.config.capture_limit,
-        )));
+        let databases = config_get(self.src().await?, "databases")
+            .await?
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(16);
+        let marker = capture_marker();
+        let mut capture = Capture::new([], from, self.config.capture_limit);
+        capture.set_marker(databases, &marker);
+        let capture = Arc::new(Mutex::new(capture));
         let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let task = tokio::spawn(feed(
             replica,
@@ -549,6 +598,11 @@ impl Copy {
             broken.clone(),
             self.source.clone(),
         ));
+        // The stream says its database from here on (`Capture::set_marker`).
+        let source = self.source.clone();
+        let src = self.src_in(INTERNAL_DB).await?;
+        expect_ok(src, &source, &[b"SET", &marker, b"1", b"PX", b"60000"]).await?;
+        expect_ok(src, &source, &[b"UNLINK", &marker]).await?;
         Ok(Following {
             capture,
             broken,
@@ -576,16 +630,24 @@ impl Copy {
 
     async fn src(&mut self) -> Result<&mut RedisClient, MoverError> {
         if self.src.is_none() {
-            self.src = Some(
+            self.src = Some(Conn::new(
                 RedisClient::connect_as(
                     &self.source,
                     self.config.timeout,
                     self.credential.as_ref(),
                 )
                 .await?,
-            );
+            ));
         }
-        Ok(self.src.as_mut().expect("just connected"))
+        Ok(&mut self.src.as_mut().expect("just connected").client)
+    }
+
+    /// The source's command connection, in database `db`.
+    async fn src_in(&mut self, db: u32) -> Result<&mut RedisClient, MoverError> {
+        self.src().await?;
+        let source = self.source.clone();
+        let conn = self.src.as_mut().expect("just connected");
+        conn.select(&source, db).await
     }
 
     /// One step of work: a SCAN page of round 0, or a batch of a later round.
@@ -612,10 +674,7 @@ impl Copy {
             .map(|(id, _)| *id)
             .collect();
         if !waiting.is_empty() {
-            self.scan = Some(Scan {
-                cursor: b"0".to_vec(),
-                slots: waiting,
-            });
+            self.scan = Some(Scan::new(waiting));
             return Ok(Step::Worked);
         }
         self.scan = None;
@@ -641,29 +700,44 @@ impl Copy {
 
     /// One page of round 0's SCAN, its keys of the scanned slots copied.
     async fn scan_page(&mut self) -> Result<(), MoverError> {
-        let count = self.config.scan_count.to_string();
-        let cursor = self.scan.as_ref().expect("a scan").cursor.clone();
-        let reply = self
-            .src()
-            .await?
-            .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
-            .await?;
-        let mut next = Vec::new();
-        let keys: Vec<Bytes> = {
-            let page = scan_page(&self.source, "SCAN", &reply, &mut next)?;
-            let scan = self.scan.as_ref().expect("a scan");
-            page.iter()
-                .filter_map(Value::as_bytes)
-                .filter(|k| scan.slots.contains(&SlotId::of_key(k).0))
-                .map(Bytes::copy_from_slice)
-                .collect()
-        };
-        for batch in keys.chunks(self.config.batch.max(1)) {
-            self.copy_keys(batch, true).await?;
+        if self.scan.as_ref().expect("a scan").dbs.is_none() {
+            let source = self.source.clone();
+            let mut dbs = databases_with_keys(self.src().await?, &source).await?;
+            dbs.retain(|&db| db != INTERNAL_DB);
+            self.scan.as_mut().expect("a scan").dbs = Some(dbs);
         }
-        let done = next == b"0";
+        let (db, cursor) = {
+            let scan = self.scan.as_ref().expect("a scan");
+            let dbs = scan.dbs.as_deref().unwrap_or_default();
+            (dbs.get(scan.at).copied(), scan.cursor.clone())
+        };
+        let mut next = b"0".to_vec();
+        if let Some(db) = db {
+            let count = self.config.scan_count.to_string();
+            let reply = self
+                .src_in(db)
+                .await?
+                .cmd(&[&b"SCAN"[..], &cursor, b"COUNT", count.as_bytes()])
+                .await?;
+            let keys: Vec<DbKey> = {
+                let page = scan_page(&self.source, "SCAN", &reply, &mut next)?;
+                let scan = self.scan.as_ref().expect("a scan");
+                page.iter()
+                    .filter_map(Value::as_bytes)
+                    .map(|k| DbKey::new(db, k))
+                    .filter(|k| scan.slots.contains(&k.slot()))
+                    .collect()
+            };
+            for batch in keys.chunks(self.config.batch.max(1)) {
+                self.copy_keys(batch, true).await?;
+            }
+        }
         let scan = self.scan.as_mut().expect("a scan");
         scan.cursor = next;
+        if scan.cursor == b"0" {
+            scan.at += 1;
+        }
+        let done = scan.at >= scan.dbs.as_ref().map_or(0, Vec::len);
         if done {
             // Round 0 ends once its big keys' chunked copies are in place too
             // (`end_rounds`): a big key's written elements are set on the target only after
@@ -678,7 +752,7 @@ impl Copy {
     }
 
     /// A big key whose written elements are still to copy in this round.
-    fn next_elements(&mut self) -> Option<(u16, Bytes, Elements)> {
+    fn next_elements(&mut self) -> Option<(u16, DbKey, Elements)> {
         self.slots.iter_mut().find_map(|(slot, s)| {
             let (k, e) = s.pending_elements.pop_first()?;
             Some((*slot, k, e))
@@ -692,22 +766,23 @@ impl Copy {
     async fn copy_elements(
         &mut self,
         slot: u16,
-        key: &[u8],
+        db_key: &DbKey,
         e: &Elements,
         pace: bool,
     ) -> Result<(), MoverError> {
         let Some(s) = self.slots.get(&slot) else {
             return Ok(());
         };
-        let (target, kind) = (s.target.clone(), s.big.get(key).cloned());
+        let (target, kind) = (s.target.clone(), s.big.get(db_key).cloned());
         let source = self.source.clone();
         let chunk = self.config.chunk.max(1);
-        let src = self.src().await?;
+        let key = &db_key.name[..];
+        let src = self.src_in(db_key.db).await?;
         let now = src.cmd(&[&b"TYPE"[..], key]).await?;
         let now = now.as_bytes().unwrap_or_default().to_vec();
         if kind.as_deref() != Some(&now[..]) {
             if let Some(s) = self.slots.get_mut(&slot) {
-                s.pending.insert(Bytes::copy_from_slice(key));
+                s.pending.insert(db_key.clone());
             }
             return Ok(());
         }
@@ -775,7 +850,11 @@ impl Copy {
             push_request(&mut req, &args);
         }
         self.settle().await?;
-        let dst = self.target(&target).await?;
+        let dst = self
+            .target(&target)
+            .await?
+            .select(&target, db_key.db)
+            .await?;
         let replies = dst.encoded_many(&req, ops.len()).await?;
         if let Some(err) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
             return Err(refused(&target, "copying a big key's elements", err));
@@ -791,7 +870,7 @@ impl Copy {
     }
 
     /// Up to `batch` keys still to copy in this round, a fair share from each slot.
-    fn next_batch(&mut self) -> Vec<Bytes> {
+    fn next_batch(&mut self) -> Vec<DbKey> {
         let mut out = Vec::new();
         let share = (self.config.batch / self.slots.len().max(1)).max(1);
         for s in self.slots.values_mut() {
@@ -892,25 +971,56 @@ impl Copy {
 
     /// Copies `keys` (of the slots being copied) from the source to their targets, as they
     /// are now. `pace`: charged to the speed cap (not in a final copy, which holds clients).
-    async fn copy_keys(&mut self, keys: &[Bytes], pace: bool) -> Result<(), MoverError> {
+    async fn copy_keys(&mut self, keys: &[DbKey], pace: bool) -> Result<(), MoverError> {
         if keys.is_empty() {
             return Ok(());
         }
-        let sent = Instant::now();
-        let reply = self.src().await?.encoded(&copy_request(keys)).await?;
-        self.progress
-            .took(&format!("EVAL (copy of {} keys)", keys.len()), sent);
-        let reads = reads(&self.source, keys, &reply)?;
-        // RESTOREs (and deletions) pipelined per target; big keys after, one by one.
-        // Per target: the pipelined requests, and what they will settle.
-        let mut per_target: BTreeMap<String, (BytesMut, Unsettled)> = BTreeMap::new();
+        // Read a database at a time (one script call each, in that database).
+        let mut by_db: BTreeMap<u32, Vec<&DbKey>> = BTreeMap::new();
+        for k in keys {
+            by_db.entry(k.db).or_default().push(k);
+        }
+        let mut read = Vec::with_capacity(keys.len());
+        for (db, keys) in by_db {
+            let names: Vec<&[u8]> = keys.iter().map(|k| &k.name[..]).collect();
+            let sent = Instant::now();
+            let reply = self
+                .src_in(db)
+                .await?
+                .encoded(&copy_request(&names))
+                .await?;
+            self.progress
+                .took(&format!("EVAL (copy of {} keys)", names.len()), sent);
+            read.extend(keys.into_iter().zip(reads(&self.source, &names, &reply)?));
+        }
+        // RESTOREs (and deletions) pipelined per target, each in its key's database; big
+        // keys after, one by one. Per target: the pipelined requests, the database they
+        // leave the connection in, and what they will settle.
+        let mut per_target: BTreeMap<String, (BytesMut, u32, Unsettled)> = BTreeMap::new();
         let mut big = Vec::new();
-        for (key, read) in keys.iter().zip(reads) {
-            let slot = SlotId::of_key(key).0;
+        for (key, read) in read {
+            let slot = key.slot();
             let Some(s) = self.slots.get(&slot) else {
                 continue;
             };
-            let entry = per_target.entry(s.target.clone()).or_default();
+            if let Read::Big(kind) = read {
+                if !s.scanned {
+                    self.progress.add_first(std::iter::once(slot));
+                }
+                big.push((key.clone(), slot, kind));
+                continue;
+            }
+            let now = self.targets.get(&s.target).map_or(0, |c| c.db);
+            let entry = per_target
+                .entry(s.target.clone())
+                .or_insert_with(|| (BytesMut::new(), now, Unsettled::default()));
+            if entry.1 != key.db {
+                let db = key.db.to_string();
+                push_request(&mut entry.0, &[b"SELECT", db.as_bytes()]);
+                entry.1 = key.db;
+                entry.2.selects += 1;
+            }
+            let name = &key.name[..];
             match read {
                 Read::Small { expire_at, payload } => {
                     let ttl = expire_at.max(0).to_string();
@@ -918,37 +1028,34 @@ impl Copy {
                         &mut entry.0,
                         &[
                             b"RESTORE",
-                            key,
+                            name,
                             ttl.as_bytes(),
                             &payload,
                             b"REPLACE",
                             b"ABSTTL",
                         ],
                     );
-                    entry.1.bytes += payload.len() as u64;
+                    entry.2.bytes += payload.len() as u64;
                     if !s.scanned {
-                        entry.1.first.push(slot);
+                        entry.2.first.push(slot);
                     }
                 }
-                Read::Missing => push_request(&mut entry.0, &[b"UNLINK", key]),
-                Read::Big(kind) => {
-                    if !s.scanned {
-                        self.progress.add_first(std::iter::once(slot));
-                    }
-                    big.push((key.clone(), slot, kind));
-                    continue;
-                }
+                Read::Missing => push_request(&mut entry.0, &[b"UNLINK", name]),
+                Read::Big(_) => unreachable!("big keys are set aside above"),
             }
-            entry.1.requests += 1;
-            entry.1.slots.push(slot);
+            entry.2.requests += 1;
+            entry.2.slots.push(slot);
         }
         // The previous batch's RESTOREs ran on the targets while the source read this one.
         self.settle().await?;
-        for (target, (req, u)) in per_target {
+        for (target, (req, db, u)) in per_target {
             if u.requests == 0 {
                 continue;
             }
-            self.target(&target).await?.send(&req).await?;
+            let conn = self.target(&target).await?;
+            conn.client.send(&req).await?;
+            // A new connection starts in database 0, as the pipeline assumed (`now`).
+            conn.db = db;
             let (n, bytes) = (u.requests, u.bytes);
             self.unsettled.insert(target, u);
             if pace {
@@ -971,7 +1078,7 @@ impl Copy {
                 .targets
                 .get_mut(&target)
                 .expect("a connection with requests in flight");
-            let replies = c.receive(u.requests).await?;
+            let replies = c.client.receive(u.requests + u.selects).await?;
             if let Some(e) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
                 return Err(refused(&target, "RESTORE", e));
             }
@@ -982,11 +1089,11 @@ impl Copy {
         Ok(())
     }
 
-    async fn target(&mut self, addr: &str) -> Result<&mut RedisClient, MoverError> {
+    async fn target(&mut self, addr: &str) -> Result<&mut Conn, MoverError> {
         if !self.targets.contains_key(addr) {
             let c = RedisClient::connect_as(addr, self.config.timeout, self.credential.as_ref())
                 .await?;
-            self.targets.insert(addr.to_string(), c);
+            self.targets.insert(addr.to_string(), Conn::new(c));
         }
         Ok(self.targets.get_mut(addr).expect("just connected"))
     }
@@ -1010,7 +1117,7 @@ impl Copy {
                 continue;
             };
             let kill = async {
-                let c = self.target(&t.target).await?;
+                let c = &mut self.target(&t.target).await?.client;
                 Ok::<_, MoverError>(
                     c.cmd(&[&b"CLIENT"[..], b"KILL", b"ID", id.as_bytes()])
                         .await?,
@@ -1024,7 +1131,7 @@ impl Copy {
     }
 
     /// Starts a big key's chunked copy on a task of its own.
-    fn spawn_big(&mut self, key: Bytes, slot: u16, kind: Bytes) {
+    fn spawn_big(&mut self, key: DbKey, slot: u16, kind: Bytes) {
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
@@ -1049,7 +1156,7 @@ impl Copy {
                 .mark_big(&key);
         }
         let target = s.target.clone();
-        info!(key = %String::from_utf8_lossy(&key), slot, "copying a big key in chunks");
+        info!(%key, slot, "copying a big key in chunks");
         let handle = tokio::spawn(async move {
             let result = big.copy(&key, &kind).await;
             let _ = done.send(BigCopied {
@@ -1113,8 +1220,7 @@ impl Copy {
                 }
                 if let Some(k) = s.pending.iter().find(|k| s.big.contains_key(*k)) {
                     return Err(format!(
-                        "big key {} of slot {slot} was written since its copy",
-                        String::from_utf8_lossy(k)
+                        "big key {k} of slot {slot} was written since its copy"
                     ));
                 }
                 if s.big_copying > 0 {
@@ -1141,7 +1247,7 @@ impl Copy {
                 .await
                 .map_err(|err| err.to_string())?;
         }
-        let keys: Vec<Bytes> = slots
+        let keys: Vec<DbKey> = slots
             .iter()
             .filter_map(|id| self.slots.get(id))
             .flat_map(|s| s.pending.iter().cloned())
@@ -1195,9 +1301,10 @@ impl BigCopy {
     /// In chunks from the live key into a temp key in the target's internal database, put
     /// in place (with its expire time) only once complete. A write to it meanwhile is in the
     /// capture: the next round copies it again. Returns the bytes copied.
-    async fn copy(&self, key: &[u8], kind: &[u8]) -> Result<u64, MoverError> {
-        let temp = temp_key(key);
-        let db = INTERNAL_DB.to_string();
+    async fn copy(&self, db_key: &DbKey, kind: &[u8]) -> Result<u64, MoverError> {
+        let key = &db_key.name[..];
+        let temp = temp_key(db_key.db, key);
+        let (internal, db) = (INTERNAL_DB.to_string(), db_key.db.to_string());
         let cred = self.credential.as_ref();
         let mut src = RedisClient::connect_as(&self.source, self.timeout, cred).await?;
         let mut dst = RedisClient::connect_as(&self.target, self.timeout, cred).await?;
@@ -1206,7 +1313,10 @@ impl BigCopy {
             return Err(refused(&self.target, "CLIENT ID", &id));
         };
         let _ = self.client.set(id);
-        expect_ok(&mut dst, &self.target, &[b"SELECT", db.as_bytes()]).await?;
+        if db_key.db != 0 {
+            expect_ok(&mut src, &self.source, &[b"SELECT", db.as_bytes()]).await?;
+        }
+        expect_ok(&mut dst, &self.target, &[b"SELECT", internal.as_bytes()]).await?;
         dst.cmd(&[&b"UNLINK"[..], &temp]).await?;
         let chunks = Chunks {
             source: &self.source,
@@ -1229,12 +1339,13 @@ impl BigCopy {
             )
             .await?;
         }
-        let publish: [&[u8]; 6] = [
+        let publish: [&[u8]; 7] = [
             b"EVAL",
             PUBLISH_BIG_KEY_SCRIPT.as_bytes(),
             b"2",
             &temp,
             key,
+            internal.as_bytes(),
             db.as_bytes(),
         ];
         match dst.cmd(&publish).await? {
@@ -1242,12 +1353,12 @@ impl BigCopy {
             // Gone meanwhile (deleted, or expired while it was copied): the target must not
             // keep an older copy either.
             Value::Int(0) => {
-                expect_ok(&mut dst, &self.target, &[b"SELECT", b"0"]).await?;
+                expect_ok(&mut dst, &self.target, &[b"SELECT", db.as_bytes()]).await?;
                 dst.cmd(&[&b"UNLINK"[..], key]).await?;
             }
             other => return Err(refused(&self.target, "putting a big key in place", &other)),
         }
-        info!(key = %String::from_utf8_lossy(key), bytes, "big key copied in chunks");
+        info!(key = %db_key, bytes, "big key copied in chunks");
         Ok(bytes)
     }
 }
@@ -1289,6 +1400,18 @@ async fn feed(
         }
     }
     broken.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A key of the internal database no one else writes: the capture's marker.
+fn capture_marker() -> Vec<u8> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut k = tessera_model::migration::INTERNAL_PREFIX.to_vec();
+    k.extend_from_slice(format!("capture:{}-{nanos}-{n}", std::process::id()).as_bytes());
+    k
 }
 
 /// How often the capture acknowledges the stream.
@@ -1341,7 +1464,7 @@ fn push_request(out: &mut BytesMut, args: &[&[u8]]) {
 }
 
 /// Parses `COPY_SCRIPT`'s reply for `keys`.
-fn reads(server: &str, keys: &[Bytes], reply: &Value) -> Result<Vec<Read>, MoverError> {
+fn reads(server: &str, keys: &[&[u8]], reply: &Value) -> Result<Vec<Read>, MoverError> {
     let Value::Array(items) = reply else {
         return Err(refused(server, "reading keys to copy", reply));
     };

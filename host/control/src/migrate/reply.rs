@@ -1,6 +1,7 @@
 //! The mover's errors and how it reads the replies of the servers it copies between: what
 //! the chunked copies (`mover`, `stream`) share.
 
+use tessera_model::databases::info_keyspace;
 use tessera_model::redis_client::{ClientError, RedisClient, Value};
 
 #[derive(Debug, thiserror::Error)]
@@ -55,4 +56,17 @@ pub(super) async fn expect_ok(
         }),
         _ => Ok(()),
     }
+}
+
+/// The databases of `c`'s server that hold keys now (`INFO keyspace`), in order, Tessera's
+/// internal database included.
+pub(super) async fn databases_with_keys(
+    c: &mut RedisClient,
+    server: &str,
+) -> Result<Vec<u32>, MoverError> {
+    let reply = c.cmd(&[&b"INFO"[..], b"keyspace"]).await?;
+    let Some(text) = reply.as_text() else {
+        return Err(refused(server, "INFO keyspace", &reply));
+    };
+    Ok(info_keyspace(&text).into_iter().map(|(db, _)| db).collect())
 }

@@ -58,16 +58,7 @@ pub async fn run(
             "a cluster-mode proxy takes its users from the cluster (tessera admin user …), not from [[users]]"
         );
     }
-    // A cluster's migrations move database 0's keys only: no other database is served
-    // (docs/commands.md, "Numbered databases").
-    if config.databases.is_some_and(|n| n > 1) {
-        bail!(
-            "databases = {}: a cluster-mode proxy serves database 0 only (its cluster's migrations move database 0's keys); numbered databases are served by static proxies",
-            config.databases.unwrap_or(1)
-        );
-    }
     let config = ProxyConfig {
-        databases: Some(1),
         cluster_mode: true,
         ..config
     };

@@ -25,16 +25,13 @@ pub struct Policy {
     pub scripts_confined: bool,
     /// The databases clients may use (`SELECT`, `MOVE`, `COPY … DB`, `SWAPDB`).
     pub databases: u32,
-    /// A cluster-mode proxy: a database other than 0 is refused as not served there.
-    pub cluster_mode: bool,
 }
 
 impl Policy {
     /// A client's database argument, checked.
     ///
     /// # Errors
-    /// Redis's texts for one that is not an integer or out of range; on a cluster-mode proxy,
-    /// why only database 0 is served.
+    /// Redis's texts for one that is not an integer or out of range.
     pub fn client_db(&self, arg: &[u8]) -> Result<u32, DataError> {
         use tessera_model::databases::{DbArgError, parse_client_db};
         match parse_client_db(arg, self.databases) {
@@ -42,7 +39,6 @@ impl Policy {
             Err(DbArgError::NotAnInteger) => Err(DataError::Invalid(
                 "value is not an integer or out of range".into(),
             )),
-            Err(DbArgError::OutOfRange) if self.cluster_mode => Err(DataError::DbsNotServed),
             Err(DbArgError::OutOfRange) => Err(DataError::DbOutOfRange),
         }
     }
@@ -324,7 +320,6 @@ mod tests {
         admin_commands: false,
         scripts_confined: true,
         databases: 16,
-        cluster_mode: false,
     };
 
     fn run(args: &[&str], policy: &Policy, user: Option<&User>) -> Result<&'static str, DataError> {
@@ -410,17 +405,16 @@ mod tests {
             run(&["MOVE", "a", "x"], &OPEN, Some(&r)),
             Err(DataError::Invalid(_))
         ));
-        let cluster = Policy {
+        let one = Policy {
             databases: 1,
-            cluster_mode: true,
             ..OPEN
         };
         assert_eq!(
-            run(&["MOVE", "a", "1"], &cluster, Some(&r)),
-            Err(DataError::DbsNotServed)
+            run(&["MOVE", "a", "1"], &one, Some(&r)),
+            Err(DataError::DbOutOfRange)
         );
         assert_eq!(
-            run(&["COPY", "a", "b", "DB", "0"], &cluster, Some(&r)),
+            run(&["COPY", "a", "b", "DB", "0"], &one, Some(&r)),
             Ok("COPY")
         );
         assert_eq!(

@@ -365,7 +365,6 @@ mod tests {
             admin_commands: true,
             scripts_confined: true,
             databases: 16,
-            cluster_mode: false,
         };
         // Leaked: a test's handful of requests, so plans can borrow them for 'static.
         let req: &'static Request = Box::leak(Box::new(Request::from_args(args)));
