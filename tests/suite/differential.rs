@@ -389,7 +389,8 @@ const DATABASES: Script = Script {
 };
 
 /// Keyspace notifications of a numbered database, of keys on either backend: a key event's
-/// channel and a key's pattern in database 3, none from database 0's writes.
+/// channel and a key's pattern in database 3, none from database 0's writes; a client's
+/// PUBLISH and NUMSUB of a keyspace channel of database 3.
 const KEYSPACE_DATABASES: Script = Script {
     name: "keyspace notifications of numbered databases",
     conns: 2,
@@ -424,6 +425,21 @@ const KEYSPACE_DATABASES: Script = Script {
         Send(0, &["DEL", "%ks{§0}3"]),
         Read(0, 1),
         Read(1, 2),
+        // A client's own message on a keyspace channel reaches its subscribers, and both
+        // PUBLISH and NUMSUB count them, under the client database's name.
+        Send(0, &["PUBLISH", "__keyevent@3__:del", "from a client"]),
+        Read(0, 1),
+        Read(1, 1),
+        Send(
+            0,
+            &[
+                "PUBSUB",
+                "NUMSUB",
+                "__keyevent@3__:del",
+                "__keyevent@4__:del",
+            ],
+        ),
+        Read(0, 1),
     ],
 };
 

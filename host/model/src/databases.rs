@@ -102,6 +102,15 @@ pub fn info_keyspace(text: &str) -> Vec<(u32, u64)> {
     dbs
 }
 
+/// The name the backends know a client's channel or pattern by: a keyspace notification's
+/// of client database n names the backends' n + 1; any other as it is.
+pub fn backend_channel(name: &Bytes) -> Bytes {
+    match keyspace_db(name) {
+        Some(db) if db != 0 => with_keyspace_db(name, backend_db(db)),
+        _ => name.clone(),
+    }
+}
+
 /// Why a database argument is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DbArgError {

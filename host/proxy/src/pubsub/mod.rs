@@ -713,18 +713,7 @@ fn client_numbered(push: &[u8], space: Space, channel: &[u8]) -> Option<Bytes> {
     wire::renumbered_push(push, space, tessera_model::databases::client_db(db)?)
 }
 
-/// The name the backends know a client's channel or pattern by: a keyspace notification's
-/// of client database n names the backends' (`tessera_model::databases`); any other as it
-/// is.
-pub fn backend_name(name: &Bytes) -> Bytes {
-    match tessera_model::databases::keyspace_db(name) {
-        Some(db) if db != 0 => tessera_model::databases::with_keyspace_db(
-            name,
-            tessera_model::databases::backend_db(db),
-        ),
-        _ => name.clone(),
-    }
-}
+pub use tessera_model::databases::backend_channel as backend_name;
 
 /// A prefix route target's address and login, with something for it.
 type ForTarget<T> = (Arc<str>, Login, T);

@@ -21,6 +21,7 @@ use crate::stages::classify::Classified;
 use crate::stages::plan;
 use crate::worker::Worker;
 use tessera_model::command::PubSub;
+use tessera_model::databases::backend_channel;
 use tessera_resp::{parse_integer, split_aggregate};
 
 /// Sends `c` (an [`plan::Own::Counted`] command) to the servers; its reply, once they
@@ -36,7 +37,10 @@ pub(super) fn counted(sender: &Sender<'_>, p: PubSub, c: &Classified<'_>) -> Pen
     let account = sender.account.clone();
     match p {
         PubSub::NumSub => {
-            let names: Vec<Bytes> = (2..c.req.argc()).map(|i| c.req.arg_bytes(i)).collect();
+            // The servers' names (keyspace channels renumbered, `plan::counted_request`): the
+            // hubs count them so.
+            let asked: Vec<Bytes> = (2..c.req.argc()).map(|i| c.req.arg_bytes(i)).collect();
+            let names: Vec<Bytes> = asked.iter().map(backend_channel).collect();
             // A hub holds a name on each server the table subscribes it on (two while its
             // slot is held for a handoff), and each server counts it.
             let per_hub: Vec<u64> = names
@@ -45,7 +49,7 @@ pub(super) fn counted(sender: &Sender<'_>, p: PubSub, c: &Classified<'_>) -> Pen
                 .collect();
             Pending::Task(Box::pin(async move {
                 let reply = backends.resolve(&account).await?;
-                let out = numsub(&worker, space, &names, &per_hub, &reply)
+                let out = numsub(&worker, space, &names, &asked, &per_hub, &reply)
                     .await
                     .unwrap_or(reply);
                 account.charge(out.len());
@@ -53,7 +57,7 @@ pub(super) fn counted(sender: &Sender<'_>, p: PubSub, c: &Classified<'_>) -> Pen
             }))
         }
         _ => {
-            let channel = c.req.arg_bytes(1);
+            let channel = backend_channel(&c.req.arg_bytes(1));
             Pending::Task(Box::pin(async move {
                 let reply = backends.resolve(&account).await?;
                 let out = match parse_integer(&reply) {
@@ -78,12 +82,14 @@ async fn publish(worker: &Rc<Worker>, space: Space, channel: Bytes, n: i64) -> i
     clients(n, ours, theirs.map(|t| t[0]), 1)
 }
 
-/// `PUBSUB NUMSUB`'s summed reply (`reply`) with counts of clients; `None` if it is not the
-/// `[name, count, …]` array it should be (it is then answered as it came).
+/// `PUBSUB NUMSUB`'s summed reply (`reply`) with counts of clients, each name as the client
+/// `asked` it (the servers were asked `names`); `None` if it is not the `[name, count, …]`
+/// array it should be (it is then answered as it came).
 async fn numsub(
     worker: &Rc<Worker>,
     space: Space,
     names: &[Bytes],
+    asked: &[Bytes],
     per_hub: &[u64],
     reply: &[u8],
 ) -> Option<Bytes> {
@@ -108,7 +114,15 @@ async fn numsub(
             theirs.as_ref().map(|t| t[i]),
             per_hub[i],
         );
-        out.put_slice(pair[0]);
+        if asked[i] == names[i] {
+            out.put_slice(pair[0]);
+        } else {
+            out.put_u8(b'$');
+            out.put_slice(itoa::Buffer::new().format(asked[i].len()).as_bytes());
+            out.put_slice(b"\r\n");
+            out.put_slice(&asked[i]);
+            out.put_slice(b"\r\n");
+        }
         out.put_slice(&integer(n));
     }
     Some(out.freeze())

@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use super::classify::{Classified, db_args};
 use super::merge::{Merge, Owners};
 use tessera_model::command::{Admin, Kind, Local, Options, PubSub, Split, Tx};
-use tessera_model::databases::backend_db;
+use tessera_model::databases::{backend_channel, backend_db, keyspace_db};
 use tessera_model::error::DataError;
 use tessera_model::router::{BackendIdx, SlotId, SlotTable};
 use tessera_resp::{Request, encode_request};
@@ -249,15 +249,37 @@ fn pubsub(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, Data
 /// # Errors
 /// The channel's slot has no master, or is held for a handoff.
 pub fn counted(p: PubSub, c: &Classified<'_>, table: &SlotTable) -> Result<Plan, DataError> {
-    let bytes = c.req.as_bytes();
+    let bytes = counted_request(p, c.req);
     match p {
-        PubSub::NumSub => to_all(table, bytes, Channel::Control, Merge::NumSub),
+        PubSub::NumSub => to_all(table, &bytes, Channel::Control, Merge::NumSub),
         _ => Ok(Plan::One(Send {
             to: table.route(SlotId::of_key(c.req.arg(1)))?,
             channel: Channel::Control,
-            bytes: bytes.clone(),
+            bytes,
         })),
     }
+}
+
+/// PUBLISH's channel, or NUMSUB's, as the servers know it: a keyspace notification's of client
+/// database n ≥ 1 names their n + 1 (`backend_channel`), as the sessions' subscriptions do.
+pub fn counted_request(p: PubSub, req: &Request) -> Bytes {
+    let names = if p == PubSub::NumSub {
+        2..req.argc()
+    } else {
+        1..2.min(req.argc())
+    };
+    let renamed = |i: usize| names.contains(&i) && keyspace_db(req.arg(i)).is_some_and(|d| d != 0);
+    if !(0..req.argc()).any(renamed) {
+        return req.as_bytes().clone();
+    }
+    let args: Vec<Bytes> = (0..req.argc())
+        .map(|i| {
+            let a = req.arg_bytes(i);
+            if renamed(i) { backend_channel(&a) } else { a }
+        })
+        .collect();
+    let size = args.iter().map(Bytes::len).sum();
+    encode_request(args.len(), args.iter().map(|a| &a[..]), size)
 }
 
 /// Commands for every backend. Those that list keys (KEYS, SCAN, RANDOMKEY) keep, of each
