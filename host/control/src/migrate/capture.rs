@@ -221,6 +221,7 @@ impl Capture {
         };
         if !self.big.is_empty()
             && let Some(first) = keys.first()
+            && self.moving[SlotId::of_key(req.arg(*first as usize)).0 as usize]
             && self.big.contains(&DbKey::new(db, req.arg(*first as usize)))
             && self.changed_elements(req, db, cmd.name, *first as usize)
         {
@@ -255,11 +256,11 @@ impl Capture {
             "PEXPIREAT" | "PERSIST" => Vec::new(),
             _ => return false,
         };
-        let key = DbKey::new(db, req.arg(at));
-        let slot = key.slot();
+        let slot = SlotId::of_key(req.arg(at)).0;
         if !self.moving[slot as usize] || self.lost.contains(&slot) {
             return true;
         }
+        let key = DbKey::new(db, req.arg(at));
         // A key changed whole meanwhile is copied whole: its elements add nothing.
         if self.changed.get(&slot).is_some_and(|c| c.contains(&key)) {
             return true;
@@ -289,11 +290,12 @@ impl Capture {
         if db == INTERNAL_DB {
             return;
         }
-        let key = DbKey::new(db, key);
-        let slot = key.slot();
+        // Checked before the key is copied: most writes are to slots that are not moving.
+        let slot = SlotId::of_key(key).0;
         if !self.moving[slot as usize] || self.lost.contains(&slot) {
             return;
         }
+        let key = DbKey::new(db, key);
         self.writes += 1;
         // Copied whole: what was recorded of its elements is covered.
         if let Some(by_key) = self.elements.get_mut(&slot)
