@@ -34,6 +34,8 @@ pub(crate) const TOKEN: &str = "test-admin-token";
 pub(crate) const CLUSTER: &str = "testc";
 
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// The oldest idle connection a client reuses (see where it is set).
+pub(crate) const IDLE_REUSE: Duration = Duration::from_secs(5);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 // ---------------------------------------------------------------------------------------------
@@ -154,6 +156,10 @@ impl Api {
             .http_status_as_error(false)
             .timeout_global(Some(HTTP_TIMEOUT))
             .max_redirects(0)
+            // The servers close a kept-alive connection idle for 10 s (the header read
+            // timeout of `tessera_http::server`); one reused near that age can be closed under
+            // the request ("Peer disconnected"), so none older than 5 s is reused.
+            .max_idle_age(IDLE_REUSE)
             .build()
             .into();
         Api {

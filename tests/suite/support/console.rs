@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::cluster_mode::{read_log, spawn_logged};
+use super::cluster_mode::{IDLE_REUSE, read_log, spawn_logged};
 use super::{Reply, free_port, loopback, tessera_bin};
 
 const HTTP_TIMEOUT: Duration = Duration::from_secs(40);
@@ -335,6 +335,7 @@ impl ConsoleClient {
             .http_status_as_error(false)
             .timeout_global(Some(HTTP_TIMEOUT))
             .max_redirects(0)
+            .max_idle_age(IDLE_REUSE)
             .build()
             .into();
         ConsoleClient {
