@@ -93,10 +93,12 @@ impl Session {
         } else {
             self.silent
         };
-        // Forwarded to the backends, not answered or refused by the proxy or a plugin; the
-        // shadow mirrors database 0 (docs/mirroring.md).
+        // Forwarded to the backends, not answered or refused by the proxy or a plugin, nor
+        // queued in a transaction (on its server); the shadow mirrors database 0
+        // (docs/mirroring.md).
         if self.worker.shared.mirror.on()
             && self.db() == 0
+            && !self.tx.queuing()
             && !matches!(
                 q.reply,
                 QueuedReply::One(Pending::Ready(_) | Pending::After(..))
