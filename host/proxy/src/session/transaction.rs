@@ -15,10 +15,11 @@
 //! Dedicated connections are bounded per backend (`dedicated_connections`) and are in the
 //! session's backend database (its login, as for every connection of its own). EXEC or
 //! DISCARD goes on the same connection, which is released after; a refusal by the proxy
-//! sends DISCARD there and answers `EXECABORT`. EXEC is sent once the replies ahead of it
-//! are in and ends its batch, as a blocking command does: what the client pipelined before it
-//! on the shared connections runs before it, what it pipelines after runs after. RESET sends
-//! DISCARD; a client that goes away closes the connection.
+//! sends DISCARD there and answers `EXECABORT`. EXEC ends its batch, as a blocking command
+//! does, and waits for the replies ahead of it from outside the transaction if there are any:
+//! what the client pipelined before it on the shared connections runs before it, what it
+//! pipelines after runs after. RESET sends DISCARD; a client that goes away closes the
+//! connection.
 //!
 //! With no dedicated connection free (the limit reached) the transaction stays with the
 //! proxy: queued here, then sent as one contiguous `MULTI … EXEC` block on the shared
@@ -30,18 +31,20 @@
 //! `-TRYAGAIN`. Never a partial transaction, never one run on an owner that no longer has the
 //! slot.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
 use super::Session;
 use super::reply::Pending;
-use crate::backend::{Dedicated, Lane, ReplyRx};
+use crate::backend::{Dedicated, Lane, ReplyResult, ReplyRx};
 use crate::hotcache::Written;
 use crate::stages::classify::Classified;
+use crate::worker::Worker;
 use tessera_model::command::{Command, Kind, Local, Tx};
 use tessera_model::error::DataError;
-use tessera_model::limits::MemoryPool;
+use tessera_model::limits::{MemoryPool, OutputAccount};
 use tessera_model::router::{BackendIdx, SlotId, SlotTable};
 use tessera_resp::Proto;
 
@@ -190,6 +193,41 @@ pub(crate) fn runs_while_queuing(kind: Kind) -> bool {
 fn unwatch(w: Watch) {
     drop(w.conn.send(Bytes::from_static(UNWATCH), None));
     w.conn.release();
+}
+
+/// EXEC on `conn`, if `slot` is still its server's (routed with the table in force now);
+/// otherwise DISCARD there and the client's answer: a null after WATCH (`watched`), as if a
+/// watched key changed, else `-TRYAGAIN` or the route's error.
+fn send_exec(
+    worker: &Worker,
+    conn: Dedicated,
+    account: &Rc<OutputAccount>,
+    proto: Proto,
+    slot: SlotId,
+    watched: Option<SlotId>,
+) -> Result<ReplyRx, ReplyResult> {
+    let table = worker.shared.router.load();
+    let route = table.route(slot);
+    match route {
+        Ok(b) if table.backend_addr(b) == conn.addr() => {
+            let rx = conn.send(Bytes::from_static(EXEC), Some(account));
+            // EXEC ends the transaction and unwatches: the connection is clean once it ran.
+            conn.release();
+            Ok(rx)
+        }
+        // The slot moved since the transaction opened: what was queued (and watched) is not
+        // where it would run.
+        _ => {
+            discard(conn);
+            if watched.is_none() {
+                return Err(Err(moved(route, slot)));
+            }
+            let b = null(proto);
+            // Held for the client until written, as a backend's reply is.
+            account.charge(b.len());
+            Err(Ok(b))
+        }
+    }
 }
 
 /// Ends a transaction open on `conn` without running it, and lets the connection go.
@@ -376,35 +414,28 @@ impl Session {
             }
         };
         let (worker, account, proto) = (self.worker.clone(), self.account.clone(), self.proto);
-        // Sent once the replies ahead of it are in, and its batch ends with it: what the
-        // client sent before EXEC on other connections has run before it, and what it sends
-        // after runs after.
+        // Its batch ends with it (a `Blocked` reply): what the client sends after EXEC runs
+        // after it. Counted in flight until answered, as any command: a table swap that moves
+        // the slot waits for it, and one that moved it already is seen when it is routed.
+        if !self.sent_ahead {
+            // Nothing of its batch ahead of it on another connection: sent now.
+            let batch = super::Batch::enter(worker.clone());
+            let sent = send_exec(&worker, conn, &account, proto, slot, watched);
+            return Pending::Blocked(Box::pin(async move {
+                let _batch = batch;
+                match sent {
+                    Ok(rx) => rx.await,
+                    Err(r) => r,
+                }
+            }));
+        }
+        // Sent once the replies ahead of it are in: what the client sent before EXEC on
+        // other connections has run before it.
         Pending::Blocked(Box::pin(async move {
-            // Routed and run while counted in flight, as any command: a table swap that moves
-            // the slot waits for it, and one that moved it already is seen here.
             let _batch = super::Batch::enter(worker.clone());
-            let table = worker.shared.router.load();
-            let route = table.route(slot);
-            match route {
-                Ok(b) if table.backend_addr(b) == conn.addr() => {
-                    let rx = conn.send(Bytes::from_static(EXEC), Some(&account));
-                    // EXEC ends the transaction and unwatches: the connection is clean once
-                    // it has run.
-                    conn.release();
-                    rx.await
-                }
-                // The slot moved since the transaction opened: what was queued (and watched)
-                // is not where it would run.
-                _ => {
-                    discard(conn);
-                    if watched.is_none() {
-                        return Err(moved(route, slot));
-                    }
-                    let b = null(proto);
-                    // Held for the client until written, as a backend's reply is.
-                    account.charge(b.len());
-                    Ok(b)
-                }
+            match send_exec(&worker, conn, &account, proto, slot, watched) {
+                Ok(rx) => rx.await,
+                Err(r) => r,
             }
         }))
     }
