@@ -343,7 +343,12 @@ fn the_proxy_wide_request_memory_bound_holds() {
 
 #[test]
 fn transaction_queues_count_against_the_proxy_wide_request_memory_bound() {
-    let cluster = Cluster::start_with(|b| b.threads(1).config("query_buffer_total = 4194304\n"));
+    // No dedicated connection to open transactions on their server with: the proxy queues
+    // them itself (a transaction open on its server leaves its queue there).
+    let cluster = Cluster::start_with(|b| {
+        b.threads(1)
+            .config("query_buffer_total = 4194304\ndedicated_connections = 0\n")
+    });
     let key = keys_on(0, "txq", 1).remove(0);
     let value = "x".repeat(500_000);
     // Two clients queue 500 kB SETs in MULTI, each under its own query buffer limit:

@@ -1,5 +1,7 @@
 //! Stateful sessions through the proxy, with real servers and clients: transactions (WATCH
-//! conflicts, queue-time refusals, a slot moving under an open WATCH), blocking commands
+//! conflicts, queue-time refusals by the proxy and by the server they are queued on, the
+//! session's database, no dedicated connection free, a slot moving under an open WATCH or
+//! transaction), blocking commands
 //! (a queue fed through one proxy and drained through another, a client gone while blocked,
 //! the dedicated connection limit, blocked clients following their slot through a
 //! migration), WAIT, and scripts loaded on every group.
@@ -15,7 +17,7 @@ use tessera_wire::cluster::GroupView;
 use tessera_wire::migration::Aborted;
 
 use crate::migration::{idle, owners, status};
-use crate::support::{Cluster, ControlPlane, RawClient, slot, tag_on, wait_until};
+use crate::support::{Cluster, ControlPlane, Frame, RawClient, slot, tag_on, wait_until};
 
 fn conn(addr: std::net::SocketAddr) -> redis::Connection {
     redis::Client::open(format!("redis://{addr}"))
@@ -463,6 +465,276 @@ fn a_blocking_command_held_for_a_handoff_keeps_only_what_is_left_of_its_timeout(
     let _: () = p.rpush(key, "e").unwrap();
     let got = waiter.join().expect("the waiter panicked");
     assert_eq!(got, Some((key.to_string(), "e".to_string())));
+}
+
+/// Clients of `server` inside MULTI (flag `x` in `CLIENT LIST`).
+fn in_multi(server: &crate::support::RedisServer) -> usize {
+    let list = server
+        .raw()
+        .cmd(&["CLIENT", "LIST"])
+        .text()
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter(|l| {
+            l.split(' ')
+                .find_map(|f| f.strip_prefix("flags="))
+                .is_some_and(|f| f.contains('x'))
+        })
+        .count()
+}
+
+#[test]
+fn a_transaction_is_queued_on_its_server_so_what_it_refuses_is_refused_at_queue_time() {
+    let cluster = Cluster::start();
+    let key = format!("{{{}}}k", tag_on(0));
+    let owner = cluster.owner_of(&key);
+    let mut c = cluster.proxy.raw();
+    let mut d = owner.raw();
+    // What the server refuses while queuing (OOM once maxmemory is reached: any command in
+    // MULTI) it refuses then, in its words, and its EXEC aborts: as direct.
+    let maxmemory = |bytes: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(bytes)
+            .query(&mut owner.client())
+            .unwrap();
+    };
+    maxmemory("1");
+    let run = |r: &mut RawClient| {
+        (
+            r.cmd(&["MULTI"]),
+            r.cmd(&["SET", &key, "v"]),
+            r.cmd(&["EXEC"]),
+        )
+    };
+    let (through, direct) = (run(&mut c), run(&mut d));
+    assert!(
+        through.1.error().is_some_and(|e| e.starts_with("OOM")),
+        "{through:?}"
+    );
+    assert!(
+        through
+            .2
+            .error()
+            .is_some_and(|e| e.starts_with("EXECABORT")),
+        "{through:?}"
+    );
+    assert_eq!(through, direct);
+    maxmemory("0");
+    assert!(!owner.has(&key), "nothing of it ran");
+
+    // Commands queued before the slot is known are queued on the server after MULTI.
+    let run = |r: &mut RawClient| {
+        let mut replies = vec![r.cmd(&["MULTI"])];
+        for cmd in [
+            &["PING"][..],
+            &["ECHO", "e"],
+            &["SET", &key, "v"],
+            &["GET", &key],
+        ] {
+            replies.push(r.cmd(cmd));
+        }
+        replies.push(r.cmd(&["EXEC"]));
+        replies
+    };
+    let through = run(&mut c);
+    assert_eq!(through, run(&mut d));
+    assert_eq!(
+        through.last(),
+        Some(&Frame::Array(vec![
+            Frame::Simple("PONG".into()),
+            Frame::bulk("e"),
+            Frame::Simple("OK".into()),
+            Frame::bulk("v"),
+        ]))
+    );
+
+    // A refusal of the proxy's own (CROSSSLOT) discards the server's transaction: EXECABORT.
+    let other = format!("{{{}}}o", tag_on(1));
+    c.cmd(&["MULTI"]);
+    assert_eq!(c.cmd(&["SET", &key, "x"]).text().as_deref(), Some("QUEUED"));
+    assert!(
+        c.cmd(&["SET", &other, "x"])
+            .error()
+            .unwrap()
+            .starts_with("CROSSSLOT")
+    );
+    assert!(c.cmd(&["EXEC"]).error().unwrap().starts_with("EXECABORT"));
+    // DISCARD, RESET and a client gone each end it on the server.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &key, "y"]);
+    assert_eq!(c.cmd(&["DISCARD"]).text().as_deref(), Some("OK"));
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &key, "z"]);
+    assert_eq!(in_multi(owner), 1, "open on the server");
+    assert_eq!(c.cmd(&["RESET"]).text().as_deref(), Some("RESET"));
+    assert_eq!(
+        c.cmd(&["GET", &key]),
+        Frame::bulk("v"),
+        "nothing of them ran"
+    );
+    assert!(wait_until(Duration::from_secs(5), || in_multi(owner) == 0));
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &key, "gone"]);
+    assert_eq!(in_multi(owner), 1);
+    drop(c);
+    assert!(wait_until(Duration::from_secs(5), || in_multi(owner) == 0));
+    assert_eq!(d.cmd(&["GET", &key]), Frame::bulk("v"));
+}
+
+#[test]
+fn a_pipelined_transaction_runs_after_what_came_before_it_and_before_what_comes_after() {
+    let cluster = Cluster::start();
+    let key = format!("{{{}}}n", tag_on(0));
+    let big = format!("{{{}}}big", tag_on(0));
+    let value = "x".repeat(2 << 20);
+    let mut c = cluster.proxy.raw();
+    // The shared connection carries 2 MB before each SET; the transaction's own connection
+    // carries a few bytes: EXEC must still see the SET, and the GET after it what EXEC wrote.
+    let rounds = 10;
+    let mut pipeline = Vec::new();
+    for i in 0..rounds {
+        let i = i.to_string();
+        for cmd in [
+            &["SET", &big, &value][..],
+            &["SET", &key, &i],
+            &["MULTI"],
+            &["INCR", &key],
+            &["EXEC"],
+            &["GET", &key],
+        ] {
+            pipeline.extend(crate::support::encode(cmd));
+        }
+    }
+    c.send(&pipeline);
+    for i in 0..rounds {
+        let replies: Vec<Frame> = (0..6).map(|_| c.read_frame()).collect();
+        assert_eq!(
+            replies[4],
+            Frame::Array(vec![Frame::Integer(i + 1)]),
+            "round {i}: {replies:?}"
+        );
+        assert_eq!(replies[5], Frame::bulk(&(i + 1).to_string()), "round {i}");
+    }
+}
+
+#[test]
+fn a_watched_key_changed_before_or_during_the_transaction_fails_its_exec() {
+    let cluster = Cluster::start();
+    let key = format!("{{{}}}w", tag_on(0));
+    let mut c = cluster.proxy.raw();
+    let mut other = cluster.proxy.raw();
+    other.cmd(&["SET", &key, "0"]);
+    // Changed between WATCH and MULTI.
+    assert_eq!(c.cmd(&["WATCH", &key]).text().as_deref(), Some("OK"));
+    other.cmd(&["SET", &key, "other"]);
+    c.cmd(&["MULTI"]);
+    assert_eq!(
+        c.cmd(&["SET", &key, "mine"]).text().as_deref(),
+        Some("QUEUED")
+    );
+    assert_eq!(c.cmd(&["EXEC"]), Frame::NullArray);
+    // Changed while the transaction is queued on the server.
+    c.cmd(&["WATCH", &key]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &key, "mine"]);
+    other.cmd(&["SET", &key, "again"]);
+    assert_eq!(c.cmd(&["EXEC"]), Frame::NullArray);
+    assert_eq!(other.cmd(&["GET", &key]), Frame::bulk("again"));
+    // Unchanged: it runs.
+    c.cmd(&["WATCH", &key]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &key, "mine"]);
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Frame::Array(vec![Frame::Simple("OK".into())])
+    );
+    assert_eq!(other.cmd(&["GET", &key]), Frame::bulk("mine"));
+}
+
+#[test]
+fn a_transaction_runs_in_the_sessions_database_and_without_dedicated_connections_still_runs() {
+    // Client database 2 is the backends' 3 (Tessera's own is 1).
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| b);
+    let key = format!("{{{}}}db", tag_on(0));
+    let owner = cluster.owner_of(&key);
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["SELECT", "2"]).text().as_deref(), Some("OK"));
+    c.cmd(&["MULTI"]);
+    assert_eq!(
+        c.cmd(&["SET", &key, "two"]).text().as_deref(),
+        Some("QUEUED")
+    );
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Frame::Array(vec![Frame::Simple("OK".into())])
+    );
+    let mut d = owner.raw();
+    assert_eq!(d.cmd(&["GET", &key]), Frame::NullBulk, "not in database 0");
+    d.cmd(&["SELECT", "3"]);
+    assert_eq!(d.cmd(&["GET", &key]), Frame::bulk("two"));
+
+    // With no dedicated connection to be had, the proxy queues the transaction itself and
+    // sends it whole at EXEC: it still runs, in the session's database.
+    let cluster = Cluster::start_on(&["--databases", "17"], |b| {
+        b.config("dedicated_connections = 0\n")
+    });
+    let owner = cluster.owner_of(&key);
+    let mut c = cluster.proxy.raw();
+    assert_eq!(c.cmd(&["SELECT", "2"]).text().as_deref(), Some("OK"));
+    c.cmd(&["MULTI"]);
+    assert_eq!(
+        c.cmd(&["SET", &key, "fallback"]).text().as_deref(),
+        Some("QUEUED")
+    );
+    assert_eq!(in_multi(owner), 0, "not open on the server");
+    assert_eq!(c.cmd(&["GET", &key]).text().as_deref(), Some("QUEUED"));
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Frame::Array(vec![Frame::Simple("OK".into()), Frame::bulk("fallback")])
+    );
+    let mut d = owner.raw();
+    d.cmd(&["SELECT", "3"]);
+    assert_eq!(d.cmd(&["GET", &key]), Frame::bulk("fallback"));
+}
+
+#[test]
+fn a_transaction_open_on_a_server_whose_slot_moves_fails_its_exec_whole() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "queued:moving";
+    let s = slot(key.as_bytes());
+    let mut c = RawClient::connect(cp.proxies[0].addr());
+    assert_eq!(c.cmd(&["MULTI"]).text().as_deref(), Some("OK"));
+    assert_eq!(c.cmd(&["SET", key, "1"]).text().as_deref(), Some("QUEUED"));
+    assert_eq!(in_multi(&cp.servers[0]), 1, "open on the slot's server");
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
+    }));
+    let r = c.cmd(&["EXEC"]);
+    assert!(
+        r.error().is_some_and(|e| e.starts_with("TRYAGAIN")),
+        "{r:?}"
+    );
+    assert!(wait_until(Duration::from_secs(5), || in_multi(
+        &cp.servers[0]
+    ) == 0));
+    assert!(
+        !cp.servers[0].has(key) && !cp.servers[1].has(key),
+        "nothing of it ran"
+    );
+    // The next one opens on the new owner.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", key, "2"]);
+    assert_eq!(in_multi(&cp.servers[1]), 1);
+    c.cmd(&["EXEC"]);
+    assert!(cp.servers[1].has(key));
 }
 
 #[test]

@@ -19,8 +19,10 @@ use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
 use tessera_resp::Proto;
 
-/// Idle dedicated connections a worker keeps per (backend, protocol, login).
-const IDLE_PER_KEY: usize = 8;
+/// Idle dedicated connections a worker keeps per (backend, protocol, login). Every open
+/// transaction holds one: with 8, fifty clients running transactions on one worker opened a
+/// connection for most of them (13 000 connections in 3 s, docs/bench.md).
+const IDLE_PER_KEY: usize = 64;
 /// A blocked command waits as long as its own timeout says (0: for ever); the connection
 /// itself never gives up on it.
 const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);

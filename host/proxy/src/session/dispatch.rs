@@ -70,7 +70,13 @@ impl Session {
         // Taken before the command runs (a SKIP is used up by it), so that a reply carrying
         // pub/sub messages can leave out only its own part (`subscribed_ping`).
         self.silent = !client_reply && !reset_ends_off && self.silenced();
+        let in_transaction = self.tx.queuing();
         let mut q = self.through_plugins(&c, decision);
+        if !in_transaction && !matches!(q.reply, QueuedReply::One(Pending::Ready(_))) {
+            // Its reply may come from a connection other than a transaction's: an EXEC later
+            // in the batch waits for it (`transaction`).
+            self.sent_ahead = true;
+        }
         q.done.silent = if client_reply {
             // Its own reply, under the mode it just set: only ON answers.
             self.replies != Replies::On
@@ -93,10 +99,12 @@ impl Session {
         } else {
             self.silent
         };
-        // Forwarded to the backends, not answered or refused by the proxy or a plugin; the
-        // shadow mirrors database 0 (docs/mirroring.md).
+        // Forwarded to the backends, not answered or refused by the proxy or a plugin, nor
+        // queued in a transaction (on its server); the shadow mirrors database 0
+        // (docs/mirroring.md).
         if self.worker.shared.mirror.on()
             && self.db() == 0
+            && !self.tx.queuing()
             && !matches!(
                 q.reply,
                 QueuedReply::One(Pending::Ready(_) | Pending::After(..))

@@ -92,6 +92,9 @@ pub struct Session {
     pause_until: Option<tokio::time::Instant>,
     /// Set by QUIT: answer, then close.
     closing: bool,
+    /// A command of this batch outside a transaction awaits a reply (from a connection that
+    /// keeps no order with a transaction's own).
+    sent_ahead: bool,
     /// Which lane this batch's data requests take, per backend (`Lane::Scripts`).
     lanes: send::BatchLanes,
     /// CLIENT REPLY: which of its commands' replies the client gets.
@@ -187,6 +190,7 @@ impl Session {
             auth_failures: 0,
             pause_until: None,
             closing: false,
+            sent_ahead: false,
             lanes: Default::default(),
             silent: false,
             replies: Replies::On,
@@ -250,6 +254,7 @@ impl Session {
             let batch = Batch::enter(self.worker.clone());
             // The previous batch's replies are all in: no order left to keep.
             self.lanes.clear();
+            self.sent_ahead = false;
             let mut refused = None;
             buffered = false;
             // Plugins timing a command see the batch's dispatch (the loop below never awaits).

@@ -1,51 +1,73 @@
 //! MULTI / EXEC / DISCARD / WATCH / UNWATCH, within one slot as Redis Cluster allows them.
 //!
-//! Between MULTI and EXEC the session queues commands itself: each is classified (and seen by
-//! the plugins) when it arrives, and one in another slot, one that cannot be queued, or an
-//! error refuses it there and makes EXEC answer `EXECABORT`, as Redis does. EXEC sends the
-//! whole transaction as one contiguous `MULTI … EXEC` block:
+//! Each command between MULTI and EXEC is classified (and seen by the plugins) when it
+//! arrives; one in another slot, one that cannot be queued, or one the proxy refuses makes
+//! EXEC answer `EXECABORT`, as Redis does. Once the transaction's slot is known (its first
+//! keyed command, or the WATCH before MULTI) it is opened on the server, so that what the
+//! server refuses while queuing (`-OOM`, `-BUSY` …) is refused there, in the server's words:
 //!
-//! - without WATCH, on the shared pipelined connection of the slot's master (no connection
-//!   per transaction; other sessions' requests go before or after the block, never inside);
-//! - with WATCH, on the dedicated connection the WATCH was sent on, held from WATCH until
-//!   EXEC, DISCARD or UNWATCH (bounded per backend, `dedicated_connections`).
+//! - after WATCH, on the dedicated connection the WATCH was sent on (MULTI is sent on it at
+//!   once), held from WATCH until EXEC, DISCARD or UNWATCH;
+//! - otherwise on a dedicated connection taken at the first keyed command, to the slot's
+//!   master: `MULTI` and the commands queued before it (PING …) are sent there, then each
+//!   command as it arrives; the client gets the server's reply (`+QUEUED` or its error).
 //!
-//! Only EXEC's reply is the client's; the backend's `+OK`/`+QUEUED` are dropped (the session
-//! answered those already). A slot that moves while a transaction is open fails its EXEC
-//! whole: a null reply after WATCH (as if a watched key changed), otherwise `-TRYAGAIN`.
-//! Never a partial transaction, never one run on an owner that no longer has the slot.
+//! Dedicated connections are bounded per backend (`dedicated_connections`) and are in the
+//! session's backend database (its login, as for every connection of its own). EXEC or
+//! DISCARD goes on the same connection, which is released after; a refusal by the proxy
+//! sends DISCARD there and answers `EXECABORT`. EXEC ends its batch, as a blocking command
+//! does, and waits for the replies ahead of it from outside the transaction if there are any:
+//! what the client pipelined before it on the shared connections runs before it, what it
+//! pipelines after runs after. RESET sends DISCARD; a client that goes away closes the
+//! connection.
+//!
+//! With no dedicated connection free (the limit reached) the transaction stays with the
+//! proxy: queued here, then sent as one contiguous `MULTI … EXEC` block on the shared
+//! pipelined connection of the slot's master at EXEC, where only EXEC's reply is the
+//! client's (the session answered `+QUEUED` already). So does a transaction with no key.
+//!
+//! A slot that moves while a transaction is open fails its EXEC whole (`DISCARD` where it is
+//! open on the server): a null reply after WATCH (as if a watched key changed), otherwise
+//! `-TRYAGAIN`. Never a partial transaction, never one run on an owner that no longer has the
+//! slot.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
 use super::Session;
 use super::reply::Pending;
-use crate::backend::{Dedicated, Lane};
+use crate::backend::{Dedicated, Lane, ReplyResult, ReplyRx};
 use crate::hotcache::Written;
 use crate::stages::classify::Classified;
+use crate::worker::Worker;
 use tessera_model::command::{Command, Kind, Local, Tx};
 use tessera_model::error::DataError;
-use tessera_model::limits::MemoryPool;
-use tessera_model::router::{SlotId, SlotTable};
+use tessera_model::limits::{MemoryPool, OutputAccount};
+use tessera_model::router::{BackendIdx, SlotId, SlotTable};
 use tessera_resp::Proto;
 
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
 const UNWATCH: &[u8] = b"*1\r\n$7\r\nUNWATCH\r\n";
+const DISCARD: &[u8] = b"*1\r\n$7\r\nDISCARD\r\n";
 
 /// A session's transaction state.
 #[derive(Default)]
 pub(crate) struct Transaction {
-    queue: Option<Queue>,
+    /// Boxed: every idle session holds a `Transaction`.
+    queue: Option<Box<Queue>>,
     watch: Option<Watch>,
 }
 
-/// Commands queued since MULTI. Their bytes are taken from the proxy's request memory
-/// (`query_buffer_total`, shared by every client's unfinished requests) while queued, and
-/// given back when the queue goes (EXEC, DISCARD, RESET, the client gone).
+/// A transaction since MULTI. The commands the proxy holds (until it is open on a server, or
+/// all of them when it cannot be) take their bytes from the proxy's request memory
+/// (`query_buffer_total`, shared by every client's unfinished requests), given back when they
+/// are sent or the queue goes (EXEC, DISCARD, RESET, the client gone).
 struct Queue {
     bytes: BytesMut,
+    /// Commands queued, here or on the server.
     count: u32,
     slot: Option<SlotId>,
     /// A command was refused while queuing: EXEC answers EXECABORT.
@@ -53,6 +75,20 @@ struct Queue {
     /// What the queued commands may write that a hot-key cache could hold: what EXEC writes.
     written: Written,
     pool: Arc<MemoryPool>,
+    /// Where the transaction is open on a server.
+    server: Server,
+}
+
+/// Where a transaction is open on a server (sent `MULTI`), if it is.
+enum Server {
+    /// Not yet: its slot is not known.
+    No,
+    /// Never: no dedicated connection was free; it stays with the proxy until EXEC.
+    Unavailable,
+    /// On a dedicated connection of its own.
+    Own(Dedicated),
+    /// On the watch's connection.
+    Watch,
 }
 
 impl Queue {
@@ -64,6 +100,7 @@ impl Queue {
             failed: false,
             written: Written::Nothing,
             pool,
+            server: Server::No,
         }
     }
 }
@@ -113,11 +150,32 @@ impl Transaction {
         self.watch.is_some()
     }
 
-    /// Back to no transaction (RESET): the watch's connection is let go.
+    /// Back to no transaction (RESET, DISCARD): DISCARD where it is open on a server (which
+    /// unwatches too), UNWATCH where keys are only watched; the connections are let go.
     pub(crate) fn reset(&mut self) {
-        self.queue = None;
-        if let Some(w) = self.watch.take() {
-            unwatch(w);
+        let server = self
+            .queue
+            .take()
+            .map(|mut q| std::mem::replace(&mut q.server, Server::No));
+        match (server, self.watch.take()) {
+            (Some(Server::Own(conn)), w) => {
+                discard(conn);
+                if let Some(w) = w {
+                    unwatch(w);
+                }
+            }
+            (Some(Server::Watch), Some(w)) => discard(w.conn),
+            (_, Some(w)) => unwatch(w),
+            (_, None) => {}
+        }
+    }
+
+    /// The connection the open transaction is on, if it is open on a server.
+    fn server_conn(&self) -> Option<&Dedicated> {
+        match &self.queue.as_ref()?.server {
+            Server::Own(conn) => Some(conn),
+            Server::Watch => self.watch.as_ref().map(|w| &w.conn),
+            Server::No | Server::Unavailable => None,
         }
     }
 }
@@ -137,11 +195,61 @@ fn unwatch(w: Watch) {
     w.conn.release();
 }
 
-fn null(proto: Proto) -> Pending {
-    Pending::Ready(Bytes::from_static(match proto {
+/// EXEC on `conn`, if `slot` is still its server's (routed with the table in force now);
+/// otherwise DISCARD there and the client's answer: a null after WATCH (`watched`), as if a
+/// watched key changed, else `-TRYAGAIN` or the route's error.
+fn send_exec(
+    worker: &Worker,
+    conn: Dedicated,
+    account: &Rc<OutputAccount>,
+    proto: Proto,
+    slot: SlotId,
+    watched: Option<SlotId>,
+) -> Result<ReplyRx, ReplyResult> {
+    let table = worker.shared.router.load();
+    let route = table.route(slot);
+    match route {
+        Ok(b) if table.backend_addr(b) == conn.addr() => {
+            let rx = conn.send(Bytes::from_static(EXEC), Some(account));
+            // EXEC ends the transaction and unwatches: the connection is clean once it ran.
+            conn.release();
+            Ok(rx)
+        }
+        // The slot moved since the transaction opened: what was queued (and watched) is not
+        // where it would run.
+        _ => {
+            discard(conn);
+            if watched.is_none() {
+                return Err(Err(moved(route, slot)));
+            }
+            let b = null(proto);
+            // Held for the client until written, as a backend's reply is.
+            account.charge(b.len());
+            Err(Ok(b))
+        }
+    }
+}
+
+/// Ends a transaction open on `conn` without running it, and lets the connection go.
+fn discard(conn: Dedicated) {
+    drop(conn.send(Bytes::from_static(DISCARD), None));
+    conn.release();
+}
+
+fn null(proto: Proto) -> Bytes {
+    Bytes::from_static(match proto {
         Proto::Resp2 => b"*-1\r\n",
         Proto::Resp3 => b"_\r\n",
-    }))
+    })
+}
+
+/// Why a transaction whose slot has no owner it can run on now fails: the route's error, or
+/// `-TRYAGAIN` while the slot moves.
+fn moved(route: Result<BackendIdx, DataError>, slot: SlotId) -> DataError {
+    match route {
+        Err(e) if !matches!(e, DataError::SlotBlocked(_)) => e,
+        _ => DataError::TransactionMoved(slot.0),
+    }
 }
 
 fn err(text: &str) -> Pending {
@@ -154,40 +262,49 @@ impl Session {
         match t {
             Tx::Multi if self.tx.queuing() => err("MULTI calls can not be nested"),
             Tx::Multi => {
-                self.tx.queue = Some(Queue::new(self.worker.shared.requests.clone()));
+                let mut q = Queue::new(self.worker.shared.requests.clone());
+                // Watched: the slot is known, and the watch's connection is the server's.
+                if let Some(w) = &self.tx.watch {
+                    drop(w.conn.send(Bytes::from_static(MULTI), None));
+                    q.server = Server::Watch;
+                }
+                self.tx.queue = Some(Box::new(q));
                 Pending::Ready(Bytes::from_static(b"+OK\r\n"))
             }
-            Tx::Discard => match self.tx.queue.take() {
-                None => err("DISCARD without MULTI"),
-                Some(_) => {
-                    if let Some(w) = self.tx.watch.take() {
-                        unwatch(w);
-                    }
-                    Pending::Ready(Bytes::from_static(b"+OK\r\n"))
-                }
-            },
+            Tx::Discard if !self.tx.queuing() => err("DISCARD without MULTI"),
+            Tx::Discard => {
+                self.tx.reset();
+                Pending::Ready(Bytes::from_static(b"+OK\r\n"))
+            }
             Tx::Exec => match self.tx.queue.take() {
                 None => err("EXEC without MULTI"),
                 Some(q) => self.exec(q),
             },
             Tx::Watch if self.tx.queuing() => err("WATCH inside MULTI is not allowed"),
             Tx::Watch => self.watch(c),
-            Tx::Unwatch => match self.tx.watch.take() {
-                Some(w) => {
-                    let rx = w.conn.send(c.req.as_bytes().clone(), Some(&self.account));
-                    w.conn.release();
-                    Pending::One(rx)
+            Tx::Unwatch => {
+                if let Some(conn) = self.tx.server_conn() {
+                    // Queued on the server, as Redis queues it (EXEC unwatches anyway).
+                    return Pending::One(conn.send(c.req.as_bytes().clone(), Some(&self.account)));
                 }
-                None => Pending::Ready(Bytes::from_static(b"+OK\r\n")),
-            },
+                match self.tx.watch.take() {
+                    Some(w) => {
+                        let rx = w.conn.send(c.req.as_bytes().clone(), Some(&self.account));
+                        w.conn.release();
+                        Pending::One(rx)
+                    }
+                    None => Pending::Ready(Bytes::from_static(b"+OK\r\n")),
+                }
+            }
         }
     }
 
-    /// A command between MULTI and EXEC: checked and queued, `+QUEUED`; or refused, and the
-    /// transaction with it.
+    /// A command between MULTI and EXEC: checked and queued, the server's reply where the
+    /// transaction is open on one, else `+QUEUED`; or refused, and the transaction with it.
     pub(super) fn queue(&mut self, c: &Classified<'_>) -> Pending {
         match self.try_queue(c) {
-            Ok(()) => Pending::Ready(Bytes::from_static(b"+QUEUED\r\n")),
+            Ok(Some(rx)) => Pending::One(rx),
+            Ok(None) => Pending::Ready(Bytes::from_static(b"+QUEUED\r\n")),
             Err(e) => {
                 self.tx.refused();
                 Pending::error(&e)
@@ -195,7 +312,7 @@ impl Session {
         }
     }
 
-    fn try_queue(&mut self, c: &Classified<'_>) -> Result<(), DataError> {
+    fn try_queue(&mut self, c: &Classified<'_>) -> Result<Option<ReplyRx>, DataError> {
         let queueable = matches!(
             c.cmd.kind,
             Kind::Keyed
@@ -224,7 +341,18 @@ impl Session {
                 _ => q.slot = Some(slot),
             }
         }
-        let bytes = &crate::stages::plan::backend_request(c);
+        let bytes = crate::stages::plan::backend_request(c);
+        if matches!(q.server, Server::No) && q.slot.is_some() {
+            self.open_on_server(&table);
+        }
+        if let Some(conn) = self.tx.server_conn() {
+            let rx = conn.send(bytes, Some(&self.account));
+            let q = self.tx.queue.as_mut().expect("queuing");
+            q.count += 1;
+            q.written.add(written);
+            return Ok(Some(rx));
+        }
+        let q = self.tx.queue.as_mut().expect("queuing");
         if q.bytes.len() + bytes.len() > limit {
             return Err(DataError::QueryBufferLimit { limit });
         }
@@ -233,14 +361,87 @@ impl Session {
                 limit: q.pool.limit(),
             });
         }
-        q.bytes.extend_from_slice(bytes);
+        q.bytes.extend_from_slice(&bytes);
         q.count += 1;
         q.written.add(written);
-        Ok(())
+        Ok(None)
     }
 
-    fn exec(&mut self, q: Queue) -> Pending {
+    /// Opens the transaction, its slot now known, on a dedicated connection to the slot's
+    /// master (in the session's database, as its login says): `MULTI` and what was queued
+    /// before, whose replies the client had from the proxy already. With none free, or the
+    /// slot without an owner now, it stays with the proxy (EXEC then decides).
+    fn open_on_server(&mut self, table: &SlotTable) {
+        let Some(q) = self.tx.queue.as_mut() else {
+            return;
+        };
+        let Some(b) = q.slot.and_then(|s| table.route(s).ok()) else {
+            return;
+        };
+        let owner = table.backend_addr(b).clone();
+        let login = table.login_for(b, &self.login);
+        let Ok(conn) = self.worker.dedicated.take(&owner, self.proto, login) else {
+            q.server = Server::Unavailable;
+            return;
+        };
+        let mut block = BytesMut::with_capacity(MULTI.len() + q.bytes.len());
+        block.extend_from_slice(MULTI);
+        block.extend_from_slice(&q.bytes);
+        drop(conn.send_block(block.freeze(), q.count, None));
+        q.pool.release(q.bytes.len());
+        q.bytes = BytesMut::new();
+        q.server = Server::Own(conn);
+    }
+
+    fn exec(&mut self, mut q: Box<Queue>) -> Pending {
         let watch = self.tx.watch.take();
+        match (std::mem::replace(&mut q.server, Server::No), watch) {
+            (Server::Own(conn), None) => self.exec_on_server(&q, conn, None),
+            (Server::Watch, Some(w)) => self.exec_on_server(&q, w.conn, Some(w.slot)),
+            (_, watch) => self.exec_here(q, watch),
+        }
+    }
+
+    /// EXEC of a transaction open on `conn` (the watch's, of keys in slot `watched`): there,
+    /// if the slot is still its server's then.
+    fn exec_on_server(&mut self, q: &Queue, conn: Dedicated, watched: Option<SlotId>) -> Pending {
+        // Opened on a server only once its slot is known: by a keyed command or the watch.
+        let slot = match q.slot.or(watched) {
+            Some(slot) if !q.failed => slot,
+            _ => {
+                discard(conn);
+                return Pending::error(&DataError::ExecAbort);
+            }
+        };
+        let (worker, account, proto) = (self.worker.clone(), self.account.clone(), self.proto);
+        // Its batch ends with it (a `Blocked` reply): what the client sends after EXEC runs
+        // after it. Counted in flight until answered, as any command: a table swap that moves
+        // the slot waits for it, and one that moved it already is seen when it is routed.
+        if !self.sent_ahead {
+            // Nothing of its batch ahead of it on another connection: sent now.
+            let batch = super::Batch::enter(worker.clone());
+            let sent = send_exec(&worker, conn, &account, proto, slot, watched);
+            return Pending::Blocked(Box::pin(async move {
+                let _batch = batch;
+                match sent {
+                    Ok(rx) => rx.await,
+                    Err(r) => r,
+                }
+            }));
+        }
+        // Sent once the replies ahead of it are in: what the client sent before EXEC on
+        // other connections has run before it.
+        Pending::Blocked(Box::pin(async move {
+            let _batch = super::Batch::enter(worker.clone());
+            match send_exec(&worker, conn, &account, proto, slot, watched) {
+                Ok(rx) => rx.await,
+                Err(r) => r,
+            }
+        }))
+    }
+
+    /// EXEC of a transaction the proxy queued: one `MULTI … EXEC` block.
+    fn exec_here(&mut self, q: Box<Queue>, watch: Option<Watch>) -> Pending {
         if q.failed {
             if let Some(w) = watch {
                 unwatch(w);
@@ -275,7 +476,7 @@ impl Session {
             // run, so it fails as if a watched key had changed.
             (Some(w), _) => {
                 unwatch(w);
-                null(self.proto)
+                Pending::Ready(null(self.proto))
             }
             (None, Some(owner)) => Pending::One(self.worker.pool.send_block_on(
                 owner_idx.map_or(Lane::Shared, |b| self.sender(&table).lane_for(b)),
@@ -286,10 +487,7 @@ impl Session {
                 skip,
                 Some(&self.account),
             )),
-            (None, None) => match table.route(slot) {
-                Err(e) if !matches!(e, DataError::SlotBlocked(_)) => Pending::error(&e),
-                _ => Pending::error(&DataError::TransactionMoved(slot.0)),
-            },
+            (None, None) => Pending::error(&moved(table.route(slot), slot)),
         }
     }
 
