@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use crate::support::{Cluster, Frame, Proxy, RawClient, encode, keys_on, wait_until};
 
 /// A well-behaved client pipelining INCRs (16 at a time) on its own connection until stopped.
-/// Its report: successful INCRs, and every error it saw.
+/// Its report: successful INCRs, and every error it saw. `start` returns once its first batch
+/// is answered, so it is running while the hostile thing is done (a thread scheduled late on
+/// a loaded machine could otherwise be stopped before it sent anything).
 struct Bystander {
     stop: Arc<AtomicBool>,
     thread: thread::JoinHandle<(u64, Vec<String>)>,
@@ -23,6 +25,7 @@ impl Bystander {
         let mut c = proxy.raw();
         let key = key.to_owned();
         let flag = stop.clone();
+        let (first_tx, first_rx) = std::sync::mpsc::channel::<()>();
         let thread = thread::spawn(move || {
             let (mut ok, mut errors) = (0u64, Vec::new());
             let batch: Vec<u8> = (0..16).flat_map(|_| encode(&["INCR", &key])).collect();
@@ -38,9 +41,12 @@ impl Bystander {
                         }
                     }
                 }
+                let _ = first_tx.send(());
             }
             (ok, errors)
         });
+        // Bounded: a bystander that cannot get one batch answered fails its assertions.
+        let _ = first_rx.recv_timeout(Duration::from_secs(10));
         Bystander { stop, thread }
     }
 
