@@ -1098,3 +1098,31 @@ fn by_default_publish_counts_this_proxys_clients_and_another_proxy_as_one() {
         );
     }
 }
+
+/// A client's `UNSUBSCRIBE`, once answered, is the end of its subscription for everyone:
+/// a `PUBLISH` right after it (another client, same proxy) counts nobody, as on Redis. The
+/// proxy's hub unsubscribes on the server on its own connection, so the server may still
+/// hold that subscription when the `PUBLISH` arrives; the proxy's counts keep the hub's
+/// share until the server confirms, and so do not take it for a direct client.
+#[test]
+fn a_publish_right_after_an_unsubscribe_counts_nobody() {
+    let c = Cluster::start();
+    let mut sub = Raw::connect(c.proxy.addr());
+    let mut publisher = Raw::connect(c.proxy.addr());
+    let mut wrong = Vec::new();
+    for i in 0..400 {
+        let channel = format!("leaving-{}", i % 8);
+        sub.cmd(&["SUBSCRIBE", &channel], 1);
+        sub.cmd(&["UNSUBSCRIBE", &channel], 1);
+        let got = publisher.cmd(&["PUBLISH", &channel, "m"], 1);
+        if got != b":0\r\n" {
+            wrong.push((i, lossy(&got)));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "PUBLISH after the only subscriber's UNSUBSCRIBE counted someone: {} of 400, first {:?}",
+        wrong.len(),
+        wrong.first()
+    );
+}

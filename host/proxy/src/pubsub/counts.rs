@@ -42,13 +42,22 @@ impl Counts {
         c.hubs += u64::from(new_hub);
     }
 
-    /// A client's subscription to `name` ends (`hub_gone`: its hub no longer holds it).
-    pub fn unsubscribed(&self, space: Space, name: &[u8], hub_gone: bool) {
+    /// A client's subscription to `name` ends. Its hub's, if this was the last, ends with
+    /// [`Counts::hub_left`], once the servers confirm it: until then they still count it.
+    pub fn unsubscribed(&self, space: Space, name: &[u8]) {
+        self.change(space, name, |c| c.clients = c.clients.saturating_sub(1));
+    }
+
+    /// A hub's unsubscription from `name` is done on every server it was subscribed on.
+    pub fn hub_left(&self, space: Space, name: &[u8]) {
+        self.change(space, name, |c| c.hubs = c.hubs.saturating_sub(1));
+    }
+
+    fn change(&self, space: Space, name: &[u8], f: impl FnOnce(&mut Count)) {
         let mut names = self.names.lock().expect("pub/sub counts lock poisoned");
         let map = &mut names[space.index()];
         if let Some(c) = map.get_mut(name) {
-            c.clients = c.clients.saturating_sub(1);
-            c.hubs = c.hubs.saturating_sub(u64::from(hub_gone));
+            f(c);
             if c.clients == 0 && c.hubs == 0 {
                 map.remove(name);
             }
@@ -109,13 +118,23 @@ mod tests {
             c.of(Space::Shard, std::slice::from_ref(&news), true),
             [Count::default()]
         );
-        c.unsubscribed(Space::Channel, b"news", false);
-        c.unsubscribed(Space::Channel, b"news", true);
-        c.unsubscribed(Space::Channel, b"news", true);
-        c.unsubscribed(Space::Channel, b"news", true);
+        for _ in 0..3 {
+            c.unsubscribed(Space::Channel, b"news");
+        }
+        // The clients are gone at once; the hubs until the servers confirm.
+        assert_eq!(
+            c.of(Space::Channel, std::slice::from_ref(&news), false),
+            [Count {
+                hubs: 2,
+                clients: 0
+            }]
+        );
+        c.hub_left(Space::Channel, b"news");
+        c.hub_left(Space::Channel, b"news");
         assert_eq!(
             c.of(Space::Channel, std::slice::from_ref(&news), false),
             [Count::default()]
         );
+        assert!(c.names.lock().unwrap()[Space::Channel.index()].is_empty());
     }
 }

@@ -473,8 +473,13 @@ impl Hub {
 
     /// Unsubscribes `sink` from `names` in `space`; a name no session wants any more is
     /// unsubscribed on the backends.
+    /// The proxy's counts drop the hub's own subscription only once the servers confirm its
+    /// end: until then a `PUBLISH` there still counts it (as one of this hub's, not as a
+    /// direct client; `session::pubsub_counts`).
     pub fn unsubscribe(&self, sink: SinkId, space: Space, names: &[Bytes]) {
         let mut batch = Batch::default();
+        let mut left: Vec<Bytes> = Vec::new();
+        let mut concerned: SmallVec<[Arc<str>; 2]> = SmallVec::new();
         {
             let mut s = self.inner.state.borrow_mut();
             let subs = &mut s.subs[space.index()];
@@ -482,20 +487,39 @@ impl Hub {
                 let Some(entry) = subs.get_mut(name) else {
                     continue;
                 };
-                let removed = entry.sinks.remove(sink);
-                let gone = entry.sinks.is_empty();
-                if removed {
-                    self.inner.counts.unsubscribed(space, name, gone);
+                if entry.sinks.remove(sink) {
+                    self.inner.counts.unsubscribed(space, name);
                 }
-                if gone {
+                if entry.sinks.is_empty() {
                     for addr in &entry.on {
                         batch.add(addr, space, false, name);
+                        if !concerned.contains(addr) {
+                            concerned.push(addr.clone());
+                        }
                     }
+                    left.push(name.clone());
                     subs.remove(name);
                 }
             }
         }
         self.send(batch);
+        if left.is_empty() {
+            return;
+        }
+        let synced: Vec<oneshot::Receiver<()>> = {
+            let s = self.inner.state.borrow();
+            concerned
+                .iter()
+                .filter_map(|a| s.conns.get(a).map(SubConn::sync))
+                .collect()
+        };
+        let counts = self.inner.counts.clone();
+        tokio::task::spawn_local(async move {
+            join(synced).await;
+            for name in &left {
+                counts.hub_left(space, name);
+            }
+        });
     }
 
     /// The session of `sink` is gone.
