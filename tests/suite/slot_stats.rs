@@ -346,3 +346,72 @@ fn a_rebalance_by_load_moves_hot_slots_until_the_groups_even_out() {
         .ok_as::<RebalanceAnswer>();
     assert_eq!(again.slots, 0, "{again:?}");
 }
+
+/// Keys per slot count every client database, as the servers hold them, and nothing of
+/// Tessera's internal database (the backends' database 1).
+#[test]
+fn keys_per_slot_count_every_client_database_as_the_servers_hold_them() {
+    let cp = ControlPlane::builder()
+        .servers(2)
+        .proxies(1)
+        .server_args(&["--databases", "17"])
+        .dashboard_args(&FAST)
+        .start();
+    cp.split_over_two_groups();
+    let proxy = cp.proxies[0].addr();
+    // The same names in client databases 0 and 15, others in 2.
+    for (db, prefix, n) in [(0u32, "a", 400usize), (2, "b", 300), (15, "a", 250)] {
+        let mut c = conn(proxy);
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).expect("SELECT");
+        let pairs: Vec<(String, u32)> = (0..n).map(|i| (format!("{prefix}:{i}"), db)).collect();
+        let _: () = c.mset(&pairs).expect("MSET");
+    }
+    // A key in the internal database, as the mover's bookkeeping would leave one.
+    for server in 0..2 {
+        let mut direct = redis::Client::open(format!("redis://{}/1", cp.server_addr(server)))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = direct.set("internal:x", 1).unwrap();
+    }
+    // The truth: every key of every backend database but the internal one, per slot.
+    let mut truth = vec![0u64; 1024];
+    for server in 0..2 {
+        let mut direct = redis::Client::open(format!("redis://{}", cp.server_addr(server)))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        for db in (0..17).filter(|&d| d != 1) {
+            let _: () = redis::cmd("SELECT").arg(db).query(&mut direct).unwrap();
+            let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut direct).unwrap();
+            for k in keys {
+                truth[slot(k.as_bytes()) as usize] += 1;
+            }
+        }
+    }
+    assert_eq!(
+        truth.iter().sum::<u64>(),
+        950,
+        "what was written is on the servers"
+    );
+    // A scan that started before the writes is exact too, of fewer keys: wait for one
+    // that counts as many as the servers hold (never, if it counted the internal database
+    // or missed one), then compare slot by slot.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let v = loop {
+        let v = stats(&cp);
+        let total = group_total(&v, 1, |t| t.keys) + group_total(&v, 2, |t| t.keys);
+        if v.groups.iter().all(|g| g.keys_exact == Some(true)) && total == 950.0 {
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no complete scan counted the servers' 950 keys: {total} in {:?}",
+            v.groups
+        );
+        thread::sleep(Duration::from_millis(200));
+    };
+    for (s, want) in truth.iter().enumerate() {
+        assert_eq!(v.slots.keys[s], *want as f64, "keys of slot {s}");
+    }
+}
