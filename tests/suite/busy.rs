@@ -187,3 +187,72 @@ fn a_new_backend_login_while_a_script_runs_gets_busy_not_a_connection_error() {
     assert_eq!(app.cmd(&["SET", on_free, "1"]), Frame::Simple("OK".into()));
     kill_and_recover(&cluster, &mut busy, &mut app, on_busy);
 }
+
+/// A subscription made while its server runs a script is in place once the script ends: the
+/// server refused the hub's `SUBSCRIBE` with `-BUSY`, and the hub subscribes again when the
+/// server answers. Before, the proxy took the subscription for made, and every message
+/// published after the kill was lost for good while `PUBLISH` counted the subscriber.
+#[test]
+fn a_subscription_made_while_its_server_is_busy_receives_once_the_script_ends() {
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    quick_busy(&cluster);
+    // A channel routed to backend 0, the busy one (plain channels go by their slot).
+    let channel = &keys_on(0, "news", 1)[0];
+    let mut busy = busy_backend_0(&cluster);
+    let mut sub = cluster.proxy.raw();
+    sub.send(&encode(&["SUBSCRIBE", channel]));
+    let confirmed = sub.read_frame();
+    assert_eq!(
+        confirmed,
+        Frame::Array(vec![
+            Frame::bulk("subscribe"),
+            Frame::bulk(channel),
+            Frame::Integer(1)
+        ])
+    );
+    let mut killer = cluster.proxy.raw();
+    assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let e = error_of(&busy.read_frame());
+    assert!(e.contains("killed"), "{e}");
+    // Once the hub's subscription is back on the server, a message reaches the client. The
+    // hub asks again 25 ms after a refusal; 3 s is far past that on any machine, and well
+    // short of the 10 s after which an unanswered keep-alive would have it reconnect anyway.
+    let mut publisher = cluster.proxy.raw();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut sent = 0;
+    loop {
+        sent += 1;
+        let n = publisher.cmd(&["PUBLISH", channel, &format!("m{sent}")]);
+        let direct: i64 = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query::<(String, i64)>(&mut cluster.backends[0].client())
+            .unwrap()
+            .1;
+        if direct == 1 {
+            assert_eq!(n, Frame::Integer(1));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never got the hub's subscription back ({sent} published, PUBLISH says {n:?})"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let n = publisher.cmd(&["PUBLISH", channel, "after"]);
+    assert_eq!(n, Frame::Integer(1));
+    // The messages published before the server had it again are lost (as for a client whose
+    // connection broke); the one after arrives.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let f = sub.read_frame();
+        if f == Frame::Array(vec![
+            Frame::bulk("message"),
+            Frame::bulk(channel),
+            Frame::bulk("after"),
+        ]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no message 'after': last {f:?}");
+    }
+}

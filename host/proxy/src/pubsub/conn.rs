@@ -7,6 +7,12 @@
 //! backoff and subscribes again everything the hub wants on that backend; messages published
 //! while it was down are lost, as they are for a direct client that reconnects. A marker PING
 //! every 10 s finds a server that vanished without closing the connection.
+//!
+//! A server busy with a script refuses the hub's requests with `-BUSY`, and an error does
+//! not say which request it answers. So after one the connection asks a marker `PING` every
+//! 25 ms, and the first the server answers (the script is over) ends it: the hub connects
+//! again at once and subscribes everything it wants there, and the clients that waited for
+//! a confirmation are answered after that (docs/sessions.md, "A server busy with a script").
 
 use std::collections::VecDeque;
 use std::rc::Weak;
@@ -46,6 +52,17 @@ enum Cmd {
 
 /// The marker PING's argument; its reply is a bulk string, never a push.
 const SYNC_PREFIX: &[u8] = b"tessera-sync-";
+/// How often a connection whose requests a busy server refused asks whether it is over.
+const BUSY_PROBE: Duration = Duration::from_millis(25);
+
+/// Why [`serve`] gave a connection up.
+enum Ended {
+    /// It broke, or the server stopped answering.
+    Broken(String),
+    /// The server refused requests with `-BUSY` and now answers again: connect again at
+    /// once, and answer these waiting syncs once the new connection has the hub's state.
+    Refused(Vec<oneshot::Sender<()>>),
+}
 
 impl SubConn {
     pub(super) fn spawn(addr: Arc<str>, login: Login, hub: Weak<HubInner>) -> Self {
@@ -77,6 +94,8 @@ async fn run(
 ) {
     let mut failures: u32 = 0;
     let mut connected_before = false;
+    // Syncs to answer once a new connection has the hub's state (after a refusal).
+    let mut carried: Vec<oneshot::Sender<()>> = Vec::new();
     loop {
         match tokio::time::timeout(CONNECT_TIMEOUT, connect(&addr, &login)).await {
             Ok(Ok(stream)) => {
@@ -93,24 +112,34 @@ async fn run(
                 }
                 connected_before = true;
                 drop(hub_now);
+                let waiting = std::mem::take(&mut carried);
                 let served = match stream {
                     Stream::Plain(s) => {
                         let (r, w) = s.into_split();
-                        serve(&addr, r, w, first, &mut rx, &hub).await
+                        serve(&addr, r, w, first, waiting, &mut rx, &hub).await
                     }
                     tls => {
                         let (r, w) = tokio::io::split(tls);
-                        serve(&addr, r, w, first, &mut rx, &hub).await
+                        serve(&addr, r, w, first, waiting, &mut rx, &hub).await
                     }
                 };
-                match served {
+                let refused = match served {
                     Ok(()) => return,
-                    Err(reason) => {
-                        warn!(%addr, %reason, "subscriber connection lost");
-                        if let Some(inner) = hub.upgrade() {
-                            Hub { inner }.link_down(&addr);
-                        }
+                    Err(Ended::Refused(waiting)) => {
+                        debug!(%addr, "subscriber connection: the server was busy; subscribing again");
+                        carried = waiting;
+                        true
                     }
+                    Err(Ended::Broken(reason)) => {
+                        warn!(%addr, %reason, "subscriber connection lost");
+                        false
+                    }
+                };
+                if let Some(inner) = hub.upgrade() {
+                    Hub { inner }.link_down(&addr);
+                }
+                if refused {
+                    continue;
                 }
             }
             Ok(Err(reason)) => {
@@ -142,39 +171,72 @@ async fn run(
 }
 
 /// Serves one connection: `Ok` when the hub let it go, `Err` with why it broke.
+/// `waiting`: syncs of an earlier connection, answered once this one has `first`.
 async fn serve(
     addr: &Arc<str>,
     mut r: impl AsyncRead + Unpin,
     mut w: impl AsyncWrite + Unpin,
     first: Vec<Bytes>,
+    waiting: Vec<oneshot::Sender<()>>,
     rx: &mut mpsc::UnboundedReceiver<Cmd>,
     hub: &Weak<HubInner>,
-) -> Result<(), String> {
+) -> Result<(), Ended> {
+    let broken = |e: std::io::Error| Ended::Broken(e.to_string());
+    let mut wbuf = BytesMut::new();
     for req in first {
-        w.write_all(&req).await.map_err(|e| e.to_string())?;
+        wbuf.extend_from_slice(&req);
     }
-    w.flush().await.map_err(|e| e.to_string())?;
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut scanner = ReplyScanner::default();
-    let mut pending = Vec::new();
     // Markers sent and not answered yet: number, who waits (none for a keep-alive), when.
     let mut syncs: VecDeque<(u64, Option<oneshot::Sender<()>>, Instant)> = VecDeque::new();
     let mut next_sync: u64 = 0;
-    let mut wbuf = BytesMut::new();
+    for tx in waiting {
+        next_sync += 1;
+        wbuf.extend_from_slice(&wire_ping(format!("tessera-sync-{next_sync}").as_bytes()));
+        syncs.push_back((next_sync, Some(tx), Instant::now()));
+    }
+    w.write_all(&wbuf).await.map_err(broken)?;
+    w.flush().await.map_err(broken)?;
+    wbuf.clear();
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut scanner = ReplyScanner::default();
+    let mut pending = Vec::new();
     let mut keepalive = tokio::time::interval_at(Instant::now() + KEEPALIVE, KEEPALIVE);
+    // Since a `-BUSY`: what was sent may not be on the server; markers ask when it is over.
+    let mut refused = false;
+    let mut probe = tokio::time::interval(BUSY_PROBE);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut heard = Instant::now();
     loop {
         tokio::select! {
             _ = keepalive.tick() => {
                 // An idle subscriber connection hears nothing from a server that vanished
-                // without a reset: a marker it does not answer says so.
-                if syncs.front().is_some_and(|(_, _, at)| at.elapsed() >= KEEPALIVE) {
-                    return Err(format!("no reply to a PING for {} s", KEEPALIVE.as_secs()));
+                // without a reset: a marker it does not answer says so. A busy server answers
+                // (`-BUSY`), and its markers stay unanswered until it is not.
+                let silent = if refused {
+                    heard.elapsed() >= KEEPALIVE
+                } else {
+                    syncs.front().is_some_and(|(_, _, at)| at.elapsed() >= KEEPALIVE)
+                };
+                if silent {
+                    return Err(Ended::Broken(format!(
+                        "no reply to a PING for {} s",
+                        KEEPALIVE.as_secs()
+                    )));
+                }
+                if refused {
+                    // The probes ask already.
+                    continue;
                 }
                 next_sync += 1;
                 let mark = format!("tessera-sync-{next_sync}");
-                w.write_all(&wire_ping(mark.as_bytes())).await.map_err(|e| e.to_string())?;
-                w.flush().await.map_err(|e| e.to_string())?;
+                w.write_all(&wire_ping(mark.as_bytes())).await.map_err(broken)?;
+                w.flush().await.map_err(broken)?;
                 syncs.push_back((next_sync, None, Instant::now()));
+            }
+            // Only whether one is answered matters: kept nowhere, however long the script.
+            _ = probe.tick(), if refused => {
+                w.write_all(&wire_ping(b"tessera-sync-0")).await.map_err(broken)?;
+                w.flush().await.map_err(broken)?;
             }
             n = rx.recv_many(&mut pending, 64) => {
                 if n == 0 {
@@ -191,33 +253,43 @@ async fn serve(
                         }
                     }
                 }
-                w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
+                w.write_all(&wbuf).await.map_err(broken)?;
                 // A no-op on a plain socket; TLS may hold the last record back until it.
-                w.flush().await.map_err(|e| e.to_string())?;
+                w.flush().await.map_err(broken)?;
                 wbuf.clear();
             }
             read = r.read_buf(&mut rbuf) => {
                 match read {
-                    Ok(0) => return Err("connection closed by server".into()),
-                    Ok(_) => {}
-                    Err(e) => return Err(e.to_string()),
+                    Ok(0) => return Err(Ended::Broken("connection closed by server".into())),
+                    Ok(_) => heard = Instant::now(),
+                    Err(e) => return Err(broken(e)),
                 }
                 let Some(inner) = hub.upgrade() else { return Ok(()) };
                 let hub = Hub { inner };
-                while let Some(n) = scanner.next_len(&rbuf).map_err(|e| e.to_string())? {
+                while let Some(n) = scanner
+                    .next_len(&rbuf)
+                    .map_err(|e| Ended::Broken(e.to_string()))?
+                {
                     let frame = rbuf.split_to(n).freeze();
                     match frame.first() {
                         Some(b'>') => hub.deliver(addr, frame),
                         Some(b'$') => {
-                            if let Some(n) = sync_mark(&frame) {
-                                while syncs.front().is_some_and(|(k, _, _)| *k <= n) {
-                                    if let Some((_, Some(tx), _)) = syncs.pop_front() {
-                                        let _ = tx.send(());
-                                    }
+                            let Some(n) = sync_mark(&frame) else { continue };
+                            if refused {
+                                // Answered: the server is free again. What it refused is
+                                // asked again on a new connection, before anyone waiting
+                                // here is answered.
+                                let waiting = syncs.into_iter().filter_map(|(_, tx, _)| tx);
+                                return Err(Ended::Refused(waiting.collect()));
+                            }
+                            while syncs.front().is_some_and(|(k, _, _)| *k <= n) {
+                                if let Some((_, Some(tx), _)) = syncs.pop_front() {
+                                    let _ = tx.send(());
                                 }
                             }
                         }
                         Some(b'+') => hub.tracking_confirmed(addr),
+                        Some(b'-') if frame.starts_with(b"-BUSY") => refused = true,
                         Some(b'-' | b'!') => warn!(
                             error = %String::from_utf8_lossy(&frame).trim_end(),
                             "subscriber connection: request refused"
