@@ -259,3 +259,32 @@ fn a_step_held_by_a_frozen_proxy_names_it_in_the_status_and_the_job() {
     let out = cli_ok(&cp, TOKEN, &["migrations", "--history"]);
     assert!(out.contains("held:") && out.contains(&admin), "{out}");
 }
+
+/// The first migration from a fresh source: the capture joins with a full resync, and the
+/// source streams to it only once it acknowledges after the RDB. No handoff is tried before
+/// the stream flows, so none is given up for a capture that has read nothing ("the capture
+/// was at offset 0, … short"); before, each was, every 40 ms, for up to a second.
+#[test]
+fn a_first_move_from_a_fresh_source_hands_off_without_waiting_for_its_stream() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    cp.api()
+        .post("/api/migrations", &json!({"from": 7, "to": 7, "group": 2}))
+        .ok();
+    wait_for("the slot to move", Duration::from_secs(30), || {
+        owners(&cp)[7] == Some(2) && idle(&cp)
+    });
+    let job = newest(&cp);
+    assert_eq!(job.outcome, JobOutcome::Finished, "{job:?}");
+    let unstarted: Vec<_> = job
+        .holds
+        .iter()
+        .filter(|h| h.reason.contains("the capture was at offset"))
+        .collect();
+    assert!(
+        unstarted.is_empty(),
+        "handoffs given up while the capture waited for its stream: {unstarted:?}"
+    );
+}

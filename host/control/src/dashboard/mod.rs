@@ -333,6 +333,8 @@ impl Dashboard {
             _lock: Mutex::new(lock),
         });
         dashboard.load_last_backup().await;
+        // Before the API serves: a history asked for at once is the one saved, not empty.
+        dashboard.load_jobs().await;
         // From 0, so that `increase()` counts the first removal.
         ::metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => dashboard.cluster.clone())
             .absolute(0);
@@ -352,7 +354,6 @@ impl Dashboard {
         if let Err(e) = self.load_throttle().await {
             warn!(error = %e, "could not read the migration throttle");
         }
-        self.load_jobs().await;
         self.provision_servers().await;
         tokio::join!(
             health::run(self.clone()),

@@ -581,8 +581,6 @@ impl Copy {
             .ack(0)
             .await
             .map_err(|e| io_error(&self.source, e))?;
-        let live_at = self.repl_offset().await?;
-        debug!(source = %self.source, offset = from, live_at, "capture following the source");
         let databases = config_get(self.src().await?, "databases")
             .await?
             .and_then(|n| n.parse().ok())
@@ -603,6 +601,11 @@ impl Copy {
         let src = self.src_in(INTERNAL_DB).await?;
         expect_ok(src, &source, &[b"SET", &marker, b"1", b"PX", b"60000"]).await?;
         expect_ok(src, &source, &[b"UNLINK", &marker]).await?;
+        // Live once it has read the marker: then the source streams to it. Measured before
+        // the marker, a fresh source's offset (0) made a capture that had read nothing yet
+        // live, and handoffs were tried (and given up) until the stream started.
+        let live_at = self.repl_offset().await?;
+        debug!(source = %self.source, offset = from, live_at, "capture following the source");
         Ok(Following {
             capture,
             broken,
@@ -1364,12 +1367,14 @@ impl BigCopy {
 }
 
 /// The capture's task: the replication stream into `capture`, until it breaks. It
-/// acknowledges every second, as a Redis replica does: after a diskless full resync the
-/// source starts the stream only on an acknowledgement that comes after it has seen its
-/// RDB child finish (one sent on the EOF mark can come too early), and a replica that never
-/// acknowledges is dropped after `repl-timeout`. The offset acknowledged is 0: Redis keeps
-/// the greater of the offsets a replica acknowledged, so `WAIT` never counts this one as a
-/// replica that has a write.
+/// acknowledges every second, as a Redis replica does, and every 50 ms until the stream's
+/// first command: after a diskless full resync the source starts the stream only on an
+/// acknowledgement that comes after it has seen its RDB child finish (one sent on the EOF
+/// mark can come too early). Acknowledging only every second left the capture up to a second
+/// behind a source it had just joined, and a handoff of slots copied by then (a few keys)
+/// was given up until it was not. A replica that never acknowledges is dropped after
+/// `repl-timeout`. The offset acknowledged is 0: Redis keeps the greater of the offsets a
+/// replica acknowledged, so `WAIT` never counts this one as a replica that has a write.
 async fn feed(
     mut replica: Replica,
     capture: Arc<Mutex<Capture>>,
@@ -1377,13 +1382,18 @@ async fn feed(
     source: String,
 ) {
     let mut acked = Instant::now();
+    // Until the stream's first command (the copy writes its marker right after joining).
+    let mut every = ACK_UNTIL_STREAMING;
     loop {
-        let next = tokio::time::timeout(ACK_EVERY, replica.next_command()).await;
+        let next = tokio::time::timeout(every, replica.next_command()).await;
         match next {
-            Ok(Ok((req, n))) => capture
-                .lock()
-                .expect("capture lock poisoned")
-                .observe(&req, n),
+            Ok(Ok((req, n))) => {
+                every = ACK_EVERY;
+                capture
+                    .lock()
+                    .expect("capture lock poisoned")
+                    .observe(&req, n);
+            }
             Ok(Err(e)) => {
                 warn!(%source, error = %e, "the capture's replication stream broke");
                 break;
@@ -1391,7 +1401,7 @@ async fn feed(
             // Silence is normal (the source pings its replicas every 10 s).
             Err(_) => {}
         }
-        if acked.elapsed() >= ACK_EVERY {
+        if acked.elapsed() >= every {
             if let Err(e) = replica.ack(0).await {
                 warn!(%source, error = %e, "the capture could not acknowledge");
                 break;
@@ -1416,6 +1426,8 @@ fn capture_marker() -> Vec<u8> {
 
 /// How often the capture acknowledges the stream.
 const ACK_EVERY: Duration = Duration::from_secs(1);
+/// How often it does so until the stream starts.
+const ACK_UNTIL_STREAMING: Duration = Duration::from_millis(50);
 
 /// A server's config value (`CONFIG GET`), `None` when it has no such parameter.
 async fn config_get(c: &mut RedisClient, name: &str) -> Result<Option<String>, MoverError> {
