@@ -12,7 +12,7 @@
 //! not say which request it answers. So after one the connection asks a marker `PING` every
 //! 25 ms, and the first the server answers (the script is over) ends it: the hub connects
 //! again at once and subscribes everything it wants there, and the clients that waited for
-//! a confirmation are answered after that (docs/sessions.md, "A server busy with a script").
+//! a confirmation are answered after that (docs/pubsub.md, "A backend busy with a script").
 
 use std::collections::VecDeque;
 use std::rc::Weak;
