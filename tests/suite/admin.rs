@@ -180,3 +180,139 @@ fn script_load_then_evalsha_works_for_keys_on_either_backend() {
         );
     }
 }
+
+/// A key on backend `b` (of a 2-backend cluster).
+fn key_on(b: usize, prefix: &str) -> String {
+    keys_on(b, prefix, 1).remove(0)
+}
+
+fn config_get(server: &crate::support::RedisServer, name: &str) -> Frame {
+    match server.raw().cmd(&["CONFIG", "GET", name]) {
+        Frame::Array(kv) if kv.len() == 2 => kv[1].clone(),
+        other => panic!("CONFIG GET {name}: {other:?}"),
+    }
+}
+
+#[test]
+fn cluster_wide_commands_queued_in_a_transaction_reach_every_master_after_exec() {
+    let mut cluster = Cluster::with_config(ADMIN_ON);
+    let mut raw = cluster.proxy.raw();
+    seed(&mut raw, 5);
+    let (k0, k1) = (key_on(0, "tx0:"), key_on(1, "tx1:"));
+
+    // The transaction runs on backend 1 (its key's): FLUSHDB and CONFIG SET run there in
+    // their place, then on backend 0 before EXEC is answered.
+    let mut block = Vec::new();
+    for cmd in [
+        vec!["MULTI"],
+        vec!["SET", &k1, "before"],
+        vec!["FLUSHDB"],
+        vec!["SET", &k1, "after"],
+        vec!["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        vec!["CONFIG", "GET", "maxmemory-policy"],
+        vec!["EXEC"],
+        // Pipelined behind EXEC: runs after backend 0 was flushed, so it stays.
+        vec!["SET", &k0, "kept"],
+    ] {
+        block.extend(crate::support::encode(&cmd));
+    }
+    raw.send(&block);
+    for _ in 0..6 {
+        let f = raw.read_frame();
+        assert!(f.error().is_none(), "while queuing: {f:?}");
+    }
+    let ok = Frame::Simple("OK".into());
+    assert_eq!(
+        raw.read_frame(),
+        Frame::Array(vec![
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            Frame::Array(vec![
+                Frame::bulk("maxmemory-policy"),
+                Frame::bulk("allkeys-lru")
+            ]),
+        ])
+    );
+    assert_eq!(raw.read_frame(), ok);
+    let [a, b] = &cluster.backends;
+    assert_eq!(
+        (a.keys(), b.keys()),
+        (vec![k0.clone()], vec![k1.clone()]),
+        "each master flushed, only what was written after FLUSHDB left"
+    );
+    for server in [a, b] {
+        assert_eq!(
+            config_get(server, "maxmemory-policy"),
+            Frame::bulk("allkeys-lru")
+        );
+    }
+
+    // Refused by the transaction's server: an error in its place, sent nowhere else.
+    assert_eq!(raw.cmd(&["MULTI"]), ok);
+    raw.cmd(&["SET", &k1, "v"]);
+    raw.cmd(&["CONFIG", "SET", "maxmemory-policy", "no-such-policy"]);
+    raw.cmd(&["FLUSHDB"]);
+    let Frame::Array(items) = raw.cmd(&["EXEC"]) else {
+        panic!("EXEC did not answer an array")
+    };
+    assert_eq!(items[0], ok);
+    assert!(
+        items[1]
+            .error()
+            .is_some_and(|e| e.contains("CONFIG SET failed")),
+        "{items:?}"
+    );
+    assert_eq!(items[2], ok);
+    assert_eq!((a.dbsize(), b.dbsize()), (0, 0), "the FLUSHDB after it ran");
+    assert_eq!(
+        config_get(a, "maxmemory-policy"),
+        Frame::bulk("allkeys-lru")
+    );
+
+    // A watched key changed: nothing ran, so nothing is sent to the other master.
+    raw.cmd(&["SET", &k0, "v0"]);
+    assert_eq!(raw.cmd(&["WATCH", &k1]), ok);
+    assert_eq!(cluster.proxy.raw().cmd(&["SET", &k1, "changed"]), ok);
+    raw.cmd(&["MULTI"]);
+    raw.cmd(&["FLUSHDB"]);
+    assert_eq!(raw.cmd(&["EXEC"]), Frame::NullArray);
+    assert!(
+        a.has(&k0),
+        "backend 0 was flushed by a transaction that did not run"
+    );
+
+    // Bounded: the 65th is refused, and the transaction with it.
+    raw.cmd(&["MULTI"]);
+    for i in 0..64 {
+        let r = raw.cmd(&["CONFIG", "GET", "maxmemory"]);
+        assert_eq!(r, Frame::Simple("QUEUED".into()), "fan-out {i}");
+    }
+    let refused = raw.cmd(&["CONFIG", "GET", "maxmemory"]);
+    assert!(
+        refused.error().is_some_and(|e| e.contains("at most 64")),
+        "{refused:?}"
+    );
+    let aborted = raw.cmd(&["EXEC"]);
+    assert!(
+        aborted.error().is_some_and(|e| e.starts_with("EXECABORT")),
+        "{aborted:?}"
+    );
+
+    // Another master refuses (it is down): its error in the command's place.
+    cluster.backends[0].kill();
+    raw.cmd(&["MULTI"]);
+    raw.cmd(&["SET", &k1, "v"]);
+    raw.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    let Frame::Array(items) = raw.cmd(&["EXEC"]) else {
+        panic!("EXEC did not answer an array")
+    };
+    assert_eq!(items[0], ok);
+    assert!(items[1].error().is_some(), "{items:?}");
+    assert_eq!(
+        config_get(&cluster.backends[1], "maxmemory-policy"),
+        Frame::bulk("noeviction"),
+        "the transaction's own server ran it"
+    );
+}

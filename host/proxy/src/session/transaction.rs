@@ -26,10 +26,15 @@
 //! pipelined connection of the slot's master at EXEC, where only EXEC's reply is the
 //! client's (the session answered `+QUEUED` already). So does a transaction with no key.
 //!
+//! A cluster-wide admin command (`CONFIG SET`, `FLUSHDB` …) is queued on the transaction's
+//! server and sent to the other masters once EXEC has run (`fanout`).
+//!
 //! A slot that moves while a transaction is open fails its EXEC whole (`DISCARD` where it is
 //! open on the server): a null reply after WATCH (as if a watched key changed), otherwise
 //! `-TRYAGAIN`. Never a partial transaction, never one run on an owner that no longer has the
 //! slot.
+
+mod fanout;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -77,6 +82,8 @@ struct Queue {
     pool: Arc<MemoryPool>,
     /// Where the transaction is open on a server.
     server: Server,
+    /// Cluster-wide admin commands queued, for the other masters after EXEC.
+    fanouts: fanout::Queued,
 }
 
 /// Where a transaction is open on a server (sent `MULTI`), if it is.
@@ -101,6 +108,7 @@ impl Queue {
             written: Written::Nothing,
             pool,
             server: Server::No,
+            fanouts: fanout::Queued::default(),
         }
     }
 }
@@ -320,7 +328,7 @@ impl Session {
                 | Kind::Split(_)
                 | Kind::Blocking
                 | Kind::Local(Local::Ping | Local::Echo)
-        );
+        ) || fanout::queueable(c.cmd.kind);
         if let Some(e) = self.tx.never_queued(c.cmd) {
             return Err(e);
         }
@@ -342,6 +350,10 @@ impl Session {
             }
         }
         let bytes = crate::stages::plan::backend_request(c);
+        if fanout::queueable(c.cmd.kind) {
+            let pool = q.pool.clone();
+            q.fanouts.push(q.count, &bytes, &pool, limit)?;
+        }
         if matches!(q.server, Server::No) && q.slot.is_some() {
             self.open_on_server(&table);
         }
@@ -395,10 +407,48 @@ impl Session {
 
     fn exec(&mut self, mut q: Box<Queue>) -> Pending {
         let watch = self.tx.watch.take();
-        match (std::mem::replace(&mut q.server, Server::No), watch) {
+        let fanouts = std::mem::take(&mut q.fanouts);
+        // The transaction's server: where it is open, or where the proxy will send it.
+        let ran_on = match (&q.server, &watch) {
+            (Server::Own(conn), _) => Some(conn.addr().clone()),
+            (Server::Watch, Some(w)) => Some(w.conn.addr().clone()),
+            _ => {
+                let table = self.worker.shared.router.load();
+                let slot = q.slot.or(watch.as_ref().map(|w| w.slot));
+                let owner = table.route(slot.unwrap_or(SlotId(0))).ok();
+                owner.map(|b| table.backend_addr(b).clone())
+            }
+        };
+        let exec = match (std::mem::replace(&mut q.server, Server::No), watch) {
             (Server::Own(conn), None) => self.exec_on_server(&q, conn, None),
             (Server::Watch, Some(w)) => self.exec_on_server(&q, w.conn, Some(w.slot)),
             (_, watch) => self.exec_here(q, watch),
+        };
+        let Some(ran_on) = ran_on.filter(|_| !fanouts.is_empty()) else {
+            return exec;
+        };
+        let after = fanout::AfterExec {
+            fanouts,
+            ran_on,
+            worker: self.worker.clone(),
+            account: self.account.clone(),
+            proto: self.proto,
+            login: self.login.clone(),
+        };
+        // Blocked, so that what the client sends after EXEC runs after the other masters ran
+        // the fan-outs too.
+        match exec {
+            Pending::One(rx) => Pending::Blocked(Box::pin(async move {
+                let _batch = super::Batch::enter(after.worker.clone());
+                after.finish(rx.await).await
+            })),
+            Pending::Blocked(f) => Pending::Blocked(Box::pin(async move {
+                let r = f.await;
+                let _batch = super::Batch::enter(after.worker.clone());
+                after.finish(r).await
+            })),
+            // Refused, aborted or failed: nothing ran.
+            other => other,
         }
     }
 
