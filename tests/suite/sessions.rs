@@ -1512,3 +1512,57 @@ fn blocked_clients_wait_on_the_promoted_replica_when_their_master_dies() {
     let got = waiter.join().expect("waiter panicked");
     assert_eq!(got.as_deref(), Some("after-failover"));
 }
+
+/// A client blocked on a slot that keeps its owner does not hold a table push: the swap's
+/// drain waits for what was routed the old way, and the blocked command counts under the new
+/// table as soon as it has looked at it. Before, one consumer blocked in `BLPOP` anywhere on
+/// the proxy held every push for the whole drain limit and failed it (`503 … 1 command
+/// batches routed with the previous table are still in flight`): 10 s for a one-slot move.
+#[test]
+fn a_client_blocked_on_a_slot_that_stays_does_not_hold_table_pushes() {
+    use tessera_wire::topology::Topology;
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    let epoch = cp.assign(0, 1023, 1);
+    let proxy = &cp.proxies[0];
+    assert!(wait_until(Duration::from_secs(10), || proxy.epoch() >= epoch));
+    let key = "stays:queue";
+    let s = slot(key.as_bytes()) as usize;
+    let other = (s + 1) % 1024;
+    let addr = proxy.addr();
+    let waiter = thread::spawn(move || {
+        let mut c = conn(addr);
+        let r: Option<(String, String)> = c.blpop(key, 60.0).unwrap();
+        r
+    });
+    assert!(wait_until(Duration::from_secs(5), || blocked_clients(
+        &cp.servers[0]
+    ) == 1));
+    let admin = proxy.admin();
+    let at_rest: Topology = admin.get("/api/proxy/topology").ok_as();
+    // A handoff's two pushes for another slot, then a few more back and forth, as quick
+    // holds and releases of a move would push them: each is acknowledged (2xx).
+    for round in 1..=6u64 {
+        let mut t = at_rest.clone();
+        t.epoch += round;
+        t.slots[other].blocked = round % 2 == 1;
+        let body = serde_json::to_vec(&t).expect("a topology serializes");
+        let r = admin.request("PUT", "/api/proxy/topology", Some(&body));
+        assert!(
+            r.status / 100 == 2,
+            "push {round} not acknowledged: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert_eq!(
+        blocked_clients(&cp.servers[0]),
+        1,
+        "the blocked command stayed where it was, blocked once"
+    );
+    let mut p = conn(addr);
+    let _: () = p.rpush(key, "e").unwrap();
+    let got = waiter.join().expect("the waiter panicked");
+    assert_eq!(got, Some((key.to_string(), "e".to_string())));
+}

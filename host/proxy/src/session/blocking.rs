@@ -2,7 +2,8 @@
 //! BZPOPMIN, XREAD … BLOCK …) on a dedicated backend connection, and WAIT on every master.
 //!
 //! A blocked command counts as in flight, like any command, so a table swap waits for it —
-//! but only as long as it takes to move it: when a swap starts draining, a command whose slot
+//! but only as long as it takes to see whether it must move: one whose slot keeps its owner
+//! counts under the new table from then on, and when a swap starts draining, a command whose slot
 //! now has another owner (or is held for a handoff) is unblocked on the old owner with
 //! `CLIENT UNBLOCK` by the proxy's control user. If the old owner answered with an element
 //! first, that is the reply; if it answered the timeout reply, nothing was taken there, and
@@ -72,7 +73,7 @@ impl Blocking {
             // swap that starts after this line is seen below; one that started before it
             // counts this batch in its new phase.
             swaps.borrow_and_update();
-            let batch = Batch::enter(worker.clone());
+            let mut batch = Batch::enter(worker.clone());
             let table = worker.shared.router.load_full();
             let addr = match route(&table, self.slot) {
                 Ok(addr) => addr,
@@ -137,6 +138,11 @@ impl Blocking {
                 if SlotTable::is_routed(self.slot)
                     || matches!(route(&table, self.slot), Ok(ref a) if *a == addr)
                 {
+                    // Served here under the new table too: counted in its phase from now on
+                    // (entered before the old count is let go), so the swap's drain does not
+                    // wait for a command it need not move — a client blocked for minutes
+                    // would otherwise hold every table push for the whole drain limit.
+                    batch = Batch::enter(worker.clone());
                     continue;
                 }
                 break;
