@@ -256,3 +256,110 @@ fn a_subscription_made_while_its_server_is_busy_receives_once_the_script_ends() 
         assert!(Instant::now() < deadline, "no message 'after': last {f:?}");
     }
 }
+
+/// Hostile: a client that subscribes and unsubscribes in a tight pipelined loop while its
+/// channels' server runs a script. Each of its commands is answered (a confirmation waits at
+/// most 2 s for a server that does not answer), another client of the same worker is served
+/// meanwhile, and once the script ends nothing of the churn is left: the server holds no
+/// subscription of the proxy's, no channel counts a subscriber, and a real subscriber gets
+/// its messages.
+#[test]
+fn subscribe_churn_during_a_busy_script_is_answered_and_leaves_nothing_behind() {
+    let cluster = Cluster::start_with(|b| b.threads(1));
+    quick_busy(&cluster);
+    let channels = keys_on(0, "churn", 50);
+    let calm = &keys_on(1, "calm", 1)[0];
+    let mut busy = busy_backend_0(&cluster);
+    let mut hostile = cluster.proxy.raw();
+    let mut other = cluster.proxy.raw();
+    for round in 0..4 {
+        let mut block = Vec::new();
+        for ch in &channels {
+            block.extend(encode(&["SUBSCRIBE", ch]));
+            block.extend(encode(&["UNSUBSCRIBE", ch]));
+        }
+        hostile.send(&block);
+        assert_eq!(
+            other.cmd(&["SET", calm, &round.to_string()]),
+            Frame::Simple("OK".into()),
+            "a client of the same worker, on the other server, is served during the churn"
+        );
+        for ch in &channels {
+            let sub = hostile.read_frame();
+            let unsub = hostile.read_frame();
+            assert_eq!(
+                (sub, unsub),
+                (
+                    Frame::Array(vec![
+                        Frame::bulk("subscribe"),
+                        Frame::bulk(ch),
+                        Frame::Integer(1)
+                    ]),
+                    Frame::Array(vec![
+                        Frame::bulk("unsubscribe"),
+                        Frame::bulk(ch),
+                        Frame::Integer(0)
+                    ])
+                ),
+                "round {round}"
+            );
+        }
+    }
+    let mut killer = cluster.proxy.raw();
+    assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let e = error_of(&busy.read_frame());
+    assert!(e.contains("killed"), "{e}");
+    // The server lets go of whatever the hub had asked for while it was busy (the hub's
+    // connection is replaced once the server answers again); until then a PUBLISH may still
+    // find it. Within 10 s nothing of it is left.
+    let mut direct = cluster.backends[0].client();
+    let mut publisher = cluster.proxy.raw();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let on_server: Vec<String> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .arg("churn*")
+            .query(&mut direct)
+            .unwrap();
+        let counted: Vec<Frame> = channels
+            .iter()
+            .map(|ch| publisher.cmd(&["PUBLISH", ch, "nobody"]))
+            .filter(|n| *n != Frame::Integer(0))
+            .collect();
+        if on_server.is_empty() && counted.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left after the churn: {on_server:?} on the server, PUBLISH counted {counted:?}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        publisher.cmd(&["PUBSUB", "NUMSUB", &channels[0]]),
+        Frame::Array(vec![Frame::bulk(&channels[0]), Frame::Integer(0)])
+    );
+    // A real subscriber now gets what is published.
+    let mut sub = cluster.proxy.raw();
+    sub.send(&encode(&["SUBSCRIBE", &channels[0]]));
+    assert_eq!(
+        sub.read_frame(),
+        Frame::Array(vec![
+            Frame::bulk("subscribe"),
+            Frame::bulk(&channels[0]),
+            Frame::Integer(1)
+        ])
+    );
+    assert_eq!(
+        publisher.cmd(&["PUBLISH", &channels[0], "hello"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        sub.read_frame(),
+        Frame::Array(vec![
+            Frame::bulk("message"),
+            Frame::bulk(&channels[0]),
+            Frame::bulk("hello")
+        ])
+    );
+}

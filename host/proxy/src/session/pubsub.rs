@@ -25,7 +25,7 @@ pub(super) const MAX_SUBSCRIPTIONS: usize = 10_000;
 pub(super) const MAX_SUBSCRIPTION_BYTES: usize = 4 << 20;
 
 /// How long a subscription's confirmation waits for the backends at most.
-const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(super) const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What a session is subscribed to.
 pub(super) struct Subscriptions {
@@ -275,10 +275,12 @@ impl Session {
         }
         // Confirmed once the backends have it, as Redis confirms: a message published after
         // the confirmation reaches the client. A backend that does not answer holds it no
-        // longer than SYNC_WAIT (its subscriptions are made when it is back).
+        // longer than SYNC_WAIT (its subscriptions are made when it is back), counted from
+        // now: pipelined subscriptions wait together, not one after the other.
+        let deadline = tokio::time::Instant::now() + SYNC_WAIT;
         Ok(Pending::Later(Box::pin(async move {
             let all = crate::pubsub::join(synced);
-            let _ = tokio::time::timeout(SYNC_WAIT, all).await;
+            let _ = tokio::time::timeout_at(deadline, all).await;
             out
         })))
     }

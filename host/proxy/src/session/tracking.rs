@@ -218,13 +218,11 @@ impl Session {
         if synced.is_empty() {
             return Pending::Ready(ok);
         }
-        // On once every backend reports writes: a key read after the +OK is invalidated.
+        // On once every backend reports writes: a key read after the +OK is invalidated. A
+        // backend that does not answer holds it no longer than a subscription (from now).
+        let deadline = tokio::time::Instant::now() + super::pubsub::SYNC_WAIT;
         Pending::Later(Box::pin(async move {
-            let _ = tokio::time::timeout(
-                std::time::Duration::from_secs(2),
-                crate::pubsub::join(synced),
-            )
-            .await;
+            let _ = tokio::time::timeout_at(deadline, crate::pubsub::join(synced)).await;
             ok
         }))
     }
