@@ -1237,3 +1237,43 @@ fn an_abort_left_by_a_dead_dashboard_is_applied_by_its_successor() {
         "the applied abort is cleared from the store"
     );
 }
+
+/// A migration's speed cap is persisted for a successor dashboard, which serves it from its
+/// first answer (it is read before the API serves, as the job history is) and keeps it.
+#[test]
+fn a_successor_dashboard_keeps_the_running_migrations_cap_from_its_first_answer() {
+    let mut cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    preload(cp.proxies[0].addr(), 3000);
+    cp.api()
+        .post(
+            "/api/migrations",
+            &json!({"from": 0, "to": 511, "group": 2, "max_keys_per_sec": 100}),
+        )
+        .ok();
+    wait_for("the cap to show", Duration::from_secs(10), || {
+        status(&cp).throttle.max_keys_per_sec == Some(100)
+    });
+    cp.restart_dashboard();
+    assert_eq!(
+        status(&cp).throttle.max_keys_per_sec,
+        Some(100),
+        "the successor's first answer shows the saved cap"
+    );
+    // Lifted through the successor (once it drives the migration), so the test ends soon.
+    wait_for(
+        "the successor to take the cap off",
+        Duration::from_secs(20),
+        || {
+            cp.api()
+                .try_request("PUT", "/api/migrations/throttle", Some(b"{}"))
+                .is_ok_and(|r| r.status == 200)
+        },
+    );
+    wait_for("the migration to end", Duration::from_secs(120), || {
+        idle(&cp)
+    });
+    assert_eq!(owners(&cp)[0], Some(2));
+}

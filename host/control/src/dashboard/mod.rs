@@ -333,8 +333,15 @@ impl Dashboard {
             _lock: Mutex::new(lock),
         });
         dashboard.load_last_backup().await;
-        // Before the API serves: a history asked for at once is the one saved, not empty.
+        // Before the API serves: a history, abort or throttle asked for at once is the one
+        // saved, not empty, and a migration started at once runs under the saved throttle.
         dashboard.load_jobs().await;
+        if let Err(e) = dashboard.load_abort().await {
+            warn!(error = %e, "could not read a pending migration abort");
+        }
+        if let Err(e) = dashboard.load_throttle().await {
+            warn!(error = %e, "could not read the migration throttle");
+        }
         // From 0, so that `increase()` counts the first removal.
         ::metrics::counter!("tessera_dashboard_stale_proxies_removed_total", "cluster" => dashboard.cluster.clone())
             .absolute(0);
@@ -348,12 +355,6 @@ impl Dashboard {
     /// Background work: the admin user on servers that lack it, then health checks and
     /// catching up new proxies. Runs until dropped.
     pub async fn run_background(self: Arc<Self>) {
-        if let Err(e) = self.load_abort().await {
-            warn!(error = %e, "could not read a pending migration abort");
-        }
-        if let Err(e) = self.load_throttle().await {
-            warn!(error = %e, "could not read the migration throttle");
-        }
         self.provision_servers().await;
         tokio::join!(
             health::run(self.clone()),
