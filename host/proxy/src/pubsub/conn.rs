@@ -191,7 +191,7 @@ async fn serve(
     let mut next_sync: u64 = 0;
     for tx in waiting {
         next_sync += 1;
-        wbuf.extend_from_slice(&wire_ping(format!("tessera-sync-{next_sync}").as_bytes()));
+        wbuf.extend_from_slice(&marker(next_sync));
         syncs.push_back((next_sync, Some(tx), Instant::now()));
     }
     w.write_all(&wbuf).await.map_err(broken)?;
@@ -228,14 +228,13 @@ async fn serve(
                     continue;
                 }
                 next_sync += 1;
-                let mark = format!("tessera-sync-{next_sync}");
-                w.write_all(&wire_ping(mark.as_bytes())).await.map_err(broken)?;
+                w.write_all(&marker(next_sync)).await.map_err(broken)?;
                 w.flush().await.map_err(broken)?;
                 syncs.push_back((next_sync, None, Instant::now()));
             }
             // Only whether one is answered matters: kept nowhere, however long the script.
             _ = probe.tick(), if refused => {
-                w.write_all(&wire_ping(b"tessera-sync-0")).await.map_err(broken)?;
+                w.write_all(&marker(0)).await.map_err(broken)?;
                 w.flush().await.map_err(broken)?;
             }
             n = rx.recv_many(&mut pending, 64) => {
@@ -247,8 +246,7 @@ async fn serve(
                         Cmd::Request(req) => wbuf.extend_from_slice(&req),
                         Cmd::Sync(tx) => {
                             next_sync += 1;
-                            let mark = format!("tessera-sync-{next_sync}");
-                            wbuf.extend_from_slice(&wire_ping(mark.as_bytes()));
+                            wbuf.extend_from_slice(&marker(next_sync));
                             syncs.push_back((next_sync, Some(tx), Instant::now()));
                         }
                     }
@@ -305,9 +303,12 @@ async fn serve(
     }
 }
 
-fn wire_ping(arg: &[u8]) -> Vec<u8> {
+/// The request of sync marker `n`: `PING tessera-sync-<n>`, answered with its argument.
+fn marker(n: u64) -> Vec<u8> {
+    let mut arg = SYNC_PREFIX.to_vec();
+    arg.extend_from_slice(n.to_string().as_bytes());
     let mut out = format!("*2\r\n$4\r\nPING\r\n${}\r\n", arg.len()).into_bytes();
-    out.extend_from_slice(arg);
+    out.extend_from_slice(&arg);
     out.extend_from_slice(b"\r\n");
     out
 }
