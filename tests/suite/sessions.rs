@@ -403,18 +403,27 @@ fn a_blocked_command_sent_to_the_new_owner_keeps_only_what_is_left_of_its_timeou
     assert_eq!(got, Some((key.to_string(), "e".to_string())));
 }
 
+/// Two groups of one server each and one proxy, every slot on group 1, the proxy at that
+/// table.
+fn two_groups_all_slots_on_1() -> ControlPlane {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    let epoch = cp.assign(0, 1023, 1);
+    assert!(wait_until(Duration::from_secs(10), || cp.proxies[0]
+        .epoch()
+        >= epoch));
+    cp
+}
+
 /// A blocking command that arrives while its slot is held for a move's handoff waits in the
 /// proxy for the next table; that wait counts against its timeout too, as it would on a
 /// server, so the new owner is sent only what is left.
 #[test]
 fn a_blocking_command_held_for_a_handoff_keeps_only_what_is_left_of_its_timeout() {
     use tessera_wire::topology::{GroupId, Topology};
-    let cp = ControlPlane::builder().servers(2).proxies(1).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    let epoch = cp.assign(0, 1023, 1);
+    let cp = two_groups_all_slots_on_1();
     let proxy = &cp.proxies[0];
-    assert!(wait_until(Duration::from_secs(10), || proxy.epoch() >= epoch));
     let key = "held:timeout";
     let s = slot(key.as_bytes()) as usize;
     let admin = proxy.admin();
@@ -1521,12 +1530,8 @@ fn blocked_clients_wait_on_the_promoted_replica_when_their_master_dies() {
 #[test]
 fn a_client_blocked_on_a_slot_that_stays_does_not_hold_table_pushes() {
     use tessera_wire::topology::Topology;
-    let cp = ControlPlane::builder().servers(2).proxies(1).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    let epoch = cp.assign(0, 1023, 1);
+    let cp = two_groups_all_slots_on_1();
     let proxy = &cp.proxies[0];
-    assert!(wait_until(Duration::from_secs(10), || proxy.epoch() >= epoch));
     let key = "stays:queue";
     let s = slot(key.as_bytes()) as usize;
     let other = (s + 1) % 1024;
