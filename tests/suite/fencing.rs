@@ -103,6 +103,9 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
                         match client.try_read_frame() {
                             Ok(Frame::Integer(_)) => acked += 1,
                             Ok(Frame::Error(e)) if e.starts_with("TRYAGAIN") => refused += 1,
+                            // Its connection was closed under it (the dashboard kills a lapsed
+                            // proxy's): written or not, the client cannot know.
+                            Ok(Frame::Error(e)) if e.starts_with("ERR backend") => unknown += 1,
                             Ok(other) => panic!("INCR answered {other:?}"),
                             Err(_) => {
                                 unknown += (DEPTH - i) as u64;
@@ -116,6 +119,11 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
         })
         .collect();
     thread::sleep(Duration::from_millis(500));
+    let token = cut_token(&cp, cut.addr());
+    assert!(
+        named_connections(&cp.servers[0], &token) > 0,
+        "the busy proxy's backend connections carry its name"
+    );
     freeze_and_move(&cp, s);
     let keys: Vec<String> = (0..CLIENTS).map(|t| format!("{{frozen}}:{t}")).collect();
     assert!(
@@ -123,6 +131,14 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
             .all(|k| !cp.servers[0].has(k) && cp.servers[1].has(k)),
         "the keys moved"
     );
+    // What it froze holding cannot reach a server even if it wrote past its fence check.
+    for server in &cp.servers {
+        assert_eq!(
+            named_connections(server, &token),
+            0,
+            "the dashboard moved on without the frozen proxy but left its connections open"
+        );
+    }
     cut.signal("-CONT");
     // What the woken proxy held is answered (refused) at once; then its clients stop.
     thread::sleep(Duration::from_secs(1));
@@ -153,6 +169,45 @@ fn a_busy_proxy_frozen_mid_pipeline_writes_nothing_to_the_old_owner_when_it_wake
     eprintln!(
         "a busy proxy frozen and woken after its slot moved (key, acknowledged, refused, unknown): {counts:?}"
     );
+}
+
+/// A dashboard that takes over while a proxy is frozen does not know when that proxy's
+/// registration went: it waits for it as for one it saw go, and closes its connections on the
+/// servers before it moves a slot without it.
+#[test]
+fn a_successor_dashboard_closes_a_frozen_proxys_connections_before_it_moves_on() {
+    let mut cp = two_groups_and_two_current_proxies();
+    let key = keys_on(0, "successor:", 1).remove(0);
+    let s = slot(key.as_bytes());
+    let cut = &cp.proxies[0];
+    let mut client = RawClient::connect(cut.addr());
+    assert_eq!(client.cmd(&["SET", &key, "v1"]), Frame::Simple("OK".into()));
+    let token = cut_token(&cp, cut.addr());
+    assert!(named_connections(&cp.servers[0], &token) > 0);
+    cut.signal("-STOP");
+    assert!(
+        wait_until(Duration::from_secs(30), || !registered(&cp, &token)),
+        "the frozen proxy's registration never lapsed"
+    );
+    cp.restart_dashboard();
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            owners(&cp)[s as usize] == Some(2) && idle(&cp)
+        }),
+        "the migration finished without the frozen proxy: {}",
+        cp.api().get("/api/migrations").body
+    );
+    for server in &cp.servers {
+        assert_eq!(
+            named_connections(server, &token),
+            0,
+            "the successor moved on without the frozen proxy but left its connections open"
+        );
+    }
+    cp.proxies[0].signal("-CONT");
 }
 
 /// Two groups of one server each, every slot on group 1, and two proxies that have the
@@ -198,6 +253,19 @@ fn cut_token(cp: &ControlPlane, addr: std::net::SocketAddr) -> String {
         .find(|p| p.addr == addr.to_string())
         .map(|p| p.token)
         .expect("the proxy is registered")
+}
+
+/// How many connections on `server` the proxy registered as `token` named its own.
+fn named_connections(server: &crate::support::RedisServer, token: &str) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.client())
+        .expect("CLIENT LIST");
+    let name = format!(
+        "name={} ",
+        tessera_model::fence::backend_connection_name(token)
+    );
+    list.lines().filter(|l| l.contains(&name)).count()
 }
 
 fn registered(cp: &ControlPlane, token: &str) -> bool {

@@ -161,16 +161,17 @@ fn command_rules(policy: &PolicyInputs<'_>) -> Vec<String> {
     out
 }
 
-/// The control login: AUTH as `control`, or nothing (Redis's `default` user).
-pub fn control_login(control: Option<&Credential>) -> Login {
-    let steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
-    login(steps)
+/// The control login: AUTH as `control`, or nothing (Redis's `default` user); then, in
+/// cluster mode, the connection's `name` (see [`named`]).
+pub fn control_login(control: Option<&Credential>, name: Option<&str>) -> Login {
+    login(named(control, name))
 }
 
-/// A data connection's login: as the control user, set the data user up, then become it.
-/// A database is selected before the data user (which may not) is logged in as.
-pub fn data_login(user: &DataUser, control: Option<&Credential>) -> Login {
-    let mut steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
+/// A data connection's login: as the control user (and named, see [`named`]), set the data
+/// user up, then become it. A database is selected before the data user (which may not) is
+/// logged in as.
+pub fn data_login(user: &DataUser, control: Option<&Credential>, name: Option<&str>) -> Login {
+    let mut steps = named(control, name);
     let mut args: Vec<&[u8]> = vec![b"ACL", b"SETUSER", user.name.as_bytes(), b"reset", b"on"];
     let pass = format!(">{}", user.password);
     args.push(pass.as_bytes());
@@ -189,6 +190,23 @@ pub fn data_login(user: &DataUser, control: Option<&Credential>) -> Login {
         })
     });
     login(steps)
+}
+
+/// AUTH as `control`, then `CLIENT SETNAME name` while the connection still has the
+/// control user's rights (the data user has none for it). A cluster-mode proxy names every
+/// backend connection after its registration, so that the dashboard can close them at the
+/// servers should the proxy lapse (`tessera_model::fence::backend_connection_name`).
+fn named(control: Option<&Credential>, name: Option<&str>) -> Vec<LoginStep> {
+    let mut steps: Vec<LoginStep> = control.map(auth_step).into_iter().collect();
+    if let Some(name) = name {
+        steps.push(LoginStep {
+            request: request(&[b"CLIENT", b"SETNAME", name.as_bytes()]),
+            what: "naming the connection (CLIENT SETNAME)",
+            accept: is_ok,
+            confines: false,
+        });
+    }
+    steps
 }
 
 fn auth_step(c: &Credential) -> LoginStep {

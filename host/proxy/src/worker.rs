@@ -73,6 +73,9 @@ pub struct Shared {
     /// The backend user with full rights (cluster mode: the cluster's; static mode: the
     /// config's); `None`: Redis's `default` user.
     backend_admin: RwLock<Option<Credential>>,
+    /// Cluster mode: the name every backend connection takes (`CLIENT SETNAME`), after this
+    /// proxy's registration, so the dashboard can close them should it lapse.
+    backend_name: std::sync::OnceLock<String>,
     /// Bumped when what the backend logins derive from changes (admin user, plugin chain).
     logins_version: AtomicU64,
     /// Sessions open (admitted against `max_clients`).
@@ -115,6 +118,7 @@ impl Shared {
             fleet: Default::default(),
             blocked_on: std::sync::Mutex::default(),
             backend_admin,
+            backend_name: std::sync::OnceLock::new(),
             logins_version: AtomicU64::new(1),
             config,
             router,
@@ -179,6 +183,18 @@ impl Shared {
             .write()
             .expect("backend admin lock poisoned") = c;
         self.logins_version.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Names every backend connection made from now on after this proxy's registration
+    /// `token` (cluster mode; set once, before any client is served).
+    pub fn name_backend_connections(&self, token: &str) {
+        if self
+            .backend_name
+            .set(tessera_model::fence::backend_connection_name(token))
+            .is_ok()
+        {
+            self.logins_version.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A session starts a batch of commands (it will route them with the table in force now).
@@ -381,7 +397,8 @@ impl Worker {
         if let Some(c) = &l.control {
             return c.clone();
         }
-        let c = acl::control_login(self.backend_admin().as_ref());
+        let name = self.shared.backend_name.get().map(String::as_str);
+        let c = acl::control_login(self.backend_admin().as_ref(), name);
         l.control = Some(c.clone());
         c
     }
@@ -413,7 +430,9 @@ impl Worker {
             denied: &denied,
             rights: confined.then_some(user),
         };
-        let login = acl::data_login(&acl::data_user(&inputs, admin.as_ref()), admin.as_ref());
+        let name = self.shared.backend_name.get().map(String::as_str);
+        let data_user = acl::data_user(&inputs, admin.as_ref());
+        let login = acl::data_login(&data_user, admin.as_ref(), name);
         let mut l = self.logins();
         if confined {
             if l.confined.len() >= CONFINED_LOGINS {

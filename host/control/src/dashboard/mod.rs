@@ -30,6 +30,7 @@ mod push;
 pub mod read_policy;
 mod rebalance;
 pub mod routes;
+mod server_fence;
 mod slot_keys;
 mod slot_stats;
 mod slot_traffic;
@@ -122,7 +123,8 @@ pub(crate) struct State {
     pub(crate) down: HashSet<GroupId>,
     pub(crate) servers: HashMap<String, ServerHealth>,
     pub(crate) proxies: HashMap<String, ProxyHealth>,
-    /// The proxies the last topology push went to (`push::departed_unfenced`).
+    /// The proxies the last topology push went to (`push::departed_unfenced`); at start,
+    /// every proxy a predecessor knew.
     pub(crate) pushed_to: HashMap<String, ProxyModel>,
     /// Proxies whose registration went away, and when this dashboard first saw it gone.
     pub(crate) departed: HashMap<String, (ProxyModel, std::time::Instant)>,
@@ -272,6 +274,10 @@ impl Dashboard {
             groups: groups.into_iter().map(|g| (g.id, g)).collect(),
             slots,
             offline,
+            // Every proxy a predecessor knew may have had its pushes: one whose registration
+            // is gone is waited for and fenced at the servers like one this dashboard saw go
+            // (`push::departed_unfenced`), since when it went is not known here.
+            pushed_to: known.clone().into_iter().collect(),
             known,
             ..State::default()
         };
@@ -366,17 +372,20 @@ impl Dashboard {
         );
     }
 
+    /// Every server of every group, masters and replicas.
+    pub(crate) fn all_servers(&self) -> Vec<String> {
+        let st = self.state.lock().expect("state lock poisoned");
+        st.groups
+            .values()
+            .flat_map(|g| g.servers.iter().map(|s| s.addr.clone()))
+            .collect()
+    }
+
     /// Creates the admin user on every server in the store that lacks it (servers added
     /// before it existed, or restarted without an ACL file). A failure is logged and shows
     /// in the server's health, which keeps trying.
     async fn provision_servers(&self) {
-        let servers: Vec<String> = {
-            let st = self.state.lock().expect("state lock poisoned");
-            st.groups
-                .values()
-                .flat_map(|g| g.servers.iter().map(|s| s.addr.clone()))
-                .collect()
-        };
+        let servers = self.all_servers();
         let results = futures_util::future::join_all(servers.iter().map(|addr| {
             admin_user::provision(addr, &self.backend_admin, None, ops::REDIS_TIMEOUT)
         }))

@@ -225,7 +225,10 @@ impl Dashboard {
     /// (`fence::Fence`, `FENCE_MARGIN` before its registration could expire). A topology
     /// goes out without it only once it is surely fenced: `FENCE_MARGIN` after this dashboard
     /// first saw it gone, or at once when nothing listens on its admin port any more (it
-    /// stopped or crashed). Until then the push fails, naming the proxy and why.
+    /// stopped or crashed). Until then the push fails, naming the proxy and why. Once its
+    /// margin has passed, its backend connections are killed on every server before the
+    /// topology goes out (`server_fence`): a proxy frozen between its fence check and its
+    /// write cannot write with its old table when it wakes.
     async fn departed_unfenced(
         &self,
         what: &'static str,
@@ -233,6 +236,7 @@ impl Dashboard {
         online: &[ProxyModel],
     ) -> Result<(), PushError> {
         let now = Instant::now();
+        let mut lapsed = HashSet::new();
         let waiting: Vec<(ProxyModel, Duration)> = {
             let mut st = self.state.lock().expect("state lock poisoned");
             let current: HashSet<&str> = online.iter().map(|p| p.token.as_str()).collect();
@@ -247,15 +251,22 @@ impl Dashboard {
                 .map(|p| (p.token.clone(), p.clone()))
                 .collect();
             st.departed.retain(|token, (_, at)| {
-                !current.contains(token.as_str())
-                    && !st.offline.contains(token)
-                    && now.duration_since(*at) < FENCE_MARGIN
+                let gone = !current.contains(token.as_str()) && !st.offline.contains(token);
+                if gone && now.duration_since(*at) >= FENCE_MARGIN {
+                    lapsed.insert(token.clone());
+                }
+                gone && now.duration_since(*at) < FENCE_MARGIN
             });
             st.departed
                 .values()
                 .map(|(p, at)| (p.clone(), FENCE_MARGIN - now.duration_since(*at)))
                 .collect()
         };
+        if !lapsed.is_empty() {
+            // Surely fenced by its clock, unless it froze between a check and a write: what
+            // it wrote then must not reach a server after this topology goes out.
+            self.close_connections_of(&lapsed).await;
+        }
         if waiting.is_empty() {
             return Ok(());
         }

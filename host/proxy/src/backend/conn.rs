@@ -358,26 +358,51 @@ impl ConnTask {
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
                     stats.batches.fetch_add(1, Ordering::Relaxed);
                 }
-                for req in batch.drain(..) {
+                // The batch's requests in `inflight` (its back), and whether any byte of the
+                // batch has reached the socket.
+                let (mut queued, mut started) = (0usize, false);
+                let mut reqs = batch.drain(..);
+                let mut fenced = false;
+                while let Some(req) = reqs.next() {
                     inflight.borrow_mut().push_back(InFlight {
                         at: now,
                         skip: req.skip,
                         tx: req.tx,
                         account: req.account,
                     });
-                    if req.bytes.len() >= COPY_LIMIT {
-                        if !wbuf.is_empty() {
-                            w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
-                            wbuf.clear();
-                        }
-                        w.write_all(&req.bytes).await.map_err(|e| e.to_string())?;
-                    } else {
+                    queued += 1;
+                    if req.bytes.len() < COPY_LIMIT {
                         wbuf.extend_from_slice(&req.bytes);
+                        continue;
+                    }
+                    if !wbuf.is_empty() {
+                        fenced = write_fenced(&mut w, &wbuf, fence, started).await?;
+                        wbuf.clear();
+                        started |= !fenced;
+                    }
+                    if !fenced {
+                        fenced = write_fenced(&mut w, &req.bytes, fence, started).await?;
+                        started |= !fenced;
+                    }
+                    if fenced {
+                        // The fence closed before this batch wrote a byte: every request of it
+                        // fails as unwritten, and the connection stays in step.
+                        for req in reqs.by_ref() {
+                            InFlight::unwritten(req).deliver(Err(DataError::Fenced));
+                        }
                     }
                 }
-                if !wbuf.is_empty() {
-                    w.write_all(&wbuf).await.map_err(|e| e.to_string())?;
-                    wbuf.clear();
+                drop(reqs);
+                if !fenced && !wbuf.is_empty() {
+                    fenced = write_fenced(&mut w, &wbuf, fence, started).await?;
+                }
+                wbuf.clear();
+                if fenced {
+                    let mut inflight = inflight.borrow_mut();
+                    let from = inflight.len() - queued;
+                    for f in inflight.drain(from..) {
+                        f.deliver(Err(DataError::Fenced));
+                    }
                 }
                 // A no-op on a plain socket; TLS may hold the last record back until it.
                 w.flush().await.map_err(|e| e.to_string())?;
@@ -501,6 +526,44 @@ enum Ending {
     Closed,
     /// No reply within the timeout (which already spaces reconnects), or no longer used.
     Quiet,
+}
+
+/// Writes all of `buf` while the fence stays open, checking it in the same poll as each
+/// write to the socket: no `.await` lies between a check and its write, so a proxy that
+/// froze after one check and wakes past its fence writes nothing more (a freeze within that
+/// one poll is closed at the servers; see `tessera_model::fence`). `Ok(true)`: fenced before
+/// any of `buf` was written (the caller fails its requests as unwritten), which `started`
+/// (part of the batch already written) turns into an error: a request half on the wire
+/// leaves the connection out of step, so it is dropped and its requests' outcome is unknown.
+///
+/// # Errors
+/// A socket error, or the fence closing partway.
+async fn write_fenced(
+    w: &mut (impl AsyncWrite + Unpin),
+    buf: &[u8],
+    fence: &Fence,
+    started: bool,
+) -> Result<bool, String> {
+    let mut at = 0;
+    std::future::poll_fn(|cx| {
+        while at < buf.len() {
+            if !fence.serving() {
+                return Poll::Ready(if at == 0 && !started {
+                    Ok(true)
+                } else {
+                    Err("the fence closed partway through a write".into())
+                });
+            }
+            match std::pin::Pin::new(&mut *w).poll_write(cx, &buf[at..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err("the socket took no bytes".into())),
+                Poll::Ready(Ok(n)) => at += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.to_string())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(false))
+    })
+    .await
 }
 
 /// Makes room to read more. An unfinished reply that fills the buffer doubles it: growing a

@@ -84,6 +84,7 @@ pub async fn run(
         .with_context(|| format!("binding the admin API on {}", opts.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?.to_string();
     let token = random_token();
+    proxy.shared().name_backend_connections(&token);
     proxy.shared().fleet.set_secret(meta.proxy_secret.clone());
     let admin = ProxyAdmin::new(
         proxy.shared().clone(),

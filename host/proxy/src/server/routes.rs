@@ -164,7 +164,7 @@ async fn find_target(
                     info!(prefix = %route.prefix, cluster = %route.cluster, target = %addr, "prefix route: forwarding to this proxy");
                 }
                 status.target = Some(addr.clone());
-                let login = crate::acl::control_login(route.credential.as_ref());
+                let login = crate::acl::control_login(route.credential.as_ref(), None);
                 return (
                     status,
                     Some(Target {
