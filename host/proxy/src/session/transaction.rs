@@ -408,8 +408,10 @@ impl Session {
     fn exec(&mut self, mut q: Box<Queue>) -> Pending {
         let watch = self.tx.watch.take();
         let fanouts = std::mem::take(&mut q.fanouts);
-        // The transaction's server: where it is open, or where the proxy will send it.
+        // The transaction's server, where it is open or where the proxy will send it: the
+        // master the fan-outs queued in it have run on (`None` when there are none).
         let ran_on = match (&q.server, &watch) {
+            _ if fanouts.is_empty() => None,
             (Server::Own(conn), _) => Some(conn.addr().clone()),
             (Server::Watch, Some(w)) => Some(w.conn.addr().clone()),
             _ => {
@@ -424,7 +426,7 @@ impl Session {
             (Server::Watch, Some(w)) => self.exec_on_server(&q, w.conn, Some(w.slot)),
             (_, watch) => self.exec_here(q, watch),
         };
-        let Some(ran_on) = ran_on.filter(|_| !fanouts.is_empty()) else {
+        let Some(ran_on) = ran_on else {
             return exec;
         };
         let after = fanout::AfterExec {
