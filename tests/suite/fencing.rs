@@ -190,16 +190,7 @@ fn a_successor_dashboard_closes_a_frozen_proxys_connections_before_it_moves_on()
         "the frozen proxy's registration never lapsed"
     );
     cp.restart_dashboard();
-    cp.api()
-        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
-        .ok();
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            owners(&cp)[s as usize] == Some(2) && idle(&cp)
-        }),
-        "the migration finished without the frozen proxy: {}",
-        cp.api().get("/api/migrations").body
-    );
+    move_slot_to_group_2(&cp, s);
     for server in &cp.servers {
         assert_eq!(
             named_connections(server, &token),
@@ -208,6 +199,56 @@ fn a_successor_dashboard_closes_a_frozen_proxys_connections_before_it_moves_on()
         );
     }
     cp.proxies[0].signal("-CONT");
+}
+
+/// An operator takes a proxy that still serves out of pushes (`proxy offline`, meant for one
+/// the dashboard cannot reach). Before the call returns the proxy has stopped routing, so a
+/// slot moved afterwards without it gets none of its writes; put back online, it serves with
+/// the current table.
+#[test]
+fn a_proxy_taken_offline_while_it_serves_stops_routing_before_pushes_skip_it() {
+    let cp = two_groups_and_two_current_proxies();
+    let key = keys_on(0, "offline:", 1).remove(0);
+    let s = slot(key.as_bytes());
+    let off = &cp.proxies[0];
+    let mut client = RawClient::connect(off.addr());
+    assert_eq!(client.cmd(&["SET", &key, "v1"]), Frame::Simple("OK".into()));
+    let token = cut_token(&cp, off.addr());
+    assert!(named_connections(&cp.servers[0], &token) > 0);
+    let taken = cp
+        .api()
+        .post_raw(&format!("/api/proxies/{token}/offline"), "");
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    let refused = |client: &mut RawClient, value: &str| match client.cmd(&["SET", &key, value]) {
+        Frame::Error(e) => assert!(e.starts_with("TRYAGAIN"), "{e}"),
+        other => panic!("the proxy taken offline still served: {other:?}"),
+    };
+    refused(&mut client, "v2");
+    for server in &cp.servers {
+        assert_eq!(
+            named_connections(server, &token),
+            0,
+            "its connections were closed"
+        );
+    }
+    move_slot_to_group_2(&cp, s);
+    refused(&mut client, "stale");
+    assert!(!cp.servers[0].has(&key), "nothing reached the old owner");
+    let back = cp
+        .api()
+        .post_raw(&format!("/api/proxies/{token}/online"), "");
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            matches!(RawClient::connect(off.addr()).cmd(&["GET", &key]), Frame::Bulk(v) if v == b"v1")
+        }),
+        "put back online, it serves the key where it lives\n{}",
+        off.log()
+    );
+    assert!(
+        off.log().contains("marked offline"),
+        "it says why it is fenced"
+    );
 }
 
 /// Two groups of one server each, every slot on group 1, and two proxies that have the
@@ -234,6 +275,12 @@ fn freeze_and_move(cp: &ControlPlane, s: u32) {
         wait_until(Duration::from_secs(30), || !registered(cp, &token)),
         "the frozen proxy's registration never lapsed"
     );
+    move_slot_to_group_2(cp, s);
+}
+
+/// Moves slot `s` to group 2 and waits until the migration is done (without the proxy that is
+/// frozen or offline: the dashboard moves on without it).
+fn move_slot_to_group_2(cp: &ControlPlane, s: u32) {
     cp.api()
         .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
         .ok();
@@ -241,7 +288,7 @@ fn freeze_and_move(cp: &ControlPlane, s: u32) {
         wait_until(Duration::from_secs(60), || {
             owners(cp)[s as usize] == Some(2) && idle(cp)
         }),
-        "the migration finished without the frozen proxy: {}",
+        "the migration finished without the proxy that is out: {}",
         cp.api().get("/api/migrations").body
     );
 }

@@ -128,6 +128,13 @@ impl Paths {
         format!("{}/proxy-draining/{token}", self.base)
     }
 
+    /// Written when an operator takes a proxy out of pushes (`tessera admin proxy offline`):
+    /// the proxy, registering again after the dashboard revoked its registration, reads it
+    /// and stays fenced until it is deleted.
+    pub fn proxy_offline(&self, token: &str) -> String {
+        format!("{}proxy-offline/{token}", self.cluster_prefix())
+    }
+
     /// A proxy the dashboard remembers from its first registration, until it stops cleanly
     /// (it deletes this itself), comes back at its address, or an operator removes it.
     pub fn proxy_known(&self, token: &str) -> String {

@@ -367,7 +367,9 @@ async fn proxy_online(
 
 /// Take a proxy offline
 ///
-/// The proxy is left out of topology pushes (and of their barrier).
+/// The proxy is left out of topology pushes (and of their barrier), once it has surely
+/// stopped routing: its registration is revoked, it fences itself and stays fenced while it is
+/// marked offline, and its connections are closed on every server. The call takes about 10 s.
 #[utoipa::path(
     post,
     path = "/api/proxies/{token}/offline",

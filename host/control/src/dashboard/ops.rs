@@ -14,6 +14,10 @@ use tessera_model::router::{GroupId, SLOTS};
 use tessera_store::model::{self, GroupModel, ProxyModel, SCHEMA_VERSION, ServerModel, SlotModel};
 
 pub(super) const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long after revoking a proxy's registration it has surely stopped routing: its lease
+/// (`proxy::server::cluster::PROXY_NODE_TTL`), whose last renewal lets it serve until
+/// `FENCE_MARGIN` before its end, plus that margin again for the two clocks.
+const OFFLINE_FENCED: Duration = Duration::from_secs(10);
 
 /// Splits `host:port` for REPLICAOF.
 fn host_port(addr: &str) -> Result<(&str, &str), Error> {
@@ -49,6 +53,26 @@ impl Dashboard {
     pub(super) async fn replicate(&self, addr: &str, master: &str) -> Result<(), Error> {
         let master = host_port(master)?;
         admin_user::replicate(addr, master, &self.backend_admin, REDIS_TIMEOUT).await
+    }
+
+    /// Before pushes skip a proxy marked offline, it must have stopped routing, for it may
+    /// still be serving. Its registration is revoked: it fences itself (at its next renewal,
+    /// or by its clock `FENCE_MARGIN` before the lease it last renewed would end) and,
+    /// registering again, finds its offline mark and stays fenced. After `OFFLINE_FENCED`
+    /// (that lease and the margin the dashboard adds for a departed proxy), its connections
+    /// are killed on every server, as for a proxy whose registration lapsed.
+    ///
+    /// # Errors
+    /// The store fails to revoke the registration (the mark stays; the proxy is not skipped).
+    async fn fence_for_offline(&self, token: &str) -> Result<(), Error> {
+        self.store
+            .expire_ephemeral(&self.paths.proxy(token))
+            .await?;
+        info!(%token, wait_secs = OFFLINE_FENCED.as_secs(), "proxy marked offline: its registration is revoked; waiting until it has surely fenced itself");
+        tokio::time::sleep(OFFLINE_FENCED).await;
+        self.close_connections_of(&std::collections::HashSet::from([token.to_string()]))
+            .await;
+        Ok(())
     }
 
     pub(super) fn group(&self, id: GroupId) -> Result<GroupModel, Error> {
@@ -317,7 +341,8 @@ impl Dashboard {
         Ok((e, changed.len()))
     }
 
-    /// Takes a proxy out of pushes, or puts it back (pushing the current topology to it).
+    /// Takes a proxy out of pushes, or puts it back (pushing the current topology to it,
+    /// then lifting the mark, upon which the proxy reloads its table and serves again).
     ///
     /// # Errors
     /// 404 unknown proxy; 502 when the proxy put back online does not acknowledge.
@@ -329,7 +354,7 @@ impl Dashboard {
                 "no registered proxy has token {token}"
             )));
         };
-        let key = format!("{}proxy-offline/{token}", self.paths.cluster_prefix());
+        let key = self.paths.proxy_offline(token);
         if online {
             let topo = self.committed_topology(*epoch).await?;
             self.push_one(&p, &topo)
@@ -348,6 +373,7 @@ impl Dashboard {
             self.store
                 .put(&key, bytes::Bytes::from_static(b"{}"))
                 .await?;
+            self.fence_for_offline(token).await?;
             self.state
                 .lock()
                 .expect("state lock poisoned")

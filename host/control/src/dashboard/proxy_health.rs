@@ -130,12 +130,7 @@ impl Dashboard {
 
     async fn forget_proxy(&self, token: &str) -> Result<(), Error> {
         self.store.delete(&key(&self.paths, token)).await?;
-        self.store
-            .delete(&format!(
-                "{}proxy-offline/{token}",
-                self.paths.cluster_prefix()
-            ))
-            .await?;
+        self.store.delete(&self.paths.proxy_offline(token)).await?;
         // Left behind by a proxy gone in the middle of draining.
         self.store.delete(&self.paths.proxy_draining(token)).await?;
         let mut st = self.state.lock().expect("state lock poisoned");

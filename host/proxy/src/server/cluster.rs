@@ -397,6 +397,7 @@ async fn keep_registered(
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Option<tessera_store::Ephemeral> {
     let key = node.key.clone();
+    let offline = paths.proxy_offline(&admin.token);
     let fence = &admin.shared.router.fence;
     loop {
         // Closed by the clock alone while a renewal is late; open again once it comes.
@@ -433,7 +434,7 @@ async fn keep_registered(
         );
         node.release();
         node = tokio::select! {
-            n = register_again(&admin, &*store, &paths, &key, &holder) => n,
+            n = register_again(&admin, &*store, &paths, &key, &holder, &offline) => n,
             // Dropping the half-done registration releases whatever it created.
             _ = &mut stop => return None,
         };
@@ -443,14 +444,21 @@ async fn keep_registered(
     }
 }
 
-/// A fenced proxy's way back: registers again, then reloads its table from the store (in
-/// that order, as at start), retrying each every [`RETRY`].
+/// A fenced proxy's way back: registers again, waits while it is marked offline, then
+/// reloads its table from the store (in that order, as at start), retrying each every
+/// [`RETRY`].
+///
+/// The dashboard marks a proxy offline before it revokes its registration, and pushes skip
+/// it from then on; so the mark is read after the new registration exists, and while it is
+/// there the proxy stays fenced (registered, so that `online` can find it and push it the
+/// table before lifting the mark).
 async fn register_again(
     admin: &ProxyAdmin,
     store: &dyn tessera_store::Store,
     paths: &model::Paths,
     key: &str,
     holder: &Holder,
+    offline: &str,
 ) -> tessera_store::Ephemeral {
     let node = loop {
         match store.create_ephemeral(key, holder, PROXY_NODE_TTL).await {
@@ -459,6 +467,26 @@ async fn register_again(
         }
         tokio::time::sleep(RETRY).await;
     };
+    let mut told = false;
+    loop {
+        match store.get(offline).await {
+            Ok(None) => break,
+            Ok(Some(_)) if !told => {
+                told = true;
+                warn!(
+                    "fenced: this proxy is marked offline; not serving until it is put back online"
+                );
+            }
+            Ok(Some(_)) => {}
+            Err(e) => {
+                warn!(error = %e, "fenced: reading whether this proxy is marked offline failed; retrying")
+            }
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+    if told {
+        info!("this proxy was put back online");
+    }
     loop {
         match stored_topology(store, paths).await {
             Ok(topo) => {
