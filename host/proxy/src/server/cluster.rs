@@ -448,10 +448,10 @@ async fn keep_registered(
 /// reloads its table from the store (in that order, as at start), retrying each every
 /// [`RETRY`].
 ///
-/// The dashboard marks a proxy offline before it revokes its registration, and pushes skip
-/// it from then on; so the mark is read after the new registration exists, and while it is
-/// there the proxy stays fenced (registered, so that `online` can find it and push it the
-/// table before lifting the mark).
+/// The dashboard marks a proxy offline before it revokes its registration, and skips it in
+/// pushes only once it has surely fenced itself; so the mark is read after the new
+/// registration exists, and while it is there the proxy stays fenced (registered, so that
+/// `online` can find it and push it the table before lifting the mark).
 async fn register_again(
     admin: &ProxyAdmin,
     store: &dyn tessera_store::Store,
