@@ -1128,93 +1128,183 @@ fn tracking_flags(info: &crate::support::Frame) -> Vec<String> {
         .iter()
         .find(|(k, _)| k.text().as_deref() == Some("flags"))
     {
-        Some((_, Frame::Array(flags))) => flags.iter().filter_map(Frame::text).collect(),
+        Some((_, Frame::Array(flags) | Frame::Set(flags))) => {
+            flags.iter().filter_map(Frame::text).collect()
+        }
         _ => panic!("no flags in {info:?}"),
     }
 }
 
 /// `NOLOOP` cannot be exact through the proxy (docs/sessions.md): it is refused with its
 /// reason in every mode where direct Redis takes it, and a client's tracking stays as it was.
+/// What a `NOLOOP` tracking client reads over a script of its own writes (plain, in a
+/// transaction, by a script, a blocking pop, on both groups) and others' (through `other`):
+/// every frame, the pushes included. An own write is followed by a `PING`, so an invalidation
+/// it caused would be read in place of `PONG`.
+fn noloop_transcript(tracker: std::net::SocketAddr, other: std::net::SocketAddr) -> Vec<Frame> {
+    let mut out = Vec::new();
+    let mut w = RawClient::connect(other);
+    let mut t = resp3(tracker);
+    t.set_read_timeout(Duration::from_secs(5));
+    let step = |t: &mut RawClient, args: &[&str], out: &mut Vec<Frame>| {
+        out.push(t.cmd(args));
+    };
+    // BCAST under a prefix: none of its own writes is reported, every other one is (a
+    // script's writes are the script's: Redis reports them, NOLOOP or not).
+    step(
+        &mut t,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "n:", "NOLOOP",
+        ],
+        &mut out,
+    );
+    let info = t.cmd(&["CLIENT", "TRACKINGINFO"]);
+    out.push(Frame::Array(
+        tracking_flags(&info)
+            .iter()
+            .map(|f| Frame::bulk(f))
+            .collect(),
+    ));
+    for own in [
+        vec!["SET", "n:a", "1"],
+        vec!["SET", "n:l0", "1"],
+        vec!["MULTI"],
+        vec!["SET", "n:a", "2"],
+        vec!["INCR", "n:{n:a}c"],
+        vec!["EXEC"],
+        vec![
+            "EVAL",
+            "redis.call('SET', KEYS[1], ARGV[1])",
+            "1",
+            "n:l2",
+            "3",
+        ],
+        vec!["RPUSH", "n:{n:l2}list", "x"],
+        vec!["BLPOP", "n:{n:l2}list", "1"],
+        vec!["DEL", "n:a", "n:l0"],
+        vec!["PING"],
+    ] {
+        step(&mut t, &own, &mut out);
+    }
+    for key in ["n:a", "n:l0"] {
+        w.cmd(&["SET", key, "theirs"]);
+        out.push(t.read_frame());
+    }
+    // Theirs outside the prefix, then its own: still nothing.
+    w.cmd(&["SET", "x:1", "theirs"]);
+    step(&mut t, &["SET", "n:c", "4"], &mut out);
+    step(&mut t, &["PING"], &mut out);
+    // Default mode: what it read is invalidated by others' writes, never by its own.
+    let mut d = resp3(tracker);
+    d.set_read_timeout(Duration::from_secs(5));
+    step(&mut d, &["CLIENT", "TRACKING", "ON", "NOLOOP"], &mut out);
+    step(&mut d, &["GET", "d:a"], &mut out);
+    step(&mut d, &["GET", "d:{n:l0}"], &mut out);
+    step(&mut d, &["SET", "d:a", "mine"], &mut out);
+    step(&mut d, &["PING"], &mut out);
+    w.cmd(&["SET", "d:{n:l0}", "theirs"]);
+    out.push(d.read_frame());
+    // Its writes still reach a tracking client without NOLOOP.
+    let mut plain = resp3(tracker);
+    plain.set_read_timeout(Duration::from_secs(5));
+    step(
+        &mut plain,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "n:"],
+        &mut out,
+    );
+    step(&mut t, &["SET", "n:l0", "5"], &mut out);
+    out.push(plain.read_frame());
+    step(&mut t, &["PING"], &mut out);
+    // Off: nothing was left to report.
+    step(&mut t, &["CLIENT", "TRACKING", "OFF"], &mut out);
+    step(&mut t, &["PING"], &mut out);
+    out
+}
+
 #[test]
-fn noloop_is_refused_with_its_reason_and_tracking_stays_as_it_was() {
-    use crate::support::Frame;
-    let c = Cluster::start();
+fn noloop_leaves_out_exactly_the_clients_own_writes_as_direct_redis_does() {
+    let cp = ControlPlane::builder().servers(2).proxies(2).start();
+    cp.split_over_two_groups();
     let direct = crate::support::RedisServer::start();
-    let mut target = RawClient::connect(c.proxy.addr());
+    let want = noloop_transcript(direct.addr(), direct.addr());
+    let got = noloop_transcript(cp.proxies[0].addr(), cp.proxies[1].addr());
+    assert_eq!(got, want, "through the proxy, then direct");
+    // The script's keys are on both groups, so both of the client's own connections wrote.
+    assert!(cp.servers[0].has("n:{n:a}c") && cp.servers[1].has("n:l2"));
+    assert!(want.contains(&invalidate(&["n:l0"])), "{want:?}");
+    assert!(want.contains(&invalidate(&["d:{n:l0}"])), "{want:?}");
+    // Its own RESP2 form is not offered, and says why.
+    let mut target = RawClient::connect(cp.proxies[0].addr());
     let id = match target.cmd(&["CLIENT", "ID"]) {
         Frame::Integer(id) => id.to_string(),
         other => panic!("CLIENT ID: {other:?}"),
     };
-    let mut direct_target = RawClient::connect(direct.addr());
-    let direct_id = match direct_target.cmd(&["CLIENT", "ID"]) {
-        Frame::Integer(id) => id.to_string(),
-        other => panic!("CLIENT ID: {other:?}"),
+    let mut resp2 = RawClient::connect(cp.proxies[0].addr());
+    let r = resp2.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id, "NOLOOP"]);
+    assert!(
+        r.error().is_some_and(|e| e.contains("NOLOOP needs RESP3")),
+        "{r:?}"
+    );
+    // Without REDIRECT a RESP2 client hears nothing anyway: taken, as by Redis.
+    let r = resp2.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+    assert_eq!(r.text().as_deref(), Some("OK"));
+}
+
+#[test]
+fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writes() {
+    let cp = ControlPlane::builder().servers(2).proxies(1).start();
+    cp.group(1, &[0]);
+    cp.group(2, &[1]);
+    cp.assign(0, 1023, 1);
+    let key = "moving:noloop";
+    let s = slot(key.as_bytes());
+    let mut w = conn(cp.proxies[0].addr());
+    let _: () = w.set(key, "v").unwrap();
+    // Tracking starts while group 2's server serves nothing: its own connection there is
+    // opened when it first sends there.
+    let mut t = resp3(cp.proxies[0].addr());
+    let r = t.cmd(&[
+        "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "moving:", "NOLOOP",
+    ]);
+    assert_eq!(r.text().as_deref(), Some("OK"));
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        owners(&cp)[s as usize] == Some(2) && idle(&cp)
+    }));
+    assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
+    // The move's copy and delete are not the client's: reported.
+    t.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(t.read_frame(), invalidate(&[key]));
+    t.set_read_timeout(Duration::from_millis(500));
+    while t.try_read_frame().is_ok() {}
+    // Its own write at the new owner: no report of the key (its first connection there may
+    // drop the whole cache once, with a null invalidation, and nothing else).
+    t.set_read_timeout(Duration::from_secs(5));
+    let flush = Frame::Push(vec![Frame::bulk("invalidate"), Frame::Null]);
+    let reply_past_flushes = |t: &mut RawClient, args: &[&str]| {
+        t.send(&crate::support::encode(args));
+        let f = t.read_frame();
+        if f != flush {
+            return f;
+        }
+        // The flush came ahead of the reply, which follows it.
+        let f = t.read_frame();
+        assert_ne!(f, flush, "one flush at most");
+        f
     };
-    let cases: [(bool, Vec<&str>); 4] = [
-        (true, vec!["NOLOOP"]),
-        (true, vec!["BCAST", "NOLOOP"]),
-        (false, vec!["REDIRECT", "ID", "NOLOOP"]),
-        (
-            false,
-            vec!["BCAST", "PREFIX", "user:", "REDIRECT", "ID", "noloop"],
-        ),
-    ];
-    for (is_resp3, opts) in cases {
-        let connect = |addr| {
-            if is_resp3 {
-                resp3(addr)
-            } else {
-                RawClient::connect(addr)
-            }
-        };
-        let args = |id: &str| -> Vec<String> {
-            ["CLIENT", "TRACKING", "ON"]
-                .iter()
-                .chain(&opts)
-                .map(|a| {
-                    if *a == "ID" {
-                        id.to_string()
-                    } else {
-                        a.to_string()
-                    }
-                })
-                .collect()
-        };
-        let mut d = connect(direct.addr());
-        let d_args = args(&direct_id);
-        let d_args: Vec<&str> = d_args.iter().map(String::as_str).collect();
-        assert_eq!(
-            d.cmd(&d_args).text().as_deref(),
-            Some("OK"),
-            "direct Redis takes {d_args:?}"
-        );
-        let mut p = connect(c.proxy.addr());
-        let p_args = args(&id);
-        let p_args: Vec<&str> = p_args.iter().map(String::as_str).collect();
-        let r = p.cmd(&p_args);
-        let e = r.error().unwrap_or_else(|| panic!("{p_args:?}: {r:?}"));
-        assert!(
-            e.starts_with("ERR NOLOOP is not supported by tessera")
-                && e.contains("cannot tell which client a write came from"),
-            "{p_args:?}: {e}"
-        );
-        let info = p.cmd(&["CLIENT", "TRACKINGINFO"]);
-        assert_eq!(tracking_flags(&info), ["off"], "{info:?}");
-        assert_eq!(p.cmd(&["PING"]).text().as_deref(), Some("PONG"));
-    }
-    // A client tracking already keeps its tracking: its read is still invalidated.
-    let mut reader = resp3(c.proxy.addr());
     assert_eq!(
-        reader.cmd(&["CLIENT", "TRACKING", "ON"]).text().as_deref(),
+        reply_past_flushes(&mut t, &["SET", key, "mine"])
+            .text()
+            .as_deref(),
         Some("OK")
     );
-    reader.cmd(&["GET", "noloop:k"]);
-    let r = reader.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
-    assert!(r.error().is_some_and(|e| e.contains("NOLOOP")), "{r:?}");
-    let mut writer = RawClient::connect(c.proxy.addr());
-    writer.cmd(&["SET", "noloop:k", "v"]);
-    reader.set_read_timeout(Duration::from_secs(5));
-    assert_eq!(reader.read_frame(), invalidate(&["noloop:k"]));
+    let pong = reply_past_flushes(&mut t, &["PING"]);
+    assert_eq!(pong.text().as_deref(), Some("PONG"), "{pong:?}");
+    let _: () = w.set(key, "theirs").unwrap();
+    assert_eq!(t.read_frame(), invalidate(&[key]));
+    assert_eq!(t.cmd(&["GET", key]), Frame::bulk("theirs"));
 }
 
 #[test]

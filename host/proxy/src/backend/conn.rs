@@ -71,6 +71,15 @@ pub struct ReplyRx {
     rx: SlotRx<ReplyResult>,
 }
 
+impl ReplyRx {
+    /// A reply that is `err` already: the request was never sent.
+    pub fn failed(err: DataError) -> Self {
+        let (tx, rx) = slot();
+        let _ = tx.send(Err(err));
+        Self { rx }
+    }
+}
+
 impl Future for ReplyRx {
     /// The reply; a connection task gone without answering is `BackendDropped`.
     type Output = ReplyResult;
@@ -81,6 +90,21 @@ impl Future for ReplyRx {
         Poll::Ready(r.unwrap_or_else(|| Err(DataError::BackendDropped)))
     }
 }
+
+/// What a reporting connection ([`BackendConn::spawn_reporting`]) tells its owner, on the
+/// worker's thread: pushes are what the server sends unasked (a `CLIENT TRACKING`
+/// connection's invalidations).
+pub enum ConnEvent {
+    /// Logged in (its login's steps done) and about to write its first request.
+    Connected,
+    /// The connection broke; the next request connects again.
+    Lost,
+    /// An out-of-band `>` push.
+    Push(Bytes),
+}
+
+/// Where a reporting connection's events go.
+pub type Events = Rc<dyn Fn(ConnEvent)>;
 
 /// Handle to a connection task; cheap to clone. The task ends once every handle is gone and
 /// the requests in flight have their replies.
@@ -112,6 +136,27 @@ impl BackendConn {
         login: Login,
         opts: BackendOptions,
     ) -> (Self, tokio::task::AbortHandle) {
+        Self::start(addr, proto, login, opts, None)
+    }
+
+    /// Like `spawn_owned`, telling `events` of its connects, losses and pushes.
+    pub fn spawn_reporting(
+        addr: Arc<str>,
+        proto: Proto,
+        login: Login,
+        opts: BackendOptions,
+        events: Events,
+    ) -> (Self, tokio::task::AbortHandle) {
+        Self::start(addr, proto, login, opts, Some(events))
+    }
+
+    fn start(
+        addr: Arc<str>,
+        proto: Proto,
+        login: Login,
+        opts: BackendOptions,
+        events: Option<Events>,
+    ) -> (Self, tokio::task::AbortHandle) {
         let (tx, rx) = queue();
         let task = ConnTask {
             addr: addr.clone(),
@@ -119,6 +164,7 @@ impl BackendConn {
             login,
             opts,
             rx,
+            events,
         };
         let handle = tokio::task::spawn_local(task.run());
         (Self { tx, addr }, handle.abort_handle())
@@ -170,6 +216,7 @@ struct ConnTask {
     login: Login,
     opts: BackendOptions,
     rx: QueueRx<Request>,
+    events: Option<Events>,
 }
 
 /// A request written and waiting for its reply.
@@ -215,6 +262,7 @@ impl ConnTask {
                     if failures > 0 {
                         debug!(addr = %self.addr, "backend reconnected");
                     }
+                    self.tell(ConnEvent::Connected);
                     // Plain: the socket's own halves, no lock between them (the hot path);
                     // TLS: one state shared by both directions, so tokio's locked split.
                     let lost = match stream {
@@ -230,6 +278,7 @@ impl ConnTask {
                     if self.rx.is_closed() && self.rx.is_empty() {
                         return;
                     }
+                    self.tell(ConnEvent::Lost);
                     self.opts
                         .stats
                         .connection_losses
@@ -274,6 +323,12 @@ impl ConnTask {
                     }
                 }
             }
+        }
+    }
+
+    fn tell(&self, e: ConnEvent) {
+        if let Some(events) = &self.events {
+            events(e);
         }
     }
 
@@ -340,6 +395,7 @@ impl ConnTask {
         let rx = &mut self.rx;
         let stats = &self.opts.stats;
         let fence = &self.opts.fence;
+        let events = &self.events;
         let writer = async {
             let mut batch = vec![first];
             let mut wbuf = BytesMut::with_capacity(16 * 1024);
@@ -422,7 +478,12 @@ impl ConnTask {
                         Ok(Some(n)) => {
                             let reply = rbuf.split_to(n).freeze();
                             if reply.first() == Some(&b'>') {
-                                continue; // out-of-band push; never requested, never routed
+                                // Out-of-band: never requested, never routed; only a
+                                // reporting connection's owner hears of it.
+                                if let Some(events) = events {
+                                    events(ConnEvent::Push(reply));
+                                }
+                                continue;
                             }
                             let mut inflight = inflight.borrow_mut();
                             match inflight.front_mut() {

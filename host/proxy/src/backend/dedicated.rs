@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use super::{BackendConn, BackendOptions, ReplyRx};
+use super::{BackendConn, BackendOptions, Events, ReplyRx};
 use tessera_model::error::DataError;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
@@ -136,12 +136,98 @@ impl DedicatedPool {
         Ok(Dedicated {
             conn,
             abort,
-            _permit: permit,
+            _permit: Some(permit),
             key,
             pool: Rc::downgrade(self),
             client_id: ClientId::Pending(id),
             armed: true,
+            lent: None,
         })
+    }
+}
+
+impl DedicatedPool {
+    /// A connection of one client's own that tells `events` of its connects, losses and
+    /// pushes (a `NOLOOP` tracking session's, `session::own_conns`), counted under the same
+    /// limit as the others and, like them, never timing out a request.
+    ///
+    /// # Errors
+    /// `addr` has as many dedicated connections as the limit allows.
+    pub fn take_reporting(
+        &self,
+        addr: &Arc<str>,
+        proto: Proto,
+        login: &Login,
+        events: Events,
+    ) -> Result<Reporting, DataError> {
+        let permit = self.limit.acquire(addr)?;
+        let (conn, abort) = BackendConn::spawn_reporting(
+            addr.clone(),
+            proto,
+            login.clone(),
+            self.opts.clone(),
+            events.clone(),
+        );
+        Ok(Reporting {
+            conn,
+            abort,
+            _permit: permit,
+            key: (addr.clone(), proto, login.id),
+            lent: Lent {
+                events,
+                closed: Rc::default(),
+            },
+        })
+    }
+}
+
+/// A reporting connection ([`DedicatedPool::take_reporting`]). Dropped, it finishes what
+/// is in flight and closes.
+pub struct Reporting {
+    conn: BackendConn,
+    abort: tokio::task::AbortHandle,
+    _permit: Permit,
+    key: Key,
+    lent: Lent,
+}
+
+/// What a [`Dedicated`] lent by a [`Reporting`] connection does when dropped unreleased:
+/// marks the connection closed and tells its owner it is lost, before closing it.
+#[derive(Clone)]
+struct Lent {
+    events: Events,
+    closed: Rc<std::cell::Cell<bool>>,
+}
+
+impl Reporting {
+    pub fn conn(&self) -> &BackendConn {
+        &self.conn
+    }
+
+    /// Whether it is closed for good (a [`Dedicated`] lent from it was dropped unreleased).
+    pub fn is_closed(&self) -> bool {
+        self.lent.closed.get() || self.abort.is_finished()
+    }
+
+    /// The connection as a [`Dedicated`] for a transaction or a blocking command of its
+    /// owner: released, it stays this connection; dropped unreleased (a command may be
+    /// blocked on it, a `MULTI` open), it closes at once like any dedicated one, and the
+    /// owner opens another.
+    pub fn lend(&self) -> Dedicated {
+        let id = self.conn.send(
+            Bytes::from_static(b"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"),
+            None,
+        );
+        Dedicated {
+            conn: self.conn.clone(),
+            abort: self.abort.clone(),
+            _permit: None,
+            key: self.key.clone(),
+            pool: std::rc::Weak::new(),
+            client_id: ClientId::Pending(id),
+            armed: true,
+            lent: Some(self.lent.clone()),
+        }
     }
 }
 
@@ -154,13 +240,15 @@ enum ClientId {
 pub struct Dedicated {
     conn: BackendConn,
     abort: tokio::task::AbortHandle,
-    _permit: Permit,
+    /// `None` when lent by a [`Reporting`] connection, which holds it.
+    _permit: Option<Permit>,
     key: Key,
     pool: std::rc::Weak<DedicatedPool>,
     client_id: ClientId,
     /// Dropping closes the socket at once; a released connection that finds no room in the
     /// idle list is disarmed instead, so what it still has in flight is answered.
     armed: bool,
+    lent: Option<Lent>,
 }
 
 impl Dedicated {
@@ -218,6 +306,10 @@ impl Drop for Dedicated {
         // Released connections are moved into the idle list, not dropped; a dropped one
         // may have a command blocked on it, which only closing the socket ends.
         if self.armed {
+            if let Some(lent) = &self.lent {
+                lent.closed.set(true);
+                (lent.events)(super::ConnEvent::Lost);
+            }
             self.abort.abort();
         }
     }

@@ -16,9 +16,10 @@ mod local;
 mod pool;
 
 pub use conn::{
-    BackendConn, BackendOptions, BackendStats, ConnectError, ReplyRx, connect_logged_in,
+    BackendConn, BackendOptions, BackendStats, ConnEvent, ConnectError, Events, ReplyRx,
+    connect_logged_in,
 };
-pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool};
+pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool, Reporting};
 pub use pool::{Lane, Pool};
 
 use bytes::Bytes;

@@ -174,11 +174,14 @@ impl Hub {
     /// `sink` tracks keys for client-side caching (BCAST: these prefixes, none for every key),
     /// its invalidations going to `target`. The receivers complete once every backend reports
     /// writes to this hub, as the backends of a direct client would from its `CLIENT TRACKING`.
+    /// `noloop`: the sink hears of writes on its own connections of this generation, once
+    /// each is up (`own_connected`).
     pub fn track(
         &self,
         sink: SinkId,
         target: Target,
         bcast: Option<Vec<Bytes>>,
+        noloop: Option<u64>,
         login: &Login,
     ) -> Vec<oneshot::Receiver<()>> {
         self.follow_table();
@@ -187,9 +190,54 @@ impl Hub {
             if s.login.is_none() {
                 s.login = Some(login.clone());
             }
-            s.tracking.start(sink, target, bcast);
+            s.tracking.start(sink, target, bcast, noloop);
         }
         self.report_writes(false)
+    }
+
+    /// `sink`'s own `NOLOOP` connection to `addr` (of `generation`) is logged in and
+    /// tracking: the hub's reports from `addr` pass the sink by from now on. `flush`: its
+    /// reports may have missed writes (a connection that came back, or one opened to a
+    /// master while the sink tracked already, whose first reports and the hub's last ones
+    /// may cross), so the sink's whole cache is invalidated.
+    pub fn own_connected(&self, sink: SinkId, generation: u64, addr: &Arc<str>, flush: bool) {
+        let mut out = Vec::new();
+        {
+            let mut s = self.inner.state.borrow_mut();
+            if s.tracking.own_up(sink, generation, addr) && flush {
+                s.tracking.invalidate_for(sink, None, &mut out);
+            }
+        }
+        self.dispatch(out);
+    }
+
+    /// `sink`'s own connection to `addr` broke: the hub's reports from `addr` are its again.
+    pub fn own_lost(&self, sink: SinkId, generation: u64, addr: &str) {
+        let mut s = self.inner.state.borrow_mut();
+        s.tracking.own_down(sink, generation, addr);
+    }
+
+    /// A push on `sink`'s own connection: an invalidation for it alone.
+    pub fn own_report(&self, sink: SinkId, generation: u64, push: &[u8]) {
+        let wire::Push::Invalidate(parts) = wire::classify_push(push) else {
+            return;
+        };
+        let mut out = Vec::new();
+        {
+            let mut s = self.inner.state.borrow_mut();
+            if !s.tracking.is_own(sink, generation) {
+                return;
+            }
+            match tracking::invalidated_keys(&parts) {
+                Some(keys) => {
+                    for k in &keys {
+                        s.tracking.invalidate_for(sink, Some(k), &mut out);
+                    }
+                }
+                None => s.tracking.invalidate_for(sink, None, &mut out),
+            }
+        }
+        self.dispatch(out);
     }
 
     /// The worker's hot-key cache is kept true by this hub (set once, at the worker's start).
@@ -212,7 +260,7 @@ impl Hub {
             let id = s.next_sink;
             (id, p)
         };
-        let _ = self.track(prefixes.0, Target::Nowhere, Some(prefixes.1), login);
+        let _ = self.track(prefixes.0, Target::Nowhere, Some(prefixes.1), None, login);
     }
 
     /// The subscriber connection to `addr` answered `+OK`: on a connection that reports
@@ -666,9 +714,9 @@ impl Hub {
                     match tracking::invalidated_keys(&parts) {
                         Some(keys) => keys
                             .iter()
-                            .flat_map(|k| s.tracking.invalidate(Some(k)))
+                            .flat_map(|k| s.tracking.invalidate(Some(k), Some(from)))
                             .collect(),
-                        None => s.tracking.flush_all(),
+                        None => s.tracking.invalidate(None, Some(from)),
                     }
                 };
                 return self.dispatch(deliveries);

@@ -11,6 +11,13 @@
 //! keys and prefixes (`prefixes`, `sinks`). Invalidations go into the session's own inbox (RESP3
 //! `invalidate` pushes), or for `REDIRECT id` to that client's redirect queue, whichever worker
 //! it is on, as `__redis__:invalidate` messages ([`Redirects`]).
+//!
+//! A `NOLOOP` session hears of writes on its own connections instead (`session::own_conns`,
+//! each running `CLIENT TRACKING ON BCAST NOLOOP`, whose reports leave out exactly its own
+//! writes): the hub's reports from a backend it has such a connection to pass it by, and its
+//! connection's reports concern it alone ([`Tracking::invalidate_for`]). Where it has none
+//! (a master new to it, a connection down), the hub's reports are its, as it wrote nothing
+//! there.
 
 mod prefixes;
 
@@ -69,6 +76,15 @@ pub struct Tracking {
     /// BCAST sinks by prefix.
     bcast: Prefixes,
     targets: FxHashMap<SinkId, Target>,
+    /// `NOLOOP` sinks: the backends they hear of on their own connections.
+    noloop: FxHashMap<SinkId, NoLoop>,
+}
+
+/// A `NOLOOP` sink's own reporting connections that are up.
+struct NoLoop {
+    /// Which set of connections is the sink's now (events of an earlier set are stale).
+    generation: u64,
+    up: Vec<std::sync::Arc<str>>,
 }
 
 /// One tracked key.
@@ -84,10 +100,26 @@ impl Tracking {
         !self.targets.is_empty()
     }
 
-    /// `sink` starts tracking (again, with new options).
-    pub fn start(&mut self, sink: SinkId, target: Target, bcast: Option<Vec<Bytes>>) {
+    /// `sink` starts tracking (again, with new options); `noloop`: the generation of the own
+    /// connections it hears of writes on (they report as they come up, `own_up`).
+    pub fn start(
+        &mut self,
+        sink: SinkId,
+        target: Target,
+        bcast: Option<Vec<Bytes>>,
+        noloop: Option<u64>,
+    ) {
         self.stop(sink);
         self.targets.insert(sink, target);
+        if let Some(generation) = noloop {
+            self.noloop.insert(
+                sink,
+                NoLoop {
+                    generation,
+                    up: Vec::new(),
+                },
+            );
+        }
         if let Some(prefixes) = bcast {
             self.bcast.add(sink, prefixes);
         }
@@ -98,6 +130,7 @@ impl Tracking {
         if self.targets.remove(&sink).is_none() {
             return;
         }
+        self.noloop.remove(&sink);
         self.bcast.remove(sink);
         for key in self.read_by.remove(&sink).unwrap_or_default() {
             if let Some(t) = self.keys.get_mut(&key) {
@@ -183,37 +216,131 @@ impl Tracking {
         }
     }
 
-    /// A key was written (`None`: the server flushed everything): the messages for every
-    /// sink that cached it.
-    pub fn invalidate(&mut self, key: Option<&[u8]>) -> Vec<Delivery> {
+    /// A key was written (`None`: the server flushed everything), as the hub's connection to
+    /// `from` reported (`None`: no backend's report): the messages for every sink that cached
+    /// it, but a `NOLOOP` sink that hears of `from` on its own connection.
+    pub fn invalidate(&mut self, key: Option<&[u8]>, from: Option<&str>) -> Vec<Delivery> {
         let mut out = Vec::new();
+        let hears_itself = |noloop: &FxHashMap<SinkId, NoLoop>, s: SinkId| {
+            from.is_some_and(|f| {
+                noloop
+                    .get(&s)
+                    .is_some_and(|n| n.up.iter().any(|a| **a == *f))
+            })
+        };
         match key {
             Some(k) => {
-                if let Some(t) = self.keys.remove(k) {
-                    self.forget(k, &t.sinks);
+                if let Some(mut t) = self.keys.remove(k) {
+                    let mut told = Sinks::default();
+                    let mut kept = Sinks::default();
                     for s in t.sinks.iter() {
+                        if hears_itself(&self.noloop, s) {
+                            kept.insert(s);
+                        } else {
+                            told.insert(s);
+                        }
+                    }
+                    self.forget(k, &told);
+                    for s in told.iter() {
                         self.tell(s, Some(k), &mut out);
                     }
+                    if !kept.is_empty() {
+                        t.sinks = kept;
+                        self.keys.insert(Bytes::copy_from_slice(k), t);
+                    }
                 }
-                self.bcast.matching(k, |s| self.tell(s, Some(k), &mut out));
+                self.bcast.matching(k, |s| {
+                    if !hears_itself(&self.noloop, s) {
+                        self.tell(s, Some(k), &mut out);
+                    }
+                });
                 self.compact();
             }
             None => {
-                self.keys.clear();
-                self.order.clear();
-                self.read_by.clear();
-                for s in self.targets.keys() {
-                    self.tell(*s, None, &mut out);
+                let sinks: Vec<SinkId> = self.targets.keys().copied().collect();
+                for s in sinks {
+                    if !hears_itself(&self.noloop, s) {
+                        self.invalidate_for(s, None, &mut out);
+                    }
                 }
             }
         }
         out
     }
 
+    /// A key was written (`None`: everything flushed), as `sink`'s own connection reported
+    /// (`NOLOOP`: not by `sink`): its message, if it cached the key or tracks its prefix.
+    pub fn invalidate_for(&mut self, sink: SinkId, key: Option<&[u8]>, out: &mut Vec<Delivery>) {
+        match key {
+            Some(k) => {
+                let mut read = false;
+                if let Some(t) = self.keys.get_mut(k)
+                    && t.sinks.remove(sink)
+                {
+                    read = true;
+                    if t.sinks.is_empty() {
+                        self.keys.remove(k);
+                    }
+                    if let Some(r) = self.read_by.get_mut(&sink) {
+                        r.remove(k);
+                    }
+                }
+                let mut prefixed = false;
+                self.bcast.matching(k, |s| prefixed |= s == sink);
+                if read || prefixed {
+                    self.tell(sink, Some(k), out);
+                }
+                self.compact();
+            }
+            None => {
+                for k in self.read_by.remove(&sink).unwrap_or_default() {
+                    if let Some(t) = self.keys.get_mut(&k) {
+                        t.sinks.remove(sink);
+                        if t.sinks.is_empty() {
+                            self.keys.remove(&k);
+                        }
+                    }
+                }
+                self.tell(sink, None, out);
+                self.compact();
+            }
+        }
+    }
+
+    /// `sink`'s own connection to `addr` (of `generation`) reports writes now. Whether that
+    /// generation is still the sink's.
+    pub fn own_up(&mut self, sink: SinkId, generation: u64, addr: &std::sync::Arc<str>) -> bool {
+        match self.noloop.get_mut(&sink) {
+            Some(n) if n.generation == generation => {
+                if !n.up.contains(addr) {
+                    n.up.push(addr.clone());
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `sink`'s own connection to `addr` broke: the hub's reports from `addr` are its again.
+    pub fn own_down(&mut self, sink: SinkId, generation: u64, addr: &str) {
+        if let Some(n) = self.noloop.get_mut(&sink)
+            && n.generation == generation
+        {
+            n.up.retain(|a| **a != *addr);
+        }
+    }
+
+    /// Whether `sink` still hears of writes on its connections of `generation`.
+    pub fn is_own(&self, sink: SinkId, generation: u64) -> bool {
+        self.noloop
+            .get(&sink)
+            .is_some_and(|n| n.generation == generation)
+    }
+
     /// Every tracking sink's cache is to be dropped (a backend's report was lost): a null
     /// invalidation for each.
     pub fn flush_all(&mut self) -> Vec<Delivery> {
-        self.invalidate(None)
+        self.invalidate(None, None)
     }
 }
 
@@ -321,12 +448,12 @@ mod tests {
     #[test]
     fn a_read_key_is_invalidated_once_and_bcast_by_prefix() {
         let mut t = Tracking::default();
-        t.start(1, Target::Own, None);
-        t.start(2, Target::Own, Some(vec![Bytes::from("user:")]));
-        t.start(3, Target::Redirect(42), None);
+        t.start(1, Target::Own, None, None);
+        t.start(2, Target::Own, Some(vec![Bytes::from("user:")]), None);
+        t.start(3, Target::Redirect(42), None, None);
         t.read(1, [Bytes::from("user:1")].into_iter());
         t.read(3, [Bytes::from("user:1")].into_iter());
-        let d = t.invalidate(Some(b"user:1"));
+        let d = t.invalidate(Some(b"user:1"), None);
         let mut got = own(&d);
         got.sort();
         let expect = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n".to_vec();
@@ -334,17 +461,17 @@ mod tests {
         assert!(d.iter().any(|d| matches!(d, Delivery::Redirect(42, m)
             if m.starts_with(b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n"))));
         // Forgotten once invalidated (default mode); BCAST keeps hearing of its prefix.
-        let d = t.invalidate(Some(b"user:1"));
+        let d = t.invalidate(Some(b"user:1"), None);
         assert_eq!(own(&d).iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2]);
-        assert!(t.invalidate(Some(b"other")).is_empty());
+        assert!(t.invalidate(Some(b"other"), None).is_empty());
         t.stop(2);
-        assert!(t.invalidate(Some(b"user:1")).is_empty());
+        assert!(t.invalidate(Some(b"user:1"), None).is_empty());
     }
 
     #[test]
     fn the_table_is_bounded_by_invalidating_what_it_drops() {
         let mut t = Tracking::default();
-        t.start(1, Target::Own, None);
+        t.start(1, Target::Own, None, None);
         let keys = (0..MAX_KEYS).map(|i| Bytes::from(format!("k{i}")));
         assert!(t.read(1, keys).is_empty());
         let d = t.read(1, [Bytes::from("one-more")].into_iter());
@@ -355,16 +482,16 @@ mod tests {
     #[test]
     fn a_session_that_stops_or_restarts_leaves_everyone_elses_entries_alone() {
         let mut t = Tracking::default();
-        t.start(1, Target::Own, None);
-        t.start(2, Target::Own, None);
+        t.start(1, Target::Own, None, None);
+        t.start(2, Target::Own, None, None);
         t.read(1, (0..1000).map(|i| Bytes::from(format!("k{i}"))));
         t.read(2, [Bytes::from("k1"), Bytes::from("mine")].into_iter());
         // A restart (CLIENT TRACKING ON again) forgets only what sink 2 read.
-        t.start(2, Target::Own, None);
+        t.start(2, Target::Own, None, None);
         assert_eq!(t.keys.len(), 1000);
         assert!(t.read_by.get(&2).is_none_or(|r| r.is_empty()));
         assert_eq!(
-            own(&t.invalidate(Some(b"k1"))),
+            own(&t.invalidate(Some(b"k1"), None)),
             [(1, push(Some(b"k1")).to_vec())]
         );
         t.stop(1);
@@ -374,7 +501,7 @@ mod tests {
             let keys: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("r{i}"))).collect();
             t.read(2, keys.iter().cloned());
             for k in &keys {
-                t.invalidate(Some(k));
+                t.invalidate(Some(k), None);
             }
             assert!(t.order.len() <= 2 * t.keys.len() + 64, "round {round}");
         }
@@ -383,9 +510,9 @@ mod tests {
     #[test]
     fn the_oldest_entry_is_evicted_first() {
         let mut t = Tracking::default();
-        t.start(1, Target::Own, None);
+        t.start(1, Target::Own, None, None);
         t.read(1, (0..MAX_KEYS).map(|i| Bytes::from(format!("k{i}"))));
-        t.invalidate(Some(b"k0"));
+        t.invalidate(Some(b"k0"), None);
         // Room was made by the invalidation: nothing evicted.
         assert!(t.read(1, [Bytes::from("new1")].into_iter()).is_empty());
         let d = t.read(1, [Bytes::from("new2")].into_iter());

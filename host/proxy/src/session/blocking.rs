@@ -47,6 +47,8 @@ pub(crate) struct Blocking {
     pub(crate) req: Request,
     /// The proxy is stopping: the command is unblocked and answered, not abandoned.
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
+    /// A `NOLOOP` session's own connections: a master's is the command's.
+    pub(crate) own: Option<Rc<super::own_conns::OwnConns>>,
 }
 
 /// The master the command goes to under `table`.
@@ -92,7 +94,10 @@ impl Blocking {
                 Ok(b) => table.login_for(b, &self.login),
                 Err(_) => &self.login,
             };
-            let mut conn = worker.dedicated.take(&addr, self.proto, login)?;
+            let mut conn = match &self.own {
+                Some(own) if table.backends().contains(&addr) => own.lend(&addr, login)?,
+                _ => worker.dedicated.take(&addr, self.proto, login)?,
+            };
             let mut rx = conn.send(req.clone(), Some(&self.account));
             let _unblockable = match conn.client_id().await {
                 Some(id) => Some(BlockedOn::new(&worker, self.client, addr.clone(), id)),

@@ -316,6 +316,7 @@ impl Session {
                     client: self.reg.info.id,
                     req: c.req.clone(),
                     stop: self.stop.clone(),
+                    own: self.own_conns().cloned(),
                 };
                 Pending::Blocked(Box::pin(b.run()))
             }
@@ -336,6 +337,7 @@ impl Session {
             proto: self.proto,
             login: self.login.clone(),
             account: self.account.clone(),
+            own: self.own_conns().cloned(),
         };
         Pending::Blocked(Box::pin(held.run()))
     }
@@ -373,6 +375,7 @@ impl Session {
             login: &self.login,
             account: &self.account,
             lanes: &self.lanes,
+            own: self.own_conns(),
         }
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Held {
     pub(crate) proto: Proto,
     pub(crate) login: Login,
     pub(crate) account: Rc<OutputAccount>,
+    /// A `NOLOOP` session's own connections to the masters.
+    pub(crate) own: Option<Rc<super::own_conns::OwnConns>>,
 }
 
 impl Held {
@@ -67,6 +69,7 @@ impl Held {
                 account: &self.account,
                 // Sent once the batch's earlier replies are in: no order to keep.
                 lanes: &Default::default(),
+                own: self.own.as_ref(),
             };
             let pending = match plan(&c, &table) {
                 Err(e @ DataError::SlotBlocked(_)) => {

@@ -21,6 +21,7 @@ mod hot_cache;
 mod local;
 mod lookahead;
 mod maintenance;
+mod own_conns;
 mod plugins;
 mod pubsub;
 mod pubsub_counts;

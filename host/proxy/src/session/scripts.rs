@@ -18,6 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::Session;
+use super::own_conns::OwnConns;
 use super::reply::Pending;
 use super::send::Sender;
 use crate::backend::{Lane, ReplyResult, ReplyRx};
@@ -103,13 +104,18 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
         return sender.send(plan, sender.proto);
     };
     type First = Pin<Box<dyn Future<Output = ReplyResult>>>;
-    let (addr, lane, req, first): (Arc<str>, Lane, Bytes, First) = match plan {
+    let (addr, lane, own, req, first): (Arc<str>, Lane, _, Bytes, First) = match plan {
         Plan::One(s) if !sender.table.is_route_target(s.to) => {
             let addr = sender.table.backend_addr(s.to).clone();
-            let lane = sender.lane_for(s.to);
+            let own = sender.own_for(s.to).cloned();
+            let lane = if own.is_some() {
+                Lane::Shared
+            } else {
+                sender.lane_for(s.to)
+            };
             let req = s.bytes.clone();
             let rx = sender.request(s);
-            (addr, lane, req, Box::pin(rx))
+            (addr, lane, own, req, Box::pin(rx))
         }
         p => return sender.send(p, sender.proto),
     };
@@ -123,6 +129,7 @@ pub(super) fn send_call(sender: &Sender<'_>, c: &Classified<'_>, plan: Plan) -> 
     let retry = Retry {
         worker: sender.worker.clone(),
         lane,
+        own,
         proto: sender.proto,
         login: sender.login.clone(),
         account: sender.account.clone(),
@@ -139,6 +146,8 @@ struct Retry {
     worker: Rc<Worker>,
     /// The lane of the first call, taken again by the call after a recovery.
     lane: Lane,
+    /// A `NOLOOP` session's own connections, which the first call took.
+    own: Option<Rc<OwnConns>>,
     proto: Proto,
     login: Login,
     account: Rc<OutputAccount>,
@@ -169,17 +178,33 @@ impl Retry {
             return Ok(reply);
         }
         self.account.release(reply.len());
-        self.worker
-            .pool
-            .send_on(
-                self.lane,
-                &self.addr,
-                self.proto,
-                &self.login,
-                self.req.clone(),
-                Some(&self.account),
-            )
-            .await
+        let again = self.req.clone();
+        match &self.own {
+            Some(own) => {
+                own.send_block(
+                    &self.addr,
+                    &self.login,
+                    again,
+                    0,
+                    Some(&self.account),
+                    false,
+                )
+                .await
+            }
+            None => {
+                self.worker
+                    .pool
+                    .send_on(
+                        self.lane,
+                        &self.addr,
+                        self.proto,
+                        &self.login,
+                        again,
+                        Some(&self.account),
+                    )
+                    .await
+            }
+        }
     }
 
     /// The body kept on this server, or on another master: loaded here.

@@ -1,9 +1,12 @@
 //! Stage 5 of the data path: a plan's requests go to the backends, on the worker's shared,
 //! pipelined connections (the client's login for its commands, the proxy's control login for
-//! its own), and the plan becomes the replies it waits for.
+//! its own), or a `NOLOOP` tracking session's own connections to the masters (`own_conns`),
+//! and the plan becomes the replies it waits for.
 
 use std::cell::Cell;
 use std::rc::Rc;
+
+use bytes::Bytes;
 
 use crate::backend::{Lane, ReplyRx};
 use crate::stages::plan::{Channel, Plan, Send};
@@ -13,6 +16,7 @@ use tessera_model::login::Login;
 use tessera_model::router::{BackendIdx, SlotTable};
 use tessera_resp::Proto;
 
+use super::own_conns::OwnConns;
 use super::reply::{Gather, Pending};
 
 /// What sending needs from the session: its worker, protocol, login and output account, the
@@ -26,6 +30,8 @@ pub(crate) struct Sender<'a> {
     pub(crate) account: &'a Rc<OutputAccount>,
     /// Which lane each backend's data requests take in this batch.
     pub(crate) lanes: &'a BatchLanes,
+    /// A `NOLOOP` session's own connections to the masters.
+    pub(crate) own: Option<&'a Rc<OwnConns>>,
 }
 
 /// Which lane a batch's data requests take, per backend, by bit `idx % 16`: the backends it
@@ -70,7 +76,7 @@ impl BatchLanes {
     }
 }
 
-impl Sender<'_> {
+impl<'a> Sender<'a> {
     /// Sends a backend plan's requests. `Plan::Local` and `Plan::Session` are the session's,
     /// never given here.
     #[inline]
@@ -99,25 +105,47 @@ impl Sender<'_> {
 
     #[inline]
     pub(crate) fn request(&self, s: Send) -> ReplyRx {
-        let addr = self.table.backend_addr(s.to);
-        let w = &self.worker;
         match s.channel {
-            // A prefix route's target (another cluster's proxy) gets the route's login.
-            Channel::Data => w.pool.send_on(
-                self.lane_for(s.to),
-                addr,
-                self.proto,
-                self.table.login_for(s.to, self.login),
-                s.bytes,
-                Some(self.account),
-            ),
+            Channel::Data => self.data(s.to, s.bytes, 0),
             // The proxy reads the control channel's replies itself (INFO, COMMAND …), in the
             // client's protocol so that forwarded ones (COMMAND, TIME) need no conversion.
-            Channel::Control => w.pool.send(
+            Channel::Control => {
+                let w = &self.worker;
+                w.pool.send(
+                    self.table.backend_addr(s.to),
+                    self.proto,
+                    &w.control_login(),
+                    s.bytes,
+                    Some(self.account),
+                )
+            }
+        }
+    }
+
+    /// A `NOLOOP` session's own connections, if `to` is a master (replicas and prefix
+    /// routes' targets take the shared connections).
+    #[inline]
+    pub(crate) fn own_for(&self, to: BackendIdx) -> Option<&'a Rc<OwnConns>> {
+        self.own
+            .filter(|_| (to as usize) < self.table.backends().len())
+    }
+
+    /// A data request (`skip` replies dropped before the one returned) to backend `to`: on a
+    /// `NOLOOP` session's own connection to a master, else on the lane of this batch. A
+    /// prefix route's target (another cluster's proxy) gets the route's login.
+    #[inline]
+    pub(crate) fn data(&self, to: BackendIdx, bytes: Bytes, skip: u32) -> ReplyRx {
+        let addr = self.table.backend_addr(to);
+        let login = self.table.login_for(to, self.login);
+        match self.own_for(to) {
+            Some(own) => own.send_block(addr, login, bytes, skip, Some(self.account), false),
+            _ => self.worker.pool.send_block_on(
+                self.lane_for(to),
                 addr,
                 self.proto,
-                &w.control_login(),
-                s.bytes,
+                login,
+                bytes,
+                skip,
                 Some(self.account),
             ),
         }

@@ -6,10 +6,11 @@
 //! like pub/sub messages: RESP3 `invalidate` pushes, or with `REDIRECT id` `message
 //! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
 //!
-//! `NOLOOP` is refused: the servers' reports of writes (on the hub's shared connection) do not
-//! say whose write they are, one report may stand for several writes and a write that changed
-//! nothing gives none, so the proxy cannot leave out exactly a client's own
-//! (docs/sessions.md).
+//! `NOLOOP` (RESP3): the session's commands to the masters go on connections of its own, each
+//! running `CLIENT TRACKING ON BCAST NOLOOP` (`own_conns`), whose reports leave out exactly
+//! the session's own writes; the hub's reports from those masters pass it by. Turning it on,
+//! off or over ends the batch, so that no command after it passes one before it on the
+//! other connections.
 //!
 //! A user confined to a key prefix hears only of keys under it: its BCAST tracking is under
 //! its prefix (the prefix itself when it names none; a PREFIX outside it is refused with
@@ -18,7 +19,10 @@
 
 use bytes::Bytes;
 
+use std::rc::Rc;
+
 use super::Session;
+use super::own_conns::OwnConns;
 use super::reply::Pending;
 use crate::pubsub::Target;
 use crate::pubsub::tracking::MAX_PREFIX_LEN;
@@ -44,6 +48,9 @@ pub(super) struct ClientTracking {
     prefixes: Vec<Bytes>,
     /// `CLIENT CACHING yes|no`, for the next command only.
     caching: Option<bool>,
+    noloop: bool,
+    /// `NOLOOP`: the connections its commands to the masters take.
+    own: Option<Rc<OwnConns>>,
     /// Counted in INFO's `tracking_clients` while it lives.
     _counted: Option<crate::worker::Counted>,
 }
@@ -59,6 +66,8 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
         redirect: None,
         prefixes: Vec::new(),
         caching: None,
+        noloop: false,
+        own: None,
         _counted: None,
     };
     let (mut bcast, mut optin, mut optout) = (false, false, false);
@@ -85,11 +94,7 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
             b"BCAST" => bcast = true,
             b"OPTIN" => optin = true,
             b"OPTOUT" => optout = true,
-            b"NOLOOP" => {
-                return Err(invalid(
-                    "NOLOOP is not supported by tessera: the proxy cannot tell which client a write came from",
-                ));
-            }
+            b"NOLOOP" => t.noloop = true,
             b"PREFIX" if i + 1 < req.argc() => {
                 // Checked for overlaps below: a bounded number.
                 if t.prefixes.len() >= MAX_PREFIXES {
@@ -135,6 +140,18 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
     Ok(t)
 }
 
+/// `CLIENT TRACKING ON BCAST NOLOOP [PREFIX p …]` for a `NOLOOP` session's own connections:
+/// its BCAST prefixes, or every key for the other modes (the proxy keeps what it read).
+fn own_tracking_request(prefixes: &[Bytes]) -> Bytes {
+    let mut args: Vec<&[u8]> = vec![b"CLIENT", b"TRACKING", b"ON", b"BCAST", b"NOLOOP"];
+    for p in prefixes {
+        args.push(b"PREFIX");
+        args.push(p);
+    }
+    let size = args.iter().map(|a| a.len()).sum();
+    tessera_resp::encode_request(args.len(), args.iter().copied(), size)
+}
+
 /// Two prefixes one of which starts with the other, as (earlier, later) positions, if any.
 ///
 /// In sorted order, a prefix that starts another also starts everything between them, so
@@ -176,12 +193,14 @@ impl Session {
             b"OFF" => false,
             _ => return Pending::error(&DataError::Syntax),
         };
+        // Own connections retired or made: the batch ends here (`ordered`).
+        let had_own = self.tracking.as_ref().is_some_and(|t| t.own.is_some());
         if !on {
             if let Some(sink) = self.subs_sink_id() {
                 self.worker.pubsub.untrack(sink);
             }
             self.tracking = None;
-            return Pending::Ready(Frame::ok().to_bytes(self.proto));
+            return self.ordered(had_own, Vec::new(), Vec::new());
         }
         let mut t = match parse_on(req).and_then(|t| self.confine(t)) {
             Ok(t) => t,
@@ -206,25 +225,112 @@ impl Session {
             (None, Proto::Resp3) => Target::Own,
             (None, Proto::Resp2) => Target::Nowhere,
         };
+        // A RESP2 client without REDIRECT hears nothing, NOLOOP or not (as from Redis).
+        t.noloop &= target != Target::Nowhere;
+        if t.noloop && self.proto == Proto::Resp2 {
+            return Pending::error(&invalid(
+                "tessera: NOLOOP needs RESP3 (HELLO 3): the proxy learns which writes are not the client's own from the servers' RESP3 reports on the client's own connections",
+            ));
+        }
         let bcast = (t.mode == Mode::Bcast).then(|| t.prefixes.clone());
         let sink = self.subs_sink();
+        if t.noloop {
+            t.own = Some(Rc::new(OwnConns::new(
+                &self.worker,
+                sink,
+                self.proto,
+                own_tracking_request(&t.prefixes),
+            )));
+        }
+        let generation = t.own.as_ref().map(|o| o.generation());
         let login = self.worker.control_login();
-        let synced = self.worker.pubsub.track(sink, target, bcast, &login);
+        let synced = self
+            .worker
+            .pubsub
+            .track(sink, target, bcast, generation, &login);
+        let opened = match &t.own {
+            Some(own) => match own.open_all(&self.worker.shared.router.load(), &self.login) {
+                Ok(opened) => opened,
+                Err(e) => {
+                    // No room for its connections: not tracking, as after an error from Redis.
+                    self.worker.pubsub.untrack(sink);
+                    self.tracking = None;
+                    if had_own {
+                        return Pending::Blocked(Box::pin(async move { Err(e) }));
+                    }
+                    return Pending::error(&e);
+                }
+            },
+            None => Vec::new(),
+        };
         t._counted = Some(crate::worker::Counted::new(&self.worker.shared, |s| {
             &s.tracking
         }));
         self.tracking = Some(t);
+        self.ordered(had_own || !opened.is_empty(), synced, opened)
+    }
+
+    /// `+OK` to `CLIENT TRACKING`, once every backend reports writes (`synced`: to the hub;
+    /// `opened`: the `PING`s of own connections, whose first error is the reply instead), so
+    /// that a key read after the `+OK` is invalidated. A backend that does not answer the hub
+    /// holds it no longer than a subscription (from now). `barrier`: the session's own
+    /// connections were made or retired, so the batch ends with this command and the next
+    /// one starts once every reply before it is in: no command after it passes one before
+    /// it on another connection.
+    fn ordered(
+        &self,
+        barrier: bool,
+        synced: Vec<tokio::sync::oneshot::Receiver<()>>,
+        opened: Vec<crate::backend::ReplyRx>,
+    ) -> Pending {
         let ok = Frame::ok().to_bytes(self.proto);
-        if synced.is_empty() {
+        if !barrier && synced.is_empty() {
             return Pending::Ready(ok);
         }
-        // On once every backend reports writes: a key read after the +OK is invalidated. A
-        // backend that does not answer holds it no longer than a subscription (from now).
         let deadline = tokio::time::Instant::now() + super::pubsub::SYNC_WAIT;
-        Pending::Later(Box::pin(async move {
+        let wait_hub = async move {
             let _ = tokio::time::timeout_at(deadline, crate::pubsub::join(synced)).await;
-            ok
+        };
+        if !barrier {
+            return Pending::Later(Box::pin(async move {
+                wait_hub.await;
+                ok
+            }));
+        }
+        let account = self.account.clone();
+        Pending::Blocked(Box::pin(async move {
+            wait_hub.await;
+            for rx in opened {
+                // Sent for no client: nothing charged.
+                rx.await?;
+            }
+            // Charged as a backend's reply is: whoever takes it releases it.
+            account.charge(ok.len());
+            Ok(ok)
         }))
+    }
+
+    /// A `NOLOOP` session's own connections to the masters.
+    pub(super) fn own_conns(&self) -> Option<&Rc<OwnConns>> {
+        self.tracking.as_ref()?.own.as_ref()
+    }
+
+    /// The connection for a transaction or a blocking command to `addr`: a `NOLOOP`
+    /// session's own one to a master there, or a dedicated one.
+    ///
+    /// # Errors
+    /// No dedicated connection to `addr` is free.
+    pub(super) fn take_dedicated(
+        &self,
+        addr: &std::sync::Arc<str>,
+        login: &tessera_model::login::Login,
+    ) -> Result<crate::backend::Dedicated, DataError> {
+        match self.own_conns() {
+            Some(own) if self.worker.shared.router.load().backends().contains(addr) => {
+                own.lend(addr, login)
+            }
+            _ => self.worker.dedicated.take(addr, self.proto, login),
+        }
     }
 
     /// BCAST tracking of a user confined to a key prefix, kept under it: no PREFIX means its
@@ -298,6 +404,9 @@ impl Session {
                     Some(false) => flags.push(s("caching-no")),
                     None => {}
                 }
+                if t.noloop {
+                    flags.push(s("noloop"));
+                }
                 if let Some(id) = t.redirect
                     && !self.worker.shared.clients.contains(id)
                 {
@@ -309,7 +418,7 @@ impl Session {
             }
         };
         Frame::Map(vec![
-            (s("flags"), Frame::Array(flags)),
+            (s("flags"), Frame::Set(flags)),
             (s("redirect"), Frame::Integer(redirect)),
             (s("prefixes"), Frame::Array(prefixes)),
         ])

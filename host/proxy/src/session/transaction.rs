@@ -43,7 +43,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::Session;
 use super::reply::Pending;
-use crate::backend::{Dedicated, Lane, ReplyResult, ReplyRx};
+use crate::backend::{Dedicated, ReplyResult, ReplyRx};
 use crate::hotcache::Written;
 use crate::stages::classify::Classified;
 use crate::worker::Worker;
@@ -384,15 +384,19 @@ impl Session {
     /// before, whose replies the client had from the proxy already. With none free, or the
     /// slot without an owner now, it stays with the proxy (EXEC then decides).
     fn open_on_server(&mut self, table: &SlotTable) {
-        let Some(q) = self.tx.queue.as_mut() else {
+        let Some(slot) = self.tx.queue.as_ref().map(|q| q.slot) else {
             return;
         };
-        let Some(b) = q.slot.and_then(|s| table.route(s).ok()) else {
+        let Some(b) = slot.and_then(|s| table.route(s).ok()) else {
             return;
         };
         let owner = table.backend_addr(b).clone();
         let login = table.login_for(b, &self.login);
-        let Ok(conn) = self.worker.dedicated.take(&owner, self.proto, login) else {
+        let taken = self.take_dedicated(&owner, login);
+        let Some(q) = self.tx.queue.as_mut() else {
+            return;
+        };
+        let Ok(conn) = taken else {
             q.server = Server::Unavailable;
             return;
         };
@@ -436,6 +440,7 @@ impl Session {
             account: self.account.clone(),
             proto: self.proto,
             login: self.login.clone(),
+            own: self.own_conns().cloned(),
         };
         // Blocked, so that what the client sends after EXEC runs after the other masters ran
         // the fan-outs too.
@@ -509,16 +514,14 @@ impl Session {
             .unwrap_or(SlotId(0));
         let table = self.worker.shared.router.load();
         let owner_idx = table.route(slot).ok();
-        let login = owner_idx.map_or(&self.login, |b| table.login_for(b, &self.login));
-        let owner = owner_idx.map(|b| table.backend_addr(b).clone());
         let mut block = BytesMut::with_capacity(MULTI.len() + q.bytes.len() + EXEC.len());
         block.extend_from_slice(MULTI);
         block.extend_from_slice(&q.bytes);
         block.extend_from_slice(EXEC);
         let block = block.freeze();
         let skip = 1 + q.count;
-        match (watch, owner) {
-            (Some(w), Some(owner)) if *w.conn.addr() == owner => {
+        match (watch, owner_idx) {
+            (Some(w), Some(b)) if w.conn.addr() == table.backend_addr(b) => {
                 let rx = w.conn.send_block(block, skip, Some(&self.account));
                 // EXEC unwatches: the connection is clean again once it has run.
                 w.conn.release();
@@ -530,15 +533,7 @@ impl Session {
                 unwatch(w);
                 Pending::Ready(null(self.proto))
             }
-            (None, Some(owner)) => Pending::One(self.worker.pool.send_block_on(
-                owner_idx.map_or(Lane::Shared, |b| self.sender(&table).lane_for(b)),
-                &owner,
-                self.proto,
-                login,
-                block,
-                skip,
-                Some(&self.account),
-            )),
+            (None, Some(b)) => Pending::One(self.sender(&table).data(b, block, skip)),
             (None, None) => Pending::error(&moved(table.route(slot), slot)),
         }
     }
@@ -569,7 +564,7 @@ impl Session {
                 if let Some(w) = other {
                     unwatch(w);
                 }
-                match self.worker.dedicated.take(&owner, self.proto, login) {
+                match self.take_dedicated(&owner, login) {
                     Ok(conn) => conn,
                     Err(e) => return Pending::error(&e),
                 }

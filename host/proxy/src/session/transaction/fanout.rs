@@ -95,6 +95,8 @@ pub(super) struct AfterExec {
     pub(super) account: Rc<OutputAccount>,
     pub(super) proto: Proto,
     pub(super) login: Login,
+    /// A `NOLOOP` session's own connections to the masters, which its fan-outs take.
+    pub(super) own: Option<Rc<crate::session::own_conns::OwnConns>>,
 }
 
 impl AfterExec {
@@ -123,13 +125,18 @@ impl AfterExec {
             }
             let login = table.login_for(b as BackendIdx, &self.login);
             for (i, (_, req)) in send.iter().enumerate() {
-                let rx = self.worker.pool.send(
-                    addr,
-                    self.proto,
-                    login,
-                    req.clone(),
-                    Some(&self.account),
-                );
+                let rx = match &self.own {
+                    Some(own) => {
+                        own.send_block(addr, login, req.clone(), 0, Some(&self.account), false)
+                    }
+                    None => self.worker.pool.send(
+                        addr,
+                        self.proto,
+                        login,
+                        req.clone(),
+                        Some(&self.account),
+                    ),
+                };
                 rxs.push((i, rx));
             }
         }
