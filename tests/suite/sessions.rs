@@ -1250,6 +1250,78 @@ fn noloop_leaves_out_exactly_the_clients_own_writes_as_direct_redis_does() {
     assert_eq!(r.text().as_deref(), Some("OK"));
 }
 
+/// Connections to `server` that track keys (`t` among their `CLIENT LIST` flags).
+fn tracking_connections(server: &crate::support::RedisServer) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.client())
+        .unwrap();
+    list.lines()
+        .filter(|l| {
+            l.split(' ')
+                .find_map(|f| f.strip_prefix("flags="))
+                .is_some_and(|f| f.contains('t'))
+        })
+        .count()
+}
+
+#[test]
+fn noloop_connections_are_bounded_and_a_client_toggling_it_leaves_none_behind() {
+    let cluster = Cluster::with_config("dedicated_connections = 2\n");
+    let server = &cluster.backends[0];
+    // 200 rounds of on and off in one pipeline: each round's connections close behind it.
+    let mut t = resp3(cluster.proxy.addr());
+    t.set_read_timeout(Duration::from_secs(10));
+    let mut pipeline = Vec::new();
+    for _ in 0..200 {
+        pipeline.extend(crate::support::encode(&[
+            "CLIENT", "TRACKING", "ON", "NOLOOP",
+        ]));
+        pipeline.extend(crate::support::encode(&["CLIENT", "TRACKING", "OFF"]));
+    }
+    t.send(&pipeline);
+    for i in 0..400 {
+        let r = t.read_frame();
+        assert_eq!(r.text().as_deref(), Some("OK"), "reply {i}: {r:?}");
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || tracking_connections(server) == 0),
+        "{} connections still track",
+        tracking_connections(server)
+    );
+    // Each NOLOOP client holds one dedicated connection per master: two fill the limit, and
+    // a third is refused with the limit's error and does not track.
+    let mut a = resp3(cluster.proxy.addr());
+    let mut b = resp3(cluster.proxy.addr());
+    for c in [&mut a, &mut b] {
+        let r = c.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+        assert_eq!(r.text().as_deref(), Some("OK"), "{r:?}");
+    }
+    assert!(
+        tracking_connections(server) >= 2,
+        "each tracks on its own connection"
+    );
+    let mut third = resp3(cluster.proxy.addr());
+    let r = third.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+    assert!(
+        r.error()
+            .is_some_and(|e| e.contains("dedicated_connections")),
+        "{r:?}"
+    );
+    let info = third.cmd(&["CLIENT", "TRACKINGINFO"]);
+    assert_eq!(tracking_flags(&info), ["off"], "{info:?}");
+    // One goes away: its connections close, and the third client's turn comes.
+    drop(a);
+    assert!(wait_until(Duration::from_secs(5), || {
+        third
+            .cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"])
+            .text()
+            .as_deref()
+            == Some("OK")
+    }));
+    assert_eq!(b.cmd(&["PING"]).text().as_deref(), Some("PONG"));
+}
+
 #[test]
 fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writes() {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
