@@ -50,12 +50,19 @@ impl Login {
             accept: is_ok,
             confines: false,
         };
+        // Any id other than the database 0 login's, the same for every connection of it.
+        let id = (self.id ^ u64::from(db).wrapping_mul(0x9E37_79B9_7F4A_7C15)).rotate_left(17) | 1;
+        self.with_step(select, id)
+    }
+
+    /// The same login with `step` run while the connection still has the rights it logs in
+    /// with (before the step that confines it to the data user, or last), as login `id`.
+    pub fn with_step(&self, step: LoginStep, id: u64) -> Login {
         let mut steps = self.steps.to_vec();
         let at = steps.iter().position(|s| s.confines).unwrap_or(steps.len());
-        steps.insert(at, select);
+        steps.insert(at, step);
         Login {
-            // Any id other than the database 0 login's, the same for every connection of it.
-            id: (self.id ^ u64::from(db).wrapping_mul(0x9E37_79B9_7F4A_7C15)).rotate_left(17) | 1,
+            id,
             steps: Arc::from(steps),
         }
     }

@@ -20,7 +20,7 @@ use super::local::{QueueRx, QueueTx, SlotRx, SlotTx, queue, slot};
 use tessera_model::error::DataError;
 use tessera_model::fence::Fence;
 use tessera_model::limits::OutputAccount;
-use tessera_model::login::Login;
+use tessera_model::login::{Login, LoginStep};
 use tessera_model::tls::Stream;
 use tessera_resp::{Proto, ReplyScanner};
 
@@ -106,6 +106,12 @@ pub enum ConnEvent {
 /// Where a reporting connection's events go.
 pub type Events = Rc<dyn Fn(ConnEvent)>;
 
+/// A login step a reporting connection works out at each connect, run where its login's
+/// steps allow (`Login::with_step`): one that names another connection, whose id is known
+/// only once that one is connected. `Err` fails the connect with its reason.
+pub type LateStep =
+    Rc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<LoginStep, String>>>>>;
+
 /// Handle to a connection task; cheap to clone. The task ends once every handle is gone and
 /// the requests in flight have their replies.
 #[derive(Clone)]
@@ -139,15 +145,17 @@ impl BackendConn {
         Self::start(addr, proto, login, opts, None)
     }
 
-    /// Like `spawn_owned`, telling `events` of its connects, losses and pushes.
+    /// Like `spawn_owned`, telling `events` of its connects, losses and pushes, and running
+    /// `late` in its login at each connect.
     pub fn spawn_reporting(
         addr: Arc<str>,
         proto: Proto,
         login: Login,
         opts: BackendOptions,
         events: Events,
+        late: Option<LateStep>,
     ) -> (Self, tokio::task::AbortHandle) {
-        Self::start(addr, proto, login, opts, Some(events))
+        Self::start(addr, proto, login, opts, Some((events, late)))
     }
 
     fn start(
@@ -155,9 +163,13 @@ impl BackendConn {
         proto: Proto,
         login: Login,
         opts: BackendOptions,
-        events: Option<Events>,
+        reporting: Option<(Events, Option<LateStep>)>,
     ) -> (Self, tokio::task::AbortHandle) {
         let (tx, rx) = queue();
+        let (events, late) = match reporting {
+            Some((events, late)) => (Some(events), late),
+            None => (None, None),
+        };
         let task = ConnTask {
             addr: addr.clone(),
             proto,
@@ -165,6 +177,7 @@ impl BackendConn {
             opts,
             rx,
             events,
+            late,
         };
         let handle = tokio::task::spawn_local(task.run());
         (Self { tx, addr }, handle.abort_handle())
@@ -217,6 +230,7 @@ struct ConnTask {
     opts: BackendOptions,
     rx: QueueRx<Request>,
     events: Option<Events>,
+    late: Option<LateStep>,
 }
 
 /// A request written and waiting for its reply.
@@ -367,7 +381,13 @@ impl ConnTask {
     }
 
     async fn connect(&self) -> Result<Stream, ConnectError> {
-        let fut = connect_logged_in(&self.addr, &self.login, self.proto);
+        let fut = async {
+            let login = match &self.late {
+                Some(late) => self.login.with_step(late().await?, self.login.id),
+                None => self.login.clone(),
+            };
+            connect_logged_in(&self.addr, &login, self.proto).await
+        };
         match tokio::time::timeout(self.opts.connect_timeout, fut).await {
             Ok(r) => r,
             Err(_) => Err(ConnectError::Failed(format!(

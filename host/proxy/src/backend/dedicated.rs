@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use super::{BackendConn, BackendOptions, Events, ReplyRx};
+use super::{BackendConn, BackendOptions, Events, LateStep, ReplyRx};
 use tessera_model::error::DataError;
 use tessera_model::limits::OutputAccount;
 use tessera_model::login::Login;
@@ -148,8 +148,9 @@ impl DedicatedPool {
 
 impl DedicatedPool {
     /// A connection of one client's own that tells `events` of its connects, losses and
-    /// pushes (a `NOLOOP` tracking session's, `session::own_conns`), counted under the same
-    /// limit as the others and, like them, never timing out a request.
+    /// pushes and runs `late` in its login (a `NOLOOP` tracking session's,
+    /// `session::own_conns`), counted under the same limit as the others and, like them,
+    /// never timing out a request.
     ///
     /// # Errors
     /// `addr` has as many dedicated connections as the limit allows.
@@ -159,6 +160,7 @@ impl DedicatedPool {
         proto: Proto,
         login: &Login,
         events: Events,
+        late: Option<LateStep>,
     ) -> Result<Reporting, DataError> {
         let permit = self.limit.acquire(addr)?;
         let (conn, abort) = BackendConn::spawn_reporting(
@@ -167,6 +169,7 @@ impl DedicatedPool {
             login.clone(),
             self.opts.clone(),
             events.clone(),
+            late,
         );
         Ok(Reporting {
             conn,

@@ -16,7 +16,7 @@ mod local;
 mod pool;
 
 pub use conn::{
-    BackendConn, BackendOptions, BackendStats, ConnEvent, ConnectError, Events, ReplyRx,
+    BackendConn, BackendOptions, BackendStats, ConnEvent, ConnectError, Events, LateStep, ReplyRx,
     connect_logged_in,
 };
 pub use dedicated::{Dedicated, DedicatedLimit, DedicatedPool, Reporting};

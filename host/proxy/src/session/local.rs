@@ -68,7 +68,18 @@ impl Session {
             Local::Client if c.cmd.name == "CLIENT|UNBLOCK" => return self.client_unblock(req),
             Local::Client => self.client(c.cmd.name, req),
             Local::Reset => {
+                let had_own = self.own_conns().is_some();
                 self.reset();
+                if had_own {
+                    // A NOLOOP client's own connections retired: nothing after RESET may
+                    // pass what was sent on them (as for CLIENT TRACKING OFF).
+                    let reply = Frame::Simple("RESET").to_bytes(self.proto);
+                    let account = self.account.clone();
+                    return Pending::Blocked(Box::pin(async move {
+                        account.charge(reply.len());
+                        Ok(reply)
+                    }));
+                }
                 Ok(Frame::Simple("RESET"))
             }
             Local::Info => return self.info(req),

@@ -6,9 +6,9 @@
 //! like pub/sub messages: RESP3 `invalidate` pushes, or with `REDIRECT id` `message
 //! __redis__:invalidate` to that client (RESP2's way), on whichever worker it is.
 //!
-//! `NOLOOP` (RESP3): the session's commands to the masters go on connections of its own, each
-//! running `CLIENT TRACKING ON BCAST NOLOOP` (`own_conns`), whose reports leave out exactly
-//! the session's own writes; the hub's reports from those masters pass it by. Turning it on,
+//! `NOLOOP`: the session's commands to the masters go on connections of its own, each running
+//! `CLIENT TRACKING ON BCAST NOLOOP` (`own_conns`), whose reports leave out exactly the
+//! session's own writes; the hub's reports from those masters pass it by. Turning it on,
 //! off or over ends the batch, so that no command after it passes one before it on the
 //! other connections.
 //!
@@ -140,18 +140,6 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
     Ok(t)
 }
 
-/// `CLIENT TRACKING ON BCAST NOLOOP [PREFIX p …]` for a `NOLOOP` session's own connections:
-/// its BCAST prefixes, or every key for the other modes (the proxy keeps what it read).
-fn own_tracking_request(prefixes: &[Bytes]) -> Bytes {
-    let mut args: Vec<&[u8]> = vec![b"CLIENT", b"TRACKING", b"ON", b"BCAST", b"NOLOOP"];
-    for p in prefixes {
-        args.push(b"PREFIX");
-        args.push(p);
-    }
-    let size = args.iter().map(|a| a.len()).sum();
-    tessera_resp::encode_request(args.len(), args.iter().copied(), size)
-}
-
 /// Two prefixes one of which starts with the other, as (earlier, later) positions, if any.
 ///
 /// In sorted order, a prefix that starts another also starts everything between them, so
@@ -227,11 +215,6 @@ impl Session {
         };
         // A RESP2 client without REDIRECT hears nothing, NOLOOP or not (as from Redis).
         t.noloop &= target != Target::Nowhere;
-        if t.noloop && self.proto == Proto::Resp2 {
-            return Pending::error(&invalid(
-                "tessera: NOLOOP needs RESP3 (HELLO 3): the proxy learns which writes are not the client's own from the servers' RESP3 reports on the client's own connections",
-            ));
-        }
         let bcast = (t.mode == Mode::Bcast).then(|| t.prefixes.clone());
         let sink = self.subs_sink();
         if t.noloop {
@@ -239,7 +222,7 @@ impl Session {
                 &self.worker,
                 sink,
                 self.proto,
-                own_tracking_request(&t.prefixes),
+                &t.prefixes,
             )));
         }
         let generation = t.own.as_ref().map(|o| o.generation());
