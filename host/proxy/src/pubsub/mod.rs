@@ -228,14 +228,8 @@ impl Hub {
             if !s.tracking.is_own(sink, generation) {
                 return;
             }
-            match tracking::invalidated_keys(&parts) {
-                Some(keys) => {
-                    for k in &keys {
-                        s.tracking.invalidate_for(sink, Some(k), &mut out);
-                    }
-                }
-                None => s.tracking.invalidate_for(sink, None, &mut out),
-            }
+            let keys = tracking::invalidated_keys(&parts);
+            s.tracking.invalidate_for(sink, keys.as_deref(), &mut out);
         }
         self.dispatch(out);
     }
@@ -711,13 +705,8 @@ impl Hub {
                             None => c.clear(),
                         }
                     }
-                    match tracking::invalidated_keys(&parts) {
-                        Some(keys) => keys
-                            .iter()
-                            .flat_map(|k| s.tracking.invalidate(Some(k), Some(from)))
-                            .collect(),
-                        None => s.tracking.invalidate(None, Some(from)),
-                    }
+                    let keys = tracking::invalidated_keys(&parts);
+                    s.tracking.invalidate(keys.as_deref(), Some(from))
                 };
                 return self.dispatch(deliveries);
             }

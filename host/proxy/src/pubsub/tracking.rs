@@ -209,17 +209,33 @@ impl Tracking {
 
     /// The message for `sink` about `key` (`None`: everything), if it takes messages.
     fn tell(&self, sink: SinkId, key: Option<&[u8]>, out: &mut Vec<Delivery>) {
+        match key {
+            Some(k) => self.tell_keys(sink, &[k], out),
+            None => match self.targets.get(&sink) {
+                Some(Target::Own) => out.push(Delivery::Own(sink, push(None))),
+                Some(Target::Redirect(id)) => out.push(Delivery::Redirect(*id, message(None))),
+                _ => {}
+            },
+        }
+    }
+
+    /// One message for `sink` about all of `keys`, if it takes messages.
+    fn tell_keys(&self, sink: SinkId, keys: &[&[u8]], out: &mut Vec<Delivery>) {
         match self.targets.get(&sink) {
-            Some(Target::Own) => out.push(Delivery::Own(sink, push(key))),
-            Some(Target::Redirect(id)) => out.push(Delivery::Redirect(*id, message(key))),
+            Some(Target::Own) => out.push(Delivery::Own(sink, push(Some(keys)))),
+            Some(Target::Redirect(id)) => {
+                out.push(Delivery::Redirect(*id, message(Some(keys))));
+            }
             _ => {}
         }
     }
 
-    /// A key was written (`None`: the server flushed everything), as the hub's connection to
-    /// `from` reported (`None`: no backend's report): the messages for every sink that cached
-    /// it, but a `NOLOOP` sink that hears of `from` on its own connection.
-    pub fn invalidate(&mut self, key: Option<&[u8]>, from: Option<&str>) -> Vec<Delivery> {
+    /// Keys were written (`None`: the server flushed everything), as one report of the hub's
+    /// connection to `from` says (`None`: no backend's report): the messages for every sink
+    /// that cached one, but a `NOLOOP` sink that hears of `from` on its own connection. As
+    /// from Redis, a key read in the other modes is a message of its own; a BCAST sink gets
+    /// one message per prefix of its, with every key of the report under it.
+    pub fn invalidate(&mut self, keys: Option<&[Bytes]>, from: Option<&str>) -> Vec<Delivery> {
         let mut out = Vec::new();
         let hears_itself = |noloop: &FxHashMap<SinkId, NoLoop>, s: SinkId| {
             from.is_some_and(|f| {
@@ -228,83 +244,99 @@ impl Tracking {
                     .is_some_and(|n| n.up.iter().any(|a| **a == *f))
             })
         };
-        match key {
-            Some(k) => {
-                if let Some(mut t) = self.keys.remove(k) {
-                    let mut told = Sinks::default();
-                    let mut kept = Sinks::default();
-                    for s in t.sinks.iter() {
-                        if hears_itself(&self.noloop, s) {
-                            kept.insert(s);
-                        } else {
-                            told.insert(s);
-                        }
-                    }
-                    self.forget(k, &told);
-                    for s in told.iter() {
-                        self.tell(s, Some(k), &mut out);
-                    }
-                    if !kept.is_empty() {
-                        t.sinks = kept;
-                        self.keys.insert(Bytes::copy_from_slice(k), t);
-                    }
+        let Some(keys) = keys else {
+            let sinks: Vec<SinkId> = self.targets.keys().copied().collect();
+            for s in sinks {
+                if !hears_itself(&self.noloop, s) {
+                    self.invalidate_for(s, None, &mut out);
                 }
-                self.bcast.matching(k, |s| {
-                    if !hears_itself(&self.noloop, s) {
-                        self.tell(s, Some(k), &mut out);
-                    }
-                });
-                self.compact();
             }
-            None => {
-                let sinks: Vec<SinkId> = self.targets.keys().copied().collect();
-                for s in sinks {
-                    if !hears_itself(&self.noloop, s) {
-                        self.invalidate_for(s, None, &mut out);
-                    }
+            return out;
+        };
+        for k in keys {
+            let Some(mut t) = self.keys.remove(k) else {
+                continue;
+            };
+            let mut told = Sinks::default();
+            let mut kept = Sinks::default();
+            for s in t.sinks.iter() {
+                if hears_itself(&self.noloop, s) {
+                    kept.insert(s);
+                } else {
+                    told.insert(s);
                 }
+            }
+            self.forget(k, &told);
+            for s in told.iter() {
+                self.tell(s, Some(k), &mut out);
+            }
+            if !kept.is_empty() {
+                t.sinks = kept;
+                self.keys.insert(k.clone(), t);
             }
         }
+        let mut groups = Groups::default();
+        for k in keys {
+            self.bcast.matching_under(k, |s, len| {
+                if !hears_itself(&self.noloop, s) {
+                    groups.add(s, len, k);
+                }
+            });
+        }
+        for ((s, _), keys) in groups.list {
+            self.tell_keys(s, &keys, &mut out);
+        }
+        self.compact();
         out
     }
 
-    /// A key was written (`None`: everything flushed), as `sink`'s own connection reported
-    /// (`NOLOOP`: not by `sink`): its message, if it cached the key or tracks its prefix.
-    pub fn invalidate_for(&mut self, sink: SinkId, key: Option<&[u8]>, out: &mut Vec<Delivery>) {
-        match key {
-            Some(k) => {
-                let mut read = false;
-                if let Some(t) = self.keys.get_mut(k)
-                    && t.sinks.remove(sink)
-                {
-                    read = true;
+    /// Keys were written (`None`: everything flushed), as one report of `sink`'s own
+    /// connection says (`NOLOOP`: not by `sink`): its messages, as `invalidate` words them,
+    /// for the keys it cached or tracks the prefix of.
+    pub fn invalidate_for(
+        &mut self,
+        sink: SinkId,
+        keys: Option<&[Bytes]>,
+        out: &mut Vec<Delivery>,
+    ) {
+        let Some(keys) = keys else {
+            for k in self.read_by.remove(&sink).unwrap_or_default() {
+                if let Some(t) = self.keys.get_mut(&k) {
+                    t.sinks.remove(sink);
                     if t.sinks.is_empty() {
-                        self.keys.remove(k);
-                    }
-                    if let Some(r) = self.read_by.get_mut(&sink) {
-                        r.remove(k);
+                        self.keys.remove(&k);
                     }
                 }
-                let mut prefixed = false;
-                self.bcast.matching(k, |s| prefixed |= s == sink);
-                if read || prefixed {
-                    self.tell(sink, Some(k), out);
-                }
-                self.compact();
             }
-            None => {
-                for k in self.read_by.remove(&sink).unwrap_or_default() {
-                    if let Some(t) = self.keys.get_mut(&k) {
-                        t.sinks.remove(sink);
-                        if t.sinks.is_empty() {
-                            self.keys.remove(&k);
-                        }
-                    }
+            self.tell(sink, None, out);
+            self.compact();
+            return;
+        };
+        for k in keys {
+            if let Some(t) = self.keys.get_mut(k)
+                && t.sinks.remove(sink)
+            {
+                if t.sinks.is_empty() {
+                    self.keys.remove(k);
                 }
-                self.tell(sink, None, out);
-                self.compact();
+                if let Some(r) = self.read_by.get_mut(&sink) {
+                    r.remove(k);
+                }
+                self.tell(sink, Some(k), out);
             }
         }
+        let mut groups = Groups::default();
+        for k in keys {
+            self.bcast.matching_under(k, |s, len| {
+                if s == sink {
+                    groups.add(s, len, k);
+                }
+            });
+        }
+        for ((s, _), keys) in groups.list {
+            self.tell_keys(s, &keys, out);
+        }
+        self.compact();
     }
 
     /// `sink`'s own connection to `addr` (of `generation`) reports writes now. Whether that
@@ -342,34 +374,65 @@ impl Tracking {
     pub fn flush_all(&mut self) -> Vec<Delivery> {
         self.invalidate(None, None)
     }
+
+    /// `invalidate` for one key.
+    #[cfg(test)]
+    fn invalidate_one(&mut self, key: &[u8]) -> Vec<Delivery> {
+        self.invalidate(Some(&[Bytes::copy_from_slice(key)]), None)
+    }
 }
 
-/// `invalidate` push for one key, or null for all.
-fn push(key: Option<&[u8]>) -> Bytes {
+/// `invalidate` push for some keys, or null for all.
+fn push(keys: Option<&[&[u8]]>) -> Bytes {
     let mut out = BytesMut::new();
     out.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
-    keys_array(key, &mut out);
+    keys_array(keys, &mut out);
     out.freeze()
 }
 
-/// `message __redis__:invalidate [key]` (a push; written as `*` to a RESP2 client).
-fn message(key: Option<&[u8]>) -> Bytes {
+/// `message __redis__:invalidate [keys]` (a push; written as `*` to a RESP2 client).
+fn message(keys: Option<&[&[u8]]>) -> Bytes {
     let mut out = BytesMut::new();
     out.put_slice(b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
-    keys_array(key, &mut out);
+    keys_array(keys, &mut out);
     out.freeze()
 }
 
-fn keys_array(key: Option<&[u8]>, out: &mut BytesMut) {
-    match key {
-        Some(k) => {
-            out.put_slice(b"*1\r\n$");
-            out.put_slice(itoa::Buffer::new().format(k.len()).as_bytes());
-            out.put_slice(b"\r\n");
-            out.put_slice(k);
-            out.put_slice(b"\r\n");
-        }
-        None => out.put_slice(b"_\r\n"),
+fn keys_array(keys: Option<&[&[u8]]>, out: &mut BytesMut) {
+    let Some(keys) = keys else {
+        out.put_slice(b"_\r\n");
+        return;
+    };
+    let mut n = itoa::Buffer::new();
+    out.put_slice(b"*");
+    out.put_slice(n.format(keys.len()).as_bytes());
+    out.put_slice(b"\r\n");
+    for k in keys {
+        out.put_slice(b"$");
+        out.put_slice(n.format(k.len()).as_bytes());
+        out.put_slice(b"\r\n");
+        out.put_slice(k);
+        out.put_slice(b"\r\n");
+    }
+}
+
+/// The keys of one report for each (BCAST sink, prefix of its they are under), in the
+/// order they first came.
+#[derive(Default)]
+struct Groups<'k> {
+    list: Vec<((SinkId, &'k [u8]), Vec<&'k [u8]>)>,
+    at: FxHashMap<(SinkId, &'k [u8]), usize>,
+}
+
+impl<'k> Groups<'k> {
+    /// `key` for `sink`, under its prefix of `prefix_len` bytes.
+    fn add(&mut self, sink: SinkId, prefix_len: usize, key: &'k [u8]) {
+        let group = (sink, &key[..prefix_len]);
+        let i = *self.at.entry(group).or_insert_with(|| {
+            self.list.push((group, Vec::new()));
+            self.list.len() - 1
+        });
+        self.list[i].1.push(key);
     }
 }
 
@@ -453,7 +516,7 @@ mod tests {
         t.start(3, Target::Redirect(42), None, None);
         t.read(1, [Bytes::from("user:1")].into_iter());
         t.read(3, [Bytes::from("user:1")].into_iter());
-        let d = t.invalidate(Some(b"user:1"), None);
+        let d = t.invalidate_one(b"user:1");
         let mut got = own(&d);
         got.sort();
         let expect = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n".to_vec();
@@ -461,11 +524,43 @@ mod tests {
         assert!(d.iter().any(|d| matches!(d, Delivery::Redirect(42, m)
             if m.starts_with(b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n"))));
         // Forgotten once invalidated (default mode); BCAST keeps hearing of its prefix.
-        let d = t.invalidate(Some(b"user:1"), None);
+        let d = t.invalidate_one(b"user:1");
         assert_eq!(own(&d).iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2]);
-        assert!(t.invalidate(Some(b"other"), None).is_empty());
+        assert!(t.invalidate_one(b"other").is_empty());
         t.stop(2);
-        assert!(t.invalidate(Some(b"user:1"), None).is_empty());
+        assert!(t.invalidate_one(b"user:1").is_empty());
+    }
+
+    #[test]
+    fn one_report_is_one_message_per_bcast_prefix_and_one_per_key_read() {
+        let mut t = Tracking::default();
+        t.start(
+            1,
+            Target::Own,
+            Some(vec![Bytes::from("a:"), Bytes::from("b:")]),
+            None,
+        );
+        t.start(2, Target::Own, Some(vec![]), None);
+        t.start(3, Target::Own, None, None);
+        t.read(3, [Bytes::from("a:1"), Bytes::from("a:2")].into_iter());
+        let keys = ["a:1", "b:1", "a:2", "c:1"].map(Bytes::from);
+        let mut got = own(&t.invalidate(Some(&keys), None));
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                (1, push(Some(&[b"b:1"])).to_vec()),
+                (1, push(Some(&[b"a:1", b"a:2"])).to_vec()),
+                (2, push(Some(&[b"a:1", b"b:1", b"a:2", b"c:1"])).to_vec()),
+                (3, push(Some(&[b"a:1"])).to_vec()),
+                (3, push(Some(&[b"a:2"])).to_vec()),
+            ]
+        );
+        // A NOLOOP sink's own report concerns it alone, worded the same way.
+        t.start(4, Target::Own, Some(vec![Bytes::from("a:")]), Some(9));
+        let mut out = Vec::new();
+        t.invalidate_for(4, Some(&keys), &mut out);
+        assert_eq!(own(&out), [(4, push(Some(&[b"a:1", b"a:2"])).to_vec())]);
     }
 
     #[test]
@@ -491,8 +586,8 @@ mod tests {
         assert_eq!(t.keys.len(), 1000);
         assert!(t.read_by.get(&2).is_none_or(|r| r.is_empty()));
         assert_eq!(
-            own(&t.invalidate(Some(b"k1"), None)),
-            [(1, push(Some(b"k1")).to_vec())]
+            own(&t.invalidate_one(b"k1")),
+            [(1, push(Some(&[b"k1"])).to_vec())]
         );
         t.stop(1);
         assert!(t.keys.is_empty() && t.read_by.is_empty());
@@ -501,7 +596,7 @@ mod tests {
             let keys: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("r{i}"))).collect();
             t.read(2, keys.iter().cloned());
             for k in &keys {
-                t.invalidate(Some(k), None);
+                t.invalidate_one(k);
             }
             assert!(t.order.len() <= 2 * t.keys.len() + 64, "round {round}");
         }
@@ -512,11 +607,11 @@ mod tests {
         let mut t = Tracking::default();
         t.start(1, Target::Own, None, None);
         t.read(1, (0..MAX_KEYS).map(|i| Bytes::from(format!("k{i}"))));
-        t.invalidate(Some(b"k0"), None);
+        t.invalidate_one(b"k0");
         // Room was made by the invalidation: nothing evicted.
         assert!(t.read(1, [Bytes::from("new1")].into_iter()).is_empty());
         let d = t.read(1, [Bytes::from("new2")].into_iter());
-        assert_eq!(own(&d), [(1, push(Some(b"k1")).to_vec())]);
+        assert_eq!(own(&d), [(1, push(Some(&[b"k1"])).to_vec())]);
     }
 
     #[test]

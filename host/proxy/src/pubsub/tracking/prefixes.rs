@@ -65,11 +65,12 @@ impl Prefixes {
 
     /// Calls `f` for each sink `key` concerns: once per sink whose prefixes do not overlap
     /// (sessions refuse overlapping prefixes, as Redis does).
-    pub(super) fn matching(&self, key: &[u8], mut f: impl FnMut(SinkId)) {
-        self.everything.iter().for_each(&mut f);
+    /// With each, the length of the prefix `key` is under (0: a sink without prefixes).
+    pub(super) fn matching_under(&self, key: &[u8], mut f: impl FnMut(SinkId, usize)) {
+        self.everything.iter().for_each(|s| f(s, 0));
         for &len in self.lengths.range(..=key.len()).map(|(len, _)| len) {
             if let Some(sinks) = self.by_prefix.get(&key[..len]) {
-                sinks.iter().for_each(&mut f);
+                sinks.iter().for_each(|s| f(s, len));
             }
         }
     }
@@ -81,7 +82,7 @@ mod tests {
 
     fn matching(p: &Prefixes, key: &[u8]) -> Vec<SinkId> {
         let mut v = Vec::new();
-        p.matching(key, |s| v.push(s));
+        p.matching_under(key, |s, _| v.push(s));
         v.sort();
         v
     }
