@@ -10,7 +10,8 @@ Runs with `--singledb` (the proxy serves database 0 only; the suite otherwise SE
 with `--cluster-mode`: Redis Cluster's rules, which a slot-routing proxy shares. A test
 that raises an exception ends the suite's run of its unit; the unit is run again with that
 test and the tests that failed before it skipped (and counted as failed) until it runs to its
-end, so one failure does not hide or break the tests after it. Not part of CI: Redis's suite is not in this repository.
+end, so one failure does not hide or break the tests after it; a test the suite's timeout
+caught (`[TIMEOUT]`) counts as one that raised. Not part of CI: Redis's suite is not in this repository.
 """
 
 import argparse
@@ -22,6 +23,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RESULT = re.compile(r"^\[(ok|err|exception|skip|ignore)\]: (.*?)(?: \(\d+ ms\))?$")
 # The test running when an exception was raised, from Tcl's trace.
 TRACE = re.compile(r'^"test (?:\{(.+?)\}|"(.+?)") \{')
+# The test a `[TIMEOUT]` caught, from the clients' state report that follows it.
+IN_PROGRESS = re.compile(r"=> \(IN PROGRESS\) (.+)$")
 
 
 VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+|\[[^\]]*\]")
@@ -61,6 +64,14 @@ def run_unit(args, unit):
                 if t:
                     exception = t.group(1) or t.group(2)
                     break
+            if line.startswith("[TIMEOUT]"):
+                # Ends the run like an exception; the report names the test it caught.
+                raised = True
+                continue
+            stuck = IN_PROGRESS.search(line)
+            if raised and exception is None and stuck:
+                exception = stuck.group(1).strip()
+                continue
             m = RESULT.match(line.strip())
             if not m:
                 continue
