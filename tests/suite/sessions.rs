@@ -478,6 +478,11 @@ fn a_blocking_command_held_for_a_handoff_keeps_only_what_is_left_of_its_timeout(
 
 /// Clients of `server` inside MULTI (flag `x` in `CLIENT LIST`).
 fn in_multi(server: &crate::support::RedisServer) -> usize {
+    flagged(server, 'x')
+}
+
+/// Connections to `server` whose `CLIENT LIST` flags hold `flag`.
+fn flagged(server: &crate::support::RedisServer, flag: char) -> usize {
     let list = server
         .raw()
         .cmd(&["CLIENT", "LIST"])
@@ -487,7 +492,7 @@ fn in_multi(server: &crate::support::RedisServer) -> usize {
         .filter(|l| {
             l.split(' ')
                 .find_map(|f| f.strip_prefix("flags="))
-                .is_some_and(|f| f.contains('x'))
+                .is_some_and(|f| f.contains(flag))
         })
         .count()
 }
@@ -1137,6 +1142,21 @@ fn tracking_flags(info: &crate::support::Frame) -> Vec<String> {
 
 /// `NOLOOP` cannot be exact through the proxy (docs/sessions.md): it is refused with its
 /// reason in every mode where direct Redis takes it, and a client's tracking stays as it was.
+/// A `NOLOOP` client's own writes in `noloop_transcript`: plain, in a transaction, a blocking
+/// pop, on both groups (`split_over_two_groups`: `n:a` on the first, `n:l0` and
+/// `n:{n:l2}list` on the second).
+const OWN_WRITES: &[&[&str]] = &[
+    &["SET", "n:a", "1"],
+    &["SET", "n:l0", "1"],
+    &["MULTI"],
+    &["SET", "n:a", "2"],
+    &["INCR", "n:{n:a}c"],
+    &["EXEC"],
+    &["RPUSH", "n:{n:l2}list", "x"],
+    &["BLPOP", "n:{n:l2}list", "1"],
+    &["DEL", "n:a", "n:l0"],
+];
+
 /// What a `NOLOOP` tracking client reads over a script of its own writes (plain, in a
 /// transaction, by a script, a blocking pop, on both groups) and others' (through `other`):
 /// every frame, the pushes included. An own write is followed by a `PING`, so an invalidation
@@ -1149,8 +1169,7 @@ fn noloop_transcript(tracker: std::net::SocketAddr, other: std::net::SocketAddr)
     let step = |t: &mut RawClient, args: &[&str], out: &mut Vec<Frame>| {
         out.push(t.cmd(args));
     };
-    // BCAST under a prefix: none of its own writes is reported, every other one is (a
-    // script's writes are the script's: Redis reports them, NOLOOP or not).
+    // BCAST under a prefix: none of its own writes is reported, every other one is.
     step(
         &mut t,
         &[
@@ -1165,27 +1184,17 @@ fn noloop_transcript(tracker: std::net::SocketAddr, other: std::net::SocketAddr)
             .map(|f| Frame::bulk(f))
             .collect(),
     ));
-    for own in [
-        vec!["SET", "n:a", "1"],
-        vec!["SET", "n:l0", "1"],
-        vec!["MULTI"],
-        vec!["SET", "n:a", "2"],
-        vec!["INCR", "n:{n:a}c"],
-        vec!["EXEC"],
-        vec![
-            "EVAL",
-            "redis.call('SET', KEYS[1], ARGV[1])",
-            "1",
-            "n:l2",
-            "3",
-        ],
-        vec!["RPUSH", "n:{n:l2}list", "x"],
-        vec!["BLPOP", "n:{n:l2}list", "1"],
-        vec!["DEL", "n:a", "n:l0"],
-        vec!["PING"],
-    ] {
-        step(&mut t, &own, &mut out);
+    for own in OWN_WRITES {
+        step(&mut t, own, &mut out);
     }
+    step(&mut t, &["PING"], &mut out);
+    // A script's writes are the script's: Redis reports them to the client that ran it.
+    step(
+        &mut t,
+        &["EVAL", "redis.call('SET', KEYS[1], 'x')", "1", "n:l2"],
+        &mut out,
+    );
+    out.push(t.read_frame());
     for key in ["n:a", "n:l0"] {
         w.cmd(&["SET", key, "theirs"]);
         out.push(t.read_frame());
@@ -1239,21 +1248,11 @@ fn noloop_transcript_resp2(
     out.push(r.cmd(&["SUBSCRIBE", "__redis__:invalidate"]));
     let mut t = RawClient::connect(tracker);
     t.set_read_timeout(Duration::from_secs(5));
-    for own in [
-        vec![
-            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "n:", "NOLOOP", "REDIRECT", &id,
-        ],
-        vec!["SET", "n:a", "1"],
-        vec!["SET", "n:l0", "1"],
-        vec!["MULTI"],
-        vec!["SET", "n:a", "2"],
-        vec!["INCR", "n:{n:a}c"],
-        vec!["EXEC"],
-        vec!["RPUSH", "n:{n:l2}list", "x"],
-        vec!["BLPOP", "n:{n:l2}list", "1"],
-        vec!["DEL", "n:a", "n:l0"],
-    ] {
-        out.push(t.cmd(&own));
+    out.push(t.cmd(&[
+        "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "n:", "NOLOOP", "REDIRECT", &id,
+    ]));
+    for own in OWN_WRITES {
+        out.push(t.cmd(own));
     }
     for key in ["n:a", "n:l0"] {
         w.cmd(&["SET", key, "theirs"]);
@@ -1306,17 +1305,7 @@ fn noloop_leaves_out_exactly_the_clients_own_writes_as_direct_redis_does() {
 
 /// Connections to `server` that track keys (`t` among their `CLIENT LIST` flags).
 fn tracking_connections(server: &crate::support::RedisServer) -> usize {
-    let list: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query(&mut server.client())
-        .unwrap();
-    list.lines()
-        .filter(|l| {
-            l.split(' ')
-                .find_map(|f| f.strip_prefix("flags="))
-                .is_some_and(|f| f.contains('t'))
-        })
-        .count()
+    flagged(server, 't')
 }
 
 #[test]
@@ -1376,16 +1365,33 @@ fn noloop_connections_are_bounded_and_a_client_toggling_it_leaves_none_behind() 
     assert_eq!(b.cmd(&["PING"]).text().as_deref(), Some("PONG"));
 }
 
-#[test]
-fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writes() {
+/// Two servers in two groups, every slot on group 1's, and `key` written through the proxy.
+fn every_slot_on_group_1_with(key: &str) -> (ControlPlane, redis::Connection) {
     let cp = ControlPlane::builder().servers(2).proxies(1).start();
     cp.group(1, &[0]);
     cp.group(2, &[1]);
     cp.assign(0, 1023, 1);
-    let key = "moving:noloop";
-    let s = slot(key.as_bytes());
     let mut w = conn(cp.proxies[0].addr());
     let _: () = w.set(key, "v").unwrap();
+    (cp, w)
+}
+
+/// Moves `key`'s slot to group 2, and waits until it is there.
+fn move_to_group_2(cp: &ControlPlane, key: &str) {
+    let s = slot(key.as_bytes());
+    cp.api()
+        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
+        .ok();
+    assert!(wait_until(Duration::from_secs(30), || {
+        owners(cp)[s as usize] == Some(2) && idle(cp)
+    }));
+    assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
+}
+
+#[test]
+fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writes() {
+    let key = "moving:noloop";
+    let (cp, mut w) = every_slot_on_group_1_with(key);
     // Tracking starts while group 2's server serves nothing: its own connection there is
     // opened when it first sends there.
     let mut t = resp3(cp.proxies[0].addr());
@@ -1393,13 +1399,7 @@ fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writ
         "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "moving:", "NOLOOP",
     ]);
     assert_eq!(r.text().as_deref(), Some("OK"));
-    cp.api()
-        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
-        .ok();
-    assert!(wait_until(Duration::from_secs(30), || {
-        owners(&cp)[s as usize] == Some(2) && idle(&cp)
-    }));
-    assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
+    move_to_group_2(&cp, key);
     // The move's copy and delete are not the client's: reported.
     t.set_read_timeout(Duration::from_secs(5));
     assert_eq!(t.read_frame(), invalidate(&[key]));
@@ -1549,24 +1549,12 @@ fn tracking_invalidates_what_clients_of_every_proxy_cached() {
 
 #[test]
 fn a_cached_key_whose_slot_moves_away_is_invalidated() {
-    let cp = ControlPlane::builder().servers(2).proxies(1).start();
-    cp.group(1, &[0]);
-    cp.group(2, &[1]);
-    cp.assign(0, 1023, 1);
     let key = "moving:cached";
-    let s = slot(key.as_bytes());
-    let mut w = conn(cp.proxies[0].addr());
-    let _: () = w.set(key, "v").unwrap();
+    let (cp, mut w) = every_slot_on_group_1_with(key);
     let mut reader = resp3(cp.proxies[0].addr());
     reader.cmd(&["CLIENT", "TRACKING", "ON"]);
     reader.cmd(&["GET", key]);
-    cp.api()
-        .post("/api/migrations", &json!({"from": s, "to": s, "group": 2}))
-        .ok();
-    assert!(wait_until(Duration::from_secs(30), || {
-        owners(&cp)[s as usize] == Some(2) && idle(&cp)
-    }));
-    assert!(!cp.servers[0].has(key) && cp.servers[1].has(key), "moved");
+    move_to_group_2(&cp, key);
     reader.set_read_timeout(Duration::from_secs(5));
     assert_eq!(
         reader.read_frame(),

@@ -420,9 +420,12 @@ fn keys_array(keys: Option<&[&[u8]]>, out: &mut BytesMut) {
 /// order they first came.
 #[derive(Default)]
 struct Groups<'k> {
-    list: Vec<((SinkId, &'k [u8]), Vec<&'k [u8]>)>,
-    at: FxHashMap<(SinkId, &'k [u8]), usize>,
+    list: Vec<(Group<'k>, Vec<&'k [u8]>)>,
+    at: FxHashMap<Group<'k>, usize>,
 }
+
+/// A BCAST sink and one prefix of its.
+type Group<'k> = (SinkId, &'k [u8]);
 
 impl<'k> Groups<'k> {
     /// `key` for `sink`, under its prefix of `prefix_len` bytes.
