@@ -137,6 +137,55 @@ const TRACKING: Script = Script {
     ],
 };
 
+/// RESP3 BCAST tracking as Redis words it: a second `CLIENT TRACKING ON` adds its prefixes,
+/// overlapping ones are refused (with one it has, among its own), `TRACKINGINFO` lists them
+/// sorted, and one write's keys come as one message per prefix, prefixes in sorted order.
+const TRACKING_BCAST: Script = Script {
+    name: "client tracking, broadcast prefixes",
+    conns: 2,
+    resp3_only: true,
+    steps: &[
+        Send(
+            0,
+            &[
+                "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "%b:", "PREFIX", "%a:",
+            ],
+        ),
+        Send(0, &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "%a:x"]),
+        Send(0, &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "%"]),
+        Send(
+            0,
+            &[
+                "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "%c:", "PREFIX", "%c",
+            ],
+        ),
+        Send(0, &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "%c:"]),
+        Send(0, &["CLIENT", "TRACKINGINFO"]),
+        Read(0, 6),
+        Send(
+            1,
+            &[
+                "MSET",
+                "%c:1{§0}",
+                "1",
+                "%b:1{§0}",
+                "1",
+                "%a:2{§0}",
+                "1",
+                "%a:1{§0}",
+                "1",
+            ],
+        ),
+        Read(1, 1),
+        Read(0, 3),
+        Send(0, &["CLIENT", "TRACKING", "OFF"]),
+        Read(0, 1),
+        Send(0, &["CLIENT", "TRACKING", "ON", "BCAST"]),
+        Send(0, &["CLIENT", "TRACKINGINFO"]),
+        Read(0, 2),
+    ],
+};
+
 /// Blocking commands: timeouts (their null replies differ between RESP2 and RESP3) and one
 /// served by another connection's push.
 const BLOCKING: Script = Script {
@@ -295,11 +344,12 @@ const RESET: Script = Script {
     ],
 };
 
-const SCRIPTS: [Script; 8] = [
+const SCRIPTS: [Script; 9] = [
     CLIENT_REPLY,
     PUBSUB,
     KEYSPACE,
     TRACKING,
+    TRACKING_BCAST,
     BLOCKING,
     TRANSACTIONS,
     LUA,

@@ -1434,6 +1434,38 @@ fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writ
 }
 
 #[test]
+fn a_resp3_redirect_target_gets_invalidate_pushes_and_published_messages_stay_messages() {
+    let c = Cluster::start();
+    let mut target = resp3(c.proxy.addr());
+    target.set_read_timeout(Duration::from_secs(5));
+    let id = match target.cmd(&["CLIENT", "ID"]) {
+        Frame::Integer(id) => id.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    target.cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
+    let mut tracker = RawClient::connect(c.proxy.addr());
+    let r = tracker.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
+    assert_eq!(r.text().as_deref(), Some("OK"));
+    tracker.cmd(&["GET", "redir3:k"]);
+    let mut writer = RawClient::connect(c.proxy.addr());
+    writer.cmd(&["SET", "redir3:k", "v"]);
+    assert_eq!(
+        target.read_frame(),
+        invalidate(&["redir3:k"]),
+        "as from Redis"
+    );
+    writer.cmd(&["PUBLISH", "__redis__:invalidate", "hello"]);
+    assert_eq!(
+        target.read_frame(),
+        Frame::Push(vec![
+            Frame::bulk("message"),
+            Frame::bulk("__redis__:invalidate"),
+            Frame::bulk("hello"),
+        ])
+    );
+}
+
+#[test]
 fn tracking_invalidates_what_clients_of_every_proxy_cached() {
     let cp = ControlPlane::builder().servers(2).proxies(2).start();
     cp.split_over_two_groups();

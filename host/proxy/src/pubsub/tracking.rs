@@ -283,7 +283,7 @@ impl Tracking {
                 }
             });
         }
-        for ((s, _), keys) in groups.list {
+        for ((s, _), keys) in groups.in_order() {
             self.tell_keys(s, &keys, &mut out);
         }
         self.compact();
@@ -333,7 +333,7 @@ impl Tracking {
                 }
             });
         }
-        for ((s, _), keys) in groups.list {
+        for ((s, _), keys) in groups.in_order() {
             self.tell_keys(s, &keys, out);
         }
         self.compact();
@@ -385,17 +385,32 @@ impl Tracking {
 /// `invalidate` push for some keys, or null for all.
 fn push(keys: Option<&[&[u8]]>) -> Bytes {
     let mut out = BytesMut::new();
-    out.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
+    out.put_slice(INVALIDATE_HEAD);
     keys_array(keys, &mut out);
     out.freeze()
 }
 
+/// The head of a redirected invalidation, before its keys.
+const MESSAGE_HEAD: &[u8] = b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
+const INVALIDATE_HEAD: &[u8] = b">2\r\n$10\r\ninvalidate\r\n";
+
 /// `message __redis__:invalidate [keys]` (a push; written as `*` to a RESP2 client).
 fn message(keys: Option<&[&[u8]]>) -> Bytes {
     let mut out = BytesMut::new();
-    out.put_slice(b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+    out.put_slice(MESSAGE_HEAD);
     keys_array(keys, &mut out);
     out.freeze()
+}
+
+/// A redirected invalidation (`message`) as a RESP3 target gets it from Redis: an
+/// `invalidate` push. `None` for anything else, a message published to
+/// `__redis__:invalidate` included (its payload is a string, never an array or null).
+pub fn for_resp3_target(msg: &[u8]) -> Option<Bytes> {
+    let keys = msg.strip_prefix(MESSAGE_HEAD)?;
+    if !matches!(keys.first(), Some(b'*' | b'_')) {
+        return None;
+    }
+    Some([INVALIDATE_HEAD, keys].concat().into())
 }
 
 fn keys_array(keys: Option<&[&[u8]]>, out: &mut BytesMut) {
@@ -416,8 +431,7 @@ fn keys_array(keys: Option<&[&[u8]]>, out: &mut BytesMut) {
     }
 }
 
-/// The keys of one report for each (BCAST sink, prefix of its they are under), in the
-/// order they first came.
+/// The keys of one report for each (BCAST sink, prefix of its they are under).
 #[derive(Default)]
 struct Groups<'k> {
     list: Vec<(Group<'k>, Vec<&'k [u8]>)>,
@@ -436,6 +450,13 @@ impl<'k> Groups<'k> {
             self.list.len() - 1
         });
         self.list[i].1.push(key);
+    }
+
+    /// The groups by prefix, as Redis sends them (its table of prefixes is sorted); the keys
+    /// of each in the report's order (a server reports them sorted).
+    fn in_order(mut self) -> Vec<(Group<'k>, Vec<&'k [u8]>)> {
+        self.list.sort_by(|a, b| a.0.1.cmp(b.0.1));
+        self.list
     }
 }
 

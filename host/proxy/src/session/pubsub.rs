@@ -380,7 +380,11 @@ fn write_messages(
         {
             continue;
         }
-        wire::message_for(proto, m, out);
+        // A RESP3 redirect target gets an `invalidate` push, as from Redis.
+        match crate::pubsub::tracking::for_resp3_target(m).filter(|_| proto == Proto::Resp3) {
+            Some(push) => out.extend_from_slice(&push),
+            None => wire::message_for(proto, m, out),
+        }
     }
     held
 }

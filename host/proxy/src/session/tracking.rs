@@ -127,8 +127,8 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
     if let Some((earlier, later)) = overlapping(&t.prefixes) {
         return Err(DataError::Invalid(format!(
             "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
-            String::from_utf8_lossy(&t.prefixes[later]),
-            String::from_utf8_lossy(&t.prefixes[earlier])
+            String::from_utf8_lossy(&t.prefixes[earlier]),
+            String::from_utf8_lossy(&t.prefixes[later])
         )));
     }
     t.mode = match (bcast, optin, optout) {
@@ -138,6 +138,41 @@ fn parse_on(req: &tessera_resp::Request) -> Result<ClientTracking, DataError> {
         _ => Mode::Default,
     };
     Ok(t)
+}
+
+/// A BCAST client's prefixes once `new` (none: the empty prefix) is added to the `old` it
+/// has (sorted), refused as Redis refuses them: a new prefix that overlaps one it has names
+/// the first such in sorted order.
+fn added(old: &[Bytes], new: Vec<Bytes>) -> Result<Vec<Bytes>, DataError> {
+    let new = if new.is_empty() {
+        // Redis checks nothing for it.
+        vec![Bytes::new()]
+    } else {
+        for p in &new {
+            let shorter =
+                (0..=p.len()).find_map(|l| old.binary_search_by(|o| o[..].cmp(&p[..l])).ok());
+            let longer = old.partition_point(|o| o[..] < p[..]);
+            let hit =
+                shorter.or((longer < old.len() && old[longer].starts_with(p)).then_some(longer));
+            if let Some(i) = hit {
+                return Err(DataError::Invalid(format!(
+                    "Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                    String::from_utf8_lossy(p),
+                    String::from_utf8_lossy(&old[i])
+                )));
+            }
+        }
+        new
+    };
+    let mut all: Vec<Bytes> = old.iter().cloned().chain(new).collect();
+    all.sort();
+    all.dedup();
+    if all.len() > MAX_PREFIXES {
+        return Err(DataError::Invalid(format!(
+            "tessera: at most {MAX_PREFIXES} PREFIX options per client"
+        )));
+    }
+    Ok(all)
 }
 
 /// Two prefixes one of which starts with the other, as (earlier, later) positions, if any.
@@ -207,6 +242,15 @@ impl Session {
             return Pending::error(&invalid(
                 "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
             ));
+        }
+        if t.mode == Mode::Bcast {
+            // As in Redis: no prefix is the empty one, and BCAST turned on again adds its
+            // prefixes to those it has.
+            let old = self.tracking.as_ref().map_or(&[][..], |o| &o.prefixes[..]);
+            t.prefixes = match added(old, std::mem::take(&mut t.prefixes)) {
+                Ok(p) => p,
+                Err(e) => return Pending::error(&e),
+            };
         }
         let target = match (t.redirect, self.proto) {
             (Some(id), _) => Target::Redirect(id),
