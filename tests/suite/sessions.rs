@@ -1434,7 +1434,7 @@ fn a_noloop_client_whose_slot_moves_to_a_new_master_still_hears_only_others_writ
 }
 
 #[test]
-fn a_resp3_redirect_target_gets_invalidate_pushes_and_published_messages_stay_messages() {
+fn a_resp3_redirect_target_gets_invalidate_pushes_and_a_gone_one_is_reported_as_redis_does() {
     let c = Cluster::start();
     let mut target = resp3(c.proxy.addr());
     target.set_read_timeout(Duration::from_secs(5));
@@ -1463,6 +1463,27 @@ fn a_resp3_redirect_target_gets_invalidate_pushes_and_published_messages_stay_me
             Frame::bulk("hello"),
         ])
     );
+    // The target goes: a RESP3 tracking client is told so in place of each invalidation, a
+    // RESP2 one hears nothing (as from Redis).
+    let mut tracker3 = resp3(c.proxy.addr());
+    tracker3.set_read_timeout(Duration::from_secs(5));
+    tracker3.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
+    tracker3.cmd(&["GET", "redir3:k"]);
+    tracker.cmd(&["GET", "redir3:k"]);
+    drop(target);
+    assert!(wait_until(Duration::from_secs(5), || {
+        let info = tracker3.cmd(&["CLIENT", "TRACKINGINFO"]);
+        tracking_flags(&info).contains(&"broken_redirect".to_string())
+    }));
+    writer.cmd(&["SET", "redir3:k", "w"]);
+    assert_eq!(
+        tracker3.read_frame(),
+        Frame::Push(vec![
+            Frame::bulk("tracking-redir-broken"),
+            Frame::Integer(id.parse().unwrap()),
+        ])
+    );
+    assert_eq!(tracker.cmd(&["PING"]).text().as_deref(), Some("PONG"));
 }
 
 #[test]

@@ -349,6 +349,7 @@ impl Worker {
             shared.router.clone(),
             shared.redirects.clone(),
             shared.sub_counts.clone(),
+            shared.clients.clone(),
         );
         if hot_cache.on() {
             pubsub.set_cache(hot_cache.clone());

@@ -28,6 +28,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use tokio::sync::{Notify, oneshot};
 
+use crate::clients::ClientRegistry;
 use conn::SubConn;
 use sinks::Sinks;
 use tessera_model::limits::OutputAccount;
@@ -114,6 +115,8 @@ struct HubInner {
     redirects: Arc<Redirects>,
     /// The proxy's subscription counts, kept by every worker's hub (`counts`).
     counts: Arc<counts::Counts>,
+    /// Every client of the proxy: a redirect target that is not among them is gone.
+    clients: Arc<ClientRegistry>,
     state: RefCell<State>,
 }
 
@@ -160,12 +163,14 @@ impl Hub {
         router: Arc<Router>,
         redirects: Arc<Redirects>,
         counts: Arc<counts::Counts>,
+        clients: Arc<ClientRegistry>,
     ) -> Self {
         Self {
             inner: Rc::new(HubInner {
                 router,
                 redirects,
                 counts,
+                clients,
                 state: RefCell::default(),
             }),
         }
@@ -401,7 +406,16 @@ impl Hub {
                         inbox.push(msg);
                     }
                 }
-                Delivery::Redirect(id, msg) => self.inner.redirects.send(id, msg),
+                Delivery::Redirect(sink, id, msg) => {
+                    // A target gone (not one that exists unsubscribed): the tracking client
+                    // is told, as Redis tells it.
+                    if !self.inner.redirects.send(id, msg)
+                        && !self.inner.clients.contains(id)
+                        && let Some(inbox) = s.sinks.get(&sink)
+                    {
+                        inbox.push(tracking::redirect_broken(id));
+                    }
+                }
             }
         }
     }

@@ -56,7 +56,8 @@ pub enum Target {
 /// What one invalidation is for each sink concerned.
 pub enum Delivery {
     Own(SinkId, Bytes),
-    Redirect(u64, Bytes),
+    /// For the client with this id, from this sink's tracking.
+    Redirect(SinkId, u64, Bytes),
 }
 
 /// A worker's tracking state. Every operation one session makes costs in proportion to its
@@ -213,7 +214,9 @@ impl Tracking {
             Some(k) => self.tell_keys(sink, &[k], out),
             None => match self.targets.get(&sink) {
                 Some(Target::Own) => out.push(Delivery::Own(sink, push(None))),
-                Some(Target::Redirect(id)) => out.push(Delivery::Redirect(*id, message(None))),
+                Some(Target::Redirect(id)) => {
+                    out.push(Delivery::Redirect(sink, *id, message(None)));
+                }
                 _ => {}
             },
         }
@@ -224,7 +227,7 @@ impl Tracking {
         match self.targets.get(&sink) {
             Some(Target::Own) => out.push(Delivery::Own(sink, push(Some(keys)))),
             Some(Target::Redirect(id)) => {
-                out.push(Delivery::Redirect(*id, message(Some(keys))));
+                out.push(Delivery::Redirect(sink, *id, message(Some(keys))));
             }
             _ => {}
         }
@@ -402,6 +405,24 @@ fn message(keys: Option<&[&[u8]]>) -> Bytes {
     out.freeze()
 }
 
+/// What a RESP3 tracking client gets from Redis in place of an invalidation for a redirect
+/// target that is gone: `tracking-redir-broken id` (a RESP2 one gets nothing).
+pub fn redirect_broken(id: u64) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_slice(REDIRECT_BROKEN_HEAD);
+    out.put_slice(b":");
+    out.put_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.put_slice(b"\r\n");
+    out.freeze()
+}
+
+const REDIRECT_BROKEN_HEAD: &[u8] = b">2\r\n$21\r\ntracking-redir-broken\r\n";
+
+/// Whether `msg` is a `redirect_broken` push.
+pub fn is_redirect_broken(msg: &[u8]) -> bool {
+    msg.starts_with(REDIRECT_BROKEN_HEAD)
+}
+
 /// A redirected invalidation (`message`) as a RESP3 target gets it from Redis: an
 /// `invalidate` push. `None` for anything else, a message published to
 /// `__redis__:invalidate` included (its payload is a string, never an array or null).
@@ -502,16 +523,19 @@ impl Redirects {
     }
 
     /// Queues `msg` for client `id` if it is a target; a full queue drops it (logged).
-    pub fn send(&self, id: u64, msg: Bytes) {
+    /// Whether `id` is a target.
+    pub fn send(&self, id: u64, msg: Bytes) -> bool {
         let targets = self.lock();
-        if let Some(tx) = targets.get(&id)
-            && let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(msg)
-        {
+        let Some(tx) = targets.get(&id) else {
+            return false;
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(msg) {
             tracing::warn!(
                 client = id,
                 "invalidation dropped: the redirect target does not read"
             );
         }
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, mpsc::Sender<Bytes>>> {
@@ -545,7 +569,7 @@ mod tests {
         got.sort();
         let expect = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n".to_vec();
         assert_eq!(got, vec![(1, expect.clone()), (2, expect)]);
-        assert!(d.iter().any(|d| matches!(d, Delivery::Redirect(42, m)
+        assert!(d.iter().any(|d| matches!(d, Delivery::Redirect(3, 42, m)
             if m.starts_with(b">3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n"))));
         // Forgotten once invalidated (default mode); BCAST keeps hearing of its prefix.
         let d = t.invalidate_one(b"user:1");

@@ -380,6 +380,9 @@ fn write_messages(
         {
             continue;
         }
+        if proto == Proto::Resp2 && crate::pubsub::tracking::is_redirect_broken(m) {
+            continue;
+        }
         // A RESP3 redirect target gets an `invalidate` push, as from Redis.
         match crate::pubsub::tracking::for_resp3_target(m).filter(|_| proto == Proto::Resp3) {
             Some(push) => out.extend_from_slice(&push),
