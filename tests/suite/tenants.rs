@@ -270,7 +270,12 @@ fn issue_25_a_confined_user_hears_only_of_its_own_keys() {
         ]),
         "the first invalidation the tenant hears of is its own key's"
     );
-    // Its prefix was put in for it.
+    // Its prefix was put in for it, again when it turns BCAST on again naming none (as
+    // Redis adds the empty prefix then, checking nothing).
+    assert_eq!(
+        t.cmd(&["CLIENT", "TRACKING", "ON", "BCAST"]),
+        Frame::Simple("OK".into())
+    );
     let Frame::Map(info) = t.cmd(&["CLIENT", "TRACKINGINFO"]) else {
         panic!("TRACKINGINFO is a map in RESP3")
     };

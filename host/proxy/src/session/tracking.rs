@@ -17,9 +17,9 @@
 //! `NOPERM`), and the keys it reads in the other modes are its own already (classify refuses
 //! the rest).
 
-use bytes::Bytes;
-
 use std::rc::Rc;
+
+use bytes::Bytes;
 
 use super::Session;
 use super::own_conns::OwnConns;
@@ -225,7 +225,7 @@ impl Session {
             self.tracking = None;
             return self.ordered(had_own, Vec::new(), Vec::new());
         }
-        let mut t = match parse_on(req).and_then(|t| self.confine(t)) {
+        let mut t = match parse_on(req) {
             Ok(t) => t,
             Err(e) => return Pending::error(&e),
         };
@@ -252,6 +252,10 @@ impl Session {
                 Err(e) => return Pending::error(&e),
             };
         }
+        let mut t = match self.confine(t) {
+            Ok(t) => t,
+            Err(e) => return Pending::error(&e),
+        };
         let target = match (t.redirect, self.proto) {
             (Some(id), _) => Target::Redirect(id),
             (None, Proto::Resp3) => Target::Own,
@@ -298,7 +302,7 @@ impl Session {
     }
 
     /// `+OK` to `CLIENT TRACKING`, once every backend reports writes (`synced`: to the hub;
-    /// `opened`: the `PING`s of own connections, whose first error is the reply instead), so
+    /// `opened`: the `PING`s of own connections), so
     /// that a key read after the `+OK` is invalidated. A backend that does not answer the hub
     /// holds it no longer than a subscription (from now). `barrier`: the session's own
     /// connections were made or retired, so the batch ends with this command and the next
@@ -328,8 +332,10 @@ impl Session {
         Pending::Blocked(Box::pin(async move {
             wait_hub.await;
             for rx in opened {
-                // Sent for no client: nothing charged.
-                rx.await?;
+                // Sent for no client: nothing charged. A master that did not answer is
+                // reported by the hub until the session's connection to it is up (which
+                // drops the session's cache once, `Hub::own_connected`).
+                let _ = rx.await;
             }
             // Charged as a backend's reply is: whoever takes it releases it.
             account.charge(ok.len());
@@ -372,9 +378,14 @@ impl Session {
         if t.mode != Mode::Bcast {
             return Ok(t);
         }
-        if t.prefixes.is_empty() {
-            t.prefixes.push(allowed.clone());
+        // The empty prefix (none named) is its own.
+        for p in &mut t.prefixes {
+            if p.is_empty() {
+                *p = allowed.clone();
+            }
         }
+        t.prefixes.sort();
+        t.prefixes.dedup();
         if let Some(p) = t.prefixes.iter().find(|p| !p.starts_with(allowed)) {
             return Err(DataError::NoPermPrefix {
                 user: user.name.as_str().into(),
